@@ -1,0 +1,62 @@
+// Package history records and reads the operations of a lockproof run.
+//
+// A history is a JSON Lines file, one operation per line, in the format that
+// ../shared/DESIGN.md fixes as a contract: other tools read and write it.
+package history
+
+// Kind is what an operation did: the "op" field of a history line.
+type Kind string
+
+// The operation kinds of the history contract.
+const (
+	Acquire Kind = "acquire"
+	Release Kind = "release"
+	Renew   Kind = "renew"
+	Write   Kind = "write"
+	Read    Kind = "read"
+	// Fault is a fault window (with Name); it is shown, never checked.
+	Fault Kind = "fault"
+)
+
+// Result is the outcome of an operation: the "result" field.
+type Result string
+
+// The results of the history contract.
+const (
+	// OK: the operation took effect (a lock op succeeded, a resource op was accepted).
+	OK Result = "ok"
+	// Fail: a lock operation that surely did not take effect.
+	Fail Result = "fail"
+	// Rejected: a resource operation refused (a stale fencing token).
+	Rejected Result = "rejected"
+	// Unknown: the operation may or may not have taken effect.
+	Unknown Result = "unknown"
+)
+
+// Op is one operation of a history. It is a flat value (no pointers) so that
+// histories of millions of operations stay cheap; the Has* fields and
+// Completed say whether an optional field of the contract was present.
+type Op struct {
+	Client string // "client"
+	Kind   Kind   // "op"
+	Key    string // "key": the lock key; resource ops name the key of their lock
+	Name   string // "name": fault ops only
+
+	Call      int64 // "call": invocation time, ns on the history's one monotonic clock
+	Return    int64 // "return": completion time, meaningful only when Completed
+	Completed bool  // false: "return" absent or null, the op never completed
+
+	Result    Result // "result"
+	TTLMillis int64  // "ttl_ms": lease length asked for; 0: no expiry
+
+	Token    uint64 // "token": fencing token, meaningful only when HasToken
+	HasToken bool
+
+	Value    string // "value": written value (write) or observed value (read)
+	HasValue bool
+	Prev     string // "prev": on a write, the value its writer read under the same lease
+	HasPrev  bool
+
+	// Line is the 1-based line the op was read from; 0 when not read from a file.
+	Line int
+}
