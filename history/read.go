@@ -1,0 +1,104 @@
+package history
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// MaxLineBytes bounds one history line, so that a file without newlines
+// cannot exhaust memory. Real lines are a few hundred bytes.
+const MaxLineBytes = 64 << 20
+
+// ReadAll reads a JSON Lines history from r and validates every line (see
+// Op.Validate for the rules). name is used in errors, as in "name:line: ...".
+// Lines may come in any order; the ops are returned in file order with Line
+// set. Blank lines are skipped but counted. Extra fields are ignored.
+//
+// A history that breaks the contract gives a *ParseError (errors.Is(err,
+// ErrBadInput) holds) for its first bad line; a failing reader gives its own
+// error, wrapped with name.
+func ReadAll(r io.Reader, name string) ([]Op, error) {
+	// Collect in fixed-size chunks and copy once: growing one slice by
+	// doubling dominated the reading of large histories.
+	const chunk = 4096
+	var chunks [][]Op
+	cur := make([]Op, 0, chunk)
+	n := 0
+	err := Scan(r, name, func(op Op) error {
+		if len(cur) == chunk {
+			chunks = append(chunks, cur)
+			cur = make([]Op, 0, chunk)
+		}
+		cur = append(cur, op)
+		n++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(chunks) == 0 {
+		if n == 0 {
+			return nil, nil
+		}
+		return cur, nil
+	}
+	ops := make([]Op, 0, n)
+	for _, c := range chunks {
+		ops = append(ops, c...)
+	}
+	return append(ops, cur...), nil
+}
+
+// ReadFile reads and validates the history file at path (see ReadAll).
+func ReadFile(path string) ([]Op, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	defer f.Close()
+	return ReadAll(f, path)
+}
+
+// Scan reads a history as ReadAll does but hands each op to fn instead of
+// keeping them; an error from fn stops the scan and is returned as is.
+func Scan(r io.Reader, name string, fn func(Op) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var d decoder
+	var long []byte
+	for line := 1; ; line++ {
+		b, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], b...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				if len(long) > MaxLineBytes {
+					return &ParseError{File: name, Line: line, Msg: fmt.Sprintf("line longer than %d bytes", MaxLineBytes)}
+				}
+				b, err = br.ReadSlice('\n')
+				long = append(long, b...)
+			}
+			b = long
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("read history %s:%d: %w", name, line, err)
+		}
+		if len(b) > MaxLineBytes {
+			return &ParseError{File: name, Line: line, Msg: fmt.Sprintf("line longer than %d bytes", MaxLineBytes)}
+		}
+		if !blank(b) {
+			var op Op
+			if ferr := d.parse(b, &op); ferr != nil {
+				return &ParseError{File: name, Line: line, Field: ferr.field, Msg: ferr.msg}
+			}
+			op.Line = line
+			if err := fn(op); err != nil {
+				return err
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}

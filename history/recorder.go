@@ -1,0 +1,275 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+)
+
+// ErrClosed is returned when an op completes after its Recorder was closed
+// (the op was then written as never completed).
+var ErrClosed = errors.New("history recorder closed")
+
+// ErrCompleted is returned when a pending op is completed twice.
+var ErrCompleted = errors.New("op already completed")
+
+// Options configure a Recorder.
+type Options struct {
+	// Base is time zero of the history's clock. Zero: the time NewRecorder
+	// is called. It should carry a monotonic reading (come from time.Now).
+	Base time.Time
+	// ForgetOps stops the Recorder from keeping completed ops in memory:
+	// Ops then returns only the pending ones. For runs of millions of ops
+	// that are checked from the file.
+	ForgetOps bool
+}
+
+// Recorder records the operations of concurrent clients on one monotonic
+// clock and streams them to a history: each op is written and flushed when
+// it completes, so a run that crashes still leaves what it did. Ops that are
+// still pending at Close are written then, without a return. A Recorder is
+// safe for concurrent use.
+type Recorder struct {
+	base   time.Time
+	forget bool
+
+	mu      sync.Mutex
+	w       *Writer // nil: record in memory only
+	ops     []Op
+	pending map[*Pending]struct{}
+	seq     uint64
+	err     error // first write or validation error
+	closed  bool
+}
+
+// Pending is an invoked operation that has not completed yet.
+type Pending struct {
+	rec  *Recorder
+	seq  uint64
+	idx  int // index in rec.ops, -1 when ops are forgotten
+	op   Op  // as invoked; never changed after Invoke
+	done bool
+}
+
+// NewRecorder returns a Recorder writing to w; w may be nil to record in
+// memory only. Close does not close w.
+func NewRecorder(w io.Writer, opts Options) *Recorder {
+	r := &Recorder{base: opts.Base, forget: opts.ForgetOps, pending: make(map[*Pending]struct{})}
+	if r.base.IsZero() {
+		r.base = time.Now()
+	}
+	if w != nil {
+		r.w = NewWriter(w)
+	}
+	return r
+}
+
+// Now is the current time on the history's clock: nanoseconds since Base.
+func (r *Recorder) Now() int64 {
+	return int64(time.Since(r.base))
+}
+
+// pendingForm is how an op that never completed is recorded.
+func pendingForm(op Op) Op {
+	op.Completed, op.Return = false, 0
+	if op.Kind != Fault {
+		op.Result = Unknown
+	}
+	return op
+}
+
+// Invoke stamps op.Call with Now and returns the handle to complete it.
+// Fill op with what is known at invocation (Client, Kind, Key, TTLMillis,
+// Token and HasToken, Value, Prev and HasPrev...). Write and read ops always
+// carry a value (HasValue is set). Until it completes, the op is recorded as
+// never completed with result unknown.
+func (r *Recorder) Invoke(op Op) *Pending {
+	if op.Kind == Write || op.Kind == Read {
+		op.HasValue = true
+	}
+	op.Line = 0
+	op.Call = r.Now()
+	p := &Pending{rec: r, op: op, idx: -1}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	p.seq = r.seq
+	if r.closed {
+		return p // Complete reports ErrClosed
+	}
+	r.pending[p] = struct{}{}
+	if !r.forget {
+		p.idx = len(r.ops)
+		r.ops = append(r.ops, pendingForm(op))
+	}
+	return p
+}
+
+// Op returns the op as invoked, with its Call stamp.
+func (p *Pending) Op() Op { return p.op }
+
+// Complete stamps the op's return with Now, sets its result, lets edit (if
+// not nil) fill what was learnt (a token, the value read...), then writes and
+// flushes it. A fault window completes with result "". The error (also kept
+// for Close) says why the op could not be recorded: invalid, already
+// completed, recorder closed, or a write error.
+func (p *Pending) Complete(result Result, edit func(*Op)) error {
+	r := p.rec
+	op := p.op
+	op.Return, op.Completed = r.Now(), true
+	op.Result = result
+	if edit != nil {
+		edit(&op)
+	}
+	op.Line = 0
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p.done {
+		return fmt.Errorf("complete %s %q by %q: %w", op.Kind, op.Key, op.Client, ErrCompleted)
+	}
+	if r.closed {
+		return fmt.Errorf("complete %s %q by %q: %w", op.Kind, op.Key, op.Client, ErrClosed)
+	}
+	p.done = true
+	delete(r.pending, p)
+	if err := op.Validate(); err != nil {
+		err = fmt.Errorf("record %s %q by %q: %w", op.Kind, op.Key, op.Client, err)
+		r.keep(err)
+		if p.idx >= 0 {
+			r.ops[p.idx] = op // kept in memory so the bad op can be inspected
+		}
+		return err
+	}
+	if p.idx >= 0 {
+		r.ops[p.idx] = op
+	}
+	return r.write(op, true)
+}
+
+// Return completes p with op's result and fields (op's Call and the
+// identity fields of the invocation are kept): a shorthand for Complete.
+func (r *Recorder) Return(p *Pending, op Op) error {
+	return p.Complete(op.Result, func(o *Op) {
+		o.Token, o.HasToken = op.Token, op.HasToken
+		o.Value, o.HasValue = op.Value, op.HasValue || o.Kind == Write || o.Kind == Read
+		o.Prev, o.HasPrev = op.Prev, op.HasPrev
+		if op.TTLMillis != 0 {
+			o.TTLMillis = op.TTLMillis
+		}
+	})
+}
+
+// Fault records a fault window named name starting now; call end when the
+// fault is lifted (end may be called more than once). A window never ended
+// is written at Close without a return. Errors are kept for Close.
+func (r *Recorder) Fault(name string) (end func()) {
+	p := r.Invoke(Op{Kind: Fault, Name: name})
+	var once sync.Once
+	return func() {
+		once.Do(func() { _ = p.Complete("", nil) })
+	}
+}
+
+// Record writes op as given (already stamped, e.g. replayed from elsewhere).
+func (r *Recorder) Record(op Op) error {
+	op.Line = 0
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return fmt.Errorf("record %s %q by %q: %w", op.Kind, op.Key, op.Client, ErrClosed)
+	}
+	if err := op.Validate(); err != nil {
+		err = fmt.Errorf("record %s %q by %q: %w", op.Kind, op.Key, op.Client, err)
+		r.keep(err)
+		return err
+	}
+	if !r.forget {
+		r.ops = append(r.ops, op)
+	}
+	return r.write(op, true)
+}
+
+// write appends op to the stream; r.mu is held.
+func (r *Recorder) write(op Op, flush bool) error {
+	if r.w == nil {
+		return nil
+	}
+	if err := r.w.WriteOp(op); err != nil {
+		r.keep(err)
+		return err
+	}
+	if flush {
+		if err := r.w.Flush(); err != nil {
+			r.keep(err)
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Recorder) keep(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// Err returns the first error met while recording, or nil.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// Ops returns a copy of every op recorded so far, in invocation order;
+// pending ones appear as never completed with result unknown.
+func (r *Recorder) Ops() []Op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.forget {
+		out := make([]Op, 0, len(r.pending))
+		for _, p := range r.sortedPending() {
+			out = append(out, pendingForm(p.op))
+		}
+		return out
+	}
+	return append([]Op(nil), r.ops...)
+}
+
+func (r *Recorder) sortedPending() []*Pending {
+	ps := make([]*Pending, 0, len(r.pending))
+	for p := range r.pending {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].seq < ps[j].seq })
+	return ps
+}
+
+// Close writes the ops still pending, without a return (as unknown), flushes,
+// and returns the first error met while recording. Later calls return the
+// same error; ops completed after Close get ErrClosed.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return r.err
+	}
+	r.closed = true
+	for _, p := range r.sortedPending() {
+		op := pendingForm(p.op)
+		if err := op.Validate(); err != nil {
+			r.keep(fmt.Errorf("record pending %s %q by %q: %w", op.Kind, op.Key, op.Client, err))
+			continue
+		}
+		_ = r.write(op, false) // kept in r.err
+	}
+	clear(r.pending)
+	if r.w != nil {
+		if err := r.w.Flush(); err != nil {
+			r.keep(err)
+		}
+	}
+	return r.err
+}

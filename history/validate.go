@@ -1,0 +1,150 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// ErrBadInput is the sentinel of every history that breaks the contract:
+// errors.Is(err, ErrBadInput) holds for each *ParseError.
+var ErrBadInput = errors.New("bad history")
+
+// ParseError says where a history breaks the contract and what is wrong.
+type ParseError struct {
+	File  string // the file (or name given to ReadAll); "" for an op not read from a file
+	Line  int    // 1-based line; 0 when unknown
+	Field string // the JSON field at fault; "" for malformed JSON
+	Msg   string // what is wrong
+}
+
+// Error formats the error as "file:line: field: message".
+func (e *ParseError) Error() string {
+	var b []byte
+	switch {
+	case e.File != "" && e.Line > 0:
+		b = fmt.Appendf(b, "%s:%d: ", e.File, e.Line)
+	case e.File != "":
+		b = fmt.Appendf(b, "%s: ", e.File)
+	case e.Line > 0:
+		b = fmt.Appendf(b, "line %d: ", e.Line)
+	}
+	if e.Field != "" {
+		b = append(b, e.Field...)
+		b = append(b, ": "...)
+	}
+	b = append(b, e.Msg...)
+	return string(b)
+}
+
+// Unwrap returns ErrBadInput, so that errors.Is(err, ErrBadInput) holds.
+func (e *ParseError) Unwrap() error { return ErrBadInput }
+
+// Validate checks op against the history contract and returns a *ParseError
+// naming the first field at fault (with op.Line), or nil. The rules:
+//
+//   - op is one of acquire, release, renew, write, read, fault;
+//   - a fault needs name and may carry client, key and a result; other ops
+//     need client, key and result and carry no name;
+//   - result is ok, fail or unknown for acquire, release and renew; ok,
+//     rejected or unknown for write and read;
+//   - call and return are not negative and return is not before call;
+//   - an op that never completed (no return) has result unknown. A completed
+//     op may be unknown too: a client that timed out returned without
+//     learning the outcome;
+//   - token only on acquire, release, renew, write and read;
+//   - ttl_ms only on acquire and renew, and not negative;
+//   - value only on write and read; a write always carries it, and so does an
+//     ok read ("" when the resource was never written);
+//   - prev only on write.
+func (op Op) Validate() error {
+	if err := validate(&op, true, op.TTLMillis != 0); err != nil {
+		return &ParseError{Line: op.Line, Field: err.field, Msg: err.msg}
+	}
+	return nil
+}
+
+func bad(field, format string, args ...any) *fieldError {
+	return &fieldError{field: field, msg: fmt.Sprintf(format, args...)}
+}
+
+// validate implements Validate; hasCall and hasTTL say whether the fields
+// were present on the line (a zero value cannot tell).
+func validate(o *Op, hasCall, hasTTL bool) *fieldError {
+	switch o.Kind {
+	case Acquire, Release, Renew, Write, Read, Fault:
+	case "":
+		return bad("op", "missing (want acquire, release, renew, write, read or fault)")
+	default:
+		return bad("op", "unknown operation %q (want acquire, release, renew, write, read or fault)", o.Kind)
+	}
+	lockOp := o.Kind == Acquire || o.Kind == Release || o.Kind == Renew
+	if o.Kind == Fault {
+		if o.Name == "" {
+			return bad("name", "missing (a fault names its window)")
+		}
+		switch o.Result {
+		case "", OK, Fail, Rejected, Unknown:
+		default:
+			return bad("result", "unknown result %q", o.Result)
+		}
+	} else {
+		if o.Name != "" {
+			return bad("name", "only fault ops carry a name, not %s", o.Kind)
+		}
+		if o.Client == "" {
+			return bad("client", "missing")
+		}
+		if o.Key == "" {
+			return bad("key", "missing")
+		}
+		switch {
+		case o.Result == "":
+			return bad("result", "missing")
+		case lockOp && o.Result != OK && o.Result != Fail && o.Result != Unknown:
+			return bad("result", "%q is not a result of %s (want ok, fail or unknown)", o.Result, o.Kind)
+		case !lockOp && o.Result != OK && o.Result != Rejected && o.Result != Unknown:
+			return bad("result", "%q is not a result of %s (want ok, rejected or unknown)", o.Result, o.Kind)
+		}
+	}
+	if !hasCall {
+		return bad("call", "missing")
+	}
+	if o.Call < 0 {
+		return bad("call", "negative time %d", o.Call)
+	}
+	if o.Completed {
+		if o.Return < 0 {
+			return bad("return", "negative time %d", o.Return)
+		}
+		if o.Return < o.Call {
+			return bad("return", "%d is before call %d", o.Return, o.Call)
+		}
+	} else if o.Kind != Fault && o.Result != Unknown {
+		return bad("return", "missing on %s with result %q: an op that never completed must be unknown", o.Kind, o.Result)
+	}
+	if o.HasToken && o.Kind == Fault {
+		return bad("token", "fault ops carry no token")
+	}
+	if hasTTL && o.Kind != Acquire && o.Kind != Renew {
+		return bad("ttl_ms", "only acquire and renew carry a lease length, not %s", o.Kind)
+	}
+	if o.TTLMillis < 0 {
+		return bad("ttl_ms", "negative lease length %s", strconv.FormatInt(o.TTLMillis, 10))
+	}
+	if o.HasValue && o.Kind != Write && o.Kind != Read {
+		return bad("value", "only write and read carry a value, not %s", o.Kind)
+	}
+	if !o.HasValue {
+		if o.Kind == Write {
+			return bad("value", "missing (a write says what it wrote)")
+		}
+		if o.Kind == Read && o.Result == OK {
+			return bad("value", `missing (an ok read says what it saw; "" when never written)`)
+		}
+	}
+	if o.HasPrev && o.Kind != Write {
+		return bad("prev", "only write carries prev, not %s", o.Kind)
+	}
+	return nil
+}
