@@ -1,0 +1,156 @@
+package fencing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultPrefix is the prefix of the Redis keys of a resource when
+// RedisOptions.Prefix is empty.
+const DefaultPrefix = "fencing:"
+
+// RedisOptions configures a Redis-backed resource.
+type RedisOptions struct {
+	// Prefix is put before every resource key; "" means DefaultPrefix.
+	Prefix string
+}
+
+// writeScript compares the token of a write with the last accepted one and
+// writes, atomically. Tokens travel as decimal strings and are compared as
+// such (length first), which is exact for all of uint64 where Lua numbers
+// (doubles) would not be.
+//
+// KEYS[1] = the hash; ARGV = token, owner, value.
+// Returns {1} when accepted, {0, token, owner} of the last accepted write when refused.
+const writeScript = `
+local cur = redis.call('HMGET', KEYS[1], 'token', 'owner')
+local t, o = cur[1], cur[2]
+if t then
+  local nt = ARGV[1]
+  if #nt < #t or (#nt == #t and nt < t) then return {0, t, o or ''} end
+  if nt == t and ARGV[2] ~= o then return {0, t, o or ''} end
+end
+redis.call('HSET', KEYS[1], 'token', ARGV[1], 'owner', ARGV[2], 'value', ARGV[3])
+return {1}
+`
+
+// Redis is a resource stored in Redis: each key is a hash holding the value,
+// token and owner of the last accepted write. The fenced flavour compares
+// and writes in one Lua script; the unfenced one writes with one HSET.
+//
+// It is meant for a Redis other than the lock's: fencing must hold when the
+// lock's Redis fails over. Give the client ContextTimeoutEnabled so that
+// context deadlines bound each call.
+type Redis struct {
+	rdb    redis.UniversalClient
+	prefix string
+	fenced bool
+	script *redis.Script
+}
+
+// NewRedis returns a fenced resource stored through rdb.
+func NewRedis(rdb redis.UniversalClient, opts RedisOptions) (*Redis, error) {
+	return newRedis(rdb, opts, true)
+}
+
+// NewUnfencedRedis returns a resource stored through rdb that accepts every write.
+func NewUnfencedRedis(rdb redis.UniversalClient, opts RedisOptions) (*Redis, error) {
+	return newRedis(rdb, opts, false)
+}
+
+func newRedis(rdb redis.UniversalClient, opts RedisOptions, fenced bool) (*Redis, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("new redis resource: client is nil: %w", ErrInvalid)
+	}
+	p := opts.Prefix
+	if p == "" {
+		p = DefaultPrefix
+	}
+	return &Redis{rdb: rdb, prefix: p, fenced: fenced, script: redis.NewScript(writeScript)}, nil
+}
+
+// Write applies w to key if the fencing rule allows it (always, when unfenced).
+func (r *Redis) Write(ctx context.Context, key string, w Write) error {
+	if err := checkWrite(key, w, r.fenced); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("write %q: %w", key, err)
+	}
+	token := w.Token
+	if w.NoToken {
+		token = 0
+	}
+	tok := strconv.FormatUint(token, 10)
+	if !r.fenced {
+		err := r.rdb.HSet(ctx, r.prefix+key, "token", tok, "owner", w.Owner, "value", w.Value).Err()
+		return classify("write", key, err)
+	}
+	res, err := r.script.Run(ctx, r.rdb, []string{r.prefix + key}, tok, w.Owner, w.Value).Slice()
+	if err != nil {
+		return classify("write", key, err)
+	}
+	if len(res) == 0 {
+		return fmt.Errorf("write %q: empty reply from script", key)
+	}
+	if ok, _ := res[0].(int64); ok == 1 {
+		return nil
+	}
+	se := &StaleError{Key: key, Token: w.Token, Owner: w.Owner}
+	if len(res) >= 3 {
+		ct, _ := res[1].(string)
+		se.CurrentToken, _ = strconv.ParseUint(ct, 10, 64)
+		se.CurrentOwner, _ = res[2].(string)
+	}
+	return se
+}
+
+// Read returns the last accepted write to key.
+func (r *Redis) Read(ctx context.Context, key string) (Value, error) {
+	if err := checkRead(key); err != nil {
+		return Value{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Value{}, fmt.Errorf("read %q: %w", key, err)
+	}
+	res, err := r.rdb.HMGet(ctx, r.prefix+key, "value", "token", "owner").Result()
+	if err != nil {
+		return Value{}, classify("read", key, err)
+	}
+	if len(res) != 3 || res[0] == nil {
+		return Value{}, nil
+	}
+	v := Value{Written: true}
+	v.Value, _ = res[0].(string)
+	v.Owner, _ = res[2].(string)
+	if s, _ := res[1].(string); s != "" {
+		t, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return Value{}, fmt.Errorf("read %q: stored token %q: %w", key, s, err)
+		}
+		v.Token = t
+	}
+	return v, nil
+}
+
+// classify wraps a client error. An error reply from Redis, a failed dial, a
+// closed client or an exhausted pool mean the command did not take effect;
+// any other failure (timeout, lost connection, context done while waiting)
+// may have happened after the command was sent, so the outcome is unknown.
+func classify(op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var rerr redis.Error
+	var nerr *net.OpError
+	if errors.As(err, &rerr) || (errors.As(err, &nerr) && nerr.Op == "dial") ||
+		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) {
+		return fmt.Errorf("%s %q: %w", op, key, err)
+	}
+	return fmt.Errorf("%s %q: %w: %w", op, key, ErrUnknownOutcome, err)
+}
