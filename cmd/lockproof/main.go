@@ -32,7 +32,11 @@ type command struct {
 
 // commands lists the subcommands. Each lives in a file of its own (check.go, ...).
 func commands() map[string]command {
-	return map[string]command{}
+	return map[string]command{
+		"check":  checkCommand(),
+		"report": reportCommand(),
+		"run":    runCommand(),
+	}
 }
 
 func main() {

@@ -1,0 +1,236 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/lockproof/lockproof/history"
+)
+
+// top2 is the best op so far by some value, and the best one of another group.
+type top2 struct{ a, b *lop }
+
+// prefixTop2 returns, for each prefix of ops, the op with the largest val
+// and the op with the largest val among those not in the first one's group.
+func prefixTop2(ops []*lop, val func(*lop) int64, group func(*lop) int64) []top2 {
+	out := make([]top2, len(ops))
+	var t top2
+	for i, x := range ops {
+		switch {
+		case t.a == nil:
+			t.a = x
+		case val(x) > val(t.a):
+			if group(x) != group(t.a) {
+				t.b = t.a
+			}
+			t.a = x
+		case group(x) != group(t.a) && (t.b == nil || val(x) > val(t.b)):
+			t.b = x
+		}
+		out[i] = t
+	}
+	return out
+}
+
+// except returns the best op not in group g, or nil.
+func (t top2) except(g int64, group func(*lop) int64) *lop {
+	if t.a != nil && group(t.a) != g {
+		return t.a
+	}
+	return t.b
+}
+
+func okAcquires(k *keyOps, withToken bool) []*lop {
+	var out []*lop
+	for _, o := range k.lease {
+		if o.kind == history.Acquire && o.effective() && (o.hasToken || !withToken) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// tokenChecks checks the token rules of the lease: ok-acquire tokens
+// strictly increase in real time (A returned before B was called: token(A) <
+// token(B)) and one token never serves two clients. A client that gets its
+// own token again is left to the model, which allows it only as a reentrant
+// acquire while that client holds the lease.
+func (c *run) tokenChecks(k *keyOps) []Violation {
+	acq := okAcquires(k, true) // by call
+	var vs []Violation
+	owner := map[uint64]*lop{}
+	for _, o := range acq {
+		if f, ok := owner[o.token]; !ok {
+			owner[o.token] = o
+		} else if f.client != o.client {
+			vs = append(vs, c.violation(PropLease, RuleTokenOwner, k.key,
+				fmt.Sprintf("token %d was returned to two clients: %s and %s", o.token, c.p.describe(f), c.p.describe(o)), f, o))
+		}
+	}
+	byR := append([]*lop(nil), acq...)
+	sort.SliceStable(byR, func(i, j int) bool { return byR[i].ret < byR[j].ret })
+	i := 0
+	var best *lop
+	for _, b := range acq {
+		for i < len(byR) && byR[i].ret < b.call {
+			if best == nil || byR[i].token > best.token {
+				best = byR[i]
+			}
+			i++
+		}
+		if best != nil && best.token >= b.token && !(best.client == b.client && best.token == b.token) {
+			vs = append(vs, c.violation(PropLease, RuleTokenOrder, k.key,
+				fmt.Sprintf("%s got token %d, not above token %d of %s, which returned before it was called",
+					c.p.describe(b), b.token, best.token, c.p.describe(best)), best, b))
+		}
+	}
+	return vs
+}
+
+// resourceDirect checks the resource rules that are not about order: one
+// token never serves two clients (accepted writes and ok acquires together),
+// and an accepted unfenced write is not from a stale holder. Reads are left
+// out of both: a fenced resource does not check the token of a read, and a
+// stale holder's read changes nothing (its value is checked by the model).
+func (c *run) resourceDirect(k *keyOps) []Violation {
+	var vs []Violation
+	owner := map[uint64]*lop{}
+	for _, o := range okAcquires(k, true) {
+		if _, ok := owner[o.token]; !ok {
+			owner[o.token] = o
+		}
+	}
+	for _, o := range k.resource {
+		if o.kind != history.Write || !o.effective() || !o.hasToken {
+			continue
+		}
+		if f, ok := owner[o.token]; !ok {
+			owner[o.token] = o
+		} else if f.client != o.client {
+			vs = append(vs, c.violation(PropResource, RuleTokenOwner, k.key,
+				fmt.Sprintf("%s was accepted with token %d, which belongs to %q (%s)",
+					c.p.describe(o), o.token, c.p.clients[f.client], c.p.describe(f)), f, o))
+		}
+	}
+	return append(vs, c.staleHolders(k)...)
+}
+
+// staleHolders flags each accepted unfenced write from client c for which
+// another client's ok acquire began after c's latest ok acquire returned and
+// returned before the op began.
+func (c *run) staleHolders(k *keyOps) []Violation {
+	var unfenced []*lop
+	for _, o := range k.resource {
+		if o.kind == history.Write && o.effective() && !o.hasToken {
+			unfenced = append(unfenced, o)
+		}
+	}
+	if len(unfenced) == 0 {
+		return nil
+	}
+	acq := okAcquires(k, false)
+	sort.SliceStable(acq, func(i, j int) bool { return acq[i].ret < acq[j].ret })
+	perClient := map[int32][]*lop{} // by ret
+	for _, a := range acq {
+		perClient[a.client] = append(perClient[a.client], a)
+	}
+	callOf := func(o *lop) int64 { return o.call }
+	clientOf := func(o *lop) int64 { return int64(o.client) }
+	pre := prefixTop2(acq, callOf, clientOf)
+	var vs []Violation
+	for _, o := range unfenced {
+		mine := perClient[o.client]
+		j := sort.Search(len(mine), func(i int) bool { return mine[i].ret >= o.call })
+		if j == 0 {
+			continue // no lease of its own before: nothing to compare with
+		}
+		own := mine[j-1]
+		n := sort.Search(len(acq), func(i int) bool { return acq[i].ret >= o.call })
+		if n == 0 {
+			continue
+		}
+		b := pre[n-1].except(int64(o.client), clientOf)
+		if b != nil && b.call > own.ret {
+			vs = append(vs, c.violation(PropResource, RuleStaleHolder, k.key,
+				fmt.Sprintf("%s was accepted without a token, but %s began after its lease (%s) returned and returned before it began: a stale holder acted",
+					c.p.describe(o), c.p.describe(b), c.p.describe(own)), own, b, o))
+		}
+	}
+	return vs
+}
+
+// liveness checks that after a holder stops for good (its last lease op on
+// the key is an ok acquire or renew with a TTL, or such an op followed only
+// by a release of unknown outcome), an acquire by another client
+// that begins more than LivenessSlack after the lease surely expired does not
+// fail, unless another acquire (ok or unknown, other than the holder's last)
+// may have taken the key first. Unknown attempts count neither way. It
+// reports whether any attempt was checked.
+func (c *run) liveness(k *keyOps) ([]Violation, bool) {
+	last, before := map[int32]*lop{}, map[int32]*lop{}
+	for _, o := range k.lease { // by call
+		before[o.client], last[o.client] = last[o.client], o
+	}
+	var stopped []*lop
+	for c, o := range last {
+		if o.kind == history.Release && o.maybe() {
+			// A release with an unknown outcome (e.g. the client crashed
+			// during it) leaves the lease it meant to end: released or not,
+			// the key is free once that lease expires.
+			o = before[c]
+		}
+		if o != nil && (o.kind == history.Acquire || o.kind == history.Renew) && o.effective() && o.expireFor != inf {
+			stopped = append(stopped, o)
+		}
+	}
+	if len(stopped) == 0 {
+		return nil, false
+	}
+	sort.Slice(stopped, func(i, j int) bool { return stopped[i].idx < stopped[j].idx })
+	var ys, attempts []*lop // ys: ok or unknown acquires by call; attempts: ok or fail acquires by call
+	for _, o := range k.lease {
+		if o.kind != history.Acquire {
+			continue
+		}
+		if o.result != history.Fail {
+			ys = append(ys, o)
+		}
+		if o.result != history.Unknown {
+			attempts = append(attempts, o)
+		}
+	}
+	retOf := func(o *lop) int64 { return o.ret }
+	idOf := func(o *lop) int64 { return int64(o.idx) }
+	pre := prefixTop2(ys, retOf, idOf)
+	var vs []Violation
+	checked := false
+	for _, l := range stopped {
+		e := satAdd(satAdd(l.ret, l.expireFor), int64(c.opts.LivenessSlack))
+		if e == inf {
+			continue
+		}
+		from := sort.Search(len(attempts), func(i int) bool { return attempts[i].call > e })
+		for _, x := range attempts[from:] {
+			if x.client == l.client {
+				continue
+			}
+			checked = true
+			if x.result == history.OK {
+				break // the key passed on; later failures are another holder's business
+			}
+			n := sort.Search(len(ys), func(i int) bool { return ys[i].call > x.ret })
+			var y *lop
+			if n > 0 {
+				y = pre[n-1].except(int64(l.idx), idOf)
+			}
+			if y != nil && y.ret >= l.call {
+				continue // y may hold the key
+			}
+			vs = append(vs, c.violation(PropLiveness, RuleLiveness, k.key,
+				fmt.Sprintf("%s failed at %s although %q stopped after %s, whose lease surely expired at %s (slack %v), and no other acquire may have taken the key",
+					c.p.describe(x), fmtTime(x.call), c.p.clients[l.client], c.p.describe(l),
+					fmtTime(satAdd(l.ret, l.expireFor)), c.opts.LivenessSlack), l, x))
+		}
+	}
+	return vs, checked
+}

@@ -1,0 +1,282 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/lockproof/lockproof/history"
+)
+
+// state is the sequential state of one partition: the lease of a key (lease
+// partitions) or the fenced resource of a key (resource partitions). One
+// comparable struct serves both so that a single Porcupine model (and one
+// visualization) covers every partition; each partition uses its own fields.
+type state struct {
+	// Lease: the current holder (0: nobody), its token, and when its lease is
+	// surely valid until and surely expired after.
+	holder       int32
+	hasHolderTok bool
+	holderTok    uint64
+	validUntil   int64
+	expiredAfter int64
+	// lastTok is the largest token an acquire returned so far.
+	hasLastTok bool
+	lastTok    uint64
+	// now is the earliest time the last linearized lease op can have taken
+	// effect: linearization points never go back in time.
+	now int64
+
+	// Resource: the value (interned), and the largest token of an accepted write.
+	value  int32
+	hasMax bool
+	maxTok uint64
+}
+
+func (s state) hash() uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(v uint64) {
+		h ^= v
+		h *= 1099511628211
+		h ^= h >> 29
+	}
+	mix(uint64(s.holder))
+	mix(s.holderTok)
+	mix(uint64(s.validUntil))
+	mix(uint64(s.expiredAfter))
+	mix(s.lastTok)
+	mix(uint64(s.now))
+	mix(uint64(s.value))
+	mix(s.maxTok)
+	var b uint64
+	if s.hasHolderTok {
+		b |= 1
+	}
+	if s.hasLastTok {
+		b |= 2
+	}
+	if s.hasMax {
+		b |= 4
+	}
+	mix(b)
+	return h
+}
+
+// reason says why an op cannot take effect in a state; rOK: it can.
+type reason uint8
+
+const (
+	rOK         reason = iota
+	rHeld              // acquire while another client's lease is surely valid
+	rTokenOrder        // acquire token not above the last one
+	rNotOwner          // release/renew by a client that does not hold the lease
+	rWrongToken        // release/renew with a token other than the holder's
+	rExpired           // release/renew after the lease surely expired
+	rTooLate           // the op returned before the previous op can have taken effect
+	rFencing           // accepted resource op with a token below the largest accepted
+	rLostUpdate        // write whose prev is not the current value
+	rStaleRead         // read that does not return the current value
+)
+
+// rule maps a reason to the rule it breaks.
+func (r reason) rule(k history.Kind) string {
+	switch r {
+	case rHeld:
+		return RuleMutualExclusion
+	case rTokenOrder:
+		return RuleTokenOrder
+	case rNotOwner, rWrongToken, rExpired:
+		return RuleNotOwner
+	case rTooLate:
+		if k == history.Acquire {
+			return RuleMutualExclusion
+		}
+		return RuleNotOwner
+	case rFencing:
+		return RuleFencing
+	case rLostUpdate:
+		return RuleLostUpdate
+	case rStaleRead:
+		return RuleStaleRead
+	}
+	return ""
+}
+
+// apply computes the effect of o on s, as if o took effect (ok, or the
+// "it happened" branch of an unknown op).
+func apply(s state, o *lop) (state, reason) {
+	switch o.kind {
+	case history.Acquire:
+		p := max(s.now, o.call)
+		if s.holder != 0 && s.holder != o.client {
+			// The previous lease must possibly have expired: p > validUntil.
+			if s.validUntil == inf {
+				return s, rHeld
+			}
+			p = max(p, s.validUntil+1)
+			if p > o.ret {
+				return s, rHeld
+			}
+		}
+		if p > o.ret {
+			return s, rTooLate
+		}
+		// Tokens strictly increase; a reentrant acquire by the holder may get
+		// its own token back.
+		reentry := s.holder == o.client && s.hasHolderTok && o.hasToken && o.token == s.holderTok
+		if o.hasToken && s.hasLastTok && o.token <= s.lastTok && !reentry {
+			return s, rTokenOrder
+		}
+		n := s
+		n.holder = o.client
+		n.hasHolderTok, n.holderTok = o.hasToken, o.token
+		n.validUntil = satAdd(o.call, o.validFor)
+		n.expiredAfter = satAdd(o.ret, o.expireFor)
+		n.now = p
+		if o.hasToken {
+			n.hasLastTok, n.lastTok = true, o.token
+		}
+		return n, rOK
+	case history.Release, history.Renew:
+		if s.holder != o.client {
+			return s, rNotOwner
+		}
+		if o.hasToken && s.hasHolderTok && o.token != s.holderTok {
+			return s, rWrongToken
+		}
+		p := max(s.now, o.call)
+		if p > s.expiredAfter {
+			return s, rExpired
+		}
+		if p > o.ret {
+			return s, rTooLate
+		}
+		n := s
+		n.now = p
+		if o.kind == history.Release {
+			n.holder, n.hasHolderTok, n.holderTok, n.validUntil, n.expiredAfter = 0, false, 0, 0, 0
+		} else {
+			n.validUntil = satAdd(o.call, o.validFor)
+			n.expiredAfter = satAdd(o.ret, o.expireFor)
+		}
+		return n, rOK
+	case history.Read:
+		// Reads are not fenced (a fenced resource checks the tokens of
+		// writes only): they must return the current value, whatever token
+		// the reader recorded.
+		if o.value != s.value {
+			return s, rStaleRead
+		}
+		return s, rOK
+	case history.Write:
+		if o.hasToken && s.hasMax && o.token < s.maxTok {
+			return s, rFencing
+		}
+		if o.hasPrev && o.prev != s.value {
+			return s, rLostUpdate
+		}
+		n := s
+		n.value = o.value
+		if o.hasToken {
+			n.hasMax, n.maxTok = true, max(s.maxTok, o.token)
+		}
+		return n, rOK
+	}
+	return s, rOK
+}
+
+// checked reports whether an op goes into the Porcupine model: ops that
+// surely had no effect (fail, rejected) carry no constraint and are left
+// out; so are unknown reads (no effect, nothing observed).
+func checked(o *lop) bool {
+	switch o.result {
+	case history.OK:
+		return true
+	case history.Unknown:
+		return o.kind != history.Read
+	}
+	return false
+}
+
+// newModel returns the Porcupine model of every partition. Each op is its
+// own input (a *lop, the result inside); outputs are unused. The model is
+// nondeterministic: an unknown op forks into "had no effect" and "took
+// effect". When ctx is done every step fails, so that the search ends fast;
+// callers then report unknown, never ok.
+func newModel(ctx context.Context, p *prepared) porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Init: func() []any { return []any{state{}} },
+		Step: func(st, in, _ any) []any {
+			if ctx.Err() != nil {
+				return nil
+			}
+			s, o := st.(state), in.(*lop)
+			n, r := apply(s, o)
+			if o.maybe() {
+				if r == rOK && n != s {
+					return []any{s, n}
+				}
+				return []any{s}
+			}
+			if r != rOK {
+				return nil
+			}
+			return []any{n}
+		},
+		Equal: func(a, b any) bool { return a.(state) == b.(state) },
+		Hash:  func(a any) uint64 { return a.(state).hash() },
+		DescribeOperation: func(in, _ any) string {
+			return p.describe(in.(*lop))
+		},
+		DescribeState: func(st any) string { return "" },
+	}
+	m := nm.ToModel()
+	// Describe a set of states without the set braces of a single state, and
+	// per partition kind (lease fields or resource fields).
+	m.DescribeState = func(st any) string {
+		ss := st.([]any)
+		parts := make([]string, 0, len(ss))
+		for _, s := range ss {
+			parts = append(parts, p.describeState(s.(state)))
+		}
+		if len(parts) == 1 {
+			return parts[0]
+		}
+		return "one of {" + strings.Join(parts, " | ") + "}"
+	}
+	return m
+}
+
+// describeState renders a state for the visualization. Lease fields and
+// resource fields are shown together; a partition leaves the other's zero.
+func (p *prepared) describeState(s state) string {
+	var b strings.Builder
+	if s.holder != 0 {
+		fmt.Fprintf(&b, "held by %q", p.clients[s.holder])
+		if s.hasHolderTok {
+			fmt.Fprintf(&b, " token %d", s.holderTok)
+		}
+		fmt.Fprintf(&b, ", surely valid until %s, surely expired after %s", fmtTime(s.validUntil), fmtTime(s.expiredAfter))
+	} else if s.now != 0 || s.hasLastTok {
+		b.WriteString("free")
+	}
+	if s.hasLastTok {
+		fmt.Fprintf(&b, "; last token %d", s.lastTok)
+	}
+	if s.value != 0 || s.hasMax {
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "value %q", p.values[s.value])
+		if s.hasMax {
+			b.WriteString(", max token " + strconv.FormatUint(s.maxTok, 10))
+		}
+	}
+	if b.Len() == 0 {
+		return "initial"
+	}
+	return b.String()
+}

@@ -1,0 +1,180 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/lockproof/lockproof/history"
+)
+
+// inf stands for "never": the return time of an op that never completed, the
+// expiry of a lease without TTL.
+const inf = int64(math.MaxInt64)
+
+// lop is an op prepared for checking: times resolved, strings interned.
+type lop struct {
+	idx    int // index in the checked slice
+	src    *history.Op
+	kind   history.Kind
+	client int32 // 1-based client id; 0 is "nobody"
+	result history.Result
+	call   int64
+	ret    int64 // inf when the op never completed
+
+	// Lease ops: how long a lease taken (or renewed) by this op surely lasts
+	// (floor(T*(1-drift))) and at most lasts (ceil(T*(1+drift))); inf without TTL.
+	validFor, expireFor int64
+
+	token    uint64
+	hasToken bool
+
+	value, prev int32 // interned (prepared.values); 0 is ""
+	hasPrev     bool
+}
+
+func (o *lop) line() int { return lineOf(o.src, o.idx) }
+
+// effective reports whether the op surely took effect (ok); maybe reports
+// whether it may have (unknown).
+func (o *lop) effective() bool { return o.result == history.OK }
+func (o *lop) maybe() bool     { return o.result == history.Unknown }
+
+// keyOps holds the prepared ops of one key.
+type keyOps struct {
+	key      string
+	lease    []*lop // acquire, release, renew: all results
+	resource []*lop // write, read: all results
+}
+
+// prepared is a history ready for checking.
+type prepared struct {
+	ops     []history.Op
+	clients []string // index = client id; clients[0] = ""
+	values  []string // index = value id; values[0] = ""
+	keys    []*keyOps
+	faults  []int // indices of fault ops
+	counts  Counts
+}
+
+func satAdd(a, b int64) int64 {
+	if a == inf || b == inf || a > inf-b {
+		return inf
+	}
+	return a + b
+}
+
+// leaseSpan returns floor(T*(1-drift)) and ceil(T*(1+drift)) in ns, inf for no TTL.
+func leaseSpan(ttlMs int64, drift float64) (validFor, expireFor int64) {
+	if ttlMs <= 0 {
+		return inf, inf
+	}
+	t := float64(ttlMs) * float64(time.Millisecond)
+	lo, hi := math.Floor(t*(1-drift)), math.Ceil(t*(1+drift))
+	if hi >= float64(inf) {
+		return inf, inf
+	}
+	return int64(lo), int64(hi)
+}
+
+// prepare validates ops and splits them by key.
+func prepare(ops []history.Op, drift float64) (*prepared, error) {
+	p := &prepared{ops: ops, clients: []string{""}, values: []string{""}}
+	clientID := map[string]int32{}
+	byKey := map[string]*keyOps{}
+	valueID := map[string]int32{"": 0}
+	intern := func(s string) int32 {
+		v, ok := valueID[s]
+		if !ok {
+			v = int32(len(p.values))
+			valueID[s] = v
+			p.values = append(p.values, s)
+		}
+		return v
+	}
+	p.counts.Ops = len(ops)
+	for i := range ops {
+		o := &ops[i]
+		if err := o.Validate(); err != nil {
+			return nil, fmt.Errorf("op %d: %w", i+1, err)
+		}
+		if o.Kind == history.Fault {
+			p.faults = append(p.faults, i)
+			p.counts.Faults++
+			continue
+		}
+		id, ok := clientID[o.Client]
+		if !ok {
+			id = int32(len(p.clients))
+			clientID[o.Client] = id
+			p.clients = append(p.clients, o.Client)
+		}
+		k := byKey[o.Key]
+		if k == nil {
+			k = &keyOps{key: o.Key}
+			byKey[o.Key] = k
+			p.keys = append(p.keys, k)
+		}
+		l := &lop{idx: i, src: o, kind: o.Kind, client: id, result: o.Result, call: o.Call, ret: inf,
+			token: o.Token, hasToken: o.HasToken, hasPrev: o.HasPrev}
+		if o.Completed {
+			l.ret = o.Return
+		} else {
+			// An op that never returned cannot have observed anything: it may or may not have taken effect.
+			l.result = history.Unknown
+		}
+		switch o.Kind {
+		case history.Acquire, history.Release, history.Renew:
+			l.validFor, l.expireFor = leaseSpan(o.TTLMillis, drift)
+			k.lease = append(k.lease, l)
+			p.counts.LeaseOps++
+		case history.Write, history.Read:
+			l.value = intern(o.Value)
+			if o.HasPrev {
+				l.prev = intern(o.Prev)
+			}
+			k.resource = append(k.resource, l)
+			p.counts.ResourceOps++
+			if o.Result == history.Rejected {
+				p.counts.Rejected++
+			}
+		}
+	}
+	p.counts.Keys = len(p.keys)
+	sort.Slice(p.keys, func(i, j int) bool { return p.keys[i].key < p.keys[j].key })
+	for _, k := range p.keys {
+		byCall(k.lease)
+		byCall(k.resource)
+	}
+	return p, nil
+}
+
+// byCall sorts ops by call, then return, then input order.
+func byCall(ls []*lop) {
+	sort.SliceStable(ls, func(i, j int) bool {
+		if ls[i].call != ls[j].call {
+			return ls[i].call < ls[j].call
+		}
+		return ls[i].ret < ls[j].ret
+	})
+}
+
+// describe renders an op for explanations: `acquire by "a" (line 2, token 7, ok)`.
+func (p *prepared) describe(o *lop) string {
+	s := string(o.kind) + " by " + strconv.Quote(p.clients[o.client]) + " (line " + strconv.Itoa(o.line())
+	if o.hasToken {
+		s += ", token " + strconv.FormatUint(o.token, 10)
+	}
+	s += ", " + string(o.src.Result) + ")"
+	return s
+}
+
+// fmtTime renders a history time (ns) for explanations.
+func fmtTime(t int64) string {
+	if t == inf {
+		return "never"
+	}
+	return time.Duration(t).String()
+}

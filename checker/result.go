@@ -1,0 +1,188 @@
+package checker
+
+import (
+	"github.com/lockproof/lockproof/history"
+)
+
+// Verdict is the outcome of checking one property (or a whole history).
+type Verdict string
+
+// The verdicts of the summary.json contract.
+const (
+	// OK: the property holds on the history.
+	OK Verdict = "ok"
+	// Violated: the history breaks the property; see the Violations.
+	Violated Verdict = "violated"
+	// Unknown: the checker could not decide (timeout or cancellation). Never a pass.
+	Unknown Verdict = "unknown"
+	// NA: the history has nothing the property speaks about (e.g. no resource ops).
+	NA Verdict = "n/a"
+)
+
+// Property names, as used in Result, Violation.Property and the check command's output.
+const (
+	PropLease    = "lease mutual exclusion"
+	PropResource = "resource safety"
+	PropLiveness = "liveness"
+)
+
+// Rule names a violated rule within a property (Violation.Rule).
+const (
+	// Lease rules.
+	RuleMutualExclusion = "mutual-exclusion" // an acquire succeeded while another lease was surely valid
+	RuleNotOwner        = "not-owner"        // a release or renew succeeded for a non-owner, a wrong token or an expired lease
+	RuleTokenOrder      = "token-order"      // ok-acquire tokens did not strictly increase
+	RuleTokenOwner      = "token-owner"      // one token served two clients
+	// Resource rules.
+	RuleFencing     = "fencing-order" // an accepted fenced op carried a token below one accepted before it
+	RuleLostUpdate  = "lost-update"   // a write's prev was no longer the resource's value
+	RuleStaleRead   = "stale-read"    // a read did not return the last accepted write's value
+	RuleStaleHolder = "stale-holder"  // an unfenced op was accepted from a holder whose lease had passed to another client
+	// Liveness rule.
+	RuleLiveness = "liveness" // an acquire failed after a crashed holder's lease had surely expired
+	// RuleLinearizability: no order of a key's ops satisfies the model, and
+	// the explanation could not single out the op at fault (e.g. it timed out).
+	RuleLinearizability = "linearizability"
+)
+
+// MaxViolations bounds the violations listed per property; ViolationCount has the total.
+const MaxViolations = 100
+
+// Result is the outcome of Check. It is serialised as check.json by the run
+// and report commands; its JSON form is a stable contract:
+//
+//	{"verdict":"violated",
+//	 "lease":{"property":"lease mutual exclusion","verdict":"violated","violation_count":1,
+//	          "violations":[{"property":"lease mutual exclusion","rule":"mutual-exclusion","key":"cart",
+//	                         "lines":[1,2],"explanation":"...","ops":[{"line":1,"client":"a",...}]}]},
+//	 "resource":{...},"liveness":{...},
+//	 "counts":{"ops":2,"keys":1,"lease_ops":2,"resource_ops":0,"rejected":0,"faults":0},
+//	 "options":{"drift":0.01,"liveness_slack_ms":1000,"timeout_ms":0}}
+type Result struct {
+	Verdict  Verdict        `json:"verdict"`
+	Lease    PropertyResult `json:"lease"`
+	Resource PropertyResult `json:"resource"`
+	Liveness PropertyResult `json:"liveness"`
+	Counts   Counts         `json:"counts"`
+	Options  OptionsUsed    `json:"options"`
+}
+
+// PropertyResult is the verdict on one property with its evidence.
+type PropertyResult struct {
+	Property string  `json:"property"`
+	Verdict  Verdict `json:"verdict"`
+	// Explanation sums the verdict up in one sentence.
+	Explanation string `json:"explanation,omitempty"`
+	// ViolationCount is the number of violations found; Violations lists at most MaxViolations of them.
+	ViolationCount int         `json:"violation_count,omitempty"`
+	Violations     []Violation `json:"violations,omitempty"`
+	// Undecided lists the keys whose check ran out of time (verdict unknown).
+	Undecided []Undecided `json:"undecided,omitempty"`
+}
+
+// Undecided says which key's check could not finish, and why.
+type Undecided struct {
+	Key    string `json:"key"`
+	Reason string `json:"reason"`
+}
+
+// Violation is one breach of a property, with the ops that show it.
+type Violation struct {
+	Property string `json:"property"`
+	Rule     string `json:"rule"`
+	Key      string `json:"key"`
+	// Lines are the history lines of Ops, ascending.
+	Lines       []int   `json:"lines"`
+	Explanation string  `json:"explanation"`
+	Ops         []OpRef `json:"ops"`
+}
+
+// OpRef is an operation of the history, as shown in a violation.
+type OpRef struct {
+	// Line is the op's history line (history.Op.Line), or its 1-based index in
+	// the checked slice when the op was not read from a file.
+	Line   int     `json:"line"`
+	Client string  `json:"client"`
+	Op     string  `json:"op"`
+	Key    string  `json:"key"`
+	Call   int64   `json:"call"`
+	Return *int64  `json:"return,omitempty"`
+	Result string  `json:"result"`
+	TTLMs  int64   `json:"ttl_ms,omitempty"`
+	Token  *uint64 `json:"token,omitempty"`
+	Value  *string `json:"value,omitempty"`
+	Prev   *string `json:"prev,omitempty"`
+}
+
+// Counts describe the checked history.
+type Counts struct {
+	Ops         int `json:"ops"`          // every line, faults included
+	Keys        int `json:"keys"`         // distinct keys
+	LeaseOps    int `json:"lease_ops"`    // acquire, release, renew
+	ResourceOps int `json:"resource_ops"` // write, read
+	Rejected    int `json:"rejected"`     // resource ops refused (result rejected)
+	Faults      int `json:"faults"`       // fault windows
+}
+
+// OptionsUsed records the options a Result was computed with.
+type OptionsUsed struct {
+	Drift           float64 `json:"drift"`
+	LivenessSlackMs int64   `json:"liveness_slack_ms"`
+	TimeoutMs       int64   `json:"timeout_ms"`
+}
+
+// Properties returns the three property results in a fixed order: lease, resource, liveness.
+func (r *Result) Properties() []*PropertyResult {
+	return []*PropertyResult{&r.Lease, &r.Resource, &r.Liveness}
+}
+
+// combine returns the overall verdict: violated if any property is violated,
+// else unknown if any is unknown, else ok (n/a counts as ok).
+func combine(ps ...Verdict) Verdict {
+	v := OK
+	for _, p := range ps {
+		switch p {
+		case Violated:
+			return Violated
+		case Unknown:
+			v = Unknown
+		}
+	}
+	return v
+}
+
+func refOf(o *history.Op, idx int) OpRef {
+	r := OpRef{
+		Line:   lineOf(o, idx),
+		Client: o.Client,
+		Op:     string(o.Kind),
+		Key:    o.Key,
+		Call:   o.Call,
+		Result: string(o.Result),
+		TTLMs:  o.TTLMillis,
+	}
+	if o.Completed {
+		ret := o.Return
+		r.Return = &ret
+	}
+	if o.HasToken {
+		t := o.Token
+		r.Token = &t
+	}
+	if o.HasValue {
+		v := o.Value
+		r.Value = &v
+	}
+	if o.HasPrev {
+		p := o.Prev
+		r.Prev = &p
+	}
+	return r
+}
+
+func lineOf(o *history.Op, idx int) int {
+	if o.Line > 0 {
+		return o.Line
+	}
+	return idx + 1
+}

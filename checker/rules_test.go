@@ -1,0 +1,384 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/history"
+)
+
+// want is the expected verdict of each property and, for a violated one,
+// a violation it must report (rule and lines).
+type want struct {
+	lease, resource, liveness Verdict
+	prop                      string // property of the expected violation
+	rule                      string
+	lines                     []int
+}
+
+func TestRules(t *testing.T) {
+	slack := Options{LivenessSlack: 100 * time.Millisecond}
+	cases := []struct {
+		name string
+		ops  []history.Op
+		opts Options
+		want want
+	}{
+		// --- lease (G1) ---
+		{"handoff after release", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			rel("a", 5, 6, ok, tok(1)),
+			acq("b", 7, 8, ok, ttl(1000), tok(2)),
+			rel("b", 9, 10, ok, tok(2)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		{"release concurrent with the next acquire", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			acq("b", 4, 9, ok, ttl(1000), tok(2)),
+			rel("a", 7, 8, ok, tok(1)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		{"two holders", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			acq("b", 10, 11, ok, ttl(1000), tok(2)),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
+			prop: PropLease, rule: RuleMutualExclusion, lines: []int{1, 2}}},
+		{"acquire after the lease surely expired", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			acq("b", 200, 201, ok, ttl(100), tok(2)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		{"acquire when the lease may have expired (drift window)", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)), // surely valid until 99ms
+			acq("b", 99.5, 99.6, ok, ttl(100), tok(2)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		{"acquire just before the lease may expire", lined(
+			fault("latency", 0, 100),
+			acq("a", 0, 1, ok, ttl(100), tok(1)), // surely valid until 99ms
+			acq("b", 50, 98.9, ok, ttl(100), tok(2)),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
+			prop: PropLease, rule: RuleMutualExclusion, lines: []int{2, 3}}},
+		{"no ttl never expires", lined(
+			acq("a", 0, 1, ok, tok(1)),
+			acq("b", 10000, 10001, ok, ttl(100), tok(2)),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
+			prop: PropLease, rule: RuleMutualExclusion, lines: []int{1, 2}}},
+		{"unknown acquire that never returned", lined(
+			acq("a", 0, 0, unknown, ttl(200), noReturn()),
+			acq("b", 50, 52, ok, ttl(2000), tok(9)),
+			rel("b", 60, 61, ok, tok(9)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		{"unknown acquire that must have taken effect conflicts", lined(
+			acq("a", 0, 1, unknown, ttl(1000)),
+			acq("b", 10, 11, ok, ttl(1000), tok(2)),
+			rel("a", 20, 21, ok),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
+			prop: PropLease, rule: RuleNotOwner, lines: []int{2, 3}}},
+		{"unknown acquire taken effect, then released", lined(
+			acq("a", 0, 1, unknown, ttl(1000)),
+			rel("a", 20, 21, ok),
+			acq("b", 30, 31, ok, ttl(1000), tok(2)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		{"release by a non-owner", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			rel("b", 5, 6, ok),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
+			prop: PropLease, rule: RuleNotOwner, lines: []int{1, 2}}},
+		{"release with the wrong token", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			rel("a", 5, 6, ok, tok(7)),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
+			prop: PropLease, rule: RuleNotOwner, lines: []int{1, 2}}},
+		{"failed release by a non-owner is fine", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			rel("b", 5, 6, fail),
+			renew("b", 7, 8, fail),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		{"renew after the lease surely expired", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)), // surely expired after 102ms
+			renew("a", 200, 201, ok, ttl(100), tok(1)),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
+			prop: PropLease, rule: RuleNotOwner, lines: []int{1, 2}}},
+		{"renew extends the lease", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			renew("a", 50, 51, ok, ttl(100), tok(1)), // surely valid until 149ms
+			acq("b", 120, 121, ok, ttl(100), tok(2)),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
+			prop: PropLease, rule: RuleMutualExclusion, lines: []int{2, 3}}},
+		{"unknown renew may not have taken effect", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			renew("a", 50, 51, unknown, ttl(100), tok(1)),
+			acq("b", 120, 121, ok, ttl(100), tok(2)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		{"renew after release", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			rel("a", 2, 3, ok, tok(1)),
+			renew("a", 4, 5, ok, ttl(100), tok(1)),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
+			prop: PropLease, rule: RuleNotOwner, lines: []int{2, 3}}},
+		{"failed acquires are ignored", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			acq("b", 2, 3, fail, ttl(1000)),
+			acq("c", 2, 30, fail, ttl(1000)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		{"reentrant acquire by the holder", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			acq("a", 5, 6, ok, ttl(1000), tok(2)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		{"reentrant acquire by the holder gets its own token back", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			acq("a", 5, 6, ok, ttl(1000), tok(1)),
+			rel("a", 7, 8, ok, tok(1)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		{"same token again after release", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			rel("a", 2, 3, ok, tok(1)),
+			acq("a", 5, 6, ok, ttl(1000), tok(1)),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
+			prop: PropLease, rule: RuleTokenOrder, lines: []int{1, 3}}},
+		// --- token rules ---
+		{"token reused by another client", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(5)),
+			rel("a", 2, 3, ok, tok(5)),
+			acq("b", 10, 11, ok, ttl(1000), tok(5)),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
+			prop: PropLease, rule: RuleTokenOwner, lines: []int{1, 3}}},
+		{"token goes down in real time", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(5)),
+			rel("a", 2, 3, ok, tok(5)),
+			acq("b", 10, 11, ok, ttl(1000), tok(4)),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
+			prop: PropLease, rule: RuleTokenOrder, lines: []int{1, 3}}},
+		{"token goes down in the only possible order", lined(
+			acq("a", 0, 10, ok, ttl(1), tok(5)),
+			acq("b", 5, 100, ok, ttl(10000), tok(4)),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
+			prop: PropLease, rule: RuleTokenOrder, lines: []int{1, 2}}},
+		{"concurrent acquires may order their tokens either way", lined(
+			acq("a", 0, 10, ok, ttl(1), tok(5)),
+			acq("b", 5, 100, ok, ttl(1), tok(6)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		// --- resource (G2), fenced ---
+		{"fenced handoff", lined(
+			acq("a", 0, 2, ok, ttl(2000), tok(11)),
+			rd("a", 3, 4, ok, "", tok(11)),
+			wr("a", 5, 6, ok, "x", prev(""), tok(11)),
+			rel("a", 7, 8, ok, tok(11)),
+			acq("b", 4, 9, ok, ttl(2000), tok(12)),
+			rd("b", 10, 11, ok, "x", tok(12)),
+			wr("b", 12, 13, ok, "y", prev("x"), tok(12)),
+		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		{"stale token accepted", lined(
+			acq("a", 0, 2, ok, ttl(200), tok(3)),
+			acq("b", 400, 402, ok, ttl(2000), tok(4)),
+			wr("b", 405, 406, ok, "b1", tok(4)),
+			wr("a", 701, 702, ok, "a1", tok(3)),
+		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleFencing, lines: []int{3, 4}}},
+		{"stale token read is not fenced", lined( // a fenced resource checks writes only
+			acq("a", 0, 2, ok, ttl(200), tok(3)),
+			acq("b", 400, 402, ok, ttl(2000), tok(4)),
+			wr("b", 403, 404, ok, "b1", tok(4)),
+			rd("b", 405, 406, ok, "b1", tok(4)),
+			rd("a", 701, 702, ok, "b1", tok(3)),
+			wr("a", 703, 704, rej, "a1", prev("b1"), tok(3)),
+		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		{"stale read of a stale holder", lined(
+			acq("a", 0, 2, ok, ttl(200), tok(3)),
+			acq("b", 400, 402, ok, ttl(2000), tok(4)),
+			wr("b", 403, 404, ok, "b1", tok(4)),
+			rd("a", 701, 702, ok, "", tok(3)),
+		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleStaleRead, lines: []int{3, 4}}},
+		{"stale token rejected", lined(
+			acq("a", 0, 2, ok, ttl(200), tok(3)),
+			acq("b", 400, 402, ok, ttl(2000), tok(4)),
+			wr("b", 405, 406, ok, "b1", tok(4)),
+			wr("a", 701, 702, rej, "a1", tok(3)),
+		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		{"stale write between the next holder's read and write loses an update", lined(
+			// Fencing writes alone does not protect read-modify-write: a's
+			// stale write is accepted (token 7 is still the largest written)
+			// between b's read and b's write, and b's write erases it.
+			acq("a", 0, 1, ok, ttl(100), tok(7)),
+			wr("a", 2, 3, ok, "a1", prev(""), tok(7)),
+			acq("b", 200, 201, ok, ttl(100), tok(9)),
+			rd("b", 202, 203, ok, "a1", tok(9)),
+			wr("a", 204, 205, ok, "a2", prev("a1"), tok(7)),
+			wr("b", 206, 207, ok, "b1", prev("a1"), tok(9)),
+		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleLostUpdate, lines: []int{5, 6}}},
+		{"lost update", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			wr("a", 2, 3, ok, "x", prev(""), tok(1)),
+			rel("a", 4, 5, ok, tok(1)),
+			acq("b", 6, 7, ok, ttl(1000), tok(2)),
+			wr("b", 8, 9, ok, "y", prev(""), tok(2)),
+		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleLostUpdate, lines: []int{2, 5}}},
+		{"stale read", lined(
+			wr("a", 2, 3, ok, "x", tok(1)),
+			rd("b", 8, 9, ok, "", tok(2)),
+		), Options{}, want{lease: NA, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleStaleRead, lines: []int{1, 2}}},
+		{"read of a value never written", lined(
+			rd("b", 8, 9, ok, "ghost", tok(2)),
+		), Options{}, want{lease: NA, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleStaleRead, lines: []int{1}}},
+		{"unknown write may have taken effect", lined(
+			wr("a", 0, 0, unknown, "x", tok(1), noReturn()),
+			rd("b", 10, 11, ok, "x", tok(2)),
+		), Options{}, want{lease: NA, resource: OK, liveness: NA}},
+		{"unknown write may not have taken effect", lined(
+			wr("a", 0, 1, unknown, "x", tok(1)),
+			rd("b", 10, 11, ok, "", tok(2)),
+		), Options{}, want{lease: NA, resource: OK, liveness: NA}},
+		{"unknown write not taking effect does not excuse a third value", lined(
+			wr("a", 0, 1, unknown, "x", tok(1)),
+			rd("b", 10, 11, ok, "z", tok(2)),
+		), Options{}, want{lease: NA, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleStaleRead, lines: []int{2}}},
+		{"write that never returned takes effect late", lined(
+			wr("a", 0, 0, unknown, "x", noReturn()),
+			wr("b", 10, 11, ok, "y"),
+			rd("c", 20, 21, ok, "x"),
+		), Options{}, want{lease: NA, resource: OK, liveness: NA}},
+		{"token of another client accepted", lined(
+			acq("a", 0, 1, ok, ttl(10), tok(1)),
+			acq("b", 100, 101, ok, ttl(1000), tok(2)),
+			wr("c", 110, 111, ok, "c", tok(2)),
+		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleTokenOwner, lines: []int{2, 3}}},
+		// --- resource (G2), unfenced ---
+		{"unfenced stale holder", lined(
+			acq("a", 0, 1, ok, ttl(100)),
+			acq("b", 200, 201, ok, ttl(100)),
+			wr("b", 210, 211, ok, "b"),
+			wr("a", 300, 301, ok, "a"),
+		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleStaleHolder, lines: []int{1, 2, 4}}},
+		{"unfenced stale holder's read changes nothing", lined(
+			acq("a", 0, 1, ok, ttl(100)),
+			acq("b", 200, 201, ok, ttl(100)),
+			wr("b", 210, 211, ok, "b"),
+			rd("a", 300, 301, ok, "b"),
+		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		{"unfenced holders in turn", lined(
+			acq("a", 0, 1, ok, ttl(100)),
+			wr("a", 2, 3, ok, "a", prev("")),
+			rel("a", 4, 5, ok),
+			acq("b", 6, 7, ok, ttl(100)),
+			rd("b", 8, 9, ok, "a"),
+			wr("b", 10, 11, ok, "b", prev("a")),
+			acq("a", 20, 21, fail, ttl(100)),
+		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		{"unfenced op concurrent with the next acquire is not stale", lined(
+			acq("a", 0, 1, ok, ttl(100)),
+			acq("b", 90, 101, ok, ttl(100)),
+			wr("a", 95, 99, ok, "a"),
+		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		// --- liveness (G3) ---
+		{"crashed holder, then a failed acquire long after", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			acq("b", 2000, 2001, fail, ttl(100)),
+		), Options{}, want{lease: OK, resource: NA, liveness: Violated,
+			prop: PropLiveness, rule: RuleLiveness, lines: []int{1, 2}}},
+		{"crashed holder, failed acquire within the slack", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			acq("b", 150, 151, fail, ttl(100)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		{"crashed holder, then a successful acquire", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			acq("b", 150, 151, fail, ttl(100)),
+			acq("b", 300, 301, ok, ttl(100), tok(2)),
+			rel("b", 302, 303, ok, tok(2)),
+		), slack, want{lease: OK, resource: NA, liveness: OK}},
+		{"crashed holder, failure explained by another acquire", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			acq("c", 250, 251, ok, ttl(1000), tok(2)),
+			acq("b", 300, 301, fail, ttl(100)),
+			rel("c", 400, 401, ok, tok(2)),
+		), slack, want{lease: OK, resource: NA, liveness: OK}},
+		{"crashed holder, failure explained by an unknown acquire", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			acq("c", 250, 0, unknown, ttl(1000), noReturn()),
+			acq("b", 300, 301, fail, ttl(100)),
+		), slack, want{lease: OK, resource: NA, liveness: OK}},
+		{"crashed after renewing", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			renew("a", 50, 51, ok, ttl(100), tok(1)), // surely expired after 152ms
+			acq("b", 260, 261, fail, ttl(100)),
+		), slack, want{lease: OK, resource: NA, liveness: Violated,
+			prop: PropLiveness, rule: RuleLiveness, lines: []int{2, 3}}},
+		{"crashed during its release", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			rel("a", 5, 0, unknown, tok(1), noReturn()),
+			acq("b", 300, 301, fail, ttl(100)),
+		), slack, want{lease: OK, resource: NA, liveness: Violated,
+			prop: PropLiveness, rule: RuleLiveness, lines: []int{1, 3}}},
+		{"holder that released is not crashed", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			rel("a", 2, 3, ok, tok(1)),
+			acq("b", 2000, 2001, fail, ttl(100)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		{"unknown attempts do not count", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			acq("b", 2000, 2001, unknown, ttl(100)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Check(context.Background(), tc.ops, tc.opts)
+			if err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			assertResult(t, r, tc.want)
+			// The verdicts do not depend on the order of the lines.
+			rev := append([]history.Op(nil), tc.ops...)
+			for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+				rev[i], rev[j] = rev[j], rev[i]
+			}
+			r2, err := Check(context.Background(), rev, tc.opts)
+			if err != nil {
+				t.Fatalf("Check reversed: %v", err)
+			}
+			assertResult(t, r2, tc.want)
+		})
+	}
+}
+
+func assertResult(t *testing.T, r *Result, w want) {
+	t.Helper()
+	got := [3]Verdict{r.Lease.Verdict, r.Resource.Verdict, r.Liveness.Verdict}
+	exp := [3]Verdict{w.lease, w.resource, w.liveness}
+	if got != exp {
+		b, _ := json.MarshalIndent(r, "", "  ")
+		t.Fatalf("verdicts (lease, resource, liveness) = %v, want %v\n%s", got, exp, b)
+	}
+	wantOverall := combine(exp[:]...)
+	if r.Verdict != wantOverall {
+		t.Errorf("overall verdict %s, want %s", r.Verdict, wantOverall)
+	}
+	if w.rule == "" {
+		return
+	}
+	var pr *PropertyResult
+	for _, p := range r.Properties() {
+		if p.Property == w.prop {
+			pr = p
+		}
+	}
+	for _, v := range pr.Violations {
+		if v.Property != w.prop {
+			t.Errorf("violation %+v filed under %s", v, w.prop)
+		}
+		if v.Rule == w.rule && reflect.DeepEqual(v.Lines, w.lines) {
+			if v.Explanation == "" || len(v.Ops) != len(v.Lines) {
+				t.Errorf("violation without explanation or ops: %+v", v)
+			}
+			return
+		}
+	}
+	b, _ := json.MarshalIndent(pr, "", "  ")
+	t.Errorf("no %s violation of rule %s on lines %v; got:\n%s", w.prop, w.rule, w.lines, b)
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/history"
+)
+
+// checkCommand is `lockproof check [flags] FILE`.
+func checkCommand() command {
+	return command{summary: "check one history FILE (exit 0 ok, 1 violated, 2 bad input, 3 unknown)", run: runCheck}
+}
+
+// runCheck checks a history file and prints exactly one verdict line on
+// stdout; details of violations and undecided keys go to stderr.
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	drift := fs.Float64("drift", checker.DefaultDrift, "relative clock drift bound, in [0, 1)")
+	timeout := fs.Duration("timeout", 0, "bound on each partition's linearizability search (0: none); a timeout gives unknown")
+	slack := fs.Duration("slack", checker.DefaultLivenessSlack, "liveness slack after a crashed holder's lease surely expired")
+	htmlPath := fs.String("html", "", "write Porcupine's HTML visualization to this path")
+	jsonPath := fs.String("json", "", "write the check result (check.json format) to this path")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lockproof check [--drift F] [--timeout D] [--slack D] [--html PATH] [--json PATH] FILE")
+		fs.PrintDefaults()
+	}
+	// Flags may come before or after FILE.
+	var files []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return exitOK
+			}
+			return exitBadInput
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(files) != 1 {
+		fmt.Fprintf(stderr, "lockproof check: want exactly one history FILE, got %d\n", len(files))
+		fs.Usage()
+		return exitBadInput
+	}
+	if *drift <= 0 {
+		// checker.Options treats 0 as "default"; no drift at all is the smallest positive value.
+		if *drift < 0 {
+			fmt.Fprintf(stderr, "lockproof check: --drift %v: must be in [0, 1)\n", *drift)
+			return exitBadInput
+		}
+		*drift = 1e-12
+	}
+	if *slack <= 0 {
+		fmt.Fprintf(stderr, "lockproof check: --slack %v: must be positive\n", *slack)
+		return exitBadInput
+	}
+	path := files[0]
+	ops, err := history.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, history.ErrBadInput) {
+			fmt.Fprintf(stdout, "bad input: %v\n", err)
+		} else {
+			fmt.Fprintf(stdout, "bad input: %s: %v\n", path, err)
+		}
+		return exitBadInput
+	}
+	opts := checker.Options{Drift: *drift, Timeout: *timeout, LivenessSlack: *slack}
+	res, err := checker.Check(ctx, ops, opts)
+	if err != nil {
+		fmt.Fprintf(stdout, "bad input: %s: %v\n", path, err)
+		return exitBadInput
+	}
+	if *htmlPath != "" {
+		if err := writeHTML(ctx, *htmlPath, ops, opts); err != nil {
+			fmt.Fprintf(stderr, "lockproof check: %v\n", err)
+			return exitBadInput
+		}
+	}
+	if *jsonPath != "" {
+		if err := writeJSON(*jsonPath, res); err != nil {
+			fmt.Fprintf(stderr, "lockproof check: %v\n", err)
+			return exitBadInput
+		}
+	}
+	fmt.Fprintln(stdout, verdictLine(res))
+	for _, pr := range res.Properties() {
+		for _, v := range pr.Violations {
+			fmt.Fprintf(stderr, "%s: %s: %s: key %q: lines %s: %s\n", path, v.Property, v.Rule, v.Key, joinInts(v.Lines), v.Explanation)
+		}
+		if pr.ViolationCount > len(pr.Violations) {
+			fmt.Fprintf(stderr, "%s: %s: %d more violations not listed\n", path, pr.Property, pr.ViolationCount-len(pr.Violations))
+		}
+		for _, u := range pr.Undecided {
+			fmt.Fprintf(stderr, "%s: %s: key %q undecided: %s\n", path, pr.Property, u.Key, u.Reason)
+		}
+	}
+	switch res.Verdict {
+	case checker.Violated:
+		return exitViolation
+	case checker.Unknown:
+		return exitUnknown
+	}
+	return exitOK
+}
+
+// verdictLine renders the one line of stdout:
+//
+//	ok: lease ok, resource ok, liveness n/a (8 ops, 1 keys)
+//	violated: lease mutual exclusion: lines 1,2: <explanation> (lease violated, resource n/a, liveness n/a; 2 ops, 1 keys)
+//	unknown: lease unknown (key "cart": ...), resource ok, liveness ok (... ops, ... keys)
+func verdictLine(r *checker.Result) string {
+	short := map[string]string{checker.PropLease: "lease", checker.PropResource: "resource", checker.PropLiveness: "liveness"}
+	var parts []string
+	for _, pr := range r.Properties() {
+		parts = append(parts, short[pr.Property]+" "+string(pr.Verdict))
+	}
+	counts := fmt.Sprintf("%d ops, %d keys", r.Counts.Ops, r.Counts.Keys)
+	switch r.Verdict {
+	case checker.Violated:
+		total := 0
+		var first *checker.Violation
+		for _, pr := range r.Properties() {
+			total += pr.ViolationCount
+			if first == nil && len(pr.Violations) > 0 {
+				first = &pr.Violations[0]
+			}
+		}
+		more := ""
+		if total > 1 {
+			more = fmt.Sprintf("; %d violations in all", total)
+		}
+		return fmt.Sprintf("violated: %s: lines %s: %s (%s; %s%s)", first.Property, joinInts(first.Lines),
+			first.Explanation, strings.Join(parts, ", "), counts, more)
+	case checker.Unknown:
+		for i, pr := range r.Properties() {
+			if pr.Verdict == checker.Unknown && len(pr.Undecided) > 0 {
+				parts[i] += fmt.Sprintf(" (key %q: %s)", pr.Undecided[0].Key, pr.Undecided[0].Reason)
+			}
+		}
+	}
+	return fmt.Sprintf("%s: %s (%s)", r.Verdict, strings.Join(parts, ", "), counts)
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func writeHTML(ctx context.Context, path string, ops []history.Op, opts checker.Options) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("html: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("html %s: %w", path, cerr)
+		}
+	}()
+	if err := checker.Visualize(ctx, f, ops, opts); err != nil {
+		return fmt.Errorf("html %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeJSON(path string, res *checker.Result) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return fmt.Errorf("json: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("json: %w", err)
+	}
+	return nil
+}

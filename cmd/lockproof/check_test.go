@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/history"
+)
+
+func runCheckArgs(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = dispatch(context.Background(), append([]string{"check"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func oneLine(t *testing.T, s string) string {
+	t.Helper()
+	if strings.Count(s, "\n") != 1 || !strings.HasSuffix(s, "\n") {
+		t.Fatalf("stdout is not exactly one line: %q", s)
+	}
+	return strings.TrimSuffix(s, "\n")
+}
+
+// TestCheckExamples: each shared example gives the exit code its name says,
+// with one verdict line naming the property and lines of a violation.
+func TestCheckExamples(t *testing.T) {
+	want := map[string]struct {
+		code int
+		line string
+	}{
+		"ok-fenced-handoff.jsonl":                     {0, "ok: lease ok, resource ok, liveness n/a (8 ops, 1 keys)"},
+		"ok-paused-holder-write-rejected.jsonl":       {0, "ok: lease ok, resource ok, liveness n/a (8 ops, 1 keys)"},
+		"ok-unknown-acquire.jsonl":                    {0, "ok: lease ok, resource n/a, liveness n/a (3 ops, 1 keys)"},
+		"violated-two-holders.jsonl":                  {1, "violated: lease mutual exclusion: lines 1,2: "},
+		"violated-paused-holder-write-accepted.jsonl": {1, "violated: resource safety: lines 6,7: "},
+	}
+	files, _ := filepath.Glob("testdata/check/*.jsonl")
+	if len(files) != len(want) {
+		t.Fatalf("examples: %d files, want %d", len(files), len(want))
+	}
+	for _, f := range files {
+		w := want[filepath.Base(f)]
+		code, out, errs := runCheckArgs(t, f)
+		line := oneLine(t, out)
+		if code != w.code || !strings.HasPrefix(line, w.line) {
+			t.Errorf("%s: exit %d, %q; want exit %d, %q...\nstderr: %s", f, code, line, w.code, w.line, errs)
+		}
+		if code == exitViolation && !strings.Contains(errs, f+": ") {
+			t.Errorf("%s: stderr does not detail the violation: %q", f, errs)
+		}
+	}
+}
+
+func TestCheckFlagsAndOutputs(t *testing.T) {
+	dir := t.TempDir()
+	html, js := filepath.Join(dir, "v.html"), filepath.Join(dir, "check.json")
+	f := "testdata/check/violated-paused-holder-write-accepted.jsonl"
+	// Flags after FILE work too.
+	code, out, errs := runCheckArgs(t, "--drift", "0.05", f, "--html", html, "--json", js, "--timeout", "10s")
+	if code != exitViolation {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	oneLine(t, out)
+	b, err := os.ReadFile(html)
+	if err != nil || !bytes.Contains(b, []byte("<html")) || !bytes.Contains(b, []byte("pause-client a")) {
+		t.Fatalf("html: %v (%d bytes, want the page with the fault annotation)", err, len(b))
+	}
+	var res checker.Result
+	b, err = os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != checker.Violated || res.Resource.Verdict != checker.Violated || res.Options.Drift != 0.05 {
+		t.Fatalf("check.json: %+v", res)
+	}
+}
+
+func TestCheckBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	content := `{"client":"a","op":"acquire","key":"k","call":0,"return":1,"result":"ok","ttl_ms":100,"token":1}
+{"client":"b","op":"acquire","key":"k","call":5,"return":3,"result":"ok"}
+`
+	if err := os.WriteFile(bad, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCheckArgs(t, bad)
+	line := oneLine(t, out)
+	if code != exitBadInput || !strings.Contains(line, bad+":2:") || !strings.Contains(line, "return") {
+		t.Fatalf("exit %d, %q; want exit 2 naming %s:2 and the field", code, line, bad)
+	}
+	cases := [][]string{
+		{},                                    // no file
+		{"a.jsonl", "b.jsonl"},                // two files
+		{"--drift", "1.5", "x.jsonl"},         // drift out of range
+		{"--nope", "x.jsonl"},                 // unknown flag
+		{filepath.Join(dir, "missing.jsonl")}, // missing file
+		{"--slack", "-1s", "x.jsonl"},         // negative slack
+	}
+	for _, args := range cases {
+		if code, out, errs := runCheckArgs(t, args...); code != exitBadInput {
+			t.Errorf("%v: exit %d (stdout %q, stderr %q), want 2", args, code, out, errs)
+		}
+	}
+}
+
+// TestCheckTimeoutIsUnknown: a search that runs out of time exits 3 and says which key.
+func TestCheckTimeoutIsUnknown(t *testing.T) {
+	var ops []history.Op
+	n := 40
+	for i := 0; i < n; i++ {
+		ops = append(ops, history.Op{Client: fmt.Sprintf("w%d", i), Kind: history.Write, Key: "hot", Call: int64(i),
+			Result: history.Unknown, Value: fmt.Sprint(i), HasValue: true})
+	}
+	for i := 0; i < n; i++ {
+		ops = append(ops, history.Op{Client: "r", Kind: history.Read, Key: "hot", Call: int64(1000 + 2*i), Return: int64(1001 + 2*i),
+			Completed: true, Result: history.OK, Value: fmt.Sprint((i * 7) % n), HasValue: true})
+	}
+	ops = append(ops, history.Op{Client: "r", Kind: history.Read, Key: "hot", Call: 5000, Return: 5001, Completed: true,
+		Result: history.OK, Value: "never written", HasValue: true})
+	path := filepath.Join(t.TempDir(), "hard.jsonl")
+	if err := history.WriteFile(path, ops); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCheckArgs(t, "--timeout", "200ms", path)
+	line := oneLine(t, out)
+	if code != exitUnknown || !strings.HasPrefix(line, "unknown: ") || !strings.Contains(line, `key "hot"`) {
+		t.Fatalf("exit %d, %q; want exit 3 naming key hot", code, line)
+	}
+}
+
+// TestCheckBinary builds the lockproof binary and runs it on the examples.
+func TestCheckBinary(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "lockproof")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to build the binary: %v", err)
+	}
+	build := exec.Command(goBin, "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	files, _ := filepath.Glob("testdata/check/*.jsonl")
+	for _, f := range files {
+		cmd := exec.Command(bin, "check", f)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if strings.HasPrefix(filepath.Base(f), "violated-") {
+			want = 1
+		}
+		line := oneLine(t, out.String())
+		if code != want || !strings.HasPrefix(line, map[int]string{0: "ok: ", 1: "violated: "}[want]) {
+			t.Errorf("%s: exit %d, %q; want exit %d", f, code, line, want)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/lockproof/lockproof/reports"
+)
+
+// reportCommand is `lockproof report DIR` and `lockproof report --compare OLD NEW`.
+func reportCommand() command {
+	return command{summary: "render the report of a finished run DIR (report.md, report.html, junit.xml, report.json); --compare OLD NEW", run: runReport}
+}
+
+// runReport renders a run directory's report into it, or compares two runs.
+// Exit codes: 0 every verdict as expected (compare: no new violation), 1 some
+// verdict not as expected (compare: new violations), 2 bad input, 3 some
+// verdict unknown or some scenario's files broken (nothing unexpected).
+func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	compare := fs.Bool("compare", false, "compare two runs: lockproof report --compare OLD NEW")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lockproof report DIR\n       lockproof report --compare OLD NEW")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitBadInput
+	}
+	if *compare {
+		if fs.NArg() != 2 {
+			fmt.Fprintf(stderr, "lockproof report --compare: want two run directories OLD NEW, got %d\n", fs.NArg())
+			fs.Usage()
+			return exitBadInput
+		}
+		return runCompare(fs.Arg(0), fs.Arg(1), stdout, stderr)
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintf(stderr, "lockproof report: want one run directory DIR, got %d\n", fs.NArg())
+		fs.Usage()
+		return exitBadInput
+	}
+	dir := fs.Arg(0)
+	run, err := reports.Load(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof report: %v\n", err)
+		return exitBadInput
+	}
+	rep := reports.Build(run)
+	if err := reports.WriteAll(dir, rep); err != nil {
+		fmt.Fprintf(stderr, "lockproof report: %v\n", err)
+		return exitBadInput
+	}
+	fmt.Fprintf(stdout, "%s: %s\n", rep.Status, rep.Headline)
+	for _, f := range []string{reports.MarkdownFile, reports.HTMLFile, reports.JUnitFile, reports.JSONFile} {
+		fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(dir, f))
+	}
+	switch rep.Status {
+	case reports.Fail:
+		return exitViolation
+	case reports.Inconclusive:
+		return exitUnknown
+	}
+	return exitOK
+}
+
+func runCompare(oldDir, newDir string, stdout, stderr io.Writer) int {
+	var reps [2]*reports.Report
+	for i, dir := range []string{oldDir, newDir} {
+		run, err := reports.Load(dir)
+		if err != nil {
+			fmt.Fprintf(stderr, "lockproof report --compare: %v\n", err)
+			return exitBadInput
+		}
+		reps[i] = reports.Build(run)
+	}
+	d := reports.Compare(reps[0], reps[1])
+	if err := reports.WriteDiff(stdout, d); err != nil {
+		fmt.Fprintf(stderr, "lockproof report --compare: %v\n", err)
+		return exitBadInput
+	}
+	if len(d.NewViolations) > 0 {
+		return exitViolation
+	}
+	return exitOK
+}

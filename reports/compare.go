@@ -1,0 +1,162 @@
+package reports
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/lockproof/lockproof/checker"
+)
+
+// Diff is what changed between two runs, scenario by scenario (matched by
+// lock, fault and seed).
+type Diff struct {
+	// NewViolations: properties violated in the new run and not in the old.
+	NewViolations []Change `json:"new_violations"`
+	// Fixed: properties violated in the old run and not in the new.
+	Fixed []Change `json:"fixed"`
+	// Changed: other verdict changes (to or from unknown, ok to n/a...).
+	Changed []Change `json:"changed"`
+	// Added and Removed name scenarios present in one run only.
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
+}
+
+// Change is one property whose verdict changed.
+type Change struct {
+	Scenario string          `json:"scenario"` // lock/fault/seed-N
+	Property string          `json:"property"`
+	Old      checker.Verdict `json:"old"`
+	New      checker.Verdict `json:"new"`
+	Expected checker.Verdict `json:"expected,omitempty"` // in the new run
+	Evidence string          `json:"evidence,omitempty"` // from the new run
+}
+
+func scenarioKey(s *ScenarioReport) string {
+	return fmt.Sprintf("%s/%s/seed-%d", s.Lock, s.Fault, s.Seed)
+}
+
+// Compare lists what changed from old to new.
+func Compare(old, new *Report) Diff {
+	var d Diff
+	olds := map[string]*ScenarioReport{}
+	for _, s := range old.Scenarios {
+		olds[scenarioKey(s)] = s
+	}
+	news := map[string]bool{}
+	for _, s := range new.Scenarios {
+		k := scenarioKey(s)
+		news[k] = true
+		o, ok := olds[k]
+		if !ok {
+			d.Added = append(d.Added, k)
+			continue
+		}
+		for _, p := range s.Properties {
+			op := o.Property(p.Property)
+			if op == nil || op.Verdict == p.Verdict {
+				continue
+			}
+			c := Change{Scenario: k, Property: p.Property, Old: op.Verdict, New: p.Verdict, Expected: p.Expected, Evidence: p.Evidence}
+			switch {
+			case p.Verdict == checker.Violated:
+				d.NewViolations = append(d.NewViolations, c)
+			case op.Verdict == checker.Violated:
+				d.Fixed = append(d.Fixed, c)
+			default:
+				d.Changed = append(d.Changed, c)
+			}
+		}
+	}
+	for _, s := range old.Scenarios {
+		if k := scenarioKey(s); !news[k] {
+			d.Removed = append(d.Removed, k)
+		}
+	}
+	return d
+}
+
+// WriteDiff renders a Diff as Markdown.
+func WriteDiff(w io.Writer, d Diff) error {
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, "# lockproof: changes between runs\n\n")
+	if len(d.NewViolations)+len(d.Fixed)+len(d.Changed)+len(d.Added)+len(d.Removed) == 0 {
+		fmt.Fprintf(b, "No verdict changed.\n")
+	}
+	section := func(title string, cs []Change) {
+		if len(cs) == 0 {
+			return
+		}
+		fmt.Fprintf(b, "## %s\n\n| scenario | property | old | new | expected | evidence |\n|---|---|---|---|---|---|\n", title)
+		for _, c := range cs {
+			exp := string(c.Expected)
+			if exp == "" {
+				exp = "—"
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", mdEscape(c.Scenario), c.Property, c.Old, c.New, exp, mdEscape(c.Evidence))
+		}
+		fmt.Fprintln(b)
+	}
+	section(fmt.Sprintf("New violations (%d)", len(d.NewViolations)), d.NewViolations)
+	section(fmt.Sprintf("Fixed (%d)", len(d.Fixed)), d.Fixed)
+	section(fmt.Sprintf("Changed verdicts (%d)", len(d.Changed)), d.Changed)
+	list := func(title string, ks []string) {
+		if len(ks) == 0 {
+			return
+		}
+		fmt.Fprintf(b, "## %s\n\n", title)
+		for _, k := range ks {
+			fmt.Fprintf(b, "- %s\n", mdEscape(k))
+		}
+		fmt.Fprintln(b)
+	}
+	list(fmt.Sprintf("Scenarios only in the new run (%d)", len(d.Added)), d.Added)
+	list(fmt.Sprintf("Scenarios only in the old run (%d)", len(d.Removed)), d.Removed)
+	if err := b.Flush(); err != nil {
+		return fmt.Errorf("write diff: %w", err)
+	}
+	return nil
+}
+
+// Output file names written by WriteAll.
+const (
+	MarkdownFile = "report.md"
+	HTMLFile     = "report.html"
+	JUnitFile    = "junit.xml"
+	JSONFile     = "report.json"
+)
+
+// WriteAll writes report.md, report.html, junit.xml and report.json into dir
+// (the run directory, so that the HTML's relative links resolve).
+func WriteAll(dir string, r *Report) error {
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer, *Report) error
+	}{
+		{MarkdownFile, WriteMarkdown}, {HTMLFile, WriteHTML}, {JUnitFile, WriteJUnit}, {JSONFile, WriteJSON},
+	} {
+		if err := writeFile(filepath.Join(dir, f.name), r, f.write); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, r *Report, write func(io.Writer, *Report) error) (err error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	defer func() {
+		if cerr := out.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("write report %s: %w", path, cerr))
+		}
+	}()
+	if err := write(out, r); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

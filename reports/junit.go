@@ -1,0 +1,132 @@
+package reports
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+)
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit renders the report as JUnit XML: one test suite per lock, one
+// test case per scenario. A verdict that is not as expected is a failure; an
+// unknown verdict or broken files (with nothing unexpected) is an error.
+func WriteJUnit(w io.Writer, r *Report) error {
+	out := junitSuites{Name: "lockproof"}
+	for _, lock := range r.Locks {
+		suite := junitSuite{Name: "lockproof/" + lock}
+		for _, s := range r.Scenarios {
+			if s.Lock != lock {
+				continue
+			}
+			c := junitCase{Name: fmt.Sprintf("%s/seed-%d", s.Fault, s.Seed), Classname: "lockproof." + lock}
+			var fails, errs, details []string
+			for _, p := range s.Properties {
+				line := fmt.Sprintf("%s: %s", p.Property, p.Verdict)
+				if p.Expected != "" {
+					line += fmt.Sprintf(" (expected %s)", p.Expected)
+				}
+				if p.Evidence != "" {
+					line += ": " + p.Evidence
+				}
+				details = append(details, line)
+				switch p.Outcome {
+				case Unexpected:
+					fails = append(fails, fmt.Sprintf("%s %s, expected %s", p.Property, p.Verdict, p.Expected))
+				case Undecided:
+					errs = append(errs, p.Property+" unknown")
+				}
+			}
+			for _, pr := range s.Problems {
+				errs = append(errs, "broken file")
+				details = append(details, pr)
+			}
+			details = append(details, "history: "+s.History)
+			if s.Visualization != "" {
+				details = append(details, "visualization: "+s.Visualization)
+			}
+			text := strings.Join(details, "\n")
+			switch {
+			case len(fails) > 0:
+				c.Failure = &junitProblem{Message: strings.Join(fails, "; "), Type: "unexpected-verdict", Text: text}
+				suite.Failures++
+			case len(errs) > 0:
+				c.Error = &junitProblem{Message: strings.Join(dedupe(errs), "; "), Type: "unknown-verdict", Text: text}
+				suite.Errors++
+			default:
+				c.SystemOut = text
+			}
+			suite.Tests++
+			suite.Cases = append(suite.Cases, c)
+		}
+		out.Tests += suite.Tests
+		out.Failures += suite.Failures
+		out.Errors += suite.Errors
+		out.Suites = append(out.Suites, suite)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return fmt.Errorf("write junit report: %w", err)
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("write junit report: %w", err)
+	}
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return fmt.Errorf("write junit report: %w", err)
+	}
+	return nil
+}
+
+func dedupe(ss []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// WriteJSON renders the report as indented JSON (report.json).
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write json report: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,249 @@
+// Package reports renders the safety report of a finished lockproof run:
+// the lock × fault matrix with the verdict on each property, what was
+// expected and what differs, as Markdown (for a CI step summary), static
+// self-contained HTML, JUnit XML and JSON; and compares two runs.
+//
+// A run directory holds summary.json (the contract of ../shared/DESIGN.md)
+// and, per scenario, the directory of its history file with history.jsonl,
+// check.json (checker.Result) and, for violations, porcupine.html.
+//
+// A report never calls a run safe while any verdict is unknown.
+package reports
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/history"
+)
+
+// ErrBadRun is returned (wrapped) when a run directory cannot be reported:
+// summary.json is missing or breaks the contract.
+var ErrBadRun = errors.New("bad run directory")
+
+// File names inside a run directory.
+const (
+	SummaryFile       = "summary.json"
+	CheckFile         = "check.json"
+	VisualizationFile = "porcupine.html"
+)
+
+// Summary is summary.json, as `lockproof run --out DIR` writes it.
+type Summary struct {
+	Scenarios []ScenarioSummary `json:"scenarios"`
+}
+
+// ScenarioSummary is one scenario of summary.json.
+type ScenarioSummary struct {
+	Lock     string          `json:"lock"`
+	Fault    string          `json:"fault"`
+	Seed     int64           `json:"seed"`
+	Ops      int             `json:"ops"`
+	Lease    checker.Verdict `json:"lease"`
+	Resource checker.Verdict `json:"resource"`
+	Liveness checker.Verdict `json:"liveness"`
+	// Rejected counts the resource ops refused for a stale token.
+	Rejected int      `json:"rejected"`
+	Expected Expected `json:"expected"`
+	// History is the scenario's history file, relative to the run directory.
+	History string `json:"history"`
+}
+
+// Expected holds the verdicts a scenario is expected to give; an empty one
+// states no expectation.
+type Expected struct {
+	Lease    checker.Verdict `json:"lease,omitempty"`
+	Resource checker.Verdict `json:"resource,omitempty"`
+	Liveness checker.Verdict `json:"liveness,omitempty"`
+}
+
+// Run is a loaded run directory.
+type Run struct {
+	Dir       string
+	Scenarios []*Scenario
+}
+
+// Scenario is one scenario of a run with what its directory holds.
+type Scenario struct {
+	ScenarioSummary
+	// ID names the scenario (its directory, e.g. "fenced-pause-client-1").
+	ID string
+	// Check is the checker's result from check.json; nil when it could not be read.
+	Check *checker.Result
+	// CheckPath and Visualization are relative to the run directory;
+	// Visualization is "" when the scenario has no porcupine.html.
+	CheckPath     string
+	Visualization string
+	// Problems lists what is wrong with the scenario's files (each names the
+	// file); a scenario with problems is never reported as passing.
+	Problems []string
+	// Plot is the latency-over-time plot of the history; nil when unreadable.
+	Plot *Plot
+}
+
+func validVerdict(v checker.Verdict) bool {
+	switch v {
+	case checker.OK, checker.Violated, checker.Unknown, checker.NA:
+		return true
+	}
+	return false
+}
+
+// Load reads the run directory dir: summary.json, and each scenario's
+// history.jsonl, check.json and porcupine.html. A missing or malformed
+// summary.json is an error naming it (errors.Is(err, ErrBadRun)); problems
+// with a scenario's own files are recorded in its Problems and shown in the
+// report, so that one broken scenario does not hide the others.
+func Load(dir string) (*Run, error) {
+	sumPath := filepath.Join(dir, SummaryFile)
+	data, err := os.ReadFile(sumPath)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s: no such file (is %s the --out directory of lockproof run?)", ErrBadRun, sumPath, dir)
+		}
+		return nil, fmt.Errorf("%w: %v", ErrBadRun, err)
+	}
+	var sum Summary
+	if err := json.Unmarshal(data, &sum); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadRun, sumPath, err)
+	}
+	run := &Run{Dir: dir}
+	seen := map[string]int{}
+	for i, s := range sum.Scenarios {
+		if err := validateSummary(s); err != nil {
+			return nil, fmt.Errorf("%w: %s: scenario %d (%s/%s seed %d): %v", ErrBadRun, sumPath, i, s.Lock, s.Fault, s.Seed, err)
+		}
+		sc := &Scenario{ScenarioSummary: s}
+		sdir := path.Dir(s.History)
+		sc.ID = sdir
+		if sdir == "." {
+			sc.ID = fmt.Sprintf("%s-%s-%d", s.Lock, s.Fault, s.Seed)
+		}
+		if j, dup := seen[sc.ID]; dup {
+			return nil, fmt.Errorf("%w: %s: scenarios %d and %d share the directory %s", ErrBadRun, sumPath, j, i, sc.ID)
+		}
+		seen[sc.ID] = i
+		loadScenario(dir, sdir, sc)
+		run.Scenarios = append(run.Scenarios, sc)
+	}
+	return run, nil
+}
+
+func validateSummary(s ScenarioSummary) error {
+	if s.Lock == "" {
+		return errors.New("lock: missing")
+	}
+	if s.Fault == "" {
+		return errors.New("fault: missing")
+	}
+	if s.History == "" {
+		return errors.New("history: missing")
+	}
+	if !filepath.IsLocal(filepath.FromSlash(s.History)) {
+		return fmt.Errorf("history: %q is not a path inside the run directory", s.History)
+	}
+	for _, f := range []struct {
+		name string
+		v    checker.Verdict
+		opt  bool
+	}{
+		{"lease", s.Lease, false}, {"resource", s.Resource, false}, {"liveness", s.Liveness, false},
+		{"expected.lease", s.Expected.Lease, true}, {"expected.resource", s.Expected.Resource, true},
+		{"expected.liveness", s.Expected.Liveness, true},
+	} {
+		if f.v == "" && f.opt {
+			continue
+		}
+		if !validVerdict(f.v) {
+			return fmt.Errorf("%s: verdict %q (want ok, violated, unknown or n/a)", f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// loadScenario reads the files of one scenario, recording what is wrong.
+func loadScenario(dir, sdir string, sc *Scenario) {
+	sc.CheckPath = path.Join(sdir, CheckFile)
+	checkPath := filepath.Join(dir, filepath.FromSlash(sc.CheckPath))
+	data, err := os.ReadFile(checkPath)
+	switch {
+	case err != nil:
+		sc.Problems = append(sc.Problems, err.Error()) // names the file
+	default:
+		var res checker.Result
+		if err := json.Unmarshal(data, &res); err != nil {
+			sc.Problems = append(sc.Problems, fmt.Sprintf("%s: %v", checkPath, err))
+			break
+		}
+		sc.Check = &res
+		for _, p := range []struct {
+			name           string
+			summary, check checker.Verdict
+		}{
+			{"lease", sc.Lease, res.Lease.Verdict},
+			{"resource", sc.Resource, res.Resource.Verdict},
+			{"liveness", sc.Liveness, res.Liveness.Verdict},
+		} {
+			if p.summary != p.check {
+				sc.Problems = append(sc.Problems, fmt.Sprintf("%s: %s is %s but %s says %s",
+					checkPath, p.name, p.check, SummaryFile, p.summary))
+			}
+		}
+	}
+	vis := path.Join(sdir, VisualizationFile)
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(vis))); err == nil {
+		sc.Visualization = vis
+	}
+	histPath := filepath.Join(dir, filepath.FromSlash(sc.History))
+	plot, err := loadPlot(histPath, violationLines(sc.Check))
+	if err != nil {
+		sc.Problems = append(sc.Problems, err.Error())
+		return
+	}
+	sc.Plot = plot
+	// summary.json's ops may count fault lines (as check.json does) or not.
+	if sc.Ops != 0 && plot.Total != sc.Ops && plot.Ops != sc.Ops {
+		sc.Problems = append(sc.Problems, fmt.Sprintf("%s: %d ops but %s says %d", histPath, plot.Total, SummaryFile, sc.Ops))
+	}
+}
+
+// violationLines are the history lines involved in any violation.
+func violationLines(res *checker.Result) map[int]string {
+	lines := map[int]string{}
+	if res == nil {
+		return lines
+	}
+	for _, pr := range res.Properties() {
+		for _, v := range pr.Violations {
+			for _, l := range v.Lines {
+				if _, ok := lines[l]; !ok {
+					lines[l] = v.Rule + ": " + v.Explanation
+				}
+			}
+		}
+	}
+	return lines
+}
+
+// readHistory wraps history.Scan for the plot, with the file named in errors.
+func readHistory(p string, fn func(history.Op) error) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return history.Scan(f, p, fn)
+}
+
+// mdEscape makes s safe inside a Markdown table cell.
+func mdEscape(s string) string {
+	r := strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;")
+	return r.Replace(s)
+}

@@ -1,0 +1,487 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/history"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// fixture is a run directory with: expected passes (fenced, two seeds in one
+// cell), an expected violation (setnx under pause-client), an unexpected
+// violation (lua under none), a missed expected violation (redlock under
+// partition) and an unknown verdict (fenced under latency).
+const fixture = "testdata/run"
+
+func loadFixture(t *testing.T) *Report {
+	t.Helper()
+	run, err := Load(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Build(run)
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./reports -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test ./reports -update rewrites it):\n--- got\n%s", path, got)
+	}
+}
+
+func TestMarkdownGolden(t *testing.T) {
+	r := loadFixture(t)
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.md", buf.Bytes())
+	md := buf.String()
+	for _, want := range []string{
+		"❌ **2 verdicts not as expected in 7 scenarios; 1 unknown**",
+		"| lua-none-1 | lease | ok | violated | mutual-exclusion on key \"cart\", history lines 1,2:",
+		"| redlock-partition-1 | lease | violated | ok | no violation found",
+		"| fenced-latency-1 | lease | key \"cart\" undecided: linearizability check timed out",
+		"| **fenced** | ✅✅➖ ×2 | ❓➖➖ |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+}
+
+func TestJUnitGolden(t *testing.T) {
+	r := loadFixture(t)
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "junit.xml", buf.Bytes())
+
+	var suites junitSuites
+	if err := xml.Unmarshal(buf.Bytes(), &suites); err != nil {
+		t.Fatalf("junit.xml does not parse: %v", err)
+	}
+	if suites.Tests != 7 || suites.Failures != 2 || suites.Errors != 1 {
+		t.Errorf("tests %d failures %d errors %d, want 7 2 1", suites.Tests, suites.Failures, suites.Errors)
+	}
+	cases := map[string]junitCase{}
+	for _, s := range suites.Suites {
+		for _, c := range s.Cases {
+			cases[c.Classname+" "+c.Name] = c
+		}
+	}
+	if c := cases["lockproof.lua none/seed-1"]; c.Failure == nil || c.Failure.Message != "lease violated, expected ok" {
+		t.Errorf("unexpected violation: %+v, want a failure", c)
+	}
+	if c := cases["lockproof.redlock partition/seed-1"]; c.Failure == nil || c.Failure.Message != "lease ok, expected violated" {
+		t.Errorf("missed violation: %+v, want a failure", c)
+	}
+	if c := cases["lockproof.fenced latency/seed-1"]; c.Error == nil || c.Failure != nil || c.Error.Message != "lease unknown" {
+		t.Errorf("unknown verdict: %+v, want an error", c)
+	}
+	if c := cases["lockproof.setnx pause-client/seed-1"]; c.Failure != nil || c.Error != nil {
+		t.Errorf("expected violation: %+v, want a pass", c)
+	}
+}
+
+// htmlDoc parses the report as XML (it is well-formed) and collects hrefs, ids and SVGs.
+type htmlDoc struct {
+	hrefs map[string]bool
+	ids   map[string]bool
+	svgs  int
+	// classes counts elements by class attribute per section id.
+	classes map[string]map[string]int
+}
+
+func parseHTML(t *testing.T, data []byte) htmlDoc {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(data))
+	d.Strict = true
+	doc := htmlDoc{hrefs: map[string]bool{}, ids: map[string]bool{}, classes: map[string]map[string]int{}}
+	section := ""
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("report.html is not well-formed: %v", err)
+		}
+		se, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		if se.Name.Local == "svg" {
+			doc.svgs++
+		}
+		for _, a := range se.Attr {
+			switch a.Name.Local {
+			case "href":
+				doc.hrefs[a.Value] = true
+			case "id":
+				doc.ids[a.Value] = true
+				if se.Name.Local == "section" {
+					section = a.Value
+				}
+			case "class":
+				if doc.classes[section] == nil {
+					doc.classes[section] = map[string]int{}
+				}
+				doc.classes[section][a.Value]++
+			}
+		}
+	}
+	return doc
+}
+
+func TestHTMLLinksEveryScenario(t *testing.T) {
+	r := loadFixture(t)
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	for _, banned := range []string{"http://", "https://", "<script src", "<link "} {
+		if strings.Contains(strings.ReplaceAll(html, `xmlns="http://www.w3.org/2000/svg"`, ""), banned) {
+			t.Errorf("report.html is not self-contained: contains %q", banned)
+		}
+	}
+	doc := parseHTML(t, buf.Bytes())
+	if doc.svgs != len(r.Scenarios) {
+		t.Errorf("%d SVG plots, want one per scenario (%d)", doc.svgs, len(r.Scenarios))
+	}
+	for _, s := range r.Scenarios {
+		a := anchor(s.ID)
+		if !doc.ids[a] || !doc.hrefs["#"+a] {
+			t.Errorf("scenario %s: section %q or the matrix link to it is missing", s.ID, a)
+		}
+		if !doc.hrefs[s.History] {
+			t.Errorf("scenario %s: no link to its history %s", s.ID, s.History)
+		}
+		if _, err := os.Stat(filepath.Join(fixture, s.History)); err != nil {
+			t.Errorf("history link %s does not resolve: %v", s.History, err)
+		}
+	}
+	for _, viz := range []string{"setnx-pause-client-1/porcupine.html", "lua-none-1/porcupine.html"} {
+		if !doc.hrefs[viz] {
+			t.Errorf("no link to the visualization %s", viz)
+		}
+	}
+	// Violations are marked on the plot; fault windows are shaded.
+	if n := doc.classes["s-lua-none-1"]["violation"]; n != 2 {
+		t.Errorf("lua-none-1 plot marks %d ops as violations, want 2 (lines 1 and 2)", n)
+	}
+	if n := doc.classes["s-setnx-pause-client-1"]["fault"]; n != 1 {
+		t.Errorf("setnx-pause-client-1 plot shades %d fault windows, want 1", n)
+	}
+	if n := doc.classes["s-fenced-none-1"]["violation"]; n != 0 {
+		t.Errorf("fenced-none-1 plot marks %d violations, want none", n)
+	}
+	if n := doc.classes["s-fenced-latency-1"]["pending"]; n != 1 {
+		t.Errorf("fenced-latency-1 plot draws %d never-returned ops, want 1", n)
+	}
+}
+
+func TestJSONReport(t *testing.T) {
+	r := loadFixture(t)
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Status != Fail || back.Counts != (Counts{Scenarios: 7, Unexpected: 2, Unknown: 1}) || len(back.Scenarios) != 7 {
+		t.Errorf("report.json: status %s counts %+v, %d scenarios", back.Status, back.Counts, len(back.Scenarios))
+	}
+}
+
+// copyRun copies the fixture into a temp dir and lets edit change summary.json.
+func copyRun(t *testing.T, edit func(*Summary)) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(fixture, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(fixture, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		var s Summary
+		b, _ := os.ReadFile(filepath.Join(dst, SummaryFile))
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		edit(&s)
+		b, _ = json.Marshal(s)
+		if err := os.WriteFile(filepath.Join(dst, SummaryFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+func keep(ids ...string) func(*Summary) {
+	return func(s *Summary) {
+		var out []ScenarioSummary
+		for _, sc := range s.Scenarios {
+			for _, id := range ids {
+				if filepath.Dir(sc.History) == id {
+					out = append(out, sc)
+				}
+			}
+		}
+		s.Scenarios = out
+	}
+}
+
+func TestLoadBadRuns(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	_, err := Load(missing)
+	if !errors.Is(err, ErrBadRun) || !strings.Contains(err.Error(), filepath.Join(missing, SummaryFile)) {
+		t.Errorf("missing dir: %v, want ErrBadRun naming summary.json", err)
+	}
+
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, SummaryFile), []byte(`{"scenarios":[`), 0o644)
+	_, err = Load(dir)
+	if !errors.Is(err, ErrBadRun) || !strings.Contains(err.Error(), filepath.Join(dir, SummaryFile)) {
+		t.Errorf("malformed summary: %v, want ErrBadRun naming the file", err)
+	}
+
+	cases := []struct {
+		name string
+		edit func(*Summary)
+		want string
+	}{
+		{"bad verdict", func(s *Summary) { s.Scenarios[0].Lease = "safe" }, `lease: verdict "safe"`},
+		{"bad expected", func(s *Summary) { s.Scenarios[1].Expected.Resource = "fine" }, `expected.resource: verdict "fine"`},
+		{"missing lock", func(s *Summary) { s.Scenarios[0].Lock = "" }, "lock: missing"},
+		{"history outside the run", func(s *Summary) { s.Scenarios[0].History = "../etc/passwd" }, "not a path inside the run directory"},
+		{"absolute history", func(s *Summary) { s.Scenarios[0].History = "/etc/passwd" }, "not a path inside the run directory"},
+		{"shared directory", func(s *Summary) { s.Scenarios[1].History = s.Scenarios[0].History }, "share the directory"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyRun(t, c.edit)
+			_, err := Load(dir)
+			if !errors.Is(err, ErrBadRun) || !strings.Contains(err.Error(), SummaryFile) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want ErrBadRun naming summary.json and %q", err, c.want)
+			}
+		})
+	}
+}
+
+// Broken scenario files are shown, name the file, and make the run inconclusive.
+func TestBrokenScenarioFiles(t *testing.T) {
+	dir := copyRun(t, keep("fenced-none-1", "fenced-none-2", "fenced-pause-client-1"))
+	os.Remove(filepath.Join(dir, "fenced-none-1", CheckFile))
+	os.WriteFile(filepath.Join(dir, "fenced-none-2", "history.jsonl"), []byte(`{"op":"fault"}`+"\n"), 0o644)
+	b, _ := os.ReadFile(filepath.Join(dir, "fenced-pause-client-1", CheckFile))
+	b = bytes.Replace(b, []byte(`"verdict": "ok"`), []byte(`"verdict": "violated"`), 2) // disagrees with summary.json
+	os.WriteFile(filepath.Join(dir, "fenced-pause-client-1", CheckFile), b, 0o644)
+
+	run, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Build(run)
+	if r.Status != Inconclusive || r.Counts.Problems != 3 {
+		t.Fatalf("status %s with %d problems, want inconclusive with 3", r.Status, r.Counts.Problems)
+	}
+	want := map[string]string{
+		"fenced-none-1":         filepath.Join(dir, "fenced-none-1", CheckFile),
+		"fenced-none-2":         filepath.Join(dir, "fenced-none-2", "history.jsonl") + ":1: name: missing",
+		"fenced-pause-client-1": "but summary.json says ok",
+	}
+	for _, s := range r.Scenarios {
+		if s.Status == Pass {
+			t.Errorf("%s passes despite broken files", s.ID)
+		}
+		if len(s.Problems) == 0 || !strings.Contains(strings.Join(s.Problems, "\n"), want[s.ID]) {
+			t.Errorf("%s problems %q, want one containing %q", s.ID, s.Problems, want[s.ID])
+		}
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "## Broken files") || strings.Contains(md.String(), "all 3 scenarios gave") {
+		t.Errorf("markdown hides the broken files:\n%s", md.String())
+	}
+}
+
+// A run whose only doubt is an unknown verdict is never reported safe.
+func TestUnknownIsNeverSafe(t *testing.T) {
+	run, err := Load(copyRun(t, keep("fenced-none-1", "fenced-latency-1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Build(run)
+	if r.Status != Inconclusive || !strings.Contains(r.Headline, "does not show the locks safe") {
+		t.Errorf("status %s headline %q, want inconclusive", r.Status, r.Headline)
+	}
+	run, err = Load(copyRun(t, keep("fenced-none-1", "fenced-none-2", "setnx-pause-client-1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Build(run); r.Status != Pass || r.Headline != "all 3 scenarios gave the expected verdicts" {
+		t.Errorf("status %s headline %q, want pass", r.Status, r.Headline)
+	}
+	if r := Build(&Run{}); r.Status != Inconclusive {
+		t.Errorf("an empty run is %s, want inconclusive", r.Status)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	old := loadFixture(t)
+	newer := loadFixture(t)
+	for _, s := range newer.Scenarios {
+		switch s.ID {
+		case "lua-none-1":
+			s.Property("lease").Verdict = checker.OK
+		case "fenced-none-2":
+			s.Property("resource").Verdict = checker.Violated
+		case "fenced-latency-1":
+			s.Property("lease").Verdict = checker.OK
+		}
+	}
+	newer.Scenarios = append(newer.Scenarios, &ScenarioReport{Lock: "getset", Fault: "clock-skew", Seed: 3})
+	old.Scenarios = append(old.Scenarios, &ScenarioReport{Lock: "getset", Fault: "none", Seed: 1})
+	d := Compare(old, newer)
+	if len(d.NewViolations) != 1 || d.NewViolations[0].Scenario != "fenced/none/seed-2" || d.NewViolations[0].Property != "resource" {
+		t.Errorf("new violations %+v", d.NewViolations)
+	}
+	if len(d.Fixed) != 1 || d.Fixed[0].Scenario != "lua/none/seed-1" || d.Fixed[0].Old != checker.Violated {
+		t.Errorf("fixed %+v", d.Fixed)
+	}
+	if len(d.Changed) != 1 || d.Changed[0].Scenario != "fenced/latency/seed-1" || d.Changed[0].Old != checker.Unknown {
+		t.Errorf("changed %+v", d.Changed)
+	}
+	if fmt.Sprint(d.Added) != "[getset/clock-skew/seed-3]" || fmt.Sprint(d.Removed) != "[getset/none/seed-1]" {
+		t.Errorf("added %v removed %v", d.Added, d.Removed)
+	}
+	var buf bytes.Buffer
+	if err := WriteDiff(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## New violations (1)", "| fenced/none/seed-2 | resource | ok | violated | ok |", "## Fixed (1)", "## Changed verdicts (1)"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("diff lacks %q:\n%s", want, buf.String())
+		}
+	}
+	if d := Compare(old, old); len(d.NewViolations)+len(d.Fixed)+len(d.Changed)+len(d.Added)+len(d.Removed) != 0 {
+		t.Errorf("a run compared with itself differs: %+v", d)
+	}
+}
+
+// Big histories are sampled, but violations and never-returned ops are always drawn.
+func TestPlotSampling(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	var ops []history.Op
+	for i := range 20000 {
+		ops = append(ops, history.Op{Client: "c", Kind: history.Renew, Key: "k", Call: int64(i) * 1000, Return: int64(i)*1000 + 500, Completed: true, Result: history.OK})
+	}
+	ops = append(ops, history.Op{Client: "d", Kind: history.Acquire, Key: "k", Call: 7, Result: history.Unknown})
+	ops = append(ops, history.Op{Kind: history.Fault, Name: "partition", Call: 10})
+	if err := history.WriteFile(path, ops); err != nil {
+		t.Fatal(err)
+	}
+	p, err := loadPlot(path, map[int]string{12345: "mutual-exclusion: x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Total != 20002 || p.Ops != 20001 || len(p.Points) > maxPlotPoints+2 {
+		t.Errorf("total %d, ops %d, %d points drawn, want 20002, 20001 and at most %d", p.Total, p.Ops, len(p.Points), maxPlotPoints+2)
+	}
+	var sawViolation, sawPending bool
+	for _, pt := range p.Points {
+		sawViolation = sawViolation || pt.Line == 12345 && pt.Violation != ""
+		sawPending = sawPending || pt.Latency < 0
+	}
+	if !sawViolation || !sawPending {
+		t.Errorf("violation drawn %v, pending drawn %v; want both", sawViolation, sawPending)
+	}
+	if len(p.Faults) != 1 || !p.Faults[0].Open || p.Faults[0].End != p.End {
+		t.Errorf("faults %+v, want one open window to the end", p.Faults)
+	}
+	svg := p.SVG()
+	if strings.Count(svg, `class="violation"`) != 1 || strings.Count(svg, "never lifted") != 1 {
+		t.Errorf("svg does not mark the violation and the open fault")
+	}
+}
+
+func TestWriteAll(t *testing.T) {
+	dir := copyRun(t, nil)
+	run, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteAll(dir, Build(run)); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{MarkdownFile, HTMLFile, JUnitFile, JSONFile} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	err = WriteAll(filepath.Join(dir, "missing-subdir"), Build(run))
+	if err == nil || !strings.Contains(err.Error(), MarkdownFile) {
+		t.Errorf("write into a missing dir: %v, want an error naming the file", err)
+	}
+}
+
+func TestOpsCountMismatch(t *testing.T) {
+	dir := copyRun(t, func(s *Summary) {
+		s.Scenarios = s.Scenarios[:1]
+		s.Scenarios[0].Ops = 999
+	})
+	run, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := run.Scenarios[0].Problems; len(p) != 1 || !strings.Contains(p[0], "8 ops but summary.json says 999") {
+		t.Errorf("problems %q, want the ops mismatch", p)
+	}
+	if r := Build(run); r.Status != Inconclusive {
+		t.Errorf("status %s, want inconclusive", r.Status)
+	}
+}
