@@ -20,11 +20,14 @@
 // mutual exclusion violation (reentrance); it may get its own token back,
 // any other token must still be above the last one.
 //
-// Reads are not fenced: the fencing rules (non-decreasing tokens, one client
-// per token, stale unfenced holders) apply to accepted writes, because a
-// fenced resource checks the tokens of writes only and a read changes
-// nothing. Every accepted read must still return the last accepted write's
-// value.
+// Reads with a token are fenced like writes: a fenced resource accepts a
+// read under the write rule and the read raises its fence (without that,
+// fencing would not protect a read-modify-write). So the fencing rules apply
+// to every accepted resource op with a token, read or write: in
+// linearization order their tokens never decrease, and one token never
+// serves two clients. The stale-holder rule for ops without a token applies
+// to accepted writes (a stale holder's unfenced read changes nothing). Every
+// accepted read must return the last accepted write's value.
 package checker
 
 import (

@@ -88,10 +88,10 @@ func (c *run) tokenChecks(k *keyOps) []Violation {
 }
 
 // resourceDirect checks the resource rules that are not about order: one
-// token never serves two clients (accepted writes and ok acquires together),
-// and an accepted unfenced write is not from a stale holder. Reads are left
-// out of both: a fenced resource does not check the token of a read, and a
-// stale holder's read changes nothing (its value is checked by the model).
+// token never serves two clients (accepted writes and reads with a token,
+// and ok acquires, together), and an accepted unfenced write is not from a
+// stale holder. Unfenced reads are left out of the latter: a stale holder's
+// read changes nothing (its value is checked by the model).
 func (c *run) resourceDirect(k *keyOps) []Violation {
 	var vs []Violation
 	owner := map[uint64]*lop{}
@@ -101,7 +101,7 @@ func (c *run) resourceDirect(k *keyOps) []Violation {
 		}
 	}
 	for _, o := range k.resource {
-		if o.kind != history.Write || !o.effective() || !o.hasToken {
+		if !o.effective() || !o.hasToken {
 			continue
 		}
 		if f, ok := owner[o.token]; !ok {

@@ -15,7 +15,7 @@ type prov struct {
 	tok    *lop // acquire that set lastTok
 	now    *lop // op that set now
 	value  *lop // last write that took effect
-	maxTok *lop // last accepted write carrying the max token
+	maxTok *lop // last accepted write or read carrying the max token
 }
 
 type replayed struct {
@@ -53,7 +53,7 @@ func step(rs []replayed, o *lop) []replayed {
 		case history.Write:
 			pv.value = o
 		}
-		if o.kind == history.Write && o.hasToken && n.maxTok == o.token {
+		if (o.kind == history.Write || o.kind == history.Read) && o.hasToken && n.maxTok == o.token {
 			pv.maxTok = o
 		}
 		add(replayed{n, pv})

@@ -30,7 +30,8 @@ type state struct {
 	// effect: linearization points never go back in time.
 	now int64
 
-	// Resource: the value (interned), and the largest token of an accepted write.
+	// Resource: the value (interned), and the largest token of an accepted
+	// op (write or read) carrying one.
 	value  int32
 	hasMax bool
 	maxTok uint64
@@ -164,11 +165,18 @@ func apply(s state, o *lop) (state, reason) {
 		}
 		return n, rOK
 	case history.Read:
-		// Reads are not fenced (a fenced resource checks the tokens of
-		// writes only): they must return the current value, whatever token
-		// the reader recorded.
+		// A read with a token is fenced like a write and raises the largest
+		// token; every read must return the current value.
+		if o.hasToken && s.hasMax && o.token < s.maxTok {
+			return s, rFencing
+		}
 		if o.value != s.value {
 			return s, rStaleRead
+		}
+		if o.hasToken && (!s.hasMax || o.token > s.maxTok) {
+			n := s
+			n.hasMax, n.maxTok = true, o.token
+			return n, rOK
 		}
 		return s, rOK
 	case history.Write:
@@ -190,7 +198,9 @@ func apply(s state, o *lop) (state, reason) {
 
 // checked reports whether an op goes into the Porcupine model: ops that
 // surely had no effect (fail, rejected) carry no constraint and are left
-// out; so are unknown reads (no effect, nothing observed).
+// out; so are unknown reads: they observed nothing, and the only effect one
+// may have had (raising the largest token) can only forbid later ops, so the
+// "no effect" branch always covers it.
 func checked(o *lop) bool {
 	switch o.result {
 	case history.OK:

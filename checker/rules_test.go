@@ -175,19 +175,49 @@ func TestRules(t *testing.T) {
 			wr("a", 701, 702, ok, "a1", tok(3)),
 		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
 			prop: PropResource, rule: RuleFencing, lines: []int{3, 4}}},
-		{"stale token read is not fenced", lined( // a fenced resource checks writes only
+		{"stale token read accepted after a write", lined( // reads are fenced like writes
+			acq("a", 0, 2, ok, ttl(200), tok(3)),
+			acq("b", 400, 402, ok, ttl(2000), tok(4)),
+			wr("b", 403, 404, ok, "b1", tok(4)),
+			rd("a", 701, 702, ok, "b1", tok(3)),
+		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleFencing, lines: []int{3, 4}}},
+		{"stale token read accepted after a read", lined(
+			acq("a", 0, 2, ok, ttl(200), tok(3)),
+			acq("b", 400, 402, ok, ttl(2000), tok(4)),
+			rd("b", 405, 406, ok, "", tok(4)),
+			rd("a", 701, 702, ok, "", tok(3)),
+		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleFencing, lines: []int{3, 4}}},
+		{"stale token read rejected", lined(
 			acq("a", 0, 2, ok, ttl(200), tok(3)),
 			acq("b", 400, 402, ok, ttl(2000), tok(4)),
 			wr("b", 403, 404, ok, "b1", tok(4)),
 			rd("b", 405, 406, ok, "b1", tok(4)),
-			rd("a", 701, 702, ok, "b1", tok(3)),
+			rd("a", 701, 702, rej, "", tok(3)),
 			wr("a", 703, 704, rej, "a1", prev("b1"), tok(3)),
 		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
-		{"stale read of a stale holder", lined(
+		{"concurrent fenced reads may order their tokens either way", lined(
+			rd("a", 0, 10, ok, "", tok(3)),
+			rd("b", 5, 15, ok, "", tok(4)),
+		), Options{}, want{lease: NA, resource: OK, liveness: NA}},
+		{"unknown stale read is no violation", lined(
+			wr("b", 0, 1, ok, "b1", tok(4)),
+			rd("a", 2, 3, unknown, "", tok(3)),
+			wr("a", 4, 5, rej, "a1", tok(3)),
+		), Options{}, want{lease: NA, resource: OK, liveness: NA}},
+		{"stale read of a stale holder", lined( // its stale token is what breaks first
 			acq("a", 0, 2, ok, ttl(200), tok(3)),
 			acq("b", 400, 402, ok, ttl(2000), tok(4)),
 			wr("b", 403, 404, ok, "b1", tok(4)),
 			rd("a", 701, 702, ok, "", tok(3)),
+		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleFencing, lines: []int{3, 4}}},
+		{"stale read of an unfenced stale holder", lined(
+			acq("a", 0, 2, ok, ttl(200)),
+			acq("b", 400, 402, ok, ttl(2000)),
+			wr("b", 403, 404, ok, "b1"),
+			rd("a", 701, 702, ok, ""),
 		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
 			prop: PropResource, rule: RuleStaleRead, lines: []int{3, 4}}},
 		{"stale token rejected", lined(
@@ -196,16 +226,34 @@ func TestRules(t *testing.T) {
 			wr("b", 405, 406, ok, "b1", tok(4)),
 			wr("a", 701, 702, rej, "a1", tok(3)),
 		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
-		{"stale write between the next holder's read and write loses an update", lined(
-			// Fencing writes alone does not protect read-modify-write: a's
-			// stale write is accepted (token 7 is still the largest written)
-			// between b's read and b's write, and b's write erases it.
+		{"stale write between the next holder's read and write", lined(
+			// Fencing writes alone would not protect read-modify-write: a's
+			// stale write (token 7 is still the largest written) lands
+			// between b's read and b's write, and b's write erases it. b's
+			// fenced read raised the fence to 9: accepting a's write broke it.
 			acq("a", 0, 1, ok, ttl(100), tok(7)),
 			wr("a", 2, 3, ok, "a1", prev(""), tok(7)),
 			acq("b", 200, 201, ok, ttl(100), tok(9)),
 			rd("b", 202, 203, ok, "a1", tok(9)),
 			wr("a", 204, 205, ok, "a2", prev("a1"), tok(7)),
 			wr("b", 206, 207, ok, "b1", prev("a1"), tok(9)),
+		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleFencing, lines: []int{4, 5}}},
+		{"stale write between the next holder's read and write refused", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(7)),
+			wr("a", 2, 3, ok, "a1", prev(""), tok(7)),
+			acq("b", 200, 201, ok, ttl(100), tok(9)),
+			rd("b", 202, 203, ok, "a1", tok(9)),
+			wr("a", 204, 205, rej, "a2", prev("a1"), tok(7)),
+			wr("b", 206, 207, ok, "b1", prev("a1"), tok(9)),
+		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		{"unfenced reads still lose updates", lined(
+			acq("a", 0, 1, ok, ttl(100)),
+			wr("a", 2, 3, ok, "a1", prev("")),
+			acq("b", 200, 201, ok, ttl(100)),
+			rd("b", 202, 203, ok, "a1"),
+			wr("a", 204, 205, ok, "a2", prev("a1")),
+			wr("b", 206, 207, ok, "b1", prev("a1")),
 		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
 			prop: PropResource, rule: RuleLostUpdate, lines: []int{5, 6}}},
 		{"lost update", lined(
@@ -249,6 +297,17 @@ func TestRules(t *testing.T) {
 			wr("c", 110, 111, ok, "c", tok(2)),
 		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
 			prop: PropResource, rule: RuleTokenOwner, lines: []int{2, 3}}},
+		{"read with the token of another client accepted", lined(
+			acq("a", 0, 1, ok, ttl(10), tok(1)),
+			acq("b", 100, 101, ok, ttl(1000), tok(2)),
+			rd("c", 110, 111, ok, "", tok(2)),
+		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleTokenOwner, lines: []int{2, 3}}},
+		{"one token read by two clients", lined(
+			rd("a", 0, 1, ok, "", tok(5)),
+			rd("b", 2, 3, ok, "", tok(5)),
+		), Options{}, want{lease: NA, resource: Violated, liveness: NA,
+			prop: PropResource, rule: RuleTokenOwner, lines: []int{1, 2}}},
 		// --- resource (G2), unfenced ---
 		{"unfenced stale holder", lined(
 			acq("a", 0, 1, ok, ttl(100)),

@@ -104,6 +104,31 @@ func mutations() []mutation {
 			ops[idx].Result = history.OK
 			return ops, ops[idx].Line, true
 		}},
+		{"stale read accepted", PropResource, func(ops []history.Op, r *rand.Rand) ([]history.Op, int, bool) {
+			// A read rejected for its stale token is accepted instead, and
+			// returns the current value (so only its token is wrong). Only
+			// reads refused by a fence that an accepted op had surely raised
+			// before the read was called: then no linearization excuses it.
+			cur := map[int]string{}
+			idx := pick(ops, r, func(o history.Op) bool {
+				if o.Kind != history.Read || o.Result != history.Rejected || !o.HasToken || !o.Completed {
+					return false
+				}
+				raised := false
+				for _, a := range ops {
+					raised = raised || (a.Kind == history.Read || a.Kind == history.Write) && a.Key == o.Key &&
+						a.Result == history.OK && a.HasToken && a.Token > o.Token && a.Return < o.Call
+				}
+				v, known := current(ops, o.Line-1)
+				cur[o.Line-1] = v
+				return raised && known
+			})
+			if idx < 0 {
+				return nil, 0, false
+			}
+			ops[idx].Result, ops[idx].Value, ops[idx].HasValue = history.OK, cur[idx], true
+			return ops, ops[idx].Line, true
+		}},
 		{"overlapping holders", PropLease, func(ops []history.Op, r *rand.Rand) ([]history.Op, int, bool) {
 			// An intruder acquires the key right after a holder got it.
 			idx := pick(ops, r, func(o history.Op) bool {
@@ -173,6 +198,25 @@ func mutations() []mutation {
 			return ops, ops[c[0]].Line, true
 		}},
 	}
+}
+
+// current returns the value the resource of ops[i]'s key holds when
+// ops[i] takes effect (simulated histories are in effect order), and false
+// when an unknown write makes it uncertain.
+func current(ops []history.Op, i int) (string, bool) {
+	for j := i - 1; j >= 0; j-- {
+		o := ops[j]
+		if o.Key != ops[i].Key || (o.Kind != history.Write && o.Kind != history.Read) {
+			continue
+		}
+		switch {
+		case o.Result == history.OK:
+			return o.Value, true
+		case o.Kind == history.Write && o.Result == history.Unknown:
+			return "", false
+		}
+	}
+	return "", true
 }
 
 func pick(ops []history.Op, r *rand.Rand, f func(history.Op) bool) int {

@@ -146,6 +146,119 @@ func TestFencedRule(t *testing.T) {
 	}
 }
 
+// TestFencedReads: a fenced read is accepted under the write rule, raises
+// the fence without changing the value, and a stale one changes nothing.
+func TestFencedReads(t *testing.T) {
+	type step struct {
+		read  bool
+		w     fencing.Write // for a read: Token and Owner
+		stale bool
+		want  string // value a read returns
+	}
+	rd := func(tok uint64, owner string, stale bool, want string) step {
+		return step{read: true, w: fencing.Write{Token: tok, Owner: owner}, stale: stale, want: want}
+	}
+	wr := func(tok uint64, owner, val string, stale bool) step {
+		return step{w: fencing.Write{Token: tok, Owner: owner, Value: val}, stale: stale}
+	}
+	cases := []struct {
+		name  string
+		steps []step
+		want  fencing.Value
+	}{
+		// The paused-holder interleaving: A read under token 3, paused; B took
+		// the lock (token 4) and read; A wakes and writes: refused, so B's
+		// read-modify-write loses nothing.
+		{"paused holder's late write refused after next holder read", []step{
+			wr(2, "z", "v0", false),
+			rd(3, "A", false, "v0"),
+			rd(4, "B", false, "v0"),
+			wr(3, "A", "A's", true),
+			wr(4, "B", "B's", false)},
+			fencing.Value{Value: "B's", Token: 4, Owner: "B", Written: true}},
+		{"read of unwritten key sets the fence", []step{
+			rd(5, "a", false, ""),
+			wr(4, "b", "x", true),
+			wr(5, "b", "x", true)},
+			fencing.Value{Token: 5, Owner: "a"}},
+		{"stale read refused and changes nothing", []step{
+			wr(7, "b", "y", false),
+			rd(6, "a", true, ""),
+			rd(7, "a", true, "")},
+			fencing.Value{Value: "y", Token: 7, Owner: "b", Written: true}},
+		{"same token same owner read then write", []step{
+			wr(7, "a", "y", false),
+			rd(7, "a", false, "y"),
+			wr(7, "a", "z", false),
+			rd(7, "a", false, "z")},
+			fencing.Value{Value: "z", Token: 7, Owner: "a", Written: true}},
+		{"higher read raises fence, value kept", []step{
+			wr(9, "a", "9", false),
+			rd(10, "b", false, "9")},
+			fencing.Value{Value: "9", Token: 10, Owner: "b", Written: true}},
+		{"full uint64 range", []step{
+			rd(1<<64-1, "b", false, ""),
+			rd(1<<64-2, "a", true, "")},
+			fencing.Value{Token: 1<<64 - 1, Owner: "b"}},
+	}
+	for _, f := range fencedFlavours() {
+		t.Run(f.name, func(t *testing.T) {
+			r := f.new(t)
+			for i, c := range cases {
+				key := fmt.Sprintf("k%d", i)
+				t.Run(c.name, func(t *testing.T) {
+					for j, s := range c.steps {
+						var err error
+						if s.read {
+							var v fencing.Value
+							v, err = r.ReadFenced(ctx(t), key, s.w.Token, s.w.Owner)
+							if err == nil && (v.Value != s.want || v.Token != s.w.Token || v.Owner != s.w.Owner) {
+								t.Fatalf("step %d: read with token %d by %q = %+v, want value %q and fence raised to it",
+									j, s.w.Token, s.w.Owner, v, s.want)
+							}
+						} else {
+							err = r.Write(ctx(t), key, s.w)
+						}
+						if got := errors.Is(err, fencing.ErrStaleToken); got != s.stale || (!s.stale && err != nil) {
+							t.Fatalf("step %d (read %v) %+v: err %v, want stale=%v", j, s.read, s.w, err, s.stale)
+						}
+						var se *fencing.StaleError
+						if s.stale && (!errors.As(err, &se) || se.Token != s.w.Token || (se.Op == "read") != s.read) {
+							t.Fatalf("step %d: want *StaleError for %v token %d, got %#v", j, s.read, s.w.Token, err)
+						}
+					}
+					if got := mustRead(t, r, key); got != c.want {
+						t.Fatalf("read %+v, want %+v", got, c.want)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestUnfencedReadFencedIgnoresTokens: an unfenced resource's fenced read
+// is a plain read: a stale token is accepted and sets no fence.
+func TestUnfencedReadFencedIgnoresTokens(t *testing.T) {
+	for _, f := range unfencedFlavours() {
+		t.Run(f.name, func(t *testing.T) {
+			r := f.new(t)
+			if err := r.Write(ctx(t), "k", fencing.Write{Token: 9, Owner: "a", Value: "1"}); err != nil {
+				t.Fatal(err)
+			}
+			want := fencing.Value{Value: "1", Token: 9, Owner: "a", Written: true}
+			for _, tok := range []uint64{3, 10} {
+				v, err := r.ReadFenced(ctx(t), "k", tok, "b")
+				if err != nil || v != want {
+					t.Fatalf("ReadFenced token %d = %+v, %v; want %+v", tok, v, err, want)
+				}
+			}
+			if err := r.Write(ctx(t), "k", fencing.Write{Token: 4, Owner: "c", Value: "2"}); err != nil {
+				t.Fatalf("write after reads: %v", err)
+			}
+		})
+	}
+}
+
 func TestReadNeverWritten(t *testing.T) {
 	for _, f := range append(fencedFlavours(), unfencedFlavours()...) {
 		t.Run(f.name, func(t *testing.T) {
@@ -206,6 +319,9 @@ func TestBadInput(t *testing.T) {
 			if _, err := r.Read(ctx(t), ""); !errors.Is(err, fencing.ErrInvalid) {
 				t.Errorf("empty key read: %v, want ErrInvalid", err)
 			}
+			if _, err := r.ReadFenced(ctx(t), "", 1, "a"); !errors.Is(err, fencing.ErrInvalid) {
+				t.Errorf("empty key fenced read: %v, want ErrInvalid", err)
+			}
 		})
 	}
 	for _, f := range fencedFlavours() {
@@ -217,7 +333,10 @@ func TestBadInput(t *testing.T) {
 			if err := r.Write(ctx(t), "k", fencing.Write{NoToken: true, Owner: "a"}); !errors.Is(err, fencing.ErrInvalid) {
 				t.Errorf("token-less write to fenced resource: %v, want ErrInvalid", err)
 			}
-			if got := mustRead(t, r, "k"); got.Written {
+			if _, err := r.ReadFenced(ctx(t), "k", 1, ""); !errors.Is(err, fencing.ErrInvalid) {
+				t.Errorf("fenced read without owner: %v, want ErrInvalid", err)
+			}
+			if got := mustRead(t, r, "k"); got != (fencing.Value{}) {
 				t.Errorf("invalid writes left %+v", got)
 			}
 		})
@@ -240,16 +359,20 @@ func TestContextDoneBeforeCall(t *testing.T) {
 			if !errors.Is(err, context.Canceled) || errors.Is(err, fencing.ErrUnknownOutcome) {
 				t.Fatalf("write with done ctx: %v, want context.Canceled, not unknown", err)
 			}
-			if got := mustRead(t, r, "k"); got.Written {
-				t.Fatalf("write with done ctx took effect: %+v", got)
+			_, err = r.ReadFenced(c, "k", 2, "a")
+			if !errors.Is(err, context.Canceled) || errors.Is(err, fencing.ErrUnknownOutcome) {
+				t.Fatalf("fenced read with done ctx: %v, want context.Canceled, not unknown", err)
+			}
+			if got := mustRead(t, r, "k"); got != (fencing.Value{}) {
+				t.Fatalf("ops with done ctx took effect: %+v", got)
 			}
 		})
 	}
 }
 
-// TestConcurrentWriters: writers with distinct tokens race; the resource
-// ends holding the highest token, every write with it is accepted, and no
-// accepted write was lower than one accepted before it on the same writer's view.
+// TestConcurrentWriters: writers with distinct tokens race (run with -race);
+// the highest token is accepted, every refusal is a stale-token one, and the
+// resource ends holding the highest token's write.
 func TestConcurrentWriters(t *testing.T) {
 	const writers, perWriter = 8, 40
 	for _, f := range fencedFlavours() {
@@ -339,6 +462,12 @@ func TestRedisPausedIsUnknown(t *testing.T) {
 		cancel()
 		if !errors.Is(err, fencing.ErrUnknownOutcome) {
 			t.Errorf("read from paused server: %v, want ErrUnknownOutcome", err)
+		}
+		c, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, err = r.ReadFenced(c, "k", 3, "a")
+		cancel()
+		if !errors.Is(err, fencing.ErrUnknownOutcome) || errors.Is(err, fencing.ErrStaleToken) {
+			t.Errorf("fenced read from paused server: %v, want ErrUnknownOutcome and not ErrStaleToken", err)
 		}
 		if err := p.Resume(); err != nil {
 			t.Fatal(err)

@@ -20,13 +20,13 @@ type RedisOptions struct {
 	Prefix string
 }
 
-// writeScript compares the token of a write with the last accepted one and
-// writes, atomically. Tokens travel as decimal strings and are compared as
-// such (length first), which is exact for all of uint64 where Lua numbers
+// writeScript compares the token of a write with the fence and writes,
+// atomically. Tokens travel as decimal strings and are compared as such
+// (length first), which is exact for all of uint64 where Lua numbers
 // (doubles) would not be.
 //
 // KEYS[1] = the hash; ARGV = token, owner, value.
-// Returns {1} when accepted, {0, token, owner} of the last accepted write when refused.
+// Returns {1} when accepted, {0, token, owner} of the fence when refused.
 const writeScript = `
 local cur = redis.call('HMGET', KEYS[1], 'token', 'owner')
 local t, o = cur[1], cur[2]
@@ -39,9 +39,33 @@ redis.call('HSET', KEYS[1], 'token', ARGV[1], 'owner', ARGV[2], 'value', ARGV[3]
 return {1}
 `
 
-// Redis is a resource stored in Redis: each key is a hash holding the value,
-// token and owner of the last accepted write. The fenced flavour compares
-// and writes in one Lua script; the unfenced one writes with one HSET.
+// readScript compares the token of a fenced read with the fence and, when
+// accepted, raises the fence to it and returns the value, atomically. Same
+// token comparison as writeScript.
+//
+// KEYS[1] = the hash; ARGV = token, owner.
+// Returns {1, written (0 or 1), value} when accepted, {0, token, owner} of
+// the fence when refused.
+const readScript = `
+local cur = redis.call('HMGET', KEYS[1], 'token', 'owner', 'value')
+local t, o, v = cur[1], cur[2], cur[3]
+if t then
+  local nt = ARGV[1]
+  if #nt < #t or (#nt == #t and nt < t) then return {0, t, o or ''} end
+  if nt == t and ARGV[2] ~= o then return {0, t, o or ''} end
+end
+if t ~= ARGV[1] or o ~= ARGV[2] then
+  redis.call('HSET', KEYS[1], 'token', ARGV[1], 'owner', ARGV[2])
+end
+if v then return {1, 1, v} end
+return {1, 0, ''}
+`
+
+// Redis is a resource stored in Redis: each key is a hash holding the value
+// of the last accepted write and the fence (token and owner). The fenced
+// flavour compares and writes, or compares and raises the fence on a fenced
+// read, in one Lua script each; the unfenced one writes with one HSET and
+// reads with one HMGET.
 //
 // It is meant for a Redis other than the lock's: fencing must hold when the
 // lock's Redis fails over. Give the client ContextTimeoutEnabled so that
@@ -50,7 +74,8 @@ type Redis struct {
 	rdb    redis.UniversalClient
 	prefix string
 	fenced bool
-	script *redis.Script
+	write  *redis.Script
+	read   *redis.Script
 }
 
 // NewRedis returns a fenced resource stored through rdb.
@@ -58,7 +83,7 @@ func NewRedis(rdb redis.UniversalClient, opts RedisOptions) (*Redis, error) {
 	return newRedis(rdb, opts, true)
 }
 
-// NewUnfencedRedis returns a resource stored through rdb that accepts every write.
+// NewUnfencedRedis returns a resource stored through rdb that accepts every op.
 func NewUnfencedRedis(rdb redis.UniversalClient, opts RedisOptions) (*Redis, error) {
 	return newRedis(rdb, opts, false)
 }
@@ -71,7 +96,7 @@ func newRedis(rdb redis.UniversalClient, opts RedisOptions, fenced bool) (*Redis
 	if p == "" {
 		p = DefaultPrefix
 	}
-	return &Redis{rdb: rdb, prefix: p, fenced: fenced, script: redis.NewScript(writeScript)}, nil
+	return &Redis{rdb: rdb, prefix: p, fenced: fenced, write: redis.NewScript(writeScript), read: redis.NewScript(readScript)}, nil
 }
 
 // Write applies w to key if the fencing rule allows it (always, when unfenced).
@@ -91,7 +116,7 @@ func (r *Redis) Write(ctx context.Context, key string, w Write) error {
 		err := r.rdb.HSet(ctx, r.prefix+key, "token", tok, "owner", w.Owner, "value", w.Value).Err()
 		return classify("write", key, err)
 	}
-	res, err := r.script.Run(ctx, r.rdb, []string{r.prefix + key}, tok, w.Owner, w.Value).Slice()
+	res, err := r.write.Run(ctx, r.rdb, []string{r.prefix + key}, tok, w.Owner, w.Value).Slice()
 	if err != nil {
 		return classify("write", key, err)
 	}
@@ -101,7 +126,12 @@ func (r *Redis) Write(ctx context.Context, key string, w Write) error {
 	if ok, _ := res[0].(int64); ok == 1 {
 		return nil
 	}
-	se := &StaleError{Key: key, Token: w.Token, Owner: w.Owner}
+	return staleError("write", key, w.Token, w.Owner, res)
+}
+
+// staleError builds the error of a refusal from a script's {0, token, owner} reply.
+func staleError(op, key string, token uint64, owner string, res []any) *StaleError {
+	se := &StaleError{Op: op, Key: key, Token: token, Owner: owner}
 	if len(res) >= 3 {
 		ct, _ := res[1].(string)
 		se.CurrentToken, _ = strconv.ParseUint(ct, 10, 64)
@@ -110,7 +140,41 @@ func (r *Redis) Write(ctx context.Context, key string, w Write) error {
 	return se
 }
 
-// Read returns the last accepted write to key.
+// ReadFenced reads key with a fencing token: on a fenced resource one Lua
+// script checks the fencing rule and, when it allows the read, raises the
+// fence to (token, owner) and returns the state after that; an unfenced
+// resource just reads.
+func (r *Redis) ReadFenced(ctx context.Context, key string, token uint64, owner string) (Value, error) {
+	if err := checkReadFenced(key, owner, r.fenced); err != nil {
+		return Value{}, err
+	}
+	if !r.fenced {
+		return r.Read(ctx, key)
+	}
+	if err := ctx.Err(); err != nil {
+		return Value{}, fmt.Errorf("read %q: %w", key, err)
+	}
+	res, err := r.read.Run(ctx, r.rdb, []string{r.prefix + key}, strconv.FormatUint(token, 10), owner).Slice()
+	if err != nil {
+		return Value{}, classify("read", key, err)
+	}
+	if len(res) == 0 {
+		return Value{}, fmt.Errorf("read %q: empty reply from script", key)
+	}
+	if ok, _ := res[0].(int64); ok != 1 {
+		return Value{}, staleError("read", key, token, owner, res)
+	}
+	if len(res) != 3 {
+		return Value{}, fmt.Errorf("read %q: script reply has %d elements, want 3", key, len(res))
+	}
+	v := Value{Token: token, Owner: owner}
+	written, _ := res[1].(int64)
+	v.Written = written == 1
+	v.Value, _ = res[2].(string)
+	return v, nil
+}
+
+// Read returns the state of key; it checks and changes nothing.
 func (r *Redis) Read(ctx context.Context, key string) (Value, error) {
 	if err := checkRead(key); err != nil {
 		return Value{}, err
@@ -122,11 +186,11 @@ func (r *Redis) Read(ctx context.Context, key string) (Value, error) {
 	if err != nil {
 		return Value{}, classify("read", key, err)
 	}
-	if len(res) != 3 || res[0] == nil {
-		return Value{}, nil
+	if len(res) != 3 {
+		return Value{}, fmt.Errorf("read %q: HMGET reply has %d elements, want 3", key, len(res))
 	}
-	v := Value{Written: true}
-	v.Value, _ = res[0].(string)
+	var v Value
+	v.Value, v.Written = res[0].(string)
 	v.Owner, _ = res[2].(string)
 	if s, _ := res[1].(string); s != "" {
 		t, err := strconv.ParseUint(s, 10, 64)

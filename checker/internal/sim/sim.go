@@ -6,10 +6,10 @@
 // The simulation runs on one true clock. Each op takes effect atomically at a
 // point p inside [call, return], in the order of p, against a correct lock
 // (SET NX PX semantics, owner and token checked on release and renew, a per
-// key fencing counter) and a correct resource (fenced: accepts a write iff
-// its token is not below the largest token seen, reads raise that token and
-// stale reads are refused or harmlessly accepted; unfenced: clients use it
-// only while their lease is truly valid).
+// key fencing counter) and a correct resource (fenced: accepts a write or a
+// read iff its token is not below the largest token seen, and an accepted
+// one raises that token; unfenced: clients use it only while their lease is
+// truly valid).
 package sim
 
 import (
@@ -243,13 +243,12 @@ func (g *gen) act(c *client, h *clientHeap) {
 		}
 		c.opsLeft--
 		write := c.hasRead && g.r.IntN(2) == 0
-		// The fenced resource refuses a write with a token below the largest
-		// it has seen, and a read with such a token half of the time (a
-		// stale read is harmless; the checker must not flag it). An accepted
-		// read raises the largest token seen: without that, a stale holder's
-		// write could land between a new holder's read and write and lose an
-		// update (fencing writes alone does not protect read-modify-write).
-		accept := g.cfg.Unfenced || !k.hasMax || c.token >= k.maxTok || !write && g.r.IntN(2) == 0
+		// The fenced resource refuses a write or a read with a token below
+		// the largest it has seen. An accepted read raises the largest token
+		// seen: without that, a stale holder's write could land between a
+		// new holder's read and write and lose an update (fencing writes
+		// alone does not protect read-modify-write).
+		accept := g.cfg.Unfenced || !k.hasMax || c.token >= k.maxTok
 		op.HasValue = true
 		if !g.cfg.Unfenced {
 			op.Token, op.HasToken = c.token, true
