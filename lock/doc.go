@@ -1,0 +1,54 @@
+// Package lock is a fenced lease lock on Redis: an owner token, a fencing
+// counter, a TTL, an optional watchdog, reentrancy, and a FIFO wait queue
+// woken by pub/sub.
+//
+// It works over any redis.UniversalClient (a single node, Sentinel through
+// redis.NewFailoverClient, or Cluster): every Redis key of a lock shares one
+// hash tag (see RedisKeys), and every change is one Lua script.
+//
+// # What it guarantees
+//
+//   - G1, lease exclusivity, on one master: while a lease on a key is
+//     unexpired in Redis, no other owner is granted one, and only the owner
+//     token can release or renew it. Client pauses, latency and partitions do
+//     not break this; they only make leases expire.
+//   - Fences of successive holders of a key strictly increase. A fence is
+//     max(counter+1, Redis server time in µs), so even a failover that loses
+//     the counter issues larger fences, as long as the servers' clocks agree
+//     within the failover time.
+//   - Fairness: waiters are served first come, first served; a release hands
+//     the lock to the first waiter (no extra round trip), and a releasing
+//     holder that asks again queues behind the others. TryAcquire fails while
+//     others queue. A crashed waiter keeps its place at most Options.QueueTTL
+//     and, if handed the lock, holds it until its TTL runs out.
+//   - Every blocking call honours its context; a lost reply is reported as
+//     ErrUnknownOutcome, never as "not held" or "not acquired".
+//
+// # What it cannot guarantee
+//
+//   - Holders are not exclusive. A holder paused (GC, VM, SIGSTOP) past its
+//     TTL wakes up believing it holds the lock while another holder works.
+//     Lease.ValidUntil, Lost and Context narrow that window; only fencing
+//     closes it: pass Lease.Fence with every write and make the resource
+//     reject fences below the highest it has seen.
+//   - Failover. Redis replicates asynchronously: a master can acknowledge an
+//     acquire and fail before its replica sees it, and the promoted replica
+//     grants the lock again. Options.ReplicaAcks (WAIT) narrows that window
+//     and does not close it.
+//   - Clocks. Validity is measured on the client's monotonic clock from the
+//     start of the acquire, minus Options.Drift; expiry happens on the server's
+//     clock. A server whose clock runs fast expires leases early.
+//
+// # Performance
+//
+// Give the go-redis client ContextTimeoutEnabled: true. Otherwise go-redis
+// ignores context deadlines, and the lock runs each command in a helper
+// goroutine to honour them, which costs a goroutine switch per round trip.
+//
+// # Reentrancy
+//
+// Acquiring WithOwner(lease.Owner()) while that owner holds the lock
+// increments a hold count (the lock key is a hash {o: owner, n: holds,
+// f: fence}) and returns a new Lease with the same fence; the lock is freed
+// when every hold has been released.
+package lock

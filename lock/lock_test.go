@@ -1,0 +1,746 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/internal/redisproc"
+	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/lock"
+)
+
+// bound is the generous limit of every wait in these tests (a loaded 2-core machine).
+const bound = 20 * time.Second
+
+func newRDB(t *testing.T, p *redisproc.Process) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+func newLocks(t *testing.T, rdb redis.UniversalClient, opts lock.Options) *lock.Client {
+	t.Helper()
+	c, err := lock.New(rdb, opts)
+	if err != nil {
+		t.Fatalf("lock.New: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually polls cond (a Redis observation) until it holds or bound passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", bound, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func mustAcquire(t *testing.T, c *lock.Client, key string, opts ...lock.AcquireOption) *lock.Lease {
+	t.Helper()
+	l, err := c.Acquire(ctxT(t), key, opts...)
+	if err != nil {
+		t.Fatalf("acquire %q: %v", key, err)
+	}
+	return l
+}
+
+func queueLen(t *testing.T, rdb *redis.Client, key string) int64 {
+	t.Helper()
+	n, err := rdb.ZCard(context.Background(), lock.RedisKeys(key).Queue).Result()
+	if err != nil {
+		t.Fatalf("zcard: %v", err)
+	}
+	return n
+}
+
+// TestMutualExclusion: many goroutines on several clients increment a counter
+// non-atomically (GET, then SET) under the lock; the count ends exact, no two
+// holders overlap, and fences strictly increase from holder to holder.
+func TestMutualExclusion(t *testing.T) {
+	p := redistest.Start(t)
+	const clients, perClient, iters = 3, 6, 12
+	data := newRDB(t, p)
+	var (
+		inside   atomic.Int32
+		mu       sync.Mutex
+		lastFnc  uint64
+		failures []string
+		wg       sync.WaitGroup
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		failures = append(failures, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	for i := 0; i < clients; i++ {
+		c := newLocks(t, newRDB(t, p), lock.Options{TTL: 10 * time.Second})
+		for g := 0; g < perClient; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				for it := 0; it < iters; it++ {
+					l, err := c.Acquire(ctx, "counter")
+					if err != nil {
+						fail("acquire: %v", err)
+						return
+					}
+					if n := inside.Add(1); n != 1 {
+						fail("%d holders at once", n)
+					}
+					mu.Lock()
+					if l.Fence() <= lastFnc {
+						failures = append(failures, fmt.Sprintf("fence %d after %d", l.Fence(), lastFnc))
+					}
+					lastFnc = l.Fence()
+					mu.Unlock()
+					v, err := data.Get(ctx, "count").Int()
+					if err != nil && !errors.Is(err, redis.Nil) {
+						fail("get: %v", err)
+					}
+					if err := data.Set(ctx, "count", v+1, 0).Err(); err != nil {
+						fail("set: %v", err)
+					}
+					inside.Add(-1)
+					if err := l.Release(ctx); err != nil {
+						fail("release: %v", err)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for _, f := range failures {
+		t.Error(f)
+	}
+	got, err := data.Get(context.Background(), "count").Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := clients * perClient * iters; got != want {
+		t.Fatalf("counter = %d, want %d: an update was lost", got, want)
+	}
+}
+
+// TestNonOwnerRefused: once another owner holds the key, the old lease can
+// neither release nor renew it, and the new owner keeps it.
+func TestNonOwnerRefused(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	c := newLocks(t, rdb, lock.Options{TTL: 10 * time.Second})
+	l := mustAcquire(t, c, "k")
+	keys := lock.RedisKeys("k")
+	// Another owner takes the lock behind the lease's back.
+	if err := rdb.HSet(ctxT(t), keys.Lock, "o", "intruder").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Renew(ctxT(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("renew by non-owner: err = %v, want ErrNotHeld", err)
+	}
+	select {
+	case <-l.Lost():
+	default:
+		t.Fatal("a renew that found the lock taken did not mark the lease lost")
+	}
+	if !errors.Is(context.Cause(l.Context()), lock.ErrLost) {
+		t.Fatalf("lease context cause = %v, want ErrLost", context.Cause(l.Context()))
+	}
+	if err := l.Release(ctxT(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release by non-owner: err = %v, want ErrNotHeld", err)
+	}
+	if o, err := rdb.HGet(ctxT(t), keys.Lock, "o").Result(); err != nil || o != "intruder" {
+		t.Fatalf("owner after refused release = %q, %v; want intruder", o, err)
+	}
+	// A caller claiming a foreign owner token is no owner either.
+	if _, err := c.TryAcquire(ctxT(t), "k", lock.WithOwner("someone")); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("try-acquire while held: err = %v, want ErrNotAcquired", err)
+	}
+}
+
+// TestExpiryThenTakeover: a lease without watchdog is lost at its validity
+// deadline, the key expires, another client takes it with a higher fence,
+// and the first lease's release and renew are refused.
+func TestExpiryThenTakeover(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	a := newLocks(t, rdb, lock.Options{TTL: 50 * time.Millisecond})
+	b := newLocks(t, newRDB(t, p), lock.Options{TTL: 10 * time.Second})
+	la := mustAcquire(t, a, "k")
+	if pttl := rdb.PTTL(ctxT(t), lock.RedisKeys("k").Lock).Val(); pttl <= 0 || pttl > 50*time.Millisecond {
+		t.Fatalf("PTTL of the lock = %v, want in (0, 50ms]", pttl)
+	}
+	select {
+	case <-la.Lost():
+	case <-time.After(bound):
+		t.Fatal("lease without watchdog never reported its expiry")
+	}
+	lb := mustAcquire(t, b, "k") // waits for the key's PTTL
+	if lb.Fence() <= la.Fence() {
+		t.Fatalf("fence of the taker %d <= fence of the expired holder %d", lb.Fence(), la.Fence())
+	}
+	if err := la.Renew(ctxT(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("renew after takeover: %v, want ErrNotHeld", err)
+	}
+	if err := la.Release(ctxT(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release after takeover: %v, want ErrNotHeld", err)
+	}
+	if _, err := a.TryAcquire(ctxT(t), "k"); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("the expired holder's release freed the taker's lock: try-acquire err = %v", err)
+	}
+	if err := lb.Release(ctxT(t)); err != nil {
+		t.Fatalf("release by the taker: %v", err)
+	}
+	if err := lb.Release(ctxT(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("second release: %v, want ErrNotHeld", err)
+	}
+}
+
+// TestPerCallTTL: WithTTL overrides Options.TTL.
+func TestPerCallTTL(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	c := newLocks(t, rdb, lock.Options{TTL: time.Minute})
+	l := mustAcquire(t, c, "k", lock.WithTTL(3*time.Second))
+	defer l.Release(context.Background())
+	pttl := rdb.PTTL(ctxT(t), lock.RedisKeys("k").Lock).Val()
+	if pttl <= 0 || pttl > 3*time.Second {
+		t.Fatalf("PTTL = %v, want in (0, 3s]", pttl)
+	}
+	if l.TTL() != 3*time.Second {
+		t.Fatalf("lease TTL = %v", l.TTL())
+	}
+	if time.Until(l.ValidUntil()) > 3*time.Second {
+		t.Fatalf("ValidUntil %v is beyond the TTL", time.Until(l.ValidUntil()))
+	}
+}
+
+// TestWatchdog: the watchdog keeps a lease alive for many TTLs, and signals
+// loss (channel and context) when the key is deleted behind its back.
+func TestWatchdog(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	ttl := 300 * time.Millisecond
+	c := newLocks(t, rdb, lock.Options{TTL: ttl, Watchdog: true})
+	other := newLocks(t, newRDB(t, p), lock.Options{})
+	l := mustAcquire(t, c, "k")
+	firstValid := l.ValidUntil()
+	time.Sleep(6 * ttl) // many TTLs: only renewals keep the lease
+	select {
+	case <-l.Lost():
+		t.Fatalf("lease lost while the watchdog should renew it: %v", context.Cause(l.Context()))
+	default:
+	}
+	if !l.ValidUntil().After(firstValid) {
+		t.Fatal("ValidUntil did not move: no renewal happened")
+	}
+	if _, err := other.TryAcquire(ctxT(t), "k"); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("another client acquired a watched lease after 6 TTLs: err = %v", err)
+	}
+	if err := rdb.Del(ctxT(t), lock.RedisKeys("k").Lock).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(bound):
+		t.Fatal("watchdog never reported the deleted key")
+	}
+	select {
+	case <-l.Context().Done():
+	case <-time.After(bound):
+		t.Fatal("lease context not canceled on loss")
+	}
+	if !errors.Is(context.Cause(l.Context()), lock.ErrLost) {
+		t.Fatalf("cause = %v, want ErrLost", context.Cause(l.Context()))
+	}
+	if err := l.Renew(ctxT(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("renew of a lost lease: %v, want ErrNotHeld", err)
+	}
+}
+
+// TestWatchdogStoppedByRelease: after Release the key stays free (no renewal
+// re-creates or extends it) and the context is canceled with ErrReleased.
+func TestWatchdogStoppedByRelease(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	c := newLocks(t, rdb, lock.Options{TTL: 150 * time.Millisecond, Watchdog: true})
+	l := mustAcquire(t, c, "k")
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(context.Cause(l.Context()), lock.ErrReleased) {
+		t.Fatalf("cause = %v, want ErrReleased", context.Cause(l.Context()))
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := rdb.Exists(ctxT(t), lock.RedisKeys("k").Lock).Val(); n != 0 {
+		t.Fatal("lock key exists after release")
+	}
+	select {
+	case <-l.Lost():
+		t.Fatal("a released lease reported loss")
+	default:
+	}
+}
+
+// TestReentrancy: the same owner acquires again, the hold count grows, the
+// fence stays, and the lock is freed only when every hold is released.
+func TestReentrancy(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	c := newLocks(t, rdb, lock.Options{TTL: 10 * time.Second})
+	other := newLocks(t, newRDB(t, p), lock.Options{})
+	keys := lock.RedisKeys("k")
+	l1 := mustAcquire(t, c, "k")
+	l2, err := c.TryAcquire(ctxT(t), "k", lock.WithOwner(l1.Owner()))
+	if err != nil {
+		t.Fatalf("reentrant try-acquire: %v", err)
+	}
+	l3 := mustAcquire(t, c, "k", lock.WithOwner(l1.Owner()))
+	if l2.Fence() != l1.Fence() || l3.Fence() != l1.Fence() {
+		t.Fatalf("fences %d %d %d: a reentrant hold must keep its owner's fence", l1.Fence(), l2.Fence(), l3.Fence())
+	}
+	if l1.Holds() != 1 || l2.Holds() != 2 || l3.Holds() != 3 {
+		t.Fatalf("holds %d %d %d, want 1 2 3", l1.Holds(), l2.Holds(), l3.Holds())
+	}
+	if n := rdb.HGet(ctxT(t), keys.Lock, "n").Val(); n != "3" {
+		t.Fatalf("hold count in Redis = %q, want 3", n)
+	}
+	for i, l := range []*lock.Lease{l1, l3} {
+		if err := l.Release(ctxT(t)); err != nil {
+			t.Fatalf("release %d: %v", i, err)
+		}
+		if _, err := other.TryAcquire(ctxT(t), "k"); !errors.Is(err, lock.ErrNotAcquired) {
+			t.Fatalf("lock freed with holds left (after release %d): %v", i, err)
+		}
+	}
+	if err := l1.Release(ctxT(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("a lease released twice decremented again: %v", err)
+	}
+	if n := rdb.HGet(ctxT(t), keys.Lock, "n").Val(); n != "1" {
+		t.Fatalf("hold count = %q, want 1", n)
+	}
+	if err := l2.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	lo, err := other.TryAcquire(ctxT(t), "k")
+	if err != nil {
+		t.Fatalf("lock not freed at zero holds: %v", err)
+	}
+	if lo.Fence() <= l1.Fence() {
+		t.Fatalf("fence %d after %d", lo.Fence(), l1.Fence())
+	}
+	// A fresh (non-reentrant) token never increments: it is a new owner.
+	if _, err := c.TryAcquire(ctxT(t), "k"); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("fresh owner acquired a held lock: %v", err)
+	}
+}
+
+// TestWaiterWakesOnRelease: a waiter wakes on the release's publish. The
+// holder's TTL and the waiter's queue refresh are far beyond the waiter's
+// deadline, so only the publish can explain the acquire.
+func TestWaiterWakesOnRelease(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	opts := lock.Options{TTL: time.Minute, QueueTTL: time.Minute}
+	holder := newLocks(t, rdb, opts)
+	waiter := newLocks(t, newRDB(t, p), opts)
+	l := mustAcquire(t, holder, "k")
+	type result struct {
+		l   *lock.Lease
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		wl, err := waiter.Acquire(ctx, "k")
+		got <- result{wl, err}
+	}()
+	eventually(t, "the waiter to queue", func() bool { return queueLen(t, rdb, "k") == 1 })
+	time.Sleep(50 * time.Millisecond) // let its subscription settle (the test also passes without)
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("waiter: %v (TTL %v and queue refresh %v are beyond its %v deadline: it missed the publish)",
+			r.err, opts.TTL, opts.QueueTTL/3, bound)
+	}
+	if r.l.Fence() <= l.Fence() {
+		t.Fatalf("fence %d after %d", r.l.Fence(), l.Fence())
+	}
+	if n := queueLen(t, rdb, "k"); n != 0 {
+		t.Fatalf("queue length %d after the waiter acquired", n)
+	}
+}
+
+// TestFIFO: waiters are served in arrival order, and a holder that releases
+// and asks again immediately queues behind them.
+func TestFIFO(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	opts := lock.Options{TTL: time.Minute, QueueTTL: time.Minute}
+	c := newLocks(t, rdb, opts)
+	l := mustAcquire(t, c, "k")
+	got := make([]chan *lock.Lease, 2)
+	for i := range got {
+		got[i] = make(chan *lock.Lease, 1)
+		wc := newLocks(t, newRDB(t, p), opts)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
+			defer cancel()
+			wl, err := wc.Acquire(ctx, "k")
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+			}
+			got[i] <- wl
+		}()
+		eventually(t, fmt.Sprintf("waiter %d to queue", i), func() bool { return queueLen(t, rdb, "k") == int64(i+1) })
+	}
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TryAcquire(ctxT(t), "k"); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("a greedy re-acquire jumped the queue: err = %v", err)
+	}
+	first := <-got[0]
+	if first == nil {
+		t.FailNow()
+	}
+	select {
+	case <-got[1]:
+		t.Fatal("second waiter acquired while the first holds the lock")
+	default:
+	}
+	if err := first.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	second := <-got[1]
+	if second == nil {
+		t.FailNow()
+	}
+	if second.Fence() <= first.Fence() {
+		t.Fatalf("fence %d after %d", second.Fence(), first.Fence())
+	}
+	_ = second.Release(ctxT(t))
+}
+
+// TestCrashedWaiterExpires: a waiter that stops refreshing its place (crash)
+// is dropped after QueueTTL, so it cannot block the lock forever.
+func TestCrashedWaiterExpires(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	keys := lock.RedisKeys("k")
+	// A crashed waiter's leftovers: first in line, place valid 200ms more.
+	now := time.Now()
+	if err := rdb.ZAdd(ctxT(t), keys.Queue, redis.Z{Score: 1, Member: "60000:ghost"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZAdd(ctxT(t), keys.QueueDeadlines, redis.Z{Score: float64(now.Add(200 * time.Millisecond).UnixMilli()), Member: "60000:ghost"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := newLocks(t, rdb, lock.Options{TTL: time.Second})
+	if _, err := c.TryAcquire(ctxT(t), "k"); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("try-acquire jumped a live waiter: %v", err)
+	}
+	l := mustAcquire(t, c, "k") // served once the ghost's place expires
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCancelWhileWaiting: a waiter whose ctx is canceled or times out returns
+// the ctx error and leaves the queue.
+func TestCancelWhileWaiting(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	opts := lock.Options{TTL: time.Minute, QueueTTL: time.Minute}
+	c := newLocks(t, rdb, opts)
+	l := mustAcquire(t, c, "k")
+	defer l.Release(context.Background())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := c.Acquire(ctx, "k"); errc <- err }()
+	eventually(t, "the waiter to queue", func() bool { return queueLen(t, rdb, "k") == 1 })
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled wait: err = %v, want context.Canceled", err)
+	}
+	if n := queueLen(t, rdb, "k"); n != 0 {
+		t.Fatalf("canceled waiter left %d queue entries", n)
+	}
+
+	dctx, dcancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer dcancel()
+	if _, err := c.Acquire(dctx, "k"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("wait past deadline: err = %v, want context.DeadlineExceeded", err)
+	}
+	if n := queueLen(t, rdb, "k"); n != 0 {
+		t.Fatalf("timed-out waiter left %d queue entries", n)
+	}
+}
+
+// TestSentinel: the lock works through a Sentinel-backed failover client,
+// including a waiter woken by pub/sub.
+func TestSentinel(t *testing.T) {
+	master := redistest.Start(t)
+	redistest.Start(t, "replicaof 127.0.0.1 "+strconv.Itoa(master.Port))
+	sentinel := redistest.StartSentinel(t,
+		"sentinel monitor m 127.0.0.1 "+strconv.Itoa(master.Port)+" 1",
+		"sentinel down-after-milliseconds m 5000")
+	newFailover := func() *redis.Client {
+		rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{sentinel.Addr}})
+		t.Cleanup(func() { _ = rdb.Close() })
+		return rdb
+	}
+	a := newLocks(t, newFailover(), lock.Options{TTL: 10 * time.Second, QueueTTL: time.Minute})
+	b := newLocks(t, newFailover(), lock.Options{TTL: 10 * time.Second, QueueTTL: time.Minute})
+	la := mustAcquire(t, a, "orders")
+	got := make(chan error, 1)
+	var lb *lock.Lease
+	go func() {
+		var err error
+		lb, err = b.Acquire(ctxT(t), "orders")
+		got <- err
+	}()
+	probe := newRDB(t, master)
+	eventually(t, "the waiter to queue", func() bool { return queueLen(t, probe, "orders") == 1 })
+	if err := la.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiter through sentinel: %v", err)
+	}
+	if lb.Fence() <= la.Fence() {
+		t.Fatalf("fence %d after %d", lb.Fence(), la.Fence())
+	}
+	if err := lb.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAmbiguousOutcome: with the server paused, an acquire whose deadline
+// passes mid-command reports ErrUnknownOutcome (not ErrNotAcquired); after
+// the server resumes the key is cleaned up or expires. A release whose
+// reply is lost is unknown too, not "not held".
+func TestAmbiguousOutcome(t *testing.T) {
+	for _, ctxTimeouts := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) {
+			testAmbiguousOutcome(t, ctxTimeouts)
+		})
+	}
+}
+
+func testAmbiguousOutcome(t *testing.T, ctxTimeouts bool) {
+	p := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, ContextTimeoutEnabled: ctxTimeouts})
+	t.Cleanup(func() { _ = rdb.Close() })
+	probe := newRDB(t, p)
+	c := newLocks(t, rdb, lock.Options{TTL: time.Second})
+	warm := mustAcquire(t, c, "warm") // scripts cached, connections open
+	if err := warm.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			if err := p.Resume(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(resume)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	_, err := c.TryAcquire(ctx, "k")
+	cancel()
+	if !errors.Is(err, lock.ErrUnknownOutcome) || errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("acquire with lost reply: err = %v, want ErrUnknownOutcome", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("unknown outcome does not wrap its cause: %v", err)
+	}
+	resume()
+	// Let the server run what it buffered while paused (the abandoned acquire
+	// may run now and take the lock), then the key must go: cleaned up or expired.
+	if err := probe.Ping(ctxT(t)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	eventually(t, "the ambiguous acquire's key to be cleaned up or expire", func() bool {
+		n, err := probe.Exists(context.Background(), lock.RedisKeys("k").Lock).Result()
+		return err == nil && n == 0
+	})
+
+	l := mustAcquire(t, c, "k2")
+	if err := p.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = false
+	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+	err = l.Release(ctx)
+	cancel()
+	if !errors.Is(err, lock.ErrUnknownOutcome) || errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release with lost reply: err = %v, want ErrUnknownOutcome", err)
+	}
+	resume()
+}
+
+// TestReplicaAcks: with one real replica, asking for one ack succeeds;
+// asking for two fails with ErrReplicaAcks and leaves the key released.
+func TestReplicaAcks(t *testing.T) {
+	master := redistest.Start(t)
+	redistest.Start(t, "replicaof 127.0.0.1 "+strconv.Itoa(master.Port))
+	rdb := newRDB(t, master)
+	eventually(t, "the replica to connect", func() bool {
+		info := rdb.Info(context.Background(), "replication").Val()
+		return strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
+	})
+	one := newLocks(t, rdb, lock.Options{TTL: 10 * time.Second, ReplicaAcks: 1, ReplicaTimeout: 5 * time.Second})
+	l := mustAcquire(t, one, "k")
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	two := newLocks(t, rdb, lock.Options{TTL: 10 * time.Second, ReplicaAcks: 2, ReplicaTimeout: 100 * time.Millisecond})
+	if _, err := two.TryAcquire(ctxT(t), "k"); !errors.Is(err, lock.ErrReplicaAcks) {
+		t.Fatalf("2 acks with 1 replica: err = %v, want ErrReplicaAcks", err)
+	}
+	if n := rdb.Exists(ctxT(t), lock.RedisKeys("k").Lock).Val(); n != 0 {
+		t.Fatal("lock left held after ErrReplicaAcks")
+	}
+}
+
+// TestBadInput: every bad input is an error wrapping ErrInvalid naming the field, never a panic.
+func TestBadInput(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	var nilClient *redis.Client
+	for _, tc := range []struct {
+		name, field string
+		rdb         redis.UniversalClient
+		opts        lock.Options
+	}{
+		{"nil client", "rdb", nil, lock.Options{}},
+		{"typed nil client", "rdb", nilClient, lock.Options{}},
+		{"negative TTL", "TTL", rdb, lock.Options{TTL: -time.Second}},
+		{"TTL below floor", "TTL", rdb, lock.Options{TTL: 5 * time.Millisecond}},
+		{"negative drift", "Drift", rdb, lock.Options{Drift: -0.1}},
+		{"drift 1", "Drift", rdb, lock.Options{Drift: 1}},
+		{"drift NaN", "Drift", rdb, lock.Options{Drift: math.NaN()}},
+		{"negative replica acks", "ReplicaAcks", rdb, lock.Options{ReplicaAcks: -1}},
+		{"negative replica timeout", "ReplicaTimeout", rdb, lock.Options{ReplicaTimeout: -1}},
+		{"tiny queue TTL", "QueueTTL", rdb, lock.Options{QueueTTL: time.Millisecond}},
+	} {
+		_, err := lock.New(tc.rdb, tc.opts)
+		if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("New with %s: err = %v, want ErrInvalid naming %s", tc.name, err, tc.field)
+		}
+	}
+	c := newLocks(t, rdb, lock.Options{})
+	var nilCtx context.Context
+	for _, tc := range []struct {
+		name, field string
+		ctx         context.Context
+		key         string
+		opts        []lock.AcquireOption
+	}{
+		{"empty key", "key", ctxT(t), "", nil},
+		{"nil ctx", "ctx", nilCtx, "k", nil},
+		{"zero WithTTL", "WithTTL", ctxT(t), "k", []lock.AcquireOption{lock.WithTTL(0)}},
+		{"negative WithTTL", "WithTTL", ctxT(t), "k", []lock.AcquireOption{lock.WithTTL(-time.Second)}},
+		{"WithTTL below floor", "WithTTL", ctxT(t), "k", []lock.AcquireOption{lock.WithTTL(time.Millisecond)}},
+		{"empty owner", "WithOwner", ctxT(t), "k", []lock.AcquireOption{lock.WithOwner("")}},
+		{"nil option", "option", ctxT(t), "k", []lock.AcquireOption{nil}},
+	} {
+		for _, try := range []bool{true, false} {
+			var err error
+			if try {
+				_, err = c.TryAcquire(tc.ctx, tc.key, tc.opts...)
+			} else {
+				_, err = c.Acquire(tc.ctx, tc.key, tc.opts...)
+			}
+			if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("acquire (try=%v) with %s: err = %v, want ErrInvalid naming %s", try, tc.name, err, tc.field)
+			}
+		}
+	}
+	var nilLocks *lock.Client
+	if _, err := nilLocks.Acquire(ctxT(t), "k"); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("acquire on nil client: %v", err)
+	}
+	var nilLease *lock.Lease
+	if err := nilLease.Release(ctxT(t)); !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "lease") {
+		t.Errorf("release of nil lease: %v", err)
+	}
+	if err := nilLease.Renew(ctxT(t)); !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "lease") {
+		t.Errorf("renew of nil lease: %v", err)
+	}
+	if nilLease.Key() != "" || nilLease.Fence() != 0 || !nilLease.ValidUntil().IsZero() || nilLease.Context().Err() == nil {
+		t.Error("nil lease accessors do not report an empty, ended lease")
+	}
+	select {
+	case <-nilLease.Lost():
+	default:
+		t.Error("nil lease Lost() is not closed")
+	}
+	l := mustAcquire(t, c, "k")
+	if err := l.Release(nilCtx); !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "ctx") {
+		t.Errorf("release with nil ctx: %v", err)
+	}
+	if err := l.Renew(nilCtx); !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "ctx") {
+		t.Errorf("renew with nil ctx: %v", err)
+	}
+	_ = l.Release(ctxT(t))
+}
+
+// TestKeysWithBraces: keys containing hash-tag braces still map every Redis
+// name of the lock to one well-formed tag, and work.
+func TestKeysWithBraces(t *testing.T) {
+	for _, key := range []string{"orders", "a}b", "{x}", "}", "{"} {
+		k := lock.RedisKeys(key)
+		tag := func(s string) string {
+			i := strings.IndexByte(s, '{')
+			j := strings.IndexByte(s[i+1:], '}')
+			return s[i+1 : i+1+j]
+		}
+		for _, name := range []string{k.Fence, k.Queue, k.QueueDeadlines} {
+			if tag(name) != tag(k.Lock) || tag(name) == "" {
+				t.Errorf("key %q: %q and %q have tags %q and %q", key, k.Lock, name, tag(k.Lock), tag(name))
+			}
+		}
+	}
+	p := redistest.Start(t)
+	c := newLocks(t, newRDB(t, p), lock.Options{})
+	l := mustAcquire(t, c, "a}b{")
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,205 @@
+package specimen
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// unlockScript is antirez's compare-and-delete ("Distributed locks with Redis").
+const unlockScript = `
+if redis.call("get", KEYS[1]) == ARGV[1] then
+  return redis.call("del", KEYS[1])
+else
+  return 0
+end`
+
+// extendScript is the compare-and-PEXPIRE that Redlock libraries use to extend.
+const extendScript = `
+if redis.call("get", KEYS[1]) == ARGV[1] then
+  return redis.call("pexpire", KEYS[1], ARGV[2])
+else
+  return 0
+end`
+
+// Lua is the single-instance lock of antirez's "Distributed locks with
+// Redis" (redis.io): SET key token NX PX ttl with a random token, released
+// by a Lua compare-and-delete, renewed by a Lua compare-and-PEXPIRE.
+//
+// What is wrong: the lease is sound on one master (G1 holds under pauses,
+// latency and partitions), but it issues no fencing token, so a holder
+// paused past its TTL wakes and writes after the next holder: G2 breaks
+// under pause-client for unfenced data (Kleppmann, "How to do distributed
+// locking", 2016). Replication is asynchronous, so a failover loses the lock
+// and grants it twice: G1 breaks under failover.
+type Lua struct{ basic }
+
+func newLua(d Deps) (Locker, error) {
+	if err := needRedis(d); err != nil {
+		return nil, err
+	}
+	return &Lua{basic{"lua", d}}, nil
+}
+
+// TryAcquire sends SET key token NX PX ttl.
+func (l *Lua) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	if err := checkArgs(ctx, key, ttl, true); err != nil {
+		return nil, err
+	}
+	token := newToken()
+	if err := l.setNXPX(ctx, key, token, ttl); err != nil {
+		return nil, err
+	}
+	return &lease{key: key, ttl: ttl,
+		release: func(ctx context.Context) error { return l.unlock(ctx, key, token) },
+		renew:   func(ctx context.Context, ttl time.Duration) error { return l.extend(ctx, key, token, ttl) },
+	}, nil
+}
+
+func (l *Lua) unlock(ctx context.Context, key, token string) error {
+	cmd, err := runScript(ctx, l.d.Redis, unlockScript, []string{l.rkey(key)}, token)
+	if err != nil {
+		return fail("release", key, err)
+	}
+	if n, _ := cmd.Int64(); n != 1 {
+		return fmt.Errorf("release %q: expired or taken: %w", key, ErrNotHeld)
+	}
+	return nil
+}
+
+func (l *Lua) extend(ctx context.Context, key, token string, ttl time.Duration) error {
+	cmd, err := runScript(ctx, l.d.Redis, extendScript, []string{l.rkey(key)}, token, ms(ttl))
+	if err != nil {
+		return fail("renew", key, err)
+	}
+	if n, _ := cmd.Int64(); n != 1 {
+		return fmt.Errorf("renew %q: expired or taken: %w", key, ErrNotHeld)
+	}
+	return nil
+}
+
+// Watchdog is Lua plus a goroutine that renews the lease every TTL/3, as
+// Redisson's lock watchdog does (and as many hand-written locks do). The
+// first failed renewal (refused, or an error: Redisson stops too) stops it
+// and closes Lost. Release and Close stop the watchdogs; Close models the
+// client crashing (its leases then expire after their TTL). Every renewal is
+// announced to Deps.Observer.
+//
+// What is wrong: renewal keeps a live but slow holder's lease, yet a holder
+// paused longer than the TTL (a stop-the-world pause also stops its
+// watchdog) still wakes after the lock went to another: without fencing G2
+// breaks under pause-client; Lost only fires after the fact. As Lua, a
+// failover loses the lock (G1 under failover).
+type Watchdog struct {
+	Lua
+	mu     sync.Mutex
+	closed bool
+	stops  map[*watchdogRun]struct{}
+}
+
+// watchdogRun is one lease's renewal goroutine.
+type watchdogRun struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (w *watchdogRun) stop() {
+	w.cancel()
+	<-w.done
+}
+
+func newWatchdog(d Deps) (Locker, error) {
+	if err := needRedis(d); err != nil {
+		return nil, err
+	}
+	return &Watchdog{Lua: Lua{basic{"watchdog", d}}, stops: make(map[*watchdogRun]struct{})}, nil
+}
+
+// TryAcquire takes the lock as Lua does and starts the lease's watchdog.
+func (w *Watchdog) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	if err := checkArgs(ctx, key, ttl, true); err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("acquire %q: locker closed: %w", key, ErrInvalid)
+	}
+	token := newToken()
+	if err := w.setNXPX(ctx, key, token, ttl); err != nil {
+		return nil, err
+	}
+	lost := make(chan struct{})
+	wctx, cancel := context.WithCancel(context.Background())
+	run := &watchdogRun{cancel: cancel, done: make(chan struct{})}
+	w.mu.Lock()
+	if w.closed { // closed while acquiring: the client "crashed"; leave the lease to expire
+		w.mu.Unlock()
+		cancel()
+		close(run.done)
+	} else {
+		w.stops[run] = struct{}{}
+		w.mu.Unlock()
+		go w.renewLoop(wctx, run, key, token, ttl, lost)
+	}
+	return &lease{key: key, ttl: ttl, lost: lost,
+		release: func(ctx context.Context) error {
+			w.forget(run)
+			return w.unlock(ctx, key, token)
+		},
+		renew: func(ctx context.Context, ttl time.Duration) error { return w.extend(ctx, key, token, ttl) },
+	}, nil
+}
+
+func (w *Watchdog) forget(run *watchdogRun) {
+	run.stop()
+	w.mu.Lock()
+	delete(w.stops, run)
+	w.mu.Unlock()
+}
+
+func (w *Watchdog) renewLoop(ctx context.Context, run *watchdogRun, key, token string, ttl time.Duration, lost chan struct{}) {
+	defer close(run.done)
+	period := max(ttl/3, time.Millisecond)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, period)
+		done := w.d.observe(key, ttl, 0, false)
+		err := w.extend(rctx, key, token, ttl)
+		done(err)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil { // stopped while renewing: not a loss
+				return
+			}
+			w.d.Logger.Warn("watchdog: renewal failed; lease lost", "key", key, "err", err)
+			close(lost)
+			return
+		}
+	}
+}
+
+// Close stops every watchdog this Locker started; their leases expire after
+// their TTL, as if the client had crashed.
+func (w *Watchdog) Close() error {
+	w.mu.Lock()
+	w.closed = true
+	runs := make([]*watchdogRun, 0, len(w.stops))
+	for r := range w.stops {
+		runs = append(runs, r)
+	}
+	clear(w.stops)
+	w.mu.Unlock()
+	for _, r := range runs {
+		r.stop()
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package specimen_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/internal/redisproc"
+	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/lock/specimen"
+)
+
+// redlockDeps returns Deps over fresh clients of ps (no pooled connections
+// to servers killed earlier).
+func redlockDeps(t *testing.T, ps []*redisproc.Process, timeout time.Duration) specimen.Deps {
+	t.Helper()
+	var cs []redis.UniversalClient
+	for _, p := range ps {
+		cs = append(cs, newClient(t, p))
+	}
+	return specimen.Deps{Redlock: cs, RedlockTimeout: timeout}
+}
+
+// holders returns how many of ps hold key.
+func holders(t *testing.T, ps []*redisproc.Process, key string) int {
+	t.Helper()
+	n := 0
+	for _, p := range ps {
+		if p.Exited() {
+			continue
+		}
+		if c, _ := newClient(t, p).Exists(tctx(t), key).Result(); c == 1 {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRedlock(t *testing.T) {
+	ps := []*redisproc.Process{redistest.Start(t), redistest.Start(t), redistest.Start(t)}
+	const ttl = 10 * time.Second
+	const per = 2 * time.Second // generous: the machine is loaded
+
+	a := open(t, "redlock", redlockDeps(t, ps, per))
+	b := open(t, "redlock", redlockDeps(t, ps, per))
+	la := acquire(t, a, "k", ttl)
+	if _, ok := la.Fence(); ok {
+		t.Fatal("redlock has no fencing")
+	}
+	if n := holders(t, ps, "k"); n != 3 {
+		t.Fatalf("held on %d instances, want 3", n)
+	}
+	refused(t, b, "k", ttl)
+	if n := holders(t, ps, "k"); n != 3 {
+		t.Fatalf("after a refused attempt held on %d, want 3 (the loser must not unlock the holder)", n)
+	}
+	if err := la.Renew(tctx(t), ttl); err != nil {
+		t.Fatalf("extend: %v", err)
+	}
+	if err := la.Release(tctx(t)); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if n := holders(t, ps, "k"); n != 0 {
+		t.Fatalf("after release held on %d, want 0", n)
+	}
+	if err := la.Release(tctx(t)); !errors.Is(err, specimen.ErrNotHeld) {
+		t.Fatalf("second release: %v, want ErrNotHeld", err)
+	}
+
+	// A minority held by another: a majority is still free.
+	if err := newClient(t, ps[0]).Set(tctx(t), "m", "someone", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	lm := acquire(t, a, "m", ttl)
+	if err := lm.Release(tctx(t)); err != nil {
+		t.Fatalf("release with a minority held by another: %v", err)
+	}
+	// A majority held by another: refused, and the attempt's own key is unlocked.
+	if err := newClient(t, ps[1]).Set(tctx(t), "m", "someone", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, a, "m", ttl)
+	if c, _ := newClient(t, ps[2]).Exists(tctx(t), "m").Result(); c != 0 {
+		t.Fatal("a failed attempt left its key on an instance")
+	}
+
+	// One instance down: still a majority.
+	if err := ps[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	a = open(t, "redlock", redlockDeps(t, ps, per))
+	b = open(t, "redlock", redlockDeps(t, ps, per))
+	la = acquire(t, a, "k2", ttl)
+	refused(t, b, "k2", ttl)
+	if err := la.Release(tctx(t)); err != nil {
+		t.Fatalf("release with one down: %v", err)
+	}
+
+	// Two down: no majority, a definite failure (nothing was sent to the dead ones).
+	if err := ps[1].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	a = open(t, "redlock", redlockDeps(t, ps, per))
+	_, err := a.TryAcquire(tctx(t), "k3", ttl)
+	if !errors.Is(err, specimen.ErrNotAcquired) || errors.Is(err, specimen.ErrUnknownOutcome) {
+		t.Fatalf("acquire with two of three down: %v, want ErrNotAcquired", err)
+	}
+	if n := holders(t, ps, "k3"); n != 0 {
+		t.Fatalf("failed acquire left the key on %d live instances", n)
+	}
+}
+
+// TestRedlockPausedInstance: an instance that does not answer within the
+// per-instance timeout is skipped; the majority still grants the lock.
+func TestRedlockPausedInstance(t *testing.T) {
+	ps := []*redisproc.Process{redistest.Start(t), redistest.Start(t), redistest.Start(t)}
+	t.Cleanup(func() { _ = ps[0].Resume() })
+	a := open(t, "redlock", redlockDeps(t, ps, 300*time.Millisecond))
+	if err := ps[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	la := acquire(t, a, "k", 10*time.Second)
+	if err := la.Release(tctx(t)); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+}

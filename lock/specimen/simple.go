@@ -1,0 +1,193 @@
+package specimen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// basic holds what the simple specimens share.
+type basic struct {
+	name string
+	d    Deps
+}
+
+func (b *basic) Name() string { return b.name }
+
+// Close does nothing: the simple specimens hold nothing of their own.
+func (b *basic) Close() error { return nil }
+
+func (b *basic) rkey(key string) string { return b.d.Prefix + key }
+
+// setNX sends SETNX key token and reports whether it took the key.
+func (b *basic) setNX(ctx context.Context, key, token string) error {
+	cmd, err := do(ctx, b.d.Redis, "setnx", b.rkey(key), token)
+	if err != nil {
+		return fail("acquire", key, err)
+	}
+	if n, _ := cmd.Int64(); n != 1 {
+		return fmt.Errorf("acquire %q: SETNX found the key set: %w", key, ErrNotAcquired)
+	}
+	return nil
+}
+
+// setNXPX sends SET key token NX PX ttl.
+func (b *basic) setNXPX(ctx context.Context, key, token string, ttl time.Duration) error {
+	_, err := do(ctx, b.d.Redis, "set", b.rkey(key), token, "nx", "px", ms(ttl))
+	if errors.Is(err, redis.Nil) {
+		return fmt.Errorf("acquire %q: SET NX found the key set: %w", key, ErrNotAcquired)
+	}
+	if err != nil {
+		return fail("acquire", key, err)
+	}
+	return nil
+}
+
+// del sends DEL key, without looking at whose key it is. It reports
+// ErrNotHeld when there was nothing to delete (the release had no effect).
+func (b *basic) del(ctx context.Context, key string) error {
+	cmd, err := do(ctx, b.d.Redis, "del", b.rkey(key))
+	if err != nil {
+		return fail("release", key, err)
+	}
+	if n, _ := cmd.Int64(); n == 0 {
+		return fmt.Errorf("release %q: DEL found no key: %w", key, ErrNotHeld)
+	}
+	return nil
+}
+
+// SetNX is the oldest Redis lock: SETNX to take the key, DEL to free it, no
+// expiry. Source: the locking recipe of the redis.io SETNX page before 2.6.12
+// ("SETNX lock.foo ... DEL lock.foo") and many tutorials since.
+//
+// What is wrong: nothing ever frees the lock but its holder. A holder that
+// crashes (or whose acquire reply is lost) keeps the key forever: G3
+// liveness breaks under crash-client. DEL does not check the owner either,
+// so a confused client frees another's lock. TTL is ignored (Lease.TTL is 0)
+// and Renew is unsupported.
+type SetNX struct{ basic }
+
+func newSetNX(d Deps) (Locker, error) {
+	if err := needRedis(d); err != nil {
+		return nil, err
+	}
+	return &SetNX{basic{"setnx", d}}, nil
+}
+
+// TryAcquire sends SETNX key token; ttl is ignored.
+func (s *SetNX) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	if err := checkArgs(ctx, key, ttl, false); err != nil {
+		return nil, err
+	}
+	if err := s.setNX(ctx, key, newToken()); err != nil {
+		return nil, err
+	}
+	return &lease{key: key, release: func(ctx context.Context) error { return s.del(ctx, key) }}, nil
+}
+
+// SetNXExpire is SETNX followed by EXPIRE as a second command (PEXPIRE here,
+// for millisecond TTLs). Source: the idiom the SET NX PX options (Redis
+// 2.6.12) were added to replace; still common in tutorials and answers.
+//
+// What is wrong: the two commands are not atomic. A holder that crashes after
+// SETNX and before EXPIRE, or whose EXPIRE fails, leaves a key with no TTL
+// that nobody frees: G3 liveness breaks under crash-client (and under
+// latency or partition when the EXPIRE is lost). As in the idiom, a failed
+// EXPIRE does not fail the acquire (it is logged). DEL does not check the
+// owner: a holder that wakes after its lease expired deletes the next
+// holder's lock (G1). Renew is unsupported.
+type SetNXExpire struct{ basic }
+
+func newSetNXExpire(d Deps) (Locker, error) {
+	if err := needRedis(d); err != nil {
+		return nil, err
+	}
+	return &SetNXExpire{basic{"setnx-expire", d}}, nil
+}
+
+// TryAcquire sends SETNX key token, then PEXPIRE key ttl.
+func (s *SetNXExpire) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	if err := checkArgs(ctx, key, ttl, true); err != nil {
+		return nil, err
+	}
+	if err := s.setNX(ctx, key, newToken()); err != nil {
+		return nil, err
+	}
+	if _, err := do(ctx, s.d.Redis, "pexpire", s.rkey(key), ms(ttl)); err != nil {
+		s.d.Logger.Warn("setnx-expire: EXPIRE failed; the lock has no TTL", "key", key, "err", err)
+	}
+	return &lease{key: key, ttl: ttl, release: func(ctx context.Context) error { return s.del(ctx, key) }}, nil
+}
+
+// SetDel takes the lock atomically with SET NX PX and frees it with a plain
+// DEL. Source: the first half of antirez's "Distributed locks with Redis"
+// (redis.io) done without its second half, a common shortcut.
+//
+// What is wrong: DEL does not check the owner. A holder paused past its TTL
+// wakes and deletes the lock of the client that took it over, so a third
+// client gets it while the second still holds it: G1 lease exclusivity
+// breaks under pause-client (and latency). Renew is unsupported.
+type SetDel struct{ basic }
+
+func newSetDel(d Deps) (Locker, error) {
+	if err := needRedis(d); err != nil {
+		return nil, err
+	}
+	return &SetDel{basic{"set-del", d}}, nil
+}
+
+// TryAcquire sends SET key token NX PX ttl.
+func (s *SetDel) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	if err := checkArgs(ctx, key, ttl, true); err != nil {
+		return nil, err
+	}
+	if err := s.setNXPX(ctx, key, newToken(), ttl); err != nil {
+		return nil, err
+	}
+	return &lease{key: key, ttl: ttl, release: func(ctx context.Context) error { return s.del(ctx, key) }}, nil
+}
+
+// GetDel stores a random owner token with SET NX PX and frees the lock by
+// reading it (GET), comparing in the client, then DEL: two commands where
+// antirez's article says to use one script. Source: the check-then-delete
+// mistake the article's unlock script exists to prevent.
+//
+// What is wrong: between GET and DEL the lease can expire and another client
+// take the lock; DEL then deletes the other's lock: G1 breaks under
+// pause-client and latency (a holder paused or slowed between the two).
+// Renew is unsupported.
+type GetDel struct{ basic }
+
+func newGetDel(d Deps) (Locker, error) {
+	if err := needRedis(d); err != nil {
+		return nil, err
+	}
+	return &GetDel{basic{"get-del", d}}, nil
+}
+
+// TryAcquire sends SET key token NX PX ttl.
+func (s *GetDel) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	if err := checkArgs(ctx, key, ttl, true); err != nil {
+		return nil, err
+	}
+	token := newToken()
+	if err := s.setNXPX(ctx, key, token, ttl); err != nil {
+		return nil, err
+	}
+	return &lease{key: key, ttl: ttl, release: func(ctx context.Context) error {
+		cmd, err := do(ctx, s.d.Redis, "get", s.rkey(key))
+		if errors.Is(err, redis.Nil) {
+			return fmt.Errorf("release %q: key gone: %w", key, ErrNotHeld)
+		}
+		if err != nil { // GET changes nothing: surely no effect
+			return fmt.Errorf("release %q: GET: %w", key, err)
+		}
+		if v, _ := cmd.Text(); v != token {
+			return fmt.Errorf("release %q: held by another owner: %w", key, ErrNotHeld)
+		}
+		return s.del(ctx, key)
+	}}, nil
+}

@@ -1,0 +1,143 @@
+package specimen
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// noRetryCmd is a command go-redis must send at most once: a resent SET NX
+// whose first reply was lost would report "not acquired" for a lock it took.
+type noRetryCmd struct{ *redis.Cmd }
+
+// NoRetry tells go-redis not to resend the command after a network error.
+func (noRetryCmd) NoRetry() bool { return true }
+
+// do sends one command once. A context already done sends nothing.
+func do(ctx context.Context, rdb redis.UniversalClient, args ...any) (*redis.Cmd, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, notSent{context.Cause(ctx)}
+	}
+	cmd := noRetryCmd{redis.NewCmd(ctx, args...)}
+	err := rdb.Process(ctx, cmd)
+	return cmd.Cmd, err
+}
+
+// runScript runs the Lua script src once with EVALSHA, then EVAL when Redis
+// does not have it cached (a NOSCRIPT reply means EVALSHA did nothing).
+func runScript(ctx context.Context, rdb redis.UniversalClient, src string, keys []string, args ...any) (*redis.Cmd, error) {
+	sum := sha1.Sum([]byte(src))
+	build := func(verb, body string) []any {
+		a := make([]any, 0, 3+len(keys)+len(args))
+		a = append(a, verb, body, len(keys))
+		for _, k := range keys {
+			a = append(a, k)
+		}
+		return append(a, args...)
+	}
+	cmd, err := do(ctx, rdb, build("evalsha", hex.EncodeToString(sum[:]))...)
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmd, err = do(ctx, rdb, build("eval", src)...)
+	}
+	return cmd, err
+}
+
+// notSent marks an error from before anything was sent.
+type notSent struct{ err error }
+
+func (e notSent) Error() string { return e.err.Error() }
+func (e notSent) Unwrap() error { return e.err }
+
+// unknown reports whether err leaves open whether the command took effect:
+// anything but a Redis error reply, redis.Nil, or a failure before sending.
+func unknown(err error) bool {
+	if err == nil {
+		return false
+	}
+	var (
+		rerr redis.Error
+		ns   notSent
+		nerr *net.OpError
+	)
+	switch {
+	case errors.As(err, &rerr), errors.As(err, &ns),
+		errors.As(err, &nerr) && nerr.Op == "dial",
+		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout):
+		return false
+	}
+	return true
+}
+
+// fail wraps a client error of op on key: with ErrUnknownOutcome when the
+// command may have taken effect, as is otherwise.
+func fail(op, key string, err error) error {
+	if unknown(err) {
+		return fmt.Errorf("%s %q: %w: %w", op, key, ErrUnknownOutcome, err)
+	}
+	return fmt.Errorf("%s %q: %w", op, key, err)
+}
+
+// newToken returns a fresh 128-bit random owner token, hex encoded.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go >= 1.24)
+	return hex.EncodeToString(b[:])
+}
+
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// lease is a Lease made of functions; specimens fill in what they do.
+type lease struct {
+	key     string
+	ttl     time.Duration
+	token   uint64
+	fenced  bool
+	release func(ctx context.Context) error
+	renew   func(ctx context.Context, ttl time.Duration) error // nil: ErrUnsupported
+	lost    <-chan struct{}
+}
+
+func (l *lease) Key() string           { return l.key }
+func (l *lease) TTL() time.Duration    { return l.ttl }
+func (l *lease) Fence() (uint64, bool) { return l.token, l.fenced }
+func (l *lease) Lost() <-chan struct{} { return l.lost }
+func (l *lease) Release(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("release %q: ctx is nil: %w", l.key, ErrInvalid)
+	}
+	return l.release(ctx)
+}
+
+func (l *lease) Renew(ctx context.Context, ttl time.Duration) error {
+	if ctx == nil {
+		return fmt.Errorf("renew %q: ctx is nil: %w", l.key, ErrInvalid)
+	}
+	if l.renew == nil {
+		return fmt.Errorf("renew %q: %w", l.key, ErrUnsupported)
+	}
+	if err := checkTTL("renew", l.key, ttl); err != nil {
+		return err
+	}
+	return l.renew(ctx, ttl)
+}
+
+// ms is a duration in whole milliseconds, at least 1.
+func ms(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
