@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/tla/trace"
+)
+
+// traceCommand is `lockproof trace [--out PATH] [--drift F] FILE`.
+func traceCommand() command {
+	return command{summary: "turn a history FILE into a trace for TLC (tla/TraceFencedLock.tla)", run: runTrace}
+}
+
+// runTrace converts a history into the trace the TLA+ trace spec reads.
+// With --out ending in .tla it writes a module named after the file; with
+// another --out it writes JSON Lines; without --out it writes the module
+// trace.ModuleName to stdout. Exit 0 written, 2 bad input or failed write.
+func runTrace(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "write the trace here: a .tla module (named after the file) or, for any other name, JSON Lines")
+	drift := fs.Float64("drift", 0.01, "relative clock drift bound, in (0, 1)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lockproof trace [--out PATH] [--drift F] FILE")
+		fs.PrintDefaults()
+	}
+	var files []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return exitOK
+			}
+			return exitBadInput
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(files) != 1 {
+		fmt.Fprintf(stderr, "lockproof trace: want exactly one history FILE, got %d\n", len(files))
+		fs.Usage()
+		return exitBadInput
+	}
+	if !(*drift > 0 && *drift < 1) {
+		fmt.Fprintf(stderr, "lockproof trace: --drift %v: must be in (0, 1)\n", *drift)
+		return exitBadInput
+	}
+	ppm := max(int64(math.Round(*drift*1e6)), 1)
+	ops, err := history.ReadFile(files[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof trace: %v\n", err)
+		return exitBadInput
+	}
+	tr, err := trace.Convert(ops, trace.Options{DriftPPM: ppm})
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof trace: %s: %v\n", files[0], err)
+		return exitBadInput
+	}
+	if err := writeTrace(tr, *out, files[0], stdout); err != nil {
+		fmt.Fprintf(stderr, "lockproof trace: %v\n", err)
+		return exitBadInput
+	}
+	return exitOK
+}
+
+func writeTrace(tr *trace.Trace, out, source string, stdout io.Writer) (err error) {
+	if out == "" {
+		return tr.WriteModule(stdout, trace.ModuleName, source)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return fmt.Errorf("write trace: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("write trace %s: %w", out, cerr)
+		}
+	}()
+	if strings.HasSuffix(out, ".tla") {
+		return tr.WriteModule(f, strings.TrimSuffix(filepath.Base(out), ".tla"), source)
+	}
+	return tr.WriteNDJSON(f)
+}

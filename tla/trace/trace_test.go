@@ -1,0 +1,410 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lockproof/lockproof/history"
+)
+
+func samples(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no sample histories in ../testdata: %v", err)
+	}
+	return files
+}
+
+func read(t *testing.T, path string) []history.Op {
+	t.Helper()
+	ops, err := history.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return ops
+}
+
+func module(t *testing.T, tr *Trace) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := tr.WriteModule(&b, ModuleName, "sample"); err != nil {
+		t.Fatalf("WriteModule: %v", err)
+	}
+	return b.String()
+}
+
+func mustConvert(t *testing.T, ops []history.Op) *Trace {
+	t.Helper()
+	tr, err := Convert(ops, Options{})
+	if err != nil {
+		t.Fatalf("Convert: %v", err)
+	}
+	return tr
+}
+
+// The output does not depend on the order of the history's lines.
+func TestConvertDeterministic(t *testing.T) {
+	for _, f := range samples(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			ops := read(t, f)
+			want := module(t, mustConvert(t, ops))
+			rng := rand.New(rand.NewPCG(1, 2))
+			for range 20 {
+				shuffled := slices.Clone(ops)
+				rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+				if got := module(t, mustConvert(t, shuffled)); got != want {
+					t.Fatalf("shuffled input gives another trace:\n%s\nwant:\n%s", got, want)
+				}
+			}
+			if n := strings.Count(want, "\n"+EventPrefix); n != len(ops) {
+				t.Errorf("module has %d event lines, want %d (one per op)", n, len(ops))
+			}
+		})
+	}
+}
+
+// checkTrace checks the invariants every trace has: small integers in
+// range, every op once, and real-time order.
+func checkTrace(t *testing.T, ops []history.Op, tr *Trace) {
+	t.Helper()
+	if len(tr.Events) != len(ops) {
+		t.Fatalf("%d events for %d ops", len(tr.Events), len(ops))
+	}
+	if tr.Never <= 0 || tr.Never > math.MaxInt32 {
+		t.Fatalf("Never = %d, want in 1..MaxInt32", tr.Never)
+	}
+	if !slices.IsSorted(tr.Tokens) {
+		t.Errorf("tokens not ascending: %v", tr.Tokens)
+	}
+	byLine := map[int]history.Op{}
+	for _, op := range ops {
+		byLine[op.Line] = op
+	}
+	seen := map[int]bool{}
+	for i, e := range tr.Events {
+		op, ok := byLine[e.Line]
+		if !ok || seen[e.Line] {
+			t.Fatalf("event %d: line %d unknown or twice", i, e.Line)
+		}
+		seen[e.Line] = true
+		for name, v := range map[string]int{"call": e.Call, "return": e.Return, "lo": e.Lo, "hi": e.Hi} {
+			if v < 1 || v > tr.Never {
+				t.Errorf("line %d: %s tick %d out of 1..%d", e.Line, name, v, tr.Never)
+			}
+		}
+		if e.Call > e.Return {
+			t.Errorf("line %d: call %d after return %d", e.Line, e.Call, e.Return)
+		}
+		if (e.Return == tr.Never) != !op.Completed {
+			t.Errorf("line %d: return %d, completed %v", e.Line, e.Return, op.Completed)
+		}
+		if op.Kind == history.Fault {
+			if e.Client != 0 || e.Key != 0 {
+				t.Errorf("line %d: fault with client %d key %d", e.Line, e.Client, e.Key)
+			}
+		} else {
+			if e.Client < 1 || e.Client > len(tr.Clients) || tr.Clients[e.Client-1] != op.Client {
+				t.Errorf("line %d: client %d does not map back to %q", e.Line, e.Client, op.Client)
+			}
+			if e.Key < 1 || e.Key > len(tr.Keys) || tr.Keys[e.Key-1] != op.Key {
+				t.Errorf("line %d: key %d does not map back to %q", e.Line, e.Key, op.Key)
+			}
+		}
+		if op.HasToken != (e.Token > 0) || (op.HasToken && tr.Tokens[e.Token-1] != op.Token) {
+			t.Errorf("line %d: token %d does not map back to %d", e.Line, e.Token, op.Token)
+		}
+		if op.HasValue && (e.Value < 0 || e.Value > len(tr.Values) || value(tr, e.Value) != op.Value) {
+			t.Errorf("line %d: value %d does not map back to %q", e.Line, e.Value, op.Value)
+		}
+		// Real time (within a key; keys are independent in the spec, and
+		// faults come first): nothing placed later returned before this was called.
+		if i > 0 && op.Kind == history.Fault && tr.Events[i-1].Kind != "fault" {
+			t.Errorf("fault line %d after a non-fault", e.Line)
+		}
+		for _, later := range tr.Events[i+1:] {
+			if later.Key == e.Key && later.Return < e.Call {
+				t.Errorf("line %d placed after line %d, which returned (tick %d) before it was called (tick %d)",
+					e.Line, later.Line, later.Return, e.Call)
+			}
+		}
+	}
+	// Ticks preserve the order of times.
+	evs := map[int]Event{}
+	for _, e := range tr.Events {
+		evs[e.Line] = e
+	}
+	for _, a := range ops {
+		for _, b := range ops {
+			ea, eb := evs[a.Line], evs[b.Line]
+			if (a.Call < b.Call) != (ea.Call < eb.Call) {
+				t.Errorf("lines %d, %d: call order not preserved", a.Line, b.Line)
+			}
+			if a.HasToken && b.HasToken && (a.Token < b.Token) != (ea.Token < eb.Token) {
+				t.Errorf("lines %d, %d: token order not preserved", a.Line, b.Line)
+			}
+		}
+	}
+}
+
+func value(tr *Trace, v int) string {
+	if v == 0 {
+		return ""
+	}
+	return tr.Values[v-1]
+}
+
+func event(tr *Trace, line int) Event {
+	for _, e := range tr.Events {
+		if e.Line == line {
+			return e
+		}
+	}
+	return Event{}
+}
+
+func position(tr *Trace, line int) int {
+	return slices.IndexFunc(tr.Events, func(e Event) bool { return e.Line == line })
+}
+
+func TestConvertSamples(t *testing.T) {
+	for _, f := range samples(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			ops := read(t, f)
+			checkTrace(t, ops, mustConvert(t, ops))
+		})
+	}
+}
+
+func TestOrder(t *testing.T) {
+	// The handoff: b's acquire was called (4ms) before a's write and release,
+	// but returned after them: it goes after a's release.
+	tr := mustConvert(t, read(t, filepath.Join("..", "testdata", "ok-fenced-handoff.jsonl")))
+	if got := position(tr, 5); got != 4 {
+		t.Errorf("b's acquire (line 5) at position %d, want 4 (after a's release)", got)
+	}
+	// The unknown acquire never returned: it goes last.
+	tr = mustConvert(t, read(t, filepath.Join("..", "testdata", "ok-unknown-acquire.jsonl")))
+	if got := position(tr, 1); got != 2 {
+		t.Errorf("unknown acquire (line 1) at position %d, want 2 (last)", got)
+	}
+
+	// A release and the next acquire overlap: the acquire returned first,
+	// but it needs the release before it; a rejected write overlapping an
+	// accepted one with a higher token goes after it.
+	ops := []history.Op{
+		{Line: 1, Client: "a", Kind: history.Acquire, Key: "k", Call: 0, Return: 1, Completed: true, Result: history.OK, TTLMillis: 1000, Token: 1, HasToken: true},
+		{Line: 2, Client: "a", Kind: history.Release, Key: "k", Call: 7, Return: 10, Completed: true, Result: history.OK, Token: 1, HasToken: true},
+		{Line: 3, Client: "b", Kind: history.Acquire, Key: "k", Call: 8, Return: 9, Completed: true, Result: history.OK, TTLMillis: 1000, Token: 2, HasToken: true},
+		{Line: 4, Client: "a", Kind: history.Write, Key: "k", Call: 11, Return: 20, Completed: true, Result: history.Rejected, Token: 1, HasToken: true, Value: "x", HasValue: true},
+		{Line: 5, Client: "b", Kind: history.Write, Key: "k", Call: 12, Return: 13, Completed: true, Result: history.OK, Token: 2, HasToken: true, Value: "y", HasValue: true},
+	}
+	tr = mustConvert(t, ops)
+	checkTrace(t, ops, tr)
+	var lines []int
+	for _, e := range tr.Events {
+		lines = append(lines, e.Line)
+	}
+	if want := []int{1, 2, 3, 5, 4}; !slices.Equal(lines, want) {
+		t.Errorf("order %v, want %v", lines, want)
+	}
+}
+
+// A failed acquire that returned before the holder's release was called
+// must not drag the next holder's acquire ahead of that release (a real
+// partition history).
+func TestOrderFailedOpsGoLate(t *testing.T) {
+	ops := []history.Op{
+		{Line: 1, Client: "a", Kind: history.Acquire, Key: "k", Call: 0, Return: 1, Completed: true, Result: history.OK, TTLMillis: 1000, Token: 1, HasToken: true},
+		{Line: 2, Client: "c", Kind: history.Acquire, Key: "k", Call: 10, Return: 13, Completed: true, Result: history.Fail, TTLMillis: 1000},
+		{Line: 3, Client: "b", Kind: history.Acquire, Key: "k", Call: 12, Return: 20, Completed: true, Result: history.OK, TTLMillis: 1000, Token: 2, HasToken: true},
+		{Line: 4, Client: "a", Kind: history.Release, Key: "k", Call: 14, Return: 19, Completed: true, Result: history.OK, Token: 1, HasToken: true},
+		// Another key's op in between changes nothing: keys are ordered apart.
+		{Line: 5, Client: "d", Kind: history.Acquire, Key: "j", Call: 11, Return: 11, Completed: true, Result: history.OK, TTLMillis: 1000, Token: 9, HasToken: true},
+	}
+	tr := mustConvert(t, ops)
+	checkTrace(t, ops, tr)
+	var lines []int
+	for _, e := range tr.Events {
+		lines = append(lines, e.Line)
+	}
+	// Key "j" is key 1, "k" key 2.
+	if want := []int{5, 1, 2, 4, 3}; !slices.Equal(lines, want) {
+		t.Errorf("order %v, want %v", lines, want)
+	}
+}
+
+func TestLeaseBounds(t *testing.T) {
+	// A 200ms lease taken in [0, 2ms] with 1% drift: surely valid until
+	// 198ms, surely expired after 204ms.
+	mk := func(line int, call int64) history.Op {
+		return history.Op{Line: line, Client: "x", Kind: history.Read, Key: "k", Call: call, Return: call, Completed: true,
+			Result: history.Unknown, Token: 1, HasToken: true}
+	}
+	ops := []history.Op{
+		{Line: 1, Client: "a", Kind: history.Acquire, Key: "k", Call: 0, Return: 2e6, Completed: true, Result: history.OK, TTLMillis: 200, Token: 1, HasToken: true},
+		mk(2, 197_999_999), mk(3, 198e6), mk(4, 204e6), mk(5, 204_000_001),
+	}
+	tr := mustConvert(t, ops)
+	checkTrace(t, ops, tr)
+	acq := event(tr, 1)
+	if acq.Lo != event(tr, 3).Call || acq.Hi != event(tr, 4).Call {
+		t.Errorf("lo %d hi %d, want %d and %d (the ticks of 198ms and 204ms)", acq.Lo, acq.Hi, event(tr, 3).Call, event(tr, 4).Call)
+	}
+	if !(event(tr, 2).Call < acq.Lo && acq.Hi < event(tr, 5).Call) {
+		t.Errorf("lease bounds not between their neighbours: %+v", tr.Events)
+	}
+	// Another drift moves the bounds.
+	tr, err := Convert(ops, Options{DriftPPM: 20_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acq := event(tr, 1); acq.Lo >= event(tr, 2).Call || acq.Hi <= event(tr, 5).Call {
+		t.Errorf("2%% drift: lo %d hi %d not outside 196..208ms", acq.Lo, acq.Hi)
+	}
+	// No TTL: the lease never expires.
+	ops[0].TTLMillis = 0
+	tr = mustConvert(t, ops)
+	if acq := event(tr, 1); acq.Lo != tr.Never || acq.Hi != tr.Never {
+		t.Errorf("no ttl: lo %d hi %d, want Never %d", acq.Lo, acq.Hi, tr.Never)
+	}
+}
+
+// Huge times, tokens and TTLs still give small integers.
+func TestIntegerRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var ops []history.Op
+	clients := []string{"zed", "alpha", "mid", "ü"}
+	for i := range 300 {
+		call := rng.Int64N(math.MaxInt64 / 2)
+		op := history.Op{Line: i + 1, Client: clients[i%len(clients)], Key: []string{"k1", "k2"}[i%2],
+			Call: call, Return: call + rng.Int64N(1e9), Completed: i%7 != 0, Token: rng.Uint64(), HasToken: true}
+		switch i % 3 {
+		case 0:
+			op.Kind, op.TTLMillis = history.Acquire, rng.Int64N(math.MaxInt64)
+		case 1:
+			op.Kind, op.Value, op.HasValue = history.Write, string(rune('a'+i%26))+"\"\\", true
+		default:
+			op.Kind = history.Release
+		}
+		op.Result = history.OK
+		if !op.Completed {
+			op.Return, op.Result = 0, history.Unknown
+		}
+		ops = append(ops, op)
+	}
+	tr := mustConvert(t, ops)
+	checkTrace(t, ops, tr)
+	if len(tr.Clients) != len(clients) || len(tr.Keys) != 2 {
+		t.Errorf("clients %v keys %v", tr.Clients, tr.Keys)
+	}
+	if !slices.IsSorted(tr.Clients) {
+		t.Errorf("clients not numbered in name order: %v", tr.Clients)
+	}
+	// Every number TLC reads fits its 32-bit integers (the comments name
+	// the original tokens).
+	for _, line := range strings.Split(module(t, tr), "\n") {
+		if strings.HasPrefix(line, "\\*") {
+			continue
+		}
+		for _, f := range strings.FieldsFunc(line, func(r rune) bool { return r < '0' || r > '9' }) {
+			if len(f) > 10 || (len(f) == 10 && f > "2147483647") {
+				t.Fatalf("number %s in %q does not fit 32 bits", f, line)
+			}
+		}
+	}
+}
+
+func TestWriteNDJSON(t *testing.T) {
+	ops := read(t, filepath.Join("..", "testdata", "ok-paused-holder-write-rejected.jsonl"))
+	tr := mustConvert(t, ops)
+	var b bytes.Buffer
+	if err := tr.WriteNDJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(&b)
+	var got []Event
+	for sc.Scan() {
+		var e jsonEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		got = append(got, Event(e))
+	}
+	if !slices.Equal(got, tr.Events) {
+		t.Errorf("ndjson events\n%+v\nwant\n%+v", got, tr.Events)
+	}
+	// The module lists the same events in the same order.
+	m := module(t, tr)
+	var lines []string
+	for _, l := range strings.Split(m, "\n") {
+		if strings.HasPrefix(l, EventPrefix) {
+			lines = append(lines, l)
+		}
+	}
+	for i, e := range tr.Events {
+		if !strings.HasPrefix(lines[i], EventPrefix+itoa(e.Line)+",") {
+			t.Errorf("module event %d is %q, want history line %d", i+1, lines[i], e.Line)
+		}
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestBadInput(t *testing.T) {
+	ok := history.Op{Line: 4, Client: "a", Kind: history.Acquire, Key: "k", Call: 0, Return: 1, Completed: true,
+		Result: history.OK, TTLMillis: 10, Token: 1, HasToken: true}
+	cases := []struct {
+		name string
+		op   func(*history.Op)
+		is   error
+		msg  string
+	}{
+		{"ok acquire without token", func(o *history.Op) { o.HasToken, o.Token = false, 0 }, ErrNotFenced, "line 4"},
+		{"rejected write without token", func(o *history.Op) {
+			o.Kind, o.Result, o.TTLMillis, o.HasToken, o.Value, o.HasValue = history.Write, history.Rejected, 0, false, "v", true
+		}, ErrNotFenced, "line 4"},
+		{"unknown op", func(o *history.Op) { o.Kind = "steal" }, history.ErrBadInput, "line 4"},
+		{"return before call", func(o *history.Op) { o.Call = 5 }, history.ErrBadInput, "line 4"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			op := ok
+			c.op(&op)
+			_, err := Convert([]history.Op{op}, Options{})
+			if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("err = %v, want %v naming %q", err, c.is, c.msg)
+			}
+		})
+	}
+	for _, d := range []int64{-1, 1_000_000} {
+		if _, err := Convert([]history.Op{ok}, Options{DriftPPM: d}); err == nil || !strings.Contains(err.Error(), "drift") {
+			t.Errorf("drift %d: err = %v, want a drift error", d, err)
+		}
+	}
+	tr := mustConvert(t, []history.Op{ok})
+	for _, name := range []string{"", "9", "Trace Data", "Tr-ace", "Träce"} {
+		if err := tr.WriteModule(&bytes.Buffer{}, name, "x"); err == nil {
+			t.Errorf("module name %q accepted", name)
+		}
+	}
+}
+
+// Unfenced ops that cannot matter (a failed acquire, an unknown release)
+// are fine without a token.
+func TestTokenlessFailures(t *testing.T) {
+	ops := []history.Op{
+		{Line: 1, Client: "a", Kind: history.Acquire, Key: "k", Call: 0, Return: 1, Completed: true, Result: history.Fail, TTLMillis: 10},
+		{Line: 2, Client: "a", Kind: history.Release, Key: "k", Call: 2, Result: history.Unknown},
+	}
+	tr := mustConvert(t, ops)
+	checkTrace(t, ops, tr)
+}
