@@ -1,0 +1,365 @@
+package chaos_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/chaos/docker"
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/fencing"
+	"github.com/lockproof/lockproof/internal/redistest"
+)
+
+var (
+	flagSeed     = flag.Uint64("chaos.seed", 1, "seed of the first run of each scenario")
+	flagDuration = flag.Duration("chaos.duration", 0, "workload duration per run (0: 3s with -short, 6s without)")
+	flagOut      = flag.String("chaos.out", "", "directory to keep histories in (default: the test's temp dir)")
+	flagSeeds    = flag.Int("chaos.failover-seeds", 0, "seeds to try for a failover violation (0: 3 with -short, 6 without)")
+)
+
+// opened tracks every environment the tests open, for the leak check in TestMain.
+var opened struct {
+	sync.Mutex
+	envs []*env.ProcessEnv
+}
+
+func TestMain(m *testing.M) {
+	workload.MaybeChild() // a child-process client of pause-process runs here and exits
+	flag.Parse()
+	code := m.Run()
+	// After every test, failed ones included: nothing may be left running.
+	if err := checkNoLeaks(); err != nil {
+		fmt.Fprintln(os.Stderr, "leak check:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// TestLeakCheckSeesRedis proves that the leak check of TestMain sees a
+// redis-server child of this binary (stopped again by the test's cleanup).
+func TestLeakCheckSeesRedis(t *testing.T) {
+	p := redistest.Start(t)
+	if err := redisChildren(); err == nil || !strings.Contains(err.Error(), fmt.Sprint(p.Pid())) {
+		t.Fatalf("leak check with redis-server pid %d running: %v", p.Pid(), err)
+	}
+}
+
+// checkNoLeaks fails when a redis-server or redis-sentinel child of this
+// test binary is still alive, or an environment's Toxiproxy still holds proxies.
+func checkNoLeaks() error {
+	deadline := time.Now().Add(10 * time.Second)
+	var err error
+	for {
+		if err = redisChildren(); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var leaks []string
+	if err != nil {
+		leaks = append(leaks, err.Error())
+	}
+	opened.Lock()
+	defer opened.Unlock()
+	for _, e := range opened.envs {
+		if n := e.ProxyCount(); n != 0 {
+			leaks = append(leaks, fmt.Sprintf("%d proxies on a closed environment", n))
+		}
+	}
+	if len(leaks) > 0 {
+		return fmt.Errorf("left running: %s", strings.Join(leaks, ", "))
+	}
+	return nil
+}
+
+// redisChildren returns an error naming every live redis-server or
+// redis-sentinel child of this process, and every child-process client (a
+// copy of this binary).
+func redisChildren() error {
+	var leaks []string
+	self := filepath.Base(os.Args[0])
+	if len(self) > 15 {
+		self = self[:15] // the kernel's comm is at most 15 bytes
+	}
+	ents, _ := os.ReadDir("/proc")
+	me := os.Getpid()
+	for _, d := range ents {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if i < 0 || j < i || j+4 > len(s) {
+			continue
+		}
+		comm := s[i+1 : j]
+		f := strings.Fields(s[j+2:])
+		if len(f) < 2 || f[0] == "Z" {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid == me && strings.HasPrefix(comm, "redis-") {
+			leaks = append(leaks, fmt.Sprintf("%s pid %d", comm, pid))
+		}
+	}
+	if len(leaks) > 0 {
+		return fmt.Errorf("%s", strings.Join(leaks, ", "))
+	}
+	return nil
+}
+
+func duration() time.Duration {
+	if *flagDuration > 0 {
+		return *flagDuration
+	}
+	if testing.Short() {
+		return 3 * time.Second
+	}
+	return 6 * time.Second
+}
+
+// openEnv opens the environment LOCKPROOF_ENV asks for (default: processes
+// when redis-server is on PATH, else Docker), closed at test end. Without
+// either it skips, or fails under CI=true.
+func openEnv(t *testing.T, spec env.Spec) env.Env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	opts := env.Options{Spec: spec, Docker: docker.New, DockerAvailable: docker.Available,
+		BYO: env.BYOFromEnviron(os.Getenv)}
+	if _, err := env.Choose(ctx, opts); err != nil {
+		if redistest.InCI() {
+			t.Fatalf("CI=true: %v", err)
+		}
+		t.Skip(err)
+	}
+	e, err := env.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var baseline int
+	if ps, err := e.Proxies().API.Proxies(); err == nil {
+		baseline = len(ps)
+	}
+	if pe, ok := e.(*env.ProcessEnv); ok {
+		opened.Lock()
+		opened.envs = append(opened.envs, pe)
+		opened.Unlock()
+	}
+	t.Cleanup(func() {
+		// Every proxy the scenarios made is gone before the environment closes.
+		if ps, err := e.Proxies().API.Proxies(); err != nil {
+			t.Errorf("list proxies: %v", err)
+		} else if len(ps) != baseline {
+			t.Errorf("%d proxies left by the scenarios (had %d at start)", len(ps), baseline)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			t.Errorf("close environment: %v", err)
+		}
+	})
+	return e
+}
+
+func outDir(t *testing.T, name string) string {
+	if *flagOut != "" {
+		return filepath.Join(*flagOut, name)
+	}
+	return filepath.Join(t.TempDir(), name)
+}
+
+// runAndCheck runs a scenario, keeps its history, and checks it.
+func runAndCheck(t *testing.T, e env.Env, sc chaos.Scenario) (chaos.Outcome, *checker.Result) {
+	t.Helper()
+	dir := outDir(t, fmt.Sprintf("%s-%s-%d", sc.Lock, sc.Fault, sc.Seed))
+	ctx, cancel := context.WithTimeout(context.Background(), sc.Duration+60*time.Second)
+	defer cancel()
+	out, err := chaos.Run(ctx, e, sc, dir)
+	if err != nil {
+		t.Fatalf("run: %v (history %s)", err, out.History)
+	}
+	if out.FaultErr != nil {
+		t.Errorf("fault %s: %v", out.FaultName, out.FaultErr)
+	}
+	res, err := checker.Check(ctx, out.Ops, checker.Options{Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("check %s: %v", out.History, err)
+	}
+	if b, err := json.MarshalIndent(res, "", "  "); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, "check.json"), b, 0o644)
+	}
+	return out, res
+}
+
+// checkResource asserts resource safety. The workload reads through
+// fencing's ReadFenced: with write-only fencing a read-modify-write loses
+// updates when holders overlap (failover) — see
+// /work/notes/chaos-finding-fenced-reads.md.
+func checkResource(t *testing.T, out chaos.Outcome, res *checker.Result, want checker.Verdict) {
+	t.Helper()
+	if _, ok := any(&fencing.Redis{}).(workload.FencedReader); !ok {
+		t.Errorf("fencing.Redis has no ReadFenced: the workload's reads are not fenced")
+	}
+	if res.Resource.Verdict != want {
+		t.Errorf("resource safety %s; want %s\n%s", res.Resource.Verdict, want, describe(out, res))
+	}
+}
+
+func describe(out chaos.Outcome, res *checker.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "history %s: verdict %s, counts %+v", out.History, res.Verdict, res.Counts)
+	for _, p := range res.Properties() {
+		fmt.Fprintf(&b, "\n  %s: %s %s", p.Property, p.Verdict, p.Explanation)
+		for i, v := range p.Violations {
+			if i == 3 {
+				break
+			}
+			fmt.Fprintf(&b, "\n    %s on %q lines %v: %s", v.Rule, v.Key, v.Lines, v.Explanation)
+		}
+	}
+	return b.String()
+}
+
+// TestFencedUnderFaults runs the fenced lock under every fault but failover
+// on one environment and checks what the guarantees predict.
+func TestFencedUnderFaults(t *testing.T) {
+	e := openEnv(t, env.Spec{DownAfter: 3 * time.Second})
+	faults := []string{chaos.FaultNone, chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseClient,
+		chaos.FaultPauseServer, chaos.FaultCrashClient, chaos.FaultClockSkew}
+	for _, fault := range faults {
+		t.Run(fault, func(t *testing.T) {
+			if e.Kind() == env.BYO && fault == chaos.FaultPauseServer {
+				t.Skip("bring-your-own environments cannot pause servers")
+			}
+			sc := chaos.Scenario{Lock: "fenced", Fault: fault, Seed: *flagSeed, Duration: duration()}
+			out, res := runAndCheck(t, e, sc)
+			t.Logf("%s", describe(out, res))
+			exp := chaos.Expect(sc.Lock, fault)
+			checkResource(t, out, res, checker.Verdict(exp.Resource))
+			switch fault {
+			case chaos.FaultNone, chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseClient:
+				if res.Lease.Verdict != checker.OK {
+					t.Errorf("lease exclusivity %s; want ok\n%s", res.Lease.Verdict, describe(out, res))
+				}
+			}
+			if res.Liveness.Verdict == checker.Violated {
+				t.Errorf("liveness violated\n%s", describe(out, res))
+			}
+			if res.Counts.LeaseOps == 0 || res.Counts.ResourceOps == 0 {
+				t.Errorf("the workload did nothing: %+v", res.Counts)
+			}
+			if fault != chaos.FaultNone && res.Counts.Faults != 1 {
+				t.Errorf("history has %d fault windows; want 1", res.Counts.Faults)
+			}
+			if fault == chaos.FaultPauseClient && res.Counts.Rejected == 0 {
+				t.Errorf("pause-client: no write of the paused holder was rejected: the fault did not bite\n%s", describe(out, res))
+			}
+		})
+	}
+}
+
+// TestFencedFailoverLosesLease runs the fenced lock under failover on fresh
+// environments, seed after seed, until a run shows the lease lost (G1
+// violated), and checks that fencing kept the resource safe in every run.
+func TestFencedFailoverLosesLease(t *testing.T) {
+	seeds := *flagSeeds
+	if seeds == 0 {
+		seeds = 6
+		if testing.Short() {
+			seeds = 3
+		}
+	}
+	violated := false
+	for i := 0; i < seeds && !violated; i++ {
+		seed := *flagSeed + uint64(i)
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+			e := openEnv(t, env.Spec{DownAfter: 500 * time.Millisecond, FailoverTimeout: 2 * time.Second})
+			sc := chaos.Scenario{Lock: "fenced", Fault: chaos.FaultFailover, Seed: seed, Duration: duration() + 2*time.Second}
+			out, res := runAndCheck(t, e, sc)
+			t.Logf("%s", describe(out, res))
+			checkResource(t, out, res, checker.OK)
+			violated = res.Lease.Verdict == checker.Violated
+		})
+	}
+	if !violated {
+		t.Errorf("no failover run in %d seeds lost a lease; G1 is expected to break under failover", seeds)
+	}
+}
+
+// TestFencedPauseProcess freezes a client run as a child process with
+// SIGSTOP while it holds the lock: its late write is refused and the lease
+// stays exclusive.
+func TestFencedPauseProcess(t *testing.T) {
+	e := openEnv(t, env.Spec{Replicas: -1, Sentinels: 1})
+	sc := chaos.Scenario{Lock: "fenced", Fault: chaos.FaultPauseProcess, Seed: *flagSeed, Duration: duration(),
+		// Deadlines outlast the 1.5s pause: an op in flight when the process
+		// froze completes when it thaws, and its next op comes late.
+		Workload: workload.Config{Hold: 200 * time.Millisecond, OpTimeout: 3 * time.Second}}
+	out, res := runAndCheck(t, e, sc)
+	t.Logf("%s", describe(out, res))
+	checkResource(t, out, res, checker.OK)
+	if res.Lease.Verdict != checker.OK {
+		t.Errorf("lease exclusivity %s; want ok\n%s", res.Lease.Verdict, describe(out, res))
+	}
+	var child, rejected int
+	for _, op := range out.Ops {
+		if op.Client == "p0" {
+			child++
+			if op.Result == "rejected" {
+				rejected++
+			}
+		}
+	}
+	if child == 0 {
+		t.Fatalf("the child-process client recorded nothing\n%s", describe(out, res))
+	}
+	if rejected == 0 {
+		t.Errorf("no op of the SIGSTOPped child was rejected: the pause did not bite\n%s", describe(out, res))
+	}
+}
+
+// TestSeedReplaysChoicesAndRedlock checks that a seed fixes the fault's
+// choices (the victim), and that the workload drives redlock over the
+// independent masters.
+func TestSeedReplaysChoicesAndRedlock(t *testing.T) {
+	e := openEnv(t, env.Spec{Replicas: -1, Sentinels: 1, Redlock: 3})
+	run := func(lock, fault string, seed uint64, prefix string) (chaos.Outcome, *checker.Result) {
+		return runAndCheck(t, e, chaos.Scenario{Lock: lock, Fault: fault, Seed: seed, Duration: time.Second,
+			KeyPrefix: prefix, Clients: 4})
+	}
+	a, _ := run("fenced", chaos.FaultClockSkew, 7, "a-")
+	b, _ := run("fenced", chaos.FaultClockSkew, 7, "b-")
+	if a.FaultName == "" || a.FaultName != b.FaultName {
+		t.Errorf("seed 7 chose %q, then %q; want the same victim", a.FaultName, b.FaultName)
+	}
+	out, res := run("redlock", chaos.FaultNone, 1, "r-")
+	ok := 0
+	for _, op := range out.Ops {
+		if op.Kind == "acquire" && op.Result == "ok" {
+			ok++
+		}
+	}
+	if ok == 0 {
+		t.Fatalf("redlock acquired nothing\n%s", describe(out, res))
+	}
+	if res.Lease.Verdict != checker.OK {
+		t.Errorf("redlock without faults: lease %s\n%s", res.Lease.Verdict, describe(out, res))
+	}
+}

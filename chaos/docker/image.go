@@ -1,0 +1,222 @@
+package docker
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/testcontainers/testcontainers-go"
+)
+
+// RedisRepo is the repository of the locally built Redis image; its tag is a
+// hash of every file in it, so a changed redis-server gets a new image.
+const RedisRepo = "lockproof/redis"
+
+// ErrNoRedisBinary: the host has no redis-server to put into the local image.
+var ErrNoRedisBinary = errors.New("no redis-server on the host to build the image from")
+
+// redisDockerfile runs the host's redis-server from an otherwise empty image.
+// redis-sentinel is the same binary, started as "redis-server CONF --sentinel".
+const redisDockerfile = `FROM scratch
+COPY rootfs/ /
+ENV PATH=/usr/local/bin
+WORKDIR /data
+EXPOSE 6379
+LABEL org.lockproof.image=redis
+CMD ["redis-server", "--protected-mode", "no"]
+`
+
+// Image says which Redis image an environment runs.
+type Image struct {
+	// Ref is the image reference (repo:tag).
+	Ref string
+	// Built is true when this call built the image (false: it existed, or was pulled).
+	Built bool
+	// Took is how long finding or building the image took.
+	Took time.Duration
+}
+
+// BuildRedisImage returns the local Redis image, building it first when no
+// image with the tag of its inputs exists: FROM scratch, the host's
+// redis-server (found on PATH, symlinks resolved), every library ldd lists
+// for it at its own path, the dynamic loader, a minimal /etc/passwd, /tmp
+// and /data. Nothing is pulled.
+func BuildRedisImage(ctx context.Context) (Image, error) {
+	start := time.Now()
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return Image{}, fmt.Errorf("build redis image: docker client: %w", err)
+	}
+	defer cli.Close()
+
+	archive, tag, err := redisContext(ctx)
+	if err != nil {
+		return Image{}, fmt.Errorf("build redis image: %w", err)
+	}
+	ref := RedisRepo + ":" + tag
+	if _, err := cli.ImageInspect(ctx, ref); err == nil {
+		return Image{Ref: ref, Took: time.Since(start)}, nil
+	} else if !errdefs.IsNotFound(err) {
+		return Image{}, fmt.Errorf("build redis image: inspect %s: %w", ref, err)
+	}
+
+	prov, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		return Image{}, fmt.Errorf("build redis image: docker provider: %w", err)
+	}
+	defer prov.Close()
+	var buildLog bytes.Buffer
+	req := &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
+		ContextArchive: bytes.NewReader(archive),
+		Dockerfile:     "Dockerfile",
+		Repo:           RedisRepo,
+		Tag:            tag,
+		KeepImage:      true,
+		BuildLogWriter: &buildLog,
+	}}
+	if _, err := prov.BuildImage(ctx, req); err != nil {
+		return Image{}, fmt.Errorf("build redis image %s: %w; build log: %s", ref, err, tail(buildLog.String(), 2000))
+	}
+	return Image{Ref: ref, Built: true, Took: time.Since(start)}, nil
+}
+
+// redisContext makes the build context (a tar archive) and the tag that
+// names its content.
+func redisContext(ctx context.Context) ([]byte, string, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrNoRedisBinary, err)
+	}
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return nil, "", fmt.Errorf("resolve %s: %w", bin, err)
+	}
+	libs, err := sharedLibs(ctx, real)
+	if err != nil {
+		return nil, "", err
+	}
+
+	files := map[string]string{"usr/local/bin/redis-server": real} // image path -> host path
+	for _, l := range libs {
+		files[strings.TrimPrefix(l, "/")] = l
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+
+	var buf bytes.Buffer
+	h := sha256.New()
+	tw := tar.NewWriter(&buf)
+	now := time.Unix(0, 0)
+	dirs := map[string]bool{}
+	addDir := func(dir string, mode int64) error {
+		if dir == "." || dir == "/" || dirs[dir] {
+			return nil
+		}
+		dirs[dir] = true
+		fmt.Fprintf(h, "dir %s %o\n", dir, mode)
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: mode, ModTime: now})
+	}
+	addFile := func(name string, mode int64, data []byte) error {
+		parts := strings.Split(path.Dir(name), "/")
+		for i := range parts {
+			if err := addDir(strings.Join(parts[:i+1], "/"), 0o755); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(h, "%s %o %d\n", name, mode, len(data))
+		h.Write(data)
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data)), ModTime: now}); err != nil {
+			return err
+		}
+		_, err := tw.Write(data)
+		return err
+	}
+
+	if err := addFile("Dockerfile", 0o644, []byte(redisDockerfile)); err != nil {
+		return nil, "", fmt.Errorf("build context: %w", err)
+	}
+	if err := addDir("rootfs", 0o755); err != nil {
+		return nil, "", fmt.Errorf("build context: %w", err)
+	}
+	for _, d := range []string{"rootfs/tmp", "rootfs/data"} {
+		if err := addDir(d, 0o1777); err != nil {
+			return nil, "", fmt.Errorf("build context: %w", err)
+		}
+	}
+	passwd := "root:x:0:0:root:/data:/sbin/nologin\nredis:x:999:999:redis:/data:/sbin/nologin\n"
+	if err := addFile("rootfs/etc/passwd", 0o644, []byte(passwd)); err != nil {
+		return nil, "", fmt.Errorf("build context: %w", err)
+	}
+	if err := addFile("rootfs/etc/group", 0o644, []byte("root:x:0:\nredis:x:999:\n")); err != nil {
+		return nil, "", fmt.Errorf("build context: %w", err)
+	}
+	for _, n := range names {
+		data, err := os.ReadFile(files[n]) // follows symlinks: the loader and libs land as files
+		if err != nil {
+			return nil, "", fmt.Errorf("build context: read %s: %w", files[n], err)
+		}
+		if err := addFile("rootfs/"+n, 0o755, data); err != nil {
+			return nil, "", fmt.Errorf("build context: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, "", fmt.Errorf("build context: %w", err)
+	}
+	return buf.Bytes(), hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// sharedLibs lists the absolute paths ldd prints for bin: each library and
+// the dynamic loader (linux-vdso has no path and is skipped).
+func sharedLibs(ctx context.Context, bin string) ([]string, error) {
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(lctx, "ldd", bin).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ldd %s: %w", bin, err)
+	}
+	var libs []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		// "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" or "/lib64/ld-linux-x86-64.so.2 (0x...)"
+		if i := strings.Index(line, "=>"); i >= 0 {
+			line = strings.TrimSpace(line[i+2:])
+		}
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "/") {
+			if strings.Contains(line, "not found") {
+				return nil, fmt.Errorf("ldd %s: missing library: %s", bin, sc.Text())
+			}
+			continue
+		}
+		libs = append(libs, f[0])
+	}
+	if len(libs) == 0 {
+		return nil, fmt.Errorf("ldd %s: no libraries listed (a static binary needs none, but redis-server is dynamic): %q", bin, tail(string(out), 500))
+	}
+	return libs, nil
+}
+
+// tail returns the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}

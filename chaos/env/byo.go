@@ -1,0 +1,185 @@
+package env
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+)
+
+// BYOConfig describes an existing deployment ("bring your own"), for teams
+// that run faults against staging. The environment creates its client proxies
+// on the given Toxiproxy server; it starts and stops no Redis, and it cannot
+// pause, kill or restart servers (ErrUnsupported). Replication links are not
+// proxied (Node.ReplProxy is ""), unless the deployment routes them through
+// Toxiproxy itself.
+type BYOConfig struct {
+	// ToxiproxyURL is the Toxiproxy API, e.g. http://toxiproxy:8474. Required.
+	ToxiproxyURL string
+	// ProxyListenHost is the host new proxies listen on, as the Toxiproxy
+	// server sees it; default "127.0.0.1" (use "0.0.0.0" for a remote server).
+	ProxyListenHost string
+	// ProxyDialHost is the host clients dial to reach those proxies; default
+	// the host of ToxiproxyURL.
+	ProxyDialHost string
+	// MasterName is the Sentinel master name; default "lockproof".
+	MasterName string
+	// Sentinels are Sentinel addresses (host:port). With Sentinels, the data
+	// nodes are discovered (SENTINEL MASTER and REPLICAS) unless Data is set.
+	Sentinels []string
+	// Data are the addresses of the master (first) and its replicas, as
+	// Sentinel reports them. Without Sentinels, Data[0] is a lone master.
+	Data []string
+	// Fenced is the address of the Redis for fenced resources. Required.
+	Fenced string
+	// Redlock are independent Redlock masters (optional).
+	Redlock []string
+}
+
+// BYOEnv is an existing deployment behind a given Toxiproxy server.
+type BYOEnv struct {
+	cfg  BYOConfig
+	srv  ProxyServer
+	topo Topology
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// NewBYO checks cfg, discovers the data nodes through Sentinel when needed,
+// and checks that the Toxiproxy API answers.
+func NewBYO(ctx context.Context, cfg BYOConfig) (*BYOEnv, error) {
+	if cfg.ToxiproxyURL == "" {
+		return nil, errors.New("byo environment: ToxiproxyURL is required")
+	}
+	u, err := url.Parse(cfg.ToxiproxyURL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("byo environment: ToxiproxyURL %q: want http://host:port (%v)", cfg.ToxiproxyURL, err)
+	}
+	if cfg.Fenced == "" {
+		return nil, errors.New("byo environment: Fenced (address of the Redis for fenced resources) is required")
+	}
+	if len(cfg.Sentinels) == 0 && len(cfg.Data) == 0 {
+		return nil, errors.New("byo environment: give Sentinels or Data")
+	}
+	for field, addrs := range map[string][]string{"Sentinels": cfg.Sentinels, "Data": cfg.Data,
+		"Redlock": cfg.Redlock, "Fenced": {cfg.Fenced}} {
+		for i, a := range addrs {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return nil, fmt.Errorf("byo environment: %s[%d] = %q: want host:port: %w", field, i, a, err)
+			}
+		}
+	}
+	if cfg.MasterName == "" {
+		cfg.MasterName = "lockproof"
+	}
+	if cfg.ProxyListenHost == "" {
+		cfg.ProxyListenHost = "127.0.0.1"
+	}
+	if cfg.ProxyDialHost == "" {
+		cfg.ProxyDialHost = u.Hostname()
+	}
+	e := &BYOEnv{cfg: cfg}
+	e.srv = ProxyServer{API: toxiclient.NewClient(cfg.ToxiproxyURL), URL: cfg.ToxiproxyURL,
+		ListenHost: cfg.ProxyListenHost, DialHost: cfg.ProxyDialHost}
+	if _, err := e.srv.API.Proxies(); err != nil {
+		return nil, fmt.Errorf("byo environment: toxiproxy %s: %w", cfg.ToxiproxyURL, err)
+	}
+	e.topo = Topology{MasterName: cfg.MasterName, Sentinels: cfg.Sentinels}
+	data := cfg.Data
+	if len(data) == 0 {
+		m, err := MasterAddr(ctx, e.topo)
+		if err != nil {
+			return nil, fmt.Errorf("byo environment: %w", err)
+		}
+		rs, err := Replicas(ctx, cfg.Sentinels[0], cfg.MasterName)
+		if err != nil {
+			return nil, fmt.Errorf("byo environment: %w", err)
+		}
+		data = []string{m}
+		for a := range rs {
+			data = append(data, a)
+		}
+	}
+	for i, a := range data {
+		e.topo.Data = append(e.topo.Data, Node{ID: fmt.Sprintf("data-%d", i), Role: RoleData, Addr: a, Upstream: a})
+	}
+	e.topo.Fenced = Node{ID: "fenced", Role: RoleFenced, Addr: cfg.Fenced, Upstream: cfg.Fenced}
+	for i, a := range cfg.Redlock {
+		e.topo.Redlock = append(e.topo.Redlock, Node{ID: fmt.Sprintf("redlock-%d", i), Role: RoleRedlock, Addr: a, Upstream: a})
+	}
+	return e, nil
+}
+
+// Kind implements Env.
+func (e *BYOEnv) Kind() Kind { return BYO }
+
+// Topology implements Env.
+func (e *BYOEnv) Topology() Topology { return e.topo }
+
+// Proxies implements Env.
+func (e *BYOEnv) Proxies() ProxyServer { return e.srv }
+
+// Pause implements Env: unsupported.
+func (e *BYOEnv) Pause(ctx context.Context, nodeID string) error {
+	return fmt.Errorf("pause %s: %w", nodeID, ErrUnsupported)
+}
+
+// Resume implements Env: unsupported.
+func (e *BYOEnv) Resume(ctx context.Context, nodeID string) error {
+	return fmt.Errorf("resume %s: %w", nodeID, ErrUnsupported)
+}
+
+// Kill implements Env: unsupported.
+func (e *BYOEnv) Kill(ctx context.Context, nodeID string) error {
+	return fmt.Errorf("kill %s: %w", nodeID, ErrUnsupported)
+}
+
+// Restart implements Env: unsupported.
+func (e *BYOEnv) Restart(ctx context.Context, nodeID string) error {
+	return fmt.Errorf("restart %s: %w", nodeID, ErrUnsupported)
+}
+
+// Close implements Env. The deployment is not ours: nothing is stopped; the
+// client proxies are deleted by their Links.
+func (e *BYOEnv) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	return nil
+}
+
+// BYOFromEnviron reads a BYOConfig from the environment variables
+// LOCKPROOF_TOXIPROXY_URL, LOCKPROOF_PROXY_LISTEN_HOST, LOCKPROOF_PROXY_DIAL_HOST,
+// LOCKPROOF_MASTER_NAME, LOCKPROOF_SENTINELS, LOCKPROOF_DATA, LOCKPROOF_REDLOCK
+// (comma-separated host:port lists) and LOCKPROOF_FENCED. It returns nil when
+// LOCKPROOF_TOXIPROXY_URL is unset.
+func BYOFromEnviron(getenv func(string) string) *BYOConfig {
+	if getenv("LOCKPROOF_TOXIPROXY_URL") == "" {
+		return nil
+	}
+	list := func(k string) []string {
+		var out []string
+		for _, s := range strings.Split(getenv(k), ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return &BYOConfig{
+		ToxiproxyURL:    getenv("LOCKPROOF_TOXIPROXY_URL"),
+		ProxyListenHost: getenv("LOCKPROOF_PROXY_LISTEN_HOST"),
+		ProxyDialHost:   getenv("LOCKPROOF_PROXY_DIAL_HOST"),
+		MasterName:      getenv("LOCKPROOF_MASTER_NAME"),
+		Sentinels:       list("LOCKPROOF_SENTINELS"),
+		Data:            list("LOCKPROOF_DATA"),
+		Redlock:         list("LOCKPROOF_REDLOCK"),
+		Fenced:          getenv("LOCKPROOF_FENCED"),
+	}
+}

@@ -1,0 +1,98 @@
+package env_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos/env"
+)
+
+// TestBYO uses a process environment as the "existing" deployment and a
+// separate Toxiproxy server as the team's Toxiproxy.
+func TestBYO(t *testing.T) {
+	existing := startProcess(t, env.Spec{Replicas: 1, Sentinels: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	toxi, err := env.StartToxiproxy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = toxi.Close(context.Background()) })
+	topo := existing.Topology()
+	cfg := env.BYOFromEnviron(func(k string) string {
+		return map[string]string{
+			"LOCKPROOF_TOXIPROXY_URL": toxi.URL,
+			"LOCKPROOF_MASTER_NAME":   topo.MasterName,
+			"LOCKPROOF_SENTINELS":     topo.Sentinels[0],
+			"LOCKPROOF_FENCED":        topo.Fenced.Upstream,
+		}[k]
+	})
+	e, err := env.Open(ctx, env.Options{Kind: env.BYO, BYO: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	bt := e.Topology()
+	if len(bt.Data) != 2 || bt.Data[0].Addr != topo.Data[0].Addr || bt.Fenced.Addr != topo.Fenced.Upstream {
+		t.Fatalf("byo topology %+v; want the master %s and one replica discovered through Sentinel", bt, topo.Data[0].Addr)
+	}
+	if err := e.Pause(ctx, "data-0"); !errors.Is(err, env.ErrUnsupported) {
+		t.Fatalf("Pause on byo: %v; want ErrUnsupported", err)
+	}
+	l := links(t, e, "byo1")
+	c := failoverClient(t, e, l)
+	if err := c.Set(ctx, "byo", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if toxi.ProxyCount() != len(bt.Nodes()) {
+		t.Fatalf("the team's toxiproxy holds %d proxies; want %d (one per node for the client)", toxi.ProxyCount(), len(bt.Nodes()))
+	}
+	// A partition of the client's own proxy to the master cuts it.
+	p, err := l.Proxy("data-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AddToxic("cut", "timeout", "downstream", 1, map[string]any{"timeout": 0}); err != nil {
+		t.Fatal(err)
+	}
+	sctx, scancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	err = c.Get(sctx, "byo").Err()
+	scancel()
+	if err == nil {
+		t.Fatal("GET through a cut byo proxy succeeded")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := toxi.ProxyCount(); n != 0 {
+		t.Fatalf("%d proxies left on the team's toxiproxy after Links.Close", n)
+	}
+}
+
+func TestChoose(t *testing.T) {
+	ctx := context.Background()
+	if _, err := env.Choose(ctx, env.Options{Kind: "nope"}); err == nil {
+		t.Fatal("Choose accepted kind nope")
+	}
+	if _, err := env.Choose(ctx, env.Options{Kind: env.Docker}); !errors.Is(err, env.ErrUnavailable) {
+		t.Fatalf("docker without a constructor: %v; want ErrUnavailable", err)
+	}
+	t.Setenv(env.EnvVar, "byo")
+	if k, err := env.Choose(ctx, env.Options{}); err != nil || k != env.BYO {
+		t.Fatalf("LOCKPROOF_ENV=byo: %v, %v", k, err)
+	}
+	if _, err := env.Open(ctx, env.Options{}); !errors.Is(err, env.ErrUnavailable) {
+		t.Fatalf("byo without config: %v; want ErrUnavailable", err)
+	}
+	t.Setenv(env.EnvVar, "")
+	t.Setenv("PATH", t.TempDir())
+	if _, err := env.Choose(ctx, env.Options{}); !errors.Is(err, env.ErrUnavailable) {
+		t.Fatalf("no redis, no docker: %v; want ErrUnavailable", err)
+	}
+	docker := func(ctx context.Context, s env.Spec) (env.Env, error) { return nil, errors.New("unused") }
+	if k, err := env.Choose(ctx, env.Options{Docker: docker, DockerAvailable: func(context.Context) bool { return true }}); err != nil || k != env.Docker {
+		t.Fatalf("no redis, docker reachable: %v, %v; want docker", k, err)
+	}
+}

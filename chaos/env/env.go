@@ -1,0 +1,224 @@
+// Package env provides the chaos environments of lockproof: one topology of
+// real Redis servers behind real Toxiproxy proxies, behind one interface.
+//
+// The topology (see Spec):
+//
+//   - Data nodes: a Redis master and its replicas (Spec.Replicas, default 2),
+//     watched by Sentinels (Spec.Sentinels, default 3) under Spec.MasterName.
+//   - Fenced: a separate Redis that holds the fenced resources.
+//   - Redlock: independent masters for Redlock (Spec.Redlock: 0, 3 or 5).
+//
+// Every link to a Redis server passes a Toxiproxy proxy, so any one link can be
+// slowed or cut:
+//
+//   - Replication links. Each data node has one inbound proxy, its
+//     "replication proxy" (Node.ReplProxy). Each node announces that proxy's
+//     address as its own (replica-announce-ip/port) and the Sentinels monitor
+//     the master through it, so replicas reach their master, and Sentinels
+//     reach every data node, through the node's replication proxy, also after
+//     a failover. Node.Addr is that announced address: the address Sentinel
+//     reports for the node. Slowing the master's replication proxy widens the
+//     window in which an acknowledged write is not yet replicated; cutting it
+//     isolates the master from replicas and Sentinels (they fail over) while
+//     clients still reach it through their own proxies (a split brain).
+//   - Client links. Each client gets its own proxy per node (Links, made by
+//     NewLinks): go-redis clients dial through Links.Dial
+//     (redis.Options.Dialer / redis.FailoverOptions.Dialer), which maps the
+//     address of a node (as Sentinel reports it) to that client's proxy for
+//     that node. A fault can so target one client, or a group of clients, and
+//     a client follows a failover through its own proxies. Addresses the
+//     dialer does not know (the Sentinels) are dialled directly: the Sentinel
+//     connections of clients are not proxied.
+//
+// Implementations: the process environment (NewProcess: redis-server and
+// redis-sentinel processes plus an in-process Toxiproxy server), bring your own
+// (NewBYO: an existing deployment plus a Toxiproxy URL), and a Docker
+// environment plugged in through Options.Docker (a Constructor; package env
+// keeps no registry). Open picks one per Options.Kind or LOCKPROOF_ENV.
+package env
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+)
+
+// Kind names an environment implementation; LOCKPROOF_ENV takes the same values.
+type Kind string
+
+// The environment kinds.
+const (
+	// Process runs redis-server and redis-sentinel as child processes.
+	Process Kind = "process"
+	// Docker runs them in containers (its constructor comes from Options.Docker).
+	Docker Kind = "docker"
+	// BYO uses an existing deployment (Options.BYO).
+	BYO Kind = "byo"
+)
+
+// Role says what a node is for.
+type Role string
+
+// The node roles.
+const (
+	// RoleData is a Sentinel-managed node: the master or one of its replicas.
+	RoleData Role = "data"
+	// RoleFenced is the separate Redis that holds the fenced resources.
+	RoleFenced Role = "fenced"
+	// RoleRedlock is one of the independent Redlock masters.
+	RoleRedlock Role = "redlock"
+)
+
+// Errors of environments, usable with errors.Is.
+var (
+	// ErrUnsupported: the environment cannot do this (e.g. pause a server in BYO).
+	ErrUnsupported = errors.New("not supported by this environment")
+	// ErrNoNode: no node has the given ID.
+	ErrNoNode = errors.New("no such node")
+	// ErrUnavailable: the environment cannot run here (no redis-server, no Docker).
+	ErrUnavailable = errors.New("environment unavailable")
+)
+
+// Spec is the topology asked for. Zero fields take the defaults named.
+type Spec struct {
+	// MasterName is the Sentinel master name; default "lockproof".
+	MasterName string
+	// Replicas of the master; default 2. Use -1 for none.
+	Replicas int
+	// Sentinels watching the master; default 3. Quorum is a majority.
+	Sentinels int
+	// Redlock independent masters; 0 (default) for none, else usually 3 or 5.
+	Redlock int
+	// DownAfter is Sentinel's down-after-milliseconds; default 1s.
+	DownAfter time.Duration
+	// FailoverTimeout is Sentinel's failover-timeout; default 3s.
+	FailoverTimeout time.Duration
+}
+
+// WithDefaults returns s with the defaults filled in.
+func (s Spec) WithDefaults() Spec {
+	if s.MasterName == "" {
+		s.MasterName = "lockproof"
+	}
+	switch {
+	case s.Replicas == 0:
+		s.Replicas = 2
+	case s.Replicas < 0:
+		s.Replicas = 0
+	}
+	if s.Sentinels <= 0 {
+		s.Sentinels = 3
+	}
+	if s.DownAfter <= 0 {
+		s.DownAfter = time.Second
+	}
+	if s.FailoverTimeout <= 0 {
+		s.FailoverTimeout = 3 * time.Second
+	}
+	return s
+}
+
+// Quorum is the Sentinel quorum for n Sentinels: a majority.
+func Quorum(n int) int { return n/2 + 1 }
+
+// Node is one Redis server of the topology.
+type Node struct {
+	// ID names the node: "data-0" (the initial master), "data-1", ...,
+	// "fenced", "redlock-0", ...
+	ID   string
+	Role Role
+	// Addr is host:port under which the node is known: the address Sentinel
+	// reports and replicas dial (for data nodes, the listen address of its
+	// replication proxy). Links.Dial maps Addr to a client's own proxy.
+	Addr string
+	// Upstream is host:port at which the Toxiproxy server reaches the server
+	// itself (the upstream of every proxy in front of it).
+	Upstream string
+	// ReplProxy names the node's inbound replication proxy on the Toxiproxy
+	// server; "" when the replication links are not proxied (BYO).
+	ReplProxy string
+}
+
+// Topology is the layout of a running environment.
+type Topology struct {
+	// MasterName is the Sentinel master name.
+	MasterName string
+	// Sentinels are host:port addresses clients dial to reach Sentinels (directly).
+	Sentinels []string
+	// Data are the Sentinel-managed nodes; Data[0] was the master at start.
+	Data []Node
+	// Fenced holds the fenced resources.
+	Fenced Node
+	// Redlock are the independent Redlock masters (may be empty).
+	Redlock []Node
+}
+
+// Nodes returns every node: data, fenced, then redlock.
+func (t Topology) Nodes() []Node {
+	out := append([]Node(nil), t.Data...)
+	if t.Fenced.ID != "" {
+		out = append(out, t.Fenced)
+	}
+	return append(out, t.Redlock...)
+}
+
+// Node returns the node with the given ID, or ErrNoNode.
+func (t Topology) Node(id string) (Node, error) {
+	for _, n := range t.Nodes() {
+		if n.ID == id {
+			return n, nil
+		}
+	}
+	return Node{}, fmt.Errorf("node %q: %w", id, ErrNoNode)
+}
+
+// ProxyServer says how to reach the Toxiproxy server of an environment.
+type ProxyServer struct {
+	// API drives the server over HTTP. All proxy and toxic changes go through it.
+	API *toxiclient.Client
+	// URL is the API endpoint (http://host:port).
+	URL string
+	// ListenHost is the host new proxies listen on, as the Toxiproxy server
+	// sees it (e.g. "127.0.0.1", or "0.0.0.0" for a remote server).
+	ListenHost string
+	// DialHost is the host clients dial to reach a proxy (e.g. "127.0.0.1",
+	// or the remote server's host name).
+	DialHost string
+}
+
+// Env is a running chaos environment.
+//
+// Implementations must be safe for concurrent use. Every method that waits
+// takes a context and is bounded by it. Close must stop everything the
+// environment started (processes, containers, networks, the proxies it
+// created) even after a failed start or a failed test, and may be called more
+// than once.
+type Env interface {
+	// Kind says which implementation this is.
+	Kind() Kind
+	// Topology returns the layout. It does not change over the life of the
+	// environment (the master may: ask Sentinel, see Master).
+	Topology() Topology
+	// Proxies returns the Toxiproxy server all proxies of this environment live on.
+	Proxies() ProxyServer
+
+	// Pause freezes the Redis server of the node (SIGSTOP, docker pause):
+	// it keeps its connections but answers nothing until Resume.
+	Pause(ctx context.Context, nodeID string) error
+	// Resume thaws a paused node.
+	Resume(ctx context.Context, nodeID string) error
+	// Kill ends the node's server at once (SIGKILL): a crash, no shutdown.
+	Kill(ctx context.Context, nodeID string) error
+	// Restart starts a killed node again at the same address with the same
+	// configuration and an empty data set, and waits until it answers PING.
+	Restart(ctx context.Context, nodeID string) error
+
+	// Close stops everything the environment started.
+	Close(ctx context.Context) error
+}
+
+// Constructor makes an environment for a Spec; Options.Docker has this type.
+type Constructor func(ctx context.Context, spec Spec) (Env, error)

@@ -1,0 +1,237 @@
+package env_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/internal/redistest"
+)
+
+// startProcess starts a process environment stopped at test end.
+func startProcess(t *testing.T, spec env.Spec) *env.ProcessEnv {
+	t.Helper()
+	redistest.Require(t, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e, err := env.NewProcess(ctx, spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if n := e.ProxyCount(); n != 0 {
+			t.Errorf("%d proxies remain after Close", n)
+		}
+	})
+	return e
+}
+
+func failoverClient(t *testing.T, e env.Env, l *env.Links) *redis.Client {
+	t.Helper()
+	topo := e.Topology()
+	c := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: topo.MasterName, SentinelAddrs: topo.Sentinels, Dialer: l.Dial,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1,
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func links(t *testing.T, e env.Env, client string) *env.Links {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := env.NewLinks(ctx, e, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("close links: %v", err)
+		}
+	})
+	return l
+}
+
+func TestProcessTopology(t *testing.T) {
+	e := startProcess(t, env.Spec{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	topo := e.Topology()
+	if len(topo.Data) != 3 || len(topo.Sentinels) != 3 || topo.Fenced.ID != "fenced" {
+		t.Fatalf("topology = %+v; want 3 data nodes, 3 sentinels, a fenced node", topo)
+	}
+	m, err := env.Master(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ID != "data-0" {
+		t.Fatalf("master = %s; want data-0", m.ID)
+	}
+	// Sentinel knows the replicas by their replication proxies.
+	rs, err := env.Replicas(ctx, topo.Sentinels[0], topo.MasterName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range topo.Data[1:] {
+		if n.Addr == n.Upstream {
+			t.Fatalf("node %s is not behind a replication proxy: %+v", n.ID, n)
+		}
+		if _, ok := rs[n.Addr]; !ok {
+			t.Errorf("sentinel replicas %v lack %s at its proxy %s", rs, n.ID, n.Addr)
+		}
+	}
+	// A client's traffic goes through its own proxy.
+	l := links(t, e, "c1")
+	c := failoverClient(t, e, l)
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := l.Proxy("data-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AddToxic("cut", "timeout", "upstream", 1, map[string]any{"timeout": 0}); err != nil {
+		t.Fatal(err)
+	}
+	sctx, scancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	err = c.Ping(sctx).Err()
+	scancel()
+	if err == nil {
+		t.Fatal("PING through a cut client proxy succeeded")
+	}
+	if err := p.RemoveToxic("cut"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING after the cut healed: %v", err)
+	}
+}
+
+// TestProcessFailoverKill kills the master; Sentinel promotes a replica and
+// the client follows through its own proxy to the new master.
+func TestProcessFailoverKill(t *testing.T) {
+	e := startProcess(t, env.Spec{DownAfter: 500 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	topo := e.Topology()
+	l := links(t, e, "c1")
+	c := failoverClient(t, e, l)
+	if err := c.Set(ctx, "before", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, "WAIT", 2, 2000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Kill(ctx, "data-0"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := env.WaitMaster(ctx, topo, "data-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("new master %s at %s", m.ID, m.Addr)
+	// The client follows (its dial maps the new master to its own proxy).
+	var got string
+	for {
+		got, err = c.Get(ctx, "before").Result()
+		if err == nil && c.Set(ctx, "after", "2", 0).Err() == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("client did not follow the failover: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if got != "1" {
+		t.Fatalf("replicated key = %q; want 1", got)
+	}
+	// The traffic passed the client's proxy to the new master: cutting it stops the client.
+	p, err := l.Proxy(m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Disable(); err != nil {
+		t.Fatal(err)
+	}
+	sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+	err = c.Ping(sctx).Err()
+	scancel()
+	if err == nil {
+		t.Fatalf("PING succeeded with the client's proxy to the new master %s down", m.ID)
+	}
+	if err := p.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	// The killed node comes back and Sentinel makes it a replica of the new master.
+	if err := e.Restart(ctx, "data-0"); err != nil {
+		t.Fatal(err)
+	}
+	admin := redis.NewClient(&redis.Options{Addr: topo.Data[0].Upstream, ReadTimeout: time.Second})
+	defer admin.Close()
+	for {
+		info, _ := admin.Info(ctx, "replication").Result()
+		if strings.Contains(info, "role:slave") && strings.Contains(info, "master_port:"+port(m.Addr)) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			rs, _ := env.Replicas(context.Background(), topo.Sentinels[0], topo.MasterName)
+			t.Fatalf("restarted data-0 not made a replica of %s: %s; sentinel replicas: %v", m.ID, info, rs)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	// Sentinel sees the other two nodes as replicas of the new master, by their proxies.
+	for {
+		rs, err := env.Replicas(ctx, topo.Sentinels[0], topo.MasterName)
+		ok := err == nil
+		for _, n := range topo.Data {
+			if n.ID != m.ID {
+				ok = ok && !strings.Contains(rs[n.Addr], "down") && rs[n.Addr] != ""
+			}
+		}
+		if ok {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("sentinel replicas of %s after failover: %v, %v; want the other nodes at their proxies, up", m.ID, rs, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func port(addr string) string { return addr[strings.LastIndex(addr, ":")+1:] }
+
+// TestProcessFailoverPartition cuts the master's replication proxy: Sentinels
+// and replicas lose it and promote a replica.
+func TestProcessFailoverPartition(t *testing.T) {
+	e := startProcess(t, env.Spec{DownAfter: 500 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	topo := e.Topology()
+	p, err := e.Proxies().API.Proxy(topo.Data[0].ReplProxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"upstream", "downstream"} {
+		if _, err := p.AddToxic("part-"+s, "timeout", s, 1, map[string]any{"timeout": 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := env.WaitMaster(ctx, topo, "data-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("new master %s", m.ID)
+}

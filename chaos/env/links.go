@@ -1,0 +1,150 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+)
+
+// validName is what client names (and so proxy names) may contain.
+var validName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// Links are one client's own proxies: one per node of the topology. A fault
+// on them hits this client only.
+type Links struct {
+	// Client is the client's name.
+	Client string
+
+	srv     ProxyServer
+	mu      sync.Mutex
+	byAddr  map[string]string            // node Addr -> dial address of this client's proxy
+	byNode  map[string]*toxiclient.Proxy // node ID -> proxy
+	dialer  net.Dialer
+	closed  bool
+	topoIDs []string
+}
+
+// ProxyName is the name of the proxy that carries client's traffic to node.
+func ProxyName(client, nodeID string) string { return "c-" + client + "-" + nodeID }
+
+// NewLinks creates, on e's Toxiproxy server, one proxy per node for client
+// (named ProxyName(client, node.ID)). Close deletes them.
+func NewLinks(ctx context.Context, e Env, client string) (*Links, error) {
+	if !validName.MatchString(client) {
+		return nil, fmt.Errorf("new links: client name %q: want 1-64 of [A-Za-z0-9_.-]", client)
+	}
+	srv := e.Proxies()
+	l := &Links{
+		Client: client,
+		srv:    srv,
+		byAddr: map[string]string{},
+		byNode: map[string]*toxiclient.Proxy{},
+		dialer: net.Dialer{Timeout: 2 * time.Second},
+	}
+	for _, n := range e.Topology().Nodes() {
+		if err := ctx.Err(); err != nil {
+			_ = l.Close()
+			return nil, fmt.Errorf("new links for %q: %w", client, err)
+		}
+		name := ProxyName(client, n.ID)
+		p, err := srv.API.CreateProxy(name, net.JoinHostPort(srv.ListenHost, "0"), n.Upstream)
+		if err != nil {
+			_ = l.Close()
+			return nil, fmt.Errorf("new links for %q: create proxy %s -> %s: %w", client, name, n.Upstream, err)
+		}
+		_, port, err := net.SplitHostPort(p.Listen)
+		if err != nil {
+			_ = p.Delete()
+			_ = l.Close()
+			return nil, fmt.Errorf("new links for %q: proxy %s listens on %q: %w", client, name, p.Listen, err)
+		}
+		l.byNode[n.ID] = p
+		l.byAddr[n.Addr] = net.JoinHostPort(srv.DialHost, port)
+		l.topoIDs = append(l.topoIDs, n.ID)
+	}
+	return l, nil
+}
+
+// Dial is a go-redis Dialer (redis.Options.Dialer, redis.FailoverOptions.Dialer):
+// it dials this client's proxy for the node known as addr, and addr itself
+// when it is no node's address (a Sentinel).
+func (l *Links) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	l.mu.Lock()
+	to, ok := l.byAddr[addr]
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("dial %s for client %q: links closed", addr, l.Client)
+	}
+	if !ok {
+		to = addr
+	}
+	c, err := l.dialer.DialContext(ctx, network, to)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s (via %s) for client %q: %w", addr, to, l.Client, err)
+	}
+	return c, nil
+}
+
+// Addr returns the address at which this client reaches the node through its
+// own proxy (for plain clients of the fenced and Redlock nodes).
+func (l *Links) Addr(nodeID string) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.byNode[nodeID]
+	if !ok {
+		return "", fmt.Errorf("links of %q: node %q: %w", l.Client, nodeID, ErrNoNode)
+	}
+	_, port, err := net.SplitHostPort(p.Listen)
+	if err != nil {
+		return "", fmt.Errorf("links of %q: proxy %s listens on %q: %w", l.Client, p.Name, p.Listen, err)
+	}
+	return net.JoinHostPort(l.srv.DialHost, port), nil
+}
+
+// Proxy returns this client's proxy to the node.
+func (l *Links) Proxy(nodeID string) (*toxiclient.Proxy, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.byNode[nodeID]
+	if !ok {
+		return nil, fmt.Errorf("links of %q: node %q: %w", l.Client, nodeID, ErrNoNode)
+	}
+	return p, nil
+}
+
+// Proxies returns all of this client's proxies, ordered by node ID.
+func (l *Links) Proxies() []*toxiclient.Proxy {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ids := append([]string(nil), l.topoIDs...)
+	sort.Strings(ids)
+	out := make([]*toxiclient.Proxy, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, l.byNode[id])
+	}
+	return out
+}
+
+// Close deletes this client's proxies. It is safe to call more than once.
+func (l *Links) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	var first error
+	for id, p := range l.byNode {
+		if err := p.Delete(); err != nil && first == nil {
+			first = fmt.Errorf("links of %q: delete proxy for %s: %w", l.Client, id, err)
+		}
+	}
+	return first
+}

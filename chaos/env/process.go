@@ -1,0 +1,371 @@
+package env
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/internal/redisproc"
+)
+
+// ProcessEnv is the process environment: redis-server and redis-sentinel
+// child processes on free loopback ports, each in a directory of its own
+// under one temporary root, and an in-process Toxiproxy server.
+type ProcessEnv struct {
+	spec Spec
+	log  *slog.Logger
+	toxi *ToxiServer
+	root string
+	topo Topology
+
+	mu        sync.Mutex
+	nodes     map[string]*procNode
+	sentinels []*redisproc.Process
+	closed    bool
+}
+
+type procNode struct {
+	node  Node
+	port  int
+	dir   string
+	extra []string // config lines for a restart
+	proc  *redisproc.Process
+}
+
+// nodeConf are the config lines of every Redis server of the environment:
+// fast replication, no persistence, quick detection of a dead link.
+var nodeConf = []string{
+	"repl-diskless-sync yes",
+	"repl-diskless-sync-delay 0",
+	"repl-ping-replica-period 1",
+	"repl-timeout 5",
+	"save \"\"",
+	"appendonly no",
+}
+
+// NewProcess starts the topology of spec as processes. On error everything
+// started so far is stopped. Close stops it all.
+func NewProcess(ctx context.Context, spec Spec, log *slog.Logger) (*ProcessEnv, error) {
+	if _, err := redisproc.Binary(false); err != nil {
+		return nil, fmt.Errorf("process environment: %w: %w", ErrUnavailable, err)
+	}
+	if _, err := redisproc.Binary(true); err != nil {
+		return nil, fmt.Errorf("process environment: %w: %w", ErrUnavailable, err)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	spec = spec.WithDefaults()
+	root, err := os.MkdirTemp("", "lockproof-env-*")
+	if err != nil {
+		return nil, fmt.Errorf("process environment: temp dir: %w", err)
+	}
+	e := &ProcessEnv{spec: spec, log: log, root: root, nodes: map[string]*procNode{}}
+	if err := e.start(ctx); err != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		_ = e.Close(cctx)
+		return nil, fmt.Errorf("process environment: %w", err)
+	}
+	return e, nil
+}
+
+func (e *ProcessEnv) start(ctx context.Context) error {
+	toxi, err := StartToxiproxy(ctx)
+	if err != nil {
+		return err
+	}
+	e.toxi = toxi
+	e.topo.MasterName = e.spec.MasterName
+
+	// Data nodes: start each, put its replication proxy in front, announce the proxy.
+	for i := 0; i <= e.spec.Replicas; i++ {
+		n, err := e.startNode(ctx, fmt.Sprintf("data-%d", i), RoleData)
+		if err != nil {
+			return err
+		}
+		e.topo.Data = append(e.topo.Data, n.node)
+	}
+	master := e.topo.Data[0]
+	mh, mp, _ := net.SplitHostPort(master.Addr)
+	for _, n := range e.topo.Data[1:] {
+		if err := e.admin(ctx, n.ID, "REPLICAOF", mh, mp); err != nil {
+			return err
+		}
+	}
+	if err := e.waitReplicas(ctx, master.ID, e.spec.Replicas); err != nil {
+		return err
+	}
+
+	fenced, err := e.startNode(ctx, "fenced", RoleFenced)
+	if err != nil {
+		return err
+	}
+	e.topo.Fenced = fenced.node
+	for i := 0; i < e.spec.Redlock; i++ {
+		n, err := e.startNode(ctx, fmt.Sprintf("redlock-%d", i), RoleRedlock)
+		if err != nil {
+			return err
+		}
+		e.topo.Redlock = append(e.topo.Redlock, n.node)
+	}
+
+	// Sentinels monitor the master through its replication proxy.
+	name := e.spec.MasterName
+	conf := []string{
+		fmt.Sprintf("sentinel monitor %s %s %s %d", name, mh, mp, Quorum(e.spec.Sentinels)),
+		fmt.Sprintf("sentinel down-after-milliseconds %s %d", name, e.spec.DownAfter.Milliseconds()),
+		fmt.Sprintf("sentinel failover-timeout %s %d", name, e.spec.FailoverTimeout.Milliseconds()),
+		fmt.Sprintf("sentinel parallel-syncs %s 1", name),
+	}
+	for i := 0; i < e.spec.Sentinels; i++ {
+		dir := filepath.Join(e.root, fmt.Sprintf("sentinel-%d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("sentinel-%d: %w", i, err)
+		}
+		p, err := redisproc.Start(ctx, redisproc.Config{Sentinel: true, Dir: dir, Extra: conf})
+		if err != nil {
+			return fmt.Errorf("start sentinel-%d: %w", i, err)
+		}
+		e.mu.Lock()
+		e.sentinels = append(e.sentinels, p)
+		e.mu.Unlock()
+		e.topo.Sentinels = append(e.topo.Sentinels, p.Addr)
+	}
+	if err := WaitSentinels(ctx, e.topo, e.spec.Replicas); err != nil {
+		return err
+	}
+	e.log.Debug("process environment up", "master", master.Addr, "sentinels", e.topo.Sentinels, "root", e.root)
+	return nil
+}
+
+// startNode starts one redis-server; a data node gets its replication proxy
+// and announces it.
+func (e *ProcessEnv) startNode(ctx context.Context, id string, role Role) (*procNode, error) {
+	dir := filepath.Join(e.root, id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	p, err := redisproc.Start(ctx, redisproc.Config{Dir: dir, Extra: nodeConf})
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", id, err)
+	}
+	n := &procNode{node: Node{ID: id, Role: role, Addr: p.Addr, Upstream: p.Addr}, port: p.Port, dir: dir, proc: p}
+	n.extra = append([]string(nil), nodeConf...)
+	e.mu.Lock()
+	e.nodes[id] = n
+	e.mu.Unlock()
+	if role != RoleData {
+		return n, nil
+	}
+	name := "repl-" + id
+	px, err := e.toxi.API.CreateProxy(name, "127.0.0.1:0", p.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: create replication proxy: %w", id, err)
+	}
+	host, port, err := net.SplitHostPort(px.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("%s: replication proxy listens on %q: %w", id, px.Listen, err)
+	}
+	n.node.Addr, n.node.ReplProxy = px.Listen, name
+	announce := []string{"replica-announce-ip " + host, "replica-announce-port " + port}
+	n.extra = append(n.extra, announce...)
+	for _, l := range announce {
+		f := strings.Fields(l)
+		if err := e.admin(ctx, id, "CONFIG", "SET", f[0], f[1]); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// admin runs one command on a node directly (not through any proxy).
+func (e *ProcessEnv) admin(ctx context.Context, id string, args ...any) error {
+	e.mu.Lock()
+	n, ok := e.nodes[id]
+	e.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("node %q: %w", id, ErrNoNode)
+	}
+	c := redis.NewClient(&redis.Options{Addr: n.node.Upstream, DialTimeout: 2 * time.Second,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1, Protocol: 2})
+	defer c.Close()
+	if err := c.Do(ctx, args...).Err(); err != nil {
+		return fmt.Errorf("%s: %v: %w", id, args, err)
+	}
+	return nil
+}
+
+// waitReplicas waits until the master reports want connected replicas online.
+func (e *ProcessEnv) waitReplicas(ctx context.Context, masterID string, want int) error {
+	e.mu.Lock()
+	addr := e.nodes[masterID].node.Upstream
+	e.mu.Unlock()
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1, Protocol: 2})
+	defer c.Close()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		info, err := c.Info(wctx, "replication").Result()
+		if err == nil && strings.Count(info, "state=online") >= want {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("wait for %d replicas of %s: %w (last INFO: %q, %v)", want, masterID, wctx.Err(), info, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Kind implements Env.
+func (e *ProcessEnv) Kind() Kind { return Process }
+
+// Topology implements Env.
+func (e *ProcessEnv) Topology() Topology { return e.topo }
+
+// Proxies implements Env.
+func (e *ProcessEnv) Proxies() ProxyServer {
+	return ProxyServer{API: e.toxi.API, URL: e.toxi.URL, ListenHost: "127.0.0.1", DialHost: "127.0.0.1"}
+}
+
+// ProxyCount returns how many proxies the environment's Toxiproxy server holds.
+func (e *ProcessEnv) ProxyCount() int { return e.toxi.ProxyCount() }
+
+// Process returns the running process of a node (nil after Kill), for
+// signals beyond the Env interface.
+func (e *ProcessEnv) Process(nodeID string) (*redisproc.Process, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n, ok := e.nodes[nodeID]
+	if !ok {
+		return nil, fmt.Errorf("node %q: %w", nodeID, ErrNoNode)
+	}
+	return n.proc, nil
+}
+
+func (e *ProcessEnv) running(nodeID string) (*redisproc.Process, error) {
+	p, err := e.Process(nodeID)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil || p.Exited() {
+		return nil, fmt.Errorf("node %q is not running", nodeID)
+	}
+	return p, nil
+}
+
+// Pause implements Env: SIGSTOP to the node's redis-server.
+func (e *ProcessEnv) Pause(ctx context.Context, nodeID string) error {
+	p, err := e.running(nodeID)
+	if err != nil {
+		return fmt.Errorf("pause: %w", err)
+	}
+	return p.Pause()
+}
+
+// Resume implements Env: SIGCONT.
+func (e *ProcessEnv) Resume(ctx context.Context, nodeID string) error {
+	p, err := e.running(nodeID)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	return p.Resume()
+}
+
+// Kill implements Env: SIGKILL, and waits for the process to end.
+func (e *ProcessEnv) Kill(ctx context.Context, nodeID string) error {
+	p, err := e.running(nodeID)
+	if err != nil {
+		return fmt.Errorf("kill: %w", err)
+	}
+	if err := p.Kill(); err != nil {
+		return fmt.Errorf("kill %s: %w", nodeID, err)
+	}
+	return nil
+}
+
+// Restart implements Env: a new redis-server on the node's port and
+// directory, with its configuration (announce lines included) and no data.
+// A data node comes back as a replica of the master the Sentinels report
+// (unless that is itself).
+func (e *ProcessEnv) Restart(ctx context.Context, nodeID string) error {
+	e.mu.Lock()
+	n, ok := e.nodes[nodeID]
+	closed := e.closed
+	e.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("restart: node %q: %w", nodeID, ErrNoNode)
+	}
+	if closed {
+		return fmt.Errorf("restart %s: environment closed", nodeID)
+	}
+	if n.proc != nil && !n.proc.Exited() {
+		return fmt.Errorf("restart %s: still running (kill it first)", nodeID)
+	}
+	extra := n.extra
+	if n.node.Role == RoleData {
+		// Come back as a replica of the master Sentinel reports (as Sentinel
+		// would make it, only sooner: Sentinel waits 8s or more, and never
+		// while in TILT mode on a loaded machine).
+		if m, err := MasterAddr(ctx, e.topo); err == nil && m != n.node.Addr {
+			h, port, _ := net.SplitHostPort(m)
+			extra = append(append([]string(nil), extra...), "replicaof "+h+" "+port)
+		}
+	}
+	p, err := redisproc.Start(ctx, redisproc.Config{Port: n.port, Dir: n.dir, Extra: extra})
+	if err != nil {
+		return fmt.Errorf("restart %s on port %s: %w", nodeID, strconv.Itoa(n.port), err)
+	}
+	e.mu.Lock()
+	n.proc = p
+	e.mu.Unlock()
+	return nil
+}
+
+// Close implements Env: it stops every process and the Toxiproxy server and
+// removes the temporary root.
+func (e *ProcessEnv) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	procs := append([]*redisproc.Process(nil), e.sentinels...)
+	for _, n := range e.nodes {
+		if n.proc != nil {
+			procs = append(procs, n.proc)
+		}
+	}
+	e.mu.Unlock()
+	var errs []error
+	for _, p := range procs {
+		if err := p.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if e.toxi != nil {
+		if err := e.toxi.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.RemoveAll(e.root); err != nil {
+		errs = append(errs, fmt.Errorf("remove %s: %w", e.root, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close process environment: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package env
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNoMaster: no Sentinel majority agrees on a master address.
+var ErrNoMaster = errors.New("no master agreed by the sentinels")
+
+func sentinelClient(addr string) *redis.SentinelClient {
+	return redis.NewSentinelClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1, Protocol: 2})
+}
+
+// MasterAddr returns the master address a majority of the Sentinels of t report.
+func MasterAddr(ctx context.Context, t Topology) (string, error) {
+	votes := map[string]int{}
+	var errs []error
+	for _, s := range t.Sentinels {
+		c := sentinelClient(s)
+		r, err := c.GetMasterAddrByName(ctx, t.MasterName).Result()
+		_ = c.Close()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sentinel %s: %w", s, err))
+			continue
+		}
+		if len(r) == 2 {
+			votes[net.JoinHostPort(r[0], r[1])]++
+		}
+	}
+	for a, v := range votes {
+		if v >= Quorum(len(t.Sentinels)) {
+			return a, nil
+		}
+	}
+	return "", fmt.Errorf("master %q: votes %v: %w (%w)", t.MasterName, votes, ErrNoMaster, errors.Join(errs...))
+}
+
+// Master returns the data node that a majority of the Sentinels report as master.
+func Master(ctx context.Context, t Topology) (Node, error) {
+	a, err := MasterAddr(ctx, t)
+	if err != nil {
+		return Node{}, err
+	}
+	for _, n := range t.Data {
+		if n.Addr == a {
+			return n, nil
+		}
+	}
+	return Node{}, fmt.Errorf("sentinels report master %s, which is no data node: %w", a, ErrNoNode)
+}
+
+// WaitMaster waits until a Sentinel majority reports a master other than
+// notID (a failover completed) and returns it; bounded by ctx.
+func WaitMaster(ctx context.Context, t Topology, notID string) (Node, error) {
+	var last error
+	for {
+		n, err := Master(ctx, t)
+		if err == nil && n.ID != notID {
+			return n, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("master still %s", n.ID)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return Node{}, fmt.Errorf("wait for a master other than %s: %w (last: %v)", notID, ctx.Err(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// WaitSentinels waits until every Sentinel of t sees the master, the other
+// Sentinels, and at least replicas replicas: the state in which a failover
+// can happen.
+func WaitSentinels(ctx context.Context, t Topology, replicas int) error {
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, s := range t.Sentinels {
+		c := sentinelClient(s)
+		var last string
+		for {
+			m, err := c.Master(wctx, t.MasterName).Result()
+			if err == nil {
+				others, _ := strconv.Atoi(m["num-other-sentinels"])
+				slaves, _ := strconv.Atoi(m["num-slaves"])
+				flags := m["flags"]
+				if others >= len(t.Sentinels)-1 && slaves >= replicas && !strings.Contains(flags, "down") {
+					break
+				}
+				last = fmt.Sprintf("others=%d replicas=%d flags=%s", others, slaves, flags)
+			} else {
+				last = err.Error()
+			}
+			select {
+			case <-wctx.Done():
+				_ = c.Close()
+				return fmt.Errorf("wait for sentinel %s to see %d sentinels and %d replicas: %w (last: %s)",
+					s, len(t.Sentinels), replicas, wctx.Err(), last)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		_ = c.Close()
+	}
+	return nil
+}
+
+// Replicas returns the replica addresses one Sentinel reports for the master
+// (SENTINEL REPLICAS), with their flags.
+func Replicas(ctx context.Context, sentinel, masterName string) (map[string]string, error) {
+	c := sentinelClient(sentinel)
+	defer c.Close()
+	rs, err := c.Replicas(ctx, masterName).Result()
+	if err != nil {
+		return nil, fmt.Errorf("sentinel %s: replicas of %q: %w", sentinel, masterName, err)
+	}
+	out := map[string]string{}
+	for _, r := range rs {
+		out[net.JoinHostPort(r["ip"], r["port"])] = r["flags"]
+	}
+	return out, nil
+}
+
+// Failover asks one Sentinel to fail over now (SENTINEL FAILOVER).
+func Failover(ctx context.Context, t Topology) error {
+	if len(t.Sentinels) == 0 {
+		return fmt.Errorf("failover %q: no sentinels", t.MasterName)
+	}
+	c := sentinelClient(t.Sentinels[0])
+	defer c.Close()
+	if err := c.Failover(ctx, t.MasterName).Err(); err != nil {
+		return fmt.Errorf("sentinel failover %q: %w", t.MasterName, err)
+	}
+	return nil
+}

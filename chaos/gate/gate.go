@@ -1,0 +1,240 @@
+// Package gate stops one chaos client the way a stop-the-world pause or a
+// crash would: every Redis command of the client, its watchdog's included,
+// and every resource write pass its Gate.
+//
+// A Gate is installed on the client's go-redis clients as a redis.Hook
+// (commands wait at the gate before they are sent and again after their reply
+// arrives; dials wait before dialling) and called explicitly at the
+// workload's fault points (Wait).
+//
+//   - Pause/Resume: a paused gate holds everything that reaches it until
+//     Resume. Contexts are not consulted while held, as in a real pause: the
+//     client's clocks and deadlines run on, and it notices only after waking.
+//   - Crash: everything that reaches the gate fails with ErrCrashed, now and
+//     forever. Held callers are released with ErrCrashed.
+//   - PauseAfter(name): the gate pauses right after the reply of the next
+//     command named name, holding its caller until Resume.
+//   - CrashAfter(name): the client crashes right after the reply of the next
+//     command named name (e.g. "evalsha"): the command took effect in Redis,
+//     the client never acts on it. This reaches states between two commands.
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrCrashed is returned by everything that passes a crashed gate.
+var ErrCrashed = errors.New("client crashed")
+
+// Gate is the pause/crash switch of one client. The zero value is not
+// usable; use New. A Gate is safe for concurrent use.
+type Gate struct {
+	mu         sync.Mutex
+	paused     chan struct{} // non-nil while paused; closed by Resume
+	crashed    chan struct{} // closed by Crash
+	crashAfter string        // lower-case command name; "" for none
+	pauseAfter string        // lower-case command name; "" for none
+	afterReply bool          // the crash came from CrashAfter, right after a reply
+	held       int           // callers held right now
+}
+
+// New returns an open gate.
+func New() *Gate { return &Gate{crashed: make(chan struct{})} }
+
+// Pause closes the gate: callers are held until Resume (or Crash).
+func (g *Gate) Pause() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.paused == nil {
+		g.paused = make(chan struct{})
+	}
+}
+
+// Resume opens a paused gate and releases everyone held.
+func (g *Gate) Resume() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.paused != nil {
+		close(g.paused)
+		g.paused = nil
+	}
+}
+
+// Crash makes the gate fail everything with ErrCrashed, for good.
+func (g *Gate) Crash() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.crashed:
+	default:
+		close(g.crashed)
+	}
+}
+
+// CrashAfter arms a crash right after the reply of the next command named
+// name (case-insensitive). "" disarms it.
+func (g *Gate) CrashAfter(name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.crashAfter = strings.ToLower(name)
+}
+
+// PauseAfter arms a pause right after the reply of the next command named
+// name (case-insensitive): the caller is held, its reply in hand, until
+// Resume. It reaches a pause between two commands (e.g. between the GET and
+// the DEL of a release). "" disarms it.
+func (g *Gate) PauseAfter(name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pauseAfter = strings.ToLower(name)
+}
+
+// Crashed reports whether the gate has crashed.
+func (g *Gate) Crashed() bool {
+	select {
+	case <-g.crashed:
+		return true
+	default:
+		return false
+	}
+}
+
+// CrashedAfterReply reports whether the gate crashed through CrashAfter:
+// right after a reply arrived, so the command in flight surely took effect
+// before the crash.
+func (g *Gate) CrashedAfterReply() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.afterReply
+}
+
+// CrashedCh is closed when the gate crashes.
+func (g *Gate) CrashedCh() <-chan struct{} { return g.crashed }
+
+// Held returns how many callers the gate holds right now.
+func (g *Gate) Held() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held
+}
+
+// Wait passes the gate: it returns nil at once when the gate is open, holds
+// the caller while it is paused, and returns ErrCrashed once it has crashed.
+// While paused it does not look at ctx (a paused process cannot); ctx is
+// checked only before holding, so that callers that are already done do not
+// wait.
+func (g *Gate) Wait(ctx context.Context) error {
+	g.mu.Lock()
+	p := g.paused
+	if g.Crashed() {
+		g.mu.Unlock()
+		return ErrCrashed
+	}
+	if p == nil {
+		g.mu.Unlock()
+		return nil
+	}
+	g.held++
+	g.mu.Unlock()
+	select {
+	case <-p:
+	case <-g.crashed:
+	}
+	g.mu.Lock()
+	g.held--
+	g.mu.Unlock()
+	if g.Crashed() {
+		return ErrCrashed
+	}
+	return nil
+}
+
+// after is called once a reply arrived for cmds: it crashes the gate when a
+// CrashAfter name matches, then passes the gate.
+func (g *Gate) after(ctx context.Context, names ...string) error {
+	g.mu.Lock()
+	if g.pauseAfter != "" {
+		for _, n := range names {
+			if strings.EqualFold(n, g.pauseAfter) {
+				g.pauseAfter = ""
+				if g.paused == nil {
+					g.paused = make(chan struct{})
+				}
+				break
+			}
+		}
+	}
+	if g.crashAfter != "" {
+		for _, n := range names {
+			if strings.EqualFold(n, g.crashAfter) {
+				g.crashAfter = ""
+				g.afterReply = !g.Crashed()
+				g.mu.Unlock()
+				g.Crash()
+				return fmt.Errorf("after %s: %w", n, ErrCrashed)
+			}
+		}
+	}
+	g.mu.Unlock()
+	return g.Wait(ctx)
+}
+
+// Hook returns the go-redis hook that makes every dial and command of a
+// client pass the gate (client.AddHook(g.Hook())).
+func (g *Gate) Hook() redis.Hook { return hook{g} }
+
+type hook struct{ g *Gate }
+
+func (h hook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if err := h.g.Wait(ctx); err != nil {
+			return nil, fmt.Errorf("dial %s: %w", addr, err)
+		}
+		return next(ctx, network, addr)
+	}
+}
+
+func (h hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := h.g.Wait(ctx); err != nil {
+			cmd.SetErr(err)
+			return err
+		}
+		err := next(ctx, cmd)
+		if gerr := h.g.after(ctx, cmd.Name()); gerr != nil {
+			cmd.SetErr(gerr)
+			return gerr
+		}
+		return err
+	}
+}
+
+func (h hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if err := h.g.Wait(ctx); err != nil {
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+			return err
+		}
+		err := next(ctx, cmds)
+		names := make([]string, len(cmds))
+		for i, c := range cmds {
+			names[i] = c.Name()
+		}
+		if gerr := h.g.after(ctx, names...); gerr != nil {
+			for _, c := range cmds {
+				c.SetErr(gerr)
+			}
+			return gerr
+		}
+		return err
+	}
+}

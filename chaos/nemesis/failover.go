@@ -1,0 +1,170 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/lockproof/lockproof/chaos/env"
+)
+
+// FailoverMode says how Failover makes Sentinel promote a replica.
+type FailoverMode string
+
+// The failover modes.
+const (
+	// FailoverPartition blackholes the master's replication proxy: replicas
+	// and Sentinels lose it and promote a replica while clients still reach
+	// the old master through their own proxies (a split brain) until they
+	// follow Sentinel's switch. Stop heals the partition; Sentinel then makes
+	// the old master a replica, and its writes since the partition are lost.
+	FailoverPartition FailoverMode = "partition"
+	// FailoverKill kills the master with SIGKILL; Stop restarts it (empty),
+	// and Sentinel makes it a replica.
+	FailoverKill FailoverMode = "kill"
+	// FailoverCommand asks Sentinel to fail over (SENTINEL FAILOVER): a
+	// coordinated switch, the gentlest mode.
+	FailoverCommand FailoverMode = "command"
+)
+
+// Failover makes Sentinel promote a replica of the current master.
+//
+// With ReplLatency > 0, Start first slows the master's replication proxy by
+// that much (each way) for ReplLag, so that writes the master acknowledged
+// are not yet on the replicas when it fails: the window in which a failover
+// loses a lock. Keep 2×ReplLatency well below Sentinel's DownAfter, or the
+// slowness alone fails the master over.
+type Failover struct {
+	Env  env.Env
+	Mode FailoverMode
+	// ReplLatency slows the master's replication link before the failover.
+	ReplLatency time.Duration
+	// ReplLag is how long the link is slowed before the master fails.
+	ReplLag time.Duration
+	// Promote bounds the wait for the promotion; 0 means 30s.
+	Promote time.Duration
+
+	mu       sync.Mutex
+	old      env.Node
+	promoted env.Node
+	slow     *Network
+	cut      *Network
+	killed   bool
+}
+
+// Name implements Fault.
+func (f *Failover) Name() string {
+	m := f.Mode
+	if m == "" {
+		m = FailoverPartition
+	}
+	return "failover " + string(m)
+}
+
+// Old returns the master that was failed (after Start).
+func (f *Failover) Old() env.Node { f.mu.Lock(); defer f.mu.Unlock(); return f.old }
+
+// Promoted returns the master Sentinel promoted (after a successful Start).
+func (f *Failover) Promoted() env.Node { f.mu.Lock(); defer f.mu.Unlock(); return f.promoted }
+
+// Start fails the current master and waits until Sentinel promotes another.
+func (f *Failover) Start(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	topo := f.Env.Topology()
+	old, err := env.Master(ctx, topo)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	f.old = old
+	var repl *toxiclient.Proxy
+	if old.ReplProxy != "" {
+		if repl, err = f.Env.Proxies().API.Proxy(old.ReplProxy); err != nil {
+			return fmt.Errorf("%s: replication proxy %s: %w", f.Name(), old.ReplProxy, err)
+		}
+	}
+	if f.ReplLatency > 0 && repl != nil {
+		f.slow = Latency("slow replication", []*toxiclient.Proxy{repl}, f.ReplLatency, 0)
+		if err := f.slow.Start(ctx); err != nil {
+			return err
+		}
+		if err := sleep(ctx, f.ReplLag); err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
+	}
+	switch f.Mode {
+	case FailoverPartition, "":
+		if repl == nil {
+			return fmt.Errorf("%s: master %s has no replication proxy: %w", f.Name(), old.ID, env.ErrUnsupported)
+		}
+		f.cut = Partition("isolate master", []*toxiclient.Proxy{repl})
+		if err := f.cut.Start(ctx); err != nil {
+			return err
+		}
+	case FailoverKill:
+		if err := f.Env.Kill(ctx, old.ID); err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
+		f.killed = true
+	case FailoverCommand:
+		if err := env.Failover(ctx, topo); err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
+	default:
+		return fmt.Errorf("failover: Mode %q: want partition, kill or command", f.Mode)
+	}
+	wait := f.Promote
+	if wait <= 0 {
+		wait = 30 * time.Second
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	n, err := env.WaitMaster(wctx, topo, old.ID)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	f.promoted = n
+	return nil
+}
+
+// Stop heals: it removes the slow link and the partition, and restarts a
+// killed master. Sentinel then makes the old master a replica.
+func (f *Failover) Stop(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var errs []error
+	if f.slow != nil {
+		errs = append(errs, f.slow.Stop(ctx))
+		f.slow = nil
+	}
+	if f.cut != nil {
+		errs = append(errs, f.cut.Stop(ctx))
+		f.cut = nil
+	}
+	if f.killed {
+		errs = append(errs, f.Env.Restart(ctx, f.old.ID))
+		f.killed = false
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: heal: %w", f.Name(), err)
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,315 @@
+// Package nemesis injects the faults of lockproof's chaos runs: one type per
+// fault, each with Start and Stop, and Apply, which records the fault window
+// as a "fault" op of the history.
+//
+// Network faults act on Toxiproxy proxies (a client's own proxies from
+// env.Links, a group of clients', or a node's replication proxy) and are
+// driven through the Toxiproxy client API. Client faults act on a client's
+// gate.Gate or Clock; server faults on the environment's processes.
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/gate"
+)
+
+// Fault is one fault. Start injects it; Stop heals it (a crash cannot be
+// healed: its Stop does nothing). Stop after a failed or partial Start heals
+// what was injected. Both honour ctx.
+type Fault interface {
+	// Name is the fault's name in the history, e.g. "partition c1,c2".
+	Name() string
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+// Recorder records fault windows; *history.Recorder is one.
+type Recorder interface {
+	Fault(name string) (end func())
+}
+
+// Apply records a fault window around f: it starts f, holds it for d (or
+// until ctx is done), and stops it, even when ctx is done. The window in the
+// history spans from before Start to after Stop.
+func Apply(ctx context.Context, rec Recorder, f Fault, d time.Duration) error {
+	end := rec.Fault(f.Name())
+	defer end()
+	startErr := f.Start(ctx)
+	if startErr == nil {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	stopErr := f.Stop(sctx)
+	if err := errors.Join(startErr, stopErr); err != nil {
+		return fmt.Errorf("fault %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// Toxic is one toxic to put on every proxy of a network fault.
+type Toxic struct {
+	Type       string // "latency", "timeout", "reset_peer", "bandwidth", ...
+	Stream     string // "upstream" (client to server) or "downstream"
+	Attributes toxiclient.Attributes
+}
+
+// Network puts toxics on a set of proxies while it is started. Toxicity is
+// always 1 (every connection); toxic names are unique per Network.
+type Network struct {
+	// Label is the fault name in the history.
+	Label   string
+	Proxies []*toxiclient.Proxy
+	Toxics  []Toxic
+
+	mu    sync.Mutex
+	added []added
+}
+
+type added struct {
+	p    *toxiclient.Proxy
+	name string
+}
+
+// Name implements Fault.
+func (n *Network) Name() string { return n.Label }
+
+// Start adds every toxic to every proxy.
+func (n *Network) Start(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.Proxies) == 0 {
+		return fmt.Errorf("%s: no proxies", n.Label)
+	}
+	for _, p := range n.Proxies {
+		for i, t := range n.Toxics {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("%s: %w", n.Label, err)
+			}
+			name := fmt.Sprintf("lp-%s-%d", t.Type, i)
+			// Toxicity 0 would mean "never": 1.0 means every connection.
+			if _, err := p.AddToxic(name, t.Type, t.Stream, 1.0, t.Attributes); err != nil {
+				return fmt.Errorf("%s: add %s toxic to %s: %w", n.Label, t.Type, p.Name, err)
+			}
+			n.added = append(n.added, added{p, name})
+		}
+	}
+	return nil
+}
+
+// Stop removes the toxics Start added.
+func (n *Network) Stop(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var errs []error
+	for _, a := range n.added {
+		if err := a.p.RemoveToxic(a.name); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s from %s: %w", a.name, a.p.Name, err))
+		}
+	}
+	n.added = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: %w", n.Label, err)
+	}
+	return nil
+}
+
+// Latency delays both directions of every proxy by latency ± jitter (a round
+// trip so costs about twice latency).
+func Latency(label string, proxies []*toxiclient.Proxy, latency, jitter time.Duration) *Network {
+	attrs := toxiclient.Attributes{"latency": latency.Milliseconds(), "jitter": jitter.Milliseconds()}
+	return &Network{Label: label, Proxies: proxies, Toxics: []Toxic{
+		{Type: "latency", Stream: "upstream", Attributes: attrs},
+		{Type: "latency", Stream: "downstream", Attributes: attrs},
+	}}
+}
+
+// Partition blackholes every proxy in both directions: connections stay
+// open (new ones are accepted by the proxy) and nothing gets through, as in
+// a network partition. This is the timeout toxic with timeout 0, not
+// Proxy.Disable (a hard down that refuses connections).
+func Partition(label string, proxies []*toxiclient.Proxy) *Network {
+	attrs := toxiclient.Attributes{"timeout": 0}
+	return &Network{Label: label, Proxies: proxies, Toxics: []Toxic{
+		{Type: "timeout", Stream: "upstream", Attributes: attrs},
+		{Type: "timeout", Stream: "downstream", Attributes: attrs},
+	}}
+}
+
+// Reset resets every connection (TCP RST) as soon as it carries data.
+func Reset(label string, proxies []*toxiclient.Proxy) *Network {
+	return &Network{Label: label, Proxies: proxies, Toxics: []Toxic{
+		{Type: "reset_peer", Stream: "upstream", Attributes: toxiclient.Attributes{"timeout": 0}},
+	}}
+}
+
+// Bandwidth limits both directions of every proxy to kbps KB/s.
+func Bandwidth(label string, proxies []*toxiclient.Proxy, kbps int64) *Network {
+	attrs := toxiclient.Attributes{"rate": kbps}
+	return &Network{Label: label, Proxies: proxies, Toxics: []Toxic{
+		{Type: "bandwidth", Stream: "upstream", Attributes: attrs},
+		{Type: "bandwidth", Stream: "downstream", Attributes: attrs},
+	}}
+}
+
+// ClientProxies returns every proxy of the given clients (a group fault).
+func ClientProxies(links ...*env.Links) []*toxiclient.Proxy {
+	var out []*toxiclient.Proxy
+	for _, l := range links {
+		out = append(out, l.Proxies()...)
+	}
+	return out
+}
+
+// NodeProxies returns the given clients' proxies to one node.
+func NodeProxies(nodeID string, links ...*env.Links) ([]*toxiclient.Proxy, error) {
+	var out []*toxiclient.Proxy
+	for _, l := range links {
+		p, err := l.Proxy(nodeID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// PauseClient is a stop-the-world pause of one client: its gate holds every
+// command (its watchdog's too) and every fault point until Stop. With After
+// set, the pause begins right after the reply of the client's next command of
+// that name (between two commands) instead of at Start.
+type PauseClient struct {
+	Client string
+	Gate   *gate.Gate
+	After  string
+}
+
+// Name implements Fault.
+func (f *PauseClient) Name() string {
+	if f.After != "" {
+		return "pause-client " + f.Client + " after " + f.After
+	}
+	return "pause-client " + f.Client
+}
+
+// Start pauses the client (or arms the pause).
+func (f *PauseClient) Start(ctx context.Context) error {
+	if f.After != "" {
+		f.Gate.PauseAfter(f.After)
+		return nil
+	}
+	f.Gate.Pause()
+	return nil
+}
+
+// Stop disarms the pause and resumes the client.
+func (f *PauseClient) Stop(ctx context.Context) error {
+	f.Gate.PauseAfter("")
+	f.Gate.Resume()
+	return nil
+}
+
+// CrashClient crashes one client for good: from Start on, everything it
+// does fails. With After set, it crashes right after the reply of the next
+// command of that name instead (a crash between two commands).
+type CrashClient struct {
+	Client string
+	Gate   *gate.Gate
+	After  string
+}
+
+// Name implements Fault.
+func (f *CrashClient) Name() string {
+	if f.After != "" {
+		return "crash-client " + f.Client + " after " + f.After
+	}
+	return "crash-client " + f.Client
+}
+
+// Start crashes the client (or arms the crash).
+func (f *CrashClient) Start(ctx context.Context) error {
+	if f.After != "" {
+		f.Gate.CrashAfter(f.After)
+		return nil
+	}
+	f.Gate.Crash()
+	return nil
+}
+
+// Stop does nothing: a crashed client stays crashed.
+func (f *CrashClient) Stop(ctx context.Context) error { return nil }
+
+// PauseServer freezes one Redis server (SIGSTOP, docker pause) until Stop.
+type PauseServer struct {
+	Env    env.Env
+	NodeID string
+}
+
+// Name implements Fault.
+func (f *PauseServer) Name() string { return "pause-server " + f.NodeID }
+
+// Start pauses the node.
+func (f *PauseServer) Start(ctx context.Context) error { return f.Env.Pause(ctx, f.NodeID) }
+
+// Stop resumes it.
+func (f *PauseServer) Stop(ctx context.Context) error { return f.Env.Resume(ctx, f.NodeID) }
+
+// PauseProcess freezes a client run as a child process, with SIGSTOP to its
+// process group, until Stop sends SIGCONT: a stop-the-world pause in full,
+// its timers and watchdog goroutines included.
+type PauseProcess struct {
+	Client string
+	// Pid returns the process id (and process group id) of the client; 0
+	// when it does not run.
+	Pid func() int
+
+	mu  sync.Mutex
+	pid int
+}
+
+// Name implements Fault.
+func (f *PauseProcess) Name() string { return "pause-client " + f.Client + " (SIGSTOP)" }
+
+// Start sends SIGSTOP.
+func (f *PauseProcess) Start(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pid := f.Pid()
+	if pid == 0 {
+		return fmt.Errorf("%s: process not running", f.Name())
+	}
+	if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("%s: SIGSTOP %d: %w", f.Name(), pid, err)
+	}
+	f.pid = pid
+	return nil
+}
+
+// Stop sends SIGCONT.
+func (f *PauseProcess) Stop(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pid == 0 {
+		return nil
+	}
+	pid := f.pid
+	f.pid = 0
+	if err := syscall.Kill(-pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("%s: SIGCONT %d: %w", f.Name(), pid, err)
+	}
+	return nil
+}

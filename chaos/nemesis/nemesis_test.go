@@ -1,0 +1,277 @@
+package nemesis_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/gate"
+	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/internal/redistest"
+)
+
+func startEnv(t *testing.T, spec env.Spec) *env.ProcessEnv {
+	t.Helper()
+	redistest.Require(t, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e, err := env.NewProcess(ctx, spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return e
+}
+
+func newLinks(t *testing.T, e env.Env, name string) *env.Links {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := env.NewLinks(ctx, e, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// fencedClient talks to the fenced node through the client's own proxy.
+func fencedClient(t *testing.T, l *env.Links) *redis.Client {
+	t.Helper()
+	addr, err := l.Addr("fenced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 3 * time.Second,
+		WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+type rec struct {
+	mu     sync.Mutex
+	names  []string
+	open   int
+	closed int
+}
+
+func (r *rec) Fault(name string) func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.names = append(r.names, name)
+	r.open++
+	return func() { r.mu.Lock(); r.closed++; r.mu.Unlock() }
+}
+
+func pingWithin(c *redis.Client, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return c.Ping(ctx).Err()
+}
+
+func TestNetworkFaults(t *testing.T) {
+	e := startEnv(t, env.Spec{Replicas: -1, Sentinels: 1})
+	a, b := newLinks(t, e, "a"), newLinks(t, e, "b")
+	ca, cb := fencedClient(t, a), fencedClient(t, b)
+	ctx := context.Background()
+	for _, c := range []*redis.Client{ca, cb} {
+		if err := pingWithin(c, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pa, err := nemesis.NodeProxies("fenced", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("partition", func(t *testing.T) {
+		f := nemesis.Partition("partition a", pa)
+		if err := f.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		errA := pingWithin(ca, 500*time.Millisecond)
+		errB := pingWithin(cb, 2*time.Second)
+		if err := f.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if errA == nil {
+			t.Error("PING through a partitioned proxy succeeded")
+		}
+		if errB != nil {
+			t.Errorf("a partition of client a stopped client b: %v", errB)
+		}
+		if err := pingWithin(ca, 2*time.Second); err != nil {
+			t.Errorf("PING after the partition healed: %v", err)
+		}
+	})
+	t.Run("latency", func(t *testing.T) {
+		f := nemesis.Latency("latency a", pa, 600*time.Millisecond, 10*time.Millisecond)
+		if err := f.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		errShort := pingWithin(ca, 300*time.Millisecond) // less than one way
+		errLong := pingWithin(ca, 20*time.Second)        // plenty (the read timeout is 3s)
+		if err := f.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if errShort == nil {
+			t.Error("PING beat 0.6s latency each way within 0.3s")
+		}
+		if errLong != nil {
+			t.Errorf("a slow link lost the PING: %v", errLong)
+		}
+	})
+	t.Run("reset", func(t *testing.T) {
+		f := nemesis.Reset("reset a", pa)
+		if err := f.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		errA := pingWithin(ca, 2*time.Second)
+		if err := f.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if errA == nil || errors.Is(errA, context.DeadlineExceeded) {
+			t.Errorf("PING through reset_peer: %v; want a connection error", errA)
+		}
+	})
+	t.Run("bandwidth", func(t *testing.T) {
+		f := nemesis.Bandwidth("bandwidth a", pa, 1)
+		if err := f.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		big := strings.Repeat("x", 64<<10)
+		errA := ca.Set(ctx, "big", big, 0).Err() // 64 KiB at 1 KB/s: far beyond the 3s read timeout
+		if err := f.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if errA == nil {
+			t.Error("64 KiB passed a 1 KB/s link within the 3s timeout")
+		}
+	})
+	t.Run("apply-records", func(t *testing.T) {
+		r := &rec{}
+		f := nemesis.Partition("partition a,b", nemesis.ClientProxies(a, b))
+		done := make(chan error, 1)
+		cctx, cancel := context.WithCancel(ctx)
+		go func() { done <- nemesis.Apply(cctx, r, f, time.Hour) }()
+		deadline := time.Now().Add(10 * time.Second)
+		for pingWithin(cb, 300*time.Millisecond) == nil {
+			if time.Now().After(deadline) {
+				t.Fatal("group partition did not cut client b")
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if len(r.names) != 1 || r.names[0] != "partition a,b" || r.closed != 1 {
+			t.Fatalf("recorded %v (closed %d); want one closed window", r.names, r.closed)
+		}
+		if err := pingWithin(cb, 2*time.Second); err != nil {
+			t.Errorf("PING after Apply healed: %v", err)
+		}
+	})
+}
+
+func TestPauseServer(t *testing.T) {
+	e := startEnv(t, env.Spec{Replicas: -1, Sentinels: 1})
+	l := newLinks(t, e, "a")
+	c := fencedClient(t, l)
+	f := &nemesis.PauseServer{Env: e, NodeID: "fenced"}
+	ctx := context.Background()
+	if err := f.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := pingWithin(c, 500*time.Millisecond)
+	if serr := f.Stop(ctx); serr != nil {
+		t.Fatal(serr)
+	}
+	if err == nil {
+		t.Fatal("a paused server answered")
+	}
+	if err := pingWithin(c, 3*time.Second); err != nil {
+		t.Fatalf("after resume: %v", err)
+	}
+}
+
+func TestPauseAndCrashClient(t *testing.T) {
+	e := startEnv(t, env.Spec{Replicas: -1, Sentinels: 1})
+	l := newLinks(t, e, "a")
+	c := fencedClient(t, l)
+	g := gate.New()
+	c.AddHook(g.Hook())
+	ctx := context.Background()
+	p := &nemesis.PauseClient{Client: "a", Gate: g}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Set(ctx, "k", "v", 0).Err() }()
+	for g.Held() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("SET after the pause: %v", err)
+	}
+	cr := &nemesis.CrashClient{Client: "a", Gate: g}
+	if err := cr.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(ctx).Err(); !errors.Is(err, gate.ErrCrashed) {
+		t.Fatalf("PING of a crashed client: %v", err)
+	}
+}
+
+func TestClockSkew(t *testing.T) {
+	var c nemesis.Clock
+	f := &nemesis.ClockSkew{Client: "a", Clock: &c, Offset: time.Hour}
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Until(c.Now()); d < 59*time.Minute {
+		t.Fatalf("skewed clock is %v ahead; want about 1h", d)
+	}
+	_ = f.Stop(context.Background())
+	if d := time.Until(c.Now()); d > time.Minute {
+		t.Fatalf("clock still %v ahead after Stop", d)
+	}
+}
+
+func TestFailoverModes(t *testing.T) {
+	for _, mode := range []nemesis.FailoverMode{nemesis.FailoverPartition, nemesis.FailoverKill} {
+		t.Run(string(mode), func(t *testing.T) {
+			e := startEnv(t, env.Spec{DownAfter: 500 * time.Millisecond})
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			f := &nemesis.Failover{Env: e, Mode: mode, ReplLatency: 50 * time.Millisecond, ReplLag: 100 * time.Millisecond}
+			if err := f.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if f.Old().ID != "data-0" || f.Promoted().ID == "" || f.Promoted().ID == "data-0" {
+				t.Fatalf("failover from %q to %q; want data-0 to a replica", f.Old().ID, f.Promoted().ID)
+			}
+			m, err := env.Master(ctx, e.Topology())
+			if err != nil || m.ID != f.Promoted().ID {
+				t.Fatalf("sentinels report master %v, %v; want %s", m.ID, err, f.Promoted().ID)
+			}
+			if err := f.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -1,0 +1,335 @@
+// Package chaos runs lockproof's chaos scenarios: a lock under one fault, in
+// a real environment (package env), its operations recorded into a history
+// for the checker.
+//
+// A scenario (Scenario) names a lock, a fault and a seed. Run makes the
+// workload's clients (package workload), runs them, injects the fault once
+// (package nemesis) with a window long enough to bite, and writes the history
+// file. `go test ./chaos` runs the fenced lock under every fault and checks
+// each history against what the guarantees predict (Expect).
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/history"
+)
+
+// The fault names of the summary.json contract (and two more network faults).
+const (
+	FaultNone        = "none"
+	FaultLatency     = "latency"
+	FaultPartition   = "partition"
+	FaultPauseClient = "pause-client"
+	FaultPauseServer = "pause-server"
+	FaultFailover    = "failover"
+	FaultCrashClient = "crash-client"
+	FaultClockSkew   = "clock-skew"
+	FaultReset       = "reset"
+	FaultBandwidth   = "bandwidth"
+	// FaultPauseProcess pauses a client run as a child process with SIGSTOP
+	// (the scenario adds one such client).
+	FaultPauseProcess = "pause-process"
+)
+
+// ErrScenario wraps errors about a bad Scenario.
+var ErrScenario = errors.New("bad scenario")
+
+// Faults returns the fault names Run accepts, sorted.
+func Faults() []string {
+	f := []string{FaultNone, FaultLatency, FaultPartition, FaultPauseClient, FaultPauseServer,
+		FaultFailover, FaultCrashClient, FaultClockSkew, FaultReset, FaultBandwidth, FaultPauseProcess}
+	sort.Strings(f)
+	return f
+}
+
+// Scenario is one run: a lock under one fault.
+type Scenario struct {
+	// Lock is the specimen name; default "fenced".
+	Lock string
+	// Fault is one of Faults(); default "none".
+	Fault string
+	// Seed seeds the workload and the fault's choices (victims, timing).
+	Seed uint64
+	// Duration of the workload; default 4s. The fault starts after a fifth of it.
+	Duration time.Duration
+	// Keys and Clients (per key) of the workload; defaults 1 and 3.
+	Keys, Clients int
+	// TTL of the leases; default 500ms. Fault windows are sized from it
+	// (a pause lasts 3×TTL).
+	TTL time.Duration
+	// PauseAfter, for pause-client, pauses the victim right after the reply
+	// of its next command of that name (e.g. "get": between the GET and the
+	// DEL of get-del's release) instead of while it holds the lock.
+	PauseAfter string
+	// CrashAfter, for crash-client, crashes the victim right after the reply
+	// of its next command of that name (e.g. "setnx"), between two commands,
+	// instead of while it holds the lock.
+	CrashAfter string
+	// KeyPrefix keeps scenarios that share an environment apart; default
+	// "<lock>-<fault>-<seed>-".
+	KeyPrefix string
+	// Workload overrides further workload settings (Lock, Keys, Clients,
+	// TTL, Seed and KeyPrefix are taken from the scenario).
+	Workload workload.Config
+	// Logger receives progress; nil discards.
+	Logger *slog.Logger
+}
+
+// Outcome is what a run produced.
+type Outcome struct {
+	// History is the path of the history file (JSON Lines).
+	History string
+	// Ops are the recorded operations.
+	Ops []history.Op
+	// FaultName is the fault window's name in the history ("" for none).
+	FaultName string
+	// FaultErr is the error of injecting or healing the fault, if any; the
+	// history is still complete and worth checking.
+	FaultErr error
+}
+
+func (s Scenario) withDefaults() (Scenario, error) {
+	if s.Lock == "" {
+		s.Lock = "fenced"
+	}
+	if s.Fault == "" {
+		s.Fault = FaultNone
+	}
+	if s.Duration == 0 {
+		s.Duration = 4 * time.Second
+	}
+	if s.TTL == 0 {
+		s.TTL = 500 * time.Millisecond
+	}
+	if s.KeyPrefix == "" {
+		s.KeyPrefix = fmt.Sprintf("%s-%s-%d-", s.Lock, s.Fault, s.Seed)
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	known := false
+	for _, f := range Faults() {
+		known = known || f == s.Fault
+	}
+	if !known {
+		return s, fmt.Errorf("%w: Fault %q: want one of %v", ErrScenario, s.Fault, Faults())
+	}
+	if s.Duration < 0 || s.TTL < 0 {
+		return s, fmt.Errorf("%w: Duration and TTL must be positive", ErrScenario)
+	}
+	return s, nil
+}
+
+// Run runs the scenario on e and writes its history to dir/history.jsonl
+// (dir is created). The history is complete when Run returns, also on
+// error; a fault that failed to inject is reported in Outcome.FaultErr.
+func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, error) {
+	sc, err := sc.withDefaults()
+	if err != nil {
+		return Outcome{}, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Outcome{}, fmt.Errorf("run %s/%s: %w", sc.Lock, sc.Fault, err)
+	}
+	path := filepath.Join(dir, "history.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("run %s/%s: %w", sc.Lock, sc.Fault, err)
+	}
+	defer f.Close()
+	out := Outcome{History: path}
+
+	wc := sc.Workload
+	wc.Lock, wc.Keys, wc.Clients, wc.TTL, wc.Seed, wc.KeyPrefix = sc.Lock, sc.Keys, sc.Clients, sc.TTL, sc.Seed, sc.KeyPrefix
+	if sc.Fault == FaultPauseProcess && wc.Processes == 0 {
+		wc.Processes = 1
+	}
+	if wc.Logger == nil {
+		wc.Logger = sc.Logger
+	}
+	wl, err := workload.New(ctx, e, wc)
+	if err != nil {
+		return out, fmt.Errorf("run %s/%s: %w", sc.Lock, sc.Fault, err)
+	}
+	defer wl.Close()
+
+	rec := history.NewRecorder(f, history.Options{})
+	rctx, cancel := context.WithTimeout(ctx, sc.Duration)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- wl.Run(rctx, rec) }()
+
+	rng := rand.New(rand.NewPCG(sc.Seed, 0xfa17))
+	out.FaultName, out.FaultErr = inject(rctx, e, sc, wl, rec, rng)
+	runErr := <-done
+	if err := rec.Close(); err != nil {
+		return out, fmt.Errorf("run %s/%s: history: %w", sc.Lock, sc.Fault, err)
+	}
+	if err := f.Close(); err != nil {
+		return out, fmt.Errorf("run %s/%s: history: %w", sc.Lock, sc.Fault, err)
+	}
+	out.Ops = rec.Ops()
+	if runErr != nil {
+		return out, fmt.Errorf("run %s/%s: %w", sc.Lock, sc.Fault, runErr)
+	}
+	return out, nil
+}
+
+// inject waits a fifth of the run, then applies the scenario's fault once.
+func inject(ctx context.Context, e env.Env, sc Scenario, wl *workload.Workload, rec *history.Recorder, rng *rand.Rand) (string, error) {
+	if sc.Fault == FaultNone {
+		return "", nil
+	}
+	warm := sc.Duration/5 + time.Duration(rng.Int64N(int64(sc.Duration/10)+1))
+	select {
+	case <-time.After(warm):
+	case <-ctx.Done():
+		return "", nil
+	}
+	clients := wl.Clients
+	victim := clients[rng.IntN(len(clients))]
+	group := pick(rng, clients, (len(clients)+1)/2)
+	var links []*env.Links
+	for _, c := range group {
+		links = append(links, c.Links)
+	}
+	var proxies []*toxiclient.Proxy
+	if len(links) > 0 {
+		proxies = nemesis.ClientProxies(links...)
+	}
+	names := make([]string, len(group))
+	for i, c := range group {
+		names[i] = c.Name
+	}
+	window := 3 * sc.TTL
+	var f nemesis.Fault
+	switch sc.Fault {
+	case FaultLatency:
+		f = nemesis.Latency(fmt.Sprintf("latency %v", names), proxies, 20*time.Millisecond, 10*time.Millisecond)
+		window = sc.Duration / 2
+	case FaultPartition:
+		f = nemesis.Partition(fmt.Sprintf("partition %v", names), proxies)
+	case FaultReset:
+		f = nemesis.Reset(fmt.Sprintf("reset %v", names), proxies)
+	case FaultBandwidth:
+		f = nemesis.Bandwidth(fmt.Sprintf("bandwidth %v", names), proxies, 1)
+	case FaultPauseClient:
+		if sc.PauseAfter != "" {
+			f = &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate, After: sc.PauseAfter}
+			break
+		}
+		// Pause the victim while it holds its lock, for longer than the TTL:
+		// it wakes believing it holds a lock another client took meanwhile.
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := victim.WaitHolding(wctx)
+		cancel()
+		if err != nil {
+			return "", fmt.Errorf("pause-client: %w", err)
+		}
+		f = &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate}
+	case FaultPauseProcess:
+		if len(wl.Procs) == 0 {
+			return "", fmt.Errorf("%w: pause-process needs Workload.Processes > 0", ErrScenario)
+		}
+		p := wl.Procs[rng.IntN(len(wl.Procs))]
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := p.WaitHolding(wctx)
+		cancel()
+		if err != nil {
+			return "", fmt.Errorf("pause-process: %w", err)
+		}
+		f = &nemesis.PauseProcess{Client: p.Name, Pid: p.Pid}
+	case FaultCrashClient:
+		if sc.CrashAfter != "" {
+			f = &nemesis.CrashClient{Client: victim.Name, Gate: victim.Gate, After: sc.CrashAfter}
+			window = 0
+			break
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := victim.WaitHolding(wctx)
+		cancel()
+		if err != nil {
+			return "", fmt.Errorf("crash-client: %w", err)
+		}
+		f = &nemesis.CrashClient{Client: victim.Name, Gate: victim.Gate}
+		window = 0
+	case FaultClockSkew:
+		f = &nemesis.ClockSkew{Client: victim.Name, Clock: victim.Clock, Offset: 4 * sc.TTL}
+		window = sc.Duration / 2
+	case FaultPauseServer:
+		m, err := env.Master(ctx, e.Topology())
+		if err != nil {
+			return "", fmt.Errorf("pause-server: %w", err)
+		}
+		f = &nemesis.PauseServer{Env: e, NodeID: m.ID}
+		window = sc.TTL + sc.TTL/2
+	case FaultFailover:
+		// Isolate the master from its replicas and Sentinels; clients keep
+		// using it until they follow Sentinel's switch, so leases taken there
+		// since the partition are lost.
+		// Without replication proxies (bring your own), ask Sentinel.
+		mode := nemesis.FailoverPartition
+		if m, err := env.Master(ctx, e.Topology()); err == nil && m.ReplProxy == "" {
+			mode = nemesis.FailoverCommand
+		}
+		f = &nemesis.Failover{Env: e, Mode: mode,
+			ReplLatency: 20 * time.Millisecond, ReplLag: sc.TTL, Promote: sc.Duration}
+		window = sc.TTL
+	default:
+		return "", fmt.Errorf("%w: fault %q", ErrScenario, sc.Fault)
+	}
+	sc.Logger.Info("fault", "name", f.Name(), "window", window)
+	return f.Name(), nemesis.Apply(ctx, rec, f, window)
+}
+
+// pick returns n distinct clients chosen by rng, in their original order.
+func pick(rng *rand.Rand, cs []*workload.Client, n int) []*workload.Client {
+	idx := rng.Perm(len(cs))[:n]
+	sort.Ints(idx)
+	out := make([]*workload.Client, n)
+	for i, j := range idx {
+		out[i] = cs[j]
+	}
+	return out
+}
+
+// Expectation is what the lock's guarantees predict for a scenario: the
+// verdicts of summary.json ("ok", "violated"; "" for no prediction).
+// "violated" means the guarantee is expected to break in some runs, not in
+// every one.
+type Expectation struct {
+	Lease    string `json:"lease"`
+	Resource string `json:"resource"`
+}
+
+// Expect returns the prediction for the fenced lock (and "" for other
+// locks, whose predictions live with their specimens).
+func Expect(lock, fault string) Expectation {
+	if lock != "fenced" {
+		return Expectation{}
+	}
+	switch fault {
+	case FaultFailover:
+		return Expectation{Lease: "violated", Resource: "ok"}
+	case FaultPauseServer, FaultClockSkew, FaultCrashClient, FaultReset, FaultBandwidth:
+		// No stated G1 prediction beyond one master; the fenced lock is
+		// expected to keep it, and fencing keeps the resource safe.
+		return Expectation{Lease: "ok", Resource: "ok"}
+	default:
+		return Expectation{Lease: "ok", Resource: "ok"}
+	}
+}

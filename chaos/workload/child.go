@@ -1,0 +1,285 @@
+package workload
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/history"
+)
+
+// ChildEnv is the environment variable through which a parent hands a child
+// process its client (JSON). MaybeChild looks for it.
+const ChildEnv = "LOCKPROOF_WORKLOAD_CHILD"
+
+// childSpec is what a child process needs to run one client.
+type childSpec struct {
+	Name, Key, Lock             string
+	Seed, Index                 uint64
+	TTL, Hold, Think, OpTimeout time.Duration
+	Route                       route
+	// Dial maps a node's address (as Sentinel reports it) to the client's proxy.
+	Dial map[string]string
+	// Base is the history clock's time zero, Unix nanoseconds (wall clock:
+	// parent and child share the machine's clock).
+	Base int64
+}
+
+// Proc is a workload client run as a child process: a fault can freeze it
+// whole (SIGSTOP), watchdog, timers and all, the way a VM or GC pause does.
+// The child records its operations on the parent's history clock and streams
+// them to the parent, which adds them to the history.
+type Proc struct {
+	Name  string
+	Key   string
+	Links *env.Links
+
+	spec    childSpec
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	holding atomic.Bool
+	held    chan struct{}
+}
+
+func (w *Workload) newProc(ctx context.Context, e env.Env, topo env.Topology, name, key string, idx uint64) (*Proc, error) {
+	l, err := env.NewLinks(ctx, e, w.cfg.KeyPrefix+name)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := routeOf(topo, l)
+	if err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	dial := map[string]string{}
+	for _, n := range topo.Nodes() {
+		a, err := l.Addr(n.ID)
+		if err != nil {
+			_ = l.Close()
+			return nil, err
+		}
+		dial[n.Addr] = a
+	}
+	c := w.cfg
+	return &Proc{Name: name, Key: key, Links: l, held: make(chan struct{}, 1), spec: childSpec{
+		Name: name, Key: key, Lock: c.Lock, Seed: c.Seed, Index: idx,
+		TTL: c.TTL, Hold: c.Hold, Think: c.Think, OpTimeout: c.OpTimeout, Route: rt, Dial: dial,
+	}}, nil
+}
+
+// Pid returns the child's process id, 0 when it does not run.
+func (p *Proc) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	select {
+	case <-p.exited:
+		return 0
+	default:
+	}
+	return p.cmd.Process.Pid
+}
+
+// Holding reports whether the child holds its lock, as far as the parent
+// has learnt from its recorded operations.
+func (p *Proc) Holding() bool { return p.holding.Load() }
+
+// WaitHolding waits until the child holds its lock, bounded by ctx.
+func (p *Proc) WaitHolding(ctx context.Context) error {
+	for !p.Holding() {
+		select {
+		case <-p.held:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s to hold %q: %w", p.Name, p.Key, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// run starts the child, adds the operations it streams to rec until ctx is
+// done, then asks it to stop (its stdin closes) and waits for it, killing
+// it when it does not end within a grace period.
+func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
+	spec := p.spec
+	spec.Base = time.Now().UnixNano() - rec.Now()
+	js, err := json.Marshal(spec)
+	if err != nil {
+		return fmt.Errorf("encode child spec: %w", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own executable: %w", err)
+	}
+	// -test.run=^$: a test binary that forgot MaybeChild runs no test and exits.
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), ChildEnv+"="+string(js))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var stderr tailBuffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("child stdin: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("child stdout: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start child: %w", err)
+	}
+	exited := make(chan struct{})
+	p.mu.Lock()
+	p.cmd, p.exited = cmd, exited
+	p.mu.Unlock()
+
+	// Stop the child when ctx ends; kill it when it overstays its grace.
+	readDone := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-readDone:
+		}
+		_ = stdin.Close()
+		grace := 3*spec.OpTimeout + 5*time.Second
+		select {
+		case <-readDone:
+		case <-time.After(grace):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}()
+
+	var errs []error
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var op history.Op
+		if err := op.UnmarshalJSON(sc.Bytes()); err != nil {
+			errs = append(errs, fmt.Errorf("child line %q: %w", sc.Text(), err))
+			continue
+		}
+		switch {
+		case op.Kind == history.Acquire && op.Result == history.OK:
+			p.holding.Store(true)
+			select {
+			case p.held <- struct{}{}:
+			default:
+			}
+		case op.Kind == history.Release:
+			p.holding.Store(false)
+		}
+		if err := rec.Record(op); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("read child: %w", err))
+	}
+	close(readDone)
+	werr := cmd.Wait()
+	close(exited)
+	if werr != nil {
+		errs = append(errs, fmt.Errorf("child %s: %w; stderr: %s", p.Name, werr, stderr.String()))
+	}
+	return errors.Join(errs...)
+}
+
+// close kills a child still running and deletes its proxies.
+func (p *Proc) close() error {
+	if pid := p.Pid(); pid != 0 {
+		_ = syscall.Kill(-pid, syscall.SIGCONT)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+	return p.Links.Close()
+}
+
+// MaybeChild runs this process as a workload child client when ChildEnv is
+// set (it then never returns), and returns at once otherwise. Programs that
+// run workloads with Config.Processes > 0 call it first in main or TestMain.
+func MaybeChild() {
+	js := os.Getenv(ChildEnv)
+	if js == "" {
+		return
+	}
+	code := 0
+	if err := runChild(js, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "workload child:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// runChild runs one client per the spec until stdin ends, writing its
+// operations to out as history lines.
+func runChild(js string, stdin io.Reader, out io.Writer) error {
+	var spec childSpec
+	if err := json.Unmarshal([]byte(js), &spec); err != nil {
+		return fmt.Errorf("%s: %w", ChildEnv, err)
+	}
+	cfg, err := Config{Lock: spec.Lock, TTL: spec.TTL, Hold: spec.Hold, Think: spec.Think,
+		OpTimeout: spec.OpTimeout, Seed: spec.Seed, Keys: 1, Clients: 1}.withDefaults()
+	if err != nil {
+		return err
+	}
+	w := &Workload{cfg: cfg}
+	rt := spec.Route
+	var d net.Dialer
+	rt.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if to, ok := spec.Dial[addr]; ok {
+			addr = to
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+	c, err := w.build(spec.Name, spec.Key, spec.Index, rt)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	rec := history.NewRecorder(out, history.Options{Base: time.Unix(0, spec.Base)})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		cancel()
+	}()
+	c.rec.Store(rec)
+	werr := w.worker(ctx, rec, c)
+	return errors.Join(werr, rec.Close())
+}
+
+// tailBuffer keeps the last 4 KiB written to it.
+type tailBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 4096 {
+		t.b = t.b[len(t.b)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
+}

@@ -1,0 +1,71 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/fencing"
+	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/lock/specimen"
+)
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct {
+		cfg   Config
+		field string
+	}{
+		{Config{Keys: -1}, "Keys"},
+		{Config{Clients: -2}, "Clients"},
+		{Config{TTL: time.Microsecond}, "TTL"},
+		{Config{Hold: -time.Second}, "Hold"},
+	} {
+		_, err := tc.cfg.withDefaults()
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%+v: %v; want ErrConfig naming %s", tc.cfg, err, tc.field)
+		}
+	}
+	c, err := Config{}.withDefaults()
+	if err != nil || c.Lock != "fenced" || c.Keys != 1 || c.Clients != 3 || c.TTL <= 0 || c.OpTimeout <= 0 {
+		t.Fatalf("defaults = %+v, %v", c, err)
+	}
+}
+
+func TestResultMapping(t *testing.T) {
+	lock := []struct {
+		err  error
+		want history.Result
+	}{
+		{nil, history.OK},
+		{fmt.Errorf("x: %w", specimen.ErrNotAcquired), history.Fail},
+		{fmt.Errorf("x: %w", specimen.ErrNotHeld), history.Fail},
+		{fmt.Errorf("x: %w", specimen.ErrUnknownOutcome), history.Unknown},
+		{fmt.Errorf("x: %w", context.DeadlineExceeded), history.Unknown},
+		{errors.New("dial refused"), history.Fail},
+	}
+	for _, tc := range lock {
+		if got, err := lockResult(tc.err); err != nil || got != tc.want {
+			t.Errorf("lockResult(%v) = %s, %v; want %s", tc.err, got, err, tc.want)
+		}
+	}
+	if _, err := lockResult(specimen.ErrInvalid); err == nil {
+		t.Error("lockResult(ErrInvalid): want an error (a harness bug), not a result")
+	}
+	res := []struct {
+		err  error
+		want history.Result
+	}{
+		{nil, history.OK},
+		{&fencing.StaleError{Key: "k"}, history.Rejected},
+		{fmt.Errorf("x: %w", fencing.ErrUnknownOutcome), history.Unknown},
+		{errors.New("closed"), history.Unknown},
+	}
+	for _, tc := range res {
+		if got := resourceResult(tc.err); got != tc.want {
+			t.Errorf("resourceResult(%v) = %s; want %s", tc.err, got, tc.want)
+		}
+	}
+}
