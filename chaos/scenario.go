@@ -79,6 +79,10 @@ type Scenario struct {
 	// of its next command of that name (e.g. "setnx"), between two commands,
 	// instead of while it holds the lock.
 	CrashAfter string
+	// CrashBefore, for crash-client, crashes the victim right before it
+	// sends its next command of that name (e.g. "pexpire": after a SETNX
+	// that succeeded, before its EXPIRE), instead of while it holds the lock.
+	CrashBefore string
 	// KeyPrefix keeps scenarios that share an environment apart; default
 	// "<lock>-<fault>-<seed>-".
 	KeyPrefix string
@@ -254,8 +258,8 @@ func inject(ctx context.Context, e env.Env, sc Scenario, wl *workload.Workload, 
 		}
 		f = &nemesis.PauseProcess{Client: p.Name, Pid: p.Pid}
 	case FaultCrashClient:
-		if sc.CrashAfter != "" {
-			f = &nemesis.CrashClient{Client: victim.Name, Gate: victim.Gate, After: sc.CrashAfter}
+		if sc.CrashAfter != "" || sc.CrashBefore != "" {
+			f = &nemesis.CrashClient{Client: victim.Name, Gate: victim.Gate, After: sc.CrashAfter, Before: sc.CrashBefore}
 			window = 0
 			break
 		}

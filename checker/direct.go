@@ -179,7 +179,11 @@ func (c *run) liveness(k *keyOps) ([]Violation, bool) {
 			// the key is free once that lease expires.
 			o = before[c]
 		}
-		if o != nil && (o.kind == history.Acquire || o.kind == history.Renew) && o.effective() && o.expireFor != inf {
+		// An acquire that completed as unknown (e.g. its client crashed
+		// between two of its commands) may hold the key as well: whether it
+		// took effect or not, the key is free once its lease surely expired.
+		if o != nil && (o.kind == history.Acquire || o.kind == history.Renew) &&
+			(o.effective() || (o.kind == history.Acquire && o.maybe() && o.ret != inf)) && o.expireFor != inf {
 			stopped = append(stopped, o)
 		}
 	}

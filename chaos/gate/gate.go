@@ -14,6 +14,8 @@
 //     forever. Held callers are released with ErrCrashed.
 //   - PauseAfter(name): the gate pauses right after the reply of the next
 //     command named name, holding its caller until Resume.
+//   - CrashBefore(name): the client crashes right before it sends its next
+//     command named name (nothing of it is sent).
 //   - CrashAfter(name): the client crashes right after the reply of the next
 //     command named name (e.g. "evalsha"): the command took effect in Redis,
 //     the client never acts on it. This reaches states between two commands.
@@ -43,6 +45,8 @@ type Gate struct {
 	pauseAfter string        // lower-case command name; "" for none
 	afterReply bool          // the crash came from CrashAfter, right after a reply
 	held       int           // callers held right now
+
+	crashBefore string // CrashBefore's lower-case command name; "" for none
 }
 
 // New returns an open gate.
@@ -96,6 +100,36 @@ func (g *Gate) PauseAfter(name string) {
 	g.pauseAfter = strings.ToLower(name)
 }
 
+// CrashBefore arms a crash right before the next command named name
+// (case-insensitive) is sent: the command never leaves the client, and the
+// commands before it completed. It reaches states between two commands
+// that CrashAfter cannot single out (e.g. after a SETNX that succeeded, before
+// the EXPIRE that only follows a success). "" disarms it.
+func (g *Gate) CrashBefore(name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.crashBefore = strings.ToLower(name)
+}
+
+// before is called before cmds are sent: it crashes the gate when a
+// CrashBefore name matches (nothing is in flight then, as after a reply).
+func (g *Gate) before(names ...string) error {
+	g.mu.Lock()
+	if g.crashBefore != "" {
+		for _, n := range names {
+			if strings.EqualFold(n, g.crashBefore) {
+				g.crashBefore = ""
+				g.afterReply = !g.Crashed()
+				g.mu.Unlock()
+				g.Crash()
+				return fmt.Errorf("before %s: %w", n, ErrCrashed)
+			}
+		}
+	}
+	g.mu.Unlock()
+	return nil
+}
+
 // Crashed reports whether the gate has crashed.
 func (g *Gate) Crashed() bool {
 	select {
@@ -108,7 +142,8 @@ func (g *Gate) Crashed() bool {
 
 // CrashedAfterReply reports whether the gate crashed through CrashAfter:
 // right after a reply arrived, so the command in flight surely took effect
-// before the crash.
+// before the crash; or through CrashBefore: before a command was sent, so
+// nothing was in flight.
 func (g *Gate) CrashedAfterReply() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -207,6 +242,10 @@ func (h hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			cmd.SetErr(err)
 			return err
 		}
+		if err := h.g.before(cmd.Name()); err != nil {
+			cmd.SetErr(err)
+			return err
+		}
 		err := next(ctx, cmd)
 		if gerr := h.g.after(ctx, cmd.Name()); gerr != nil {
 			cmd.SetErr(gerr)
@@ -224,11 +263,17 @@ func (h hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 			}
 			return err
 		}
-		err := next(ctx, cmds)
 		names := make([]string, len(cmds))
 		for i, c := range cmds {
 			names[i] = c.Name()
 		}
+		if err := h.g.before(names...); err != nil {
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+			return err
+		}
+		err := next(ctx, cmds)
 		if gerr := h.g.after(ctx, names...); gerr != nil {
 			for _, c := range cmds {
 				c.SetErr(gerr)

@@ -225,17 +225,22 @@ func (f *PauseClient) Stop(ctx context.Context) error {
 
 // CrashClient crashes one client for good: from Start on, everything it
 // does fails. With After set, it crashes right after the reply of the next
-// command of that name instead (a crash between two commands).
+// command of that name instead (a crash between two commands); with Before
+// set, right before it sends its next command of that name.
 type CrashClient struct {
 	Client string
 	Gate   *gate.Gate
 	After  string
+	Before string
 }
 
 // Name implements Fault.
 func (f *CrashClient) Name() string {
 	if f.After != "" {
 		return "crash-client " + f.Client + " after " + f.After
+	}
+	if f.Before != "" {
+		return "crash-client " + f.Client + " before " + f.Before
 	}
 	return "crash-client " + f.Client
 }
@@ -244,6 +249,10 @@ func (f *CrashClient) Name() string {
 func (f *CrashClient) Start(ctx context.Context) error {
 	if f.After != "" {
 		f.Gate.CrashAfter(f.After)
+		return nil
+	}
+	if f.Before != "" {
+		f.Gate.CrashBefore(f.Before)
 		return nil
 	}
 	f.Gate.Crash()

@@ -35,6 +35,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"check":  checkCommand(),
 		"report": reportCommand(),
+		"run":    runCommand(),
 		"trace":  traceCommand(),
 	}
 }

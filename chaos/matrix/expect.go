@@ -1,0 +1,287 @@
+package matrix
+
+import (
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/checker"
+)
+
+// Want is what the guarantees predict for one property of one scenario.
+type Want string
+
+// The predictions.
+const (
+	// WantOK: the property holds in every run.
+	WantOK Want = "ok"
+	// WantViolated: the property breaks in (nearly) every run: the fault is
+	// scheduled so that it bites, and a run that shows no violation means the
+	// harness missed what this lock is known to break.
+	WantViolated Want = "violated"
+	// WantMay: the literature says the property can break under this fault,
+	// and it does in some seeds, not in every run (e.g. a failover loses the
+	// lock only when a lease was taken in the replication gap). One run may
+	// give any verdict; over several seeds at least one should show it.
+	WantMay Want = "may"
+	// WantAny: no prediction (the literature does not say, or the outcome
+	// depends on timing this harness does not control); see Expectation.Why.
+	WantAny Want = "any"
+)
+
+// Matches reports whether verdict v of one run agrees with the prediction.
+// As in the reports, only the line between violated and not violated
+// matters (n/a meets ok); an unknown verdict never matches.
+func (w Want) Matches(v checker.Verdict) bool {
+	switch {
+	case v == checker.Unknown:
+		return false
+	case w == WantMay || w == WantAny || w == "":
+		return true
+	case w == WantViolated:
+		return v == checker.Violated
+	default:
+		return v != checker.Violated
+	}
+}
+
+// Verdict is the prediction as a summary.json expected verdict: "ok",
+// "violated", or "" (no per-run expectation) for may and any.
+func (w Want) Verdict() checker.Verdict {
+	switch w {
+	case WantOK:
+		return checker.OK
+	case WantViolated:
+		return checker.Violated
+	}
+	return ""
+}
+
+// Expectation is the prediction for one lock under one fault.
+type Expectation struct {
+	Lease, Resource, Liveness Want
+	// Rejected: the fenced resource is expected to refuse some of the
+	// paused holder's late ops (rejected > 0): proof the fault bit.
+	Rejected bool
+	// Why explains every prediction that is not plain ok.
+	Why string
+}
+
+// Property names of an Expectation, in summary order.
+const (
+	PropLease    = "lease"
+	PropResource = "resource"
+	PropLiveness = "liveness"
+)
+
+// Want returns the prediction for the named property (PropLease, ...).
+func (e Expectation) Want(prop string) Want {
+	switch prop {
+	case PropLease:
+		return e.Lease
+	case PropResource:
+		return e.Resource
+	case PropLiveness:
+		return e.Liveness
+	}
+	return WantAny
+}
+
+// Locks are the lock names of the summary.json contract, in matrix order.
+func Locks() []string {
+	return []string{"setnx", "setnx-expire", "set-del", "get-del", "getset", "lua", "watchdog", "reentrant", "redlock", "fenced"}
+}
+
+// Faults are the fault names of the summary.json contract, in matrix order.
+func Faults() []string {
+	return []string{chaos.FaultNone, chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseClient,
+		chaos.FaultPauseServer, chaos.FaultFailover, chaos.FaultCrashClient, chaos.FaultClockSkew}
+}
+
+// unfencedOwnerChecked are the locks with an owner check on release and no
+// fencing token: they keep G1 on one master, their data does not survive a pause.
+var unfencedOwnerChecked = map[string]bool{"lua": true, "watchdog": true, "reentrant": true, "redlock": true}
+
+// delNoOwner are the locks whose release may delete another client's lock.
+var delNoOwner = map[string]bool{"setnx-expire": true, "set-del": true, "get-del": true}
+
+// Expected returns what the guarantees of DESIGN.md and the literature
+// cited in package specimen predict for lock under fault. The table:
+//
+//   - none: every property holds for every lock.
+//   - pause-client (a holder frozen 3×TTL between its read and its write):
+//     set-del and setnx-expire wake and DEL the next holder's lock (lease
+//     violated) after a stale write (resource violated); get-del is paused
+//     right after its GET (After "get") and its DEL deletes the
+//     next holder's lock (lease violated; the two holders that follow may
+//     then overwrite each other: resource may); lua, watchdog, reentrant and
+//     redlock keep G1 (owner-checked release) but their unfenced late write
+//     is accepted (resource violated: stale holder, lost update); getset's
+//     release checks its own clock (G1 holds), its late write is stale
+//     (resource violated); setnx ignores the TTL asked for, so nobody takes
+//     the lock over, but the history asks for a TTL and the woken holder's
+//     release comes after it (lease violated, rule not-owner); fenced keeps
+//     everything and refuses the late write (rejected > 0).
+//   - crash-client: setnx's lock is never freed (liveness violated);
+//     setnx-expire is crashed after a SETNX that succeeded, right before its
+//     PEXPIRE (Before "pexpire"), leaving a key without TTL (liveness violated); every lock
+//     with a TTL frees the lock (ok).
+//   - clock-skew (one client's clock 4×TTL ahead): getset takes an
+//     unexpired lock over (lease violated; the overlapping holders' writes
+//     then usually conflict: resource may); no other lock reads client clocks.
+//   - failover (master isolated after a replication lag): every lock on the
+//     Sentinel-managed master may lose a lease (lease may) and unfenced data
+//     then may be overwritten (resource may); fenced keeps resource safety;
+//     setnx's keys without TTL may be stranded on the new master (liveness
+//     may); redlock does not use the Sentinel master at all (ok).
+//   - latency (20±10ms on half the clients), partition (half the clients
+//     blackholed 3×TTL, ops time out after 1s), pause-server (master frozen
+//     1.5×TTL): G1 and G2 hold for owner-checked locks; for the locks whose
+//     release is a DEL without owner check (setnx, setnx-expire, set-del,
+//     get-del) and getset, a DEL delayed past the lease's expiry can delete the next
+//     holder's lock: the literature says it can happen, whether a run lines
+//     it up depends on timing this harness does not schedule (any).
+//
+// Unknown names get WantAny everywhere.
+func Expected(lock, fault string) Expectation {
+	ok := Expectation{Lease: WantOK, Resource: WantOK, Liveness: WantOK}
+	known := false
+	for _, l := range Locks() {
+		known = known || l == lock
+	}
+	if !known {
+		return Expectation{Lease: WantAny, Resource: WantAny, Liveness: WantAny, Why: "unknown lock: no prediction"}
+	}
+	e := ok
+	switch fault {
+	case chaos.FaultNone:
+	case chaos.FaultPauseClient:
+		switch {
+		case lock == "fenced":
+			e.Rejected = true
+			e.Why = "fencing refuses the paused holder's late ops (rejected > 0)"
+		case lock == "setnx":
+			e.Lease = WantViolated
+			e.Why = "setnx ignores the TTL asked for: nobody takes the paused holder's lock over, but its release after the asked TTL is, against the contract, a release of an expired lease (rule not-owner)"
+		case lock == "get-del":
+			e.Lease, e.Resource = WantViolated, WantMay
+			e.Why = "paused between the GET and the DEL of its release, the holder wakes and deletes the next holder's lock; a third client then takes it while the second still works: their writes may conflict"
+		case delNoOwner[lock]:
+			e.Lease, e.Resource = WantViolated, WantViolated
+			e.Why = "the woken holder writes stale data and its DEL deletes the next holder's lock"
+		case lock == "getset":
+			e.Resource = WantViolated
+			e.Why = "the woken holder's unfenced write is stale; its release checks its own clock, so G1 holds"
+		case unfencedOwnerChecked[lock]:
+			e.Resource = WantViolated
+			e.Why = "G1 holds (owner-checked release) but the woken holder's unfenced write is stale"
+		}
+	case chaos.FaultCrashClient:
+		if lock == "setnx" || lock == "setnx-expire" {
+			e.Liveness = WantViolated
+			e.Why = "the crashed holder's key has no TTL: nobody frees it"
+		}
+	case chaos.FaultClockSkew:
+		if lock == "getset" {
+			e.Lease, e.Resource = WantViolated, WantMay
+			e.Why = "the skewed client sees an unexpired lock as expired and takes it over; the two holders' writes may conflict"
+		}
+	case chaos.FaultFailover:
+		switch lock {
+		case "redlock":
+			e.Why = "redlock's masters are independent of the failed-over one"
+		case "fenced":
+			e.Lease = WantMay
+			e.Why = "a lease in the replication gap is lost (G1 may break); fencing keeps the data safe"
+		case "setnx":
+			e.Lease, e.Resource, e.Liveness = WantMay, WantMay, WantMay
+			e.Why = "leases in the replication gap are lost; a key without TTL may be stranded on the new master"
+		default:
+			e.Lease, e.Resource = WantMay, WantMay
+			e.Why = "a lease in the replication gap is lost (G1 may break) and unfenced data may then be overwritten"
+		}
+	case chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseServer:
+		if delNoOwner[lock] || lock == "getset" || lock == "setnx" {
+			e.Lease, e.Resource = WantAny, WantAny
+			e.Why = "a release delayed past the lease's expiry may delete the next holder's lock; whether a run lines it up depends on timing"
+		}
+	default:
+		return Expectation{Lease: WantAny, Resource: WantAny, Liveness: WantAny, Why: "fault outside the contract: no prediction"}
+	}
+	return e
+}
+
+// Decisive is the cheapest scenario in which a lock's known weakness shows:
+// the fault, the property that breaks, and the fault point (Scenario.After).
+type Decisive struct {
+	Lock, Fault, Property string
+	// After is the command after whose reply the fault strikes, Before the
+	// command before whose sending it strikes ("" for the fault's default
+	// timing: while the victim holds its lock).
+	After, Before string
+}
+
+// DecisiveScenarios returns, per lock in Locks order, its decisive
+// scenario; the fenced lock's is its resource safety under pause-client
+// (with rejected > 0), which must hold, not break.
+func DecisiveScenarios() []Decisive {
+	ds := []Decisive{
+		{Lock: "setnx", Fault: chaos.FaultCrashClient, Property: PropLiveness},
+		{Lock: "setnx-expire", Fault: chaos.FaultCrashClient, Property: PropLiveness},
+		{Lock: "set-del", Fault: chaos.FaultPauseClient, Property: PropLease},
+		{Lock: "get-del", Fault: chaos.FaultPauseClient, Property: PropLease},
+		{Lock: "getset", Fault: chaos.FaultClockSkew, Property: PropLease},
+		{Lock: "lua", Fault: chaos.FaultPauseClient, Property: PropResource},
+		{Lock: "watchdog", Fault: chaos.FaultPauseClient, Property: PropResource},
+		{Lock: "reentrant", Fault: chaos.FaultPauseClient, Property: PropResource},
+		{Lock: "redlock", Fault: chaos.FaultPauseClient, Property: PropResource},
+		{Lock: "fenced", Fault: chaos.FaultPauseClient, Property: PropResource},
+	}
+	for i := range ds {
+		ds[i].After, ds[i].Before = After(ds[i].Lock, ds[i].Fault), Before(ds[i].Lock, ds[i].Fault)
+	}
+	return ds
+}
+
+// UnfencedReadCommand is the Redis command of an unfenced resource read
+// (fencing.Redis.Read): a pause right after its reply lands exactly at the
+// workload's fault point, between the holder's read and its write.
+const UnfencedReadCommand = "hmget"
+
+// After returns the fault point the matrix uses for lock under fault: the
+// command after whose reply a pause or crash strikes ("" for the fault's
+// default: while the victim holds its lock).
+//
+//   - pause-client: get-del right after the GET of its release (between GET
+//     and DEL, where the literature's bug lies); the other locks without
+//     fencing right after their resource read (between read and write: a
+//     pause "while holding" can land after the write on a loaded machine);
+//     fenced keeps the default (its fenced read is a script like its lock
+//     ops, and its late write is refused wherever the pause lands).
+//   - crash-client: no After (see Before).
+func After(lock, fault string) string {
+	switch fault {
+	case chaos.FaultPauseClient:
+		switch lock {
+		case "get-del":
+			return "get"
+		case "fenced":
+			return ""
+		}
+		for _, l := range Locks() {
+			if l == lock {
+				return UnfencedReadCommand
+			}
+		}
+	}
+	return ""
+}
+
+// Before returns the command before whose sending the matrix's fault
+// strikes ("" for none): setnx-expire under crash-client crashes right
+// before its PEXPIRE, which it sends only after a SETNX that succeeded — the
+// crash between SETNX and EXPIRE that leaves a key without TTL. (Crashing
+// after the SETNX's reply would also strike after SETNXs that failed.)
+func Before(lock, fault string) string {
+	if fault == chaos.FaultCrashClient && lock == "setnx-expire" {
+		return "pexpire"
+	}
+	return ""
+}

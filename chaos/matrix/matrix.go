@@ -1,0 +1,775 @@
+// Package matrix runs lockproof's lock × fault × seed matrix on chaos
+// environments and writes the run directory of the summary.json contract
+// (../../shared/DESIGN.md): summary.json, and per scenario
+// <lock>-<fault>-<seed>/history.jsonl (written by chaos.Run before anything
+// is checked), check.json (the checker's result) and, for violations,
+// Porcupine's porcupine.html.
+//
+// It also holds what the guarantees predict for every lock under every
+// fault (Expected), measures how fast the harness finds each broken lock
+// (Detect), and saves and replays violations as named regressions.
+//
+// Scheduling: faults that act on one scenario's own clients (network faults
+// on the clients' proxies, pauses, crashes, clock skew) run a few scenarios
+// at a time on one shared environment, kept apart by key prefixes; a paused
+// server touches everyone, so pause-server scenarios run alone on the shared
+// environment; a failover changes the topology for good, so each failover
+// scenario gets a fresh environment.
+package matrix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/reports"
+)
+
+// Runner runs one scenario on e and writes its history into dir; chaos.Run
+// is the real one. Tests of the run directory may inject another.
+type Runner func(ctx context.Context, e env.Env, sc chaos.Scenario, dir string) (chaos.Outcome, error)
+
+// Opener opens an environment for spec; the caller closes it.
+type Opener func(ctx context.Context, spec env.Spec) (env.Env, error)
+
+// Spec is one scenario to run.
+type Spec struct {
+	Lock, Fault string
+	Seed        uint64
+	// After and Before are the fault point of pause-client and
+	// crash-client: the command after whose reply (or before whose sending,
+	// crash-client only) the fault strikes ("" for the fault's default).
+	After, Before string
+	// Duration of the workload and TTL of the leases; 0 takes the matrix
+	// defaults (DefaultDuration, chaos's TTL).
+	Duration, TTL time.Duration
+	// Clients per key; 0 takes the matrix default for the fault (Shape).
+	Clients int
+	// Hold bounds the random time a holder works between its read and its
+	// write, Think the time between two attempts, OpTimeout each operation;
+	// 0 takes the default for the fault (Shape).
+	Hold, Think, OpTimeout time.Duration
+}
+
+// ID names the scenario and its directory: <lock>-<fault>-<seed>.
+func (s Spec) ID() string { return fmt.Sprintf("%s-%s-%d", s.Lock, s.Fault, s.Seed) }
+
+// global reports whether the fault acts on the whole environment.
+func (s Spec) global() bool {
+	return s.Fault == chaos.FaultPauseServer || s.Fault == chaos.FaultFailover
+}
+
+// DefaultDuration is the workload duration the matrix gives a fault: long
+// enough for the fault's window, its warm-up and what follows it to fit, and
+// short enough for the default matrix to take a few minutes.
+func DefaultDuration(fault string) time.Duration {
+	if fault == chaos.FaultFailover {
+		return 6 * time.Second
+	}
+	return 3 * time.Second
+}
+
+// WorkloadShape is the contention of a scenario's workload.
+type WorkloadShape struct {
+	Clients                int
+	Hold, Think, OpTimeout time.Duration
+}
+
+// Shape is the workload the matrix gives a fault by default. Under
+// pause-client the woken holder's flaws only show when another client holds
+// the lock at that moment (a DEL deleting the next holder's lock) or took it
+// meanwhile (a stale write): more clients, longer holds and shorter thinking
+// keep the lock held nearly all the time, so that the fault bites in nearly
+// every seed. Their operations time out after 3s, longer than the pause
+// (3×TTL): a client paused between two commands of one operation (get-del's
+// GET and DEL) still sends the second when it wakes, as a client without a
+// deadline would; with a deadline shorter than the pause it would give up.
+// Other faults keep chaos's defaults (3 clients, hold ≤20ms, think ≤10ms,
+// operations time out after 1s).
+func Shape(fault string) WorkloadShape {
+	if fault == chaos.FaultPauseClient {
+		return WorkloadShape{Clients: 5, Hold: 50 * time.Millisecond, Think: 5 * time.Millisecond, OpTimeout: 3 * time.Second}
+	}
+	return WorkloadShape{Clients: 3, Hold: 20 * time.Millisecond, Think: 10 * time.Millisecond, OpTimeout: time.Second}
+}
+
+// DefaultTTL is the lease length of the matrix's scenarios (chaos's default).
+const DefaultTTL = 500 * time.Millisecond
+
+// Config is a matrix run.
+type Config struct {
+	// Specs are the scenarios, in order. When empty, Run runs Locks × Faults
+	// × Seeds (lock-major), each with After(lock, fault).
+	Specs  []Spec
+	Locks  []string
+	Faults []string
+	Seeds  []uint64
+	// Duration overrides DefaultDuration for every scenario without one; TTL,
+	// Clients, Hold and Think likewise (0: defaults).
+	Duration, TTL, Hold, Think time.Duration
+	Clients                    int
+	// Parallel bounds the scenarios run at once on the shared environment;
+	// default 3. Global faults always run alone.
+	Parallel int
+	// Out is the run directory; required.
+	Out string
+	// Open opens environments; required. The shared environment is opened
+	// with SharedSpec, each failover scenario's with FailoverSpec.
+	Open Opener
+	// Runner runs one scenario; nil means chaos.Run.
+	Runner Runner
+	// CheckTimeout bounds each Porcupine check; 0 means 60s. A check that
+	// runs out gives unknown verdicts, never ok.
+	CheckTimeout time.Duration
+	// Progress receives one line per finished scenario; nil discards.
+	Progress io.Writer
+	// NoReport skips rendering report.md, report.html, junit.xml and
+	// report.json into Out at the end.
+	NoReport bool
+	// Logger receives details; nil discards.
+	Logger *slog.Logger
+}
+
+// SharedSpec is the topology of the shared environment: Redlock masters for
+// redlock, and a Sentinel slow enough (3s) that a paused server is not
+// failed over.
+func SharedSpec() env.Spec { return env.Spec{Redlock: 3, DownAfter: 3 * time.Second} }
+
+// FailoverSpec is the topology of a failover scenario's fresh environment:
+// a quick Sentinel (500ms, failover timeout 2s).
+func FailoverSpec(lock string) env.Spec {
+	s := env.Spec{DownAfter: 500 * time.Millisecond, FailoverTimeout: 2 * time.Second}
+	if lock == "redlock" {
+		s.Redlock = 3
+	}
+	return s
+}
+
+// Scenario is one scenario of summary.json: the contract's fields
+// (reports.ScenarioSummary) and a few more.
+type Scenario struct {
+	reports.ScenarioSummary
+	// MayViolate lists the properties that may break in some seeds (WantMay):
+	// summary.json's expected has no verdict for them.
+	MayViolate []string `json:"may_violate,omitempty"`
+	// After and Before are the fault point used (Spec).
+	After  string `json:"after,omitempty"`
+	Before string `json:"before,omitempty"`
+	// DurationMs and TTLMs are the workload's duration and lease length.
+	DurationMs int64 `json:"duration_ms"`
+	TTLMs      int64 `json:"ttl_ms"`
+	// Clients, HoldMs and ThinkMs are the workload's shape (Spec).
+	Clients int   `json:"clients,omitempty"`
+	HoldMs  int64 `json:"hold_ms,omitempty"`
+	ThinkMs int64 `json:"think_ms,omitempty"`
+	// OpTimeoutMs bounds each operation of the workload.
+	OpTimeoutMs int64 `json:"op_timeout_ms,omitempty"`
+	// FaultName is the fault window's name in the history.
+	FaultName string `json:"fault_name,omitempty"`
+	// FaultStartMs is when the fault window opened, from the history's start.
+	FaultStartMs *int64 `json:"fault_start_ms,omitempty"`
+	// DetectMs is, per violated property, the time from the start of the
+	// fault window to the call of the op that completed its first violation.
+	DetectMs map[string]int64 `json:"detect_ms,omitempty"`
+	// FaultError is the error of injecting or healing the fault; Error is
+	// the error that kept the scenario from running or being checked.
+	FaultError string `json:"fault_error,omitempty"`
+	Error      string `json:"error,omitempty"`
+	// AsExpected: every verdict is known and matches the prediction (and
+	// rejected > 0 where expected); Mismatches say which known verdicts do
+	// not (an unknown verdict is never a match, nor a mismatch).
+	AsExpected bool     `json:"as_expected"`
+	Mismatches []string `json:"mismatches,omitempty"`
+	// ElapsedMs is the wall time of the scenario: run, check, files.
+	ElapsedMs int64 `json:"elapsed_ms"`
+}
+
+// ID is the scenario's directory name.
+func (s *Scenario) ID() string { return path.Dir(s.History) }
+
+// Verdict returns the verdict of a property (PropLease, ...).
+func (s *Scenario) Verdict(prop string) checker.Verdict {
+	switch prop {
+	case PropLease:
+		return s.Lease
+	case PropResource:
+		return s.Resource
+	case PropLiveness:
+		return s.Liveness
+	}
+	return checker.Unknown
+}
+
+// Unknown reports whether some verdict is unknown.
+func (s *Scenario) Unknown() bool {
+	return s.Lease == checker.Unknown || s.Resource == checker.Unknown || s.Liveness == checker.Unknown
+}
+
+// Summary is summary.json.
+type Summary struct {
+	Scenarios []*Scenario `json:"scenarios"`
+}
+
+// Status sums a run up as `lockproof run` exits: 0 every verdict as
+// expected, 1 some verdict not as expected, 3 some verdict unknown (and
+// nothing unexpected).
+func (s *Summary) Status() int {
+	unknown := false
+	for _, sc := range s.Scenarios {
+		if len(sc.Mismatches) > 0 {
+			return 1
+		}
+		unknown = unknown || sc.Unknown()
+	}
+	if unknown {
+		return 3
+	}
+	return 0
+}
+
+func (c Config) specs() ([]Spec, error) {
+	specs := c.Specs
+	if len(specs) == 0 {
+		for _, l := range c.Locks {
+			for _, f := range c.Faults {
+				for _, s := range c.Seeds {
+					specs = append(specs, Spec{Lock: l, Fault: f, Seed: s, After: After(l, f), Before: Before(l, f)})
+				}
+			}
+		}
+	}
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("%w: no scenarios (give locks, faults and seeds)", ErrBadConfig)
+	}
+	seen := map[string]bool{}
+	out := make([]Spec, len(specs))
+	for i, s := range specs {
+		if s.Lock == "" || s.Fault == "" {
+			return nil, fmt.Errorf("%w: scenario %d: lock and fault are required", ErrBadConfig, i)
+		}
+		if (s.After != "" || s.Before != "") && s.Fault != chaos.FaultPauseClient && s.Fault != chaos.FaultCrashClient {
+			return nil, fmt.Errorf("%w: scenario %s: a fault point (after/before) needs pause-client or crash-client", ErrBadConfig, s.ID())
+		}
+		if s.Before != "" && s.Fault != chaos.FaultCrashClient || s.After != "" && s.Before != "" {
+			return nil, fmt.Errorf("%w: scenario %s: before is for crash-client only, and excludes after", ErrBadConfig, s.ID())
+		}
+		if seen[s.ID()] {
+			return nil, fmt.Errorf("%w: scenario %s given twice", ErrBadConfig, s.ID())
+		}
+		seen[s.ID()] = true
+		if s.Duration == 0 {
+			s.Duration = c.Duration
+		}
+		if s.Duration == 0 {
+			s.Duration = DefaultDuration(s.Fault)
+		}
+		if s.TTL == 0 {
+			s.TTL = c.TTL
+		}
+		if s.TTL == 0 {
+			s.TTL = DefaultTTL
+		}
+		if s.Clients == 0 {
+			s.Clients = c.Clients
+		}
+		if s.Hold == 0 {
+			s.Hold = c.Hold
+		}
+		if s.Think == 0 {
+			s.Think = c.Think
+		}
+		sh := Shape(s.Fault)
+		if s.Clients == 0 {
+			s.Clients = sh.Clients
+		}
+		if s.Hold == 0 {
+			s.Hold = sh.Hold
+		}
+		if s.Think == 0 {
+			s.Think = sh.Think
+		}
+		if s.OpTimeout == 0 {
+			s.OpTimeout = sh.OpTimeout
+		}
+		if s.Duration < 0 || s.TTL < 0 || s.Clients < 0 || s.Hold < 0 || s.Think < 0 || s.OpTimeout < 0 {
+			return nil, fmt.Errorf("%w: scenario %s: duration, ttl, clients, hold and think must not be negative", ErrBadConfig, s.ID())
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// Run runs the matrix and writes the run directory. It returns the summary
+// (also written as Out/summary.json, rewritten after every scenario so that
+// an interrupted run leaves a readable one). A scenario that cannot run
+// (its environment fails, the runner fails) gets unknown verdicts and its
+// error; only bad configuration and a run directory that cannot be written
+// are errors of Run.
+func Run(ctx context.Context, cfg Config) (*Summary, error) {
+	specs, err := cfg.specs()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Out == "" {
+		return nil, fmt.Errorf("%w: Out (the run directory) is required", ErrBadConfig)
+	}
+	if cfg.Open == nil {
+		return nil, fmt.Errorf("%w: Open (the environment opener) is required", ErrBadConfig)
+	}
+	if cfg.Runner == nil {
+		cfg.Runner = chaos.Run
+	}
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = 3
+	}
+	if cfg.CheckTimeout <= 0 {
+		cfg.CheckTimeout = 60 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	m := &matrix{cfg: cfg, specs: specs, rows: make([]*Scenario, len(specs))}
+	defer m.closeShared()
+
+	// Scenarios on the shared environment first (a few at a time), then
+	// pause-server ones alone, then each failover on a fresh environment.
+	var local, paused, failover []int
+	for i, s := range specs {
+		switch {
+		case s.Fault == chaos.FaultFailover:
+			failover = append(failover, i)
+		case s.global():
+			paused = append(paused, i)
+		default:
+			local = append(local, i)
+		}
+	}
+	sem := make(chan struct{}, cfg.Parallel)
+	var wg sync.WaitGroup
+	for _, i := range local {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			m.runShared(ctx, i)
+		}()
+	}
+	wg.Wait()
+	for _, i := range paused {
+		if ctx.Err() != nil {
+			break
+		}
+		m.runShared(ctx, i)
+	}
+	m.closeShared()
+	for _, i := range failover {
+		if ctx.Err() != nil {
+			break
+		}
+		m.runFresh(ctx, i)
+	}
+	for i, r := range m.rows {
+		if r == nil { // interrupted before it ran
+			m.finish(i, m.failed(specs[i], fmt.Errorf("not run: %w", context.Cause(ctx))), time.Now())
+		}
+	}
+	sum := m.summary()
+	if err := m.writeSummary(); err != nil {
+		return sum, err
+	}
+	if !cfg.NoReport {
+		if err := WriteReport(cfg.Out); err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
+}
+
+// WriteReport renders the report of the run directory dir with package
+// reports (report.md, report.html, junit.xml, report.json).
+func WriteReport(dir string) error {
+	run, err := reports.Load(dir)
+	if err != nil {
+		return fmt.Errorf("report of %s: %w", dir, err)
+	}
+	if err := reports.WriteAll(dir, reports.Build(run)); err != nil {
+		return fmt.Errorf("report of %s: %w", dir, err)
+	}
+	return nil
+}
+
+type matrix struct {
+	cfg   Config
+	specs []Spec
+
+	mu       sync.Mutex
+	rows     []*Scenario
+	done     int
+	shared   env.Env
+	sharedEr error
+	opened   bool
+	writeErr error
+}
+
+// sharedEnv opens the shared environment once.
+func (m *matrix) sharedEnv(ctx context.Context) (env.Env, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.opened {
+		m.opened = true
+		octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		m.shared, m.sharedEr = m.cfg.Open(octx, SharedSpec())
+		cancel()
+		if m.sharedEr != nil {
+			m.sharedEr = fmt.Errorf("open the shared environment: %w", m.sharedEr)
+		}
+	}
+	return m.shared, m.sharedEr
+}
+
+func (m *matrix) closeShared() {
+	m.mu.Lock()
+	e := m.shared
+	m.shared = nil
+	m.mu.Unlock()
+	closeEnv(e, m.cfg.Logger)
+}
+
+func closeEnv(e env.Env, log *slog.Logger) {
+	if e == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.Close(ctx); err != nil {
+		log.Warn("close environment", "err", err)
+	}
+}
+
+func (m *matrix) runShared(ctx context.Context, i int) {
+	start := time.Now()
+	e, err := m.sharedEnv(ctx)
+	if err != nil {
+		m.finish(i, m.failed(m.specs[i], err), start)
+		return
+	}
+	m.finish(i, m.runOne(ctx, e, m.specs[i]), start)
+}
+
+func (m *matrix) runFresh(ctx context.Context, i int) {
+	start := time.Now()
+	s := m.specs[i]
+	octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	e, err := m.cfg.Open(octx, FailoverSpec(s.Lock))
+	cancel()
+	if err != nil {
+		m.finish(i, m.failed(s, fmt.Errorf("open a fresh environment: %w", err)), start)
+		return
+	}
+	row := m.runOne(ctx, e, s)
+	closeEnv(e, m.cfg.Logger)
+	m.finish(i, row, start)
+}
+
+// newRow is a summary row with the spec's identity and expectation.
+func newRow(s Spec) *Scenario {
+	exp := Expected(s.Lock, s.Fault)
+	row := &Scenario{After: s.After, Before: s.Before, DurationMs: s.Duration.Milliseconds(), TTLMs: s.TTL.Milliseconds(),
+		Clients: s.Clients, HoldMs: s.Hold.Milliseconds(), ThinkMs: s.Think.Milliseconds(), OpTimeoutMs: s.OpTimeout.Milliseconds()}
+	row.Lock, row.Fault, row.Seed = s.Lock, s.Fault, int64(s.Seed)
+	row.History = path.Join(s.ID(), "history.jsonl")
+	row.Expected = reports.Expected{Lease: exp.Lease.Verdict(), Resource: exp.Resource.Verdict(), Liveness: exp.Liveness.Verdict()}
+	for _, p := range []string{PropLease, PropResource, PropLiveness} {
+		if exp.Want(p) == WantMay {
+			row.MayViolate = append(row.MayViolate, p)
+		}
+	}
+	return row
+}
+
+// failed is the row of a scenario that could not run: unknown verdicts, an
+// empty history and a check.json saying why.
+func (m *matrix) failed(s Spec, err error) *Scenario {
+	row := newRow(s)
+	row.Error = err.Error()
+	row.Lease, row.Resource, row.Liveness = checker.Unknown, checker.Unknown, checker.Unknown
+	dir := filepath.Join(m.cfg.Out, s.ID())
+	if e := os.MkdirAll(dir, 0o755); e == nil {
+		hp := filepath.Join(dir, "history.jsonl")
+		if _, e := os.Stat(hp); e != nil {
+			_ = os.WriteFile(hp, nil, 0o644)
+		}
+		_ = writeJSON(filepath.Join(dir, reports.CheckFile), unknownResult(err))
+	}
+	return row
+}
+
+// unknownResult is a checker result with every verdict unknown because of err.
+func unknownResult(err error) *checker.Result {
+	r := &checker.Result{Verdict: checker.Unknown}
+	for _, p := range []struct {
+		pr   *checker.PropertyResult
+		name string
+	}{{&r.Lease, checker.PropLease}, {&r.Resource, checker.PropResource}, {&r.Liveness, checker.PropLiveness}} {
+		*p.pr = checker.PropertyResult{Property: p.name, Verdict: checker.Unknown, Explanation: "not checked: " + err.Error()}
+	}
+	return r
+}
+
+// runOne runs, checks and files one scenario.
+func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
+	row := newRow(s)
+	dir := filepath.Join(m.cfg.Out, s.ID())
+	sc := chaos.Scenario{Lock: s.Lock, Fault: s.Fault, Seed: s.Seed, Duration: s.Duration, TTL: s.TTL,
+		Clients: s.Clients, Logger: m.cfg.Logger.With("scenario", s.ID())}
+	sc.Workload.Hold, sc.Workload.Think, sc.Workload.OpTimeout = s.Hold, s.Think, s.OpTimeout
+	setFaultPoint(&sc, s.After, s.Before)
+	rctx, cancel := context.WithTimeout(ctx, s.Duration+2*time.Minute)
+	out, runErr := m.cfg.Runner(rctx, e, sc, dir)
+	cancel()
+	row.FaultName = out.FaultName
+	if out.FaultErr != nil {
+		row.FaultError = out.FaultErr.Error()
+	}
+	ops := out.Ops
+	if runErr != nil {
+		row.Error = runErr.Error()
+		if ops == nil {
+			// The history on disk is complete also on error; check what it holds.
+			if got, err := history.ReadFile(filepath.Join(dir, "history.jsonl")); err == nil {
+				ops = got
+			}
+		}
+	}
+	for i := range ops {
+		if ops[i].Kind == history.Fault {
+			st := time.Duration(ops[i].Call).Milliseconds()
+			row.FaultStartMs = &st
+			break
+		}
+	}
+	if runErr != nil && len(ops) == 0 {
+		bad := m.failed(s, runErr)
+		bad.FaultName, bad.FaultError = row.FaultName, row.FaultError
+		return bad
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*m.cfg.CheckTimeout+30*time.Second)
+	defer cancel()
+	res, err := checker.Check(cctx, ops, checker.Options{Timeout: m.cfg.CheckTimeout})
+	if err != nil {
+		bad := m.failed(s, fmt.Errorf("check %s: %w", filepath.Join(dir, "history.jsonl"), err))
+		bad.FaultName, bad.FaultError = row.FaultName, row.FaultError
+		return bad
+	}
+	if err := writeJSON(filepath.Join(dir, reports.CheckFile), res); err != nil {
+		row.Error = joinErr(row.Error, err.Error())
+	}
+	row.Ops = res.Counts.Ops
+	row.Rejected = res.Counts.Rejected
+	row.Lease, row.Resource, row.Liveness = res.Lease.Verdict, res.Resource.Verdict, res.Liveness.Verdict
+	if row.FaultStartMs != nil {
+		row.DetectMs = detection(res, time.Duration(*row.FaultStartMs)*time.Millisecond, ops)
+	}
+	if res.Verdict == checker.Violated {
+		if err := visualize(cctx, filepath.Join(dir, reports.VisualizationFile), ops, m.cfg.CheckTimeout); err != nil {
+			m.cfg.Logger.Warn("porcupine visualization", "scenario", s.ID(), "err", err)
+		}
+	}
+	return row
+}
+
+func joinErr(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// detection returns, per violated property, the time from the fault
+// window's start to the call of the op that completed the earliest of its
+// listed violations (a violation is complete once its last op was called).
+func detection(res *checker.Result, faultStart time.Duration, ops []history.Op) map[string]int64 {
+	start := int64(-1)
+	for i := range ops {
+		if ops[i].Kind == history.Fault && (start < 0 || ops[i].Call < start) {
+			start = ops[i].Call
+		}
+	}
+	if start < 0 {
+		start = int64(faultStart)
+	}
+	out := map[string]int64{}
+	for _, p := range []struct {
+		name string
+		pr   *checker.PropertyResult
+	}{{PropLease, &res.Lease}, {PropResource, &res.Resource}, {PropLiveness, &res.Liveness}} {
+		if p.pr.Verdict != checker.Violated {
+			continue
+		}
+		best := int64(-1)
+		for _, v := range p.pr.Violations {
+			last := int64(-1)
+			for _, o := range v.Ops {
+				last = max(last, o.Call)
+			}
+			if last >= 0 && (best < 0 || last < best) {
+				best = last
+			}
+		}
+		if best >= 0 {
+			out[p.name] = max(0, time.Duration(best-start).Milliseconds())
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func visualize(ctx context.Context, p string, ops []history.Op, timeout time.Duration) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	if err := checker.Visualize(ctx, f, ops, checker.Options{Timeout: timeout}); err != nil {
+		f.Close()
+		os.Remove(p)
+		return err
+	}
+	return f.Close()
+}
+
+// judge compares a row's verdicts with the prediction.
+func judge(row *Scenario) {
+	exp := Expected(row.Lock, row.Fault)
+	row.Mismatches = nil
+	for _, p := range []string{PropLease, PropResource, PropLiveness} {
+		v, w := row.Verdict(p), exp.Want(p)
+		if v != checker.Unknown && !w.Matches(v) {
+			row.Mismatches = append(row.Mismatches, fmt.Sprintf("%s %s, expected %s", p, v, w))
+		}
+	}
+	if exp.Rejected && row.Rejected == 0 && !row.Unknown() {
+		row.Mismatches = append(row.Mismatches, "rejected 0, expected > 0 (the fault did not bite)")
+	}
+	row.AsExpected = len(row.Mismatches) == 0 && !row.Unknown()
+}
+
+// finish records a row, reports progress and rewrites summary.json.
+func (m *matrix) finish(i int, row *Scenario, start time.Time) {
+	row.ElapsedMs = time.Since(start).Milliseconds()
+	judge(row)
+	m.mu.Lock()
+	m.rows[i] = row
+	m.done++
+	done := m.done
+	m.mu.Unlock()
+	if w := m.cfg.Progress; w != nil {
+		fmt.Fprintln(w, progressLine(done, len(m.specs), row))
+	}
+	if err := m.writeSummary(); err != nil {
+		m.cfg.Logger.Warn("summary.json", "err", err)
+	}
+}
+
+// progressLine is one line of progress for a finished scenario.
+func progressLine(done, total int, r *Scenario) string {
+	status := "as expected"
+	switch {
+	case len(r.Mismatches) > 0:
+		status = "NOT AS EXPECTED: " + strings.Join(r.Mismatches, "; ")
+	case r.Unknown():
+		status = "UNKNOWN verdict"
+	}
+	if r.Error != "" {
+		status += " (error: " + r.Error + ")"
+	}
+	var det []string
+	for _, p := range []string{PropLease, PropResource, PropLiveness} {
+		if d, ok := r.DetectMs[p]; ok {
+			det = append(det, fmt.Sprintf("%s@%.1fs", p, float64(d)/1000))
+		}
+	}
+	found := ""
+	if len(det) > 0 {
+		found = " found " + strings.Join(det, ",")
+	}
+	return fmt.Sprintf("[%*d/%d] %-26s lease %-8s resource %-8s liveness %-8s rejected %-4d ops %-5d %5.1fs%s  %s",
+		len(fmt.Sprint(total)), done, total, r.ID(), r.Lease, r.Resource, r.Liveness, r.Rejected, r.Ops,
+		float64(r.ElapsedMs)/1000, found, status)
+}
+
+// summary returns the finished rows in plan order.
+func (m *matrix) summary() *Summary {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := &Summary{Scenarios: []*Scenario{}}
+	for _, r := range m.rows {
+		if r != nil {
+			s.Scenarios = append(s.Scenarios, r)
+		}
+	}
+	return s
+}
+
+// writeSummary writes summary.json atomically (temporary file, rename).
+func (m *matrix) writeSummary() error {
+	sum := m.summary()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := filepath.Join(m.cfg.Out, reports.SummaryFile)
+	if err := writeJSON(p, sum); err != nil {
+		m.writeErr = err
+		return err
+	}
+	return nil
+}
+
+// writeJSON writes v as indented JSON to p through a temporary file.
+func writeJSON(p string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	return nil
+}
+
+// ReadSummary reads a run directory's summary.json as the matrix wrote it.
+func ReadSummary(dir string) (*Summary, error) {
+	p := filepath.Join(dir, reports.SummaryFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("read summary: %w", err)
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadConfig, p, err)
+	}
+	return &s, nil
+}

@@ -1,0 +1,535 @@
+package matrix
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/lock/specimen"
+	"github.com/lockproof/lockproof/reports"
+)
+
+func TestParseSeeds(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []uint64
+	}{
+		{"1-10", []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+		{"1,2,5", []uint64{1, 2, 5}},
+		{"7", []uint64{7}},
+		{" 3-4 , 9 ", []uint64{3, 4, 9}},
+		{"0-0", []uint64{0}},
+	} {
+		got, err := ParseSeeds(tc.in)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("ParseSeeds(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	for _, in := range []string{"", "a", "1-", "-3", "5-2", "1,1", "1-3,2", "1-100000", "1.5", "1;2"} {
+		if got, err := ParseSeeds(in); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("ParseSeeds(%q) = %v, %v; want ErrBadConfig", in, got, err)
+		}
+	}
+}
+
+func TestParseNames(t *testing.T) {
+	got, err := ParseNames("--locks", "lua,fenced", Locks())
+	if err != nil || !slices.Equal(got, []string{"lua", "fenced"}) {
+		t.Fatalf("ParseNames = %v, %v", got, err)
+	}
+	if got, err := ParseNames("--locks", "all", Locks()); err != nil || !slices.Equal(got, Locks()) {
+		t.Fatalf("ParseNames(all) = %v, %v", got, err)
+	}
+	_, err = ParseNames("--locks", "lua,nope", Locks())
+	if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "--locks") {
+		t.Fatalf("unknown name: err = %v; want ErrBadConfig naming the flag and the name", err)
+	}
+}
+
+// The contract's names are what the lock zoo and chaos accept.
+func TestNamesMatchTheZoo(t *testing.T) {
+	if got := specimen.Names(); !sameSet(got, Locks()) {
+		t.Errorf("specimen.Names() = %v; matrix Locks() = %v", got, Locks())
+	}
+	for _, f := range Faults() {
+		if !slices.Contains(chaos.Faults(), f) {
+			t.Errorf("contract fault %q is not a chaos fault (%v)", f, chaos.Faults())
+		}
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// The table states what DESIGN.md and the task name, and explains every
+// cell that is not plain ok.
+func TestExpectedTable(t *testing.T) {
+	must := []struct {
+		lock, fault, prop string
+		want              Want
+	}{
+		{"setnx", chaos.FaultCrashClient, PropLiveness, WantViolated},
+		{"setnx-expire", chaos.FaultCrashClient, PropLiveness, WantViolated},
+		{"set-del", chaos.FaultPauseClient, PropLease, WantViolated},
+		{"get-del", chaos.FaultPauseClient, PropLease, WantViolated},
+		{"getset", chaos.FaultClockSkew, PropLease, WantViolated},
+		{"lua", chaos.FaultFailover, PropLease, WantMay},
+		{"fenced", chaos.FaultFailover, PropLease, WantMay},
+		{"fenced", chaos.FaultFailover, PropResource, WantOK},
+	}
+	for _, m := range must {
+		if got := Expected(m.lock, m.fault).Want(m.prop); got != m.want {
+			t.Errorf("Expected(%s, %s).%s = %s; want %s", m.lock, m.fault, m.prop, got, m.want)
+		}
+	}
+	for _, l := range []string{"lua", "watchdog", "reentrant", "redlock"} {
+		e := Expected(l, chaos.FaultPauseClient)
+		if e.Lease != WantOK || e.Resource != WantViolated {
+			t.Errorf("Expected(%s, pause-client) = %+v; want lease ok, resource violated", l, e)
+		}
+	}
+	for _, f := range Faults() {
+		e := Expected("fenced", f)
+		if e.Resource != WantOK {
+			t.Errorf("fenced under %s: resource %s; want ok (G2 holds under every fault)", f, e.Resource)
+		}
+		if e.Rejected != (f == chaos.FaultPauseClient) {
+			t.Errorf("fenced under %s: Rejected = %v", f, e.Rejected)
+		}
+		for _, l := range Locks() {
+			e := Expected(l, f)
+			plain := e.Lease == WantOK && e.Resource == WantOK && e.Liveness == WantOK && !e.Rejected
+			if !plain && e.Why == "" {
+				t.Errorf("Expected(%s, %s) = %+v has no Why", l, f, e)
+			}
+			if f == chaos.FaultNone && !plain {
+				t.Errorf("Expected(%s, none) = %+v; want ok everywhere", l, e)
+			}
+		}
+	}
+	if e := Expected("nope", chaos.FaultNone); e.Lease != WantAny {
+		t.Errorf("unknown lock: %+v; want any", e)
+	}
+	// The decisive scenario of each lock is one its expectation says breaks
+	// (or, for fenced, holds).
+	for _, d := range DecisiveScenarios() {
+		w := Expected(d.Lock, d.Fault).Want(d.Property)
+		if (d.Lock == "fenced") != (w == WantOK) || (d.Lock != "fenced" && w != WantViolated) {
+			t.Errorf("decisive %+v: expectation %s", d, w)
+		}
+	}
+}
+
+func TestWantMatches(t *testing.T) {
+	for _, tc := range []struct {
+		w    Want
+		v    checker.Verdict
+		want bool
+	}{
+		{WantOK, checker.OK, true}, {WantOK, checker.NA, true}, {WantOK, checker.Violated, false},
+		{WantViolated, checker.Violated, true}, {WantViolated, checker.OK, false}, {WantViolated, checker.NA, false},
+		{WantMay, checker.OK, true}, {WantMay, checker.Violated, true}, {WantAny, checker.Violated, true},
+		{WantOK, checker.Unknown, false}, {WantMay, checker.Unknown, false},
+	} {
+		if got := tc.w.Matches(tc.v); got != tc.want {
+			t.Errorf("%s.Matches(%s) = %v; want %v", tc.w, tc.v, got, tc.want)
+		}
+	}
+	if WantMay.Verdict() != "" || WantAny.Verdict() != "" || WantViolated.Verdict() != checker.Violated || WantOK.Verdict() != checker.OK {
+		t.Error("Want.Verdict: may and any must give no summary expectation")
+	}
+}
+
+// ms is n milliseconds on the history clock.
+func ms(n int64) int64 { return n * int64(time.Millisecond) }
+
+// fakeHistory is a small history per lock: "set-del" shows two holders
+// during a pause of client a (lease violated) and a's stale write, "lua" a stale unfenced write
+// (resource violated), "fenced" a rejected stale write, others a clean
+// hand-off. A fault window opens at 100ms.
+func fakeHistory(lock string) []history.Op {
+	ops := []history.Op{{Kind: history.Fault, Name: "pause-client a", Call: ms(100), Return: ms(800), Completed: true}}
+	op := func(o history.Op) { o.Completed = o.Return > 0; ops = append(ops, o) }
+	switch lock {
+	case "set-del":
+		op(history.Op{Client: "a", Kind: history.Acquire, Key: "k", Call: ms(0), Return: ms(1), Result: history.OK, TTLMillis: 2000})
+		op(history.Op{Client: "b", Kind: history.Acquire, Key: "k", Call: ms(300), Return: ms(301), Result: history.OK, TTLMillis: 2000})
+		op(history.Op{Client: "a", Kind: history.Write, Key: "k", Call: ms(900), Return: ms(901), Result: history.OK, Value: "a1", HasValue: true})
+	case "lua":
+		op(history.Op{Client: "a", Kind: history.Acquire, Key: "k", Call: ms(0), Return: ms(1), Result: history.OK, TTLMillis: 200})
+		op(history.Op{Client: "b", Kind: history.Acquire, Key: "k", Call: ms(400), Return: ms(401), Result: history.OK, TTLMillis: 2000})
+		op(history.Op{Client: "a", Kind: history.Write, Key: "k", Call: ms(900), Return: ms(901), Result: history.OK, Value: "a1", HasValue: true})
+	case "fenced":
+		op(history.Op{Client: "a", Kind: history.Acquire, Key: "k", Call: ms(0), Return: ms(1), Result: history.OK, TTLMillis: 200, Token: 3, HasToken: true})
+		op(history.Op{Client: "b", Kind: history.Acquire, Key: "k", Call: ms(400), Return: ms(401), Result: history.OK, TTLMillis: 2000, Token: 4, HasToken: true})
+		op(history.Op{Client: "b", Kind: history.Write, Key: "k", Call: ms(500), Return: ms(501), Result: history.OK, Value: "b1", HasValue: true, Token: 4, HasToken: true})
+		op(history.Op{Client: "a", Kind: history.Write, Key: "k", Call: ms(900), Return: ms(901), Result: history.Rejected, Value: "a1", HasValue: true, Token: 3, HasToken: true})
+	default:
+		op(history.Op{Client: "a", Kind: history.Acquire, Key: "k", Call: ms(0), Return: ms(1), Result: history.OK, TTLMillis: 2000})
+		op(history.Op{Client: "a", Kind: history.Release, Key: "k", Call: ms(10), Return: ms(11), Result: history.OK})
+	}
+	return ops
+}
+
+// fakeRunner writes fakeHistory as the scenario's history, like chaos.Run.
+type fakeRunner struct {
+	mu   sync.Mutex
+	seen []chaos.Scenario
+}
+
+func (f *fakeRunner) run(ctx context.Context, e env.Env, sc chaos.Scenario, dir string) (chaos.Outcome, error) {
+	f.mu.Lock()
+	f.seen = append(f.seen, sc)
+	f.mu.Unlock()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return chaos.Outcome{}, err
+	}
+	p := filepath.Join(dir, "history.jsonl")
+	ops := fakeHistory(sc.Lock)
+	if err := history.WriteFile(p, ops); err != nil {
+		return chaos.Outcome{}, err
+	}
+	return chaos.Outcome{History: p, Ops: ops, FaultName: ops[0].Name}, nil
+}
+
+type fakeEnv struct{ env.Env }
+
+func fakeOpener(opened *[]env.Spec, mu *sync.Mutex) Opener {
+	return func(ctx context.Context, spec env.Spec) (env.Env, error) {
+		mu.Lock()
+		*opened = append(*opened, spec)
+		mu.Unlock()
+		return nil, nil
+	}
+}
+
+// TestRunWritesTheContract runs a matrix with a runner that writes known
+// histories and checks the run directory against the summary.json contract,
+// through reports.Load (the reader the report command uses) and raw JSON.
+func TestRunWritesTheContract(t *testing.T) {
+	out := t.TempDir()
+	var progress bytes.Buffer
+	var opened []env.Spec
+	var mu sync.Mutex
+	fr := &fakeRunner{}
+	sum, err := Run(context.Background(), Config{
+		Locks: []string{"set-del", "lua", "fenced"}, Faults: []string{chaos.FaultPauseClient, chaos.FaultFailover},
+		Seeds: []uint64{1, 2}, Out: out, Open: fakeOpener(&opened, &mu), Runner: fr.run, Progress: &progress,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Scenarios) != 12 {
+		t.Fatalf("%d scenarios; want 12", len(sum.Scenarios))
+	}
+	// One shared environment, plus one fresh one per failover scenario.
+	if len(opened) != 1+6 {
+		t.Errorf("opened %d environments; want 7 (1 shared + 6 failover)", len(opened))
+	}
+	if got := strings.Count(progress.String(), "\n"); got != 12 {
+		t.Errorf("%d progress lines; want 12:\n%s", got, progress.String())
+	}
+
+	// Raw JSON: exactly the contract's field names and types.
+	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Scenarios []map[string]any `json:"scenarios"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	first := doc.Scenarios[0]
+	for _, f := range []string{"lock", "fault", "seed", "ops", "lease", "resource", "liveness", "rejected", "expected", "history"} {
+		if _, ok := first[f]; !ok {
+			t.Errorf("summary.json scenario lacks %q: %v", f, first)
+		}
+	}
+	if first["lock"] != "set-del" || first["fault"] != "pause-client" || first["seed"] != 1.0 ||
+		first["history"] != "set-del-pause-client-1/history.jsonl" {
+		t.Errorf("first scenario = %v", first)
+	}
+
+	run, err := reports.Load(out)
+	if err != nil {
+		t.Fatalf("reports.Load: %v", err)
+	}
+	for _, sc := range run.Scenarios {
+		if len(sc.Problems) > 0 {
+			t.Errorf("%s: problems %v", sc.ID, sc.Problems)
+		}
+	}
+	byID := map[string]*Scenario{}
+	for _, s := range sum.Scenarios {
+		byID[s.ID()] = s
+	}
+	sd := byID["set-del-pause-client-1"]
+	if sd.Lease != checker.Violated || sd.Expected.Lease != checker.Violated || !sd.AsExpected {
+		t.Errorf("set-del pause-client: %+v", sd)
+	}
+	if sd.DetectMs[PropLease] != 200 { // b's acquire at 300ms completes the violation; the fault began at 100ms
+		t.Errorf("set-del detection = %v; want lease 200ms", sd.DetectMs)
+	}
+	if _, err := os.Stat(filepath.Join(out, sd.ID(), "porcupine.html")); err != nil {
+		t.Errorf("violated scenario without porcupine.html: %v", err)
+	}
+	fe := byID["fenced-pause-client-2"]
+	if fe.Rejected != 1 || fe.Resource != checker.OK || !fe.AsExpected {
+		t.Errorf("fenced pause-client: %+v", fe)
+	}
+	if _, err := os.Stat(filepath.Join(out, fe.ID(), "porcupine.html")); err == nil {
+		t.Error("scenario without violation has a porcupine.html")
+	}
+	// Under failover, "may" properties give no summary expectation.
+	fo := byID["lua-failover-1"]
+	if fo.Expected.Lease != "" || !slices.Contains(fo.MayViolate, PropLease) || !fo.AsExpected {
+		t.Errorf("lua failover: %+v", fo)
+	}
+	// Every fake history shows what its lock is expected to show under
+	// pause-client, and anything goes for "may" under failover: status 0.
+	if st := sum.Status(); st != 0 {
+		for _, s := range sum.Scenarios {
+			t.Logf("%s: %v", s.ID(), s.Mismatches)
+		}
+		t.Errorf("Status() = %d; want 0", st)
+	}
+	for _, f := range []string{"report.md", "report.html", "junit.xml", "report.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("report file: %v", err)
+		}
+	}
+	// The fault point and the workload's shape reach chaos.
+	if len(fr.seen) != 12 {
+		t.Errorf("runner saw %d scenarios", len(fr.seen))
+	}
+	for _, sc := range fr.seen {
+		wantAfter, wantClients := "", 3
+		if sc.Fault == chaos.FaultPauseClient {
+			wantClients = 5
+			if sc.Lock != "fenced" {
+				wantAfter = UnfencedReadCommand
+			}
+		}
+		if sc.PauseAfter != wantAfter || sc.CrashAfter != "" || sc.Clients != wantClients || sc.TTL != DefaultTTL ||
+			sc.Workload.Hold != Shape(sc.Fault).Hold || sc.Workload.OpTimeout != Shape(sc.Fault).OpTimeout {
+			t.Errorf("%s/%s: PauseAfter %q, Clients %d, TTL %v, workload %+v", sc.Lock, sc.Fault, sc.PauseAfter, sc.Clients, sc.TTL, sc.Workload)
+		}
+	}
+}
+
+// A mismatch makes Status 1; a failing runner gives unknown verdicts and 3.
+func TestRunStatus(t *testing.T) {
+	var opened []env.Spec
+	var mu sync.Mutex
+	fr := &fakeRunner{}
+	// setnx's fake history is clean: under crash-client its liveness is
+	// expected to break, so the run does not match.
+	sum, err := Run(context.Background(), Config{Locks: []string{"setnx"}, Faults: []string{chaos.FaultCrashClient},
+		Seeds: []uint64{1}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := sum.Status(); st != 1 || len(sum.Scenarios[0].Mismatches) != 1 {
+		t.Fatalf("Status() = %d, mismatches %v; want 1 and one mismatch", st, sum.Scenarios[0].Mismatches)
+	}
+
+	out := t.TempDir()
+	boom := func(ctx context.Context, e env.Env, sc chaos.Scenario, dir string) (chaos.Outcome, error) {
+		return chaos.Outcome{}, errors.New("boom")
+	}
+	sum, err = Run(context.Background(), Config{Locks: []string{"lua"}, Faults: []string{chaos.FaultNone},
+		Seeds: []uint64{1}, Out: out, Open: fakeOpener(&opened, &mu), Runner: boom})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sum.Scenarios[0]
+	if st := sum.Status(); st != 3 || s.Lease != checker.Unknown || !strings.Contains(s.Error, "boom") {
+		t.Fatalf("Status() = %d, scenario %+v; want 3, unknown verdicts and the error", st, s)
+	}
+	// The report of such a run is inconclusive, never a pass.
+	run, err := reports.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := reports.Build(run); rep.Status == reports.Pass {
+		t.Errorf("report status %s for a run that could not run", rep.Status)
+	}
+
+	failOpen := func(ctx context.Context, spec env.Spec) (env.Env, error) { return nil, errors.New("no redis") }
+	sum, err = Run(context.Background(), Config{Locks: []string{"lua"}, Faults: []string{chaos.FaultNone, chaos.FaultFailover},
+		Seeds: []uint64{1}, Out: t.TempDir(), Open: failOpen, Runner: fr.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sum.Scenarios {
+		if !s.Unknown() || !strings.Contains(s.Error, "no redis") {
+			t.Errorf("%s: %+v; want unknown verdicts naming the environment error", s.ID(), s)
+		}
+	}
+}
+
+// The crash-client fault point of setnx-expire reaches chaos as CrashBefore.
+func TestFaultPointReachesChaos(t *testing.T) {
+	var opened []env.Spec
+	var mu sync.Mutex
+	fr := &fakeRunner{}
+	_, err := Run(context.Background(), Config{Locks: []string{"setnx-expire", "get-del"}, Faults: []string{chaos.FaultCrashClient, chaos.FaultPauseClient},
+		Seeds: []uint64{1}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true, Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, sc := range fr.seen {
+		got[sc.Lock+"/"+sc.Fault] = sc.CrashAfter + "|" + sc.CrashBefore + "|" + sc.PauseAfter
+	}
+	want := map[string]string{
+		"setnx-expire/crash-client": "|pexpire|", "setnx-expire/pause-client": "||" + UnfencedReadCommand,
+		"get-del/crash-client": "||", "get-del/pause-client": "||get",
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: CrashAfter|CrashBefore|PauseAfter = %q; want %q", k, got[k], w)
+		}
+	}
+}
+
+func TestRunBadConfig(t *testing.T) {
+	var opened []env.Spec
+	var mu sync.Mutex
+	for _, c := range []Config{
+		{Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},                                                     // no scenarios
+		{Locks: []string{"lua"}, Faults: []string{"none"}, Seeds: []uint64{1}, Open: fakeOpener(&opened, &mu)}, // no Out
+		{Locks: []string{"lua"}, Faults: []string{"none"}, Seeds: []uint64{1}, Out: t.TempDir()},               // no Open
+		{Specs: []Spec{{Lock: "lua", Fault: "none"}, {Lock: "lua", Fault: "none"}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
+		{Specs: []Spec{{Lock: "lua", Fault: "none", After: "get"}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
+		{Specs: []Spec{{Lock: "lua", Fault: "pause-client", Before: "get"}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
+	} {
+		if _, err := Run(context.Background(), c); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("Run(%+v) err = %v; want ErrBadConfig", c, err)
+		}
+	}
+}
+
+func TestRegressionsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	start := int64(835)
+	sum := &Summary{Scenarios: []*Scenario{
+		{ScenarioSummary: reports.ScenarioSummary{Lock: "set-del", Fault: "pause-client", Seed: 3, Lease: checker.Violated,
+			Resource: checker.OK, Liveness: checker.NA, History: "set-del-pause-client-3/history.jsonl"},
+			DurationMs: 3000, TTLMs: 500, FaultName: "pause-client c0-1", FaultStartMs: &start, DetectMs: map[string]int64{PropLease: 1510}},
+		{ScenarioSummary: reports.ScenarioSummary{Lock: "lua", Fault: "none", Seed: 1, Lease: checker.OK,
+			Resource: checker.OK, Liveness: checker.NA, History: "lua-none-1/history.jsonl"}, DurationMs: 3000, TTLMs: 500},
+	}}
+	paths, err := SaveRegressions(dir, t.TempDir(), "set-del-pause", sum)
+	if err != nil || len(paths) != 1 || filepath.Base(paths[0]) != "set-del-pause.json" {
+		t.Fatalf("SaveRegressions = %v, %v", paths, err)
+	}
+	r, err := LoadRegression(dir, "set-del-pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Spec{Lock: "set-del", Fault: "pause-client", Seed: 3, Duration: 3 * time.Second, TTL: 500 * time.Millisecond}
+	if r.Spec() != want || r.Property != PropLease || r.DetectMs != 1510 || r.FaultStartMs != 835 {
+		t.Errorf("loaded %+v; spec %+v", r, r.Spec())
+	}
+	all, err := LoadRegressions(dir)
+	if err != nil || len(all) != 1 {
+		t.Fatalf("LoadRegressions = %v, %v", all, err)
+	}
+	// Bad files are refused with their name.
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"name":"bad","lock":"lua","fault":"none","duration_ms":1000,"ttl_ms":500,"property":"speed"}`), 0o644)
+	if _, err := LoadRegressions(dir); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "bad.json") {
+		t.Errorf("bad property: err = %v", err)
+	}
+	os.WriteFile(bad, []byte(`{"name":"other","lock":"lua","fault":"none","duration_ms":1000,"ttl_ms":500,"property":"lease"}`), 0o644)
+	if _, err := LoadRegression(dir, "bad"); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("name mismatch: err = %v", err)
+	}
+	if err := CheckRegressionName("../x"); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("CheckRegressionName(../x) = %v", err)
+	}
+	// Several violated scenarios get one file each; the property is the one
+	// expected to break (set-del under pause-client: lease, also when the
+	// resource broke too).
+	sum.Scenarios[1].Resource = checker.Violated
+	sum.Scenarios[0].Resource = checker.Violated
+	regs, err := RegressionsFrom("found", sum)
+	if err != nil || len(regs) != 2 || regs[0].Name != "found-set-del-pause-client-3" || regs[0].Property != PropLease ||
+		regs[1].Name != "found-lua-none-1" || regs[1].Property != PropResource {
+		t.Errorf("RegressionsFrom = %+v, %v", regs, err)
+	}
+}
+
+// Replay reruns the saved scenario and says whether its property broke again.
+func TestReplay(t *testing.T) {
+	var opened []env.Spec
+	var mu sync.Mutex
+	fr := &fakeRunner{}
+	regs := []Regression{
+		{Name: "a", Lock: "set-del", Fault: "pause-client", Seed: 4, DurationMs: 2000, TTLMs: 300, Property: PropLease},
+		{Name: "b", Lock: "lua", Fault: "pause-client", Seed: 4, DurationMs: 2000, TTLMs: 300, Property: PropLease},
+	}
+	res, err := Replay(context.Background(), Config{Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true}, regs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Reproduced || res[1].Reproduced || res[1].Verdict != checker.OK {
+		t.Errorf("replay: %+v / %+v", res[0], res[1])
+	}
+	for _, sc := range fr.seen {
+		if sc.Seed != 4 || sc.Duration != 2*time.Second || sc.TTL != 300*time.Millisecond {
+			t.Errorf("replayed scenario %+v; want seed 4, 2s, ttl 300ms", sc)
+		}
+	}
+}
+
+func TestDetectRows(t *testing.T) {
+	var opened []env.Spec
+	var mu sync.Mutex
+	fr := &fakeRunner{}
+	rows, _, err := Detect(context.Background(), DetectConfig{
+		Config: Config{Seeds: []uint64{1, 2, 3}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true},
+		Locks:  []string{"set-del", "setnx"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+	sx, sd := rows[0], rows[1] // DecisiveScenarios order
+	if sd.Lock != "set-del" || sd.Found != 3 || sd.Misses != 0 || sd.Median != 200*time.Millisecond || !sd.MeetsTarget() {
+		t.Errorf("set-del row %+v", sd)
+	}
+	if sx.Lock != "setnx" || sx.Found != 0 || sx.Misses != 3 || sx.MeetsTarget() {
+		t.Errorf("setnx row %+v (its fake history breaks nothing)", sx)
+	}
+	var b strings.Builder
+	WriteDetectMarkdown(&b, rows, 10*time.Second)
+	if !strings.Contains(b.String(), "| set-del | pause-client (after hmget) | lease | 3 | 3 | 0.20s | 0.20s | 0 | 0 | yes |") ||
+		!strings.Contains(b.String(), "| setnx | crash-client | liveness | 3 | 0 | - | - | 3 | 0 | **no** |") {
+		t.Errorf("markdown:\n%s", b.String())
+	}
+	if (DetectRow{Seeds: 20, Misses: 1}).MeetsTarget() != true || (DetectRow{Seeds: 20, Misses: 2}).MeetsTarget() != false {
+		t.Error("MeetsTarget: 19 of 20 is the bar")
+	}
+}

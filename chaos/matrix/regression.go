@@ -1,0 +1,297 @@
+package matrix
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/reports"
+)
+
+// Regression is a violation found once, saved as a named scenario
+// (<dir>/<name>.json) to be replayed: the same lock, fault, fault point,
+// seed (which fixes the workload's randomness and the fault's schedule:
+// its warm-up, its victims), durations and shape, and the property that
+// broke. Replaying asserts that the property breaks again.
+type Regression struct {
+	Name  string `json:"name"`
+	Lock  string `json:"lock"`
+	Fault string `json:"fault"`
+	Seed  uint64 `json:"seed"`
+	// After and Before are the fault point (Spec).
+	After      string `json:"after,omitempty"`
+	Before     string `json:"before,omitempty"`
+	DurationMs int64  `json:"duration_ms"`
+	TTLMs      int64  `json:"ttl_ms"`
+	Clients    int    `json:"clients,omitempty"`
+	HoldMs     int64  `json:"hold_ms,omitempty"`
+	ThinkMs    int64  `json:"think_ms,omitempty"`
+	// OpTimeoutMs bounds each operation (0: the matrix default for the fault).
+	OpTimeoutMs int64 `json:"op_timeout_ms,omitempty"`
+	// Property is the property that broke: lease, resource or liveness.
+	Property string `json:"property"`
+	// Rule and Explanation describe the first violation found (informative).
+	Rule        string `json:"rule,omitempty"`
+	Explanation string `json:"explanation,omitempty"`
+	// FaultName, FaultStartMs and DetectMs describe the schedule seen when
+	// it was found (informative: the seed fixes it up to real timing).
+	FaultName    string `json:"fault_name,omitempty"`
+	FaultStartMs int64  `json:"fault_start_ms,omitempty"`
+	DetectMs     int64  `json:"detect_ms,omitempty"`
+	// Found is when it was found (RFC 3339).
+	Found string `json:"found,omitempty"`
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
+
+// CheckRegressionName checks a regression name: lower-case letters, digits,
+// '.', '_' and '-', at most 100 characters, not starting with a punctuation mark.
+func CheckRegressionName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("%w: regression name %q: want lower-case letters, digits, '.', '_', '-' (e.g. set-del-pause)", ErrBadConfig, name)
+	}
+	return nil
+}
+
+// Spec is the scenario the regression replays.
+func (r Regression) Spec() Spec {
+	return Spec{Lock: r.Lock, Fault: r.Fault, Seed: r.Seed, After: r.After, Before: r.Before,
+		Duration: time.Duration(r.DurationMs) * time.Millisecond, TTL: time.Duration(r.TTLMs) * time.Millisecond,
+		Clients: r.Clients, Hold: time.Duration(r.HoldMs) * time.Millisecond, Think: time.Duration(r.ThinkMs) * time.Millisecond,
+		OpTimeout: time.Duration(r.OpTimeoutMs) * time.Millisecond}
+}
+
+func (r Regression) validate() error {
+	if err := CheckRegressionName(r.Name); err != nil {
+		return err
+	}
+	var missing []string
+	if r.Lock == "" {
+		missing = append(missing, "lock")
+	}
+	if r.Fault == "" {
+		missing = append(missing, "fault")
+	}
+	if r.DurationMs <= 0 {
+		missing = append(missing, "duration_ms (> 0)")
+	}
+	if r.TTLMs <= 0 {
+		missing = append(missing, "ttl_ms (> 0)")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: regression %q: missing %s", ErrBadConfig, r.Name, strings.Join(missing, ", "))
+	}
+	switch r.Property {
+	case PropLease, PropResource, PropLiveness:
+	default:
+		return fmt.Errorf("%w: regression %q: property %q: want lease, resource or liveness", ErrBadConfig, r.Name, r.Property)
+	}
+	if r.Clients < 0 || r.HoldMs < 0 || r.ThinkMs < 0 || r.OpTimeoutMs < 0 {
+		return fmt.Errorf("%w: regression %q: clients, hold_ms, think_ms and op_timeout_ms must be >= 0", ErrBadConfig, r.Name)
+	}
+	return nil
+}
+
+// RegressionsFrom makes one regression per scenario of sum that broke
+// something, named name (or name-<scenario> when there are several). Its
+// property is the first violated one (lease, resource, liveness) that the
+// expectation table says must break, else the first violated one.
+func RegressionsFrom(name string, sum *Summary) ([]Regression, error) {
+	if err := CheckRegressionName(name); err != nil {
+		return nil, err
+	}
+	var out []Regression
+	for _, s := range sum.Scenarios {
+		prop := ""
+		exp := Expected(s.Lock, s.Fault)
+		for _, p := range []string{PropLease, PropResource, PropLiveness} {
+			if s.Verdict(p) != checker.Violated {
+				continue
+			}
+			if prop == "" || (exp.Want(p) == WantViolated && exp.Want(prop) != WantViolated) {
+				prop = p
+			}
+		}
+		if prop == "" {
+			continue
+		}
+		r := Regression{Lock: s.Lock, Fault: s.Fault, Seed: uint64(s.Seed), After: s.After, Before: s.Before,
+			DurationMs: s.DurationMs, TTLMs: s.TTLMs, Clients: s.Clients, HoldMs: s.HoldMs, ThinkMs: s.ThinkMs, OpTimeoutMs: s.OpTimeoutMs, Property: prop, FaultName: s.FaultName,
+			DetectMs: s.DetectMs[prop], Found: time.Now().UTC().Format(time.RFC3339)}
+		if s.FaultStartMs != nil {
+			r.FaultStartMs = *s.FaultStartMs
+		}
+		if r.TTLMs == 0 {
+			r.TTLMs = DefaultTTL.Milliseconds()
+		}
+		out = append(out, r)
+	}
+	for i := range out {
+		out[i].Name = name
+		if len(out) > 1 {
+			out[i].Name = fmt.Sprintf("%s-%s", name, out[i].Spec().ID())
+		}
+	}
+	return out, nil
+}
+
+// SaveRegressions saves the violations of sum, the summary of run directory
+// runDir, as regressions in dir (see RegressionsFrom), each with its first
+// violation's rule and explanation from the scenario's check.json. It
+// returns the files written.
+func SaveRegressions(dir, runDir, name string, sum *Summary) ([]string, error) {
+	regs, err := RegressionsFrom(name, sum)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, r := range regs {
+		describeFirst(&r, filepath.Join(runDir, r.Spec().ID(), reports.CheckFile))
+		p, err := SaveRegression(dir, r)
+		if err != nil {
+			return paths, err
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+// describeFirst fills r's Rule and Explanation from a check.json, if readable.
+func describeFirst(r *Regression, checkPath string) {
+	b, err := os.ReadFile(checkPath)
+	if err != nil {
+		return
+	}
+	var res checker.Result
+	if json.Unmarshal(b, &res) != nil {
+		return
+	}
+	pr := map[string]*checker.PropertyResult{PropLease: &res.Lease, PropResource: &res.Resource, PropLiveness: &res.Liveness}[r.Property]
+	if len(pr.Violations) > 0 {
+		r.Rule, r.Explanation = pr.Violations[0].Rule, pr.Violations[0].Explanation
+	}
+}
+
+// SaveRegression writes r as dir/<name>.json (dir is created).
+func SaveRegression(dir string, r Regression) (string, error) {
+	if err := r.validate(); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("save regression %s: %w", r.Name, err)
+	}
+	p := filepath.Join(dir, r.Name+".json")
+	if err := writeJSON(p, r); err != nil {
+		return "", fmt.Errorf("save regression %s: %w", r.Name, err)
+	}
+	return p, nil
+}
+
+// LoadRegression reads dir/<name>.json.
+func LoadRegression(dir, name string) (Regression, error) {
+	if err := CheckRegressionName(name); err != nil {
+		return Regression{}, err
+	}
+	return readRegression(filepath.Join(dir, name+".json"))
+}
+
+func readRegression(p string) (Regression, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return Regression{}, fmt.Errorf("read regression: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var r Regression
+	if err := dec.Decode(&r); err != nil {
+		return Regression{}, fmt.Errorf("%w: %s: %v", ErrBadConfig, p, err)
+	}
+	if err := r.validate(); err != nil {
+		return Regression{}, fmt.Errorf("%s: %w", p, err)
+	}
+	if want := strings.TrimSuffix(filepath.Base(p), ".json"); r.Name != want {
+		return Regression{}, fmt.Errorf("%w: %s: name %q does not match the file name", ErrBadConfig, p, r.Name)
+	}
+	return r, nil
+}
+
+// LoadRegressions reads every *.json regression in dir, sorted by name. A
+// missing dir has none.
+func LoadRegressions(dir string) ([]Regression, error) {
+	ents, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read regressions: %w", err)
+	}
+	var out []Regression
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		r, err := readRegression(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// ReplayResult is the outcome of replaying one regression.
+type ReplayResult struct {
+	Regression Regression
+	Scenario   *Scenario
+	// Verdict is the regression's property's verdict in the replay.
+	Verdict checker.Verdict
+	// Reproduced: the property broke again. Unknown: it could not be decided.
+	Reproduced, Unknown bool
+}
+
+// Replay runs every regression (cfg's Specs, Locks, Faults and Seeds are
+// replaced by the regressions' scenarios; two regressions of one scenario
+// share its run) and reports which broke their property again.
+func Replay(ctx context.Context, cfg Config, regs []Regression) ([]ReplayResult, error) {
+	cfg.Specs = nil
+	idx := map[string]int{}
+	for _, r := range regs {
+		if err := r.validate(); err != nil {
+			return nil, err
+		}
+		s := r.Spec()
+		if _, ok := idx[s.ID()]; !ok {
+			idx[s.ID()] = len(cfg.Specs)
+			cfg.Specs = append(cfg.Specs, s)
+		}
+	}
+	sum, err := Run(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*Scenario{}
+	for _, s := range sum.Scenarios {
+		byID[s.ID()] = s
+	}
+	var out []ReplayResult
+	for _, r := range regs {
+		s := byID[r.Spec().ID()]
+		rr := ReplayResult{Regression: r, Scenario: s, Verdict: checker.Unknown}
+		if s != nil {
+			rr.Verdict = s.Verdict(r.Property)
+		}
+		rr.Reproduced = rr.Verdict == checker.Violated
+		rr.Unknown = rr.Verdict == checker.Unknown
+		out = append(out, rr)
+	}
+	return out, nil
+}

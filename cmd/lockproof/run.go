@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/chaos/docker"
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/matrix"
+	"github.com/lockproof/lockproof/lock/specimen"
+)
+
+// runCommand is `lockproof run`: the lock × fault × seed matrix.
+func runCommand() command {
+	return command{summary: "run the lock × fault matrix into --out DIR (summary.json, histories, report); --detect, --regression", run: runRun}
+}
+
+// runFlags are the flags of `lockproof run`.
+type runFlags struct {
+	locks, faults, seeds string
+	duration, ttl        time.Duration
+	hold, think          time.Duration
+	clients, parallel    int
+	provider, byoConfig  string
+	out                  string
+	checkTimeout         time.Duration
+	detect               bool
+	detectTarget         time.Duration
+	saveRegression       string
+	regression           string
+	regressions          string
+	noReport, verbose    bool
+}
+
+// runRun runs the matrix. Exit codes: 0 every verdict as expected, 1 some
+// verdict not as expected (or a regression not reproduced, or a specimen
+// missed by --detect), 2 bad flags, 3 some verdict unknown.
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f runFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.locks, "locks", "all", "comma-separated locks: "+strings.Join(matrix.Locks(), ","))
+	fs.StringVar(&f.faults, "faults", "all", "comma-separated faults: "+strings.Join(matrix.Faults(), ","))
+	fs.StringVar(&f.seeds, "seeds", "", `seeds: a list and ranges, e.g. "1-10" or "1,2,5" (default "1"; with --detect "1-20")`)
+	fs.DurationVar(&f.duration, "duration", 0, "workload duration per scenario (0: 3s, failover 6s)")
+	fs.DurationVar(&f.ttl, "ttl", 0, "lease TTL (0: 500ms)")
+	fs.IntVar(&f.clients, "clients", 0, "clients per key (0: 5 under pause-client, else 3)")
+	fs.DurationVar(&f.hold, "hold", 0, "bound of a holder's work between its read and its write (0: 50ms under pause-client, else 20ms)")
+	fs.DurationVar(&f.think, "think", 0, "bound of a client's wait between two attempts (0: 5ms under pause-client, else 10ms)")
+	fs.IntVar(&f.parallel, "parallel", 3, "scenarios at once on the shared environment (pause-server and failover run alone)")
+	fs.StringVar(&f.provider, "provider", "", "environment: process, docker or byo (default: $LOCKPROOF_ENV, else process when redis-server is on PATH, else docker)")
+	fs.StringVar(&f.byoConfig, "byo-config", "", "with --provider byo: JSON file of the deployment (env.BYOConfig: ToxiproxyURL, Sentinels, Data, Fenced, Redlock)")
+	fs.StringVar(&f.out, "out", "", "run directory (default runs/<UTC timestamp>)")
+	fs.DurationVar(&f.checkTimeout, "check-timeout", 60*time.Second, "bound of each Porcupine check (out of time: unknown)")
+	fs.BoolVar(&f.detect, "detect", false, "measure detection speed: each specimen's decisive scenario over the seeds; writes detect.md")
+	fs.DurationVar(&f.detectTarget, "detect-target", 10*time.Second, "with --detect: a violation found later than this after the fault started is a miss")
+	fs.StringVar(&f.saveRegression, "save-regression", "", "save the violations found as regression NAME (NAME.json, or NAME-<scenario>.json for several)")
+	fs.StringVar(&f.regression, "regression", "", `replay saved regression NAME ("all": every one) and check the same property breaks again`)
+	fs.StringVar(&f.regressions, "regressions", "chaos/regressions", "directory of saved regressions")
+	fs.BoolVar(&f.noReport, "no-report", false, "do not render report.md/html, junit.xml, report.json")
+	fs.BoolVar(&f.verbose, "v", false, "log details to stderr")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lockproof run [--locks L,..] [--faults F,..] [--seeds 1-10] [--duration D] [--provider process|docker|byo] [--out DIR]")
+		fmt.Fprintln(stderr, "       lockproof run --detect [--seeds 1-20] [--locks L,..]")
+		fmt.Fprintln(stderr, "       lockproof run --regression NAME|all")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitBadInput
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "lockproof run: "+format+"\n", a...)
+		return exitBadInput
+	}
+	if fs.NArg() != 0 {
+		return bad("unexpected arguments %q (flags only)", fs.Args())
+	}
+	if f.duration < 0 || f.ttl < 0 || f.clients < 0 || f.hold < 0 || f.think < 0 || f.parallel < 1 || f.checkTimeout <= 0 || f.detectTarget <= 0 {
+		return bad("--duration, --ttl, --clients, --hold, --think must be >= 0, --parallel >= 1, --check-timeout and --detect-target > 0")
+	}
+	modes := 0
+	for _, b := range []bool{f.detect, f.regression != "", f.saveRegression != ""} {
+		if b {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return bad("--detect, --regression and --save-regression exclude each other")
+	}
+	if f.saveRegression != "" {
+		if err := matrix.CheckRegressionName(f.saveRegression); err != nil {
+			return bad("--save-regression: %v", err)
+		}
+	}
+	locks, err := matrix.ParseNames("--locks", f.locks, specimen.Names())
+	if err != nil {
+		return bad("%v", err)
+	}
+	faults, err := matrix.ParseNames("--faults", f.faults, chaos.Faults())
+	if err != nil {
+		return bad("%v", err)
+	}
+	if f.faults == "all" || f.faults == "" {
+		faults = matrix.Faults()
+	}
+	if f.locks == "all" || f.locks == "" {
+		locks = matrix.Locks()
+	}
+	seedList := f.seeds
+	if seedList == "" {
+		seedList = "1"
+		if f.detect {
+			seedList = "1-20"
+		}
+	}
+	seeds, err := matrix.ParseSeeds(seedList)
+	if err != nil {
+		return bad("--seeds: %v", err)
+	}
+	kind := env.Kind(f.provider)
+	switch kind {
+	case "", env.Process, env.Docker, env.BYO:
+	default:
+		return bad("--provider %q: want process, docker or byo", f.provider)
+	}
+	var byo *env.BYOConfig
+	if f.byoConfig != "" {
+		if byo, err = readBYO(f.byoConfig); err != nil {
+			return bad("--byo-config: %v", err)
+		}
+	}
+	if kind == env.BYO && byo == nil {
+		return bad("--provider byo needs --byo-config FILE")
+	}
+	if f.out == "" {
+		f.out = filepath.Join("runs", time.Now().UTC().Format("20060102T150405Z"))
+	}
+
+	level := slog.LevelError
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// go-redis logs reconnects and Sentinel switches through its own logger:
+	// keep them for -v only.
+	redis.SetLogger(redisLogger{logger})
+	cfg := matrix.Config{
+		Locks: locks, Faults: faults, Seeds: seeds,
+		Duration: f.duration, TTL: f.ttl, Clients: f.clients, Hold: f.hold, Think: f.think, Parallel: f.parallel,
+		Out: f.out, CheckTimeout: f.checkTimeout, Progress: stderr, NoReport: f.noReport, Logger: logger,
+		Open: func(ctx context.Context, spec env.Spec) (env.Env, error) {
+			return env.Open(ctx, env.Options{Kind: kind, Spec: spec, Docker: docker.New,
+				DockerAvailable: docker.Available, BYO: byo, Logger: logger})
+		},
+	}
+	start := time.Now()
+	switch {
+	case f.detect:
+		return runDetect(ctx, cfg, f, stdout, stderr, start)
+	case f.regression != "":
+		return runRegressions(ctx, cfg, f, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "lockproof run: %d locks × %d faults × %d seeds into %s\n", len(locks), len(faults), len(seeds), f.out)
+	sum, err := matrix.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof run: %v\n", err)
+		if errors.Is(err, matrix.ErrBadConfig) {
+			return exitBadInput
+		}
+		return exitUnknown
+	}
+	code := sum.Status()
+	printTotals(stdout, sum, f.out, time.Since(start))
+	if f.saveRegression != "" {
+		paths, err := matrix.SaveRegressions(f.regressions, f.out, f.saveRegression, sum)
+		if err != nil {
+			fmt.Fprintf(stderr, "lockproof run: %v\n", err)
+			return exitBadInput
+		}
+		if len(paths) == 0 {
+			fmt.Fprintln(stderr, "lockproof run: --save-regression: no violation found, nothing saved")
+		}
+		for _, p := range paths {
+			fmt.Fprintf(stdout, "saved regression %s\n", p)
+		}
+	}
+	return code
+}
+
+// printTotals prints the one-line result of a run.
+func printTotals(w io.Writer, sum *matrix.Summary, out string, took time.Duration) {
+	n, unexpected, unknown, violated := len(sum.Scenarios), 0, 0, 0
+	for _, s := range sum.Scenarios {
+		if !s.AsExpected {
+			unexpected++
+		}
+		if s.Unknown() {
+			unknown++
+		}
+		if s.Lease == "violated" || s.Resource == "violated" || s.Liveness == "violated" {
+			violated++
+		}
+	}
+	fmt.Fprintf(w, "%d scenarios in %v: %d with violations, %d not as expected, %d with unknown verdicts; run directory %s\n",
+		n, took.Round(time.Second), violated, unexpected, unknown, out)
+}
+
+func runDetect(ctx context.Context, cfg matrix.Config, f runFlags, stdout, stderr io.Writer, start time.Time) int {
+	dc := matrix.DetectConfig{Config: cfg, Target: f.detectTarget}
+	if f.locks != "all" && f.locks != "" {
+		dc.Locks = cfg.Locks
+	}
+	rows, sum, err := matrix.Detect(ctx, dc)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof run --detect: %v\n", err)
+		if errors.Is(err, matrix.ErrBadConfig) {
+			return exitBadInput
+		}
+		return exitUnknown
+	}
+	var b strings.Builder
+	matrix.WriteDetectMarkdown(&b, rows, f.detectTarget)
+	fmt.Fprint(stdout, b.String())
+	p := filepath.Join(cfg.Out, "detect.md")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		fmt.Fprintf(stderr, "lockproof run --detect: %v\n", err)
+		return exitUnknown
+	}
+	printTotals(stderr, sum, cfg.Out, time.Since(start))
+	for _, r := range rows {
+		if !r.MeetsTarget() {
+			return exitViolation
+		}
+	}
+	return exitOK
+}
+
+func runRegressions(ctx context.Context, cfg matrix.Config, f runFlags, stdout, stderr io.Writer) int {
+	var regs []matrix.Regression
+	var err error
+	if f.regression == "all" {
+		regs, err = matrix.LoadRegressions(f.regressions)
+	} else {
+		var r matrix.Regression
+		r, err = matrix.LoadRegression(f.regressions, f.regression)
+		regs = []matrix.Regression{r}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof run --regression: %v\n", err)
+		return exitBadInput
+	}
+	if len(regs) == 0 {
+		fmt.Fprintf(stderr, "lockproof run --regression all: no regressions in %s\n", f.regressions)
+		return exitBadInput
+	}
+	results, err := matrix.Replay(ctx, cfg, regs)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof run --regression: %v\n", err)
+		return exitUnknown
+	}
+	code := exitOK
+	for _, r := range results {
+		status := "reproduced"
+		switch {
+		case r.Unknown:
+			status = "UNKNOWN"
+			if code == exitOK {
+				code = exitUnknown
+			}
+		case !r.Reproduced:
+			status = "NOT REPRODUCED"
+			code = exitViolation
+		}
+		fmt.Fprintf(stdout, "regression %s: %s %s under %s seed %d: %s %s\n", r.Regression.Name, r.Regression.Lock,
+			r.Regression.Property, r.Regression.Fault, r.Regression.Seed, r.Verdict, status)
+	}
+	return code
+}
+
+// redisLogger sends go-redis's internal log lines to slog at debug level.
+type redisLogger struct{ l *slog.Logger }
+
+func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	r.l.DebugContext(ctx, fmt.Sprintf(format, v...), "from", "go-redis")
+}
+
+// readBYO reads an env.BYOConfig from a JSON file (unknown fields refused).
+func readBYO(p string) (*env.BYOConfig, error) {
+	fh, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	dec := json.NewDecoder(fh)
+	dec.DisallowUnknownFields()
+	var c env.BYOConfig
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return &c, nil
+}
