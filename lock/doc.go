@@ -41,6 +41,13 @@
 //
 // # Performance
 //
+// Acquire and Release are one round trip each (one Lua script; the scripts
+// need Redis 6.2 or later). When nobody waits for the key, both scripts take
+// a fast path that runs only the commands an uncontended lock needs: acquire
+// checks that neither the lock nor its queue exists, reads the clock and
+// sets the fence, the hash and its TTL; release checks the owner and the
+// queue and deletes the lock. Queue maintenance runs only when a queue exists.
+//
 // Give the go-redis client ContextTimeoutEnabled: true. Otherwise go-redis
 // ignores context deadlines, and the lock runs each command in a helper
 // goroutine to honour them, which costs a goroutine switch per round trip.

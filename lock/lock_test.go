@@ -744,3 +744,56 @@ func TestKeysWithBraces(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFenceAboveClock: when the fencing counter is ahead of the server clock
+// in µs (a counter from a server with a faster clock), the next fences are
+// counter+1, counter+2: max(counter+1, server µs), on the uncontended path
+// and on a hand-off to a waiter.
+func TestFenceAboveClock(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	keys := lock.RedisKeys("k")
+	const ahead = uint64(1) << 52 // far above any µs clock reading today, exact in a Lua number
+	if err := rdb.Set(ctxT(t), keys.Fence, ahead, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := newLocks(t, rdb, lock.Options{TTL: time.Minute})
+	l := mustAcquire(t, c, "k")
+	if l.Fence() != ahead+1 {
+		t.Fatalf("fence %d, want counter+1 = %d", l.Fence(), ahead+1)
+	}
+	got := make(chan *lock.Lease, 1)
+	go func() {
+		w, err := c.Acquire(ctxT(t), "k")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- w
+	}()
+	eventually(t, "the waiter to queue", func() bool { return queueLen(t, rdb, "k") == 1 })
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	w := <-got
+	if w == nil {
+		t.FailNow()
+	}
+	if w.Fence() != ahead+2 {
+		t.Fatalf("hand-off fence %d, want %d", w.Fence(), ahead+2)
+	}
+	if err := w.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rdb.Get(ctxT(t), keys.Fence).Uint64(); err != nil || n != ahead+2 {
+		t.Fatalf("counter %d (%v), want %d", n, err, ahead+2)
+	}
+	// With the counter behind the clock again, the fence is the clock in µs.
+	if err := rdb.Set(ctxT(t), keys.Fence, 1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustAcquire(t, c, "k")
+	if now := uint64(time.Now().UnixMicro()); l.Fence() < now/2 {
+		t.Fatalf("fence %d, want about the server clock in µs (%d)", l.Fence(), now)
+	}
+	_ = l.Release(ctxT(t))
+}
