@@ -97,7 +97,7 @@ func loadPlot(histPath string, violations map[int]string) (*Plot, error) {
 func (p *Plot) SVG() string {
 	const (
 		w, h            = 820.0, 220.0
-		left, right     = 64.0, 12.0
+		left, right     = 84.0, 12.0
 		top, bottom     = 22.0, 30.0
 		plotW, plotH    = w - left - right, h - top - bottom
 		pendingY        = top - 10
