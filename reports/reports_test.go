@@ -227,21 +227,7 @@ func TestJSONReport(t *testing.T) {
 func copyRun(t *testing.T, edit func(*Summary)) string {
 	t.Helper()
 	dst := t.TempDir()
-	err := filepath.WalkDir(fixture, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(fixture, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS(fixture)); err != nil {
 		t.Fatal(err)
 	}
 	if edit != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/internal/chaostest"
 	"github.com/lockproof/lockproof/internal/redistest"
 )
 
@@ -104,33 +105,6 @@ func sharedEnv(t *testing.T) *docker.Env {
 	return shared
 }
 
-func links(t *testing.T, e env.Env, client string) *env.Links {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, err := env.NewLinks(ctx, e, client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("close links: %v", err)
-		}
-	})
-	return l
-}
-
-func failoverClient(t *testing.T, e env.Env, l *env.Links, timeout time.Duration) *redis.Client {
-	t.Helper()
-	topo := e.Topology()
-	c := redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName: topo.MasterName, SentinelAddrs: topo.Sentinels, Dialer: l.Dial,
-		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, MaxRetries: -1,
-	})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
 // eventually retries f every 100ms until it succeeds or ctx ends.
 func eventually(ctx context.Context, t *testing.T, what string, f func() error) {
 	t.Helper()
@@ -209,8 +183,8 @@ func TestWriteMasterReadReplica(t *testing.T) {
 	e := sharedEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	l := links(t, e, "rw")
-	c := failoverClient(t, e, l, 2*time.Second)
+	l := chaostest.Links(t, e, "rw")
+	c := chaostest.FailoverClient(t, e, l, 2*time.Second)
 	if err := c.Set(ctx, "rw-key", "hello", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +240,7 @@ func TestPauseMasterTimesOutThenRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := links(t, e, "pause")
+	l := chaostest.Links(t, e, "pause")
 	addr, err := l.Addr(m.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -300,8 +274,8 @@ func TestKillMasterFailsOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := links(t, e, "fo")
-	c := failoverClient(t, e, l, time.Second)
+	l := chaostest.Links(t, e, "fo")
+	c := chaostest.FailoverClient(t, e, l, time.Second)
 	if err := c.Set(ctx, "before", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/internal/chaostest"
 )
 
 // TestBYO uses a process environment as the "existing" deployment and a
 // separate Toxiproxy server as the team's Toxiproxy.
 func TestBYO(t *testing.T) {
-	existing := startProcess(t, env.Spec{Replicas: 1, Sentinels: 1})
+	existing := chaostest.StartProcess(t, env.Spec{Replicas: 1, Sentinels: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	toxi, err := env.StartToxiproxy(ctx)
@@ -41,8 +42,8 @@ func TestBYO(t *testing.T) {
 	if err := e.Pause(ctx, "data-0"); !errors.Is(err, env.ErrUnsupported) {
 		t.Fatalf("Pause on byo: %v; want ErrUnsupported", err)
 	}
-	l := links(t, e, "byo1")
-	c := failoverClient(t, e, l)
+	l := chaostest.Links(t, e, "byo1")
+	c := chaostest.FailoverClient(t, e, l, time.Second)
 	if err := c.Set(ctx, "byo", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}

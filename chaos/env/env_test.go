@@ -9,61 +9,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/chaos/env"
-	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/chaos/internal/chaostest"
 )
 
-// startProcess starts a process environment stopped at test end.
-func startProcess(t *testing.T, spec env.Spec) *env.ProcessEnv {
-	t.Helper()
-	redistest.Require(t, true)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	e, err := env.NewProcess(ctx, spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := e.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-		if n := e.ProxyCount(); n != 0 {
-			t.Errorf("%d proxies remain after Close", n)
-		}
-	})
-	return e
-}
-
-func failoverClient(t *testing.T, e env.Env, l *env.Links) *redis.Client {
-	t.Helper()
-	topo := e.Topology()
-	c := redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName: topo.MasterName, SentinelAddrs: topo.Sentinels, Dialer: l.Dial,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1,
-	})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-func links(t *testing.T, e env.Env, client string) *env.Links {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, err := env.NewLinks(ctx, e, client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("close links: %v", err)
-		}
-	})
-	return l
-}
-
 func TestProcessTopology(t *testing.T) {
-	e := startProcess(t, env.Spec{})
+	e := chaostest.StartProcess(t, env.Spec{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	topo := e.Topology()
@@ -91,8 +41,8 @@ func TestProcessTopology(t *testing.T) {
 		}
 	}
 	// A client's traffic goes through its own proxy.
-	l := links(t, e, "c1")
-	c := failoverClient(t, e, l)
+	l := chaostest.Links(t, e, "c1")
+	c := chaostest.FailoverClient(t, e, l, time.Second)
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -120,12 +70,12 @@ func TestProcessTopology(t *testing.T) {
 // TestProcessFailoverKill kills the master; Sentinel promotes a replica and
 // the client follows through its own proxy to the new master.
 func TestProcessFailoverKill(t *testing.T) {
-	e := startProcess(t, env.Spec{DownAfter: 500 * time.Millisecond})
+	e := chaostest.StartProcess(t, env.Spec{DownAfter: 500 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	topo := e.Topology()
-	l := links(t, e, "c1")
-	c := failoverClient(t, e, l)
+	l := chaostest.Links(t, e, "c1")
+	c := chaostest.FailoverClient(t, e, l, time.Second)
 	if err := c.Set(ctx, "before", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +166,7 @@ func port(addr string) string { return addr[strings.LastIndex(addr, ":")+1:] }
 // TestProcessFailoverPartition cuts the master's replication proxy: Sentinels
 // and replicas lose it and promote a replica.
 func TestProcessFailoverPartition(t *testing.T) {
-	e := startProcess(t, env.Spec{DownAfter: 500 * time.Millisecond})
+	e := chaostest.StartProcess(t, env.Spec{DownAfter: 500 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	topo := e.Topology()

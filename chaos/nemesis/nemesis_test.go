@@ -12,40 +12,9 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/gate"
+	"github.com/lockproof/lockproof/chaos/internal/chaostest"
 	"github.com/lockproof/lockproof/chaos/nemesis"
-	"github.com/lockproof/lockproof/internal/redistest"
 )
-
-func startEnv(t *testing.T, spec env.Spec) *env.ProcessEnv {
-	t.Helper()
-	redistest.Require(t, true)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	e, err := env.NewProcess(ctx, spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := e.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return e
-}
-
-func newLinks(t *testing.T, e env.Env, name string) *env.Links {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, err := env.NewLinks(ctx, e, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	return l
-}
 
 // fencedClient talks to the fenced node through the client's own proxy.
 func fencedClient(t *testing.T, l *env.Links) *redis.Client {
@@ -82,8 +51,8 @@ func pingWithin(c *redis.Client, d time.Duration) error {
 }
 
 func TestNetworkFaults(t *testing.T) {
-	e := startEnv(t, env.Spec{Replicas: -1, Sentinels: 1})
-	a, b := newLinks(t, e, "a"), newLinks(t, e, "b")
+	e := chaostest.StartProcess(t, env.Spec{Replicas: -1, Sentinels: 1})
+	a, b := chaostest.Links(t, e, "a"), chaostest.Links(t, e, "b")
 	ca, cb := fencedClient(t, a), fencedClient(t, b)
 	ctx := context.Background()
 	for _, c := range []*redis.Client{ca, cb} {
@@ -186,8 +155,8 @@ func TestNetworkFaults(t *testing.T) {
 }
 
 func TestPauseServer(t *testing.T) {
-	e := startEnv(t, env.Spec{Replicas: -1, Sentinels: 1})
-	l := newLinks(t, e, "a")
+	e := chaostest.StartProcess(t, env.Spec{Replicas: -1, Sentinels: 1})
+	l := chaostest.Links(t, e, "a")
 	c := fencedClient(t, l)
 	f := &nemesis.PauseServer{Env: e, NodeID: "fenced"}
 	ctx := context.Background()
@@ -207,8 +176,8 @@ func TestPauseServer(t *testing.T) {
 }
 
 func TestPauseAndCrashClient(t *testing.T) {
-	e := startEnv(t, env.Spec{Replicas: -1, Sentinels: 1})
-	l := newLinks(t, e, "a")
+	e := chaostest.StartProcess(t, env.Spec{Replicas: -1, Sentinels: 1})
+	l := chaostest.Links(t, e, "a")
 	c := fencedClient(t, l)
 	g := gate.New()
 	c.AddHook(g.Hook())
@@ -255,7 +224,7 @@ func TestClockSkew(t *testing.T) {
 func TestFailoverModes(t *testing.T) {
 	for _, mode := range []nemesis.FailoverMode{nemesis.FailoverPartition, nemesis.FailoverKill} {
 		t.Run(string(mode), func(t *testing.T) {
-			e := startEnv(t, env.Spec{DownAfter: 500 * time.Millisecond})
+			e := chaostest.StartProcess(t, env.Spec{DownAfter: 500 * time.Millisecond})
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			f := &nemesis.Failover{Env: e, Mode: mode, ReplLatency: 50 * time.Millisecond, ReplLag: 100 * time.Millisecond}

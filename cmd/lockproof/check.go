@@ -34,24 +34,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fs.PrintDefaults()
 	}
 	// Flags may come before or after FILE.
-	var files []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK
-			}
-			return exitBadInput
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		rest = fs.Args()[1:]
-	}
-	if len(files) != 1 {
-		fmt.Fprintf(stderr, "lockproof check: want exactly one history FILE, got %d\n", len(files))
-		fs.Usage()
-		return exitBadInput
+	path, code, ok := parseFileArgs(fs, args, stderr)
+	if !ok {
+		return code
 	}
 	if *drift <= 0 {
 		// checker.Options treats 0 as "default"; no drift at all is the smallest positive value.
@@ -65,7 +50,6 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "lockproof check: --slack %v: must be positive\n", *slack)
 		return exitBadInput
 	}
-	path := files[0]
 	ops, err := history.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, history.ErrBadInput) {

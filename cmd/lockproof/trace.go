@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,41 +32,27 @@ func runTrace(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: lockproof trace [--out PATH] [--drift F] FILE")
 		fs.PrintDefaults()
 	}
-	var files []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK
-			}
-			return exitBadInput
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		rest = fs.Args()[1:]
-	}
-	if len(files) != 1 {
-		fmt.Fprintf(stderr, "lockproof trace: want exactly one history FILE, got %d\n", len(files))
-		fs.Usage()
-		return exitBadInput
+	// Flags may come before or after FILE.
+	file, code, ok := parseFileArgs(fs, args, stderr)
+	if !ok {
+		return code
 	}
 	if !(*drift > 0 && *drift < 1) {
 		fmt.Fprintf(stderr, "lockproof trace: --drift %v: must be in (0, 1)\n", *drift)
 		return exitBadInput
 	}
 	ppm := max(int64(math.Round(*drift*1e6)), 1)
-	ops, err := history.ReadFile(files[0])
+	ops, err := history.ReadFile(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof trace: %v\n", err)
 		return exitBadInput
 	}
 	tr, err := trace.Convert(ops, trace.Options{DriftPPM: ppm})
 	if err != nil {
-		fmt.Fprintf(stderr, "lockproof trace: %s: %v\n", files[0], err)
+		fmt.Fprintf(stderr, "lockproof trace: %s: %v\n", file, err)
 		return exitBadInput
 	}
-	if err := writeTrace(tr, *out, files[0], stdout); err != nil {
+	if err := writeTrace(tr, *out, file, stdout); err != nil {
 		fmt.Fprintf(stderr, "lockproof trace: %v\n", err)
 		return exitBadInput
 	}

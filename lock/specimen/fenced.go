@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/lockproof/lockproof/lock"
@@ -33,9 +32,7 @@ type Fenced struct {
 	c *lock.Client
 
 	watchdog bool
-	mu       sync.Mutex
-	closed   bool
-	stops    map[*watchdogRun]struct{}
+	runs     watchdogs
 }
 
 func newFenced(d Deps) (Locker, error) {
@@ -50,7 +47,7 @@ func newFenced(d Deps) (Locker, error) {
 	if err != nil {
 		return nil, mapLockErr(err)
 	}
-	return &Fenced{d: d, c: c, watchdog: opts.Watchdog, stops: make(map[*watchdogRun]struct{})}, nil
+	return &Fenced{d: d, c: c, watchdog: opts.Watchdog}, nil
 }
 
 // Name returns "fenced".
@@ -59,17 +56,7 @@ func (f *Fenced) Name() string { return "fenced" }
 // Close stops the watchdogs and closes the lock client (its pub/sub
 // subscription); leases stay, and expire after their TTL.
 func (f *Fenced) Close() error {
-	f.mu.Lock()
-	f.closed = true
-	runs := make([]*watchdogRun, 0, len(f.stops))
-	for r := range f.stops {
-		runs = append(runs, r)
-	}
-	clear(f.stops)
-	f.mu.Unlock()
-	for _, r := range runs {
-		r.stop()
-	}
+	f.runs.stopAll()
 	return f.c.Close()
 }
 
@@ -78,10 +65,7 @@ func (f *Fenced) TryAcquire(ctx context.Context, key string, ttl time.Duration) 
 	if err := checkArgs(ctx, key, ttl, true); err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
-	closed := f.closed
-	f.mu.Unlock()
-	if closed && f.watchdog {
+	if f.watchdog && f.runs.isClosed() {
 		return nil, fmt.Errorf("acquire %q: locker closed: %w", key, ErrInvalid)
 	}
 	l, err := f.c.TryAcquire(ctx, f.d.Prefix+key, lock.WithTTL(ttl), lock.WithWatchdog(false))
@@ -89,7 +73,9 @@ func (f *Fenced) TryAcquire(ctx context.Context, key string, ttl time.Duration) 
 		return nil, mapLockErr(err)
 	}
 	if f.watchdog {
-		f.startWatchdog(key, l)
+		// Ends with the lease, or on Close; after Close (the client
+		// "crashed" meanwhile) it does not start: the lease is left to expire.
+		f.runs.start(l.Context(), func(ctx context.Context) { f.renewLoop(ctx, key, l) })
 	}
 	return &lease{key: key, ttl: ttl, token: l.Fence(), fenced: true, lost: l.Lost(),
 		release: func(ctx context.Context) error { return mapLockErr(l.Release(ctx)) },
@@ -102,30 +88,8 @@ func (f *Fenced) TryAcquire(ctx context.Context, key string, ttl time.Duration) 
 	}, nil
 }
 
-// startWatchdog starts l's watchdog unless the Locker was closed meanwhile
-// (the client "crashed": the lease is left to expire).
-func (f *Fenced) startWatchdog(key string, l *lock.Lease) {
-	wctx, cancel := context.WithCancel(l.Context()) // ends with the lease, or on Close
-	run := &watchdogRun{cancel: cancel, done: make(chan struct{})}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		cancel()
-		close(run.done)
-		return
-	}
-	f.stops[run] = struct{}{}
-	go f.renewLoop(wctx, run, key, l)
-}
-
 // renewLoop is package lock's watchdog, each renewal announced to Deps.Observer.
-func (f *Fenced) renewLoop(ctx context.Context, run *watchdogRun, key string, l *lock.Lease) {
-	defer func() {
-		f.mu.Lock()
-		delete(f.stops, run)
-		f.mu.Unlock()
-		close(run.done)
-	}()
+func (f *Fenced) renewLoop(ctx context.Context, key string, l *lock.Lease) {
 	interval := max(l.TTL()/3, time.Millisecond)
 	t := time.NewTimer(interval)
 	defer t.Stop()

@@ -3,7 +3,6 @@ package specimen
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -93,27 +92,14 @@ func (l *Lua) extend(ctx context.Context, key, token string, ttl time.Duration) 
 // failover loses the lock (G1 under failover).
 type Watchdog struct {
 	Lua
-	mu     sync.Mutex
-	closed bool
-	stops  map[*watchdogRun]struct{}
-}
-
-// watchdogRun is one lease's renewal goroutine.
-type watchdogRun struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func (w *watchdogRun) stop() {
-	w.cancel()
-	<-w.done
+	runs watchdogs
 }
 
 func newWatchdog(d Deps) (Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
-	return &Watchdog{Lua: Lua{basic{"watchdog", d}}, stops: make(map[*watchdogRun]struct{})}, nil
+	return &Watchdog{Lua: Lua{basic{"watchdog", d}}}, nil
 }
 
 // TryAcquire takes the lock as Lua does and starts the lease's watchdog.
@@ -121,10 +107,7 @@ func (w *Watchdog) TryAcquire(ctx context.Context, key string, ttl time.Duration
 	if err := checkArgs(ctx, key, ttl, true); err != nil {
 		return nil, err
 	}
-	w.mu.Lock()
-	closed := w.closed
-	w.mu.Unlock()
-	if closed {
+	if w.runs.isClosed() {
 		return nil, fmt.Errorf("acquire %q: locker closed: %w", key, ErrInvalid)
 	}
 	token := newToken()
@@ -132,36 +115,19 @@ func (w *Watchdog) TryAcquire(ctx context.Context, key string, ttl time.Duration
 		return nil, err
 	}
 	lost := make(chan struct{})
-	wctx, cancel := context.WithCancel(context.Background())
-	run := &watchdogRun{cancel: cancel, done: make(chan struct{})}
-	w.mu.Lock()
-	if w.closed { // closed while acquiring: the client "crashed"; leave the lease to expire
-		w.mu.Unlock()
-		cancel()
-		close(run.done)
-	} else {
-		w.stops[run] = struct{}{}
-		w.mu.Unlock()
-		go w.renewLoop(wctx, run, key, token, ttl, lost)
-	}
+	// Not started if closed while acquiring: the client "crashed"; the lease
+	// is left to expire.
+	run := w.runs.start(context.Background(), func(ctx context.Context) { w.renewLoop(ctx, key, token, ttl, lost) })
 	return &lease{key: key, ttl: ttl, lost: lost,
 		release: func(ctx context.Context) error {
-			w.forget(run)
+			run.stop()
 			return w.unlock(ctx, key, token)
 		},
 		renew: func(ctx context.Context, ttl time.Duration) error { return w.extend(ctx, key, token, ttl) },
 	}, nil
 }
 
-func (w *Watchdog) forget(run *watchdogRun) {
-	run.stop()
-	w.mu.Lock()
-	delete(w.stops, run)
-	w.mu.Unlock()
-}
-
-func (w *Watchdog) renewLoop(ctx context.Context, run *watchdogRun, key, token string, ttl time.Duration, lost chan struct{}) {
-	defer close(run.done)
+func (w *Watchdog) renewLoop(ctx context.Context, key, token string, ttl time.Duration, lost chan struct{}) {
 	period := max(ttl/3, time.Millisecond)
 	t := time.NewTicker(period)
 	defer t.Stop()
@@ -190,16 +156,6 @@ func (w *Watchdog) renewLoop(ctx context.Context, run *watchdogRun, key, token s
 // Close stops every watchdog this Locker started; their leases expire after
 // their TTL, as if the client had crashed.
 func (w *Watchdog) Close() error {
-	w.mu.Lock()
-	w.closed = true
-	runs := make([]*watchdogRun, 0, len(w.stops))
-	for r := range w.stops {
-		runs = append(runs, r)
-	}
-	clear(w.stops)
-	w.mu.Unlock()
-	for _, r := range runs {
-		r.stop()
-	}
+	w.runs.stopAll()
 	return nil
 }
