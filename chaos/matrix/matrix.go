@@ -63,6 +63,37 @@ type Spec struct {
 	Hold, Think, OpTimeout time.Duration
 }
 
+// SpecRecord is how summary.json rows and saved regressions record a Spec's
+// fault point, durations and workload shape (in milliseconds).
+type SpecRecord struct {
+	// After and Before are the fault point (Spec).
+	After  string `json:"after,omitempty"`
+	Before string `json:"before,omitempty"`
+	// DurationMs and TTLMs are the workload's duration and lease length.
+	DurationMs int64 `json:"duration_ms"`
+	TTLMs      int64 `json:"ttl_ms"`
+	// Clients, HoldMs and ThinkMs are the workload's shape (Spec).
+	Clients int   `json:"clients,omitempty"`
+	HoldMs  int64 `json:"hold_ms,omitempty"`
+	ThinkMs int64 `json:"think_ms,omitempty"`
+	// OpTimeoutMs bounds each operation (0: the matrix default for the fault).
+	OpTimeoutMs int64 `json:"op_timeout_ms,omitempty"`
+}
+
+// recordOf records s's fault point, durations and shape.
+func recordOf(s Spec) SpecRecord {
+	return SpecRecord{After: s.After, Before: s.Before, DurationMs: s.Duration.Milliseconds(), TTLMs: s.TTL.Milliseconds(),
+		Clients: s.Clients, HoldMs: s.Hold.Milliseconds(), ThinkMs: s.Think.Milliseconds(), OpTimeoutMs: s.OpTimeout.Milliseconds()}
+}
+
+// spec is the Spec of lock, fault and seed with r's fault point, durations and shape.
+func (r SpecRecord) spec(lock, fault string, seed uint64) Spec {
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	return Spec{Lock: lock, Fault: fault, Seed: seed, After: r.After, Before: r.Before,
+		Duration: ms(r.DurationMs), TTL: ms(r.TTLMs), Clients: r.Clients, Hold: ms(r.HoldMs), Think: ms(r.ThinkMs),
+		OpTimeout: ms(r.OpTimeoutMs)}
+}
+
 // ID names the scenario and its directory: <lock>-<fault>-<seed>.
 func (s Spec) ID() string { return fmt.Sprintf("%s-%s-%d", s.Lock, s.Fault, s.Seed) }
 
@@ -164,18 +195,8 @@ type Scenario struct {
 	// MayViolate lists the properties that may break in some seeds (WantMay):
 	// summary.json's expected has no verdict for them.
 	MayViolate []string `json:"may_violate,omitempty"`
-	// After and Before are the fault point used (Spec).
-	After  string `json:"after,omitempty"`
-	Before string `json:"before,omitempty"`
-	// DurationMs and TTLMs are the workload's duration and lease length.
-	DurationMs int64 `json:"duration_ms"`
-	TTLMs      int64 `json:"ttl_ms"`
-	// Clients, HoldMs and ThinkMs are the workload's shape (Spec).
-	Clients int   `json:"clients,omitempty"`
-	HoldMs  int64 `json:"hold_ms,omitempty"`
-	ThinkMs int64 `json:"think_ms,omitempty"`
-	// OpTimeoutMs bounds each operation of the workload.
-	OpTimeoutMs int64 `json:"op_timeout_ms,omitempty"`
+	// SpecRecord is the fault point, durations and shape used.
+	SpecRecord
 	// FaultName is the fault window's name in the history.
 	FaultName string `json:"fault_name,omitempty"`
 	// FaultStartMs is when the fault window opened, from the history's start.
@@ -493,8 +514,7 @@ func (m *matrix) runFresh(ctx context.Context, i int) {
 // newRow is a summary row with the spec's identity and expectation.
 func newRow(s Spec) *Scenario {
 	exp := Expected(s.Lock, s.Fault)
-	row := &Scenario{After: s.After, Before: s.Before, DurationMs: s.Duration.Milliseconds(), TTLMs: s.TTL.Milliseconds(),
-		Clients: s.Clients, HoldMs: s.Hold.Milliseconds(), ThinkMs: s.Think.Milliseconds(), OpTimeoutMs: s.OpTimeout.Milliseconds()}
+	row := &Scenario{SpecRecord: recordOf(s)}
 	row.Lock, row.Fault, row.Seed = s.Lock, s.Fault, int64(s.Seed)
 	row.History = path.Join(s.ID(), "history.jsonl")
 	row.Expected = reports.Expected{Lease: exp.Lease.Verdict(), Resource: exp.Resource.Verdict(), Liveness: exp.Liveness.Verdict()}

@@ -434,9 +434,9 @@ func TestRegressionsRoundTrip(t *testing.T) {
 	sum := &Summary{Scenarios: []*Scenario{
 		{ScenarioSummary: reports.ScenarioSummary{Lock: "set-del", Fault: "pause-client", Seed: 3, Lease: checker.Violated,
 			Resource: checker.OK, Liveness: checker.NA, History: "set-del-pause-client-3/history.jsonl"},
-			DurationMs: 3000, TTLMs: 500, FaultName: "pause-client c0-1", FaultStartMs: &start, DetectMs: map[string]int64{PropLease: 1510}},
+			SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}, FaultName: "pause-client c0-1", FaultStartMs: &start, DetectMs: map[string]int64{PropLease: 1510}},
 		{ScenarioSummary: reports.ScenarioSummary{Lock: "lua", Fault: "none", Seed: 1, Lease: checker.OK,
-			Resource: checker.OK, Liveness: checker.NA, History: "lua-none-1/history.jsonl"}, DurationMs: 3000, TTLMs: 500},
+			Resource: checker.OK, Liveness: checker.NA, History: "lua-none-1/history.jsonl"}, SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}},
 	}}
 	paths, err := SaveRegressions(dir, t.TempDir(), "set-del-pause", sum)
 	if err != nil || len(paths) != 1 || filepath.Base(paths[0]) != "set-del-pause.json" {
@@ -485,8 +485,8 @@ func TestReplay(t *testing.T) {
 	var mu sync.Mutex
 	fr := &fakeRunner{}
 	regs := []Regression{
-		{Name: "a", Lock: "set-del", Fault: "pause-client", Seed: 4, DurationMs: 2000, TTLMs: 300, Property: PropLease},
-		{Name: "b", Lock: "lua", Fault: "pause-client", Seed: 4, DurationMs: 2000, TTLMs: 300, Property: PropLease},
+		{Name: "a", Lock: "set-del", Fault: "pause-client", Seed: 4, SpecRecord: SpecRecord{DurationMs: 2000, TTLMs: 300}, Property: PropLease},
+		{Name: "b", Lock: "lua", Fault: "pause-client", Seed: 4, SpecRecord: SpecRecord{DurationMs: 2000, TTLMs: 300}, Property: PropLease},
 	}
 	res, err := Replay(context.Background(), Config{Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true}, regs)
 	if err != nil {

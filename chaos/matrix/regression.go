@@ -26,16 +26,8 @@ type Regression struct {
 	Lock  string `json:"lock"`
 	Fault string `json:"fault"`
 	Seed  uint64 `json:"seed"`
-	// After and Before are the fault point (Spec).
-	After      string `json:"after,omitempty"`
-	Before     string `json:"before,omitempty"`
-	DurationMs int64  `json:"duration_ms"`
-	TTLMs      int64  `json:"ttl_ms"`
-	Clients    int    `json:"clients,omitempty"`
-	HoldMs     int64  `json:"hold_ms,omitempty"`
-	ThinkMs    int64  `json:"think_ms,omitempty"`
-	// OpTimeoutMs bounds each operation (0: the matrix default for the fault).
-	OpTimeoutMs int64 `json:"op_timeout_ms,omitempty"`
+	// SpecRecord is the fault point, durations and shape to replay.
+	SpecRecord
 	// Property is the property that broke: lease, resource or liveness.
 	Property string `json:"property"`
 	// Rule and Explanation describe the first violation found (informative).
@@ -63,10 +55,7 @@ func CheckRegressionName(name string) error {
 
 // Spec is the scenario the regression replays.
 func (r Regression) Spec() Spec {
-	return Spec{Lock: r.Lock, Fault: r.Fault, Seed: r.Seed, After: r.After, Before: r.Before,
-		Duration: time.Duration(r.DurationMs) * time.Millisecond, TTL: time.Duration(r.TTLMs) * time.Millisecond,
-		Clients: r.Clients, Hold: time.Duration(r.HoldMs) * time.Millisecond, Think: time.Duration(r.ThinkMs) * time.Millisecond,
-		OpTimeout: time.Duration(r.OpTimeoutMs) * time.Millisecond}
+	return r.SpecRecord.spec(r.Lock, r.Fault, r.Seed)
 }
 
 func (r Regression) validate() error {
@@ -123,8 +112,7 @@ func RegressionsFrom(name string, sum *Summary) ([]Regression, error) {
 		if prop == "" {
 			continue
 		}
-		r := Regression{Lock: s.Lock, Fault: s.Fault, Seed: uint64(s.Seed), After: s.After, Before: s.Before,
-			DurationMs: s.DurationMs, TTLMs: s.TTLMs, Clients: s.Clients, HoldMs: s.HoldMs, ThinkMs: s.ThinkMs, OpTimeoutMs: s.OpTimeoutMs, Property: prop, FaultName: s.FaultName,
+		r := Regression{Lock: s.Lock, Fault: s.Fault, Seed: uint64(s.Seed), SpecRecord: s.SpecRecord, Property: prop, FaultName: s.FaultName,
 			DetectMs: s.DetectMs[prop], Found: time.Now().UTC().Format(time.RFC3339)}
 		if s.FaultStartMs != nil {
 			r.FaultStartMs = *s.FaultStartMs
