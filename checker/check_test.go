@@ -153,12 +153,12 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestEmptyHistory(t *testing.T) {
-	r, err := Check(context.Background(), nil, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Verdict != OK || r.Lease.Verdict != NA || r.Resource.Verdict != NA || r.Liveness.Verdict != NA {
-		t.Fatalf("empty history: %+v", r)
+	faultsOnly := []history.Op{{Kind: history.Fault, Name: "partition", Call: 1, Return: 2, Completed: true, Line: 1}}
+	for _, ops := range [][]history.Op{nil, faultsOnly} {
+		r, err := Check(context.Background(), ops, Options{})
+		if !errors.Is(err, ErrNoOps) || !errors.Is(err, history.ErrBadInput) || r != nil {
+			t.Fatalf("%d ops: %v, %+v; want ErrNoOps, bad input", len(ops), err, r)
+		}
 	}
 }
 

@@ -31,10 +31,13 @@
 package checker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -57,6 +60,11 @@ const DefaultLivenessSlack = time.Second
 // ErrBadOptions is returned (wrapped) for invalid Options.
 var ErrBadOptions = errors.New("bad checker options")
 
+// ErrNoOps is returned (wrapped, with history.ErrBadInput) for a history
+// without a single lock or resource operation: it checks nothing, so it is
+// bad input, never a pass.
+var ErrNoOps = errors.New("no operations (a history needs at least one acquire, release, renew, write or read)")
+
 // Options tune Check. The zero value is valid: drift 1%, slack 1s, no timeout.
 type Options struct {
 	// Drift is the relative clock drift bound between the history's clock and
@@ -67,10 +75,16 @@ type Options struct {
 	// a failed acquire by another client counts as a liveness violation; 0 means
 	// DefaultLivenessSlack.
 	LivenessSlack time.Duration
-	// Timeout bounds each Porcupine check of one partition (one key's lease
-	// ops, or its resource ops); 0: no limit. A partition that times out is
-	// unknown.
+	// Timeout bounds the whole Check, every key and every property, the
+	// explanations included; 0: no limit. What is not decided in time is
+	// unknown (a direct rule's violation found in time still counts).
 	Timeout time.Duration
+	// MaxHeap bounds the Go heap (bytes) the searches may grow the process
+	// to; 0: no limit. Past it the searches stop and what they did not
+	// decide is unknown. The heap is sampled every few milliseconds, so set
+	// it with headroom below the memory really available (the command line
+	// also sets runtime/debug.SetMemoryLimit to it).
+	MaxHeap uint64
 	// Parallelism bounds the partitions checked at once; 0 means GOMAXPROCS.
 	Parallelism int
 
@@ -103,9 +117,10 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// Check checks a history. It returns an error only for invalid options or an
-// op that breaks the history contract (a *history.ParseError, errors.Is
-// history.ErrBadInput); a timeout or a cancelled ctx gives Unknown verdicts.
+// Check checks a history. It returns an error only for invalid options, an
+// op that breaks the history contract (a *history.ParseError), or a history
+// without operations (ErrNoOps); errors.Is(err, history.ErrBadInput) holds
+// for the last two. A timeout or a cancelled ctx gives Unknown verdicts.
 func Check(ctx context.Context, ops []history.Op, opts Options) (*Result, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -115,8 +130,70 @@ func Check(ctx context.Context, ops []history.Op, opts Options) (*Result, error)
 	if err != nil {
 		return nil, fmt.Errorf("check history: %w", err)
 	}
+	if p.counts.LeaseOps+p.counts.ResourceOps == 0 {
+		return nil, fmt.Errorf("check history: %w: %w", history.ErrBadInput, ErrNoOps)
+	}
+	ctx, stop := budget(ctx, opts)
+	defer stop()
 	c := &run{ctx: ctx, p: p, opts: opts, model: newModel(ctx, p)}
 	return c.check(), nil
+}
+
+// ErrTimeBudget and ErrHeapBudget are the causes of a check stopped by its
+// budget (Options.Timeout, Options.MaxHeap): the reasons of undecided keys
+// name them.
+var (
+	ErrTimeBudget = errors.New("time budget exhausted")
+	ErrHeapBudget = errors.New("heap budget exhausted")
+)
+
+// budget derives the context a check runs under: done at the deadline of
+// opts.Timeout (cause ErrTimeBudget) or once the heap passes opts.MaxHeap
+// (cause ErrHeapBudget). stop releases it.
+func budget(ctx context.Context, opts Options) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	var stops []func() bool
+	if opts.Timeout > 0 {
+		t := time.AfterFunc(opts.Timeout, func() {
+			cancel(fmt.Errorf("%w (%v)", ErrTimeBudget, opts.Timeout))
+		})
+		stops = append(stops, t.Stop)
+	}
+	var wg sync.WaitGroup
+	if opts.MaxHeap > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			watchHeap(ctx, opts.MaxHeap, cancel)
+		}()
+	}
+	return ctx, func() {
+		for _, s := range stops {
+			s()
+		}
+		cancel(nil)
+		wg.Wait()
+	}
+}
+
+// watchHeap samples the live heap until ctx ends and cancels it with
+// ErrHeapBudget once the heap passes limit.
+func watchHeap(ctx context.Context, limit uint64, cancel context.CancelCauseFunc) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		metrics.Read(sample)
+		if v := sample[0].Value; v.Kind() == metrics.KindUint64 && v.Uint64() > limit {
+			cancel(fmt.Errorf("%w (%d MiB)", ErrHeapBudget, limit>>20))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // run is one Check call.
@@ -286,64 +363,168 @@ func (c *run) violation(prop, rule, key, expl string, ops ...*lop) Violation {
 	return v
 }
 
-// porcupineOps converts the checked ops of a partition.
+// porcupineOps converts the checked ops of a partition, with their times
+// mapped by pCall and pRet.
 func porcupineOps(ops []*lop) []porcupine.Operation {
 	out := make([]porcupine.Operation, 0, len(ops))
 	for _, o := range ops {
 		if checked(o) {
-			out = append(out, porcupine.Operation{ClientId: int(o.client) - 1, Input: o, Call: o.call, Return: o.ret})
+			out = append(out, porcupine.Operation{ClientId: int(o.client) - 1, Input: o, Call: pCall(o.call), Return: pRet(o.call, o.ret)})
 		}
 	}
 	return out
 }
 
+// pCall and pRet map history times to Porcupine's, so that Porcupine's
+// real-time order is the contract's: a precedes b when a.ret <= b.call.
+// Porcupine orders a call before a return at the same instant (concurrent),
+// so calls move to odd instants 2t+1 and returns to even ones 2t: a return at
+// t then comes before a call at t. An op whose return equals its call gets
+// 2t+1 for both (a return may not come before its own call): it precedes ops
+// called after t and is concurrent with those called at t. Times are below
+// 2^62 in any real history (146 years in ns); larger ones saturate.
+func pCall(t int64) int64 {
+	if t >= inf/2 {
+		return inf - 1
+	}
+	return 2*t + 1
+}
+
+func pRet(call, ret int64) int64 {
+	if ret == inf {
+		return inf
+	}
+	r := pCall(ret) - 1
+	return max(r, pCall(call))
+}
+
+// pTime maps an instant for annotations (between a return and a call at t).
+func pTime(t int64) int64 { return pCall(t) - 1 }
+
 // porcupineCheck checks one partition for linearizability. On Illegal it
 // returns one violation explaining where the search got stuck.
 //
-// Porcupine's cost grows with the square of a partition's length (it keeps a
-// bitset of linearized ops per search step), so a long partition is first
-// checked in chunks cut at quiescent points (every op before the cut returned
-// before any op after it was called), each chunk starting from the states a
-// witness linearization of the previous chunks ends in. If every chunk passes,
-// the concatenated witnesses linearize the whole partition: ok. If a chunk
-// fails, that proves nothing (another linearization of the earlier chunks
-// might have ended elsewhere), so the whole partition is checked at once and
-// that verdict stands.
+// A partition is cut into chunks at quiescent points (every op before the
+// cut returned before any op after it was called, ops that never returned
+// aside), so every linearization is one of each chunk in turn. Each chunk is
+// searched from every start the chunks before can end in (endStates), so the
+// chain is exact: a chunk with no linearization from any of them proves a
+// violation, explained from that chunk's search alone. Cost and memory grow
+// with the chunks, not with the square of the partition.
 func (c *run) porcupineCheck(key string, ops []*lop, prop string) (Verdict, string, []Violation) {
 	pops := porcupineOps(ops)
 	if len(pops) == 0 {
 		return NA, "", nil
 	}
-	if err := c.ctx.Err(); err != nil {
-		return Unknown, "not checked: " + err.Error(), nil
+	if c.ctx.Err() != nil {
+		return Unknown, c.stopReason(fmt.Sprintf("not checked (%d ops)", len(pops))), nil
 	}
-	var deadline time.Time
-	if c.opts.Timeout > 0 {
-		deadline = time.Now().Add(c.opts.Timeout)
-	}
-	if chunks := chunk(pops, c.opts.chunkMin); len(chunks) > 1 {
-		switch v, why := c.checkChunks(chunks, deadline); v {
-		case OK:
-			return OK, "", nil
-		case Unknown:
-			return Unknown, why, nil
+	chunks := chunk(pops, c.opts.chunkMin)
+	useless := floatPruner(ops)
+	from := []start{{}}
+	var carried []searchOp // floating ops of earlier chunks, still floating in some start
+	for i, ch := range chunks {
+		sops := make([]searchOp, 0, len(carried)+len(ch))
+		for _, f := range carried {
+			f.carried = true
+			sops = append(sops, f)
+		}
+		for _, po := range ch {
+			o := po.Input.(*lop)
+			if po.Return == inf && useless(o, po.Call) {
+				continue
+			}
+			sops = append(sops, searchOp{o: o, c: po.Call, r: po.Return})
+		}
+		ends, deepest, stopped := endStates(c.ctx, sops, from)
+		if stopped {
+			return Unknown, c.stopReason(fmt.Sprintf("chunk %d of %d (%d ops) of %d ops", i+1, len(chunks), len(ch), len(pops))), nil
+		}
+		if len(ends) == 0 {
+			return Violated, "", []Violation{c.explain(key, sops, from, deepest, prop)}
+		}
+		// Renumber the floating ops for the next chunk.
+		carried, from = carried[:0:0], ends
+		index := map[*lop]int{}
+		next := int64(inf)
+		if i+1 < len(chunks) {
+			next = chunks[i+1][0].Call
+		}
+		for k := range from {
+			from[k].floating = slices.DeleteFunc(from[k].floating, func(j int) bool { return useless(sops[j].o, next) })
+		}
+		from = maximal(from)
+		for _, e := range from {
+			for _, j := range e.floating {
+				if _, ok := index[sops[j].o]; !ok {
+					index[sops[j].o] = len(carried)
+					carried = append(carried, sops[j])
+				}
+			}
+		}
+		slices.SortFunc(carried, func(a, b searchOp) int { return cmp.Compare(a.c, b.c) })
+		for k, f := range carried {
+			index[f.o] = k
+		}
+		for k := range from {
+			fl := make([]int, len(from[k].floating))
+			for x, j := range from[k].floating {
+				fl[x] = index[sops[j].o]
+			}
+			slices.Sort(fl)
+			from[k].floating = fl
 		}
 	}
-	timeout, ok := remaining(deadline)
-	if !ok {
-		return Unknown, fmt.Sprintf("timed out after %v on %d ops", c.opts.Timeout, len(pops)), nil
+	return OK, "", nil
+}
+
+// floatPruner returns whether a floating op (one that never returned) can
+// no longer make a difference from mapped time t on, so that the search may
+// treat it as having had no effect. That holds when its client has no op
+// called after it on the key (the client stopped: it is the last op of a
+// crashed client) and taking effect could only forbid what follows:
+//   - an acquire or renew: it makes its client the holder, which only
+//     refuses other clients' release and renew and can delay their acquire
+//     (its lease gives nothing to the stopped client);
+//   - a write whose value no op called from t on reads or expects as prev:
+//     setting a value nobody observes, or raising the largest token, only
+//     makes later reads and writes fail.
+//
+// A release is kept: freeing the key can explain another client's acquire.
+func floatPruner(ops []*lop) func(o *lop, t int64) bool {
+	lastCall := map[int32]int64{}
+	lastRef := map[int32]int64{} // value -> latest mapped call of a read of it or a write expecting it
+	for _, o := range ops {
+		lastCall[o.client] = max(lastCall[o.client], o.call)
+		if o.result == history.Fail || o.result == history.Rejected {
+			continue
+		}
+		switch {
+		case o.kind == history.Read:
+			lastRef[o.value] = max(lastRef[o.value], pCall(o.call))
+		case o.kind == history.Write && o.hasPrev:
+			lastRef[o.prev] = max(lastRef[o.prev], pCall(o.call))
+		}
 	}
-	res := porcupine.CheckOperationsTimeout(c.model, pops, timeout)
-	if err := c.ctx.Err(); err != nil {
-		return Unknown, "check interrupted: " + err.Error(), nil
+	return func(o *lop, t int64) bool {
+		if o.ret != inf || lastCall[o.client] > o.call {
+			return false
+		}
+		switch o.kind {
+		case history.Acquire, history.Renew:
+			return true
+		case history.Write:
+			r, ok := lastRef[o.value]
+			return !ok || r < t
+		}
+		return false
 	}
-	switch res {
-	case porcupine.Ok:
-		return OK, "", nil
-	case porcupine.Unknown:
-		return Unknown, fmt.Sprintf("Porcupine timed out after %v on %d ops", c.opts.Timeout, len(pops)), nil
-	}
-	return Violated, "", []Violation{c.explain(key, pops, prop)}
+}
+
+// stopReason says why a search stopped: the budget ran out (time or memory)
+// or the caller cancelled.
+func (c *run) stopReason(where string) string {
+	return fmt.Sprintf("%v: %s", context.Cause(c.ctx), where)
 }
 
 // remaining returns the time left until deadline (0: no deadline), and
@@ -360,10 +541,8 @@ func remaining(deadline time.Time) (time.Duration, bool) {
 const chunkOps = 512
 
 // chunk cuts pops (sorted by call) into chunks of at least min ops at
-// quiescent points. Ops that never returned do not block a cut: within their
-// chunk their return is clamped to just before the next chunk begins, which
-// only restricts them, so a witness found with the clamp is a witness for the
-// history (a failure is rechecked without chunks).
+// quiescent points. Ops that never returned do not block a cut: they float
+// (see searchOp).
 func chunk(pops []porcupine.Operation, min int) [][]porcupine.Operation {
 	var out [][]porcupine.Operation
 	start := 0
@@ -375,69 +554,9 @@ func chunk(pops []porcupine.Operation, min int) [][]porcupine.Operation {
 		}
 		maxRet = max(maxRet, r)
 		if i+1 < len(pops) && i+1-start >= min && maxRet < pops[i+1].Call {
-			next := pops[i+1].Call
-			part := append([]porcupine.Operation(nil), pops[start:i+1]...)
-			for j := range part {
-				if part[j].Return == inf {
-					part[j].Return = next - 1
-				}
-			}
-			out = append(out, part)
+			out = append(out, pops[start:i+1])
 			start = i + 1
 		}
 	}
 	return append(out, pops[start:])
-}
-
-// checkChunks checks chunks in order, each from the end states of a witness
-// of the ones before. OK: every chunk passed. Violated: some chunk failed
-// (inconclusive: the caller rechecks the whole). Unknown: out of time.
-func (c *run) checkChunks(chunks [][]porcupine.Operation, deadline time.Time) (Verdict, string) {
-	init := []any{state{}}
-	for i, ch := range chunks {
-		timeout, ok := remaining(deadline)
-		if !ok {
-			return Unknown, fmt.Sprintf("timed out after %v (chunk %d of %d)", c.opts.Timeout, i+1, len(chunks))
-		}
-		m := c.model
-		from := init
-		m.Init = func() any { return from }
-		res, info := porcupine.CheckOperationsVerbose(m, ch, timeout)
-		if err := c.ctx.Err(); err != nil {
-			return Unknown, "check interrupted: " + err.Error()
-		}
-		switch res {
-		case porcupine.Unknown:
-			return Unknown, fmt.Sprintf("Porcupine timed out after %v (chunk %d of %d, %d ops)", c.opts.Timeout, i+1, len(chunks), len(ch))
-		case porcupine.Illegal:
-			return Violated, ""
-		}
-		// One partition: op ids are indices into ch.
-		var witness []int
-		for _, part := range info.PartialLinearizations() {
-			for _, s := range part {
-				if len(s) == len(ch) {
-					witness = s
-				}
-			}
-		}
-		if witness == nil {
-			return Violated, "" // no complete witness reported: recheck the whole
-		}
-		states := make([]replayed, 0, len(from))
-		for _, s := range from {
-			states = append(states, replayed{s: s.(state)})
-		}
-		for _, id := range witness {
-			states = step(states, ch[id].Input.(*lop))
-			if len(states) == 0 {
-				return Violated, ""
-			}
-		}
-		init = make([]any, len(states))
-		for j, r := range states {
-			init[j] = r.s
-		}
-	}
-	return OK, ""
 }

@@ -51,10 +51,11 @@ func okAcquires(k *keyOps, withToken bool) []*lop {
 }
 
 // tokenChecks checks the token rules of the lease: ok-acquire tokens
-// strictly increase in real time (A returned before B was called: token(A) <
-// token(B)) and one token never serves two clients. A client that gets its
-// own token again is left to the model, which allows it only as a reentrant
-// acquire while that client holds the lease.
+// strictly increase in real time (A precedes B, A.return <= B.call: token(A)
+// < token(B)) and one token never serves two clients. A client that gets its
+// own token again is exempt only while a lease of its with that token may
+// still be valid at the new acquire's call (reentrance); the model then
+// decides whether it really held the lease.
 func (c *run) tokenChecks(k *keyOps) []Violation {
 	acq := okAcquires(k, true) // by call
 	var vs []Violation
@@ -72,13 +73,13 @@ func (c *run) tokenChecks(k *keyOps) []Violation {
 	i := 0
 	var best *lop
 	for _, b := range acq {
-		for i < len(byR) && byR[i].ret < b.call {
+		for i < len(byR) && precedes(byR[i], b) {
 			if best == nil || byR[i].token > best.token {
 				best = byR[i]
 			}
 			i++
 		}
-		if best != nil && best.token >= b.token && !(best.client == b.client && best.token == b.token) {
+		if best != nil && best.token >= b.token && !(best.client == b.client && best.token == b.token && c.mayHold(k, b.client, b.token, b.call)) {
 			vs = append(vs, c.violation(PropLease, RuleTokenOrder, k.key,
 				fmt.Sprintf("%s got token %d, not above token %d of %s, which returned before it was called",
 					c.p.describe(b), b.token, best.token, c.p.describe(best)), best, b))
@@ -116,8 +117,9 @@ func (c *run) resourceDirect(k *keyOps) []Violation {
 }
 
 // staleHolders flags each accepted unfenced write from client c for which
-// another client's ok acquire began after c's latest ok acquire returned and
-// returned before the op began.
+// another client's ok acquire was preceded by c's latest ok acquire preceding
+// the write, and itself preceded the write (precedes: returned at or before
+// the other's call).
 func (c *run) staleHolders(k *keyOps) []Violation {
 	var unfenced []*lop
 	for _, o := range k.resource {
@@ -140,17 +142,18 @@ func (c *run) staleHolders(k *keyOps) []Violation {
 	var vs []Violation
 	for _, o := range unfenced {
 		mine := perClient[o.client]
-		j := sort.Search(len(mine), func(i int) bool { return mine[i].ret >= o.call })
+		// Own acquires that precede the op (returned at or before its call).
+		j := sort.Search(len(mine), func(i int) bool { return mine[i].ret > o.call })
 		if j == 0 {
 			continue // no lease of its own before: nothing to compare with
 		}
 		own := mine[j-1]
-		n := sort.Search(len(acq), func(i int) bool { return acq[i].ret >= o.call })
+		n := sort.Search(len(acq), func(i int) bool { return acq[i].ret > o.call })
 		if n == 0 {
 			continue
 		}
 		b := pre[n-1].except(int64(o.client), clientOf)
-		if b != nil && b.call > own.ret {
+		if b != nil && b.call >= own.ret {
 			vs = append(vs, c.violation(PropResource, RuleStaleHolder, k.key,
 				fmt.Sprintf("%s was accepted without a token, but %s began after its lease (%s) returned and returned before it began: a stale holder acted",
 					c.p.describe(o), c.p.describe(b), c.p.describe(own)), own, b, o))
@@ -222,12 +225,13 @@ func (c *run) liveness(k *keyOps) ([]Violation, bool) {
 			if x.result == history.OK {
 				break // the key passed on; later failures are another holder's business
 			}
-			n := sort.Search(len(ys), func(i int) bool { return ys[i].call > x.ret })
+			// ys[:n]: the acquires that may have taken effect before x (x does not precede them).
+			n := sort.Search(len(ys), func(i int) bool { return ys[i].call >= x.ret })
 			var y *lop
 			if n > 0 {
 				y = pre[n-1].except(int64(l.idx), idOf)
 			}
-			if y != nil && y.ret >= l.call {
+			if y != nil && y.ret > l.call {
 				continue // y may hold the key
 			}
 			vs = append(vs, c.violation(PropLiveness, RuleLiveness, k.key,
@@ -237,4 +241,34 @@ func (c *run) liveness(k *keyOps) ([]Violation, bool) {
 		}
 	}
 	return vs, checked
+}
+
+// precedes reports whether a surely took effect before b did: a returned at
+// or before b's call. The stamps bracket each op's effect (call is stamped
+// before the request goes out, return after the reply came back), so a's
+// effect is at or before a.ret <= b.call, at or before b's effect.
+func precedes(a, b *lop) bool { return a.ret <= b.call }
+
+// mayHold reports whether client may still hold a lease with token tok at
+// time t: one of its ok or unknown acquires or renews of that lease was
+// called before t and its lease is not surely expired at t.
+func (c *run) mayHold(k *keyOps, client int32, tok uint64, t int64) bool {
+	for _, o := range k.lease {
+		if o.call > t {
+			break // by call
+		}
+		if o.client != client || o.result == history.Fail || (o.kind != history.Acquire && o.kind != history.Renew) {
+			continue
+		}
+		if o.hasToken && o.token != tok {
+			continue
+		}
+		if o.kind == history.Acquire && !o.hasToken {
+			continue
+		}
+		if satAdd(o.ret, o.expireFor) >= t {
+			return true
+		}
+	}
+	return false
 }

@@ -2,9 +2,9 @@ package checker
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
-
-	"github.com/anishathalye/porcupine"
 
 	"github.com/lockproof/lockproof/history"
 )
@@ -61,46 +61,35 @@ func step(rs []replayed, o *lop) []replayed {
 	return out
 }
 
-// explain reruns an illegal partition verbosely, replays Porcupine's longest
-// partial linearization and says why the next op could not follow it.
-func (c *run) explain(key string, pops []porcupine.Operation, prop string) Violation {
+// explain says why a chunk of a partition has no linearization from any of
+// the starts in from. It reuses what the search found (its longest partial
+// linearizations) rather than searching again: it replays one and names the
+// op that cannot follow it and why.
+func (c *run) explain(key string, ops []searchOp, from []start, deepest [][]int, prop string) Violation {
 	generic := func(why string) Violation {
-		ops := make([]*lop, 0, 2)
-		for i, po := range pops {
-			if i == 2 {
+		var vs []*lop
+		for _, so := range ops {
+			if len(vs) == 2 {
 				break
 			}
-			ops = append(ops, po.Input.(*lop))
+			if !so.carried {
+				vs = append(vs, so.o)
+			}
 		}
 		return c.violation(prop, RuleLinearizability, key,
-			"no order of the ops of key "+strconv.Quote(key)+" satisfies the model ("+why+")", ops...)
+			"no order of the ops of key "+strconv.Quote(key)+" satisfies the model ("+why+")", vs...)
 	}
-	res, info := porcupine.CheckOperationsVerbose(c.model, pops, c.opts.Timeout)
-	if res != porcupine.Illegal {
-		return generic("explaining it did not finish")
-	}
-	// Every maximal partial linearization ends where some op cannot follow.
-	// When there are several (concurrent ops, each order failing), the
-	// explanation follows real time: the one whose stuck op was called last.
-	longest := 0
-	var seqs [][]int // op ids: indices into pops (one partition)
-	for _, part := range info.PartialLinearizations() {
-		for _, s := range part {
-			longest = max(longest, len(s))
-			seqs = append(seqs, s)
-		}
-	}
-	if len(seqs) == 0 {
-		seqs = append(seqs, nil) // not even the first op can go first
-	}
+	// When several partial linearizations are longest (concurrent ops, each
+	// order failing), the explanation follows real time: the one whose stuck
+	// op was called last.
 	var best *Violation
 	var bestOp *lop
 	var others []string
-	for _, seq := range seqs {
-		if len(seq) != longest {
+	for _, seq := range deepest {
+		if len(seq) == 0 {
 			continue
 		}
-		o, v, ok := c.stuckAfter(key, pops, seq, prop)
+		o, v, ok := c.stuckAfter(key, ops, from[seq[0]], seq[1:], prop)
 		if !ok {
 			continue
 		}
@@ -143,23 +132,28 @@ func sortStrings(ss []string) {
 	}
 }
 
-// stuckAfter replays the partial linearization seq and finds the op that
-// cannot follow it: among the ops left, by return time, the first that fails
-// from every replayed state.
-func (c *run) stuckAfter(key string, pops []porcupine.Operation, seq []int, prop string) (*lop, Violation, bool) {
-	rs := []replayed{{}}
+// stuckAfter replays the partial linearization seq (indices into ops) from
+// st and finds the op that cannot follow it: among the ops left, by return
+// time, the first that fails from every replayed state.
+func (c *run) stuckAfter(key string, ops []searchOp, st start, seq []int, prop string) (*lop, Violation, bool) {
+	rs := []replayed{{s: st.st}}
 	done := map[*lop]bool{}
-	for _, id := range seq {
-		o := pops[id].Input.(*lop)
+	for j, so := range ops {
+		if so.carried && !slices.Contains(st.floating, j) {
+			done[so.o] = true
+		}
+	}
+	for _, j := range seq {
+		o := ops[j].o
 		done[o] = true
 		if next := step(rs, o); len(next) > 0 {
 			rs = next
 		}
 	}
 	var rest []*lop
-	for _, po := range pops {
-		if o := po.Input.(*lop); !done[o] {
-			rest = append(rest, o)
+	for _, so := range ops {
+		if !done[so.o] {
+			rest = append(rest, so.o)
 		}
 	}
 	byRet(rest)
@@ -204,25 +198,25 @@ func (c *run) because(prop, key string, o *lop, r replayed, why reason) Violatio
 	var other *lop
 	switch why {
 	case rHeld:
-		other = r.pv.lease
+		other = c.known(r.pv.lease, key, why, s, o)
 		e = fmt.Sprintf("%s returned at %s while the lease of %q from %s was surely valid until %s",
 			d, fmtTime(o.ret), p.clients[s.holder], p.describeOpt(other), fmtTime(s.validUntil))
 	case rTokenOrder:
-		other = r.pv.tok
+		other = c.known(r.pv.tok, key, why, s, o)
 		e = fmt.Sprintf("%s got token %d, not above token %d of %s that took effect before it",
 			d, o.token, s.lastTok, p.describeOpt(other))
 	case rNotOwner:
-		other = r.pv.lease
+		other = c.known(r.pv.lease, key, why, s, o)
 		if s.holder == 0 {
 			e = fmt.Sprintf("%s succeeded but the key was not held (last lease op: %s)", d, p.describeOpt(other))
 		} else {
 			e = fmt.Sprintf("%s succeeded but the lease was held by %q (%s)", d, p.clients[s.holder], p.describeOpt(other))
 		}
 	case rWrongToken:
-		other = r.pv.lease
+		other = c.known(r.pv.lease, key, why, s, o)
 		e = fmt.Sprintf("%s succeeded with token %d but the lease (%s) has token %d", d, o.token, p.describeOpt(other), s.holderTok)
 	case rExpired:
-		other = r.pv.lease
+		other = c.known(r.pv.lease, key, why, s, o)
 		e = fmt.Sprintf("%s took effect at %s at the earliest, after the lease (%s) had surely expired at %s"+
 			" (renewals, e.g. a watchdog's, must be in the history as renew ops)",
 			d, fmtTime(max(s.now, o.call)), p.describeOpt(other), fmtTime(s.expiredAfter))
@@ -231,21 +225,72 @@ func (c *run) because(prop, key string, o *lop, r replayed, why reason) Violatio
 		e = fmt.Sprintf("%s returned at %s, before %s can have taken effect (not before %s)",
 			d, fmtTime(o.ret), p.describeOpt(other), fmtTime(s.now))
 	case rFencing:
-		other = r.pv.maxTok
+		other = c.known(r.pv.maxTok, key, why, s, o)
 		e = fmt.Sprintf("%s was accepted after token %d had been accepted (%s): fenced tokens went backwards",
 			d, s.maxTok, p.describeOpt(other))
 		if o.kind == history.Write && o.hasPrev && o.prev != s.value {
 			e += fmt.Sprintf(", and it overwrote %q although its writer had read %q: an update was lost", p.values[s.value], p.values[o.prev])
 		}
 	case rLostUpdate:
-		other = r.pv.value
+		other = c.known(r.pv.value, key, why, s, o)
 		e = fmt.Sprintf("%s expected prev %q but the resource held %q (%s): an update was lost",
 			d, p.values[o.prev], p.values[s.value], p.writtenBy(other))
 	case rStaleRead:
-		other = r.pv.value
+		other = c.known(r.pv.value, key, why, s, o)
 		e = fmt.Sprintf("%s returned %q but the resource held %q (%s)", d, p.values[o.value], p.values[s.value], p.writtenBy(other))
 	}
 	return c.violation(prop, why.rule(o.kind), key, e, other, o)
+}
+
+// known returns x, or when x is nil the op origin finds.
+func (c *run) known(x *lop, key string, why reason, s state, o *lop) *lop {
+	if x != nil {
+		return x
+	}
+	return c.origin(key, why, s, o)
+}
+
+// origin finds, when the replay does not know it (the state came from an
+// earlier chunk), the op of key that set the part of state s that o broke:
+// the latest op called before o returned that matches that part exactly.
+func (c *run) origin(key string, why reason, s state, o *lop) *lop {
+	i := sort.Search(len(c.p.keys), func(i int) bool { return c.p.keys[i].key >= key })
+	if i == len(c.p.keys) || c.p.keys[i].key != key {
+		return nil
+	}
+	k := c.p.keys[i]
+	var match func(x *lop) bool
+	ops := k.lease
+	switch why {
+	case rHeld, rNotOwner, rWrongToken, rExpired:
+		if s.holder == 0 {
+			return nil
+		}
+		match = func(x *lop) bool {
+			return (x.kind == history.Acquire || x.kind == history.Renew) && x.client == s.holder &&
+				satAdd(x.call, x.validFor) == s.validUntil && satAdd(x.ret, x.expireFor) == s.expiredAfter
+		}
+	case rTokenOrder:
+		match = func(x *lop) bool { return x.kind == history.Acquire && x.hasToken && x.token == s.lastTok }
+	case rFencing:
+		ops = k.resource
+		match = func(x *lop) bool { return x.hasToken && x.token == s.maxTok }
+	case rLostUpdate, rStaleRead:
+		ops = k.resource
+		match = func(x *lop) bool { return x.kind == history.Write && x.value == s.value }
+	default:
+		return nil
+	}
+	var best *lop
+	for _, x := range ops { // by call
+		if x.call > o.ret {
+			break
+		}
+		if x != o && checked(x) && match(x) {
+			best = x
+		}
+	}
+	return best
 }
 
 func (p *prepared) describeOpt(o *lop) string {

@@ -126,8 +126,10 @@ func apply(s state, o *lop) (state, reason) {
 			return s, rTooLate
 		}
 		// Tokens strictly increase; a reentrant acquire by the holder may get
-		// its own token back.
-		reentry := s.holder == o.client && s.hasHolderTok && o.hasToken && o.token == s.holderTok
+		// its own token back, but only while its lease may still be valid
+		// (p is the earliest instant the acquire can take effect): once the
+		// lease surely expired, the same token again is a reused token.
+		reentry := s.holder == o.client && s.hasHolderTok && o.hasToken && o.token == s.holderTok && p <= s.expiredAfter
 		if o.hasToken && s.hasLastTok && o.token <= s.lastTok && !reentry {
 			return s, rTokenOrder
 		}

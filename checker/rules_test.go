@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,14 +20,39 @@ type want struct {
 	lines                     []int
 }
 
+// ruleCase is a hand-made history with the verdicts it must get.
+type ruleCase struct {
+	name string
+	ops  []history.Op
+	opts Options
+	want want
+}
+
+// runRuleCases checks each case, and again with its lines reversed: the
+// verdicts do not depend on the order of the lines.
+func runRuleCases(t *testing.T, cases []ruleCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Check(context.Background(), tc.ops, tc.opts)
+			if err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			assertResult(t, r, tc.want)
+			rev := append([]history.Op(nil), tc.ops...)
+			slices.Reverse(rev)
+			r2, err := Check(context.Background(), rev, tc.opts)
+			if err != nil {
+				t.Fatalf("Check reversed: %v", err)
+			}
+			assertResult(t, r2, tc.want)
+		})
+	}
+}
+
 func TestRules(t *testing.T) {
 	slack := Options{LivenessSlack: 100 * time.Millisecond}
-	cases := []struct {
-		name string
-		ops  []history.Op
-		opts Options
-		want want
-	}{
+	runRuleCases(t, []ruleCase{
 		// --- lease (G1) ---
 		{"handoff after release", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1)),
@@ -384,26 +410,7 @@ func TestRules(t *testing.T) {
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("b", 2000, 2001, unknown, ttl(100)),
 		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r, err := Check(context.Background(), tc.ops, tc.opts)
-			if err != nil {
-				t.Fatalf("Check: %v", err)
-			}
-			assertResult(t, r, tc.want)
-			// The verdicts do not depend on the order of the lines.
-			rev := append([]history.Op(nil), tc.ops...)
-			for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
-				rev[i], rev[j] = rev[j], rev[i]
-			}
-			r2, err := Check(context.Background(), rev, tc.opts)
-			if err != nil {
-				t.Fatalf("Check reversed: %v", err)
-			}
-			assertResult(t, r2, tc.want)
-		})
-	}
+	})
 }
 
 func assertResult(t *testing.T, r *Result, w want) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"html"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +22,7 @@ func TestVisualize(t *testing.T) {
 	ops = append(ops, history.Op{Client: "c", Kind: history.Acquire, Key: "cart", Call: 1, Return: 2, Completed: true,
 		Result: history.Fail, TTLMillis: 10, Line: len(ops) + 1})
 	var buf bytes.Buffer
-	if err := Visualize(context.Background(), &buf, ops, Options{}); err != nil {
+	if err := Visualize(context.Background(), &buf, ops, nil, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()
@@ -35,7 +37,7 @@ func TestVisualizeBounded(t *testing.T) {
 	var buf bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- Visualize(context.Background(), &buf, hardHistory(40), Options{Timeout: 200 * time.Millisecond})
+		done <- Visualize(context.Background(), &buf, hardHistory(40), nil, Options{Timeout: 200 * time.Millisecond})
 	}()
 	select {
 	case err := <-done:
@@ -46,7 +48,76 @@ func TestVisualizeBounded(t *testing.T) {
 		t.Fatal("Visualize ignored its timeout")
 	}
 	bad := lined(acq("a", 0, 1, ok), mk(history.Read, "b", "k", 3, 2, ok, val("")))
-	if err := Visualize(context.Background(), &buf, bad, Options{}); !errors.Is(err, history.ErrBadInput) {
+	if err := Visualize(context.Background(), &buf, bad, nil, Options{}); !errors.Is(err, history.ErrBadInput) {
 		t.Fatalf("bad history: err %v", err)
+	}
+}
+
+// TestVisualizeMarksDirectViolations: a violation found by a direct rule
+// (here a stale unfenced holder, which the linearizability search accepts)
+// is marked on the ops it cites, with its explanation; the page starts with
+// the verdict and labels each partition with its key and kind.
+func TestVisualizeMarksDirectViolations(t *testing.T) {
+	ops := lined(
+		acq("a", 0, 10, ok, ttl(5)),
+		acq("b", 10, 20, ok, ttl(5)),
+		wr("a", 20, 21, ok, "x"),
+	)
+	res, err := Check(context.Background(), ops, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Resource.Verdict != Violated || res.Resource.Violations[0].Rule != RuleStaleHolder {
+		t.Fatalf("resource %s %+v, want a stale-holder violation", res.Resource.Verdict, res.Resource.Violations)
+	}
+	var buf bytes.Buffer
+	if err := Visualize(context.Background(), &buf, ops, res, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	body := strings.Index(page, "<body>")
+	verdict := strings.Index(page, `id="lockproof-verdict"`)
+	if body < 0 || verdict < body || verdict > body+100 {
+		t.Fatalf("verdict section at %d, body at %d: want the verdict first in the body", verdict, body)
+	}
+	expl := res.Resource.Violations[0].Explanation
+	for _, want := range []string{
+		"Verdict: <span style=\"color:#c0392b\">violated</span>",
+		`✗ stale-holder (line 3)`, `✗ stale-holder (line 1)`, `✗ stale-holder (line 2)`, // each cited op, in the data
+		`rule stale-holder, key \"k\", lines 1,2,3: `,                               // tooltip with the explanation
+		`partition 1: key \"k\", resource ops`, `partition 2: key \"k\", lease ops`, // tag rows: violated first
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if !strings.Contains(page, strings.ReplaceAll(expl[:40], `"`, `\"`)) || !strings.Contains(page, html.EscapeString(expl)) {
+		t.Errorf("page lacks the explanation %q (in the annotations and the header)", expl)
+	}
+}
+
+// TestVisualizeBoundsTheDrawing: past MaxDrawnOps, partitions are listed as
+// not drawn instead of drawn, violated ones kept first.
+func TestVisualizeBoundsTheDrawing(t *testing.T) {
+	var ops []history.Op
+	for i := range MaxDrawnOps/2 + 1 {
+		for _, key := range []string{"a", "b"} {
+			o := wr("w", float64(2*i), float64(2*i)+1, ok, fmt.Sprint(i))
+			o.Key = key
+			ops = append(ops, o)
+		}
+	}
+	bad := rd("r", float64(MaxDrawnOps+10), float64(MaxDrawnOps+11), ok, "bogus")
+	bad.Key = "b"
+	ops = lined(append(ops, bad)...)
+	var buf bytes.Buffer
+	if err := Visualize(context.Background(), &buf, ops, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{`partition 1: key \"b\", resource ops`, `Not drawn`, `key &#34;a&#34; resource ops`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
 	}
 }

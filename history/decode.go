@@ -15,6 +15,9 @@ const maxDepth = 1000
 type fieldError struct {
 	field string // "" for malformed JSON
 	msg   string
+	// encoding marks a string that is not valid Unicode; the caller that
+	// knows which field it was in fills field.
+	encoding bool
 }
 
 // Field presence bits, to reject duplicates and tell "absent" from zero.
@@ -97,6 +100,9 @@ func (d *decoder) parse(line []byte, o *Op) *fieldError {
 			}
 			key, err := d.str()
 			if err != nil {
+				if err.encoding {
+					err.msg = "field name: " + err.msg
+				}
 				return err
 			}
 			bit := fieldBit(key)
@@ -113,6 +119,9 @@ func (d *decoder) parse(line []byte, o *Op) *fieldError {
 			d.i++
 			d.ws()
 			if err := d.field(bit, o, &seen); err != nil {
+				if err.encoding && err.field == "" {
+					err.field = string(key) // an extra field: named as written
+				}
 				return err
 			}
 			d.ws()
@@ -215,6 +224,9 @@ func (d *decoder) field(bit uint16, o *Op, seen *uint16) *fieldError {
 		}
 		s, err := d.str()
 		if err != nil {
+			if err.encoding {
+				err.field = name
+			}
 			return err
 		}
 		switch bit {
@@ -431,7 +443,10 @@ func (d *decoder) str() ([]byte, *fieldError) {
 							}
 						}
 					}
-					r = utf8.RuneError
+					// A lone surrogate is no character: decoding it as
+					// U+FFFD would merge distinct names (two clients
+					// becoming one hides a violation).
+					return nil, d.invalid("lone UTF-16 surrogate \\u%04x", r)
 				}
 				buf = utf8.AppendRune(buf, r)
 				continue
@@ -446,13 +461,18 @@ func (d *decoder) str() ([]byte, *fieldError) {
 		default:
 			r, size := utf8.DecodeRune(d.b[d.i:])
 			if r == utf8.RuneError && size == 1 {
-				buf = utf8.AppendRune(buf, utf8.RuneError)
-			} else {
-				buf = append(buf, d.b[d.i:d.i+size]...)
+				// Replacing it would merge distinct names, as above.
+				return nil, d.invalid("invalid UTF-8 byte 0x%02x", d.b[d.i])
 			}
+			buf = append(buf, d.b[d.i:d.i+size]...)
 			d.i += size
 		}
 	}
+}
+
+// invalid reports a string that is not valid Unicode, at the current column.
+func (d *decoder) invalid(format string, args ...any) *fieldError {
+	return &fieldError{msg: fmt.Sprintf(format, args...) + fmt.Sprintf(" at column %d (strings must be valid UTF-8)", d.i+1), encoding: true}
 }
 
 func hex4(b []byte) (rune, bool) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -107,6 +108,14 @@ func TestReadRejects(t *testing.T) {
 		{"missing client", `{"op":"acquire","key":"k","call":1,"return":2,"result":"ok"}`, 1, "client", "missing"},
 		{"empty client", `{"client":"","op":"acquire","key":"k","call":1,"return":2,"result":"ok"}`, 1, "client", "missing"},
 		{"null client", `{"client":null,"op":"acquire","key":"k","call":1,"return":2,"result":"ok"}`, 1, "client", "missing"},
+		{"null call", `{"client":"a","op":"acquire","key":"k","call":null,"return":2,"result":"ok"}`, 1, "call", "missing"},
+		{"null value on a write", `{"client":"a","op":"write","key":"k","call":1,"return":2,"result":"ok","value":null}`, 1, "value", "missing"},
+		{"invalid UTF-8 in client", "{\"client\":\"a\xff\",\"op\":\"acquire\",\"key\":\"k\",\"call\":1,\"return\":2,\"result\":\"ok\"}", 1, "client", "invalid UTF-8 byte 0xff"},
+		{"truncated UTF-8 in key", "{\"client\":\"a\",\"op\":\"acquire\",\"key\":\"\xc3\",\"call\":1}", 1, "key", "invalid UTF-8"},
+		{"lone surrogate in value", `{"client":"a","op":"write","key":"k","call":1,"return":2,"result":"ok","value":"\ud800x"}`, 1, "value", "lone UTF-16 surrogate"},
+		{"reversed surrogates in client", `{"client":"\ude00\ud83d","op":"acquire","key":"k","call":1}`, 1, "client", "lone UTF-16 surrogate"},
+		{"invalid UTF-8 in an extra field", "{\"note\":\"\xfe\",\"op\":\"fault\",\"name\":\"n\",\"call\":1}", 1, "note", "invalid UTF-8"},
+		{"invalid UTF-8 in a field name", "{\"n\xffote\":1,\"op\":\"fault\",\"name\":\"n\",\"call\":1}", 1, "", "field name: invalid UTF-8"},
 		{"missing key", `{"client":"a","op":"acquire","call":1,"return":2,"result":"ok"}`, 1, "key", "missing"},
 		{"missing result", `{"client":"a","op":"acquire","key":"k","call":1,"return":2}`, 1, "result", "missing"},
 		{"missing call", `{"client":"a","op":"acquire","key":"k","return":2,"result":"ok"}`, 1, "call", "missing"},
@@ -189,8 +198,12 @@ func TestReadAccepts(t *testing.T) {
 			Op{Client: "a", Kind: Fault, Key: "k", Name: "partition", Call: 3}},
 		{"rejected read without value", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"rejected","token":1}`,
 			Op{Client: "a", Kind: Read, Key: "k", Call: 1, Return: 2, Completed: true, Result: Rejected, Token: 1, HasToken: true}},
-		{"escapes and unicode", `{"client":"\u00e9\ud83d\ude00\n\"","op":"write","key":"k/\/","call":0,"return":0,"result":"ok","value":"\ud800x","prev":"é"}`,
+		{"escapes and unicode", `{"client":"\u00e9\ud83d\ude00\n\"","op":"write","key":"k/\/","call":0,"return":0,"result":"ok","value":"\ufffdx","prev":"é"}`,
 			Op{Client: "é😀\n\"", Kind: Write, Key: "k//", Result: OK, Completed: true, Value: "\uFFFDx", HasValue: true, Prev: "é", HasPrev: true}},
+		{"null optional fields are absent", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","token":null,"ttl_ms":null}`,
+			Op{Client: "a", Kind: Acquire, Key: "k", Call: 1, Return: 2, Completed: true, Result: OK}},
+		{"null value on a rejected read", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"rejected","value":null}`,
+			Op{Client: "a", Kind: Read, Key: "k", Call: 1, Return: 2, Completed: true, Result: Rejected}},
 		{"whitespace and CRLF", "  {\"op\" : \"fault\" , \"name\":\"n\",\t\"call\": 0 }  \r\n",
 			Op{Kind: Fault, Name: "n"}},
 		{"max token", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","token":18446744073709551615}`,
@@ -343,4 +356,37 @@ func TestOpJSONMethods(t *testing.T) {
 	if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "name: missing") {
 		t.Errorf("got %v, want a bad input error naming name", err)
 	}
+}
+
+// TestReadLineLimit: a line longer than MaxLineBytes is refused with its
+// line number instead of being read into memory whole.
+func TestReadLineLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads 64 MiB")
+	}
+	okLine := `{"op":"fault","name":"n","call":1}` + "\n"
+	long := io.MultiReader(strings.NewReader(okLine+`{"op":"fault","name":"`),
+		io.LimitReader(repeatReader('x'), MaxLineBytes), strings.NewReader(`","call":1}`+"\n"))
+	_, err := ReadAll(long, "h")
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.Line != 2 || !strings.Contains(pe.Msg, "longer than") {
+		t.Fatalf("ReadAll of a %d-byte line: %v, want a ParseError on line 2", MaxLineBytes, err)
+	}
+	// Just under the limit is read.
+	under := io.MultiReader(strings.NewReader(`{"op":"fault","name":"`),
+		io.LimitReader(repeatReader('x'), MaxLineBytes-64), strings.NewReader(`","call":1}`+"\n"))
+	ops, err := ReadAll(under, "h")
+	if err != nil || len(ops) != 1 || len(ops[0].Name) != MaxLineBytes-64 {
+		t.Fatalf("ReadAll of a line under the limit: %d ops, %v", len(ops), err)
+	}
+}
+
+// repeatReader yields b forever.
+type repeatReader byte
+
+func (r repeatReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
 }

@@ -610,7 +610,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 		row.DetectMs = detection(res, time.Duration(*row.FaultStartMs)*time.Millisecond, ops)
 	}
 	if res.Verdict == checker.Violated {
-		if err := visualize(cctx, filepath.Join(dir, reports.VisualizationFile), ops, m.cfg.CheckTimeout); err != nil {
+		if err := visualize(cctx, filepath.Join(dir, reports.VisualizationFile), ops, res, m.cfg.CheckTimeout); err != nil {
 			m.cfg.Logger.Warn("porcupine visualization", "scenario", s.ID(), "err", err)
 		}
 	}
@@ -665,12 +665,12 @@ func detection(res *checker.Result, faultStart time.Duration, ops []history.Op) 
 	return out
 }
 
-func visualize(ctx context.Context, p string, ops []history.Op, timeout time.Duration) error {
+func visualize(ctx context.Context, p string, ops []history.Op, res *checker.Result, timeout time.Duration) error {
 	f, err := os.Create(p)
 	if err != nil {
 		return err
 	}
-	if err := checker.Visualize(ctx, f, ops, checker.Options{Timeout: timeout}); err != nil {
+	if err := checker.Visualize(ctx, f, ops, res, checker.Options{Timeout: timeout}); err != nil {
 		f.Close()
 		os.Remove(p)
 		return err

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 )
 
 // parseFileArgs parses args with fs, flags allowed before and after the
@@ -33,4 +35,43 @@ func parseFileArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (file stri
 		return "", exitBadInput, false
 	}
 	return files[0], exitOK, true
+}
+
+// byteSize is a flag value of bytes: a whole number with an optional unit
+// (B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB as powers of 1000).
+type byteSize uint64
+
+var byteUnits = []struct {
+	suffix string
+	mult   uint64
+}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+
+func (b *byteSize) String() string {
+	v := uint64(*b)
+	for i := 3; i >= 0; i-- { // TiB down to KiB: the largest that divides evenly
+		if u := byteUnits[i]; v != 0 && v%u.mult == 0 {
+			return strconv.FormatUint(v/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+func (b *byteSize) Set(s string) error {
+	num, mult := s, uint64(1)
+	for _, u := range byteUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseUint(num, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q: want a whole number of bytes with an optional unit (KiB, MiB, GiB, TiB, KB, MB, GB, TB)", s)
+	}
+	if v != 0 && v*mult/mult != v {
+		return fmt.Errorf("%q: too large", s)
+	}
+	*b = byteSize(v * mult)
+	return nil
 }

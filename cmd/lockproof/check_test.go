@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -178,5 +179,95 @@ func TestCheckBinary(t *testing.T) {
 		if code != want || !strings.HasPrefix(line, map[int]string{0: "ok: ", 1: "violated: "}[want]) {
 			t.Errorf("%s: exit %d, %q; want exit %d", f, code, line, want)
 		}
+	}
+}
+
+// TestCheckInputsThatMustNotPass: inputs that used to pass or lose their
+// verdict. An empty history (or faults only) is bad input; a string that is
+// not valid UTF-8 is bad input naming file, line and field (decoded as
+// U+FFFD it merged two clients and hid a violation); a failing --html or
+// --json write keeps the verdict line and its exit code.
+func TestCheckInputsThatMustNotPass(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty := write("empty.jsonl", "")
+	faults := write("faults.jsonl", `{"op":"fault","name":"partition","call":1,"return":2}`+"\n")
+	// Two clients whose names differ only in an invalid byte: as U+FFFD both
+	// became one client and the two leases looked reentrant.
+	utf := write("utf8.jsonl", "{\"client\":\"a\",\"op\":\"acquire\",\"key\":\"k\",\"call\":0,\"return\":1,\"result\":\"ok\",\"ttl_ms\":1000,\"token\":1}\n"+
+		"{\"client\":\"c\xff\",\"op\":\"acquire\",\"key\":\"k\",\"call\":2,\"return\":3,\"result\":\"ok\",\"ttl_ms\":1000,\"token\":2}\n"+
+		"{\"client\":\"c\xfe\",\"op\":\"acquire\",\"key\":\"k\",\"call\":4,\"return\":5,\"result\":\"ok\",\"ttl_ms\":1000,\"token\":3}\n")
+	for _, c := range []struct {
+		file, want string
+	}{
+		{empty, "no operations"},
+		{faults, "no operations"},
+		{utf, utf + ":2: client: invalid UTF-8 byte 0xff"},
+	} {
+		code, out, errs := runCheckArgs(t, c.file)
+		if line := oneLine(t, out); code != exitBadInput || !strings.HasPrefix(line, "bad input: ") || !strings.Contains(line, c.want) {
+			t.Errorf("%s: exit %d, %q (stderr %q); want exit 2 with %q", filepath.Base(c.file), code, line, errs, c.want)
+		}
+	}
+
+	violated := "testdata/check/violated-two-holders.jsonl"
+	for _, flag := range []string{"--html", "--json"} {
+		code, out, errs := runCheckArgs(t, flag, filepath.Join(dir, "no-such-dir", "out"), violated)
+		line := oneLine(t, out)
+		if code != exitViolation || !strings.HasPrefix(line, "violated: ") || !strings.Contains(errs, "no-such-dir") {
+			t.Errorf("%s write error: exit %d, %q, stderr %q; want the violation (exit 1) and the error on stderr", flag, code, line, errs)
+		}
+	}
+}
+
+// TestCheckHeapBudgetIsUnknown: a check that passes its heap budget stops
+// and exits 3, saying so.
+func TestCheckHeapBudgetIsUnknown(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	var ops []history.Op
+	for i := 0; i < 40; i++ {
+		ops = append(ops, history.Op{Client: fmt.Sprintf("w%d", i), Kind: history.Write, Key: "hot", Call: int64(i),
+			Result: history.Unknown, Value: fmt.Sprint(i), HasValue: true})
+	}
+	for i := 0; i < 40; i++ {
+		ops = append(ops, history.Op{Client: "r", Kind: history.Read, Key: "hot", Call: int64(1000 + 2*i), Return: int64(1001 + 2*i),
+			Completed: true, Result: history.OK, Value: fmt.Sprint((i * 7) % 40), HasValue: true})
+	}
+	path := filepath.Join(t.TempDir(), "hard.jsonl")
+	if err := history.WriteFile(path, ops); err != nil {
+		t.Fatal(err)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	budget := fmt.Sprint(ms.HeapAlloc + 64<<20) // 64 MiB above what the test process holds now
+	code, out, _ := runCheckArgs(t, "--max-heap", budget, "--timeout", "2m", path)
+	line := oneLine(t, out)
+	if code != exitUnknown || !strings.Contains(line, "heap budget exhausted") {
+		t.Fatalf("exit %d, %q; want exit 3 naming the heap budget", code, line)
+	}
+}
+
+func TestByteSizeFlag(t *testing.T) {
+	for in, want := range map[string]uint64{"0": 0, "512": 512, "4GiB": 4 << 30, "512MiB": 512 << 20, "2GB": 2e9, "1KiB": 1024} {
+		var b byteSize
+		if err := b.Set(in); err != nil || uint64(b) != want {
+			t.Errorf("Set(%q) = %d, %v; want %d", in, b, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "1.5GiB", "GiB", "99999999999TiB", "4 parsecs"} {
+		var b byteSize
+		if err := b.Set(in); err == nil {
+			t.Errorf("Set(%q) accepted: %d", in, b)
+		}
+	}
+	b := byteSize(4 << 30)
+	if b.String() != "4GiB" {
+		t.Errorf("String = %q", b.String())
 	}
 }

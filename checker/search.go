@@ -1,0 +1,260 @@
+package checker
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+)
+
+// This file holds the linearizability search of one chunk of a partition.
+//
+// Porcupine answers "is there one linearization?"; chunking a long partition
+// needs more: every state a linearization of the chunks so far can end in.
+// With those sets the chunks chain exactly: the partition is linearizable
+// iff each chunk has a linearization from some state the chunks before can
+// end in, so a chunk that has none from any of them proves a violation
+// without re-searching the whole partition (which is what made one bad read
+// in 200k ops take tens of gigabytes).
+
+// searchOp is an op of a chunk with its Porcupine-mapped times (a return
+// before a call at the same instant: see pCall). An op that never returned
+// (r == inf) floats: it may take effect at any later time, so it is not
+// needed to end a chunk, and one not yet linearized carries over to the
+// next (unlinearized at the end of the partition: it had no effect).
+type searchOp struct {
+	o    *lop
+	c, r int64
+	// carried: a floating op of an earlier chunk, put first in this one.
+	carried bool
+}
+
+func (o searchOp) floats() bool { return o.r == inf }
+
+// start is where the search of a chunk may begin: a state, and which
+// floating ops from earlier chunks have not taken effect yet (indices into
+// the chunk's ops).
+type start struct {
+	st       state
+	floating []int
+}
+
+// chunkSearch is one search of one chunk.
+type chunkSearch struct {
+	ctx  context.Context
+	ops  []searchOp // by mapped call
+	done []uint64   // bitset: linearized ops
+	seq  []int      // the linearization being built (indices into ops)
+	seen map[string]struct{}
+	key  []byte
+	// need is the number of ops that do not float; fixed counts those done.
+	need, fixed int
+	ends        []start
+	// deepest holds up to maxDeepest linearizations of the greatest length
+	// reached, for the explanation of a chunk that cannot be linearized.
+	deepest [][]int
+	nodes   int
+	stopped bool // ctx ended: the result is incomplete
+}
+
+// maxDeepest bounds the partial linearizations kept for an explanation.
+const maxDeepest = 8
+
+// endStates returns every start that a linearization of ops (sorted by
+// mapped call) can end the chunk in when it begins in one of from: the state
+// once every op that does not float is linearized, with the floating ops not
+// yet linearized (only maximal sets are kept: one start dominates another
+// with the same state and fewer floating ops). Empty: no linearization from
+// any of them; deepest then holds the longest partial ones, each a start
+// index followed by op indices. stopped: ctx ended first, the answer is
+// incomplete.
+func endStates(ctx context.Context, ops []searchOp, from []start) (ends []start, deepest [][]int, stopped bool) {
+	s := &chunkSearch{ctx: ctx, ops: ops, done: make([]uint64, (len(ops)+63)/64),
+		seen: map[string]struct{}{}}
+	for _, o := range ops {
+		if !o.floats() {
+			s.need++
+		}
+	}
+	for i, f := range from {
+		// Carried ops that are not floating in this start already took effect.
+		for j := range ops {
+			if ops[j].carried && !slices.Contains(f.floating, j) {
+				s.flip(j)
+			}
+		}
+		s.seq = append(s.seq[:0], i)
+		s.dfs(0, f.st)
+		clear(s.done)
+		s.fixed = 0
+		if s.stopped {
+			return nil, nil, true
+		}
+	}
+	return maximal(s.ends), s.deepest, false
+}
+
+// maximal drops each start whose floating set is a strict subset of another
+// start's with the same state (it can do nothing the other cannot), and
+// duplicates.
+func maximal(ends []start) []start {
+	var out []start
+	for i, a := range ends {
+		dominated := false
+		for j, b := range ends {
+			if i == j || a.st != b.st {
+				continue
+			}
+			if subset(a.floating, b.floating) && (len(a.floating) < len(b.floating) || j < i) {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// subset reports whether sorted a is a subset of sorted b.
+func subset(a, b []int) bool {
+	j := 0
+	for _, x := range a {
+		for j < len(b) && b[j] < x {
+			j++
+		}
+		if j == len(b) || b[j] != x {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *chunkSearch) isDone(i int) bool { return s.done[i/64]&(1<<(uint(i)%64)) != 0 }
+func (s *chunkSearch) flip(i int)        { s.done[i/64] ^= 1 << (uint(i) % 64) }
+
+// visit reports whether the node (lo, done, st) is new, and marks it seen.
+// lo is the first op not linearized: the key holds the done bits from lo on,
+// trimmed of trailing zero words, and the state.
+func (s *chunkSearch) visit(lo int, st state) bool {
+	k := s.key[:0]
+	k = binary.AppendUvarint(k, uint64(lo))
+	w0, w1 := lo/64, len(s.done)
+	for w1 > w0 && s.done[w1-1] == 0 {
+		w1--
+	}
+	for w := w0; w < w1; w++ {
+		k = binary.LittleEndian.AppendUint64(k, s.done[w])
+	}
+	k = appendState(k, st)
+	s.key = k
+	if _, ok := s.seen[string(k)]; ok {
+		return false
+	}
+	s.seen[string(k)] = struct{}{}
+	return true
+}
+
+func appendState(k []byte, st state) []byte {
+	k = append(k, '|')
+	k = binary.LittleEndian.AppendUint32(k, uint32(st.holder))
+	k = binary.LittleEndian.AppendUint64(k, st.holderTok)
+	k = binary.LittleEndian.AppendUint64(k, uint64(st.validUntil))
+	k = binary.LittleEndian.AppendUint64(k, uint64(st.expiredAfter))
+	k = binary.LittleEndian.AppendUint64(k, st.lastTok)
+	k = binary.LittleEndian.AppendUint64(k, uint64(st.now))
+	k = binary.LittleEndian.AppendUint32(k, uint32(st.value))
+	k = binary.LittleEndian.AppendUint64(k, st.maxTok)
+	var b byte
+	if st.hasHolderTok {
+		b |= 1
+	}
+	if st.hasLastTok {
+		b |= 2
+	}
+	if st.hasMax {
+		b |= 4
+	}
+	return append(k, b)
+}
+
+// dfs extends the linearization from node (lo, s.done, st).
+func (s *chunkSearch) dfs(lo int, st state) {
+	for lo < len(s.ops) && s.isDone(lo) {
+		lo++
+	}
+	if s.fixed == s.need {
+		var fl []int
+		for j := lo; j < len(s.ops); j++ {
+			if !s.isDone(j) {
+				fl = append(fl, j) // floating, not linearized
+			}
+		}
+		s.ends = append(s.ends, start{st: st, floating: fl})
+		return
+	}
+	if !s.visit(lo, st) {
+		return
+	}
+	if s.nodes++; s.nodes&1023 == 0 && s.ctx.Err() != nil {
+		s.stopped = true
+		return
+	}
+	s.noteDepth()
+	// Candidates: ops not linearized that no other op not linearized
+	// precedes (returned before their call). Only ops called earlier can
+	// precede an op, so one pass by call with the least return so far.
+	minRet := inf
+	for j := lo; j < len(s.ops); j++ {
+		if s.ops[j].c > minRet {
+			break
+		}
+		if s.isDone(j) {
+			continue
+		}
+		minRet = min(minRet, s.ops[j].r)
+		so := s.ops[j]
+		n, r := apply(st, so.o)
+		s.flip(j)
+		s.seq = append(s.seq, j)
+		if !so.floats() {
+			s.fixed++
+		}
+		switch {
+		case so.floats():
+			// It had no effect yet: it stays floating (never linearized
+			// "with no effect", which would only multiply the orders).
+			if r == rOK && n != st {
+				s.dfs(lo, n)
+			}
+		case so.o.maybe():
+			s.dfs(lo, st) // it had no effect
+			if r == rOK && n != st && !s.stopped {
+				s.dfs(lo, n)
+			}
+		case r == rOK:
+			s.dfs(lo, n)
+		}
+		if !so.floats() {
+			s.fixed--
+		}
+		s.seq = s.seq[:len(s.seq)-1]
+		s.flip(j)
+		if s.stopped {
+			return
+		}
+	}
+}
+
+// noteDepth keeps the current linearization if it is among the longest.
+func (s *chunkSearch) noteDepth() {
+	switch {
+	case len(s.deepest) > 0 && len(s.seq) < len(s.deepest[0]):
+		return
+	case len(s.deepest) > 0 && len(s.seq) > len(s.deepest[0]):
+		s.deepest = s.deepest[:0]
+	case len(s.deepest) >= maxDeepest:
+		return
+	}
+	s.deepest = append(s.deepest, append([]int(nil), s.seq...))
+}
