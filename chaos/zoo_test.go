@@ -2,10 +2,12 @@ package chaos_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +17,9 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/matrix"
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/reports"
 )
 
 var (
@@ -85,8 +89,58 @@ func zooRun(t *testing.T, specs []matrix.Spec) map[string]*matrix.Scenario {
 			t.Errorf("%s: fault %s: %s", s.ID(), s.FaultName, s.FaultError)
 		}
 		rows[s.ID()] = s
+		if s.History != "" {
+			sameLinesAsCheck(t, out, s)
+		}
 	}
 	return rows
+}
+
+// sameLinesAsCheck re-checks a scenario's history.jsonl as `lockproof
+// check` would (from the file) and wants the verdicts and every cited line
+// of the run's check.json: the run, the reports and check cite one
+// numbering, the file's lines.
+func sameLinesAsCheck(t *testing.T, out string, s *matrix.Scenario) {
+	t.Helper()
+	ops, err := history.ReadFile(filepath.Join(out, s.History))
+	if err != nil {
+		t.Errorf("%s: %v", s.ID(), err)
+		return
+	}
+	fromFile, err := checker.Check(context.Background(), ops, checker.Options{Timeout: time.Minute})
+	if err != nil {
+		t.Errorf("%s: check the file: %v", s.ID(), err)
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(out, filepath.Dir(s.History), reports.CheckFile))
+	if err != nil {
+		t.Errorf("%s: %v", s.ID(), err)
+		return
+	}
+	var fromRun checker.Result
+	if err := json.Unmarshal(b, &fromRun); err != nil {
+		t.Errorf("%s: %s: %v", s.ID(), reports.CheckFile, err)
+		return
+	}
+	cited := func(r *checker.Result) []string {
+		var out []string
+		for _, pr := range r.Properties() {
+			out = append(out, fmt.Sprintf("%s %s", pr.Property, pr.Verdict))
+			for _, v := range pr.Violations {
+				for _, o := range v.Ops {
+					if f := ops[o.Line-1]; f.Call != o.Call || f.Client != o.Client || string(f.Kind) != o.Op {
+						out = append(out, fmt.Sprintf("line %d is not the op cited (%s by %q at %d)", o.Line, o.Op, o.Client, o.Call))
+					}
+				}
+				out = append(out, fmt.Sprintf("%s %s lines %v", v.Property, v.Rule, v.Lines))
+			}
+		}
+		return out
+	}
+	if got, want := cited(&fromRun), cited(fromFile); !slices.Equal(got, want) {
+		t.Errorf("%s: %s cites\n%s\nbut check on %s cites\n%s", s.ID(), reports.CheckFile,
+			strings.Join(got, "\n"), s.History, strings.Join(want, "\n"))
+	}
 }
 
 func zooDescribe(s *matrix.Scenario) string {

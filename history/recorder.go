@@ -41,6 +41,7 @@ type Recorder struct {
 	ops     []Op
 	pending map[*Pending]struct{}
 	seq     uint64
+	lines   int   // ops written so far: the next op goes on line lines+1
 	err     error // first write or validation error
 	closed  bool
 }
@@ -143,6 +144,7 @@ func (p *Pending) Complete(result Result, edit func(*Op)) error {
 		}
 		return err
 	}
+	op.Line = r.nextLine()
 	if p.idx >= 0 {
 		r.ops[p.idx] = op
 	}
@@ -186,10 +188,20 @@ func (r *Recorder) Record(op Op) error {
 		r.keep(err)
 		return err
 	}
+	op.Line = r.nextLine()
 	if !r.forget {
 		r.ops = append(r.ops, op)
 	}
 	return r.write(op, true)
+}
+
+// nextLine numbers the op about to be written; r.mu is held. Ops are
+// written as they complete, so a file line is not the invocation order:
+// the op carries its line so that whatever cites it (a violation, a report)
+// names the line a reader of the file sees.
+func (r *Recorder) nextLine() int {
+	r.lines++
+	return r.lines
 }
 
 // write appends op to the stream; r.mu is held.
@@ -224,7 +236,10 @@ func (r *Recorder) Err() error {
 }
 
 // Ops returns a copy of every op recorded so far, in invocation order;
-// pending ones appear as never completed with result unknown.
+// pending ones appear as never completed with result unknown. Each op
+// written has Line set to its line in the history as written (1-based,
+// counting the ops the Recorder wrote); a pending op has Line 0 until Close
+// writes it.
 func (r *Recorder) Ops() []Op {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -262,6 +277,10 @@ func (r *Recorder) Close() error {
 		if err := op.Validate(); err != nil {
 			r.keep(fmt.Errorf("record pending %s %q by %q: %w", op.Kind, op.Key, op.Client, err))
 			continue
+		}
+		op.Line = r.nextLine()
+		if p.idx >= 0 {
+			r.ops[p.idx] = op
 		}
 		_ = r.write(op, false) // kept in r.err
 	}

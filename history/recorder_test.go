@@ -239,3 +239,51 @@ func TestRecorderForgetOps(t *testing.T) {
 		t.Fatalf("got %d ops, %v; want 3", len(ops), err)
 	}
 }
+
+// TestRecorderLinesAreFileLines: ops complete out of invocation order, so
+// the file is in completion order; each op the Recorder hands out carries
+// the line it was written to, and reading the file back finds the same op
+// on that line.
+func TestRecorderLinesAreFileLines(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewRecorder(&buf, Options{})
+	a := r.Invoke(Op{Client: "a", Kind: Acquire, Key: "k", TTLMillis: 100})
+	b := r.Invoke(Op{Client: "b", Kind: Acquire, Key: "k", TTLMillis: 100})
+	c := r.Invoke(Op{Client: "c", Kind: Write, Key: "k", Value: "x"})
+	end := r.Fault("pause")
+	if err := c.Complete(OK, nil); err != nil { // third invoked, first written
+		t.Fatal(err)
+	}
+	if err := a.Complete(Fail, nil); err != nil {
+		t.Fatal(err)
+	}
+	end()
+	if err := r.Record(Op{Client: "d", Kind: Read, Key: "k", Call: 1, Return: 2, Completed: true, Result: OK, Value: "x", HasValue: true}); err != nil {
+		t.Fatal(err)
+	}
+	_ = b // still pending: written at Close, last
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := r.Ops()
+	file, err := ReadAll(&buf, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(file) {
+		t.Fatalf("%d ops recorded, %d in the file", len(got), len(file))
+	}
+	seen := map[int]bool{}
+	for _, o := range got {
+		if o.Line < 1 || o.Line > len(file) || seen[o.Line] {
+			t.Fatalf("op %s by %q has line %d (file has %d lines, seen %v)", o.Kind, o.Client, o.Line, len(file), seen)
+		}
+		seen[o.Line] = true
+		if f := file[o.Line-1]; f != o {
+			t.Errorf("line %d: recorded %+v, file has %+v", o.Line, o, f)
+		}
+	}
+	if got[2].Line != 1 || got[1].Line != len(file) {
+		t.Errorf("write (completed first) on line %d, pending acquire on line %d; want 1 and %d", got[2].Line, got[1].Line, len(file))
+	}
+}
