@@ -1,23 +1,28 @@
 // Package checker decides whether a lockproof history keeps the guarantees
-// of ../shared/DESIGN.md: lease mutual exclusion (G1), resource safety with
-// fencing (G2) and liveness after a holder crashes (G3).
+// of docs/DESIGN.md: lease mutual exclusion (G1), resource safety with
+// fencing (G2) and liveness after a holder crashes (G3). docs/DESIGN.md
+// ("What the checker decides") states every rule; this package implements
+// it.
 //
 // The history is partitioned by key. Per key, the lease ops and the resource
-// ops are each checked for linearizability against a time-aware Porcupine
-// model (see apply), and direct checks cover what a sequential model cannot
+// ops are each checked for linearizability against a time-aware sequential
+// model (see apply) by an exact search, chunk by chunk (see porcupineCheck
+// and endStates), and direct rules cover what a sequential model cannot
 // see: token order in real time, one owner per token, stale unfenced holders
-// and liveness. Every property gets its own Verdict; a timeout or a cancelled
-// context yields Unknown, never OK.
+// and liveness. Every property gets its own Verdict; what the budget
+// (Options.Timeout, Options.MaxHeap) or a cancelled context stops is
+// Unknown, never OK.
 //
 // Timing semantics (the history contract): a lease taken (or renewed) in
 // [call, return] with length T is surely valid until call+T*(1-drift) and
-// surely expired after return+T*(1+drift). An op that never returned may take
+// surely expired after return+T*(1+drift); an op precedes another when it
+// returned at or before the other's call. An op that never returned may take
 // effect at any time after its call. Ops with result fail or rejected had no
 // effect and are not checked by the models: in particular a failed acquire
 // is not taken as proof that the key was held (a lock may fail an acquire
 // for other reasons, e.g. a READONLY replica); only liveness looks at them.
-// A client that acquires again while it may still hold the key is not a
-// mutual exclusion violation (reentrance); it may get its own token back,
+// A client that acquires again while its own lease may still be valid is not
+// a mutual exclusion violation (reentrance); it may get its own token back,
 // any other token must still be above the last one.
 //
 // Reads with a token are fenced like writes: a fenced resource accepts a

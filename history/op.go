@@ -1,7 +1,7 @@
 // Package history records and reads the operations of a lockproof run.
 //
 // A history is a JSON Lines file, one operation per line, in the format that
-// ../shared/DESIGN.md fixes as a contract: other tools read and write it.
+// docs/DESIGN.md fixes as a contract: other tools read and write it.
 package history
 
 // Kind is what an operation did: the "op" field of a history line.

@@ -3,7 +3,7 @@
 // expected and what differs, as Markdown (for a CI step summary), static
 // self-contained HTML, JUnit XML and JSON; and compares two runs.
 //
-// A run directory holds summary.json (the contract of ../shared/DESIGN.md)
+// A run directory holds summary.json (the contract of docs/DESIGN.md)
 // and, per scenario, the directory of its history file with history.jsonl,
 // check.json (checker.Result) and, for violations, porcupine.html.
 //

@@ -1,6 +1,6 @@
 // Package matrix runs lockproof's lock × fault × seed matrix on chaos
 // environments and writes the run directory of the summary.json contract
-// (../../shared/DESIGN.md): summary.json, and per scenario
+// (docs/DESIGN.md): summary.json, and per scenario
 // <lock>-<fault>-<seed>/history.jsonl (written by chaos.Run before anything
 // is checked), check.json (the checker's result) and, for violations,
 // Porcupine's porcupine.html.
