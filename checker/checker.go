@@ -425,7 +425,7 @@ func (c *run) porcupineCheck(key string, ops []*lop, prop string) (Verdict, stri
 		return Unknown, c.stopReason(fmt.Sprintf("not checked (%d ops)", len(pops))), nil
 	}
 	chunks := chunk(pops, c.opts.chunkMin)
-	useless := floatPruner(ops)
+	stopped, unread := floatPruner(ops)
 	from := []start{{}}
 	var carried []searchOp // floating ops of earlier chunks, still floating in some start
 	for i, ch := range chunks {
@@ -436,13 +436,13 @@ func (c *run) porcupineCheck(key string, ops []*lop, prop string) (Verdict, stri
 		}
 		for _, po := range ch {
 			o := po.Input.(*lop)
-			if po.Return == inf && useless(o, po.Call) {
+			if po.Return == inf && unread(o, po.Call) {
 				continue
 			}
 			sops = append(sops, searchOp{o: o, c: po.Call, r: po.Return})
 		}
-		ends, deepest, stopped := endStates(c.ctx, sops, from)
-		if stopped {
+		ends, deepest, out := endStates(c.ctx, sops, from, stopped)
+		if out {
 			return Unknown, c.stopReason(fmt.Sprintf("chunk %d of %d (%d ops) of %d ops", i+1, len(chunks), len(ch), len(pops))), nil
 		}
 		if len(ends) == 0 {
@@ -456,7 +456,10 @@ func (c *run) porcupineCheck(key string, ops []*lop, prop string) (Verdict, stri
 			next = chunks[i+1][0].Call
 		}
 		for k := range from {
-			from[k].floating = slices.DeleteFunc(from[k].floating, func(j int) bool { return useless(sops[j].o, next) })
+			st := from[k].st
+			from[k].floating = slices.DeleteFunc(from[k].floating, func(j int) bool {
+				return unread(sops[j].o, next) || stopped(sops[j].o, st)
+			})
 		}
 		from = maximal(from)
 		for _, e := range from {
@@ -483,47 +486,62 @@ func (c *run) porcupineCheck(key string, ops []*lop, prop string) (Verdict, stri
 	return OK, "", nil
 }
 
-// floatPruner returns whether a floating op (one that never returned) can
-// no longer make a difference from mapped time t on, so that the search may
-// treat it as having had no effect. That holds when its client has no op
-// called after it on the key (the client stopped: it is the last op of a
-// crashed client) and taking effect could only forbid what follows:
-//   - an acquire or renew: it makes its client the holder, which only
-//     refuses other clients' release and renew and can delay their acquire
-//     (its lease gives nothing to the stopped client);
-//   - a write whose value no op called from t on reads or expects as prev:
-//     setting a value nobody observes, or raising the largest token, only
-//     makes later reads and writes fail.
+// floatPruner returns, for a floating op (one that never returned), when
+// taking effect can no longer help any linearization, so that the search
+// may treat it as having had no effect. Both cases need every other op of
+// its client on the key to precede it (the client stopped: it is the last op
+// of a crashed client, and nothing of that client can take effect after it):
+//   - an acquire or renew, in a state where another client holds the key
+//     (stopped: true from a state whose holder is not its client): it can
+//     only make its client the holder, which refuses the holder's release and
+//     renew and delays others' acquires. (While its client holds, it may
+//     shorten that lease, its validity counting from its call, so it stays.)
+//   - a write once every op that reads its value or expects it as prev
+//     returned before mapped time t: it sets a value nobody can observe,
+//     which only makes later reads and writes fail.
 //
 // A release is kept: freeing the key can explain another client's acquire.
-func floatPruner(ops []*lop) func(o *lop, t int64) bool {
-	lastCall := map[int32]int64{}
-	lastRef := map[int32]int64{} // value -> latest mapped call of a read of it or a write expecting it
+func floatPruner(ops []*lop) (stopped func(o *lop, st state) bool, unread func(o *lop, t int64) bool) {
+	// Per client: how many of its ops never returned, and the latest mapped
+	// return of the others.
+	type span struct {
+		floating int
+		lastRet  int64
+	}
+	clients := map[int32]span{}
+	refRet := map[int32]int64{} // value -> latest mapped return of a read of it or a write expecting it
 	for _, o := range ops {
-		lastCall[o.client] = max(lastCall[o.client], o.call)
-		if o.result == history.Fail || o.result == history.Rejected {
+		sp := clients[o.client]
+		if o.ret == inf {
+			sp.floating++
+		} else {
+			sp.lastRet = max(sp.lastRet, pRet(o.call, o.ret))
+		}
+		clients[o.client] = sp
+		if !checked(o) {
 			continue
 		}
 		switch {
 		case o.kind == history.Read:
-			lastRef[o.value] = max(lastRef[o.value], pCall(o.call))
+			refRet[o.value] = max(refRet[o.value], pRet(o.call, o.ret))
 		case o.kind == history.Write && o.hasPrev:
-			lastRef[o.prev] = max(lastRef[o.prev], pCall(o.call))
+			refRet[o.prev] = max(refRet[o.prev], pRet(o.call, o.ret))
 		}
 	}
-	return func(o *lop, t int64) bool {
-		if o.ret != inf || lastCall[o.client] > o.call {
-			return false
-		}
-		switch o.kind {
-		case history.Acquire, history.Renew:
-			return true
-		case history.Write:
-			r, ok := lastRef[o.value]
-			return !ok || r < t
-		}
-		return false
+	// final: o never returned and every other op of its client precedes it
+	// (none can take effect after it).
+	final := func(o *lop) bool {
+		sp := clients[o.client]
+		return o.ret == inf && sp.floating == 1 && sp.lastRet < pCall(o.call)
 	}
+	stopped = func(o *lop, st state) bool {
+		return (o.kind == history.Acquire || o.kind == history.Renew) && st.holder != o.client && final(o)
+	}
+	unread = func(o *lop, t int64) bool {
+		r, ok := refRet[o.value]
+		return o.kind == history.Write && final(o) && (!ok || r < t)
+	}
+	return stopped, unread
 }
 
 // stopReason says why a search stopped: the budget ran out (time or memory)

@@ -247,7 +247,11 @@ func (c *run) liveness(k *keyOps) ([]Violation, bool) {
 // or before b's call. The stamps bracket each op's effect (call is stamped
 // before the request goes out, return after the reply came back), so a's
 // effect is at or before a.ret <= b.call, at or before b's effect.
-func precedes(a, b *lop) bool { return a.ret <= b.call }
+//
+// An op whose return equals its call is concurrent with ops called at that
+// instant, as in the search (see pCall: Porcupine cannot order a call and a
+// return at one instant both ways).
+func precedes(a, b *lop) bool { return a.ret < b.call || a.ret == b.call && a.ret > a.call }
 
 // mayHold reports whether client may still hold a lease with token tok at
 // time t: one of its ok or unknown acquires or renews of that lease was

@@ -48,6 +48,8 @@ type chunkSearch struct {
 	key  []byte
 	// need is the number of ops that do not float; fixed counts those done.
 	need, fixed int
+	// idle says when a floating op taking effect cannot help (see floatPruner).
+	idle func(*lop, state) bool
 	ends        []start
 	// deepest holds up to maxDeepest linearizations of the greatest length
 	// reached, for the explanation of a chunk that cannot be linearized.
@@ -67,9 +69,9 @@ const maxDeepest = 8
 // any of them; deepest then holds the longest partial ones, each a start
 // index followed by op indices. stopped: ctx ended first, the answer is
 // incomplete.
-func endStates(ctx context.Context, ops []searchOp, from []start) (ends []start, deepest [][]int, stopped bool) {
+func endStates(ctx context.Context, ops []searchOp, from []start, idle func(*lop, state) bool) (ends []start, deepest [][]int, stopped bool) {
 	s := &chunkSearch{ctx: ctx, ops: ops, done: make([]uint64, (len(ops)+63)/64),
-		seen: map[string]struct{}{}}
+		seen: map[string]struct{}{}, idle: idle}
 	for _, o := range ops {
 		if !o.floats() {
 			s.need++
@@ -224,7 +226,7 @@ func (s *chunkSearch) dfs(lo int, st state) {
 		case so.floats():
 			// It had no effect yet: it stays floating (never linearized
 			// "with no effect", which would only multiply the orders).
-			if r == rOK && n != st {
+			if r == rOK && n != st && !s.idle(so.o, st) {
 				s.dfs(lo, n)
 			}
 		case so.o.maybe():
