@@ -50,7 +50,7 @@ type chunkSearch struct {
 	need, fixed int
 	// idle says when a floating op taking effect cannot help (see floatPruner).
 	idle func(*lop, state) bool
-	ends        []start
+	ends []start
 	// deepest holds up to maxDeepest linearizations of the greatest length
 	// reached, for the explanation of a chunk that cannot be linearized.
 	deepest [][]int
