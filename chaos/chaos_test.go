@@ -114,7 +114,7 @@ func redisChildren() error {
 		if len(f) < 2 || f[0] == "Z" {
 			continue
 		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid == me && strings.HasPrefix(comm, "redis-") {
+		if ppid, _ := strconv.Atoi(f[1]); ppid == me && (strings.HasPrefix(comm, "redis-") || comm == self) {
 			leaks = append(leaks, fmt.Sprintf("%s pid %d", comm, pid))
 		}
 	}
@@ -211,7 +211,7 @@ func runAndCheck(t *testing.T, e env.Env, sc chaos.Scenario) (chaos.Outcome, *ch
 // checkResource asserts resource safety. The workload reads through
 // fencing's ReadFenced: with write-only fencing a read-modify-write loses
 // updates when holders overlap (failover) — see
-// /work/notes/chaos-finding-fenced-reads.md.
+// docs/DESIGN.md (G2: reads are fenced like writes).
 func checkResource(t *testing.T, out chaos.Outcome, res *checker.Result, want checker.Verdict) {
 	t.Helper()
 	if _, ok := any(&fencing.Redis{}).(workload.FencedReader); !ok {

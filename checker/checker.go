@@ -550,16 +550,6 @@ func (c *run) stopReason(where string) string {
 	return fmt.Sprintf("%v: %s", context.Cause(c.ctx), where)
 }
 
-// remaining returns the time left until deadline (0: no deadline), and
-// false when it has passed.
-func remaining(deadline time.Time) (time.Duration, bool) {
-	if deadline.IsZero() {
-		return 0, true
-	}
-	d := time.Until(deadline)
-	return d, d > 0
-}
-
 // chunkOps is the least number of ops per chunk of a long partition.
 const chunkOps = 512
 

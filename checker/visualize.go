@@ -216,7 +216,7 @@ func violationAnnotations(p *prepared, res *Result, end int64) []porcupine.Annot
 func visualHeader(res *Result, drawn []drawnLabel, skipped []string) string {
 	var b strings.Builder
 	color := map[Verdict]string{OK: "#1e7e34", Violated: "#c0392b", Unknown: "#b8860b", NA: "#555"}
-	fmt.Fprintf(&b, `<section id="lockproof-verdict" style="font-family:sans-serif;margin:1em;padding:1em;border:2px solid %s">`, color[res.Verdict])
+	fmt.Fprintf(&b, `<section id="lockproof-verdict" style="font-family:sans-serif;margin:3em 1em 1em 1em;padding:1em;border:2px solid %s">`, color[res.Verdict])
 	fmt.Fprintf(&b, `<h1 style="margin-top:0">Verdict: <span style="color:%s">%s</span> <small>(%d ops, %d keys)</small></h1><ul>`,
 		color[res.Verdict], html.EscapeString(string(res.Verdict)), res.Counts.Ops, res.Counts.Keys)
 	for _, pr := range res.Properties() {
@@ -232,7 +232,7 @@ func visualHeader(res *Result, drawn []drawnLabel, skipped []string) string {
 		}
 		b.WriteString("</li>")
 	}
-	b.WriteString("</ul><p>Partitions drawn below (top to bottom; each has a tag row with its name):</p><ol>")
+	b.WriteString("</ul><p>Partitions drawn below (their ops share the client rows; each has a tag row naming it, spanning its ops):</p><ol>")
 	for _, d := range drawn {
 		fmt.Fprintf(&b, "<li>key %s: %s (%d ops)</li>", html.EscapeString(fmt.Sprintf("%q", d.key)), html.EscapeString(d.kind), d.ops)
 	}

@@ -161,8 +161,10 @@ type Config struct {
 	Open Opener
 	// Runner runs one scenario; nil means chaos.Run.
 	Runner Runner
-	// CheckTimeout bounds each Porcupine check; 0 means 60s. A check that
-	// runs out gives unknown verdicts, never ok.
+	// CheckTimeout is the budget of each scenario's check (checker.Options
+	// Timeout: the whole check, explanations included; the visualization of
+	// a violation gets as much again); 0 means 60s. A check that runs out
+	// gives unknown verdicts, never ok.
 	CheckTimeout time.Duration
 	// Progress receives one line per finished scenario; nil discards.
 	Progress io.Writer

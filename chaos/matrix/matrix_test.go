@@ -208,8 +208,6 @@ func (f *fakeRunner) run(ctx context.Context, e env.Env, sc chaos.Scenario, dir 
 	return chaos.Outcome{History: p, Ops: ops, FaultName: ops[0].Name}, nil
 }
 
-type fakeEnv struct{ env.Env }
-
 func fakeOpener(opened *[]env.Spec, mu *sync.Mutex) Opener {
 	return func(ctx context.Context, spec env.Spec) (env.Env, error) {
 		mu.Lock()

@@ -124,19 +124,21 @@ type Client struct {
 	unfenced fencing.Resource // for leases without one
 	rng      *rand.Rand
 	holding  atomic.Bool
-	held     chan struct{} // signalled (non-blocking) when the client starts holding
+	held     chan struct{} // signalled (non-blocking) when the client holds with its write ahead
 	stopped  atomic.Bool
 	rec      atomic.Pointer[history.Recorder] // set by Run: where background renewals are recorded
 }
 
-// Holding reports whether the client holds its lock (between an ok acquire
-// and its release).
+// Holding reports whether the client holds its lock with its write ahead
+// (between its read and its write's command).
 func (c *Client) Holding() bool { return c.holding.Load() }
 
 // Stopped reports whether the client's worker ended (crashed, or done).
 func (c *Client) Stopped() bool { return c.stopped.Load() }
 
-// WaitHolding waits until the client holds its lock, bounded by ctx.
+// WaitHolding waits until the client holds its lock with its resource write
+// still ahead (between its read and its write), bounded by ctx: a pause or
+// crash that strikes then leaves a holder whose late write must be refused.
 func (c *Client) WaitHolding(ctx context.Context) error {
 	for {
 		if c.Holding() {
@@ -412,11 +414,6 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	if err := p.Complete(history.OK, func(o *history.Op) { o.Token, o.HasToken = token, fenced }); err != nil {
 		return err
 	}
-	c.holding.Store(true)
-	select {
-	case c.held <- struct{}{}:
-	default:
-	}
 	defer c.holding.Store(false)
 
 	// Read the resource under the lease.
@@ -443,11 +440,22 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	}
 
 	if readOK {
+		// Holding, with the write ahead: a fault that waits for the client
+		// to hold strikes here. (Signalled from the acquire on, a pause could
+		// land after the write, and the woken client would only release: no
+		// late write, nothing for the fence to refuse.)
+		c.holding.Store(true)
+		select {
+		case c.held <- struct{}{}:
+		default:
+		}
 		// Work, then the fault point: a paused client stops here, between its read and its write.
 		_ = sleepRand(ctx, c.rng, cfg.Hold)
 		if err := c.Gate.Wait(ctx); err != nil {
 			return errStop
 		}
+		// A pause that strikes from now on holds the write's command at the gate.
+		c.holding.Store(false)
 		val := fmt.Sprintf("%s-%d", c.Name, seq)
 		p = rec.Invoke(history.Op{Client: c.Name, Kind: history.Write, Key: c.Key, Token: token, HasToken: fenced,
 			Value: val, Prev: v.Value, HasPrev: true})

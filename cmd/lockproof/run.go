@@ -63,7 +63,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.provider, "provider", "", "environment: process, docker or byo (default: $LOCKPROOF_ENV, else process when redis-server is on PATH, else docker)")
 	fs.StringVar(&f.byoConfig, "byo-config", "", "with --provider byo: JSON file of the deployment (env.BYOConfig: ToxiproxyURL, Sentinels, Data, Fenced, Redlock)")
 	fs.StringVar(&f.out, "out", "", "run directory (default runs/<UTC timestamp>)")
-	fs.DurationVar(&f.checkTimeout, "check-timeout", 60*time.Second, "bound of each Porcupine check (out of time: unknown)")
+	fs.DurationVar(&f.checkTimeout, "check-timeout", 60*time.Second, "budget of each scenario's check, explanations and page included (out of time: unknown)")
 	fs.BoolVar(&f.detect, "detect", false, "measure detection speed: each specimen's decisive scenario over the seeds; writes detect.md")
 	fs.DurationVar(&f.detectTarget, "detect-target", 10*time.Second, "with --detect: a violation found later than this after the fault started is a miss")
 	fs.StringVar(&f.saveRegression, "save-regression", "", "save the violations found as regression NAME (NAME.json, or NAME-<scenario>.json for several)")
