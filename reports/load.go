@@ -54,6 +54,11 @@ type ScenarioSummary struct {
 	Expected Expected `json:"expected"`
 	// History is the scenario's history file, relative to the run directory.
 	History string `json:"history"`
+	// Error and FaultError say that the scenario or its fault failed: the
+	// scenario is inconclusive however its verdicts read (a fault that never
+	// ran proves nothing), and Load records them among its Problems.
+	Error      string `json:"error,omitempty"`
+	FaultError string `json:"fault_error,omitempty"`
 }
 
 // Expected holds the verdicts a scenario is expected to give; an empty one
@@ -81,8 +86,9 @@ type Scenario struct {
 	// Visualization is "" when the scenario has no porcupine.html.
 	CheckPath     string
 	Visualization string
-	// Problems lists what is wrong with the scenario's files (each names the
-	// file); a scenario with problems is never reported as passing.
+	// Problems lists what is wrong with the scenario: its files (each names
+	// the file), or a failure of the scenario or its fault recorded in
+	// summary.json. A scenario with problems is never reported as passing.
 	Problems []string
 	// Plot is the latency-over-time plot of the history; nil when unreadable.
 	Plot *Plot
@@ -170,6 +176,12 @@ func validateSummary(s ScenarioSummary) error {
 
 // loadScenario reads the files of one scenario, recording what is wrong.
 func loadScenario(dir, sdir string, sc *Scenario) {
+	if sc.Error != "" {
+		sc.Problems = append(sc.Problems, "the scenario failed: "+sc.Error)
+	}
+	if sc.FaultError != "" {
+		sc.Problems = append(sc.Problems, "its fault failed: "+sc.FaultError)
+	}
 	sc.CheckPath = path.Join(sdir, CheckFile)
 	checkPath := filepath.Join(dir, filepath.FromSlash(sc.CheckPath))
 	data, err := os.ReadFile(checkPath)

@@ -143,7 +143,7 @@ func Build(run *Run) *Report {
 		}
 	case r.Counts.Unknown > 0 || r.Counts.Problems > 0:
 		r.Status = Inconclusive
-		r.Headline = fmt.Sprintf("inconclusive: %d verdicts unknown and %d scenarios with broken files in %d scenarios; this run does not show the locks safe",
+		r.Headline = fmt.Sprintf("inconclusive: %d verdicts unknown and %d scenarios failed or with broken files in %d scenarios; this run does not show the locks safe",
 			r.Counts.Unknown, r.Counts.Problems, r.Counts.Scenarios)
 	case r.Counts.Scenarios == 0:
 		r.Status = Inconclusive

@@ -471,3 +471,41 @@ func TestOpsCountMismatch(t *testing.T) {
 		t.Errorf("status %s, want inconclusive", r.Status)
 	}
 }
+
+// TestFailedScenarioNeverPasses: a scenario whose run or fault failed
+// (summary.json's error and fault_error) is inconclusive, whatever its
+// verdicts say: the report once said "pass" for a pause that never paused.
+func TestFailedScenarioNeverPasses(t *testing.T) {
+	for _, field := range []string{"error", "fault_error"} {
+		dir := copyRun(t, keep("fenced-none-1", "fenced-none-2"))
+		p := filepath.Join(dir, SummaryFile)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum map[string][]map[string]any
+		if err := json.Unmarshal(b, &sum); err != nil {
+			t.Fatal(err)
+		}
+		sum["scenarios"][1][field] = "wait for p0 to hold: context deadline exceeded"
+		if b, err = json.Marshal(sum); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := Build(run)
+		if r.Status != Inconclusive || r.Counts.Problems != 1 {
+			t.Errorf("%s: status %s with %d problems, want inconclusive with 1", field, r.Status, r.Counts.Problems)
+		}
+		for _, s := range r.Scenarios {
+			if failed := s.ID == "fenced-none-2"; failed == (s.Status == Pass) || failed != strings.Contains(strings.Join(s.Problems, ";"), "context deadline exceeded") {
+				t.Errorf("%s: %s status %s, problems %q", field, s.ID, s.Status, s.Problems)
+			}
+		}
+	}
+}

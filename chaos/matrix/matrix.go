@@ -235,9 +235,13 @@ func (s *Scenario) Verdict(prop string) checker.Verdict {
 	return checker.Unknown
 }
 
-// Unknown reports whether some verdict is unknown.
+// Unknown reports whether the row is inconclusive: some verdict is
+// unknown, or the scenario or its fault failed (Error, FaultError). A fault
+// that never ran proves nothing, so such a row is never "as expected", and
+// the run exits 3 for it unless a verdict contradicts the expectation.
 func (s *Scenario) Unknown() bool {
-	return s.Lease == checker.Unknown || s.Resource == checker.Unknown || s.Liveness == checker.Unknown
+	return s.Lease == checker.Unknown || s.Resource == checker.Unknown || s.Liveness == checker.Unknown ||
+		s.Error != "" || s.FaultError != ""
 }
 
 // Summary is summary.json.

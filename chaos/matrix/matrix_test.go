@@ -531,3 +531,38 @@ func TestDetectRows(t *testing.T) {
 		t.Error("MeetsTarget: 19 of 20 is the bar")
 	}
 }
+
+// TestErrorIsNeverAsExpected: a row whose scenario or fault failed is
+// inconclusive however good its verdicts look (the fault may never have
+// run: pause-process once "passed" without pausing anything), and a run
+// with one exits 3 (1 if a verdict contradicts the expectation).
+func TestErrorIsNeverAsExpected(t *testing.T) {
+	good := func() *Scenario {
+		row := newRow(Spec{Lock: "fenced", Fault: chaos.FaultPauseClient, Seed: 1})
+		row.Lease, row.Resource, row.Liveness, row.Rejected = checker.OK, checker.OK, checker.NA, 3
+		return row
+	}
+	row := good()
+	judge(row)
+	if !row.AsExpected {
+		t.Fatalf("clean row not as expected: %+v", row.Mismatches)
+	}
+	for _, spoil := range []func(*Scenario){
+		func(r *Scenario) { r.FaultError = "wait for p0 to hold: context deadline exceeded" },
+		func(r *Scenario) { r.Error = `unknown command "-test.run=^$"` },
+	} {
+		row := good()
+		spoil(row)
+		judge(row)
+		sum := Summary{Scenarios: []*Scenario{good(), row}}
+		if row.AsExpected || !row.Unknown() || sum.Status() != 3 {
+			t.Errorf("row with error %q / fault error %q: as expected %v, unknown %v, status %d; want false, true, 3",
+				row.Error, row.FaultError, row.AsExpected, row.Unknown(), sum.Status())
+		}
+		row.Resource = checker.Violated // a contradiction found despite the error still counts
+		judge(row)
+		if sum.Status() != 1 {
+			t.Errorf("violated row with an error: status %d, want 1", sum.Status())
+		}
+	}
+}
