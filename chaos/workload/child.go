@@ -95,11 +95,12 @@ func (p *Proc) Pid() int {
 	return p.cmd.Process.Pid
 }
 
-// Holding reports whether the child holds its lock, as far as the parent
-// has learnt from its recorded operations.
+// Holding reports whether the child holds its lock with its write ahead, as
+// far as the parent has learnt from its recorded operations.
 func (p *Proc) Holding() bool { return p.holding.Load() }
 
-// WaitHolding waits until the child holds its lock, bounded by ctx.
+// WaitHolding waits until the child holds its lock with its write ahead,
+// bounded by ctx.
 func (p *Proc) WaitHolding(ctx context.Context) error {
 	for !p.Holding() {
 		select {
@@ -173,14 +174,17 @@ func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
 			errs = append(errs, fmt.Errorf("child line %q: %w", sc.Text(), err))
 			continue
 		}
+		// Holding, for a fault that waits for it, means holding with the
+		// write ahead (see Client.WaitHolding): from the read's completion
+		// until the write's or the release's.
 		switch {
-		case op.Kind == history.Acquire && op.Result == history.OK:
+		case op.Kind == history.Read && op.Result == history.OK:
 			p.holding.Store(true)
 			select {
 			case p.held <- struct{}{}:
 			default:
 			}
-		case op.Kind == history.Release:
+		case op.Kind == history.Write || op.Kind == history.Release:
 			p.holding.Store(false)
 		}
 		if err := rec.Record(op); err != nil {

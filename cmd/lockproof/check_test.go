@@ -144,8 +144,9 @@ func TestCheckTimeoutIsUnknown(t *testing.T) {
 	}
 }
 
-// TestCheckBinary builds the lockproof binary and runs it on the examples.
-func TestCheckBinary(t *testing.T) {
+// buildBinary builds the lockproof binary into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "lockproof")
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
@@ -158,6 +159,12 @@ func TestCheckBinary(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// TestCheckBinary builds the lockproof binary and runs it on the examples.
+func TestCheckBinary(t *testing.T) {
+	bin := buildBinary(t)
 	files, _ := filepath.Glob("testdata/check/*.jsonl")
 	for _, f := range files {
 		cmd := exec.Command(bin, "check", f)

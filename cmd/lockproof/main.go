@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/lockproof/lockproof/chaos/workload"
 	"io"
 	"os"
 	"os/signal"
@@ -41,6 +42,10 @@ func commands() map[string]command {
 }
 
 func main() {
+	// A child-process client of pause-process is this binary again: it runs
+	// here and exits (without this, the child was handed to the command
+	// parser, which refused its arguments, and the fault never ran).
+	workload.MaybeChild()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,5 +91,33 @@ func TestRunSmallMatrix(t *testing.T) {
 		if s.Lock == "lua" && s.Fault == "pause-client" && s.Resource != "violated" {
 			t.Errorf("%s: resource %s; want violated (unfenced data under a pause)", s.ID(), s.Resource)
 		}
+	}
+}
+
+// TestRunPauseProcessFromTheBinary: pause-process's child clients are the
+// lockproof binary again; the fault must really run from it (it once failed
+// in every scenario, the child's arguments refused by the command parser,
+// and the row still said "as expected").
+func TestRunPauseProcessFromTheBinary(t *testing.T) {
+	redistest.Require(t, true)
+	bin := buildBinary(t)
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(bin, "run", "--locks", "fenced", "--faults", "pause-process", "--seeds", "1", "--out", out, "--no-report")
+	b, err := cmd.CombinedOutput()
+	t.Logf("%s", b)
+	if err != nil {
+		t.Fatalf("lockproof run: %v", err)
+	}
+	sum, err := matrix.ReadSummary(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Scenarios) != 1 {
+		t.Fatalf("%d scenarios, want 1", len(sum.Scenarios))
+	}
+	s := sum.Scenarios[0]
+	if s.Error != "" || s.FaultError != "" || !s.AsExpected || s.Rejected == 0 {
+		t.Errorf("%s: error %q, fault error %q, as expected %v, rejected %d; want the fault to run and a late op refused",
+			s.ID(), s.Error, s.FaultError, s.AsExpected, s.Rejected)
 	}
 }
