@@ -53,8 +53,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/lockproof/lockproof/internal/proc"
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
@@ -408,8 +409,7 @@ func PruneStale(ctx context.Context) (int, error) {
 		if err != nil || n <= 0 || n == os.Getpid() {
 			return false
 		}
-		err = syscall.Kill(n, 0)
-		return err != nil && !errors.Is(err, syscall.EPERM)
+		return !proc.Alive(n)
 	}
 	f := make(client.Filters).Add("label", LabelEnv)
 	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})

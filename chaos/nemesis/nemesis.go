@@ -13,8 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/lockproof/lockproof/internal/proc"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
@@ -301,7 +302,7 @@ func (f *PauseProcess) Start(ctx context.Context) error {
 	if pid == 0 {
 		return fmt.Errorf("%s: process not running", f.Name())
 	}
-	if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
+	if err := proc.StopGroup(pid); err != nil {
 		return fmt.Errorf("%s: SIGSTOP %d: %w", f.Name(), pid, err)
 	}
 	f.pid = pid
@@ -317,7 +318,7 @@ func (f *PauseProcess) Stop(ctx context.Context) error {
 	}
 	pid := f.pid
 	f.pid = 0
-	if err := syscall.Kill(-pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := proc.ContGroup(pid); err != nil && !proc.Gone(err) {
 		return fmt.Errorf("%s: SIGCONT %d: %w", f.Name(), pid, err)
 	}
 	return nil

@@ -13,8 +13,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/lockproof/lockproof/internal/proc"
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/history"
@@ -129,7 +130,7 @@ func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
 	// -test.run=^$: a test binary that forgot MaybeChild runs no test and exits.
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), ChildEnv+"="+string(js))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = proc.Attr()
 	var stderr tailBuffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -160,8 +161,7 @@ func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
 		select {
 		case <-readDone:
 		case <-time.After(grace):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = proc.KillGroup(cmd.Process.Pid)
 		}
 	}()
 
@@ -206,8 +206,7 @@ func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
 // close kills a child still running and deletes its proxies.
 func (p *Proc) close() error {
 	if pid := p.Pid(); pid != 0 {
-		_ = syscall.Kill(-pid, syscall.SIGCONT)
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = proc.KillGroup(pid)
 	}
 	return p.Links.Close()
 }

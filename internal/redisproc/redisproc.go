@@ -18,8 +18,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/lockproof/lockproof/internal/proc"
 )
 
 // ErrNotInstalled is returned when the redis-server or redis-sentinel binary is not on PATH.
@@ -135,7 +136,7 @@ func (p *Process) launch(ctx context.Context, bin string, port int, cfg Config) 
 	}
 	cmd := exec.Command(bin, confPath)
 	cmd.Dir = p.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = proc.Attr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", bin, err)
 	}
@@ -202,11 +203,12 @@ func (p *Process) logTail() string {
 // Pid returns the process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
-// Pause freezes the process with SIGSTOP: it keeps its sockets but answers nothing.
-func (p *Process) Pause() error { return p.signal(syscall.SIGSTOP) }
+// Pause freezes the process with SIGSTOP: it keeps its sockets but answers
+// nothing. (proc.ErrUnsupported where the platform cannot.)
+func (p *Process) Pause() error { return p.signal("SIGSTOP", proc.StopGroup) }
 
 // Resume thaws a paused process with SIGCONT.
-func (p *Process) Resume() error { return p.signal(syscall.SIGCONT) }
+func (p *Process) Resume() error { return p.signal("SIGCONT", proc.ContGroup) }
 
 // Kill ends the process at once with SIGKILL (a crash, no shutdown) and waits for it.
 // Its directory is kept so that a restart can reuse it.
@@ -221,8 +223,7 @@ func (p *Process) Kill() error {
 }
 
 func (p *Process) kill() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT) // a stopped process must run to die cleanly
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = proc.KillGroup(p.cmd.Process.Pid) // thawed first: a stopped process must run to die
 }
 
 // Exited reports whether the process has ended.
@@ -235,9 +236,9 @@ func (p *Process) Exited() bool {
 	}
 }
 
-func (p *Process) signal(sig syscall.Signal) error {
-	if err := syscall.Kill(-p.cmd.Process.Pid, sig); err != nil {
-		return fmt.Errorf("signal %v to redis pid %d: %w", sig, p.Pid(), err)
+func (p *Process) signal(name string, send func(pid int) error) error {
+	if err := send(p.cmd.Process.Pid); err != nil {
+		return fmt.Errorf("%s to redis pid %d: %w", name, p.Pid(), err)
 	}
 	return nil
 }
