@@ -59,6 +59,9 @@ type ScenarioSummary struct {
 	// ran proves nothing), and Load records them among its Problems.
 	Error      string `json:"error,omitempty"`
 	FaultError string `json:"fault_error,omitempty"`
+	// NotRun: the run was interrupted before this scenario (it has no
+	// files); the report says the run was interrupted.
+	NotRun bool `json:"not_run,omitempty"`
 }
 
 // Expected holds the verdicts a scenario is expected to give; an empty one
@@ -176,6 +179,9 @@ func validateSummary(s ScenarioSummary) error {
 
 // loadScenario reads the files of one scenario, recording what is wrong.
 func loadScenario(dir, sdir string, sc *Scenario) {
+	if sc.NotRun {
+		return // nothing ran: no files to read, nothing to plot
+	}
 	if sc.Error != "" {
 		sc.Problems = append(sc.Problems, "the scenario failed: "+sc.Error)
 	}

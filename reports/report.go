@@ -49,7 +49,8 @@ type Counts struct {
 	Scenarios  int `json:"scenarios"`
 	Unexpected int `json:"unexpected"` // property verdicts not as expected
 	Unknown    int `json:"unknown"`    // property verdicts unknown
-	Problems   int `json:"problems"`   // scenarios with broken files
+	Problems   int `json:"problems"`   // scenarios failed or with broken files
+	NotRun     int `json:"not_run"`    // scenarios an interruption kept from running
 }
 
 // ScenarioReport is one scenario in a report.
@@ -110,6 +111,10 @@ func Build(run *Run) *Report {
 		r.Scenarios = append(r.Scenarios, sr)
 		locks[sc.Lock], faults[sc.Fault] = true, true
 		r.Counts.Scenarios++
+		if sc.NotRun {
+			r.Counts.NotRun++
+			continue
+		}
 		if len(sr.Problems) > 0 {
 			r.Counts.Problems++
 		}
@@ -141,6 +146,13 @@ func Build(run *Run) *Report {
 		if r.Counts.Unknown > 0 {
 			r.Headline += fmt.Sprintf("; %d unknown", r.Counts.Unknown)
 		}
+		if r.Counts.NotRun > 0 {
+			r.Headline += fmt.Sprintf("; interrupted after %d of %d scenarios", r.Counts.Scenarios-r.Counts.NotRun, r.Counts.Scenarios)
+		}
+	case r.Counts.NotRun > 0:
+		r.Status = Inconclusive
+		r.Headline = fmt.Sprintf("interrupted after %d of %d scenarios (%d verdicts unknown among them); this run does not show the locks safe",
+			r.Counts.Scenarios-r.Counts.NotRun, r.Counts.Scenarios, r.Counts.Unknown)
 	case r.Counts.Unknown > 0 || r.Counts.Problems > 0:
 		r.Status = Inconclusive
 		r.Headline = fmt.Sprintf("inconclusive: %d verdicts unknown and %d scenarios failed or with broken files in %d scenarios; this run does not show the locks safe",

@@ -171,6 +171,11 @@ type Config struct {
 	// NoReport skips rendering report.md, report.html, junit.xml and
 	// report.json into Out at the end.
 	NoReport bool
+	// Resume continues the run that Out holds: the scenarios of the plan
+	// that its summary.json records as run are kept as they are, and only
+	// the others (never started, or interrupted: Scenario.NotRun) run. The
+	// plan (locks, faults, seeds, options) should be the interrupted run's.
+	Resume bool
 	// Logger receives details; nil discards.
 	Logger *slog.Logger
 }
@@ -210,6 +215,9 @@ type Scenario struct {
 	// the error that kept the scenario from running or being checked.
 	FaultError string `json:"fault_error,omitempty"`
 	Error      string `json:"error,omitempty"`
+	// NotRun marks a scenario the run was interrupted before (its Error
+	// says why): inconclusive, and what Config.Resume runs again.
+	NotRun bool `json:"not_run,omitempty"`
 	// AsExpected: every verdict is known and matches the prediction (and
 	// rejected > 0 where expected); Mismatches say which known verdicts do
 	// not (an unknown verdict is never a match, nor a mismatch).
@@ -370,13 +378,21 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
-	m := &matrix{cfg: cfg, specs: specs, rows: make([]*Scenario, len(specs))}
+	m := &matrix{cfg: cfg, specs: specs, rows: make([]*Scenario, len(specs)), runCtx: ctx}
 	defer m.closeShared()
+	if cfg.Resume {
+		if err := m.resume(); err != nil {
+			return nil, err
+		}
+	}
 
 	// Scenarios on the shared environment first (a few at a time), then
 	// pause-server ones alone, then each failover on a fresh environment.
 	var local, paused, failover []int
 	for i, s := range specs {
+		if m.rows[i] != nil {
+			continue // finished before (Resume)
+		}
 		switch {
 		case s.Fault == chaos.FaultFailover:
 			failover = append(failover, i)
@@ -393,6 +409,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			break
 		}
 		sem <- struct{}{}
+		if ctx.Err() != nil { // interrupted while waiting for a slot
+			<-sem
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -416,7 +436,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	for i, r := range m.rows {
 		if r == nil { // interrupted before it ran
-			m.finish(i, m.failed(specs[i], fmt.Errorf("not run: %w", context.Cause(ctx))), time.Now())
+			row := m.failed(specs[i], fmt.Errorf("not run: %w", context.Cause(ctx)))
+			row.NotRun = true
+			m.finish(i, row, time.Now())
 		}
 	}
 	sum := m.summary()
@@ -429,6 +451,29 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		}
 	}
 	return sum, nil
+}
+
+// resume takes the rows of the run directory's summary.json that belong
+// to the plan and did run (see Scenario.NotRun): those scenarios are not
+// run again.
+func (m *matrix) resume() error {
+	old, err := ReadSummary(m.cfg.Out)
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", m.cfg.Out, err)
+	}
+	byID := map[string]*Scenario{}
+	for _, r := range old.Scenarios {
+		if !r.NotRun {
+			byID[r.ID()] = r
+		}
+	}
+	for i, s := range m.specs {
+		if r, ok := byID[s.ID()]; ok {
+			m.rows[i] = r
+			m.done++
+		}
+	}
+	return nil
 }
 
 // WriteReport renders the report of the run directory dir with package
@@ -445,8 +490,11 @@ func WriteReport(dir string) error {
 }
 
 type matrix struct {
-	cfg   Config
-	specs []Spec
+	// runCtx is the context of the whole run: once it is done, finished
+	// rows are interrupted ones (see finish).
+	runCtx context.Context
+	cfg    Config
+	specs  []Spec
 
 	mu       sync.Mutex
 	rows     []*Scenario
@@ -702,6 +750,12 @@ func judge(row *Scenario) {
 
 // finish records a row, reports progress and rewrites summary.json.
 func (m *matrix) finish(i int, row *Scenario, start time.Time) {
+	if err := m.runCtx.Err(); err != nil && !row.NotRun {
+		// Cut short by the interrupt: its verdicts say nothing, and a
+		// resumed run runs it again.
+		row.NotRun = true
+		row.Error = joinErr("interrupted: "+context.Cause(m.runCtx).Error(), row.Error)
+	}
 	row.ElapsedMs = time.Since(start).Milliseconds()
 	judge(row)
 	m.mu.Lock()
@@ -709,7 +763,7 @@ func (m *matrix) finish(i int, row *Scenario, start time.Time) {
 	m.done++
 	done := m.done
 	m.mu.Unlock()
-	if w := m.cfg.Progress; w != nil {
+	if w := m.cfg.Progress; w != nil && !row.NotRun {
 		fmt.Fprintln(w, progressLine(done, len(m.specs), row))
 	}
 	if err := m.writeSummary(); err != nil {

@@ -13,16 +13,24 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"sort"
 	"syscall"
 )
 
-// Exit codes shared by every subcommand (the check contract in DESIGN.md).
+// Exit codes shared by every subcommand (docs/DESIGN.md lists them).
 const (
 	exitOK        = 0
 	exitViolation = 1
 	exitBadInput  = 2
 	exitUnknown   = 3
+	// exitEnvironment: run found what it needs missing (redis-server,
+	// redis-sentinel, Docker, a free port), before running anything.
+	exitEnvironment = 4
+	// exitInterrupted: run was interrupted (Ctrl-C, SIGTERM); what finished
+	// is kept, and --resume continues it. 128 + SIGINT, as shells report it.
+	exitInterrupted = 130
 )
 
 // command is one subcommand: it parses its own flags from args and returns the exit code.
@@ -54,6 +62,16 @@ func main() {
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
+	if len(args) == 2 && args[0] == "help" {
+		if c, ok := cmds[args[1]]; ok {
+			c.run(ctx, []string{"-h"}, stdout, stderr) // prints the command's usage and flags
+			return exitOK
+		}
+	}
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "version") {
+		fmt.Fprintln(stdout, version())
+		return exitOK
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr, cmds)
 		if len(args) == 0 {
@@ -70,8 +88,35 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return c.run(ctx, args[1:], stdout, stderr)
 }
 
+// version says which build this is: the module version (for go install
+// ...@version) and the VCS revision it was built from, when recorded.
+func version() string {
+	v, rev, dirty := "(devel)", "", false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	out := "lockproof " + v
+	if rev != "" {
+		out += " " + rev
+		if dirty {
+			out += "+dirty"
+		}
+	}
+	return out + " " + runtime.Version()
+}
+
 func usage(w io.Writer, cmds map[string]command) {
-	fmt.Fprintln(w, "usage: lockproof <command> [flags]")
+	fmt.Fprintln(w, "usage: lockproof <command> [flags]   (lockproof help <command>: its flags; lockproof --version)")
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {
 		names = append(names, n)

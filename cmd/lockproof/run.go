@@ -6,7 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lockproof/lockproof/internal/redisproc"
+	"github.com/lockproof/lockproof/reports"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -42,11 +45,14 @@ type runFlags struct {
 	regression           string
 	regressions          string
 	noReport, verbose    bool
+	force, resume        bool
 }
 
 // runRun runs the matrix. Exit codes: 0 every verdict as expected, 1 some
 // verdict not as expected (or a regression not reproduced, or a specimen
-// missed by --detect), 2 bad flags, 3 some verdict unknown.
+// missed by --detect), 2 bad flags or a run directory in use, 3 some
+// verdict unknown or scenario inconclusive, 4 the environment lacks what the
+// run needs, 130 interrupted.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f runFlags
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -71,6 +77,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.regressions, "regressions", "chaos/regressions", "directory of saved regressions")
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render report.md/html, junit.xml, report.json")
 	fs.BoolVar(&f.verbose, "v", false, "log details to stderr")
+	fs.BoolVar(&f.force, "force", false, "clear --out first when it is not empty")
+	fs.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out (same flags): run only what it did not")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lockproof run [--locks L,..] [--faults F,..] [--seeds 1-10] [--duration D] [--provider process|docker|byo] [--out DIR]")
 		fmt.Fprintln(stderr, "       lockproof run --detect [--seeds 1-20] [--locks L,..]")
@@ -150,6 +158,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.out == "" {
 		f.out = filepath.Join("runs", time.Now().UTC().Format("20060102T150405Z"))
 	}
+	if f.force && f.resume {
+		return bad("--force and --resume exclude each other")
+	}
+	if err := prepareOut(f.out, f.force, f.resume && !f.detect && f.regression == ""); err != nil {
+		return bad("%v", err)
+	}
 
 	level := slog.LevelError
 	if f.verbose {
@@ -159,13 +173,19 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// go-redis logs reconnects and Sentinel switches through its own logger:
 	// keep them for -v only.
 	redis.SetLogger(redisLogger{logger})
+	envOpts := env.Options{Kind: kind, Docker: docker.New, DockerAvailable: docker.Available, BYO: byo, Logger: logger}
+	if err := preflight(ctx, envOpts); err != nil {
+		fmt.Fprintf(stderr, "lockproof run: environment: %v\n", err)
+		return exitEnvironment
+	}
 	cfg := matrix.Config{
-		Locks: locks, Faults: faults, Seeds: seeds,
+		Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume,
 		Duration: f.duration, TTL: f.ttl, Clients: f.clients, Hold: f.hold, Think: f.think, Parallel: f.parallel,
 		Out: f.out, CheckTimeout: f.checkTimeout, Progress: stderr, NoReport: f.noReport, Logger: logger,
 		Open: func(ctx context.Context, spec env.Spec) (env.Env, error) {
-			return env.Open(ctx, env.Options{Kind: kind, Spec: spec, Docker: docker.New,
-				DockerAvailable: docker.Available, BYO: byo, Logger: logger})
+			o := envOpts
+			o.Spec = spec
+			return env.Open(ctx, o)
 		},
 	}
 	start := time.Now()
@@ -186,6 +206,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	code := sum.Status()
 	printTotals(stdout, sum, f.out, time.Since(start))
+	if ctx.Err() != nil {
+		notRun := 0
+		for _, s := range sum.Scenarios {
+			if s.NotRun {
+				notRun++
+			}
+		}
+		fmt.Fprintf(stdout, "interrupted after %d of %d scenarios; what finished is in %s (continue with --resume)\n",
+			len(sum.Scenarios)-notRun, len(sum.Scenarios), f.out)
+		return exitInterrupted
+	}
 	if f.saveRegression != "" {
 		paths, err := matrix.SaveRegressions(f.regressions, f.out, f.saveRegression, sum)
 		if err != nil {
@@ -313,4 +344,72 @@ func readBYO(p string) (*env.BYOConfig, error) {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return &c, nil
+}
+
+// prepareOut checks the run directory: new, or empty, or cleared (force),
+// or holding the run to continue (resume). A directory that holds another
+// run is refused: its stale scenario folders would mix with this run's.
+func prepareOut(out string, force, resume bool) error {
+	fi, err := os.Stat(out)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if resume {
+			return fmt.Errorf("--resume: %s does not exist: nothing to continue", out)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("--out: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("--out %s is a file, not a directory", out)
+	}
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	switch {
+	case resume:
+		if _, err := os.Stat(filepath.Join(out, reports.SummaryFile)); err != nil {
+			return fmt.Errorf("--resume: %s holds no %s: nothing to continue", out, reports.SummaryFile)
+		}
+	case len(ents) == 0:
+	case force:
+		for _, e := range ents {
+			if err := os.RemoveAll(filepath.Join(out, e.Name())); err != nil {
+				return fmt.Errorf("--force: %w", err)
+			}
+		}
+	default:
+		return fmt.Errorf("--out %s is not empty: pass --force to clear it, or --resume to continue the run it holds", out)
+	}
+	return nil
+}
+
+// preflight checks, before anything runs, that the environment the run
+// will open has what it needs: one clear message instead of one failure per
+// scenario.
+func preflight(ctx context.Context, o env.Options) error {
+	kind, err := env.Choose(ctx, o)
+	if err != nil {
+		return fmt.Errorf("%w (install redis-server and redis-sentinel, e.g. apt-get install -y redis-server redis-sentinel, or start Docker)", err)
+	}
+	var missing []string
+	switch kind {
+	case env.Process:
+		for _, sentinel := range []bool{false, true} {
+			if _, err := redisproc.Binary(sentinel); err != nil {
+				missing = append(missing, err.Error())
+			}
+		}
+		if _, err := redisproc.FreePort(); err != nil {
+			missing = append(missing, "no free loopback port: "+err.Error())
+		}
+	case env.Docker:
+		if o.DockerAvailable != nil && !o.DockerAvailable(ctx) {
+			missing = append(missing, "no Docker engine answers (is the daemon running, and DOCKER_HOST right?)")
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the %s environment needs: %s", kind, strings.Join(missing, "; "))
+	}
+	return nil
 }

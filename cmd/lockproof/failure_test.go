@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/matrix"
+	"github.com/lockproof/lockproof/internal/redistest"
+)
+
+// TestRunInterruptedThenResumed: an interrupted run says so once, keeps
+// what finished, exits 130; --resume runs only what did not and completes
+// the run directory.
+func TestRunInterruptedThenResumed(t *testing.T) {
+	redistest.Require(t, true)
+	out := filepath.Join(t.TempDir(), "run")
+	args := []string{"run", "--locks", "lua", "--faults", "none", "--seeds", "1-3", "--parallel", "1",
+		"--duration", "1500ms", "--out", out, "--no-report"}
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- dispatch(ctx, args, &stdout, &stderr) }()
+	// Interrupt once the first scenario finished (its progress line).
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(stderr.String(), "] lua-none-1") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	code := <-done
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	if code != exitInterrupted || !strings.Contains(stdout.String(), "interrupted after ") {
+		t.Fatalf("exit %d; want %d and an 'interrupted after' line", code, exitInterrupted)
+	}
+	if n := strings.Count(stderr.String(), "not run"); n != 0 {
+		t.Errorf("%d 'not run' progress lines; want none (one summary line instead)", n)
+	}
+	sum, err := matrix.ReadSummary(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, s := range sum.Scenarios {
+		if !s.NotRun {
+			ran++
+		}
+	}
+	if len(sum.Scenarios) != 3 || ran == 0 || ran == 3 {
+		t.Fatalf("%d rows, %d ran; want 3 rows, some but not all ran", len(sum.Scenarios), ran)
+	}
+	first := sum.Scenarios[0].ElapsedMs
+
+	// Reusing the directory without --resume or --force is refused.
+	code, _, errs := runRunArgs(t, args[1:]...)
+	if code != exitBadInput || !strings.Contains(errs, "--resume") {
+		t.Fatalf("reused --out: exit %d, %q; want 2 naming --resume", code, errs)
+	}
+	var out2, err2 bytes.Buffer
+	code = dispatch(context.Background(), append(args, "--resume"), &out2, &err2)
+	t.Logf("resume stdout:\n%s\nstderr:\n%s", out2.String(), err2.String())
+	if code != exitOK {
+		t.Fatalf("--resume: exit %d, want 0", code)
+	}
+	if got := strings.Count(err2.String(), "] lua-none-"); got != 3-ran {
+		t.Errorf("--resume ran %d scenarios, want the %d not run", got, 3-ran)
+	}
+	sum, err = matrix.ReadSummary(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sum.Scenarios {
+		if s.NotRun || s.Error != "" || !s.AsExpected {
+			t.Errorf("%s after --resume: not run %v, error %q, as expected %v", s.ID(), s.NotRun, s.Error, s.AsExpected)
+		}
+	}
+	if len(sum.Scenarios) != 3 || sum.Scenarios[0].ElapsedMs != first {
+		t.Errorf("%d rows, first row's elapsed %d (was %d): want 3 rows, the finished one kept as it was",
+			len(sum.Scenarios), sum.Scenarios[0].ElapsedMs, first)
+	}
+}
+
+// TestRunOutRules: --out must be new or empty, unless --force clears it or
+// --resume continues it; a file is refused.
+func TestRunOutRules(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	used := filepath.Join(dir, "used")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(used, "lua-none-9"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--out", file}, "is a file"},
+		{[]string{"--out", used}, "not empty"},
+		{[]string{"--out", used, "--resume"}, "nothing to continue"},
+		{[]string{"--out", filepath.Join(dir, "new"), "--resume"}, "does not exist"},
+		{[]string{"--out", used, "--force", "--resume"}, "exclude each other"},
+	} {
+		code, _, errs := runRunArgs(t, append([]string{"--locks", "lua", "--faults", "none"}, c.args...)...)
+		if code != exitBadInput || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q; want 2 with %q", c.args, code, errs, c.want)
+		}
+	}
+	// --force clears the stale folder (checked before any scenario runs:
+	// the environment is missing here, so the run stops at its preflight).
+	t.Setenv("PATH", t.TempDir())
+	code, _, errs := runRunArgs(t, "--locks", "lua", "--faults", "none", "--provider", "process", "--out", used, "--force")
+	if code != exitEnvironment {
+		t.Fatalf("exit %d (%q), want %d", code, errs, exitEnvironment)
+	}
+	if ents, _ := os.ReadDir(used); len(ents) != 0 {
+		t.Errorf("--force left %d entries in %s", len(ents), used)
+	}
+}
+
+// TestRunPreflight: what the environment lacks is said once, before any
+// scenario, with its own exit code.
+func TestRunPreflight(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no redis-server, no redis-sentinel
+	code, stdout, stderr := runRunArgs(t, "--locks", "lua", "--faults", "none", "--provider", "process", "--out", filepath.Join(t.TempDir(), "r"))
+	if code != exitEnvironment || strings.Count(stderr, "\n") != 1 ||
+		!strings.Contains(stderr, "redis-server") || !strings.Contains(stderr, "redis-sentinel") || stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want %d and one line naming both binaries", code, stdout, stderr, exitEnvironment)
+	}
+	err := preflight(context.Background(), env.Options{Kind: env.Docker, Docker: func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
+		DockerAvailable: func(context.Context) bool { return false }})
+	if err == nil || !strings.Contains(err.Error(), "Docker") {
+		t.Errorf("docker without an engine: %v", err)
+	}
+	err = preflight(context.Background(), env.Options{Docker: func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
+		DockerAvailable: func(context.Context) bool { return false }})
+	if err == nil || !strings.Contains(err.Error(), "redis-server") {
+		t.Errorf("neither processes nor docker: %v", err)
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"help", "run"}, &out, &errb); code != exitOK ||
+		!strings.Contains(errb.String(), "-resume") || !strings.Contains(errb.String(), "-faults") {
+		t.Errorf("help run: exit %d, %q; want run's flags", code, errb.String())
+	}
+	out.Reset()
+	if code := dispatch(context.Background(), []string{"--version"}, &out, &errb); code != exitOK ||
+		!strings.HasPrefix(out.String(), "lockproof ") || !strings.Contains(out.String(), "go1.") {
+		t.Errorf("--version: exit %d, %q", code, out.String())
+	}
+}
