@@ -160,7 +160,7 @@ func budget(ctx context.Context, opts Options) (context.Context, func()) {
 	var stops []func() bool
 	if opts.Timeout > 0 {
 		t := time.AfterFunc(opts.Timeout, func() {
-			cancel(fmt.Errorf("%w (%v)", ErrTimeBudget, opts.Timeout))
+			cancel(fmt.Errorf("%w (%v)", ErrTimeBudget, opts.Timeout.Round(time.Millisecond)))
 		})
 		stops = append(stops, t.Stop)
 	}
