@@ -411,11 +411,12 @@ func pTime(t int64) int64 { return pCall(t) - 1 }
 //
 // A partition is cut into chunks at quiescent points (every op before the
 // cut returned before any op after it was called, ops that never returned
-// aside), so every linearization is one of each chunk in turn. Each chunk is
-// searched from every start the chunks before can end in (endStates), so the
-// chain is exact: a chunk with no linearization from any of them proves a
-// violation, explained from that chunk's search alone. Cost and memory grow
-// with the chunks, not with the square of the partition.
+// aside), so every linearization is one of each chunk in turn. A fast path
+// (witnessChain) finds one linearization per chunk; when it fails, each
+// chunk is searched from every start the chunks before can end in
+// (endStates), so the chain is exact: a chunk with no linearization from any
+// of them proves a violation, explained from that chunk's search alone. Cost
+// and memory grow with the chunks, not with the square of the partition.
 func (c *run) porcupineCheck(key string, ops []*lop, prop string) (Verdict, string, []Violation) {
 	pops := porcupineOps(ops)
 	if len(pops) == 0 {
@@ -425,6 +426,9 @@ func (c *run) porcupineCheck(key string, ops []*lop, prop string) (Verdict, stri
 		return Unknown, c.stopReason(fmt.Sprintf("not checked (%d ops)", len(pops))), nil
 	}
 	chunks := chunk(pops, c.opts.chunkMin)
+	if c.witnessChain(chunks) {
+		return OK, "", nil
+	}
 	stopped, unread := floatPruner(ops)
 	from := []start{{}}
 	var carried []searchOp // floating ops of earlier chunks, still floating in some start
@@ -542,6 +546,67 @@ func floatPruner(ops []*lop) (stopped func(o *lop, st state) bool, unread func(o
 		return o.kind == history.Write && final(o) && (!ok || r < t)
 	}
 	return stopped, unread
+}
+
+// witnessChain is the fast path of porcupineCheck: Porcupine looks for one
+// linearization per chunk, each from the states the witness of the chunks
+// before ends in, with every op that never returned clamped to return before
+// the next chunk begins. Clamping and one witness only restrict, so true
+// means linearizable; false proves nothing (another witness, or an op
+// taking effect later, may fit), and the exact search decides. The exact
+// search alone would do, but it explores every order, and with many unknown
+// ops that costs far more than finding one (50k ops with 20% unknown: 40 s
+// against 0.5 s). A spent budget makes every step fail: false, and the
+// exact search then reports unknown.
+func (c *run) witnessChain(chunks [][]porcupine.Operation) bool {
+	init := []any{state{}}
+	for i, ch := range chunks {
+		if c.ctx.Err() != nil {
+			return false
+		}
+		if i+1 < len(chunks) {
+			next := chunks[i+1][0].Call
+			ch = slices.Clone(ch)
+			for j := range ch {
+				if ch[j].Return == inf {
+					ch[j].Return = next - 1
+				}
+			}
+		}
+		m := c.model
+		from := init
+		m.Init = func() any { return from }
+		res, info := porcupine.CheckOperationsVerbose(m, ch, 0)
+		if res != porcupine.Ok || c.ctx.Err() != nil {
+			return false
+		}
+		// One partition: op ids are indices into ch.
+		var witness []int
+		for _, part := range info.PartialLinearizations() {
+			for _, s := range part {
+				if len(s) == len(ch) {
+					witness = s
+				}
+			}
+		}
+		if witness == nil {
+			return false
+		}
+		states := make([]replayed, 0, len(from))
+		for _, s := range from {
+			states = append(states, replayed{s: s.(state)})
+		}
+		for _, id := range witness {
+			if states = step(states, ch[id].Input.(*lop)); len(states) == 0 {
+				return false
+			}
+		}
+		init = make([]any, len(states))
+		for j, r := range states {
+			init[j] = r.s
+		}
+	}
+	return true
 }
 
 // stopReason says why a search stopped: the budget ran out (time or memory)
