@@ -452,42 +452,50 @@ func (c *run) porcupineCheck(key string, ops []*lop, prop string) (Verdict, stri
 		if len(ends) == 0 {
 			return Violated, "", []Violation{c.explain(key, sops, from, deepest, prop)}
 		}
-		// Renumber the floating ops for the next chunk.
-		carried, from = carried[:0:0], ends
-		index := map[*lop]int{}
 		next := int64(inf)
 		if i+1 < len(chunks) {
 			next = chunks[i+1][0].Call
 		}
-		for k := range from {
-			st := from[k].st
-			from[k].floating = slices.DeleteFunc(from[k].floating, func(j int) bool {
+		for k := range ends {
+			st := ends[k].st
+			ends[k].floating = slices.DeleteFunc(ends[k].floating, func(j int) bool {
 				return unread(sops[j].o, next) || stopped(sops[j].o, st)
 			})
 		}
-		from = maximal(from)
-		for _, e := range from {
-			for _, j := range e.floating {
-				if _, ok := index[sops[j].o]; !ok {
-					index[sops[j].o] = len(carried)
-					carried = append(carried, sops[j])
-				}
-			}
-		}
-		slices.SortFunc(carried, func(a, b searchOp) int { return cmp.Compare(a.c, b.c) })
-		for k, f := range carried {
-			index[f.o] = k
-		}
-		for k := range from {
-			fl := make([]int, len(from[k].floating))
-			for x, j := range from[k].floating {
-				fl[x] = index[sops[j].o]
-			}
-			slices.Sort(fl)
-			from[k].floating = fl
-		}
+		carried, from = carryOver(sops, maximal(ends))
 	}
 	return OK, "", nil
+}
+
+// carryOver prepares the next chunk's search from the starts a chunk (of
+// ops sops) ends in: the floating ops still floating in some start, sorted
+// by mapped call (they go first in the next chunk), and the starts with
+// their floating sets renumbered as indices into that list.
+func carryOver(sops []searchOp, ends []start) ([]searchOp, []start) {
+	var carried []searchOp
+	seen := map[*lop]bool{}
+	for _, e := range ends {
+		for _, j := range e.floating {
+			if !seen[sops[j].o] {
+				seen[sops[j].o] = true
+				carried = append(carried, sops[j])
+			}
+		}
+	}
+	slices.SortFunc(carried, func(a, b searchOp) int { return cmp.Compare(a.c, b.c) })
+	index := make(map[*lop]int, len(carried))
+	for k, f := range carried {
+		index[f.o] = k
+	}
+	for k := range ends {
+		fl := make([]int, len(ends[k].floating))
+		for x, j := range ends[k].floating {
+			fl[x] = index[sops[j].o]
+		}
+		slices.Sort(fl)
+		ends[k].floating = fl
+	}
+	return carried, ends
 }
 
 // floatPruner returns, for a floating op (one that never returned), when

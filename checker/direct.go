@@ -116,10 +116,11 @@ func (c *run) resourceDirect(k *keyOps) []Violation {
 	return append(vs, c.staleHolders(k)...)
 }
 
-// staleHolders flags each accepted unfenced write from client c for which
-// another client's ok acquire was preceded by c's latest ok acquire preceding
-// the write, and itself preceded the write (precedes: returned at or before
-// the other's call).
+// staleHolders flags each accepted unfenced write w from client c for which
+// c has an ok acquire with return <= w.call (own: the one that returned
+// last) and another client's ok acquire b has b.return <= w.call and b.call
+// >= own.return: the key passed on before the write (docs/DESIGN.md states
+// the rule with these plain inequalities).
 func (c *run) staleHolders(k *keyOps) []Violation {
 	var unfenced []*lop
 	for _, o := range k.resource {
@@ -254,8 +255,9 @@ func (c *run) liveness(k *keyOps) ([]Violation, bool) {
 func precedes(a, b *lop) bool { return a.ret < b.call || a.ret == b.call && a.ret > a.call }
 
 // mayHold reports whether client may still hold a lease with token tok at
-// time t: one of its ok or unknown acquires or renews of that lease was
-// called before t and its lease is not surely expired at t.
+// time t: one of its ok or unknown acquires with that token, or renews with
+// that token or none, was called at or before t and its lease is not surely
+// expired at t.
 func (c *run) mayHold(k *keyOps, client int32, tok uint64, t int64) bool {
 	for _, o := range k.lease {
 		if o.call > t {

@@ -2,7 +2,6 @@ package checker
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 
@@ -139,7 +138,7 @@ func (c *run) stuckAfter(key string, ops []searchOp, st start, seq []int, prop s
 	rs := []replayed{{s: st.st}}
 	done := map[*lop]bool{}
 	for j, so := range ops {
-		if so.carried && !slices.Contains(st.floating, j) {
+		if st.settled(ops, j) {
 			done[so.o] = true
 		}
 	}

@@ -38,6 +38,13 @@ type start struct {
 	floating []int
 }
 
+// settled reports whether op j of ops is a floating op carried in from an
+// earlier chunk that already took effect in this start: not to be linearized
+// again.
+func (f start) settled(ops []searchOp, j int) bool {
+	return ops[j].carried && !slices.Contains(f.floating, j)
+}
+
 // chunkSearch is one search of one chunk.
 type chunkSearch struct {
 	ctx  context.Context
@@ -64,11 +71,10 @@ const maxDeepest = 8
 // endStates returns every start that a linearization of ops (sorted by
 // mapped call) can end the chunk in when it begins in one of from: the state
 // once every op that does not float is linearized, with the floating ops not
-// yet linearized (only maximal sets are kept: one start dominates another
-// with the same state and fewer floating ops). Empty: no linearization from
-// any of them; deepest then holds the longest partial ones, each a start
-// index followed by op indices. stopped: ctx ended first, the answer is
-// incomplete.
+// yet linearized (the caller keeps only the maximal ones, see maximal, once
+// it pruned them). Empty: no linearization from any of them; deepest then
+// holds the longest partial ones, each a start index followed by op indices.
+// stopped: ctx ended first, the answer is incomplete.
 func endStates(ctx context.Context, ops []searchOp, from []start, idle func(*lop, state) bool) (ends []start, deepest [][]int, stopped bool) {
 	s := &chunkSearch{ctx: ctx, ops: ops, done: make([]uint64, (len(ops)+63)/64),
 		seen: map[string]struct{}{}, idle: idle}
@@ -78,9 +84,8 @@ func endStates(ctx context.Context, ops []searchOp, from []start, idle func(*lop
 		}
 	}
 	for i, f := range from {
-		// Carried ops that are not floating in this start already took effect.
 		for j := range ops {
-			if ops[j].carried && !slices.Contains(f.floating, j) {
+			if f.settled(ops, j) {
 				s.flip(j)
 			}
 		}
@@ -92,7 +97,7 @@ func endStates(ctx context.Context, ops []searchOp, from []start, idle func(*lop
 			return nil, nil, true
 		}
 	}
-	return maximal(s.ends), s.deepest, false
+	return s.ends, s.deepest, false
 }
 
 // maximal drops each start whose floating set is a strict subset of another
