@@ -105,6 +105,7 @@ func TestRunOutRules(t *testing.T) {
 		{[]string{"--out", used, "--resume"}, "nothing to continue"},
 		{[]string{"--out", filepath.Join(dir, "new"), "--resume"}, "does not exist"},
 		{[]string{"--out", used, "--force", "--resume"}, "exclude each other"},
+		{[]string{"--out", filepath.Join(dir, "new"), "--resume", "--detect"}, "not with --detect"},
 	} {
 		code, _, errs := runRunArgs(t, append([]string{"--locks", "lua", "--faults", "none"}, c.args...)...)
 		if code != exitBadInput || !strings.Contains(errs, c.want) {

@@ -161,7 +161,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.force && f.resume {
 		return bad("--force and --resume exclude each other")
 	}
-	if err := prepareOut(f.out, f.force, f.resume && !f.detect && f.regression == ""); err != nil {
+	if f.resume && (f.detect || f.regression != "") {
+		return bad("--resume continues a matrix run: not with --detect or --regression")
+	}
+	if err := prepareOut(f.out, f.force, f.resume); err != nil {
 		return bad("%v", err)
 	}
 
