@@ -20,6 +20,7 @@ import (
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/fencing"
 	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 var (
@@ -36,7 +37,7 @@ var opened struct {
 }
 
 func TestMain(m *testing.M) {
-	workload.MaybeChild() // a child-process client of pause-process runs here and exits
+	workload.MaybeChild(zoo.Builtin()) // a child-process client of pause-process runs here and exits
 	flag.Parse()
 	code := m.Run()
 	// After every test, failed ones included: nothing may be left running.

@@ -58,6 +58,7 @@ func bfPrecedes(a, b *bfOp) bool {
 
 type bfLease struct {
 	holder                  string
+	holds                   int
 	holderTok               uint64
 	holderHasTok            bool
 	validUntil, expireAfter int64
@@ -80,11 +81,20 @@ func leaseStep(s bfLease, o *bfOp) (bfLease, bool) {
 		if p > o.ret {
 			return s, false
 		}
-		reentrance := s.holder == o.client && s.holderHasTok && o.hasTok && o.tok == s.holderTok && p <= s.expireAfter
-		if o.hasTok && s.hasLast && o.tok <= s.lastTok && !reentrance {
+		// "a reentrant acquire (nested hold): by the holder, p <= expiredAfter,
+		// with the holder's token or neither has one"
+		nested := s.holder == o.client && p <= s.expireAfter && s.holderHasTok == o.hasTok && (!o.hasTok || o.tok == s.holderTok)
+		if o.hasTok && s.hasLast && o.tok <= s.lastTok && !nested {
 			return s, false
 		}
-		n := bfLease{holder: o.client, holderTok: o.tok, holderHasTok: o.hasTok,
+		if nested {
+			n := s
+			n.now, n.holds = p, s.holds+1
+			n.validUntil = max(s.validUntil, plus(o.call, o.validFor))
+			n.expireAfter = max(s.expireAfter, plus(o.ret, o.expireFor))
+			return n, true
+		}
+		n := bfLease{holder: o.client, holds: 1, holderTok: o.tok, holderHasTok: o.hasTok,
 			validUntil: plus(o.call, o.validFor), expireAfter: plus(o.ret, o.expireFor),
 			lastTok: s.lastTok, hasLast: s.hasLast, now: p}
 		if o.hasTok {
@@ -97,10 +107,14 @@ func leaseStep(s bfLease, o *bfOp) (bfLease, bool) {
 		}
 		n := s
 		n.now = p
-		if o.kind == history.Release {
-			n.holder, n.holderTok, n.holderHasTok, n.validUntil, n.expireAfter = "", 0, false, 0, 0
-		} else {
-			n.validUntil, n.expireAfter = plus(o.call, o.validFor), plus(o.ret, o.expireFor)
+		switch {
+		case o.kind == history.Release && s.holds > 1:
+			n.holds--
+		case o.kind == history.Release:
+			n = bfLease{lastTok: s.lastTok, hasLast: s.hasLast, now: p}
+		default:
+			n.validUntil = max(s.validUntil, plus(o.call, o.validFor))
+			n.expireAfter = max(s.expireAfter, plus(o.ret, o.expireFor))
 		}
 		return n, true
 	}

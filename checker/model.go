@@ -19,6 +19,7 @@ type state struct {
 	// Lease: the current holder (0: nobody), its token, and when its lease is
 	// surely valid until and surely expired after.
 	holder       int32
+	holds        int32 // the holder's hold count: reentrant acquires add one, releases take one
 	hasHolderTok bool
 	holderTok    uint64
 	validUntil   int64
@@ -45,6 +46,7 @@ func (s state) hash() uint64 {
 		h ^= h >> 29
 	}
 	mix(uint64(s.holder))
+	mix(uint64(s.holds))
 	mix(s.holderTok)
 	mix(uint64(s.validUntil))
 	mix(uint64(s.expiredAfter))
@@ -125,20 +127,29 @@ func apply(s state, o *lop) (state, reason) {
 		if p > o.ret {
 			return s, rTooLate
 		}
-		// Tokens strictly increase; a reentrant acquire by the holder may get
-		// its own token back, but only while its lease may still be valid
-		// (p is the earliest instant the acquire can take effect): once the
-		// lease surely expired, the same token again is a reused token.
-		reentry := s.holder == o.client && s.hasHolderTok && o.hasToken && o.token == s.holderTok && p <= s.expiredAfter
-		if o.hasToken && s.hasLastTok && o.token <= s.lastTok && !reentry {
+		// A reentrant acquire (a nested hold) is one by the holder while its
+		// lease may still be valid (p is the earliest instant the acquire can
+		// take effect), with the holder's token (or neither has one): it adds
+		// a hold, keeps the token, and may only extend the lease, never
+		// shorten it. Tokens strictly increase otherwise: once the lease
+		// surely expired, the same token again is a reused token.
+		nested := s.holder == o.client && p <= s.expiredAfter && s.hasHolderTok == o.hasToken &&
+			(!o.hasToken || o.token == s.holderTok)
+		if o.hasToken && s.hasLastTok && o.token <= s.lastTok && !nested {
 			return s, rTokenOrder
 		}
 		n := s
-		n.holder = o.client
+		n.now = p
+		if nested {
+			n.holds++
+			n.validUntil = max(s.validUntil, satAdd(o.call, o.validFor))
+			n.expiredAfter = max(s.expiredAfter, satAdd(o.ret, o.expireFor))
+			return n, rOK
+		}
+		n.holder, n.holds = o.client, 1
 		n.hasHolderTok, n.holderTok = o.hasToken, o.token
 		n.validUntil = satAdd(o.call, o.validFor)
 		n.expiredAfter = satAdd(o.ret, o.expireFor)
-		n.now = p
 		if o.hasToken {
 			n.hasLastTok, n.lastTok = true, o.token
 		}
@@ -159,11 +170,15 @@ func apply(s state, o *lop) (state, reason) {
 		}
 		n := s
 		n.now = p
-		if o.kind == history.Release {
-			n.holder, n.hasHolderTok, n.holderTok, n.validUntil, n.expiredAfter = 0, false, 0, 0, 0
-		} else {
-			n.validUntil = satAdd(o.call, o.validFor)
-			n.expiredAfter = satAdd(o.ret, o.expireFor)
+		switch {
+		case o.kind == history.Release && s.holds > 1:
+			n.holds-- // a nested hold ends; the lease goes on
+		case o.kind == history.Release:
+			n.holder, n.holds, n.hasHolderTok, n.holderTok, n.validUntil, n.expiredAfter = 0, 0, false, 0, 0, 0
+		default:
+			// A renewal extends the lease; it never shortens what was granted.
+			n.validUntil = max(s.validUntil, satAdd(o.call, o.validFor))
+			n.expiredAfter = max(s.expiredAfter, satAdd(o.ret, o.expireFor))
 		}
 		return n, rOK
 	case history.Read:

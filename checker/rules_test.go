@@ -60,6 +60,39 @@ func TestRules(t *testing.T) {
 			acq("b", 7, 8, ok, ttl(1000), tok(2)),
 			rel("b", 9, 10, ok, tok(2)),
 		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		// Reentrance: a nested hold by the holder adds a hold; the key is
+		// free only when every hold is released, and no hold or renewal
+		// shortens what the lease was granted.
+		{"nested holds released in any order free the key", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			acq("a", 2, 3, ok, ttl(500), tok(1)),
+			rel("a", 4, 5, ok, tok(1)),
+			rel("a", 6, 7, ok, tok(1)),
+			acq("b", 8, 9, ok, ttl(1000), tok(2)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		{"inner release keeps the lease held", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			acq("a", 2, 3, ok, ttl(1000), tok(1)),
+			rel("a", 4, 5, ok, tok(1)),
+			acq("b", 6, 7, ok, ttl(1000), tok(2)),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA, prop: PropLease, rule: RuleMutualExclusion, lines: []int{3, 4}}},
+		{"a shorter nested hold does not shorten the lease", lined(
+			acq("a", 0, 1, ok, ttl(60000), tok(1)),
+			acq("a", 2, 3, ok, ttl(50), tok(1)),
+			rel("a", 4, 5, ok, tok(1)),
+			acq("b", 200, 201, ok, ttl(1000), tok(2)),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA, prop: PropLease, rule: RuleMutualExclusion, lines: []int{3, 4}}},
+		{"a shorter renewal does not shorten the lease", lined(
+			acq("a", 0, 1, ok, ttl(60000), tok(1)),
+			renew("a", 2, 3, ok, ttl(50), tok(1)),
+			acq("b", 200, 201, ok, ttl(1000), tok(2)),
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA, prop: PropLease, rule: RuleMutualExclusion, lines: []int{2, 3}}},
+		{"a nested hold after the lease surely expired is a new lease", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			acq("a", 500, 501, ok, ttl(100), tok(2)),
+			rel("a", 502, 503, ok, tok(2)),
+			acq("b", 504, 505, ok, ttl(100), tok(3)),
+		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
 		{"release concurrent with the next acquire", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1)),
 			acq("b", 4, 9, ok, ttl(1000), tok(2)),

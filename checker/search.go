@@ -165,6 +165,7 @@ func (s *chunkSearch) visit(lo int, st state) bool {
 func appendState(k []byte, st state) []byte {
 	k = append(k, '|')
 	k = binary.LittleEndian.AppendUint32(k, uint32(st.holder))
+	k = binary.LittleEndian.AppendUint32(k, uint32(st.holds))
 	k = binary.LittleEndian.AppendUint64(k, st.holderTok)
 	k = binary.LittleEndian.AppendUint64(k, uint64(st.validUntil))
 	k = binary.LittleEndian.AppendUint64(k, uint64(st.expiredAfter))

@@ -42,6 +42,7 @@ type Recorder struct {
 	pending map[*Pending]struct{}
 	seq     uint64
 	lines   int   // ops written so far: the next op goes on line lines+1
+	dropped int   // ops withdrawn (Pending.Withdraw) still in ops
 	err     error // first write or validation error
 	closed  bool
 }
@@ -151,6 +152,26 @@ func (p *Pending) Complete(result Result, edit func(*Op)) error {
 	return r.write(op, true)
 }
 
+// Withdraw takes back an op that surely never happened: the client found,
+// after invoking it, that it sent nothing (the lock lacks the operation:
+// locker.ErrUnsupported). The op is not written and leaves Ops. It reports
+// false when the op already completed or the recorder is closed.
+func (p *Pending) Withdraw() bool {
+	r := p.rec
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p.done || r.closed {
+		return false
+	}
+	p.done = true
+	delete(r.pending, p)
+	if p.idx >= 0 {
+		r.ops[p.idx] = Op{} // a hole, skipped by Ops
+		r.dropped++
+	}
+	return true
+}
+
 // Return completes p with op's result and fields (op's Call and the
 // identity fields of the invocation are kept): a shorthand for Complete.
 func (r *Recorder) Return(p *Pending, op Op) error {
@@ -250,7 +271,13 @@ func (r *Recorder) Ops() []Op {
 		}
 		return out
 	}
-	return append([]Op(nil), r.ops...)
+	out := make([]Op, 0, len(r.ops)-r.dropped)
+	for _, o := range r.ops {
+		if o.Kind != "" {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 func (r *Recorder) sortedPending() []*Pending {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -285,5 +286,36 @@ func TestRecorderLinesAreFileLines(t *testing.T) {
 	}
 	if got[2].Line != 1 || got[1].Line != len(file) {
 		t.Errorf("write (completed first) on line %d, pending acquire on line %d; want 1 and %d", got[2].Line, got[1].Line, len(file))
+	}
+}
+
+// TestWithdraw: a withdrawn op is neither written nor returned by Ops, and
+// cannot complete afterwards; the ops around it keep their lines.
+func TestWithdraw(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewRecorder(&buf, Options{})
+	a := r.Invoke(Op{Client: "a", Kind: Acquire, Key: "k", TTLMillis: 100})
+	w := r.Invoke(Op{Client: "a", Kind: Renew, Key: "k", TTLMillis: 100})
+	if !w.Withdraw() {
+		t.Fatal("Withdraw of a pending op returned false")
+	}
+	if w.Withdraw() {
+		t.Fatal("second Withdraw returned true")
+	}
+	if err := w.Complete(OK, nil); !errors.Is(err, ErrCompleted) {
+		t.Fatalf("Complete after Withdraw: %v, want ErrCompleted", err)
+	}
+	if err := a.Complete(OK, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ops := r.Ops()
+	if len(ops) != 1 || ops[0].Kind != Acquire || ops[0].Line != 1 {
+		t.Fatalf("Ops() = %+v, want the acquire alone on line 1", ops)
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 1 || strings.Contains(buf.String(), "renew") {
+		t.Fatalf("history %q: want one line, no renew", buf.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,6 +23,12 @@ type Client struct {
 	// ctxDeadlines: rdb applies context deadlines to its sockets
 	// (ContextTimeoutEnabled), so a command with a deadline needs no helper goroutine.
 	ctxDeadlines bool
+
+	// watched are the leases whose watchdog runs, so that Close can stop
+	// them; closed refuses new watchdogs after Close.
+	wmu     sync.Mutex
+	watched map[*Lease]struct{}
+	closed  bool
 }
 
 // New returns a Client over rdb. The Client does not own rdb: closing the
@@ -56,13 +63,48 @@ func isNil(v any) bool {
 	return false
 }
 
-// Close stops the Client's pub/sub subscription. Leases it handed out stay
-// valid (release them first); waits in progress fall back to timers.
+// Close stops the Client's pub/sub subscription and the watchdogs of the
+// leases it handed out. It does not release them: they stay valid until
+// their TTL runs out (release them first to free the locks at once), which
+// is what a process that goes away leaves behind. Waits in progress fall
+// back to timers; leases acquired after Close get no watchdog.
 func (c *Client) Close() error {
 	if c == nil {
 		return nil
 	}
+	c.wmu.Lock()
+	c.closed = true
+	leases := make([]*Lease, 0, len(c.watched))
+	for l := range c.watched {
+		leases = append(leases, l)
+	}
+	clear(c.watched)
+	c.wmu.Unlock()
+	for _, l := range leases {
+		l.StopWatchdog()
+	}
 	return c.notes.close()
+}
+
+// watch adds l to the leases whose watchdog Close stops; false after Close.
+func (c *Client) watch(l *Lease) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closed {
+		return false
+	}
+	if c.watched == nil {
+		c.watched = make(map[*Lease]struct{})
+	}
+	c.watched[l] = struct{}{}
+	return true
+}
+
+// unwatch removes l (its watchdog stopped).
+func (c *Client) unwatch(l *Lease) {
+	c.wmu.Lock()
+	delete(c.watched, l)
+	c.wmu.Unlock()
 }
 
 // Acquire blocks until it holds the lock on key or ctx is done; then it

@@ -47,11 +47,35 @@ func newLease(c *Client, key string, keys Keys, owner string, fence uint64, hold
 	defer l.mu.Unlock()
 	l.validUntil = l.deadline(start)
 	l.expiry = time.AfterFunc(time.Until(l.validUntil), l.checkExpiry)
-	if cfg.watchdog {
+	if cfg.watchdog && c.watch(l) {
 		l.wdCtx, l.stopWD = context.WithCancel(context.Background())
 		l.wd = time.AfterFunc(l.ttl/3, l.watchdogTick)
 	}
 	return l
+}
+
+// StopWatchdog stops the lease's watchdog without releasing the lease: the
+// lock stays held in Redis until its TTL runs out, and the lease is lost
+// locally when its validity deadline passes. It models the renewing thread
+// or process dying (Client.Close does it for every lease of the Client).
+// It does nothing for a lease without watchdog or one that ended.
+func (l *Lease) StopWatchdog() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopWatchdogLocked()
+}
+
+func (l *Lease) stopWatchdogLocked() {
+	if l.wd == nil {
+		return
+	}
+	l.wd.Stop()
+	l.stopWD()
+	l.wd = nil
+	l.c.unwatch(l)
 }
 
 func (l *Lease) deadline(start time.Time) time.Time {
@@ -265,10 +289,7 @@ func (l *Lease) finishLocked(cause error) {
 	}
 	l.done = true
 	l.expiry.Stop()
-	if l.wd != nil {
-		l.wd.Stop()
-		l.stopWD()
-	}
+	l.stopWatchdogLocked()
 	l.cancel(cause)
 }
 
@@ -279,15 +300,22 @@ func (l *Lease) finishLocked(cause error) {
 // timer loses the lease.
 func (l *Lease) watchdogTick() {
 	l.mu.Lock()
-	ctx, done, valid := l.wdCtx, l.done, l.validUntil
+	ctx, done, valid := l.wdCtx, l.done || l.wd == nil, l.validUntil
 	l.mu.Unlock()
-	if done {
+	if done || ctx.Err() != nil {
 		return
 	}
 	interval := l.ttl / 3
 	rctx, cancel := context.WithDeadline(ctx, valid)
+	var observed func(error)
+	if h := l.c.opts.OnRenew; h != nil {
+		observed = h(l.key, l.fence, l.ttl)
+	}
 	err := l.renew(rctx)
 	cancel()
+	if observed != nil {
+		observed(err)
+	}
 	var next time.Duration
 	switch {
 	case err == nil:
@@ -300,7 +328,7 @@ func (l *Lease) watchdogTick() {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.done {
+	if !l.done && l.wd != nil {
 		l.wd.Reset(next)
 	}
 }

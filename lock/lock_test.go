@@ -797,3 +797,60 @@ func TestFenceAboveClock(t *testing.T) {
 	}
 	_ = l.Release(ctxT(t))
 }
+
+// TestShorterHoldNeverShortensTheLease: a nested hold (WithOwner) or a
+// renewal asking for a shorter TTL leaves the lock's expiry where the
+// longest hold put it: another client cannot take the key while the outer
+// lease's ValidUntil is ahead. (The old scripts PEXPIREd with the caller's
+// TTL: 150ms after a 50ms nested hold another client took a lock whose
+// outer lease had a minute left.) No timing is asserted: the key's TTL is
+// read from Redis.
+func TestShorterHoldNeverShortensTheLease(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	c := newLocks(t, rdb, lock.Options{TTL: time.Minute})
+	outer, err := c.TryAcquire(ctxT(t), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := c.TryAcquire(ctxT(t), "k", lock.WithOwner(outer.Owner()), lock.WithTTL(50*time.Millisecond))
+	if err != nil {
+		t.Fatalf("nested acquire: %v", err)
+	}
+	if inner.Fence() != outer.Fence() || inner.Holds() != 2 {
+		t.Fatalf("nested hold: fence %d holds %d; want fence %d, holds 2", inner.Fence(), inner.Holds(), outer.Fence())
+	}
+	pttl := func() time.Duration {
+		d, err := rdb.PTTL(ctxT(t), lock.RedisKeys("k").Lock).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if d := pttl(); d < 30*time.Second {
+		t.Fatalf("after a 50ms nested hold the lock expires in %v; want the outer lease's minute", d)
+	}
+	if err := inner.Renew(ctxT(t)); err != nil {
+		t.Fatalf("renew the nested hold: %v", err)
+	}
+	if d := pttl(); d < 30*time.Second {
+		t.Fatalf("after renewing the 50ms hold the lock expires in %v; want the outer lease's minute", d)
+	}
+	if err := inner.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	other := newLocks(t, rdb, lock.Options{})
+	if _, err := other.TryAcquire(ctxT(t), "k"); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("another client's TryAcquire while the outer lease is valid: %v; want ErrNotAcquired", err)
+	}
+	// A longer nested hold does extend the lock.
+	long, err := c.TryAcquire(ctxT(t), "k", lock.WithOwner(outer.Owner()), lock.WithTTL(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := pttl(); d < 59*time.Minute {
+		t.Fatalf("after a one-hour nested hold the lock expires in %v; want about an hour", d)
+	}
+	_ = long.Release(ctxT(t))
+	_ = outer.Release(ctxT(t))
+}

@@ -45,6 +45,15 @@ type Options struct {
 	QueueTTL time.Duration
 	// Logger receives warnings (failed cleanups, watchdog errors); nil discards them.
 	Logger *slog.Logger
+	// OnRenew, when set, is called around each renewal the watchdog makes:
+	// just before the renewal is sent, with the lease's key, fence and TTL;
+	// the func it returns (nil for none) is called once the renewal is
+	// over, with its error (nil: renewed; ErrNotHeld: the lease is lost;
+	// ErrUnknownOutcome: the reply was lost). Use it for metrics, logs, or
+	// to record renewals (lockproof's harness does). It runs on the
+	// watchdog's goroutine: keep it short, and do not call back into the
+	// lease.
+	OnRenew func(key string, fence uint64, ttl time.Duration) (done func(err error))
 }
 
 func (o Options) normalize() (Options, error) {

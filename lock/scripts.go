@@ -62,6 +62,19 @@ local function grant(tok, ttl)
 end
 `
 
+// luaExtend defines extend(ttl): the lock lives at least ttl ms more, and
+// never less than it already had. A nested hold or a renewal with a shorter
+// TTL than another hold's must not shorten the lease: every hold's validity
+// (and its ValidUntil) stays true. (PEXPIRE ... GT would do it in one
+// command, but needs Redis 7.)
+const luaExtend = `
+local function extend(ttl)
+  if redis.call('PTTL', KEYS[1]) < tonumber(ttl) then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+  end
+end
+`
+
 // luaQueue: see luaPrelude.
 const luaQueue = `
 local function dropDead()
@@ -110,14 +123,14 @@ if redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
   local f = grant(ARGV[1], ARGV[2])
   return {1, f, 1}
 end
-` + luaQueue + `
+` + luaQueue + luaExtend + `
 clock()
 dropDead()
 local owner = redis.call('HGET', KEYS[1], 'o')
 if owner == ARGV[1] then
   local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
   if ARGV[5] == '1' then n = redis.call('HINCRBY', KEYS[1], 'n', 1) end
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  extend(ARGV[2])
   return {1, tonumber(redis.call('HGET', KEYS[1], 'f')), n}
 end
 local member = ARGV[2] .. ':' .. ARGV[1]
@@ -165,10 +178,11 @@ dropDead()
 return {0, handoff(ARGV[2])}
 `)
 
-// renewScript: KEYS lock. ARGV token, ttl ms. Returns 1 when renewed, 0 when not held.
-var renewScript = newScript(`
+// renewScript: KEYS lock. ARGV token, ttl ms. Returns 1 when renewed (the
+// key now lives at least ttl more), 0 when not held.
+var renewScript = newScript(luaExtend + `
 if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  extend(ARGV[2])
   return 1
 end
 return 0

@@ -32,9 +32,12 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/reports"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // Runner runs one scenario on e and writes its history into dir; chaos.Run
@@ -159,6 +162,12 @@ type Config struct {
 	// Open opens environments; required. The shared environment is opened
 	// with SharedSpec, each failover scenario's with FailoverSpec.
 	Open Opener
+	// Registry holds the locks Locks and Specs name; nil means
+	// zoo.Builtin(). Register your own lock in it to run it under the
+	// matrix (locker.Entry; see the README, "Run your own lock").
+	Registry *locker.Registry
+	// Mix is the workload's operation mix; nil means workload.DefaultMix().
+	Mix *workload.Mix
 	// Runner runs one scenario; nil means chaos.Run.
 	Runner Runner
 	// CheckTimeout is the budget of each scenario's check (checker.Options
@@ -366,6 +375,14 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if cfg.Runner == nil {
 		cfg.Runner = chaos.Run
 	}
+	if cfg.Registry == nil {
+		cfg.Registry = zoo.Builtin()
+	}
+	for _, s := range specs {
+		if _, ok := cfg.Registry.Lookup(s.Lock); !ok {
+			return nil, fmt.Errorf("%w: scenario %s: lock %q is not in the registry (known: %v)", ErrBadConfig, s.ID(), s.Lock, cfg.Registry.Names())
+		}
+	}
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 3
 	}
@@ -566,8 +583,8 @@ func (m *matrix) runFresh(ctx context.Context, i int) {
 }
 
 // newRow is a summary row with the spec's identity and expectation.
-func newRow(s Spec) *Scenario {
-	exp := Expected(s.Lock, s.Fault)
+func (m *matrix) newRow(s Spec) *Scenario {
+	exp := ExpectedOf(m.cfg.Registry, s.Lock, s.Fault)
 	row := &Scenario{SpecRecord: recordOf(s)}
 	row.Lock, row.Fault, row.Seed = s.Lock, s.Fault, int64(s.Seed)
 	row.History = path.Join(s.ID(), "history.jsonl")
@@ -583,7 +600,7 @@ func newRow(s Spec) *Scenario {
 // failed is the row of a scenario that could not run: unknown verdicts, an
 // empty history and a check.json saying why.
 func (m *matrix) failed(s Spec, err error) *Scenario {
-	row := newRow(s)
+	row := m.newRow(s)
 	row.Error = err.Error()
 	row.Lease, row.Resource, row.Liveness = checker.Unknown, checker.Unknown, checker.Unknown
 	dir := filepath.Join(m.cfg.Out, s.ID())
@@ -611,11 +628,12 @@ func unknownResult(err error) *checker.Result {
 
 // runOne runs, checks and files one scenario.
 func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
-	row := newRow(s)
+	row := m.newRow(s)
 	dir := filepath.Join(m.cfg.Out, s.ID())
 	sc := chaos.Scenario{Lock: s.Lock, Fault: s.Fault, Seed: s.Seed, Duration: s.Duration, TTL: s.TTL,
 		Clients: s.Clients, Logger: m.cfg.Logger.With("scenario", s.ID())}
 	sc.Workload.Hold, sc.Workload.Think, sc.Workload.OpTimeout = s.Hold, s.Think, s.OpTimeout
+	sc.Workload.Locks, sc.Workload.Mix = m.cfg.Registry, m.cfg.Mix
 	setFaultPoint(&sc, s.After, s.Before)
 	rctx, cancel := context.WithTimeout(ctx, s.Duration+2*time.Minute)
 	out, runErr := m.cfg.Runner(rctx, e, sc, dir)
@@ -733,8 +751,8 @@ func visualize(ctx context.Context, p string, ops []history.Op, res *checker.Res
 }
 
 // judge compares a row's verdicts with the prediction.
-func judge(row *Scenario) {
-	exp := Expected(row.Lock, row.Fault)
+func judge(reg *locker.Registry, row *Scenario) {
+	exp := ExpectedOf(reg, row.Lock, row.Fault)
 	row.Mismatches = nil
 	for _, p := range []string{PropLease, PropResource, PropLiveness} {
 		v, w := row.Verdict(p), exp.Want(p)
@@ -757,7 +775,7 @@ func (m *matrix) finish(i int, row *Scenario, start time.Time) {
 		row.Error = joinErr("interrupted: "+context.Cause(m.runCtx).Error(), row.Error)
 	}
 	row.ElapsedMs = time.Since(start).Milliseconds()
-	judge(row)
+	judge(m.cfg.Registry, row)
 	m.mu.Lock()
 	m.rows[i] = row
 	m.done++

@@ -100,7 +100,7 @@ func RegressionsFrom(name string, sum *Summary) ([]Regression, error) {
 	var out []Regression
 	for _, s := range sum.Scenarios {
 		prop := ""
-		exp := Expected(s.Lock, s.Fault)
+		exp := ExpectedOf(nil, s.Lock, s.Fault)
 		for _, p := range []string{PropLease, PropResource, PropLiveness} {
 			if s.Verdict(p) != checker.Violated {
 				continue

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/locker"
 )
 
 // ChildEnv is the environment variable through which a parent hands a child
@@ -30,6 +31,7 @@ type childSpec struct {
 	Name, Key, Lock             string
 	Seed, Index                 uint64
 	TTL, Hold, Think, OpTimeout time.Duration
+	Mix                         Mix
 	Route                       route
 	// Dial maps a node's address (as Sentinel reports it) to the client's proxy.
 	Dial map[string]string
@@ -77,7 +79,7 @@ func (w *Workload) newProc(ctx context.Context, e env.Env, topo env.Topology, na
 	c := w.cfg
 	return &Proc{Name: name, Key: key, Links: l, held: make(chan struct{}, 1), spec: childSpec{
 		Name: name, Key: key, Lock: c.Lock, Seed: c.Seed, Index: idx,
-		TTL: c.TTL, Hold: c.Hold, Think: c.Think, OpTimeout: c.OpTimeout, Route: rt, Dial: dial,
+		TTL: c.TTL, Hold: c.Hold, Think: c.Think, OpTimeout: c.OpTimeout, Mix: *c.Mix, Route: rt, Dial: dial,
 	}}, nil
 }
 
@@ -213,14 +215,15 @@ func (p *Proc) close() error {
 
 // MaybeChild runs this process as a workload child client when ChildEnv is
 // set (it then never returns), and returns at once otherwise. Programs that
-// run workloads with Config.Processes > 0 call it first in main or TestMain.
-func MaybeChild() {
+// run workloads with Config.Processes > 0 call it first in main or TestMain,
+// with the registry their locks are in (nil: zoo.Builtin()).
+func MaybeChild(locks *locker.Registry) {
 	js := os.Getenv(ChildEnv)
 	if js == "" {
 		return
 	}
 	code := 0
-	if err := runChild(js, os.Stdin, os.Stdout); err != nil {
+	if err := runChild(js, locks, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "workload child:", err)
 		code = 1
 	}
@@ -229,12 +232,12 @@ func MaybeChild() {
 
 // runChild runs one client per the spec until stdin ends, writing its
 // operations to out as history lines.
-func runChild(js string, stdin io.Reader, out io.Writer) error {
+func runChild(js string, locks *locker.Registry, stdin io.Reader, out io.Writer) error {
 	var spec childSpec
 	if err := json.Unmarshal([]byte(js), &spec); err != nil {
 		return fmt.Errorf("%s: %w", ChildEnv, err)
 	}
-	cfg, err := Config{Lock: spec.Lock, TTL: spec.TTL, Hold: spec.Hold, Think: spec.Think,
+	cfg, err := Config{Lock: spec.Lock, Locks: locks, Mix: &spec.Mix, TTL: spec.TTL, Hold: spec.Hold, Think: spec.Think,
 		OpTimeout: spec.OpTimeout, Seed: spec.Seed, Keys: 1, Clients: 1}.withDefaults()
 	if err != nil {
 		return err

@@ -3,13 +3,20 @@
 // into a history.
 //
 // Each client works on one key (Config.Clients clients per key over
-// Config.Keys keys). One critical section is:
+// Config.Keys keys) and is one owner of the lock. One critical section is:
 //
-//	acquire → read resource → (fault point) → write resource with token and prev → release
+//	acquire (one-shot, or blocking and maybe canceled while it waits)
+//	→ renew? → nested hold (shorter or longer TTL) and its release?
+//	→ long work? → read resource → (fault point) → write resource with token and prev
+//	→ release (maybe with a canceled or expiring context, then again)
 //
-// All randomness (think and hold times) comes from Config.Seed, one stream
-// per client, so a run replays from its seed up to the timing of the real
-// systems involved.
+// What each section does is drawn from the client's seeded stream in the
+// shares of Config.Mix, Jepsen's generator in small: the same seed gives the
+// same choices. A choice the lock lacks (no locker.Waiter, no
+// locker.Reentrant lease, an unsupported renew) is skipped, so the history
+// never shows an operation the lock does not have. All randomness comes
+// from Config.Seed, one stream per client, so a run replays from its seed
+// up to the timing of the real systems involved.
 package workload
 
 import (
@@ -30,7 +37,8 @@ import (
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/fencing"
 	"github.com/lockproof/lockproof/history"
-	"github.com/lockproof/lockproof/lock/specimen"
+	"github.com/lockproof/lockproof/locker"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // ErrConfig wraps every error about a bad Config.
@@ -38,8 +46,14 @@ var ErrConfig = errors.New("bad workload config")
 
 // Config is the shape of a workload.
 type Config struct {
-	// Lock is the specimen.Open name of the lock; default "fenced".
+	// Lock is the name of the lock in Locks; default "fenced".
 	Lock string
+	// Locks is the registry Lock is looked up in; nil means zoo.Builtin().
+	// A child-process client (Processes) looks its lock up in the registry
+	// its program passes to MaybeChild.
+	Locks *locker.Registry
+	// Mix is the operation mix; nil means DefaultMix().
+	Mix *Mix
 	// Keys is the number of lock keys (K); default 1.
 	Keys int
 	// Clients per key (N); default 3.
@@ -63,8 +77,9 @@ type Config struct {
 	// The program must call MaybeChild first thing in main (or TestMain).
 	// Child clients use the lock's default options.
 	Processes int
-	// Fenced are the options of the production lock (when Lock is "fenced").
-	Fenced specimen.Deps
+	// Deps are the base of every client's locker.Deps (Redis, Redlock,
+	// Clock and Observer are the client's own).
+	Deps locker.Deps
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
 }
@@ -94,6 +109,16 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Locks == nil {
+		c.Locks = zoo.Builtin()
+	}
+	if c.Mix == nil {
+		m := DefaultMix()
+		c.Mix = &m
+	}
+	if err := c.Mix.validate(); err != nil {
+		return c, err
+	}
 	switch {
 	case c.Keys < 0:
 		return c, fmt.Errorf("%w: Keys = %d: must be > 0", ErrConfig, c.Keys)
@@ -105,6 +130,50 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: Hold, Think and OpTimeout must be >= 0", ErrConfig)
 	}
 	return c, nil
+}
+
+// Mix is the share of each choice a client makes per critical section,
+// each a probability in [0, 1] drawn from the client's seeded stream.
+type Mix struct {
+	// Blocking: acquires that wait (locker.Waiter) instead of one attempt.
+	Blocking float64
+	// Cancel: blocking acquires given a deadline of half the TTL instead of
+	// the op timeout, so that they are canceled while they wait in line.
+	Cancel float64
+	// Reenter: sections that take a nested hold (locker.Reentrant) and
+	// release it before the read; half of them ask for a TTL a fifth of
+	// the lease's (at least 10ms), half for twice it. The outer hold then
+	// works on for up to half the TTL.
+	Reenter float64
+	// Renew: sections that renew the lease explicitly after the acquire.
+	Renew float64
+	// LongWork: sections without a nested hold that work up to half the
+	// TTL before the read (a lease must stay valid that long).
+	LongWork float64
+	// RushRelease: releases sent with an already canceled context (half)
+	// or a 1ms deadline (half); a release that did not surely happen is
+	// sent again with the op timeout, as a careful caller retries.
+	RushRelease float64
+
+	_ struct{}
+}
+
+// DefaultMix is the mix `go test ./chaos` and `lockproof run` use.
+func DefaultMix() Mix {
+	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.3, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1}
+}
+
+func (m *Mix) validate() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"Blocking", m.Blocking}, {"Cancel", m.Cancel}, {"Reenter", m.Reenter}, {"Renew", m.Renew},
+		{"LongWork", m.LongWork}, {"RushRelease", m.RushRelease}} {
+		if !(f.v >= 0 && f.v <= 1) {
+			return fmt.Errorf("%w: Mix.%s = %v: must be in [0, 1]", ErrConfig, f.name, f.v)
+		}
+	}
+	return nil
 }
 
 // Client is one workload client: its own proxies, gate, clock, Redis
@@ -119,7 +188,7 @@ type Client struct {
 	lockRDB  *redis.Client
 	resRDB   *redis.Client
 	redlock  []*redis.Client
-	locker   specimen.Locker
+	locker   locker.Locker
 	fenced   fencing.Resource // for leases with a fencing token
 	unfenced fencing.Resource // for leases without one
 	rng      *rand.Rand
@@ -171,7 +240,7 @@ type Workload struct {
 
 // New makes the clients of cfg on e: per client its own proxies (env.Links),
 // a gate on every Redis command it sends, a lock opened through
-// specimen.Open, and a resource on the fenced node: fenced for leases with a
+// Config.Locks, and a resource on the fenced node: fenced for leases with a
 // fencing token, unfenced for leases without. Close releases them.
 func New(ctx context.Context, e env.Env, cfg Config) (*Workload, error) {
 	cfg, err := cfg.withDefaults()
@@ -262,7 +331,7 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	c.resRDB = redis.NewClient(&redis.Options{Addr: rt.Fenced, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
 		PoolTimeout: to, MaxRetries: -1, ContextTimeoutEnabled: true, Protocol: 2})
 	c.resRDB.AddHook(c.Gate.Hook())
-	deps := w.cfg.Fenced
+	deps := w.cfg.Deps
 	deps.Redis = c.lockRDB
 	for _, addr := range rt.Redlock {
 		r := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
@@ -276,7 +345,7 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	if deps.Logger == nil {
 		deps.Logger = w.cfg.Logger
 	}
-	if c.locker, err = specimen.Open(w.cfg.Lock, deps); err != nil {
+	if c.locker, err = w.cfg.Locks.Open(w.cfg.Lock, deps); err != nil {
 		c.close()
 		return nil, fmt.Errorf("client %s: %w", name, err)
 	}
@@ -389,35 +458,129 @@ func (w *Workload) worker(ctx context.Context, rec *history.Recorder, c *Client)
 	return nil
 }
 
-// section is one critical section: acquire, read, fault point, write, release.
-func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client, seq int) error {
-	cfg := w.cfg
-	p := rec.Invoke(history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds()})
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.OpTimeout)
-	lease, err := c.locker.TryAcquire(actx, c.Key, cfg.TTL)
+// ctxMode is how a lock op's context is made.
+type ctxMode int
+
+const (
+	ctxNormal   ctxMode = iota // a deadline of the op's timeout
+	ctxCanceled                // already canceled
+	ctxTiny                    // a 1ms deadline
+)
+
+// lockCall records one lock operation of c: it invokes op, runs do under
+// a context made per mode (cut from the run's ctx, so that an op in flight
+// when the run ends still completes), and completes op with do's result
+// mapped by lockResult, edit filling in what was learnt. An op the lock
+// lacks (locker.ErrUnsupported: nothing was sent) is withdrawn and reported
+// as unsupported. After a crash of c during do it returns errStop, the op
+// left as the gate decided (see crashed).
+func (c *Client) lockCall(ctx context.Context, rec *history.Recorder, op history.Op, mode ctxMode, timeout time.Duration,
+	do func(ctx context.Context) error, edit func(*history.Op)) (res history.Result, unsupported bool, err error) {
+	p := rec.Invoke(op)
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	switch mode {
+	case ctxCanceled:
+		cancel()
+	case ctxTiny:
+		cancel()
+		octx, cancel = context.WithTimeout(context.WithoutCancel(ctx), time.Millisecond)
+	}
+	derr := do(octx)
 	cancel()
 	if c.Gate.Crashed() {
-		return c.crashed(p)
+		return "", false, c.crashed(p)
 	}
-	res, err := lockResult(err)
+	if errors.Is(derr, locker.ErrUnsupported) {
+		p.Withdraw()
+		return "", true, nil
+	}
+	res, err = lockResult(derr)
 	if err != nil {
-		return fmt.Errorf("acquire %q: %w", c.Key, err)
+		p.Withdraw()
+		return "", false, fmt.Errorf("%s %q: %w", op.Kind, op.Key, err)
 	}
 	if res != history.OK {
-		return p.Complete(res, nil)
+		edit = nil
+	}
+	return res, false, p.Complete(res, edit)
+}
+
+// chance draws one choice of share p from c's stream.
+func (c *Client) chance(p float64) bool { return p > 0 && c.rng.Float64() < p }
+
+// section is one critical section (see the package doc).
+func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client, seq int) error {
+	cfg, mix := w.cfg, w.cfg.Mix
+
+	// Acquire: one attempt, or wait in line (and maybe be canceled there).
+	acqOp := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds()}
+	acquire, timeout := func(ctx context.Context) (locker.Lease, error) { return c.locker.TryAcquire(ctx, c.Key, cfg.TTL) }, cfg.OpTimeout
+	if waiter, ok := c.locker.(locker.Waiter); ok && c.chance(mix.Blocking) {
+		acquire = func(ctx context.Context) (locker.Lease, error) { return waiter.Acquire(ctx, c.Key, cfg.TTL) }
+		if c.chance(mix.Cancel) {
+			timeout = max(cfg.TTL/2, time.Millisecond)
+		}
+	}
+	var lease locker.Lease
+	res, _, err := c.lockCall(ctx, rec, acqOp, ctxNormal, timeout, func(ctx context.Context) error {
+		var err error
+		lease, err = acquire(ctx)
+		return err
+	}, func(o *history.Op) { o.Token, o.HasToken = lease.Fence() })
+	if err != nil || res != history.OK {
+		return err
 	}
 	token, fenced := lease.Fence()
 	resource := c.unfenced
 	if fenced {
 		resource = c.fenced
 	}
-	if err := p.Complete(history.OK, func(o *history.Op) { o.Token, o.HasToken = token, fenced }); err != nil {
-		return err
-	}
 	defer c.holding.Store(false)
 
+	// Renew explicitly, by the lease's TTL.
+	if c.chance(mix.Renew) {
+		op := history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Token: token, HasToken: fenced}
+		if _, _, err := c.lockCall(ctx, rec, op, ctxNormal, cfg.OpTimeout,
+			func(ctx context.Context) error { return lease.Renew(ctx, cfg.TTL) }, nil); err != nil {
+			return err
+		}
+	}
+
+	// A nested hold by the same owner, with a shorter or a longer TTL.
+	if r, ok := lease.(locker.Reentrant); ok && c.chance(mix.Reenter) {
+		ttl := 2 * cfg.TTL
+		if c.rng.IntN(2) == 0 {
+			ttl = max(cfg.TTL/5, 10*time.Millisecond)
+		}
+		var inner locker.Lease
+		op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds()}
+		res, _, err := c.lockCall(ctx, rec, op, ctxNormal, cfg.OpTimeout, func(ctx context.Context) error {
+			var err error
+			inner, err = r.Reenter(ctx, ttl)
+			return err
+		}, func(o *history.Op) { o.Token, o.HasToken = inner.Fence() })
+		if err != nil {
+			return err
+		}
+		if res == history.OK {
+			_ = sleepRand(ctx, c.rng, cfg.Hold)
+			if err := c.release(ctx, rec, inner, false, cfg.OpTimeout); err != nil {
+				return err
+			}
+			// The outer hold outlives the nested one, as it does in code
+			// that calls a locked helper and then goes on: a nested hold
+			// that shortened the lease shows now.
+			_ = sleepRand(ctx, c.rng, cfg.TTL/2)
+		}
+	} else if c.chance(mix.LongWork) {
+		_ = sleepRand(ctx, c.rng, cfg.TTL/2)
+	}
+	if err := c.Gate.Wait(ctx); err != nil {
+		return errStop
+	}
+
 	// Read the resource under the lease.
-	p = rec.Invoke(history.Op{Client: c.Name, Kind: history.Read, Key: c.Key, Token: token, HasToken: fenced})
+	p := rec.Invoke(history.Op{Client: c.Name, Kind: history.Read, Key: c.Key, Token: token, HasToken: fenced})
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.OpTimeout)
 	var v fencing.Value
 	if fr, ok := resource.(FencedReader); ok && fenced {
@@ -476,18 +639,29 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	if err := c.Gate.Wait(ctx); err != nil {
 		return errStop
 	}
-	p = rec.Invoke(history.Op{Client: c.Name, Kind: history.Release, Key: c.Key, Token: token, HasToken: fenced})
-	rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), cfg.OpTimeout)
-	err = lease.Release(rctx)
-	cancel()
-	if c.Gate.Crashed() {
-		return c.crashed(p)
+	return c.release(ctx, rec, lease, c.chance(mix.RushRelease), cfg.OpTimeout)
+}
+
+// release releases l. A rushed release is sent with an already canceled
+// context or a 1ms deadline; when it did not surely happen (fail or
+// unknown), it is sent once more with the op timeout, as a careful caller
+// retries a release until it is done.
+func (c *Client) release(ctx context.Context, rec *history.Recorder, l locker.Lease, rush bool, timeout time.Duration) error {
+	token, fenced := l.Fence()
+	op := history.Op{Client: c.Name, Kind: history.Release, Key: c.Key, Token: token, HasToken: fenced}
+	do := func(ctx context.Context) error { return l.Release(ctx) }
+	if rush {
+		mode := ctxCanceled
+		if c.rng.IntN(2) == 0 {
+			mode = ctxTiny
+		}
+		res, _, err := c.lockCall(ctx, rec, op, mode, timeout, do, nil)
+		if err != nil || res == history.OK {
+			return err
+		}
 	}
-	res, err = lockResult(err)
-	if err != nil {
-		return fmt.Errorf("release %q: %w", c.Key, err)
-	}
-	return p.Complete(res, nil)
+	_, _, err := c.lockCall(ctx, rec, op, ctxNormal, timeout, do, nil)
+	return err
 }
 
 // renewObserver records the renewals c's lock makes in the background (a
@@ -495,7 +669,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 // after the lease surely expired.
 type renewObserver struct{ c *Client }
 
-// Renewing implements specimen.Observer. Nothing is recorded before Run, nor
+// Renewing implements locker.Observer. Nothing is recorded before Run, nor
 // after the client crashed (the gate refuses the renewal before sending it).
 func (o renewObserver) Renewing(key string, ttl time.Duration, token uint64, hasToken bool) func(error) {
 	rec := o.c.rec.Load()
@@ -530,21 +704,23 @@ func (c *Client) crashed(p *history.Pending) error {
 	return errStop
 }
 
-// lockResult maps a specimen error to a history result; an error back means
-// a bug (bad input).
+// lockResult maps a locker error to a history result (locker's Outcomes);
+// an error back means a bug (bad input).
 func lockResult(err error) (history.Result, error) {
 	switch {
 	case err == nil:
 		return history.OK, nil
-	case errors.Is(err, specimen.ErrInvalid):
+	case errors.Is(err, locker.ErrInvalid):
 		return "", err
-	case errors.Is(err, specimen.ErrUnknownOutcome):
+	case errors.Is(err, locker.ErrUnknownOutcome):
 		return history.Unknown, nil
+	case errors.Is(err, locker.ErrNotAcquired), errors.Is(err, locker.ErrNotHeld):
+		return history.Fail, nil
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		// A deadline that struck mid-command: the command may have run.
 		return history.Unknown, nil
 	default:
-		// ErrNotAcquired, ErrNotHeld, and errors that surely had no effect.
+		// Errors that surely had no effect.
 		return history.Fail, nil
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/lockproof/lockproof/fencing"
 	"github.com/lockproof/lockproof/history"
-	"github.com/lockproof/lockproof/lock/specimen"
+	"github.com/lockproof/lockproof/locker"
 )
 
 func TestConfigErrorsNameTheField(t *testing.T) {
@@ -40,9 +40,9 @@ func TestResultMapping(t *testing.T) {
 		want history.Result
 	}{
 		{nil, history.OK},
-		{fmt.Errorf("x: %w", specimen.ErrNotAcquired), history.Fail},
-		{fmt.Errorf("x: %w", specimen.ErrNotHeld), history.Fail},
-		{fmt.Errorf("x: %w", specimen.ErrUnknownOutcome), history.Unknown},
+		{fmt.Errorf("x: %w", locker.ErrNotAcquired), history.Fail},
+		{fmt.Errorf("x: %w", locker.ErrNotHeld), history.Fail},
+		{fmt.Errorf("x: %w", locker.ErrUnknownOutcome), history.Unknown},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), history.Unknown},
 		{errors.New("dial refused"), history.Fail},
 	}
@@ -51,7 +51,7 @@ func TestResultMapping(t *testing.T) {
 			t.Errorf("lockResult(%v) = %s, %v; want %s", tc.err, got, err, tc.want)
 		}
 	}
-	if _, err := lockResult(specimen.ErrInvalid); err == nil {
+	if _, err := lockResult(locker.ErrInvalid); err == nil {
 		t.Error("lockResult(ErrInvalid): want an error (a harness bug), not a result")
 	}
 	res := []struct {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/zoo"
 	"io"
 	"os"
 	"os/signal"
@@ -53,7 +54,7 @@ func main() {
 	// A child-process client of pause-process is this binary again: it runs
 	// here and exits (without this, the child was handed to the command
 	// parser, which refused its arguments, and the fault never ran).
-	workload.MaybeChild()
+	workload.MaybeChild(zoo.Builtin())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

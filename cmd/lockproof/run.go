@@ -22,7 +22,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/matrix"
-	"github.com/lockproof/lockproof/lock/specimen"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // runCommand is `lockproof run`: the lock × fault × seed matrix.
@@ -115,7 +115,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return bad("--save-regression: %v", err)
 		}
 	}
-	locks, err := matrix.ParseNames("--locks", f.locks, specimen.Names())
+	locks, err := matrix.ParseNames("--locks", f.locks, zoo.Builtin().Names())
 	if err != nil {
 		return bad("%v", err)
 	}

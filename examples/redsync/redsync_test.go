@@ -11,7 +11,7 @@ import (
 	"github.com/lockproof/lockproof/examples/redsync"
 	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/internal/redistest"
-	"github.com/lockproof/lockproof/lock/specimen"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 func deps(t *testing.T, ps []*redisproc.Process) specimen.Deps {

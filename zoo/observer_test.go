@@ -1,7 +1,8 @@
-package specimen_test
+package zoo_test
 
 import (
 	"errors"
+	"github.com/lockproof/lockproof/locker"
 	"sync"
 	"testing"
 	"time"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/lock"
-	"github.com/lockproof/lockproof/lock/specimen"
 )
 
 // renewal is one background renewal an observer saw.
@@ -74,20 +74,20 @@ func (o *observer) count(key string) (seen, ok int) {
 // TestObserverSeesBackgroundRenewals: every renewal a lock makes on its own
 // (the watchdog specimen's, the fenced lock's with Watchdog on) is announced
 // with the lease's key, ttl and fence, and completed with its result: ok
-// while the lease is held past its TTL, ErrNotHeld once another client took
+// while the lease is held past its TTL, locker.ErrNotHeld once another client took
 // the lock; and none after Close.
 func TestObserverSeesBackgroundRenewals(t *testing.T) {
 	const ttl = 600 * time.Millisecond
 	cases := []struct {
 		name    string
 		lockKey func(string) string
-		deps    func(rdb *redis.Client, o *observer) specimen.Deps
+		deps    func(rdb *redis.Client, o *observer) locker.Deps
 	}{
 		{"watchdog", func(k string) string { return k },
-			func(rdb *redis.Client, o *observer) specimen.Deps { return specimen.Deps{Redis: rdb, Observer: o} }},
+			func(rdb *redis.Client, o *observer) locker.Deps { return locker.Deps{Redis: rdb, Observer: o} }},
 		{"fenced", func(k string) string { return lock.RedisKeys(k).Lock },
-			func(rdb *redis.Client, o *observer) specimen.Deps {
-				return specimen.Deps{Redis: rdb, Observer: o, Fenced: lock.Options{Watchdog: true}}
+			func(rdb *redis.Client, o *observer) locker.Deps {
+				return locker.Deps{Redis: rdb, Observer: o}
 			}},
 	}
 	for _, c := range cases {
@@ -113,9 +113,9 @@ func TestObserverSeesBackgroundRenewals(t *testing.T) {
 				}
 			}
 
-			// Taken behind its back: a renewal is refused (ErrNotHeld) and Lost closes.
+			// Taken behind its back: a renewal is refused (locker.ErrNotHeld) and Lost closes.
 			expireNow(t, rdb, c.lockKey("k"))
-			acquire(t, open(t, c.name, specimen.Deps{Redis: rdb}), "k", time.Hour)
+			acquire(t, open(t, c.name, locker.Deps{Redis: rdb}), "k", time.Hour)
 			select {
 			case <-l.Lost():
 			case <-time.After(20 * time.Second):
@@ -133,16 +133,16 @@ func TestObserverSeesBackgroundRenewals(t *testing.T) {
 			for _, r := range obs.snapshot() {
 				switch {
 				case r.err == nil:
-				case errors.Is(r.err, specimen.ErrNotHeld):
+				case errors.Is(r.err, locker.ErrNotHeld):
 					refusedSeen = true
 				default:
-					t.Fatalf("renewal failed with %v, want nil or ErrNotHeld", r.err)
+					t.Fatalf("renewal failed with %v, want nil or locker.ErrNotHeld", r.err)
 				}
 			}
 			// The watchdog specimen closes Lost only after a refused renewal;
 			// the fenced lock may lose the lease to its validity deadline first.
 			if c.name == "watchdog" && !refusedSeen {
-				t.Fatal("no renewal reported ErrNotHeld although Lost closed")
+				t.Fatal("no renewal reported locker.ErrNotHeld although Lost closed")
 			}
 
 			// Close stops the watchdogs: no renewal after it, the lease expires.

@@ -1,7 +1,8 @@
-package specimen_test
+package zoo_test
 
 import (
 	"errors"
+	"github.com/lockproof/lockproof/locker"
 	"testing"
 	"time"
 
@@ -9,18 +10,18 @@ import (
 
 	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/internal/redistest"
-	"github.com/lockproof/lockproof/lock/specimen"
+	"github.com/lockproof/lockproof/zoo"
 )
 
-// redlockDeps returns Deps over fresh clients of ps (no pooled connections
+// redlockDeps returns locker.Deps over fresh clients of ps (no pooled connections
 // to servers killed earlier).
-func redlockDeps(t *testing.T, ps []*redisproc.Process, timeout time.Duration) specimen.Deps {
+func redlockDeps(t *testing.T, ps []*redisproc.Process) locker.Deps {
 	t.Helper()
 	var cs []redis.UniversalClient
 	for _, p := range ps {
 		cs = append(cs, newClient(t, p))
 	}
-	return specimen.Deps{Redlock: cs, RedlockTimeout: timeout}
+	return locker.Deps{Redlock: cs}
 }
 
 // holders returns how many of ps hold key.
@@ -43,8 +44,8 @@ func TestRedlock(t *testing.T) {
 	const ttl = 10 * time.Second
 	const per = 2 * time.Second // generous: the machine is loaded
 
-	a := open(t, "redlock", redlockDeps(t, ps, per))
-	b := open(t, "redlock", redlockDeps(t, ps, per))
+	a := openRedlock(t, redlockDeps(t, ps), per)
+	b := openRedlock(t, redlockDeps(t, ps), per)
 	la := acquire(t, a, "k", ttl)
 	if _, ok := la.Fence(); ok {
 		t.Fatal("redlock has no fencing")
@@ -65,8 +66,8 @@ func TestRedlock(t *testing.T) {
 	if n := holders(t, ps, "k"); n != 0 {
 		t.Fatalf("after release held on %d, want 0", n)
 	}
-	if err := la.Release(tctx(t)); !errors.Is(err, specimen.ErrNotHeld) {
-		t.Fatalf("second release: %v, want ErrNotHeld", err)
+	if err := la.Release(tctx(t)); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("second release: %v, want locker.ErrNotHeld", err)
 	}
 
 	// A minority held by another: a majority is still free.
@@ -90,8 +91,8 @@ func TestRedlock(t *testing.T) {
 	if err := ps[2].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	a = open(t, "redlock", redlockDeps(t, ps, per))
-	b = open(t, "redlock", redlockDeps(t, ps, per))
+	a = openRedlock(t, redlockDeps(t, ps), per)
+	b = openRedlock(t, redlockDeps(t, ps), per)
 	la = acquire(t, a, "k2", ttl)
 	refused(t, b, "k2", ttl)
 	if err := la.Release(tctx(t)); err != nil {
@@ -102,10 +103,10 @@ func TestRedlock(t *testing.T) {
 	if err := ps[1].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	a = open(t, "redlock", redlockDeps(t, ps, per))
+	a = openRedlock(t, redlockDeps(t, ps), per)
 	_, err := a.TryAcquire(tctx(t), "k3", ttl)
-	if !errors.Is(err, specimen.ErrNotAcquired) || errors.Is(err, specimen.ErrUnknownOutcome) {
-		t.Fatalf("acquire with two of three down: %v, want ErrNotAcquired", err)
+	if !errors.Is(err, locker.ErrNotAcquired) || errors.Is(err, locker.ErrUnknownOutcome) {
+		t.Fatalf("acquire with two of three down: %v, want locker.ErrNotAcquired", err)
 	}
 	if n := holders(t, ps, "k3"); n != 0 {
 		t.Fatalf("failed acquire left the key on %d live instances", n)
@@ -117,7 +118,7 @@ func TestRedlock(t *testing.T) {
 func TestRedlockPausedInstance(t *testing.T) {
 	ps := []*redisproc.Process{redistest.Start(t), redistest.Start(t), redistest.Start(t)}
 	t.Cleanup(func() { _ = ps[0].Resume() })
-	a := open(t, "redlock", redlockDeps(t, ps, 300*time.Millisecond))
+	a := openRedlock(t, redlockDeps(t, ps), 300*time.Millisecond)
 	if err := ps[0].Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -125,4 +126,19 @@ func TestRedlockPausedInstance(t *testing.T) {
 	if err := la.Release(tctx(t)); err != nil {
 		t.Fatalf("release: %v", err)
 	}
+}
+
+// openRedlock opens the redlock specimen with a per-instance reply timeout.
+func openRedlock(t *testing.T, d locker.Deps, timeout time.Duration) locker.Locker {
+	t.Helper()
+	r, err := locker.NewRegistry(zoo.RedlockEntry(zoo.RedlockOptions{Timeout: timeout}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := r.Open("redlock", d)
+	if err != nil {
+		t.Fatalf("open redlock: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
 }

@@ -1,15 +1,16 @@
-package specimen_test
+package zoo_test
 
 import (
 	"context"
 	"errors"
+	"github.com/lockproof/lockproof/locker"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/internal/redisproc"
-	"github.com/lockproof/lockproof/lock/specimen"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // newClient returns a client of p closed at the end of the test.
@@ -27,9 +28,9 @@ func tctx(t *testing.T) context.Context {
 	return ctx
 }
 
-func open(t *testing.T, name string, d specimen.Deps) specimen.Locker {
+func open(t *testing.T, name string, d locker.Deps) locker.Locker {
 	t.Helper()
-	l, err := specimen.Open(name, d)
+	l, err := zoo.Builtin().Open(name, d)
 	if err != nil {
 		t.Fatalf("open %s: %v", name, err)
 	}
@@ -37,7 +38,7 @@ func open(t *testing.T, name string, d specimen.Deps) specimen.Locker {
 	return l
 }
 
-func acquire(t *testing.T, l specimen.Locker, key string, ttl time.Duration) specimen.Lease {
+func acquire(t *testing.T, l locker.Locker, key string, ttl time.Duration) locker.Lease {
 	t.Helper()
 	ls, err := l.TryAcquire(tctx(t), key, ttl)
 	if err != nil {
@@ -46,11 +47,11 @@ func acquire(t *testing.T, l specimen.Locker, key string, ttl time.Duration) spe
 	return ls
 }
 
-func refused(t *testing.T, l specimen.Locker, key string, ttl time.Duration) {
+func refused(t *testing.T, l locker.Locker, key string, ttl time.Duration) {
 	t.Helper()
 	ls, err := l.TryAcquire(tctx(t), key, ttl)
-	if !errors.Is(err, specimen.ErrNotAcquired) || errors.Is(err, specimen.ErrUnknownOutcome) {
-		t.Fatalf("%s: acquire %q while held: lease %v, err %v; want ErrNotAcquired", l.Name(), key, ls, err)
+	if !errors.Is(err, locker.ErrNotAcquired) || errors.Is(err, locker.ErrUnknownOutcome) {
+		t.Fatalf("%s: acquire %q while held: lease %v, err %v; want locker.ErrNotAcquired", l.Name(), key, ls, err)
 	}
 }
 

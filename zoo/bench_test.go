@@ -1,4 +1,4 @@
-package specimen_test
+package zoo_test
 
 import (
 	"context"
@@ -8,7 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/internal/redistest"
-	"github.com/lockproof/lockproof/lock/specimen"
+	"github.com/lockproof/lockproof/locker"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // BenchmarkAcquireRelease measures one uncontended acquire+release per lock.
@@ -18,7 +19,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	b.Cleanup(func() { _ = rdb.Close() })
 	for _, name := range singleInstance {
 		b.Run(name, func(b *testing.B) {
-			l, err := specimen.Open(name, specimen.Deps{Redis: rdb, Prefix: "bench:" + name + ":"})
+			l, err := zoo.Builtin().Open(name, locker.Deps{Redis: rdb, Prefix: "bench:" + name + ":"})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,9 +1,10 @@
-package specimen
+package zoo
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/locker"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,7 +13,7 @@ import (
 // basic holds what the simple specimens share.
 type basic struct {
 	name string
-	d    Deps
+	d    locker.Deps
 }
 
 func (b *basic) Name() string { return b.name }
@@ -29,7 +30,7 @@ func (b *basic) setNX(ctx context.Context, key, token string) error {
 		return fail("acquire", key, err)
 	}
 	if n, _ := cmd.Int64(); n != 1 {
-		return fmt.Errorf("acquire %q: SETNX found the key set: %w", key, ErrNotAcquired)
+		return fmt.Errorf("acquire %q: SETNX found the key set: %w", key, locker.ErrNotAcquired)
 	}
 	return nil
 }
@@ -38,7 +39,7 @@ func (b *basic) setNX(ctx context.Context, key, token string) error {
 func (b *basic) setNXPX(ctx context.Context, key, token string, ttl time.Duration) error {
 	_, err := do(ctx, b.d.Redis, "set", b.rkey(key), token, "nx", "px", ms(ttl))
 	if errors.Is(err, redis.Nil) {
-		return fmt.Errorf("acquire %q: SET NX found the key set: %w", key, ErrNotAcquired)
+		return fmt.Errorf("acquire %q: SET NX found the key set: %w", key, locker.ErrNotAcquired)
 	}
 	if err != nil {
 		return fail("acquire", key, err)
@@ -47,14 +48,14 @@ func (b *basic) setNXPX(ctx context.Context, key, token string, ttl time.Duratio
 }
 
 // del sends DEL key, without looking at whose key it is. It reports
-// ErrNotHeld when there was nothing to delete (the release had no effect).
+// locker.ErrNotHeld when there was nothing to delete (the release had no effect).
 func (b *basic) del(ctx context.Context, key string) error {
 	cmd, err := do(ctx, b.d.Redis, "del", b.rkey(key))
 	if err != nil {
 		return fail("release", key, err)
 	}
 	if n, _ := cmd.Int64(); n == 0 {
-		return fmt.Errorf("release %q: DEL found no key: %w", key, ErrNotHeld)
+		return fmt.Errorf("release %q: DEL found no key: %w", key, locker.ErrNotHeld)
 	}
 	return nil
 }
@@ -66,11 +67,11 @@ func (b *basic) del(ctx context.Context, key string) error {
 // What is wrong: nothing ever frees the lock but its holder. A holder that
 // crashes (or whose acquire reply is lost) keeps the key forever: G3
 // liveness breaks under crash-client. DEL does not check the owner either,
-// so a confused client frees another's lock. TTL is ignored (Lease.TTL is 0)
+// so a confused client frees another's lock. TTL is ignored (locker.Lease.TTL is 0)
 // and Renew is unsupported.
 type SetNX struct{ basic }
 
-func newSetNX(d Deps) (Locker, error) {
+func newSetNX(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
@@ -78,7 +79,7 @@ func newSetNX(d Deps) (Locker, error) {
 }
 
 // TryAcquire sends SETNX key token; ttl is ignored.
-func (s *SetNX) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+func (s *SetNX) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
 	if err := checkArgs(ctx, key, ttl, false); err != nil {
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func (s *SetNX) TryAcquire(ctx context.Context, key string, ttl time.Duration) (
 // holder's lock (G1). Renew is unsupported.
 type SetNXExpire struct{ basic }
 
-func newSetNXExpire(d Deps) (Locker, error) {
+func newSetNXExpire(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
@@ -109,7 +110,7 @@ func newSetNXExpire(d Deps) (Locker, error) {
 }
 
 // TryAcquire sends SETNX key token, then PEXPIRE key ttl.
-func (s *SetNXExpire) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+func (s *SetNXExpire) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
 	if err := checkArgs(ctx, key, ttl, true); err != nil {
 		return nil, err
 	}
@@ -132,7 +133,7 @@ func (s *SetNXExpire) TryAcquire(ctx context.Context, key string, ttl time.Durat
 // breaks under pause-client (and latency). Renew is unsupported.
 type SetDel struct{ basic }
 
-func newSetDel(d Deps) (Locker, error) {
+func newSetDel(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
@@ -140,7 +141,7 @@ func newSetDel(d Deps) (Locker, error) {
 }
 
 // TryAcquire sends SET key token NX PX ttl.
-func (s *SetDel) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+func (s *SetDel) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
 	if err := checkArgs(ctx, key, ttl, true); err != nil {
 		return nil, err
 	}
@@ -161,7 +162,7 @@ func (s *SetDel) TryAcquire(ctx context.Context, key string, ttl time.Duration) 
 // Renew is unsupported.
 type GetDel struct{ basic }
 
-func newGetDel(d Deps) (Locker, error) {
+func newGetDel(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
@@ -169,7 +170,7 @@ func newGetDel(d Deps) (Locker, error) {
 }
 
 // TryAcquire sends SET key token NX PX ttl.
-func (s *GetDel) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+func (s *GetDel) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
 	if err := checkArgs(ctx, key, ttl, true); err != nil {
 		return nil, err
 	}
@@ -180,13 +181,13 @@ func (s *GetDel) TryAcquire(ctx context.Context, key string, ttl time.Duration) 
 	return &lease{key: key, ttl: ttl, release: func(ctx context.Context) error {
 		cmd, err := do(ctx, s.d.Redis, "get", s.rkey(key))
 		if errors.Is(err, redis.Nil) {
-			return fmt.Errorf("release %q: key gone: %w", key, ErrNotHeld)
+			return fmt.Errorf("release %q: key gone: %w", key, locker.ErrNotHeld)
 		}
 		if err != nil { // GET changes nothing: surely no effect
 			return fmt.Errorf("release %q: GET: %w", key, err)
 		}
 		if v, _ := cmd.Text(); v != token {
-			return fmt.Errorf("release %q: held by another owner: %w", key, ErrNotHeld)
+			return fmt.Errorf("release %q: held by another owner: %w", key, locker.ErrNotHeld)
 		}
 		return s.del(ctx, key)
 	}}, nil

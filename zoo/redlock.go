@@ -1,9 +1,10 @@
-package specimen
+package zoo
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/locker"
 	"sync"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 
 // Redlock is antirez's Redlock ("Distributed locks with Redis", redis.io)
 // over N independent masters: take SET key token NX PX ttl on every
-// instance (here in parallel, each reply bounded by Deps.RedlockTimeout);
+// instance (here in parallel, each reply bounded by RedlockOptions.Timeout);
 // the lock is held when a majority (N/2+1) said yes and the validity
 // ttl − elapsed − drift (drift = ttl×1% + 2ms) is still positive; otherwise
 // unlock every instance. Release and extend run the Lua scripts of Lua on
@@ -27,23 +28,41 @@ import (
 // of one vote.
 type Redlock struct {
 	name    string
-	d       Deps
+	d       locker.Deps
 	clients []redis.UniversalClient
+	// replyTimeout is RedlockOptions.Timeout.
+	replyTimeout time.Duration
 }
 
-func newRedlock(d Deps) (Locker, error) {
+// RedlockOptions configure the redlock specimen.
+type RedlockOptions struct {
+	// Timeout bounds each instance's reply; 0 means TTL/10 clamped to
+	// [5ms, 50ms] (antirez: "5-50 milliseconds" for 10s).
+	Timeout time.Duration
+
+	_ struct{}
+}
+
+// RedlockEntry is the redlock specimen with o (Builtin has it with the defaults).
+func RedlockEntry(o RedlockOptions) locker.Entry {
+	return locker.Entry{Name: "redlock", Profile: locker.ProfileLease, Needs: locker.Needs{Redlock: true},
+		Doc:  "antirez's Redlock on independent masters; Kleppmann 2016: no fencing",
+		Open: func(d locker.Deps) (locker.Locker, error) { return newRedlock(d, o.Timeout) }}
+}
+
+func newRedlock(d locker.Deps, timeout time.Duration) (locker.Locker, error) {
 	if len(d.Redlock) < 3 {
-		return nil, fmt.Errorf("Deps.Redlock has %d clients: redlock needs at least 3: %w", len(d.Redlock), ErrInvalid)
+		return nil, fmt.Errorf("locker.Deps.Redlock has %d clients: redlock needs at least 3: %w", len(d.Redlock), locker.ErrInvalid)
 	}
 	for i, c := range d.Redlock {
 		if isNil(c) {
-			return nil, fmt.Errorf("Deps.Redlock[%d] is nil: %w", i, ErrInvalid)
+			return nil, fmt.Errorf("locker.Deps.Redlock[%d] is nil: %w", i, locker.ErrInvalid)
 		}
 	}
-	if d.RedlockTimeout < 0 {
-		return nil, fmt.Errorf("Deps.RedlockTimeout = %v: must be >= 0: %w", d.RedlockTimeout, ErrInvalid)
+	if timeout < 0 {
+		return nil, fmt.Errorf("RedlockOptions.Timeout = %v: must be >= 0: %w", timeout, locker.ErrInvalid)
 	}
-	return &Redlock{name: "redlock", d: d, clients: d.Redlock}, nil
+	return &Redlock{name: "redlock", d: d, clients: d.Redlock, replyTimeout: timeout}, nil
 }
 
 // Name returns "redlock".
@@ -55,8 +74,8 @@ func (r *Redlock) Close() error { return nil }
 func (r *Redlock) quorum() int { return len(r.clients)/2 + 1 }
 
 func (r *Redlock) timeout(ttl time.Duration) time.Duration {
-	if r.d.RedlockTimeout > 0 {
-		return r.d.RedlockTimeout
+	if r.replyTimeout > 0 {
+		return r.replyTimeout
 	}
 	return min(max(ttl/10, 5*time.Millisecond), 50*time.Millisecond)
 }
@@ -107,7 +126,7 @@ func voteOf(err error) vote {
 }
 
 // TryAcquire runs one round of Redlock.
-func (r *Redlock) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+func (r *Redlock) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
 	if err := checkArgs(ctx, key, ttl, true); err != nil {
 		return nil, err
 	}
@@ -146,9 +165,9 @@ func (r *Redlock) TryAcquire(ctx context.Context, key string, ttl time.Duration)
 	}
 	why := fmt.Sprintf("%d of %d instances (quorum %d), validity %v", yes, len(votes), r.quorum(), validity)
 	if maybeHeld >= r.quorum() {
-		return nil, fmt.Errorf("acquire %q: %s, unlock unconfirmed on %d: %w", key, why, maybeHeld, ErrUnknownOutcome)
+		return nil, fmt.Errorf("acquire %q: %s, unlock unconfirmed on %d: %w", key, why, maybeHeld, locker.ErrUnknownOutcome)
 	}
-	return nil, fmt.Errorf("acquire %q: %s: %w", key, why, ErrNotAcquired)
+	return nil, fmt.Errorf("acquire %q: %s: %w", key, why, locker.ErrNotAcquired)
 }
 
 func (r *Redlock) lease(key, rk, token string, ttl time.Duration) *lease {
@@ -181,7 +200,7 @@ func (r *Redlock) lease(key, rk, token string, ttl time.Duration) *lease {
 			drift := time.Duration(float64(ttl)*0.01) + 2*time.Millisecond
 			if count(votes, voteYes) >= r.quorum() && ttl-time.Since(start)-drift <= 0 {
 				// Redlock calls this a failure, yet the keys were extended: the lock may be held.
-				return fmt.Errorf("renew %q: extended on a majority too late (validity gone): %w", key, ErrUnknownOutcome)
+				return fmt.Errorf("renew %q: extended on a majority too late (validity gone): %w", key, locker.ErrUnknownOutcome)
 			}
 			return r.outcome("renew", key, votes)
 		},
@@ -196,7 +215,7 @@ func (r *Redlock) outcome(op, key string, votes []vote) error {
 	case yes >= r.quorum():
 		return nil
 	case yes+unk >= r.quorum():
-		return fmt.Errorf("%s %q: done on %d of %d, unknown on %d: %w", op, key, yes, len(votes), unk, ErrUnknownOutcome)
+		return fmt.Errorf("%s %q: done on %d of %d, unknown on %d: %w", op, key, yes, len(votes), unk, locker.ErrUnknownOutcome)
 	}
-	return fmt.Errorf("%s %q: done on %d of %d (quorum %d): %w", op, key, yes, len(votes), r.quorum(), ErrNotHeld)
+	return fmt.Errorf("%s %q: done on %d of %d (quorum %d): %w", op, key, yes, len(votes), r.quorum(), locker.ErrNotHeld)
 }

@@ -1,11 +1,11 @@
-package specimen
+package zoo
 
 import (
 	"context"
 	"sync"
 )
 
-// watchdogs is the set of a Locker's running lease watchdogs, one goroutine
+// watchdogs is the set of a locker.Locker's running lease watchdogs, one goroutine
 // per lease. Once stopAll has run (Close: the client "crashed") it starts no
 // more. The zero value is an empty, open set.
 type watchdogs struct {
@@ -35,7 +35,7 @@ func (s *watchdogs) isClosed() bool {
 
 // start runs loop in a goroutine of the set, with a context derived from
 // parent that the run's stop cancels; the run leaves the set when loop
-// returns. After stopAll (the Locker was closed meanwhile: the lease is left
+// returns. After stopAll (the locker.Locker was closed meanwhile: the lease is left
 // to expire) it starts nothing and returns a run already stopped.
 func (s *watchdogs) start(parent context.Context, loop func(ctx context.Context)) *watchdogRun {
 	ctx, cancel := context.WithCancel(parent)

@@ -1,9 +1,10 @@
-package specimen
+package zoo
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/locker"
 	"strconv"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // the old value GETSET returns had passed too (another client that got there
 // first wrote a future time). To release: DEL, but only if the holder's own
 // expiry has not passed. Times are Unix milliseconds (the recipe used
-// seconds) from Deps.Clock.
+// seconds) from locker.Deps.Clock.
 //
 // What is wrong: expiry is decided by comparing times written by different
 // clients' clocks. A client whose clock runs ahead sees an unexpired lock as
@@ -29,7 +30,7 @@ import (
 // unsupported.
 type GetSet struct{ basic }
 
-func newGetSet(d Deps) (Locker, error) {
+func newGetSet(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
@@ -39,27 +40,27 @@ func newGetSet(d Deps) (Locker, error) {
 func (g *GetSet) now() int64 { return g.d.Clock().UnixMilli() }
 
 // TryAcquire runs the recipe once: SETNX; else GET and, if expired, GETSET.
-func (g *GetSet) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+func (g *GetSet) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
 	if err := checkArgs(ctx, key, ttl, true); err != nil {
 		return nil, err
 	}
 	rk := g.rkey(key)
 	expiry := g.now() + ms(ttl) + 1
 	err := g.setNX(ctx, key, strconv.FormatInt(expiry, 10))
-	if err != nil && !errors.Is(err, ErrNotAcquired) {
+	if err != nil && !errors.Is(err, locker.ErrNotAcquired) {
 		return nil, err
 	}
 	if err != nil { // held: is it expired?
 		cmd, err := do(ctx, g.d.Redis, "get", rk)
 		if errors.Is(err, redis.Nil) {
 			// Freed between SETNX and GET: the recipe retries; one attempt ends here.
-			return nil, fmt.Errorf("acquire %q: freed while looking: %w", key, ErrNotAcquired)
+			return nil, fmt.Errorf("acquire %q: freed while looking: %w", key, locker.ErrNotAcquired)
 		}
 		if err != nil { // GET changes nothing
 			return nil, fmt.Errorf("acquire %q: GET: %w", key, err)
 		}
 		if !expired(cmd, g.now()) {
-			return nil, fmt.Errorf("acquire %q: held and not expired: %w", key, ErrNotAcquired)
+			return nil, fmt.Errorf("acquire %q: held and not expired: %w", key, locker.ErrNotAcquired)
 		}
 		expiry = g.now() + ms(ttl) + 1
 		cmd, err = do(ctx, g.d.Redis, "getset", rk, strconv.FormatInt(expiry, 10))
@@ -68,12 +69,12 @@ func (g *GetSet) TryAcquire(ctx context.Context, key string, ttl time.Duration) 
 		}
 		// A nil old value means the key vanished before GETSET: we set it and hold it.
 		if err == nil && !expired(cmd, g.now()) {
-			return nil, fmt.Errorf("acquire %q: another client took it over first: %w", key, ErrNotAcquired)
+			return nil, fmt.Errorf("acquire %q: another client took it over first: %w", key, locker.ErrNotAcquired)
 		}
 	}
 	return &lease{key: key, ttl: ttl, release: func(ctx context.Context) error {
 		if g.now() >= expiry {
-			return fmt.Errorf("release %q: own expiry passed, not deleting: %w", key, ErrNotHeld)
+			return fmt.Errorf("release %q: own expiry passed, not deleting: %w", key, locker.ErrNotHeld)
 		}
 		return g.del(ctx, key)
 	}}, nil

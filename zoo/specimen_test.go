@@ -1,9 +1,10 @@
-package specimen_test
+package zoo_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/locker"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -13,15 +14,14 @@ import (
 
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/lock"
-	"github.com/lockproof/lockproof/lock/specimen"
+	"github.com/lockproof/lockproof/zoo"
 )
 
-var singleInstance = []string{"setnx", "setnx-expire", "set-del", "get-del", "getset", "lua", "watchdog", "reentrant", "fenced"}
+var singleInstance = []string{"setnx", "setnx-expire", "set-del", "get-del", "getset", "lua", "watchdog", "reentrant", "local-redis", "fenced"}
 
 func TestNames(t *testing.T) {
-	want := append(slices.Clone(singleInstance), "redlock")
-	slices.Sort(want)
-	if got := specimen.Names(); !slices.Equal(got, want) {
+	want := []string{"setnx", "setnx-expire", "set-del", "get-del", "getset", "lua", "watchdog", "reentrant", "redlock", "local-redis", "fenced"}
+	if got := zoo.Builtin().Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
 }
@@ -32,8 +32,8 @@ func TestAcquireRefuseRelease(t *testing.T) {
 	p := redistest.Start(t)
 	for _, name := range singleInstance {
 		t.Run(name, func(t *testing.T) {
-			a := open(t, name, specimen.Deps{Redis: newClient(t, p), Prefix: name + ":"})
-			b := open(t, name, specimen.Deps{Redis: newClient(t, p), Prefix: name + ":"})
+			a := open(t, name, locker.Deps{Redis: newClient(t, p), Prefix: name + ":"})
+			b := open(t, name, locker.Deps{Redis: newClient(t, p), Prefix: name + ":"})
 			if a.Name() != name {
 				t.Fatalf("Name() = %q, want %q", a.Name(), name)
 			}
@@ -71,9 +71,9 @@ func TestPausedServerIsUnknown(t *testing.T) {
 	p := redistest.Start(t)
 	t.Cleanup(func() { _ = p.Resume() })
 	rdb := newClient(t, p)
-	var lockers []specimen.Locker
+	var lockers []locker.Locker
 	for _, name := range singleInstance {
-		lockers = append(lockers, open(t, name, specimen.Deps{Redis: rdb}))
+		lockers = append(lockers, open(t, name, locker.Deps{Redis: rdb}))
 	}
 	if err := p.Pause(); err != nil {
 		t.Fatal(err)
@@ -82,8 +82,8 @@ func TestPausedServerIsUnknown(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		_, err := l.TryAcquire(ctx, "k-"+l.Name(), 10*time.Second)
 		cancel()
-		if !errors.Is(err, specimen.ErrUnknownOutcome) || errors.Is(err, specimen.ErrNotAcquired) {
-			t.Errorf("%s: acquire on paused server: %v, want ErrUnknownOutcome only", l.Name(), err)
+		if !errors.Is(err, locker.ErrUnknownOutcome) || errors.Is(err, locker.ErrNotAcquired) {
+			t.Errorf("%s: acquire on paused server: %v, want locker.ErrUnknownOutcome only", l.Name(), err)
 		}
 	}
 }
@@ -94,9 +94,9 @@ func TestContextDoneSendsNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, name := range singleInstance {
-		l := open(t, name, specimen.Deps{Redis: rdb})
+		l := open(t, name, locker.Deps{Redis: rdb})
 		_, err := l.TryAcquire(ctx, "k", 10*time.Second)
-		if err == nil || errors.Is(err, specimen.ErrUnknownOutcome) || !errors.Is(err, context.Canceled) {
+		if err == nil || errors.Is(err, locker.ErrUnknownOutcome) || !errors.Is(err, context.Canceled) {
 			t.Errorf("%s: acquire with done ctx: %v, want context.Canceled, not unknown", name, err)
 		}
 	}
@@ -108,29 +108,29 @@ func TestContextDoneSendsNothing(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	p := redistest.Start(t)
 	rdb := newClient(t, p)
-	if _, err := specimen.Open("nope", specimen.Deps{Redis: rdb}); !errors.Is(err, specimen.ErrInvalid) {
+	if _, err := zoo.Builtin().Open("nope", locker.Deps{Redis: rdb}); !errors.Is(err, locker.ErrInvalid) {
 		t.Errorf("unknown name: %v", err)
 	}
-	for _, name := range specimen.Names() {
-		if _, err := specimen.Open(name, specimen.Deps{}); !errors.Is(err, specimen.ErrInvalid) {
-			t.Errorf("%s without clients: %v, want ErrInvalid", name, err)
+	for _, name := range zoo.Builtin().Names() {
+		if _, err := zoo.Builtin().Open(name, locker.Deps{}); !errors.Is(err, locker.ErrInvalid) {
+			t.Errorf("%s without clients: %v, want locker.ErrInvalid", name, err)
 		}
 	}
-	if _, err := specimen.Open("redlock", specimen.Deps{Redlock: []redis.UniversalClient{rdb, rdb}}); !errors.Is(err, specimen.ErrInvalid) {
-		t.Errorf("redlock over 2: %v, want ErrInvalid", err)
+	if _, err := zoo.Builtin().Open("redlock", locker.Deps{Redlock: []redis.UniversalClient{rdb, rdb}}); !errors.Is(err, locker.ErrInvalid) {
+		t.Errorf("redlock over 2: %v, want locker.ErrInvalid", err)
 	}
-	if _, err := specimen.Open("redlock", specimen.Deps{Redlock: []redis.UniversalClient{rdb, nil, rdb}}); !errors.Is(err, specimen.ErrInvalid) {
-		t.Errorf("redlock with nil client: %v, want ErrInvalid", err)
+	if _, err := zoo.Builtin().Open("redlock", locker.Deps{Redlock: []redis.UniversalClient{rdb, nil, rdb}}); !errors.Is(err, locker.ErrInvalid) {
+		t.Errorf("redlock with nil client: %v, want locker.ErrInvalid", err)
 	}
 	for _, name := range singleInstance {
-		l := open(t, name, specimen.Deps{Redis: rdb})
-		if _, err := l.TryAcquire(tctx(t), "", time.Second); !errors.Is(err, specimen.ErrInvalid) {
+		l := open(t, name, locker.Deps{Redis: rdb})
+		if _, err := l.TryAcquire(tctx(t), "", time.Second); !errors.Is(err, locker.ErrInvalid) {
 			t.Errorf("%s: empty key: %v", name, err)
 		}
 		if name == "setnx" {
 			continue // no TTL: ttl is ignored
 		}
-		if _, err := l.TryAcquire(tctx(t), "k", 0); !errors.Is(err, specimen.ErrInvalid) {
+		if _, err := l.TryAcquire(tctx(t), "k", 0); !errors.Is(err, locker.ErrInvalid) {
 			t.Errorf("%s: zero ttl: %v", name, err)
 		}
 	}
@@ -140,16 +140,16 @@ func TestBadInput(t *testing.T) {
 func TestSetNXNeverExpires(t *testing.T) {
 	p := redistest.Start(t)
 	rdb := newClient(t, p)
-	a := open(t, "setnx", specimen.Deps{Redis: rdb})
+	a := open(t, "setnx", locker.Deps{Redis: rdb})
 	la := acquire(t, a, "k", 50*time.Millisecond)
 	if pttl, _ := rdb.PTTL(tctx(t), "k").Result(); pttl != -time.Nanosecond {
 		t.Fatalf("PTTL = %v, want -1 (no expiry)", pttl)
 	}
-	if err := la.Renew(tctx(t), time.Second); !errors.Is(err, specimen.ErrUnsupported) {
-		t.Fatalf("renew: %v, want ErrUnsupported", err)
+	if err := la.Renew(tctx(t), time.Second); !errors.Is(err, locker.ErrUnsupported) {
+		t.Fatalf("renew: %v, want locker.ErrUnsupported", err)
 	}
 	// The holder "crashes" (never releases): nobody else ever gets it.
-	refused(t, open(t, "setnx", specimen.Deps{Redis: rdb}), "k", time.Second)
+	refused(t, open(t, "setnx", locker.Deps{Redis: rdb}), "k", time.Second)
 }
 
 // TestSetNXExpireCrashBetween: when the EXPIRE after SETNX does not happen
@@ -158,7 +158,7 @@ func TestSetNXNeverExpires(t *testing.T) {
 func TestSetNXExpireCrashBetween(t *testing.T) {
 	p := redistest.Start(t)
 	rdb := newClient(t, p)
-	normal := open(t, "setnx-expire", specimen.Deps{Redis: rdb})
+	normal := open(t, "setnx-expire", locker.Deps{Redis: rdb})
 	acquire(t, normal, "ok", 10*time.Second)
 	if pttl, _ := rdb.PTTL(tctx(t), "ok").Result(); pttl <= 0 {
 		t.Fatalf("normal path: PTTL = %v, want > 0", pttl)
@@ -168,7 +168,7 @@ func TestSetNXExpireCrashBetween(t *testing.T) {
 	crashing.AddHook(hook{name: "pexpire", drop: true, after: func(context.Context, redis.Cmder) error {
 		return errors.New("client crashed before EXPIRE")
 	}})
-	c := open(t, "setnx-expire", specimen.Deps{Redis: crashing})
+	c := open(t, "setnx-expire", locker.Deps{Redis: crashing})
 	acquire(t, c, "k", 50*time.Millisecond) // faithful: the idiom ignores EXPIRE's result
 	if pttl, _ := rdb.PTTL(tctx(t), "k").Result(); pttl != -time.Nanosecond {
 		t.Fatalf("after a lost EXPIRE: PTTL = %v, want -1 (no expiry)", pttl)
@@ -181,9 +181,9 @@ func TestSetNXExpireCrashBetween(t *testing.T) {
 func TestSetDelDeletesAnothersLock(t *testing.T) {
 	p := redistest.Start(t)
 	rdb := newClient(t, p)
-	a := open(t, "set-del", specimen.Deps{Redis: rdb})
-	b := open(t, "set-del", specimen.Deps{Redis: rdb})
-	c := open(t, "set-del", specimen.Deps{Redis: rdb})
+	a := open(t, "set-del", locker.Deps{Redis: rdb})
+	b := open(t, "set-del", locker.Deps{Redis: rdb})
+	c := open(t, "set-del", locker.Deps{Redis: rdb})
 	la := acquire(t, a, "k", 10*time.Second)
 	expireNow(t, rdb, "k") // a is paused past its TTL
 	acquire(t, b, "k", 10*time.Second)
@@ -191,8 +191,8 @@ func TestSetDelDeletesAnothersLock(t *testing.T) {
 		t.Fatalf("stale release: %v (set-del deletes without checking)", err)
 	}
 	acquire(t, c, "k", 10*time.Second) // two holders: b and c
-	if err := la.Renew(tctx(t), time.Second); !errors.Is(err, specimen.ErrUnsupported) {
-		t.Fatalf("renew: %v, want ErrUnsupported", err)
+	if err := la.Renew(tctx(t), time.Second); !errors.Is(err, locker.ErrUnsupported) {
+		t.Fatalf("renew: %v, want locker.ErrUnsupported", err)
 	}
 }
 
@@ -202,16 +202,16 @@ func TestSetDelDeletesAnothersLock(t *testing.T) {
 func TestGetDelRace(t *testing.T) {
 	p := redistest.Start(t)
 	rdb := newClient(t, p)
-	b := open(t, "get-del", specimen.Deps{Redis: rdb})
-	c := open(t, "get-del", specimen.Deps{Redis: rdb})
+	b := open(t, "get-del", locker.Deps{Redis: rdb})
+	c := open(t, "get-del", locker.Deps{Redis: rdb})
 
 	// Without the race, the owner check works.
-	a := open(t, "get-del", specimen.Deps{Redis: rdb})
+	a := open(t, "get-del", locker.Deps{Redis: rdb})
 	la := acquire(t, a, "k1", 10*time.Second)
 	expireNow(t, rdb, "k1")
 	lb := acquire(t, b, "k1", 10*time.Second)
-	if err := la.Release(tctx(t)); !errors.Is(err, specimen.ErrNotHeld) {
-		t.Fatalf("stale release: %v, want ErrNotHeld", err)
+	if err := la.Release(tctx(t)); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("stale release: %v, want locker.ErrNotHeld", err)
 	}
 	refused(t, c, "k1", time.Second)
 	if err := lb.Release(tctx(t)); err != nil {
@@ -228,7 +228,7 @@ func TestGetDelRace(t *testing.T) {
 		}
 		return nil
 	}})
-	a2 := open(t, "get-del", specimen.Deps{Redis: slow})
+	a2 := open(t, "get-del", locker.Deps{Redis: slow})
 	la2 := acquire(t, a2, "k2", 10*time.Second)
 	armed.Store(true)
 	if err := la2.Release(tctx(t)); err != nil {
@@ -242,9 +242,9 @@ func TestGetDelRace(t *testing.T) {
 func TestGetSetClockSkew(t *testing.T) {
 	p := redistest.Start(t)
 	rdb := newClient(t, p)
-	a := open(t, "getset", specimen.Deps{Redis: rdb})
-	b := open(t, "getset", specimen.Deps{Redis: rdb})
-	ahead := open(t, "getset", specimen.Deps{Redis: rdb, Clock: func() time.Time { return time.Now().Add(time.Hour) }})
+	a := open(t, "getset", locker.Deps{Redis: rdb})
+	b := open(t, "getset", locker.Deps{Redis: rdb})
+	ahead := open(t, "getset", locker.Deps{Redis: rdb, Clock: func() time.Time { return time.Now().Add(time.Hour) }})
 
 	la := acquire(t, a, "k", time.Minute)
 	if pttl, _ := rdb.PTTL(tctx(t), "k").Result(); pttl != -time.Nanosecond {
@@ -266,10 +266,10 @@ func TestGetSetClockSkew(t *testing.T) {
 func TestGetSetTakesOverExpired(t *testing.T) {
 	p := redistest.Start(t)
 	rdb := newClient(t, p)
-	dead := open(t, "getset", specimen.Deps{Redis: rdb, Clock: func() time.Time { return time.Now().Add(-time.Hour) }})
+	dead := open(t, "getset", locker.Deps{Redis: rdb, Clock: func() time.Time { return time.Now().Add(-time.Hour) }})
 	acquire(t, dead, "k", time.Minute) // expired an hour ago by everyone else's clock
-	a := open(t, "getset", specimen.Deps{Redis: rdb})
-	b := open(t, "getset", specimen.Deps{Redis: rdb})
+	a := open(t, "getset", locker.Deps{Redis: rdb})
+	b := open(t, "getset", locker.Deps{Redis: rdb})
 	acquire(t, a, "k", time.Minute)
 	refused(t, b, "k", time.Minute)
 }
@@ -278,16 +278,16 @@ func TestGetSetTakesOverExpired(t *testing.T) {
 func TestLuaOwnerChecked(t *testing.T) {
 	p := redistest.Start(t)
 	rdb := newClient(t, p)
-	a := open(t, "lua", specimen.Deps{Redis: rdb})
-	b := open(t, "lua", specimen.Deps{Redis: rdb})
+	a := open(t, "lua", locker.Deps{Redis: rdb})
+	b := open(t, "lua", locker.Deps{Redis: rdb})
 	la := acquire(t, a, "k", 10*time.Second)
 	expireNow(t, rdb, "k")
 	lb := acquire(t, b, "k", 10*time.Second)
-	if err := la.Release(tctx(t)); !errors.Is(err, specimen.ErrNotHeld) {
-		t.Fatalf("stale release: %v, want ErrNotHeld", err)
+	if err := la.Release(tctx(t)); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("stale release: %v, want locker.ErrNotHeld", err)
 	}
-	if err := la.Renew(tctx(t), time.Minute); !errors.Is(err, specimen.ErrNotHeld) {
-		t.Fatalf("stale renew: %v, want ErrNotHeld", err)
+	if err := la.Renew(tctx(t), time.Minute); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("stale renew: %v, want locker.ErrNotHeld", err)
 	}
 	if err := lb.Renew(tctx(t), time.Hour); err != nil {
 		t.Fatalf("renew: %v", err)
@@ -325,7 +325,7 @@ func TestWatchdog(t *testing.T) {
 	rdb := newClient(t, p)
 	wrdb := newClient(t, p)
 	renewals := countCalls(wrdb, "evalsha")
-	w := open(t, "watchdog", specimen.Deps{Redis: wrdb})
+	w := open(t, "watchdog", locker.Deps{Redis: wrdb})
 	const ttl = 900 * time.Millisecond
 	l := acquire(t, w, "k", ttl)
 	waitFor(t, "4 renewals", func() bool { return renewals.Load() >= 4 }) // > 1 TTL later
@@ -339,7 +339,7 @@ func TestWatchdog(t *testing.T) {
 	}
 	// Another client takes the lock behind its back: the next renewal is refused.
 	expireNow(t, rdb, "k")
-	acquire(t, open(t, "lua", specimen.Deps{Redis: rdb}), "k", time.Hour)
+	acquire(t, open(t, "lua", locker.Deps{Redis: rdb}), "k", time.Hour)
 	select {
 	case <-l.Lost():
 	case <-time.After(20 * time.Second):
@@ -362,16 +362,16 @@ func TestWatchdog(t *testing.T) {
 func TestWatchdogReleaseStopsRenewal(t *testing.T) {
 	p := redistest.Start(t)
 	rdb := newClient(t, p)
-	w := open(t, "watchdog", specimen.Deps{Redis: rdb})
+	w := open(t, "watchdog", locker.Deps{Redis: rdb})
 	l := acquire(t, w, "k", 300*time.Millisecond)
 	if err := l.Release(tctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	// A renewal after release would fail and close Lost; it must not come.
 	// Re-acquire by someone else so a stray renewal could not succeed silently either.
-	acquire(t, open(t, "lua", specimen.Deps{Redis: rdb}), "k", time.Hour)
-	if err := l.Release(tctx(t)); !errors.Is(err, specimen.ErrNotHeld) {
-		t.Fatalf("second release: %v, want ErrNotHeld", err)
+	acquire(t, open(t, "lua", locker.Deps{Redis: rdb}), "k", time.Hour)
+	if err := l.Release(tctx(t)); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("second release: %v, want locker.ErrNotHeld", err)
 	}
 	select {
 	case <-l.Lost():
@@ -383,8 +383,8 @@ func TestWatchdogReleaseStopsRenewal(t *testing.T) {
 func TestReentrant(t *testing.T) {
 	p := redistest.Start(t)
 	rdb := newClient(t, p)
-	a := open(t, "reentrant", specimen.Deps{Redis: rdb})
-	b := open(t, "reentrant", specimen.Deps{Redis: rdb})
+	a := open(t, "reentrant", locker.Deps{Redis: rdb})
+	b := open(t, "reentrant", locker.Deps{Redis: rdb})
 	l1 := acquire(t, a, "k", 10*time.Second)
 	l2 := acquire(t, a, "k", 10*time.Second) // same owner: reentrant
 	refused(t, b, "k", 10*time.Second)
@@ -398,12 +398,12 @@ func TestReentrant(t *testing.T) {
 	if err := l1.Release(tctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := l1.Release(tctx(t)); !errors.Is(err, specimen.ErrNotHeld) {
-		t.Fatalf("release past the last hold: %v, want ErrNotHeld", err)
+	if err := l1.Release(tctx(t)); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("release past the last hold: %v, want locker.ErrNotHeld", err)
 	}
 	lb := acquire(t, b, "k", 10*time.Second)
-	if err := l1.Renew(tctx(t), time.Hour); !errors.Is(err, specimen.ErrNotHeld) {
-		t.Fatalf("renew by non-owner: %v, want ErrNotHeld", err)
+	if err := l1.Renew(tctx(t), time.Hour); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("renew by non-owner: %v, want locker.ErrNotHeld", err)
 	}
 	if err := lb.Release(tctx(t)); err != nil {
 		t.Fatal(err)
@@ -413,18 +413,18 @@ func TestReentrant(t *testing.T) {
 func TestFencedIncreasingFences(t *testing.T) {
 	p := redistest.Start(t)
 	rdb := newClient(t, p)
-	a := open(t, "fenced", specimen.Deps{Redis: rdb})
-	b := open(t, "fenced", specimen.Deps{Redis: rdb})
+	a := open(t, "fenced", locker.Deps{Redis: rdb})
+	b := open(t, "fenced", locker.Deps{Redis: rdb})
 	var last uint64
 	for i := range 6 {
-		l := acquire(t, []specimen.Locker{a, b}[i%2], "k", 10*time.Second)
+		l := acquire(t, []locker.Locker{a, b}[i%2], "k", 10*time.Second)
 		f, ok := l.Fence()
 		if !ok || f <= last {
 			t.Fatalf("acquire %d: fence %d ok=%v, want > %d", i, f, ok, last)
 		}
 		last = f
-		if err := l.Renew(tctx(t), time.Second); !errors.Is(err, specimen.ErrInvalid) {
-			t.Fatalf("renew with another ttl: %v, want ErrInvalid", err)
+		if err := l.Renew(tctx(t), time.Second); !errors.Is(err, locker.ErrInvalid) {
+			t.Fatalf("renew with another ttl: %v, want locker.ErrInvalid", err)
 		}
 		if err := l.Renew(tctx(t), 10*time.Second); err != nil {
 			t.Fatalf("renew: %v", err)
@@ -432,8 +432,8 @@ func TestFencedIncreasingFences(t *testing.T) {
 		if err := l.Release(tctx(t)); err != nil {
 			t.Fatalf("release: %v", err)
 		}
-		if err := l.Release(tctx(t)); !errors.Is(err, specimen.ErrNotHeld) || !errors.Is(err, lock.ErrNotHeld) {
-			t.Fatalf("second release: %v, want ErrNotHeld (both packages)", err)
+		if err := l.Release(tctx(t)); !errors.Is(err, locker.ErrNotHeld) || !errors.Is(err, lock.ErrNotHeld) {
+			t.Fatalf("second release: %v, want locker.ErrNotHeld (both packages)", err)
 		}
 	}
 	// A lease taken over after expiry is refused on release.
@@ -445,15 +445,15 @@ func TestFencedIncreasingFences(t *testing.T) {
 	if fb <= fa {
 		t.Fatalf("takeover fence %d not above %d", fb, fa)
 	}
-	if err := la.Release(tctx(t)); !errors.Is(err, specimen.ErrNotHeld) {
-		t.Fatalf("stale release: %v, want ErrNotHeld", err)
+	if err := la.Release(tctx(t)); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("stale release: %v, want locker.ErrNotHeld", err)
 	}
 }
 
-func ExampleOpen() {
+func ExampleBuiltin() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()
-	l, err := specimen.Open("lua", specimen.Deps{Redis: rdb})
+	l, err := zoo.Builtin().Open("lua", locker.Deps{Redis: rdb})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,4 +1,4 @@
-package specimen
+package zoo
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/locker"
 	"net"
 	"reflect"
 	"time"
@@ -76,11 +77,11 @@ func unknown(err error) bool {
 	return true
 }
 
-// fail wraps a client error of op on key: with ErrUnknownOutcome when the
+// fail wraps a client error of op on key: with locker.ErrUnknownOutcome when the
 // command may have taken effect, as is otherwise.
 func fail(op, key string, err error) error {
 	if unknown(err) {
-		return fmt.Errorf("%s %q: %w: %w", op, key, ErrUnknownOutcome, err)
+		return fmt.Errorf("%s %q: %w: %w", op, key, locker.ErrUnknownOutcome, err)
 	}
 	return fmt.Errorf("%s %q: %w", op, key, err)
 }
@@ -104,14 +105,14 @@ func isNil(v any) bool {
 	return false
 }
 
-// lease is a Lease made of functions; specimens fill in what they do.
+// lease is a locker.Lease made of functions; specimens fill in what they do.
 type lease struct {
 	key     string
 	ttl     time.Duration
 	token   uint64
 	fenced  bool
 	release func(ctx context.Context) error
-	renew   func(ctx context.Context, ttl time.Duration) error // nil: ErrUnsupported
+	renew   func(ctx context.Context, ttl time.Duration) error // nil: locker.ErrUnsupported
 	lost    <-chan struct{}
 }
 
@@ -121,17 +122,17 @@ func (l *lease) Fence() (uint64, bool) { return l.token, l.fenced }
 func (l *lease) Lost() <-chan struct{} { return l.lost }
 func (l *lease) Release(ctx context.Context) error {
 	if ctx == nil {
-		return fmt.Errorf("release %q: ctx is nil: %w", l.key, ErrInvalid)
+		return fmt.Errorf("release %q: ctx is nil: %w", l.key, locker.ErrInvalid)
 	}
 	return l.release(ctx)
 }
 
 func (l *lease) Renew(ctx context.Context, ttl time.Duration) error {
 	if ctx == nil {
-		return fmt.Errorf("renew %q: ctx is nil: %w", l.key, ErrInvalid)
+		return fmt.Errorf("renew %q: ctx is nil: %w", l.key, locker.ErrInvalid)
 	}
 	if l.renew == nil {
-		return fmt.Errorf("renew %q: %w", l.key, ErrUnsupported)
+		return fmt.Errorf("renew %q: %w", l.key, locker.ErrUnsupported)
 	}
 	if err := checkTTL("renew", l.key, ttl); err != nil {
 		return err

@@ -1,9 +1,10 @@
-package specimen
+package zoo
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockproof/lockproof/locker"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,7 +41,7 @@ return 0`
 )
 
 // Reentrant is Redisson's RLock: the key is a hash from owner id
-// ("<client uuid>:<thread id>"; here one id per Locker) to a hold count, with
+// ("<client uuid>:<thread id>"; here one id per locker.Locker) to a hold count, with
 // a PX TTL. The same owner may acquire again (the count goes up and the TTL
 // is reset); each release takes one hold off and the last deletes the key.
 // Source: Redisson's RedissonLock, used with an explicit lease time (so
@@ -57,7 +58,7 @@ type Reentrant struct {
 	owner string
 }
 
-func newReentrant(d Deps) (Locker, error) {
+func newReentrant(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
@@ -65,7 +66,7 @@ func newReentrant(d Deps) (Locker, error) {
 }
 
 // TryAcquire runs Redisson's lock script once.
-func (r *Reentrant) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+func (r *Reentrant) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
 	if err := checkArgs(ctx, key, ttl, true); err != nil {
 		return nil, err
 	}
@@ -77,13 +78,13 @@ func (r *Reentrant) TryAcquire(ctx context.Context, key string, ttl time.Duratio
 	case err != nil:
 		return nil, fail("acquire", key, err)
 	default: // the holder's PTTL
-		return nil, fmt.Errorf("acquire %q: held by another owner: %w", key, ErrNotAcquired)
+		return nil, fmt.Errorf("acquire %q: held by another owner: %w", key, locker.ErrNotAcquired)
 	}
 	return &lease{key: key, ttl: ttl,
 		release: func(ctx context.Context) error {
 			_, err := runScript(ctx, r.d.Redis, reentrantUnlockScript, rk, ms(ttl), r.owner) // Redisson re-arms the remaining holds with the lease time
 			if errors.Is(err, redis.Nil) {
-				return fmt.Errorf("release %q: not held by this owner: %w", key, ErrNotHeld)
+				return fmt.Errorf("release %q: not held by this owner: %w", key, locker.ErrNotHeld)
 			}
 			if err != nil {
 				return fail("release", key, err)
@@ -96,7 +97,7 @@ func (r *Reentrant) TryAcquire(ctx context.Context, key string, ttl time.Duratio
 				return fail("renew", key, err)
 			}
 			if n, _ := cmd.Int64(); n != 1 {
-				return fmt.Errorf("renew %q: not held by this owner: %w", key, ErrNotHeld)
+				return fmt.Errorf("renew %q: not held by this owner: %w", key, locker.ErrNotHeld)
 			}
 			return nil
 		},

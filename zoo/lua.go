@@ -1,8 +1,9 @@
-package specimen
+package zoo
 
 import (
 	"context"
 	"fmt"
+	"github.com/lockproof/lockproof/locker"
 	"time"
 )
 
@@ -34,7 +35,7 @@ end`
 // and grants it twice: G1 breaks under failover.
 type Lua struct{ basic }
 
-func newLua(d Deps) (Locker, error) {
+func newLua(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
@@ -42,7 +43,7 @@ func newLua(d Deps) (Locker, error) {
 }
 
 // TryAcquire sends SET key token NX PX ttl.
-func (l *Lua) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+func (l *Lua) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
 	if err := checkArgs(ctx, key, ttl, true); err != nil {
 		return nil, err
 	}
@@ -62,7 +63,7 @@ func (l *Lua) unlock(ctx context.Context, key, token string) error {
 		return fail("release", key, err)
 	}
 	if n, _ := cmd.Int64(); n != 1 {
-		return fmt.Errorf("release %q: expired or taken: %w", key, ErrNotHeld)
+		return fmt.Errorf("release %q: expired or taken: %w", key, locker.ErrNotHeld)
 	}
 	return nil
 }
@@ -73,7 +74,7 @@ func (l *Lua) extend(ctx context.Context, key, token string, ttl time.Duration) 
 		return fail("renew", key, err)
 	}
 	if n, _ := cmd.Int64(); n != 1 {
-		return fmt.Errorf("renew %q: expired or taken: %w", key, ErrNotHeld)
+		return fmt.Errorf("renew %q: expired or taken: %w", key, locker.ErrNotHeld)
 	}
 	return nil
 }
@@ -83,7 +84,7 @@ func (l *Lua) extend(ctx context.Context, key, token string, ttl time.Duration) 
 // first failed renewal (refused, or an error: Redisson stops too) stops it
 // and closes Lost. Release and Close stop the watchdogs; Close models the
 // client crashing (its leases then expire after their TTL). Every renewal is
-// announced to Deps.Observer.
+// announced to locker.Deps.Observer.
 //
 // What is wrong: renewal keeps a live but slow holder's lease, yet a holder
 // paused longer than the TTL (a stop-the-world pause also stops its
@@ -95,7 +96,7 @@ type Watchdog struct {
 	runs watchdogs
 }
 
-func newWatchdog(d Deps) (Locker, error) {
+func newWatchdog(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
@@ -103,12 +104,12 @@ func newWatchdog(d Deps) (Locker, error) {
 }
 
 // TryAcquire takes the lock as Lua does and starts the lease's watchdog.
-func (w *Watchdog) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+func (w *Watchdog) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
 	if err := checkArgs(ctx, key, ttl, true); err != nil {
 		return nil, err
 	}
 	if w.runs.isClosed() {
-		return nil, fmt.Errorf("acquire %q: locker closed: %w", key, ErrInvalid)
+		return nil, fmt.Errorf("acquire %q: locker closed: %w", key, locker.ErrInvalid)
 	}
 	token := newToken()
 	if err := w.setNXPX(ctx, key, token, ttl); err != nil {
@@ -138,7 +139,7 @@ func (w *Watchdog) renewLoop(ctx context.Context, key, token string, ttl time.Du
 		case <-t.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, period)
-		done := w.d.observe(key, ttl, 0, false)
+		done := w.d.Observe(key, ttl, 0, false)
 		err := w.extend(rctx, key, token, ttl)
 		done(err)
 		cancel()
@@ -153,7 +154,7 @@ func (w *Watchdog) renewLoop(ctx context.Context, key, token string, ttl time.Du
 	}
 }
 
-// Close stops every watchdog this Locker started; their leases expire after
+// Close stops every watchdog this locker.Locker started; their leases expire after
 // their TTL, as if the client had crashed.
 func (w *Watchdog) Close() error {
 	w.runs.stopAll()

@@ -1,0 +1,180 @@
+// Package locker is the interface through which lockproof's harness drives a
+// lock: the production lock (package lock), the zoo of broken algorithms
+// (package zoo), and any lock a user brings. It belongs to the harness, not
+// to any lock: implement it in a few methods to put your lock under the
+// matrix (see the README, "Run your own lock").
+//
+// A lock implements Locker (one-shot acquire) and, when it has them, the
+// optional interfaces Waiter (blocking acquire) and, on its leases,
+// Reentrant (the owner acquires again). The workload asks for each with a
+// type assertion and skips what a lock lacks, so a lock is never recorded
+// doing an operation it does not have.
+//
+// # Outcomes
+//
+// Every method makes the attempt it describes once (go-redis is told not to
+// resend) and honours its context. Errors map to history results:
+//
+//   - nil: ok.
+//   - ErrNotAcquired (TryAcquire, Acquire, Reenter), ErrNotHeld (Release,
+//     Renew): fail, the operation surely had no effect on the lock.
+//   - ErrUnknownOutcome: unknown, the operation may or may not have taken
+//     effect (a timeout or a connection lost after sending).
+//   - ErrUnsupported: the algorithm has no such operation; nothing was sent
+//     and nothing is recorded.
+//   - ErrInvalid: bad input (a bug of the caller; the workload stops).
+//   - a context error: unknown (a deadline that struck mid-command).
+//   - anything else: surely no effect (a Redis error reply, a failed dial,
+//     a closed client).
+package locker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sentinel errors. Test with errors.Is; a lock's own errors may wrap them.
+var (
+	// ErrNotAcquired: an acquire found the key held (or, for a blocking
+	// acquire, its context ended while it waited); it surely took no effect.
+	ErrNotAcquired = errors.New("locker: lock not acquired")
+	// ErrNotHeld: Release or Renew was refused (expired, taken, released);
+	// it surely took no effect.
+	ErrNotHeld = errors.New("locker: lock not held")
+	// ErrUnknownOutcome: the operation may or may not have taken effect.
+	ErrUnknownOutcome = errors.New("locker: outcome unknown")
+	// ErrUnsupported: the algorithm has no such operation (for example Renew
+	// of a lock without expiry); nothing was sent.
+	ErrUnsupported = errors.New("locker: operation not supported by this algorithm")
+	// ErrInvalid: bad input; the message names the field.
+	ErrInvalid = errors.New("locker: invalid argument")
+)
+
+// Locker is a lock algorithm under test. The harness opens one Locker per
+// workload client (it may hold per-client state, such as an owner token or
+// a skewed clock) and drives the lock through it; one client is one owner.
+//
+// TryAcquire makes one attempt to take key for ttl. It returns
+// ErrNotAcquired when someone else holds the key and ErrUnknownOutcome when
+// the attempt may have taken the lock without the caller learning it. Locks
+// without expiry ignore ttl (their Lease.TTL is 0).
+//
+// Close models the client going away: it stops what the Locker runs for
+// itself (watchdogs, subscriptions, connections it opened) and does not
+// release leases, which then expire. Locks must not close the Redis clients
+// they were given.
+type Locker interface {
+	Name() string
+	TryAcquire(ctx context.Context, key string, ttl time.Duration) (Lease, error)
+	Close() error
+}
+
+// Waiter is a Locker with a blocking acquire: Acquire waits, in whatever way
+// the lock waits (a queue, pub/sub, polling), until it holds key or ctx is
+// done. When ctx ends while it waits and the caller surely does not hold the
+// lock it returns an error wrapping ErrNotAcquired (and the ctx error); when
+// the caller may hold it (a reply lost, a queue it could not leave), one
+// wrapping ErrUnknownOutcome.
+type Waiter interface {
+	Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error)
+}
+
+// Lease is one hold of a lock.
+//
+// Fence returns the fencing token and ok=true for locks that issue one;
+// tokens of successive holders of a key strictly increase. Locks without
+// fencing return 0, false.
+//
+// Release gives this hold up (ErrNotHeld when refused). Renew extends it by
+// ttl from now (ErrNotHeld when refused; ErrUnsupported when the algorithm
+// cannot renew). Lost returns a channel closed when the algorithm itself
+// learns or decides the lease is lost (a watchdog's refused renewal, a
+// validity deadline), or nil when the algorithm never does. TTL is the
+// lease length granted (0: the lock never expires).
+type Lease interface {
+	Key() string
+	TTL() time.Duration
+	Fence() (token uint64, ok bool)
+	Release(ctx context.Context) error
+	Renew(ctx context.Context, ttl time.Duration) error
+	Lost() <-chan struct{}
+}
+
+// Reentrant is a Lease whose owner can acquire its lock again while holding
+// it: Reenter takes one more hold for ttl and returns it as a Lease of its
+// own (with the same fence). The lock is free only when every hold has been
+// released, and a hold must never shorten another's validity: the key stays
+// held at least as long as the longest hold asks. Errors as TryAcquire's
+// (ErrNotAcquired when the outer hold was already lost).
+type Reentrant interface {
+	Reenter(ctx context.Context, ttl time.Duration) (Lease, error)
+}
+
+// Deps is what an Opener gets to build a Locker for one workload client.
+//
+// Locks never close the clients in Deps. Each command must be sent once
+// whatever the client's MaxRetries.
+type Deps struct {
+	// Redis is the lock's Redis (a single master, or a failover client).
+	// Required by every lock but those on independent masters (Redlock).
+	Redis redis.UniversalClient
+	// Redlock are independent masters (at least 3, odd numbers
+	// recommended), when the lock's Entry asks for them (Needs.Redlock).
+	Redlock []redis.UniversalClient
+	// Clock is the client's wall clock; skew it to model clock skew. Only
+	// algorithms that read wall time use it. nil means time.Now.
+	Clock func() time.Time
+	// Prefix is put before every key the lock stores in Redis ("" for none).
+	Prefix string
+	// Logger receives warnings (errors a faithful algorithm ignores,
+	// watchdog failures); nil discards them.
+	Logger *slog.Logger
+	// Observer sees every renewal a lock makes on its own in the background
+	// (a watchdog's), so that the harness can record them; nil observes
+	// nothing.
+	Observer Observer
+}
+
+// Observer sees the renewals a lock makes in the background, which the
+// caller did not ask for and would otherwise not know about. A history that
+// misses them shows a later release as coming after the lease surely
+// expired.
+//
+// Renewing is called just before a background renewal of key for ttl is
+// sent; token and hasToken are the lease's fence (Lease.Fence). The done
+// func it returns is called exactly once, when the renewal is over, with its
+// error, which maps to a result as Lease.Renew's does (see Outcomes). Both
+// may be called from any goroutine, concurrently with the Locker's other
+// methods; they must not block for long (the renewal waits for them) and
+// must not call back into the Locker.
+type Observer interface {
+	Renewing(key string, ttl time.Duration, token uint64, hasToken bool) (done func(err error))
+}
+
+// Observe announces a background renewal to d.Observer; the done it returns
+// is never nil. Lock adapters call it around each renewal they make on their
+// own.
+func (d Deps) Observe(key string, ttl time.Duration, token uint64, hasToken bool) func(error) {
+	if d.Observer == nil {
+		return func(error) {}
+	}
+	if done := d.Observer.Renewing(key, ttl, token, hasToken); done != nil {
+		return done
+	}
+	return func(error) {}
+}
+
+// Normalize fills Clock and Logger when nil.
+func (d Deps) Normalize() Deps {
+	if d.Clock == nil {
+		d.Clock = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return d
+}

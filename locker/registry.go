@@ -1,0 +1,139 @@
+package locker
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+)
+
+// Opener builds one Locker for one workload client from its Deps.
+type Opener func(d Deps) (Locker, error)
+
+// Profile names the guarantees a lock claims. The matrix derives from it
+// what each fault should do to the lock (docs/DESIGN.md, G1–G3), so that a
+// lock that breaks a claim is reported "not as expected".
+type Profile string
+
+// The profiles a lock can claim.
+const (
+	// ProfileFenced: an owner-checked lease with fencing tokens. G1 holds on
+	// one master under pauses, latency and partitions (a failover may lose
+	// the lock); G2 holds under every fault, because the resource refuses
+	// stale tokens; G3 holds (a crashed holder's lease expires).
+	ProfileFenced Profile = "fenced"
+	// ProfileLease: an owner-checked lease without fencing tokens (Redlock,
+	// redsync, redislock, Redisson without fencing). G1 and G3 as for
+	// ProfileFenced; G2 breaks when a paused holder wakes after its lease
+	// passed on, because its late write is accepted.
+	ProfileLease Profile = "lease"
+	// ProfileNone: no claim; every verdict is reported, none is judged.
+	ProfileNone Profile = "none"
+)
+
+// Needs is what a lock needs of the environment beyond Deps.Redis.
+type Needs struct {
+	// Redlock: the lock runs on independent masters (Deps.Redlock, 3 of them).
+	Redlock bool
+}
+
+// Entry is a lock the harness can run: its name (a directory and
+// summary.json name), how to open it for one client, and what it claims.
+type Entry struct {
+	// Name is lowercase letters, digits and dashes, starting with a letter.
+	Name string
+	// Open builds the Locker of one workload client; required.
+	Open Opener
+	// Profile is what the lock claims; "" means ProfileFenced, the strongest
+	// claim: a user lock is held to the guarantees until it says otherwise.
+	Profile Profile
+	// Needs is what the lock needs of the environment.
+	Needs Needs
+	// Doc is one line saying what the lock is (shown by the CLI and reports).
+	Doc string
+
+	_ struct{} // entries are built with field names
+}
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// Registry is a set of locks by name. The zero value is empty and ready;
+// it is not safe for concurrent Add.
+type Registry struct {
+	entries []Entry
+}
+
+// NewRegistry returns a registry of the given entries (see Add).
+func NewRegistry(entries ...Entry) (*Registry, error) {
+	r := &Registry{}
+	for _, e := range entries {
+		if err := r.Add(e); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Add registers e. It refuses a bad or taken name and a nil Open.
+func (r *Registry) Add(e Entry) error {
+	if !nameRE.MatchString(e.Name) {
+		return fmt.Errorf("register lock: Name %q: want lowercase letters, digits and dashes, starting with a letter: %w", e.Name, ErrInvalid)
+	}
+	if e.Open == nil {
+		return fmt.Errorf("register lock %q: Open is nil: %w", e.Name, ErrInvalid)
+	}
+	switch e.Profile {
+	case "":
+		e.Profile = ProfileFenced
+	case ProfileFenced, ProfileLease, ProfileNone:
+	default:
+		return fmt.Errorf("register lock %q: Profile %q: want %q, %q or %q: %w", e.Name, e.Profile, ProfileFenced, ProfileLease, ProfileNone, ErrInvalid)
+	}
+	if _, ok := r.Lookup(e.Name); ok {
+		return fmt.Errorf("register lock %q: the name is taken: %w", e.Name, ErrInvalid)
+	}
+	r.entries = append(r.entries, e)
+	return nil
+}
+
+// Lookup returns the entry named name.
+func (r *Registry) Lookup(name string) (Entry, bool) {
+	if r == nil {
+		return Entry{}, false
+	}
+	for _, e := range r.entries {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// Names returns the registered names in registration order.
+func (r *Registry) Names() []string {
+	if r == nil {
+		return nil
+	}
+	out := make([]string, len(r.entries))
+	for i, e := range r.entries {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// Open opens a Locker of the named lock for one client.
+func (r *Registry) Open(name string, d Deps) (Locker, error) {
+	e, ok := r.Lookup(name)
+	if !ok {
+		known := r.Names()
+		slices.Sort(known)
+		return nil, fmt.Errorf("open lock %q: unknown name (known: %v): %w", name, known, ErrInvalid)
+	}
+	if e.Needs.Redlock && len(d.Redlock) == 0 {
+		return nil, fmt.Errorf("open lock %q: it needs independent masters (Deps.Redlock): %w", name, ErrInvalid)
+	}
+	l, err := e.Open(d.Normalize())
+	if err != nil {
+		return nil, fmt.Errorf("open lock %q: %w", name, err)
+	}
+	return l, nil
+}

@@ -1,0 +1,212 @@
+package zoo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockproof/lockproof/lock"
+	"github.com/lockproof/lockproof/locker"
+	"github.com/lockproof/lockproof/zoo/internal/fencedv1"
+)
+
+// FencedEntry is the production lock (package lock) with opts, as the
+// harness runs it: "fenced". Builtin has it with the watchdog on. Its TTL is
+// replaced by each acquire's ttl, its Logger (when nil) by Deps.Logger, and
+// its OnRenew (when nil) by one that announces every watchdog renewal to
+// Deps.Observer.
+func FencedEntry(opts lock.Options) locker.Entry {
+	return locker.Entry{Name: "fenced", Profile: locker.ProfileFenced,
+		Doc: "the production lock: owner token, fence, TTL, watchdog, FIFO queue with hand-off, reentrancy",
+		Open: func(d locker.Deps) (locker.Locker, error) {
+			if err := needRedis(d); err != nil {
+				return nil, err
+			}
+			opts := opts // per client: the hook below records into this client's history
+			if opts.Logger == nil {
+				opts.Logger = d.Logger
+			}
+			if opts.OnRenew == nil {
+				opts.OnRenew = func(key string, fence uint64, ttl time.Duration) func(error) {
+					done := d.Observe(unprefix(d.Prefix, key), ttl, fence, true)
+					return func(err error) { done(mapLockErr(err)) }
+				}
+			}
+			c, err := lock.New(d.Redis, opts)
+			if err != nil {
+				return nil, mapLockErr(err)
+			}
+			return &Fenced{name: "fenced", d: d, c: currentLock{c}}, nil
+		}}
+}
+
+// fencedV1Entry is "fenced-v1": package lock as it was before the fixes of
+// its review (zoo/internal/fencedv1), without watchdog, kept to show that
+// the harness catches its defects.
+func fencedV1Entry() locker.Entry {
+	return locker.Entry{Name: "fenced-v1", Profile: locker.ProfileFenced,
+		Doc: "package lock before its review's fixes (frozen copy): a nested hold with a shorter TTL shortens the lease",
+		Open: func(d locker.Deps) (locker.Locker, error) {
+			if err := needRedis(d); err != nil {
+				return nil, err
+			}
+			c, err := fencedv1.New(d.Redis, fencedv1.Options{Logger: d.Logger})
+			if err != nil {
+				return nil, mapLockErr(err)
+			}
+			return &Fenced{name: "fenced-v1", d: d, c: v1Lock{c}}, nil
+		}}
+}
+
+func unprefix(prefix, key string) string { return key[min(len(prefix), len(key)):] }
+
+// Fenced adapts the production lock (package lock) to locker: an owner
+// token, a fencing counter and a TTL in one Lua script per operation, the
+// FIFO queue with pub/sub hand-off behind Acquire, reentrancy behind
+// Reenter, and the lock's own watchdog. It is the lock the harness is meant
+// to confirm, run as users run it: every operation goes through
+// lock.Client and lock.Lease, nothing is re-implemented here. (fenced-v1
+// runs the frozen copy of the lock through the same adapter.)
+//
+// What it guarantees and where it breaks: G1 holds on one master under
+// pauses, latency and partitions; a failover with asynchronous replication
+// loses the lock (G1 breaks under failover). Fences strictly increase, so
+// with a fenced resource G2 holds under every fault, failover included.
+// Renew extends by the TTL the lease was acquired with: a different ttl is
+// refused with ErrInvalid.
+type Fenced struct {
+	name string
+	d    locker.Deps
+	c    fencedClient
+}
+
+// fencedClient is what the adapter uses of a lock client: package lock's,
+// or the frozen copy's.
+type fencedClient interface {
+	// acquire runs Acquire (wait) or TryAcquire, as owner when owner != "".
+	acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string) (fencedHold, error)
+	close() error
+}
+
+// fencedHold is what the adapter uses of a lease; *lock.Lease has it.
+type fencedHold interface {
+	TTL() time.Duration
+	Fence() uint64
+	Owner() string
+	Lost() <-chan struct{}
+	Release(ctx context.Context) error
+	Renew(ctx context.Context) error
+}
+
+type currentLock struct{ c *lock.Client }
+
+func (l currentLock) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string) (fencedHold, error) {
+	return acquireOn(ctx, key, ttl, wait, owner, l.c.TryAcquire, l.c.Acquire, lock.WithTTL, lock.WithOwner)
+}
+
+func (l currentLock) close() error { return l.c.Close() }
+
+type v1Lock struct{ c *fencedv1.Client }
+
+func (l v1Lock) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string) (fencedHold, error) {
+	return acquireOn(ctx, key, ttl, wait, owner, l.c.TryAcquire, l.c.Acquire, fencedv1.WithTTL, fencedv1.WithOwner)
+}
+
+func (l v1Lock) close() error { return l.c.Close() }
+
+// acquireOn runs a lock package's TryAcquire (or Acquire, to wait) with its
+// TTL option and, when owner is set, its owner option.
+func acquireOn[O any, L fencedHold](ctx context.Context, key string, ttl time.Duration, wait bool, owner string,
+	try, block func(context.Context, string, ...O) (L, error), withTTL func(time.Duration) O, withOwner func(string) O) (fencedHold, error) {
+	opts := []O{withTTL(ttl)}
+	if owner != "" {
+		opts = append(opts, withOwner(owner))
+	}
+	do := try
+	if wait {
+		do = block
+	}
+	h, err := do(ctx, key, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Name returns "fenced" (or "fenced-v1").
+func (f *Fenced) Name() string { return f.name }
+
+// Close closes the lock client: its watchdogs stop and its pub/sub
+// subscription closes; leases stay, and expire after their TTL.
+func (f *Fenced) Close() error { return f.c.close() }
+
+// TryAcquire makes one lock.Client.TryAcquire with ttl.
+func (f *Fenced) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
+	return f.acquire(ctx, key, ttl, false, "")
+}
+
+// Acquire is lock.Client.Acquire with ttl: it queues FIFO and waits for the
+// hand-off until ctx is done.
+func (f *Fenced) Acquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
+	return f.acquire(ctx, key, ttl, true, "")
+}
+
+func (f *Fenced) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string) (locker.Lease, error) {
+	if err := checkArgs(ctx, key, ttl, true); err != nil {
+		return nil, err
+	}
+	h, err := f.c.acquire(ctx, f.d.Prefix+key, ttl, wait, owner)
+	if err != nil {
+		return nil, mapLockErr(err)
+	}
+	return &fencedLease{f: f, key: key, h: h}, nil
+}
+
+// fencedLease is one hold of the lock.
+type fencedLease struct {
+	f   *Fenced
+	key string
+	h   fencedHold
+}
+
+func (x *fencedLease) Key() string                       { return x.key }
+func (x *fencedLease) TTL() time.Duration                { return x.h.TTL() }
+func (x *fencedLease) Fence() (uint64, bool)             { return x.h.Fence(), true }
+func (x *fencedLease) Lost() <-chan struct{}             { return x.h.Lost() }
+func (x *fencedLease) Release(ctx context.Context) error { return mapLockErr(x.h.Release(ctx)) }
+
+func (x *fencedLease) Renew(ctx context.Context, ttl time.Duration) error {
+	if ttl != x.h.TTL() {
+		return fmt.Errorf("renew %q: ttl = %v: the fenced lock renews by its TTL %v: %w", x.key, ttl, x.h.TTL(), locker.ErrInvalid)
+	}
+	return mapLockErr(x.h.Renew(ctx))
+}
+
+// Reenter acquires the lock again as the lease's owner (lock.WithOwner),
+// with its own ttl: one more hold, the same fence.
+func (x *fencedLease) Reenter(ctx context.Context, ttl time.Duration) (locker.Lease, error) {
+	return x.f.acquire(ctx, x.key, ttl, false, x.h.Owner())
+}
+
+// mapLockErr adds locker's sentinel to an error of package lock (or of its
+// frozen copy); the lock's own sentinels stay matchable too.
+func mapLockErr(err error) error {
+	var s error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, lock.ErrUnknownOutcome), errors.Is(err, lock.ErrReplicaAcks),
+		errors.Is(err, fencedv1.ErrUnknownOutcome), errors.Is(err, fencedv1.ErrReplicaAcks):
+		s = locker.ErrUnknownOutcome
+	case errors.Is(err, lock.ErrNotAcquired), errors.Is(err, fencedv1.ErrNotAcquired):
+		s = locker.ErrNotAcquired
+	case errors.Is(err, lock.ErrNotHeld), errors.Is(err, fencedv1.ErrNotHeld):
+		s = locker.ErrNotHeld
+	case errors.Is(err, lock.ErrInvalid), errors.Is(err, fencedv1.ErrInvalid):
+		s = locker.ErrInvalid
+	default:
+		return err
+	}
+	return fmt.Errorf("%w: %w", s, err)
+}

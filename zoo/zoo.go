@@ -1,0 +1,90 @@
+// Package zoo holds lock algorithms from the literature that are known to be
+// broken, kept to prove that lockproof's harness catches them, and the
+// registry of every lock the harness knows by name (Builtin), the
+// production lock's adapter among them. Each lock is driven through
+// package locker's interface, as a user's own lock is.
+//
+// The specimens are kept faithful to their sources on purpose: neither
+// accidentally correct nor more broken than the published version. Each
+// one's doc comment cites where it comes from, says what is wrong with it,
+// and under which fault it breaks:
+//
+//	name          source                                         breaks
+//	setnx         redis.io SETNX docs (old), antirez              liveness: a crashed holder keeps the lock forever
+//	setnx-expire  the SETNX + EXPIRE idiom                        liveness: a crash between the two commands
+//	set-del       SET NX PX, unlock with DEL                      G1: a woken paused holder deletes another's lock
+//	get-del       owner token, GET then DEL                       G1: expiry between GET and DEL
+//	getset        redis.io SETNX docs (old) "deadlock" recipe     G1: skewed client clocks give two holders
+//	lua           antirez, "Distributed locks with Redis"         G2 without fencing (pause); G1 under failover
+//	watchdog      lua + renewal every TTL/3 (Redisson-style)       G2 without fencing (pause); G1 under failover
+//	reentrant     Redisson RLock (hash counter)                   G2 without fencing (pause); G1 under failover
+//	redlock       antirez's Redlock; Kleppmann 2016                G2 without fencing (pause, clock jumps)
+//	local-redis   Spring Integration RedisLockRegistry            G2 without fencing (pause); G1 under failover
+//	fenced        the production lock (package lock)              G1 under failover; G2 holds with fencing
+//	fenced-v1     package lock before its review (frozen copy)     G1: a nested hold with a shorter TTL shortens the lease
+package zoo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockproof/lockproof/lock"
+	"github.com/lockproof/lockproof/locker"
+)
+
+// Builtin returns a new registry of every lock lockproof knows by name, in
+// matrix order: the specimens, then the production lock with its defaults
+// (FencedEntry). Add your own entries to it, or build a registry of your own
+// with locker.NewRegistry.
+func Builtin() *locker.Registry {
+	r := &locker.Registry{}
+	for _, e := range []locker.Entry{
+		{Name: "setnx", Profile: locker.ProfileNone, Open: newSetNX, Doc: "SETNX without a TTL, DEL to release"},
+		{Name: "setnx-expire", Profile: locker.ProfileNone, Open: newSetNXExpire, Doc: "SETNX, then EXPIRE as a second command"},
+		{Name: "set-del", Profile: locker.ProfileNone, Open: newSetDel, Doc: "SET NX PX, DEL without an owner check"},
+		{Name: "get-del", Profile: locker.ProfileNone, Open: newGetDel, Doc: "owner token, GET then DEL (not atomic)"},
+		{Name: "getset", Profile: locker.ProfileNone, Open: newGetSet, Doc: "the GETSET timestamp recipe; trusts client clocks"},
+		{Name: "lua", Profile: locker.ProfileLease, Open: newLua, Doc: "SET NX PX, owner-checked Lua release; no fencing"},
+		{Name: "watchdog", Profile: locker.ProfileLease, Open: newWatchdog, Doc: "lua with a renewal every TTL/3; no fencing"},
+		{Name: "reentrant", Profile: locker.ProfileLease, Open: newReentrant, Doc: "Redisson's RLock: a hash with a hold count; no fencing"},
+		RedlockEntry(RedlockOptions{}),
+		{Name: "local-redis", Profile: locker.ProfileLease, Open: newLocalRedis, Doc: "Spring's RedisLockRegistry: a process-local lock, then the Redis key; no fencing"},
+		FencedEntry(lock.Options{Watchdog: true}),
+		fencedV1Entry(),
+	} {
+		if err := r.Add(e); err != nil {
+			panic(err) // the entries above are constants of this package
+		}
+	}
+	return r
+}
+
+// needRedis checks Deps.Redis.
+func needRedis(d locker.Deps) error {
+	if isNil(d.Redis) {
+		return fmt.Errorf("Deps.Redis is nil: %w", locker.ErrInvalid)
+	}
+	return nil
+}
+
+// checkArgs validates the arguments of an acquire.
+func checkArgs(ctx context.Context, key string, ttl time.Duration, needTTL bool) error {
+	if ctx == nil {
+		return fmt.Errorf("acquire %q: ctx is nil: %w", key, locker.ErrInvalid)
+	}
+	if key == "" {
+		return fmt.Errorf("acquire: key is empty: %w", locker.ErrInvalid)
+	}
+	if needTTL && ttl < time.Millisecond {
+		return fmt.Errorf("acquire %q: ttl = %v: must be at least 1ms: %w", key, ttl, locker.ErrInvalid)
+	}
+	return nil
+}
+
+func checkTTL(op, key string, ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("%s %q: ttl = %v: must be at least 1ms: %w", op, key, ttl, locker.ErrInvalid)
+	}
+	return nil
+}
