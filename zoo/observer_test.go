@@ -2,7 +2,6 @@ package zoo_test
 
 import (
 	"errors"
-	"github.com/lockproof/lockproof/locker"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/lock"
+	"github.com/lockproof/lockproof/locker"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // renewal is one background renewal an observer saw.
@@ -162,5 +163,37 @@ func TestObserverSeesBackgroundRenewals(t *testing.T) {
 				t.Fatalf("%d renewals after Close", after-seen)
 			}
 		})
+	}
+}
+
+// TestObserverPerClient: each Locker announces its renewals to its own
+// Deps.Observer, never to another client's opened from the same entry.
+// (An entry that kept the first client's hook for every later client
+// recorded renewals into the wrong client's history.)
+func TestObserverPerClient(t *testing.T) {
+	p := redistest.Start(t)
+	a, b := &observer{t: t}, &observer{t: t}
+	reg := zoo.Builtin() // one registry opens every client of a run
+	opened := func(o *observer) locker.Locker {
+		l, err := reg.Open("fenced", locker.Deps{Redis: newClient(t, p), Observer: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		return l
+	}
+	la, lb := opened(a), opened(b)
+	acquire(t, la, "ka", 300*time.Millisecond)
+	acquire(t, lb, "kb", 300*time.Millisecond)
+	waitFor(t, "renewals by both", func() bool {
+		na, _ := a.count("ka")
+		nb, _ := b.count("kb")
+		return na >= 2 && nb >= 2
+	})
+	if n, _ := a.count("kb"); n != 0 {
+		t.Errorf("client a's observer saw %d renewals of client b's key", n)
+	}
+	if n, _ := b.count("ka"); n != 0 {
+		t.Errorf("client b's observer saw %d renewals of client a's key", n)
 	}
 }

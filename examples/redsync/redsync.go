@@ -1,5 +1,5 @@
 // Package redsync adapts github.com/go-redsync/redsync/v4 (a Go Redlock) to
-// specimen.Locker, so that the lockproof harness can run it like any other
+// locker.Locker, so that the lockproof harness can run it like any other
 // lock. It is a module of its own so that lockproof does not depend on
 // redsync; it is also an example of running your own lock under lockproof.
 package redsync
@@ -15,11 +15,21 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/zoo"
+	"github.com/lockproof/lockproof/locker"
 )
 
 // Name is the Locker's name.
 const Name = "redsync"
+
+// Entry registers redsync with the harness: on the environment's
+// independent masters (Needs.Redlock), claiming an owner-checked lease
+// without fencing tokens (locker.ProfileLease: G1 on one master, and a
+// paused holder's late write gets in).
+func Entry() locker.Entry {
+	return locker.Entry{Name: Name, Profile: locker.ProfileLease, Needs: locker.Needs{Redlock: true},
+		Doc:  "go-redsync/redsync v4 (Redlock over independent masters)",
+		Open: func(d locker.Deps) (locker.Locker, error) { return New(d) }}
+}
 
 // Locker runs redsync's Mutex over the instances of Deps.Redlock (or the one
 // of Deps.Redis when Redlock is empty). Give the clients MaxRetries: -1:
@@ -34,18 +44,18 @@ type Locker struct {
 }
 
 // New returns a Locker over the clients of d (Redlock, else Redis).
-func New(d specimen.Deps) (*Locker, error) {
+func New(d locker.Deps) (*Locker, error) {
 	clients := d.Redlock
 	if len(clients) == 0 && d.Redis != nil {
 		clients = []redis.UniversalClient{d.Redis}
 	}
 	if len(clients) == 0 {
-		return nil, fmt.Errorf("redsync: Deps.Redlock and Deps.Redis are empty: %w", specimen.ErrInvalid)
+		return nil, fmt.Errorf("redsync: Deps.Redlock and Deps.Redis are empty: %w", locker.ErrInvalid)
 	}
 	pools := make([]rsredis.Pool, len(clients))
 	for i, c := range clients {
 		if c == nil {
-			return nil, fmt.Errorf("redsync: client %d is nil: %w", i, specimen.ErrInvalid)
+			return nil, fmt.Errorf("redsync: client %d is nil: %w", i, locker.ErrInvalid)
 		}
 		pools[i] = goredis.NewPool(c)
 	}
@@ -59,19 +69,19 @@ func (l *Locker) Name() string { return Name }
 func (l *Locker) Close() error { return nil }
 
 // TryAcquire makes one redsync attempt (WithTries(1)).
-func (l *Locker) TryAcquire(ctx context.Context, key string, ttl time.Duration) (specimen.Lease, error) {
+func (l *Locker) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
 	if key == "" {
-		return nil, fmt.Errorf("acquire: key is empty: %w", specimen.ErrInvalid)
+		return nil, fmt.Errorf("acquire: key is empty: %w", locker.ErrInvalid)
 	}
 	if ttl < time.Millisecond {
-		return nil, fmt.Errorf("acquire %q: ttl = %v: must be at least 1ms: %w", key, ttl, specimen.ErrInvalid)
+		return nil, fmt.Errorf("acquire %q: ttl = %v: must be at least 1ms: %w", key, ttl, locker.ErrInvalid)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("acquire %q: %w", key, err)
 	}
 	m := l.rs.NewMutex(l.prefix+key, rs.WithExpiry(ttl), rs.WithTries(1))
 	if err := m.TryLockContext(ctx); err != nil {
-		return nil, fmt.Errorf("acquire %q: %w", key, classify(err, specimen.ErrNotAcquired))
+		return nil, fmt.Errorf("acquire %q: %w", key, classify(err, locker.ErrNotAcquired))
 	}
 	return &lease{m: m, key: key, ttl: ttl}, nil
 }
@@ -86,7 +96,7 @@ func classify(err error, refusal error) error {
 	case errors.As(err, &taken):
 		return fmt.Errorf("%w: %w", refusal, err)
 	case errors.As(err, &rerr), errors.Is(err, rs.ErrExtendFailed):
-		return fmt.Errorf("%w: %w", specimen.ErrUnknownOutcome, err)
+		return fmt.Errorf("%w: %w", locker.ErrUnknownOutcome, err)
 	}
 	return fmt.Errorf("%w: %w", refusal, err)
 }
@@ -109,14 +119,14 @@ func (l *lease) Release(ctx context.Context) error {
 	if err == nil {
 		err = errors.New("redsync: unlock refused")
 	}
-	return fmt.Errorf("release %q: %w", l.key, classify(err, specimen.ErrNotHeld))
+	return fmt.Errorf("release %q: %w", l.key, classify(err, locker.ErrNotHeld))
 }
 
 // Renew extends by the TTL the lease was taken with (redsync's expiry is
 // fixed per mutex); another ttl is refused with ErrInvalid.
 func (l *lease) Renew(ctx context.Context, ttl time.Duration) error {
 	if ttl != l.ttl {
-		return fmt.Errorf("renew %q: ttl = %v: redsync extends by its expiry %v: %w", l.key, ttl, l.ttl, specimen.ErrInvalid)
+		return fmt.Errorf("renew %q: ttl = %v: redsync extends by its expiry %v: %w", l.key, ttl, l.ttl, locker.ErrInvalid)
 	}
 	ok, err := l.m.ExtendContext(ctx)
 	if ok {
@@ -125,7 +135,7 @@ func (l *lease) Renew(ctx context.Context, ttl time.Duration) error {
 	if err == nil {
 		err = errors.New("redsync: extend refused")
 	}
-	return fmt.Errorf("renew %q: %w", l.key, classify(err, specimen.ErrNotHeld))
+	return fmt.Errorf("renew %q: %w", l.key, classify(err, locker.ErrNotHeld))
 }
 
-var _ specimen.Locker = (*Locker)(nil)
+var _ locker.Locker = (*Locker)(nil)

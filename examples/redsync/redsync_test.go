@@ -3,18 +3,22 @@ package redsync_test
 import (
 	"context"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof"
+	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/examples/redsync"
 	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/internal/redistest"
-	"github.com/lockproof/lockproof/zoo"
+	"github.com/lockproof/lockproof/locker"
 )
 
-func deps(t *testing.T, ps []*redisproc.Process) specimen.Deps {
+func deps(t *testing.T, ps []*redisproc.Process) locker.Deps {
 	t.Helper()
 	var cs []redis.UniversalClient
 	for _, p := range ps {
@@ -22,7 +26,7 @@ func deps(t *testing.T, ps []*redisproc.Process) specimen.Deps {
 		t.Cleanup(func() { _ = c.Close() })
 		cs = append(cs, c)
 	}
-	return specimen.Deps{Redlock: cs}
+	return locker.Deps{Redlock: cs}
 }
 
 func tctx(t *testing.T) context.Context {
@@ -46,7 +50,7 @@ func TestRedsyncLocker(t *testing.T) {
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
-	if _, err := b.TryAcquire(tctx(t), "k", ttl); !errors.Is(err, specimen.ErrNotAcquired) {
+	if _, err := b.TryAcquire(tctx(t), "k", ttl); !errors.Is(err, locker.ErrNotAcquired) {
 		t.Fatalf("second acquire: %v, want ErrNotAcquired", err)
 	}
 	if err := la.Renew(tctx(t), ttl); err != nil {
@@ -55,7 +59,7 @@ func TestRedsyncLocker(t *testing.T) {
 	if err := la.Release(tctx(t)); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if err := la.Release(tctx(t)); !errors.Is(err, specimen.ErrNotHeld) {
+	if err := la.Release(tctx(t)); !errors.Is(err, locker.ErrNotHeld) {
 		t.Fatalf("second release: %v, want ErrNotHeld", err)
 	}
 	lb, err := b.TryAcquire(tctx(t), "k", ttl)
@@ -69,7 +73,71 @@ func TestRedsyncLocker(t *testing.T) {
 	if err := lb.Release(tctx(t)); err != nil {
 		t.Fatalf("release with one instance down: %v", err)
 	}
-	if _, err := redsync.New(specimen.Deps{}); !errors.Is(err, specimen.ErrInvalid) {
+	if _, err := redsync.New(locker.Deps{}); !errors.Is(err, locker.ErrInvalid) {
 		t.Fatalf("New without clients: %v, want ErrInvalid", err)
+	}
+}
+
+// TestMain lets a pause-process child client run redsync (the harness
+// starts the test binary again as that client).
+func TestMain(m *testing.M) {
+	lockproof.MaybeChild(redsync.Entry())
+	os.Exit(m.Run())
+}
+
+// TestRedsyncUnderChaos runs redsync through the harness's matrix, as a
+// team would run its own lock: without a fault every property holds; a
+// client paused while it holds wakes after its lease passed on and its
+// unfenced write is accepted (redsync has no fencing: resource safety
+// violated); a crashed holder's lease expires (liveness holds). Each
+// verdict is what redsync's profile predicts, so the run's status is 0.
+func TestRedsyncUnderChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real Redis and Toxiproxy for about 20s")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	res, err := lockproof.Run(ctx, lockproof.Options{
+		Locks:    []locker.Entry{redsync.Entry()},
+		Faults:   []string{"none", "pause-client", "crash-client"},
+		Out:      t.TempDir(),
+		Progress: &progress,
+	})
+	if errors.Is(err, lockproof.ErrEnvironment) && !redistest.InCI() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("run directory %s:\n%s", res.Dir, progress.String())
+	want := map[string][3]checker.Verdict{ // lease, resource, liveness (n/a counts as holding)
+		"none":         {checker.OK, checker.OK, checker.OK},
+		"pause-client": {checker.OK, checker.Violated, checker.OK},
+		"crash-client": {checker.OK, checker.OK, checker.OK},
+	}
+	for fault, w := range want {
+		s := res.Scenario(redsync.Name, fault, 1)
+		if s == nil {
+			t.Fatalf("no %s scenario in the summary", fault)
+		}
+		if s.Error != "" || s.FaultError != "" {
+			t.Errorf("%s: error %q, fault error %q", fault, s.Error, s.FaultError)
+		}
+		got := [3]checker.Verdict{s.Lease, s.Resource, s.Liveness}
+		for i := range got {
+			if got[i] == checker.NA {
+				got[i] = checker.OK
+			}
+		}
+		if got != w {
+			t.Errorf("%s: (lease, resource, liveness) = %v; want %v", fault, got, w)
+		}
+		if s.Ops == 0 {
+			t.Errorf("%s: empty history", fault)
+		}
+	}
+	if res.Status != 0 {
+		t.Errorf("status %d; want 0 (every verdict as redsync's profile predicts)", res.Status)
 	}
 }

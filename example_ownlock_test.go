@@ -1,0 +1,110 @@
+package lockproof_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof"
+	"github.com/lockproof/lockproof/locker"
+)
+
+// myLock is your lock: here SET NX PX with a random token, and Lua scripts
+// that release and extend only while the token still holds the key.
+type myLock struct {
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+var (
+	unlockScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+	extendScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`)
+)
+
+func (l *myLock) Name() string { return "mylock" }
+func (l *myLock) Close() error { return nil } // the Redis client belongs to the harness
+
+func (l *myLock) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
+	token := rand.Text()
+	ok, err := l.rdb.SetNX(ctx, l.prefix+key, token, ttl).Result()
+	switch {
+	case err != nil:
+		return nil, outcome(err)
+	case !ok:
+		return nil, fmt.Errorf("acquire %q: %w", key, locker.ErrNotAcquired)
+	}
+	return &myLease{l: l, key: key, token: token, ttl: ttl}, nil
+}
+
+type myLease struct {
+	l     *myLock
+	key   string
+	token string
+	ttl   time.Duration
+}
+
+func (m *myLease) Key() string           { return m.key }
+func (m *myLease) TTL() time.Duration    { return m.ttl }
+func (m *myLease) Fence() (uint64, bool) { return 0, false } // no fencing token
+func (m *myLease) Lost() <-chan struct{} { return nil }      // never learns of a loss
+
+func (m *myLease) Release(ctx context.Context) error {
+	n, err := unlockScript.Run(ctx, m.l.rdb, []string{m.l.prefix + m.key}, m.token).Int()
+	if err != nil {
+		return outcome(err)
+	}
+	if n == 0 {
+		return fmt.Errorf("release %q: %w", m.key, locker.ErrNotHeld)
+	}
+	return nil
+}
+
+func (m *myLease) Renew(ctx context.Context, ttl time.Duration) error {
+	n, err := extendScript.Run(ctx, m.l.rdb, []string{m.l.prefix + m.key}, m.token, ttl.Milliseconds()).Int()
+	if err != nil {
+		return outcome(err)
+	}
+	if n == 0 {
+		return fmt.Errorf("renew %q: %w", m.key, locker.ErrNotHeld)
+	}
+	return nil
+}
+
+// outcome tells "surely not" from "maybe": Redis answered with an error, or
+// nothing was sent (the context already done), or the reply was lost.
+func outcome(err error) error {
+	var rerr redis.Error
+	if errors.As(err, &rerr) || errors.Is(err, redis.ErrClosed) {
+		return err // surely no effect
+	}
+	return fmt.Errorf("%w: %w", locker.ErrUnknownOutcome, err)
+}
+
+// entry registers the lock: how the harness opens it for each client, and
+// what it claims (no fencing tokens: ProfileLease; with them, ProfileFenced).
+func entry() locker.Entry {
+	return locker.Entry{Name: "mylock", Profile: locker.ProfileLease, Doc: "SET NX PX, owner-checked Lua release",
+		Open: func(d locker.Deps) (locker.Locker, error) { return &myLock{rdb: d.Redis, prefix: d.Prefix}, nil }}
+}
+
+func TestMyLockUnderChaos(t *testing.T) {
+	res, err := lockproof.Run(context.Background(), lockproof.Options{
+		Locks:  []locker.Entry{entry()},
+		Faults: []string{"none", "pause-client", "crash-client"},
+		Out:    t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Summary.Scenarios {
+		t.Logf("%s: lease %s, resource %s, liveness %s", s.ID(), s.Lease, s.Resource, s.Liveness)
+	}
+	if res.Status != 0 {
+		t.Errorf("verdicts not as the lock's profile predicts (status %d): see %s/report.md", res.Status, res.Dir)
+	}
+}

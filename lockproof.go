@@ -1,0 +1,185 @@
+// Package lockproof runs lockproof's harness on your own lock from Go: wrap
+// the lock in a locker.Entry, call Run from a test, and read the verdicts,
+// the run directory (summary.json, every history, the report) and the exit
+// status `lockproof run` would give. The README's "Run your own lock" shows
+// the whole path; examples/redsync runs go-redsync this way.
+//
+// A run starts real Redis (a master, two replicas, three Sentinels, three
+// independent masters for Redlock-style locks, and a Redis for the fenced
+// resource) as local processes, or as Docker containers where redis-server is
+// not installed, every client behind Toxiproxy proxies of its own, and runs
+// each chosen lock under each chosen fault for each seed.
+package lockproof
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos/docker"
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/matrix"
+	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/locker"
+	"github.com/lockproof/lockproof/zoo"
+)
+
+// ErrEnvironment wraps the error of a machine that cannot run the harness
+// (neither redis-server nor Docker): nothing ran.
+var ErrEnvironment = errors.New("lockproof: no environment to run in")
+
+// Options are one run of the matrix: locks × faults × seeds.
+type Options struct {
+	// Locks are your locks. Their names must not be built-in ones.
+	Locks []locker.Entry
+	// Builtins are names of built-in locks (zoo.Builtin: "fenced",
+	// "redlock", ...) to run beside yours, for comparison.
+	Builtins []string
+	// Faults are fault names of the matrix ("none", "latency", "partition",
+	// "pause-client", "pause-server", "failover", "crash-client",
+	// "clock-skew"); default all of them.
+	Faults []string
+	// Seeds are the runs of each lock × fault; default {1}.
+	Seeds []uint64
+	// Out is the run directory; "" makes a new temporary one (Result.Dir).
+	Out string
+	// Provider is the environment: env.Process, env.Docker, or "" for
+	// local processes when redis-server is on PATH, else Docker.
+	Provider env.Kind
+	// Duration is each scenario's workload duration; 0 takes the matrix's
+	// (3s, failover 6s).
+	Duration time.Duration
+	// Mix is the workload's operation mix; nil means workload.DefaultMix().
+	Mix *workload.Mix
+	// Progress receives one line per finished scenario; nil discards.
+	Progress io.Writer
+	// Logger receives details; nil discards.
+	Logger *slog.Logger
+
+	_ struct{}
+}
+
+// Result is what a run found.
+type Result struct {
+	// Dir is the run directory: summary.json, per scenario its
+	// history.jsonl and check.json, and report.md, report.html, junit.xml.
+	Dir string
+	// Summary holds one row per scenario (summary.json).
+	Summary *matrix.Summary
+	// Status is the exit status `lockproof run` gives for it: 0 every
+	// verdict as the locks' profiles predict, 1 some verdict not, 3 some
+	// verdict unknown or a scenario (or its fault) failed.
+	Status int
+}
+
+// Scenario returns the row of lock under fault with seed, or nil.
+func (r *Result) Scenario(lock, fault string, seed uint64) *matrix.Scenario {
+	for _, s := range r.Summary.Scenarios {
+		if s.Lock == lock && s.Fault == fault && s.Seed == int64(seed) {
+			return s
+		}
+	}
+	return nil
+}
+
+// Registry returns zoo.Builtin() with entries added: the registry a run of
+// your locks uses (and MaybeChild needs).
+func Registry(entries ...locker.Entry) (*locker.Registry, error) {
+	reg := zoo.Builtin()
+	for _, e := range entries {
+		if _, ok := reg.Lookup(e.Name); ok {
+			return nil, fmt.Errorf("lock %q: the name is a built-in lock's; choose another: %w", e.Name, locker.ErrInvalid)
+		}
+		if err := reg.Add(e); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// Run runs opts's locks under its faults and seeds, checks every history,
+// writes the run directory and its report, and returns the result. A
+// scenario that could not run is in the result with unknown verdicts and
+// its error (Status 3); errors of Run are bad options (matrix.ErrBadConfig,
+// locker.ErrInvalid), a machine without redis-server or Docker
+// (ErrEnvironment), and a run directory that cannot be written.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	reg, err := Registry(opts.Locks...)
+	if err != nil {
+		return nil, err
+	}
+	var locks []string
+	for _, e := range opts.Locks {
+		locks = append(locks, e.Name)
+	}
+	for _, b := range opts.Builtins {
+		if !slices.Contains(zoo.Builtin().Names(), b) {
+			return nil, fmt.Errorf("%w: Builtins: %q is not a built-in lock (known: %v)", matrix.ErrBadConfig, b, zoo.Builtin().Names())
+		}
+		locks = append(locks, b)
+	}
+	if len(locks) == 0 {
+		return nil, fmt.Errorf("%w: no locks (give Locks or Builtins)", matrix.ErrBadConfig)
+	}
+	faults := opts.Faults
+	if len(faults) == 0 {
+		faults = matrix.Faults()
+	}
+	for _, f := range faults {
+		if !slices.Contains(matrix.Faults(), f) {
+			return nil, fmt.Errorf("%w: Faults: %q is not a matrix fault (known: %v)", matrix.ErrBadConfig, f, matrix.Faults())
+		}
+	}
+	seeds := opts.Seeds
+	if len(seeds) == 0 {
+		seeds = []uint64{1}
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	out := opts.Out
+	if out == "" {
+		if out, err = os.MkdirTemp("", "lockproof-run-"); err != nil {
+			return nil, fmt.Errorf("run directory: %w", err)
+		}
+	}
+	envOpts := env.Options{Kind: opts.Provider, Docker: docker.New, DockerAvailable: docker.Available, Logger: logger}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	_, err = env.Choose(cctx, envOpts)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEnvironment, err)
+	}
+	sum, err := matrix.Run(ctx, matrix.Config{
+		Locks: locks, Faults: faults, Seeds: seeds, Duration: opts.Duration, Registry: reg, Mix: opts.Mix,
+		Out: out, Progress: opts.Progress, Logger: logger,
+		Open: func(ctx context.Context, spec env.Spec) (env.Env, error) {
+			o := envOpts
+			o.Spec = spec
+			return env.Open(ctx, o)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Dir: out, Summary: sum, Status: sum.Status()}, nil
+}
+
+// MaybeChild runs this process as a workload client of the pause-process
+// fault when the harness started it as one (it then never returns), and
+// returns at once otherwise. A test binary that runs pause-process on your
+// locks calls it first in TestMain, with the same entries as Options.Locks.
+func MaybeChild(entries ...locker.Entry) {
+	reg, err := Registry(entries...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockproof.MaybeChild:", err)
+		os.Exit(2)
+	}
+	workload.MaybeChild(reg)
+}
