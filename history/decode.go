@@ -33,6 +33,7 @@ const (
 	fToken
 	fValue
 	fPrev
+	fWait
 )
 
 // decoder parses one history line at a time. It is a hand-written parser for
@@ -170,6 +171,8 @@ func fieldBit(key []byte) uint16 {
 		return fValue
 	case "prev":
 		return fPrev
+	case "wait":
+		return fWait
 	}
 	return 0
 }
@@ -199,6 +202,8 @@ func fieldName(bit uint16) string {
 		return "value"
 	case fPrev:
 		return "prev"
+	case fWait:
+		return "wait"
 	}
 	return ""
 }
@@ -214,6 +219,21 @@ func (d *decoder) field(bit uint16, o *Op, seen *uint16) *fieldError {
 		return nil
 	}
 	name := fieldName(bit)
+	if bit == fWait {
+		switch {
+		case len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "true":
+			d.i += 4
+			o.Wait = true
+		case len(d.b)-d.i >= 5 && string(d.b[d.i:d.i+5]) == "false":
+			d.i += 5
+		default:
+			if err := d.skip(0); err != nil {
+				return err
+			}
+			return &fieldError{field: name, msg: "want true or false"}
+		}
+		return nil
+	}
 	switch bit {
 	case fClient, fKey, fName, fValue, fPrev, fOp, fResult:
 		if d.i >= len(d.b) || d.b[d.i] != '"' {

@@ -64,6 +64,9 @@ func AppendJSON(dst []byte, op Op) []byte {
 		dst = append(dst, `,"prev":`...)
 		dst = appendString(dst, op.Prev)
 	}
+	if op.Wait {
+		dst = append(dst, `,"wait":true`...)
+	}
 	return append(dst, '}')
 }
 

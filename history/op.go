@@ -57,6 +57,11 @@ type Op struct {
 	Prev     string // "prev": on a write, the value its writer read under the same lease
 	HasPrev  bool
 
+	// Wait ("wait": true) marks a blocking acquire: it waited in line until
+	// it got the lock or gave up, rather than making one attempt. Only
+	// acquire ops carry it; the waiter-liveness rule reads it.
+	Wait bool
+
 	// Line is the 1-based line the op was read from; 0 when not read from a file.
 	Line int
 }

@@ -148,6 +148,9 @@ func TestReadRejects(t *testing.T) {
 		{"write without value", `{"client":"a","op":"write","key":"k","call":1,"return":2,"result":"ok"}`, 1, "value", "a write says what it wrote"},
 		{"ok read without value", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"ok"}`, 1, "value", "an ok read says what it saw"},
 		{"value not a string", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"ok","value":5}`, 1, "value", "want a string"},
+		{"wait on release", `{"client":"a","op":"release","key":"k","call":1,"return":2,"result":"ok","wait":true}`, 1, "wait", "only acquire carries wait"},
+		{"wait not a boolean", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"fail","wait":1}`, 1, "wait", "want true or false"},
+		{"wait as a string", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"fail","wait":"true"}`, 1, "wait", "want true or false"},
 		{"prev on read", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"ok","value":"","prev":""}`, 1, "prev", "only write carries prev"},
 		{"prev on acquire", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","prev":"x"}`, 1, "prev", "only write carries prev"},
 		{"duplicate field", `{"client":"a","client":"b","op":"acquire","key":"k","call":1,"return":2,"result":"ok"}`, 1, "client", "duplicate field"},
@@ -206,6 +209,10 @@ func TestReadAccepts(t *testing.T) {
 			Op{Client: "a", Kind: Read, Key: "k", Call: 1, Return: 2, Completed: true, Result: Rejected}},
 		{"whitespace and CRLF", "  {\"op\" : \"fault\" , \"name\":\"n\",\t\"call\": 0 }  \r\n",
 			Op{Kind: Fault, Name: "n"}},
+		{"blocking acquire", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"fail","ttl_ms":5,"wait":true}`,
+			Op{Client: "a", Kind: Acquire, Key: "k", Call: 1, Return: 2, Completed: true, Result: Fail, TTLMillis: 5, Wait: true}},
+		{"wait false is one attempt", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"fail","wait":false}`,
+			Op{Client: "a", Kind: Acquire, Key: "k", Call: 1, Return: 2, Completed: true, Result: Fail}},
 		{"max token", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","token":18446744073709551615}`,
 			Op{Client: "a", Kind: Acquire, Key: "k", Call: 1, Return: 2, Completed: true, Result: OK, Token: 1<<64 - 1, HasToken: true}},
 	}
@@ -281,6 +288,7 @@ func sampleOps() []Op {
 		{Client: "b", Kind: Write, Key: "cart", Call: 7, Result: Unknown, Value: "unfenced", HasValue: true, Prev: "b1", HasPrev: true},
 		{Client: "c", Kind: Renew, Key: "cart", Call: 8, Return: 9, Completed: true, Result: Unknown, TTLMillis: 50, Token: 1<<64 - 1, HasToken: true},
 		{Client: "c", Kind: Release, Key: "cart", Call: 9, Return: 9, Completed: true, Result: Fail},
+		{Client: "d", Kind: Acquire, Key: "cart", Call: 1, Return: 12, Completed: true, Result: Fail, TTLMillis: 200, Wait: true},
 	}
 }
 

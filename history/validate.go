@@ -56,7 +56,7 @@ func (e *ParseError) Unwrap() error { return ErrBadInput }
 //   - ttl_ms only on acquire and renew, and not negative;
 //   - value only on write and read; a write always carries it, and so does an
 //     ok read ("" when the resource was never written);
-//   - prev only on write.
+//   - prev only on write; wait only on acquire.
 func (op Op) Validate() error {
 	if err := validate(&op, true, op.TTLMillis != 0); err != nil {
 		return &ParseError{Line: op.Line, Field: err.field, Msg: err.msg}
@@ -142,6 +142,9 @@ func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 		if o.Kind == Read && o.Result == OK {
 			return bad("value", `missing (an ok read says what it saw; "" when never written)`)
 		}
+	}
+	if o.Wait && o.Kind != Acquire {
+		return bad("wait", "only acquire carries wait, not %s", o.Kind)
 	}
 	if o.HasPrev && o.Kind != Write {
 		return bad("prev", "only write carries prev, not %s", o.Kind)

@@ -183,13 +183,12 @@ func (c *Client) acquire(ctx context.Context, key string, wait bool, opts []Acqu
 		// The subscription may be newer than our attempt: a release between
 		// the two would be missed. Wait for the subscription (bounded), then
 		// try again at once.
-		if err := w.awaitSubscribed(ctx, c.queueTTL(cfg.ttl)); err != nil {
-			a.leaveQueue()
-			return nil, fmt.Errorf("%s %q: %w", op, key, err)
+		if err := w.awaitSubscribed(ctx, c.opts.QueueTTL); err != nil {
+			return nil, a.gaveUp(ctx, err)
 		}
 	}
 	backoff := time.Millisecond
-	refresh := c.queueTTL(cfg.ttl) / 3
+	refresh := c.opts.QueueTTL / 3
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -208,18 +207,12 @@ func (c *Client) acquire(ctx context.Context, key string, wait bool, opts []Acqu
 			timer.Reset(d)
 			select {
 			case <-ctx.Done():
-				a.leaveQueue()
-				return nil, fmt.Errorf("%s %q: %w", op, key, context.Cause(ctx))
-			case fence := <-w.grant:
-				if c.opts.ReplicaAcks > 0 {
-					// Pick the hand-off up with an attempt, so that WAIT
-					// covers it (the attempt finds the lock ours).
-					break
-				}
-				// The releaser handed us the lock. It did so after our last
-				// attempt ran (which found the lock taken), so that attempt's
-				// start is a safe start of the lease.
-				return a.finish(ctx, start, attemptResult{ok: true, fence: fence, holds: 1}, nil, true)
+				return nil, a.gaveUp(ctx, context.Cause(ctx))
+			case <-w.grant:
+				// The lock was handed to us with a provisional lease: pick it
+				// up with an attempt, which finds it ours and gives it the
+				// full TTL. The lease's validity counts from that attempt's
+				// start, not from an earlier one, and WAIT covers it.
 			case <-w.wake:
 			case <-timer.C:
 			}
@@ -250,7 +243,8 @@ func (a *attempt) scriptArgs(mode string) ([]string, []any) {
 		reentrant = "1"
 	}
 	return []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines},
-		[]any{a.owner, a.cfg.ttl.Milliseconds(), mode, a.c.queueTTL(a.cfg.ttl).Milliseconds(), reentrant}
+		[]any{a.owner, a.cfg.ttl.Milliseconds(), mode, a.c.opts.QueueTTL.Milliseconds(), reentrant,
+			a.keys.Channel, a.c.opts.HandoffTTL.Milliseconds()}
 }
 
 // try runs the acquire script once (with WAIT when replica acks are asked for).
@@ -289,65 +283,109 @@ func (a *attempt) try(ctx context.Context, mode string) (attemptResult, error) {
 func (a *attempt) finish(ctx context.Context, start time.Time, res attemptResult, err error, queued bool) (*Lease, error) {
 	if err != nil {
 		var ns errNotSent
+		if errors.As(err, &ns) && queued {
+			return nil, a.gaveUp(ctx, err) // ctx ended between two attempts
+		}
 		if errors.As(err, &ns) || !outcomeUnknown(err) {
 			if queued {
-				a.leaveQueue()
+				a.cleanup(true) // leaves the queue; the failed attempt took nothing
 			}
 			return nil, fmt.Errorf("%s %q: %w", a.op, a.key, err)
 		}
 		a.cleanup(queued)
-		if cerr := context.Cause(ctx); cerr != nil && !errors.Is(err, cerr) {
+		if cerr := ctxCause(ctx); cerr != nil && !errors.Is(err, cerr) {
 			// The caller's deadline passed mid-command (go-redis reports it as an i/o timeout).
 			return nil, fmt.Errorf("%s %q: %w: %w (%w)", a.op, a.key, ErrUnknownOutcome, err, cerr)
 		}
 		return nil, fmt.Errorf("%s %q: %w: %w", a.op, a.key, ErrUnknownOutcome, err)
 	}
 	if a.c.opts.ReplicaAcks > 0 && a.acks < int64(a.c.opts.ReplicaAcks) {
-		a.releaseBestEffort()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveBudget)
+		a.releaseBestEffort(rctx)
+		cancel()
 		return nil, fmt.Errorf("%s %q: %d of %d replicas acknowledged within %v: %w",
 			a.op, a.key, a.acks, a.c.opts.ReplicaAcks, a.c.replicaTimeout(a.cfg.ttl), ErrReplicaAcks)
 	}
 	return newLease(a.c, a.key, a.keys, a.owner, res.fence, res.holds, a.cfg, start), nil
 }
 
-// cleanup runs after an acquire whose reply was lost: it releases the lock if
-// this attempt got it (fresh owner tokens only) and leaves the queue.
+// cleanup runs after an acquire whose reply was lost (or, with queued, one
+// that failed surely): it releases the lock if this attempt got it (fresh
+// owner tokens only) and leaves the queue. It runs
+// in the background, bounded (cleanupLimit), so that the call returns within
+// its own deadline; the outcome is unknown to the caller either way.
 func (a *attempt) cleanup(queued bool) {
-	if !a.cfg.ownerSet {
-		a.releaseBestEffort()
-	}
-	if queued {
-		a.leaveQueue()
-	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupLimit)
+		defer cancel()
+		if !a.cfg.ownerSet {
+			a.releaseBestEffort(ctx)
+		}
+		if queued {
+			if err := a.leave(ctx); err != nil {
+				a.c.opts.Logger.Warn("lock: leaving the wait queue failed; the place expires with the queue TTL",
+					"key", a.key, "queue_ttl", a.c.opts.QueueTTL, "err", err)
+			}
+		}
+	}()
 }
 
-func (a *attempt) freshCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), min(a.cfg.ttl, time.Second))
+// Bounds of the cleanup an acquire does when it gives up.
+const (
+	// leaveBudget bounds the leave a waiter sends, past its own deadline,
+	// when its ctx ends: long enough for a healthy round trip, short enough
+	// that the call returns within its deadline plus a small constant.
+	leaveBudget = 100 * time.Millisecond
+	// cleanupLimit bounds background cleanup.
+	cleanupLimit = time.Second
+)
+
+// gaveUp leaves the queue when a waiter's ctx ended (cause): within
+// leaveBudget it returns ErrNotAcquired (the caller surely does not hold
+// the lock: if it had been handed over, the leave passed it on); when the
+// leave did not surely happen in time, it goes on in the background and the
+// error wraps ErrUnknownOutcome (a hand-off to the caller may stand for one
+// hand-off lease).
+func (a *attempt) gaveUp(ctx context.Context, cause error) error {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveBudget)
+	err := a.leave(lctx)
+	cancel()
+	if err == nil {
+		return fmt.Errorf("%s %q: %w: %w", a.op, a.key, ErrNotAcquired, cause)
+	}
+	if outcomeUnknown(err) {
+		go func() {
+			bctx, cancel := context.WithTimeout(context.Background(), cleanupLimit)
+			defer cancel()
+			if err := a.leave(bctx); err != nil {
+				a.c.opts.Logger.Warn("lock: leaving the wait queue failed; the place expires with the queue TTL",
+					"key", a.key, "queue_ttl", a.c.opts.QueueTTL, "err", err)
+			}
+		}()
+		return fmt.Errorf("%s %q: %w: leaving the queue: %w (%w)", a.op, a.key, ErrUnknownOutcome, err, cause)
+	}
+	return fmt.Errorf("%s %q: %w: leaving the queue: %w (%w)", a.op, a.key, ErrNotAcquired, err, cause)
 }
 
-func (a *attempt) releaseBestEffort() {
-	ctx, cancel := a.freshCtx()
-	defer cancel()
-	_, err := a.c.run(ctx, releaseScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines}, a.owner, a.keys.Channel)
+func (a *attempt) releaseBestEffort(ctx context.Context) {
+	_, err := a.c.run(ctx, releaseScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines},
+		a.owner, a.keys.Channel, a.c.opts.HandoffTTL.Milliseconds())
 	if err != nil {
 		a.c.opts.Logger.Warn("lock: cleanup release failed; the lock expires with its TTL",
 			"key", a.key, "ttl", a.cfg.ttl, "err", err)
 	}
 }
 
-func (a *attempt) leaveQueue() {
-	ctx, cancel := a.freshCtx()
-	defer cancel()
+// leave takes the attempt's place out of the queue (and passes the lock on
+// if it was handed to the attempt's fresh token).
+func (a *attempt) leave(ctx context.Context) error {
 	fresh := "1"
 	if a.cfg.ownerSet {
 		fresh = "0"
 	}
 	_, err := a.c.run(ctx, leaveScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines},
-		a.owner, a.keys.Channel, a.cfg.ttl.Milliseconds(), fresh)
-	if err != nil {
-		a.c.opts.Logger.Warn("lock: leaving the wait queue failed; the place expires with the queue TTL",
-			"key", a.key, "queue_ttl", a.c.queueTTL(a.cfg.ttl), "err", err)
-	}
+		a.owner, a.keys.Channel, a.cfg.ttl.Milliseconds(), fresh, a.c.opts.HandoffTTL.Milliseconds())
+	return err
 }
 
 // noRetryCmd is a script call go-redis must not retry by itself: a retried
@@ -440,6 +478,19 @@ func (c *Client) runWithWait(ctx context.Context, s *script, keys []string, args
 		acks = 0
 	}
 	return cmd.Val(), acks, nil
+}
+
+// ctxCause is ctx's cause, or context.DeadlineExceeded when its deadline
+// has passed but its timer has not fired yet: a socket deadline set from
+// ctx (ContextTimeoutEnabled) can expire a hair before ctx reports it.
+func ctxCause(ctx context.Context) error {
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // errNotSent marks an error from before the command was sent (ctx already done).

@@ -17,12 +17,22 @@
 //     the counter issues larger fences, as long as the servers' clocks agree
 //     within the failover time.
 //   - Fairness: waiters are served first come, first served; a release hands
-//     the lock to the first waiter (no extra round trip), and a releasing
-//     holder that asks again queues behind the others. TryAcquire fails while
-//     others queue. A crashed waiter keeps its place at most Options.QueueTTL
-//     and, if handed the lock, holds it until its TTL runs out.
-//   - Every blocking call honours its context; a lost reply is reported as
-//     ErrUnknownOutcome, never as "not held" or "not acquired".
+//     the lock to the first waiter with a provisional lease (HandoffTTL) that
+//     the waiter confirms on pickup (one round trip), and a releasing holder
+//     that asks again queues behind the others. TryAcquire fails while
+//     others queue.
+//   - Waiters are not held up by waiters that died: a dead waiter keeps its
+//     place at most QueueTTL (live waiters refresh theirs), and a lock handed
+//     to it is blocked for one hand-off lease, not a TTL. Once a lock is
+//     surely free, a live waiter gets it within Options.WaitBound.
+//   - A lease is valid from the start of the attempt that got it (the pickup,
+//     for a hand-off) for TTL×(1−Drift); nested holds and renewals only ever
+//     extend a lock's expiry, never shorten it.
+//   - Every blocking call honours its context, returning within its deadline
+//     plus a small constant (cleanup that must outlive it runs in the
+//     background, bounded); a lost reply is reported as ErrUnknownOutcome,
+//     never as "not held" or "not acquired"; a waiter that gives up gets
+//     ErrNotAcquired; a Release that did not surely happen can be retried.
 //
 // # What it cannot guarantee
 //

@@ -160,11 +160,20 @@ func (l *Lease) Context() context.Context {
 }
 
 // Release frees this hold. The lock is freed when its owner's hold count
-// reaches zero; then the next waiter is woken. Errors: ErrNotHeld when the
-// lock expired or was taken (or the lease was already released or lost) and
-// ErrUnknownOutcome when the reply was lost (the lock is freed or expires
-// within its TTL). Release ends the lease whatever the outcome: it stops the
-// watchdog and cancels Context; a second Release returns ErrNotHeld.
+// reaches zero; then it is handed to the next waiter. Errors:
+//   - ErrNotHeld: the lock expired or was taken, or this lease was already
+//     released or lost. The lease has ended.
+//   - ErrUnknownOutcome: the reply was lost; the release may or may not have
+//     happened. The lease stays as it was (its watchdog keeps running), so
+//     Release can be called again: a retry of a release that had happened
+//     finds the hold gone (ErrNotHeld), one that had not releases it. (A
+//     retry cannot tell holds apart: for a nested hold, a retry after an
+//     unknown outcome may release the owner's other hold.)
+//   - the ctx error, when ctx was done before anything was sent: nothing
+//     happened, the lease is unchanged; call again with a live ctx.
+//
+// Only a release that definitely happened (nil) or definitely could not
+// (ErrNotHeld) ends the lease: it stops the watchdog and cancels Context.
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return fmt.Errorf("release: lease is nil: %w", ErrInvalid)
@@ -177,15 +186,15 @@ func (l *Lease) Release(ctx context.Context) error {
 		l.mu.Unlock()
 		return fmt.Errorf("release %q: already released: %w", l.key, ErrNotHeld)
 	}
-	l.released = true
-	l.finishLocked(ErrReleased)
 	l.mu.Unlock()
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("release %q: %w", l.key, context.Cause(ctx))
+		return fmt.Errorf("release %q: nothing sent: %w", l.key, context.Cause(ctx))
 	}
-	reply, err := l.c.run(ctx, releaseScript, []string{l.keys.Lock, l.keys.Fence, l.keys.Queue, l.keys.QueueDeadlines}, l.owner, l.keys.Channel)
+	reply, err := l.c.run(ctx, releaseScript, []string{l.keys.Lock, l.keys.Fence, l.keys.Queue, l.keys.QueueDeadlines},
+		l.owner, l.keys.Channel, l.c.opts.HandoffTTL.Milliseconds())
 	if err != nil {
-		if outcomeUnknown(err) {
+		var ns errNotSent
+		if outcomeUnknown(err) && !errors.As(err, &ns) {
 			return unknown(ctx, "release", l.key, err)
 		}
 		return fmt.Errorf("release %q: %w", l.key, err)
@@ -194,6 +203,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	if len(vals) == 0 {
 		return fmt.Errorf("release %q: unexpected reply %v", l.key, reply)
 	}
+	l.mu.Lock()
+	l.released = true
+	l.finishLocked(ErrReleased)
+	l.mu.Unlock()
 	if n, _ := vals[0].(int64); n < 0 {
 		return fmt.Errorf("release %q: expired or taken by another owner: %w", l.key, ErrNotHeld)
 	}
@@ -336,7 +349,7 @@ func (l *Lease) watchdogTick() {
 // unknown wraps a lost reply: ErrUnknownOutcome, the error, and the caller's
 // ctx cause when its deadline passed mid-command.
 func unknown(ctx context.Context, op, key string, err error) error {
-	if cerr := context.Cause(ctx); cerr != nil && !errors.Is(err, cerr) {
+	if cerr := ctxCause(ctx); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("%s %q: %w: %w (%w)", op, key, ErrUnknownOutcome, err, cerr)
 	}
 	return fmt.Errorf("%s %q: %w: %w", op, key, ErrUnknownOutcome, err)

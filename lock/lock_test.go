@@ -854,3 +854,165 @@ func TestShorterHoldNeverShortensTheLease(t *testing.T) {
 	_ = long.Release(ctxT(t))
 	_ = outer.Release(ctxT(t))
 }
+
+// TestDeadWaiterGetsOnlyAHandoffLease: a waiter that died in line (its place
+// left in the queue, as a SIGKILLed process leaves it) is handed the lock on
+// release with a provisional lease of HandoffTTL, not a whole TTL, and a
+// live waiter behind it gets the lock once that runs out. (The old release
+// gave the dead waiter the full TTL: 10 s at defaults, during which the lock
+// was unusable.) The bound is read from Redis: no timing is asserted.
+func TestDeadWaiterGetsOnlyAHandoffLease(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	keys := lock.RedisKeys("k")
+	c := newLocks(t, rdb, lock.Options{TTL: time.Minute, QueueTTL: time.Minute, HandoffTTL: 300 * time.Millisecond})
+	a := mustAcquire(t, c, "k")
+	// The dead waiter: first in line, its place valid for a minute.
+	if err := rdb.ZAdd(ctxT(t), keys.Queue, redis.Z{Score: 1, Member: "60000:dead"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZAdd(ctxT(t), keys.QueueDeadlines, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "60000:dead"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := rdb.HGet(ctxT(t), keys.Lock, "o").Result()
+	pttl, _ := rdb.PTTL(ctxT(t), keys.Lock).Result()
+	if owner != "dead" || pttl > 300*time.Millisecond || pttl <= 0 {
+		t.Fatalf("after the release the lock is held by %q for %v; want the dead waiter for at most the 300ms hand-off lease", owner, pttl)
+	}
+	live := newLocks(t, newRDB(t, p), lock.Options{TTL: time.Minute, QueueTTL: time.Minute})
+	l := mustAcquire(t, live, "k") // served once the hand-off lease runs out
+	if pttl, _ := rdb.PTTL(ctxT(t), keys.Lock).Result(); pttl < 30*time.Second {
+		t.Fatalf("the live waiter's lease expires in %v; want its minute", pttl)
+	}
+	_ = l.Release(ctxT(t))
+}
+
+// TestFreeLockGoesToTheHeadProvisionally: a free lock whose queue head is a
+// waiter that died (no release to hand it over) is handed to that head by
+// the next attempt, provisionally, so a live waiter is not held up until the
+// dead one's place expires (a minute here).
+func TestFreeLockGoesToTheHeadProvisionally(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	keys := lock.RedisKeys("k")
+	if err := rdb.ZAdd(ctxT(t), keys.Queue, redis.Z{Score: 1, Member: "60000:dead"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZAdd(ctxT(t), keys.QueueDeadlines, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "60000:dead"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := newLocks(t, rdb, lock.Options{TTL: time.Minute, QueueTTL: time.Minute, HandoffTTL: 200 * time.Millisecond})
+	if _, err := c.TryAcquire(ctxT(t), "k"); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("try-acquire jumped the queue: %v", err)
+	}
+	if owner, _ := rdb.HGet(ctxT(t), keys.Lock, "o").Result(); owner != "dead" {
+		t.Fatalf("the free lock was not handed to the head of the queue (owner %q)", owner)
+	}
+	l := mustAcquire(t, c, "k")
+	_ = l.Release(ctxT(t))
+}
+
+// TestQueueExpiryOnlyGrows: the queue's keys live at least QueueTTL from a
+// waiter's last refresh, whatever TTL another waiter asked for: a waiter
+// with WithTTL(200ms) no longer makes the queue expire under the others.
+func TestQueueExpiryOnlyGrows(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	keys := lock.RedisKeys("k")
+	c := newLocks(t, rdb, lock.Options{TTL: time.Minute, QueueTTL: time.Minute})
+	holder := mustAcquire(t, c, "k")
+	defer holder.Release(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _, _ = c.Acquire(ctx, "k") }()
+	eventually(t, "the first waiter to queue", func() bool { return queueLen(t, rdb, "k") == 1 })
+	short := newLocks(t, newRDB(t, p), lock.Options{TTL: time.Minute, QueueTTL: 200 * time.Millisecond})
+	go func() { _, _ = short.Acquire(ctx, "k", lock.WithTTL(200*time.Millisecond)) }()
+	eventually(t, "the second waiter to queue", func() bool { return queueLen(t, rdb, "k") == 2 })
+	for _, k := range []string{keys.Queue, keys.QueueDeadlines} {
+		if d, _ := rdb.PTTL(ctxT(t), k).Result(); d < 30*time.Second {
+			t.Fatalf("%s expires in %v after a 200ms waiter joined; want the first waiter's minute", k, d)
+		}
+	}
+}
+
+// TestHandedOffLeaseIsValidFromTheHandoff: a waiter that waited most of a
+// TTL gets a lease whose validity counts from the hand-off, not from its
+// first attempt. (The old lease counted from the last attempt and could be
+// born with a few milliseconds left, and its watchdog then declared it lost.)
+func TestHandedOffLeaseIsValidFromTheHandoff(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	const ttl = 2 * time.Second
+	c := newLocks(t, rdb, lock.Options{TTL: ttl, QueueTTL: time.Minute})
+	a := mustAcquire(t, c, "k")
+	got := make(chan *lock.Lease, 1)
+	go func() {
+		l, err := c.Acquire(ctxT(t), "k")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	eventually(t, "the waiter to queue", func() bool { return queueLen(t, rdb, "k") == 1 })
+	time.Sleep(ttl * 3 / 4) // the waiter waits most of a TTL (its only attempt was at the start)
+	if err := a.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	l := <-got
+	if l == nil {
+		t.FailNow()
+	}
+	if left := time.Until(l.ValidUntil()); left < ttl/2 {
+		t.Fatalf("the handed-off lease is valid %v more; want about its TTL %v (counted from the hand-off)", left, ttl)
+	}
+	_ = l.Release(ctxT(t))
+}
+
+// TestReleaseIsRetryable: a release whose ctx was done before sending
+// changes nothing and can be sent again; the lock is then free at once.
+// (The old release marked the lease released first: the key stayed held for
+// its TTL and a retry said "already released".)
+func TestReleaseIsRetryable(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	c := newLocks(t, rdb, lock.Options{TTL: time.Minute})
+	l := mustAcquire(t, c, "k")
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.Release(done); !errors.Is(err, context.Canceled) || errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release with a canceled ctx: %v; want context.Canceled", err)
+	}
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if n, _ := rdb.Exists(ctxT(t), lock.RedisKeys("k").Lock).Result(); n != 0 {
+		t.Fatal("the lock is still held after the retried release")
+	}
+	if err := l.Release(ctxT(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release after release: %v; want ErrNotHeld", err)
+	}
+}
+
+// TestGivingUpIsNotAcquired: a waiter whose ctx ends while it waits and who
+// left the queue surely does not hold the lock: ErrNotAcquired (with the
+// ctx error), not an unknown outcome.
+func TestGivingUpIsNotAcquired(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	c := newLocks(t, rdb, lock.Options{TTL: time.Minute})
+	l := mustAcquire(t, c, "k")
+	defer l.Release(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := c.Acquire(ctx, "k")
+	if !errors.Is(err, lock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, lock.ErrUnknownOutcome) {
+		t.Fatalf("gave up waiting: %v; want ErrNotAcquired wrapping context.DeadlineExceeded", err)
+	}
+	if n := queueLen(t, rdb, "k"); n != 0 {
+		t.Fatalf("the waiter left %d queue entries", n)
+	}
+}

@@ -14,6 +14,10 @@ const (
 	MinTTL = 10 * time.Millisecond
 	// DefaultDrift is the clock drift allowance when Options.Drift is zero.
 	DefaultDrift = 0.01
+	// DefaultQueueTTL is Options.QueueTTL when zero.
+	DefaultQueueTTL = time.Second
+	// DefaultHandoffTTL is Options.HandoffTTL when zero.
+	DefaultHandoffTTL = 200 * time.Millisecond
 	// maxOwnerLen bounds owner tokens given with WithOwner.
 	maxOwnerLen = 256
 )
@@ -38,11 +42,18 @@ type Options struct {
 	// ReplicaTimeout bounds the WAIT; 0 means TTL/10 (at least 10ms, at most 1s).
 	ReplicaTimeout time.Duration
 	// QueueTTL is how long a waiter keeps its place in the FIFO queue without
-	// refreshing it (waiters refresh every QueueTTL/3). A waiter that crashed
-	// keeps its place that long, and if a release hands it the lock in that
-	// time, the lock stays unusable for its TTL: a crashed waiter delays the
-	// others by at most QueueTTL + TTL. 0 means the lease TTL.
+	// refreshing it (live waiters refresh every QueueTTL/3); it does not
+	// follow the lease TTL of any call, and the queue's keys never expire
+	// sooner than a waiter's place. 0 means DefaultQueueTTL.
 	QueueTTL time.Duration
+	// HandoffTTL is the provisional lease a waiter is handed when the lock
+	// passes to it (a release, or a free lock whose queue head is not the
+	// caller): the waiter confirms it on pickup with one round trip, which
+	// gives it its full TTL. A waiter that died in line never confirms, so
+	// it blocks the others for at most HandoffTTL (per dead waiter ahead),
+	// not a whole TTL. 0 means DefaultHandoffTTL; it is capped by each
+	// waiter's TTL. See WaitBound.
+	HandoffTTL time.Duration
 	// Logger receives warnings (failed cleanups, watchdog errors); nil discards them.
 	Logger *slog.Logger
 	// OnRenew, when set, is called around each renewal the watchdog makes:
@@ -77,6 +88,15 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.QueueTTL < 0 || (o.QueueTTL > 0 && o.QueueTTL < MinTTL) {
 		return o, fmt.Errorf("Options.QueueTTL = %v: must be 0 or at least %v: %w", o.QueueTTL, MinTTL, ErrInvalid)
+	}
+	if o.QueueTTL == 0 {
+		o.QueueTTL = DefaultQueueTTL
+	}
+	if o.HandoffTTL < 0 || (o.HandoffTTL > 0 && o.HandoffTTL < MinTTL) {
+		return o, fmt.Errorf("Options.HandoffTTL = %v: must be 0 or at least %v: %w", o.HandoffTTL, MinTTL, ErrInvalid)
+	}
+	if o.HandoffTTL == 0 {
+		o.HandoffTTL = DefaultHandoffTTL
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -143,11 +163,19 @@ func (c *Client) callConfig(opts []AcquireOption) (callConfig, error) {
 	return cfg, nil
 }
 
-func (c *Client) queueTTL(ttl time.Duration) time.Duration {
-	if c.opts.QueueTTL > 0 {
-		return c.opts.QueueTTL
+// WaitBound is how long after a lock is surely free (its last holder
+// released it, or its lease surely expired) a live waiter gets it with
+// these options: one provisional hand-off per waiter ahead that died in
+// line (HandoffTTL each), plus a refresh period (QueueTTL/3) for a waiter
+// whose wake-up message was lost, plus slack for the round trips. Callers
+// that keep their waits above it never give up on a lock that is free;
+// lockproof's checker holds the lock to it (waiter liveness, G3).
+func (o Options) WaitBound(deadAhead int) time.Duration {
+	n, err := o.normalize()
+	if err != nil {
+		n = o
 	}
-	return ttl
+	return time.Duration(max(deadAhead, 1))*n.HandoffTTL + n.QueueTTL/3 + 250*time.Millisecond
 }
 
 func (c *Client) replicaTimeout(ttl time.Duration) time.Duration {

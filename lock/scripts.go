@@ -75,7 +75,8 @@ local function extend(ttl)
 end
 `
 
-// luaQueue: see luaPrelude.
+// luaQueue: see luaPrelude. Every script that loads it passes the hand-off
+// lease (ms) as its last ARGV.
 const luaQueue = `
 local function dropDead()
   local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, 100)
@@ -85,6 +86,7 @@ local function dropDead()
   end
 end
 local function handoff(chan)
+  local ho = tonumber(ARGV[#ARGV])
   while true do
     local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
     if not head then
@@ -95,11 +97,16 @@ local function handoff(chan)
     redis.call('ZREM', KEYS[4], head)
     local ttl, tok = string.match(head, '^(%d+):(.+)$')
     if tok then
-      local _, fs = grant(tok, ttl)
+      local _, fs = grant(tok, math.min(tonumber(ttl), ho))
       local msg = tok .. ':' .. fs
       redis.call('PUBLISH', chan, msg)
       return msg
     end
+  end
+end
+local function growExpire(key, ttl)
+  if redis.call('PTTL', key) < ttl then
+    redis.call('PEXPIRE', key, ttl)
   end
 end
 `
@@ -107,13 +114,17 @@ end
 // acquireScript: KEYS lock, fence, queue, queue deadlines.
 // ARGV token, ttl ms, mode ("w": join the queue on failure, "t": don't),
 // queue ttl ms, reentrant ("1": same owner increments the hold count,
-// "0": same owner is an idempotent retry, or a hand-off being picked up).
+// "0": same owner is an idempotent retry, or a hand-off being picked up),
+// channel, hand-off lease ms.
 // Returns {1, fence, holds} when acquired, {0, pttl of the lock} when not.
 //
 // Fast path: when neither the lock nor the queue exists (uncontended), it
 // grants at once (EXISTS, TIME, SET ... GET of the fence, HSET, PEXPIRE).
 // Otherwise it reads the clock, drops expired waiters, and then grants to
-// the owner (reentrancy), to the head of the queue, or queues the caller.
+// the owner (reentrancy, or confirming a hand-off: the lease gets its full
+// TTL), to the head of the queue, or queues the caller. A free lock whose
+// queue head is someone else is handed to that head (a provisional lease,
+// published): a head that died in line holds it up for one hand-off lease.
 //
 // The fence is max(counter+1, server time in µs): it strictly increases on one
 // master, and after a failover that lost the counter it still exceeds every
@@ -144,22 +155,26 @@ if not owner then
     local f = grant(ARGV[1], ARGV[2])
     return {1, f, 1}
   end
+  handoff(ARGV[6])
 end
 if ARGV[3] == 'w' then
   local qttl = tonumber(ARGV[4])
   redis.call('ZADD', KEYS[3], 'NX', us, member)
   redis.call('ZADD', KEYS[4], now + qttl, member)
-  redis.call('PEXPIRE', KEYS[3], qttl)
-  redis.call('PEXPIRE', KEYS[4], qttl)
+  growExpire(KEYS[3], qttl)
+  growExpire(KEYS[4], qttl)
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `)
 
-// releaseScript: KEYS lock, fence, queue, queue deadlines. ARGV token, channel.
+// releaseScript: KEYS lock, fence, queue, queue deadlines. ARGV token,
+// channel, hand-off lease ms.
 // Returns {-1} when the token does not hold the lock, {remaining holds}
 // otherwise. At zero holds it hands the lock to the first waiter, publishing
 // "<token>:<fence>" on the channel, and returns {0, that message}; with
-// nobody waiting it deletes the lock and returns {0, ""}.
+// nobody waiting it deletes the lock and returns {0, ""}. The waiter gets a
+// provisional lease (the hand-off lease, at most its TTL) that it confirms
+// on pickup.
 //
 // Fast path: the last hold released with no queue key is HMGET, EXISTS, DEL;
 // only when a queue exists does it read the clock and drop expired waiters
@@ -189,7 +204,7 @@ return 0
 `)
 
 // leaveScript: KEYS lock, fence, queue, queue deadlines. ARGV token, channel,
-// ttl ms, "1" when the token is fresh (not given WithOwner). A waiter that
+// ttl ms, "1" when the token is fresh (not given WithOwner), hand-off lease ms. A waiter that
 // gives up leaves the queue; if the lock was already handed to its fresh
 // token, it passes the lock on to the next waiter.
 var leaveScript = newScript(luaPrelude + luaQueue + `
