@@ -263,13 +263,42 @@ func inject(ctx context.Context, e env.Env, sc Scenario, wl *workload.Workload, 
 			window = 0
 			break
 		}
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := victim.WaitHolding(wctx)
-		cancel()
-		if err != nil {
-			return "", fmt.Errorf("crash-client: %w", err)
+		// Crash the victim while it holds its lock. For a lock that waits
+		// in line, then crash another client while it waits there (behind
+		// the dead holder's lease): a dead waiter first in line, which must
+		// not hold up the live ones for long once the lease expires
+		// (waiter liveness).
+		holdCrash := func(ctx context.Context) error {
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if err := victim.WaitHolding(wctx); err != nil {
+				return err
+			}
+			victim.Gate.Crash()
+			return nil
 		}
-		f = &nemesis.CrashClient{Client: victim.Name, Gate: victim.Gate}
+		steps, name := []func(context.Context) error{holdCrash}, "crash-client "+victim.Name
+		if others := without(clients, victim); victim.CanWait() && len(others) > 1 {
+			var waiter *workload.Client
+			queuedCrash := func(ctx context.Context) error {
+				wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				var err error
+				if waiter, err = workload.FirstQueued(wctx, others); err != nil {
+					return err
+				}
+				waiter.Gate.Crash()
+				return nil
+			}
+			steps = append(steps, queuedCrash)
+			defer func() {
+				if waiter != nil {
+					sc.Logger.Info("crashed while queued", "client", waiter.Name)
+				}
+			}()
+			name = fmt.Sprintf("crash-client %s (holding) and one waiter in line", victim.Name)
+		}
+		f = &nemesis.CrashClients{Label: name, Steps: steps}
 		window = 0
 	case FaultClockSkew:
 		f = &nemesis.ClockSkew{Client: victim.Name, Clock: victim.Clock, Offset: 4 * sc.TTL}
@@ -298,6 +327,17 @@ func inject(ctx context.Context, e env.Env, sc Scenario, wl *workload.Workload, 
 	}
 	sc.Logger.Info("fault", "name", f.Name(), "window", window)
 	return f.Name(), nemesis.Apply(ctx, rec, f, window)
+}
+
+// without returns cs without c.
+func without(cs []*workload.Client, c *workload.Client) []*workload.Client {
+	out := make([]*workload.Client, 0, len(cs))
+	for _, x := range cs {
+		if x != c {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // pick returns n distinct clients chosen by rng, in their original order.

@@ -1,6 +1,7 @@
 package chaos_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -20,6 +21,7 @@ import (
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/reports"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 var (
@@ -65,7 +67,12 @@ func zooDir(t *testing.T) string {
 // for failover) and returns the summary rows by scenario ID.
 func zooRun(t *testing.T, specs []matrix.Spec) map[string]*matrix.Scenario {
 	t.Helper()
-	out := zooDir(t)
+	return zooRunIn(t, zooDir(t), specs)
+}
+
+// zooRunIn is zooRun into the run directory out.
+func zooRunIn(t *testing.T, out string, specs []matrix.Spec) map[string]*matrix.Scenario {
+	t.Helper()
 	var progress strings.Builder
 	for i := range specs {
 		if specs[i].Duration == 0 {
@@ -107,7 +114,8 @@ func sameLinesAsCheck(t *testing.T, out string, s *matrix.Scenario) {
 		t.Errorf("%s: %v", s.ID(), err)
 		return
 	}
-	fromFile, err := checker.Check(context.Background(), ops, checker.Options{Timeout: time.Minute})
+	e, _ := zoo.Builtin().Lookup(s.Lock)
+	fromFile, err := checker.Check(context.Background(), ops, checker.Options{Timeout: time.Minute, WaitBound: e.WaitBound})
 	if err != nil {
 		t.Errorf("%s: check the file: %v", s.ID(), err)
 		return
@@ -272,5 +280,95 @@ func TestRegressions(t *testing.T) {
 					r.Regression.Property, r.Verdict)
 			}
 		})
+	}
+}
+
+// TestFencedDrivesEveryPath: one crash-client run of the fenced lock shows
+// every path of the lock it ships, driven through package lock: blocking
+// acquires that waited in line and got the lock, waiters canceled in line,
+// nested holds with shorter and longer TTLs, renewals by package lock's own
+// watchdog (made well into a hold: the workload's explicit renewals follow
+// its acquire at once), releases, and a client crashed while it waited in
+// line (its blocking acquire never returned).
+func TestFencedDrivesEveryPath(t *testing.T) {
+	dir := zooDir(t)
+	rows := zooRunIn(t, dir, []matrix.Spec{{Lock: "fenced", Fault: chaos.FaultCrashClient, Seed: 1}})
+	s := rows[matrix.Spec{Lock: "fenced", Fault: chaos.FaultCrashClient, Seed: 1}.ID()]
+	t.Log(zooDescribe(s))
+	ops, err := history.ReadFile(filepath.Join(dir, s.History))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttl := matrix.DefaultTTL.Milliseconds()
+	count := map[string]int{}
+	// The workload's own renewals follow its acquire at once; one made
+	// 50ms or more into a hold is package lock's watchdog's.
+	lastAcquired := map[string]int64{}
+	sorted := slices.Clone(ops)
+	slices.SortFunc(sorted, func(a, b history.Op) int { return cmp.Compare(a.Call, b.Call) })
+	for _, o := range sorted {
+		if o.Kind == history.Acquire && o.Result == history.OK && o.TTLMillis == ttl {
+			lastAcquired[o.Client] = o.Return
+		}
+		if o.Kind == history.Renew && o.Result == history.OK && o.Call-lastAcquired[o.Client] >= int64(50*time.Millisecond) {
+			count["watchdog renewal"]++
+		}
+	}
+	for _, o := range ops {
+		switch {
+		case o.Kind == history.Acquire && o.Wait && o.Result == history.OK && o.Return-o.Call > int64(5*time.Millisecond):
+			count["waited in line and got it"]++
+		case o.Kind == history.Acquire && o.Wait && o.Result == history.Fail:
+			count["gave up in line"]++
+		case o.Kind == history.Acquire && o.Wait && !o.Completed:
+			count["crashed in line"]++
+		case o.Kind == history.Acquire && o.Result == history.OK && o.TTLMillis < ttl:
+			count["nested hold, shorter TTL"]++
+		case o.Kind == history.Acquire && o.Result == history.OK && o.TTLMillis > ttl:
+			count["nested hold, longer TTL"]++
+		case o.Kind == history.Release && o.Result == history.OK:
+			count["release"]++
+		}
+	}
+	for _, what := range []string{"waited in line and got it", "gave up in line", "crashed in line", "nested hold, shorter TTL",
+		"nested hold, longer TTL", "watchdog renewal", "release"} {
+		if count[what] == 0 {
+			t.Errorf("the history shows no %s (%v)", what, count)
+		}
+	}
+	if s.Liveness == checker.Violated || s.Lease == checker.Violated || s.Resource == checker.Violated {
+		t.Errorf("the fenced lock broke a guarantee: %s", zooDescribe(s))
+	}
+}
+
+// TestHarnessCatchesTheOldLock: fenced-v1, the shipped lock before its
+// review's fixes, is caught under crash-client for what review found in its
+// queue (a waiter that died in line holds the lock up for a whole TTL:
+// waiter liveness) on one of a few seeds, while the lock shipped now keeps
+// the same promise on every one of them.
+func TestHarnessCatchesTheOldLock(t *testing.T) {
+	var specs []matrix.Spec
+	for seed := uint64(1); seed <= 4; seed++ {
+		specs = append(specs, matrix.Spec{Lock: "fenced-v1", Fault: chaos.FaultCrashClient, Seed: seed},
+			matrix.Spec{Lock: "fenced", Fault: chaos.FaultCrashClient, Seed: seed})
+	}
+	dir := zooDir(t)
+	rows := zooRunIn(t, dir, specs)
+	caught := false
+	for _, sp := range specs {
+		s := rows[sp.ID()]
+		t.Log(zooDescribe(s))
+		if sp.Lock == "fenced" && s.Liveness == checker.Violated {
+			t.Errorf("%s: the fixed lock broke its promise to waiters", sp.ID())
+		}
+		if sp.Lock == "fenced-v1" && s.Liveness == checker.Violated {
+			b, err := os.ReadFile(filepath.Join(dir, filepath.Dir(s.History), reports.CheckFile))
+			if err == nil && strings.Contains(string(b), checker.RuleWaiterLiveness) {
+				caught = true
+			}
+		}
+	}
+	if !caught {
+		t.Error("fenced-v1's dead-waiter defect was not caught (waiter-liveness) on any of 4 seeds")
 	}
 }

@@ -80,6 +80,12 @@ type Options struct {
 	// a failed acquire by another client counts as a liveness violation; 0 means
 	// DefaultLivenessSlack.
 	LivenessSlack time.Duration
+	// WaitBound is what the lock promises waiters: once no other client may
+	// hold a key, a blocking acquire (history.Op.Wait) gets it within
+	// WaitBound, whatever waiters that died ahead of it in line (their
+	// acquires never returned). 0: the lock promises nothing and the
+	// waiter-liveness rule is off. See docs/DESIGN.md.
+	WaitBound time.Duration
 	// Timeout bounds the whole Check, every key and every property, the
 	// explanations included; 0: no limit. What is not decided in time is
 	// unknown (a direct rule's violation found in time still counts).
@@ -106,6 +112,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.LivenessSlack == 0 {
 		o.LivenessSlack = DefaultLivenessSlack
+	}
+	if o.WaitBound < 0 {
+		return o, fmt.Errorf("%w: negative wait bound %v", ErrBadOptions, o.WaitBound)
 	}
 	if o.LivenessSlack < 0 {
 		return o, fmt.Errorf("%w: negative liveness slack %v", ErrBadOptions, o.LivenessSlack)
@@ -236,6 +245,8 @@ func (c *run) check() *Result {
 					r.leaseVerdict, r.leaseUndecided, r.lease = c.porcupineCheck(k.key, k.lease, PropLease)
 					r.lease = append(r.lease, c.tokenChecks(k)...)
 					r.liveness, r.livenessChecked = c.liveness(k)
+					wv, wchecked := c.waiterLiveness(k)
+					r.liveness, r.livenessChecked = append(r.liveness, wv...), r.livenessChecked || wchecked
 				} else {
 					r.resourceVerdict, r.resourceUndecided, r.resource = c.porcupineCheck(k.key, k.resource, PropResource)
 					r.resource = append(r.resource, c.resourceDirect(k)...)
@@ -258,7 +269,7 @@ func (c *run) check() *Result {
 		Liveness: PropertyResult{Property: PropLiveness, Verdict: NA},
 		Counts:   c.p.counts,
 		Options: OptionsUsed{Drift: c.opts.Drift, LivenessSlackMs: c.opts.LivenessSlack.Milliseconds(),
-			TimeoutMs: c.opts.Timeout.Milliseconds()},
+			TimeoutMs: c.opts.Timeout.Milliseconds(), WaitBoundMs: c.opts.WaitBound.Milliseconds()},
 	}
 	for i, k := range keys {
 		r := &res[i]

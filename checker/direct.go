@@ -2,7 +2,9 @@ package checker
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"time"
 
 	"github.com/lockproof/lockproof/history"
 )
@@ -277,4 +279,165 @@ func (c *run) mayHold(k *keyOps, client int32, tok uint64, t int64) bool {
 		}
 	}
 	return false
+}
+
+// faultDuring reports whether a fault window of the history was open at
+// some instant of [from, to] (a window that never closed is open to the end).
+func (c *run) faultDuring(from, to int64) bool {
+	for _, i := range c.p.faults {
+		f := &c.p.ops[i]
+		end := inf
+		if f.Completed {
+			end = f.Return
+		}
+		if f.Call <= to && end >= from {
+			return true
+		}
+	}
+	return false
+}
+
+// holdSpan is a stretch of time in which one client may hold a key: from
+// the call of the acquire that opened it to the return of the release that
+// surely ended it, or else to when its lease (or renewal) surely expired.
+type holdSpan struct {
+	start, end int64
+	last       *lop // the op that fixes end
+}
+
+// holdSpans returns the spans of one client's lease ops (by call). An ok
+// release that brings the client's holds to zero, with no op of unknown
+// outcome since the span began, ends it at the release's return; otherwise
+// it lasts until its last acquire or renewal surely expired (inf when one
+// never returned). Failed ops are left out, and so are blocking acquires
+// that never returned: a waiter that died in line is the lock's promise to
+// bound (WaitBound), not a holder.
+func holdSpans(ops []*lop) []holdSpan {
+	var out []holdSpan
+	var cur *holdSpan
+	holds, uncertain := 0, false
+	closeAt := func(end int64, last *lop) {
+		cur.end, cur.last = end, last
+		out = append(out, *cur)
+		cur, holds, uncertain = nil, 0, false
+	}
+	for _, o := range ops {
+		if o.result == history.Fail || (o.kind == history.Acquire && o.wait && o.ret == inf) {
+			continue
+		}
+		if cur != nil && uncertain && o.kind == history.Acquire && o.call > cur.end {
+			closeAt(cur.end, cur.last) // the uncertain lease surely expired before this acquire
+		}
+		switch o.kind {
+		case history.Acquire, history.Renew:
+			if cur == nil {
+				if o.kind == history.Renew {
+					continue // a renewal of nothing this client may hold
+				}
+				cur = &holdSpan{start: o.call, end: math.MinInt64}
+			}
+			if e := satAdd(o.ret, o.expireFor); e > cur.end {
+				cur.end, cur.last = e, o
+			}
+			if o.kind == history.Acquire {
+				if o.result == history.OK {
+					holds++
+				} else {
+					uncertain = true
+				}
+			}
+		case history.Release:
+			if cur == nil {
+				continue
+			}
+			if o.result != history.OK || o.ret == inf {
+				uncertain = true
+				continue
+			}
+			holds--
+			if holds <= 0 && !uncertain {
+				closeAt(o.ret, o)
+			}
+		}
+	}
+	if cur != nil {
+		out = append(out, *cur)
+	}
+	return out
+}
+
+// waiterLiveness checks G3 for waiters (Options.WaitBound > 0): a blocking
+// acquire x that returned (ok: it got the lock; fail: it gave up) is a
+// violation when x.ret > max(x.call, F) + WaitBound, where F is the latest
+// end of the hold spans (holdSpans) of the other clients that began before
+// x.ret: from F on no other client may have held the key, so the lock owed
+// x the key within its bound. A span without an end (an op that never
+// returned) leaves x unchecked, and so does a fault window open at any
+// instant from max(x.call, F) to x.ret: a lock cannot serve a waiter while
+// Redis is frozen or cut off, and its promise is for a working deployment
+// (clients that crashed for good stay dead after their window closed). It
+// reports whether any waiter was checked.
+func (c *run) waiterLiveness(k *keyOps) ([]Violation, bool) {
+	w := int64(c.opts.WaitBound)
+	if w <= 0 {
+		return nil, false
+	}
+	byClient := map[int32][]*lop{}
+	var waits []*lop
+	for _, o := range k.lease { // by call
+		byClient[o.client] = append(byClient[o.client], o)
+		if o.kind == history.Acquire && o.wait && o.ret != inf && o.result != history.Unknown {
+			waits = append(waits, o)
+		}
+	}
+	if len(waits) == 0 {
+		return nil, false
+	}
+	spans := map[int32][]holdSpan{}
+	for cl, ops := range byClient {
+		spans[cl] = holdSpans(ops)
+	}
+	var vs []Violation
+	checked := false
+	for _, x := range waits {
+		f, last := int64(math.MinInt64), (*lop)(nil)
+		for cl, ss := range spans {
+			if cl == x.client {
+				continue
+			}
+			for _, s := range ss {
+				if s.start < x.ret && s.end > f {
+					f, last = s.end, s.last
+				}
+			}
+		}
+		if f == inf {
+			continue
+		}
+		from := max(x.call, f)
+		if c.faultDuring(from, x.ret) {
+			continue // the promise holds while Redis and the network answer: no fault may be under way
+		}
+		checked = true
+		if x.ret-from <= w {
+			continue
+		}
+		what := "got the lock"
+		if x.result == history.Fail {
+			what = "gave up waiting"
+		}
+		why := fmt.Sprintf("%s %s at %s, %v after the key was surely free at %s", c.p.describe(x), what, fmtTime(x.ret),
+			time.Duration(x.ret-from), fmtTime(from))
+		var cited []*lop
+		if last != nil && f >= x.call {
+			why += fmt.Sprintf(" (no other client could hold it after %s)", c.p.describe(last))
+			cited = append(cited, last)
+		} else {
+			why += " (no other client could hold it while it waited)"
+		}
+		why += fmt.Sprintf("; the lock promises a waiter the key within %v", c.opts.WaitBound)
+		cited = append(cited, x)
+		vs = append(vs, c.violation(PropLiveness, RuleWaiterLiveness, k.key, why, cited...))
+	}
+	return vs, checked
 }

@@ -16,6 +16,7 @@ func val(v string) opt    { return func(o *history.Op) { o.Value, o.HasValue = v
 func prev(v string) opt   { return func(o *history.Op) { o.Prev, o.HasPrev = v, true } }
 func noReturn() opt       { return func(o *history.Op) { o.Completed, o.Return = false, 0 } }
 func atNs(c, r int64) opt { return func(o *history.Op) { o.Call, o.Return = c, r } }
+func waits() opt          { return func(o *history.Op) { o.Wait = true } }
 
 func mk(kind history.Kind, client, key string, call, ret float64, res history.Result, opts ...opt) history.Op {
 	o := history.Op{Client: client, Kind: kind, Key: key, Call: int64(call * float64(msNs)),

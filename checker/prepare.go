@@ -33,6 +33,8 @@ type lop struct {
 
 	value, prev int32 // interned (prepared.values); 0 is ""
 	hasPrev     bool
+
+	wait bool // a blocking acquire (history.Op.Wait)
 }
 
 func (o *lop) line() int { return lineOf(o.src, o.idx) }
@@ -118,7 +120,7 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 			p.keys = append(p.keys, k)
 		}
 		l := &lop{idx: i, src: o, kind: o.Kind, client: id, result: o.Result, call: o.Call, ret: inf,
-			token: o.Token, hasToken: o.HasToken, hasPrev: o.HasPrev}
+			token: o.Token, hasToken: o.HasToken, hasPrev: o.HasPrev, wait: o.Wait}
 		if o.Completed {
 			l.ret = o.Return
 		} else {

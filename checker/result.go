@@ -39,7 +39,8 @@ const (
 	RuleStaleRead   = "stale-read"    // a read did not return the last accepted write's value
 	RuleStaleHolder = "stale-holder"  // an unfenced op was accepted from a holder whose lease had passed to another client
 	// Liveness rule.
-	RuleLiveness = "liveness" // an acquire failed after a crashed holder's lease had surely expired
+	RuleLiveness       = "liveness"        // an acquire failed after a crashed holder's lease had surely expired
+	RuleWaiterLiveness = "waiter-liveness" // a waiter got the lock (or gave up) later than the lock's bound after it was surely free
 	// RuleLinearizability: no order of a key's ops satisfies the model, and
 	// the explanation could not single out the op at fault (e.g. it timed out).
 	RuleLinearizability = "linearizability"
@@ -129,6 +130,8 @@ type OptionsUsed struct {
 	Drift           float64 `json:"drift"`
 	LivenessSlackMs int64   `json:"liveness_slack_ms"`
 	TimeoutMs       int64   `json:"timeout_ms"`
+	// WaitBoundMs is Options.WaitBound (0: the waiter-liveness rule was off).
+	WaitBoundMs int64 `json:"wait_bound_ms,omitempty"`
 }
 
 // Properties returns the three property results in a fixed order: lease, resource, liveness.

@@ -189,11 +189,18 @@ func (c *Client) acquire(ctx context.Context, key string, wait bool, opts []Acqu
 	}
 	backoff := time.Millisecond
 	refresh := c.opts.QueueTTL / 3
+	other := false
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		if !retryNow {
 			d := refresh
+			if other {
+				// The lock was handed to another waiter: if that one died in
+				// line it never picks it up, and the hand-off lease runs out;
+				// look again then rather than at the next refresh.
+				d, other = c.opts.HandoffTTL+5*time.Millisecond, false
+			}
 			switch {
 			case res.pttl > 0:
 				d = min(d, res.pttl)
@@ -214,6 +221,9 @@ func (c *Client) acquire(ctx context.Context, key string, wait bool, opts []Acqu
 				// full TTL. The lease's validity counts from that attempt's
 				// start, not from an earlier one, and WAIT covers it.
 			case <-w.wake:
+			case <-w.other:
+				other = true
+				continue
 			case <-timer.C:
 			}
 		}

@@ -68,6 +68,7 @@ type waiter struct {
 	st    *chanState
 	wake  chan struct{} // buffered(1): look again (the lock may be free)
 	grant chan uint64   // buffered(1): a release handed the lock to this waiter, with this fence
+	other chan struct{} // buffered(1): the lock was handed to another waiter
 }
 
 // deliver passes a message ("<token>:<fence>" for a hand-off, anything else
@@ -81,7 +82,14 @@ func (w *waiter) deliver(payload string) {
 		return
 	}
 	i := strings.LastIndexByte(payload, ':')
-	if i < 0 || payload[:i] != w.token {
+	if i < 0 {
+		return
+	}
+	if payload[:i] != w.token {
+		select {
+		case w.other <- struct{}{}:
+		default:
+		}
 		return
 	}
 	fence, err := strconv.ParseUint(payload[i+1:], 10, 64)
@@ -151,7 +159,7 @@ func (n *notifier) join(ch, token string) *waiter {
 		st = &chanState{ready: make(chan struct{}), waiters: make(map[*waiter]struct{})}
 		n.chans[ch] = st
 	}
-	w := &waiter{n: n, ch: ch, token: token, st: st, wake: make(chan struct{}, 1), grant: make(chan uint64, 1)}
+	w := &waiter{n: n, ch: ch, token: token, st: st, wake: make(chan struct{}, 1), grant: make(chan uint64, 1), other: make(chan struct{}, 1)}
 	st.refs++
 	st.waiters[w] = struct{}{}
 	if !n.closed {

@@ -17,7 +17,7 @@ const (
 	// DefaultQueueTTL is Options.QueueTTL when zero.
 	DefaultQueueTTL = time.Second
 	// DefaultHandoffTTL is Options.HandoffTTL when zero.
-	DefaultHandoffTTL = 200 * time.Millisecond
+	DefaultHandoffTTL = 100 * time.Millisecond
 	// maxOwnerLen bounds owner tokens given with WithOwner.
 	maxOwnerLen = 256
 )
@@ -165,17 +165,19 @@ func (c *Client) callConfig(opts []AcquireOption) (callConfig, error) {
 
 // WaitBound is how long after a lock is surely free (its last holder
 // released it, or its lease surely expired) a live waiter gets it with
-// these options: one provisional hand-off per waiter ahead that died in
-// line (HandoffTTL each), plus a refresh period (QueueTTL/3) for a waiter
-// whose wake-up message was lost, plus slack for the round trips. Callers
-// that keep their waits above it never give up on a lock that is free;
-// lockproof's checker holds the lock to it (waiter liveness, G3).
+// these options, while Redis answers: a hand-off lease for each waiter
+// ahead that died in line (deadAhead; the attempt that finds the lock free
+// hands it to the head, so a dead head costs its hand-off lease and no
+// more), one more for a live head's pickup, and 150ms of slack for round
+// trips and scheduling. Callers that wait longer never give up on a lock
+// that is free; lockproof's checker holds the lock to it (waiter liveness,
+// G3).
 func (o Options) WaitBound(deadAhead int) time.Duration {
 	n, err := o.normalize()
 	if err != nil {
 		n = o
 	}
-	return time.Duration(max(deadAhead, 1))*n.HandoffTTL + n.QueueTTL/3 + 250*time.Millisecond
+	return time.Duration(max(deadAhead, 0)+1)*n.HandoffTTL + 150*time.Millisecond
 }
 
 func (c *Client) replicaTimeout(ttl time.Duration) time.Duration {

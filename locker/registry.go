@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"time"
 )
 
 // Opener builds one Locker for one workload client from its Deps.
@@ -48,6 +49,13 @@ type Entry struct {
 	Profile Profile
 	// Needs is what the lock needs of the environment.
 	Needs Needs
+	// WaitBound is what the lock promises waiters (locker.Waiter): once no
+	// other client may hold a key, a blocking acquire gets it within
+	// WaitBound, with one waiter that died in line ahead of it, as the
+	// lock states it (lock.Options.WaitBound for lockproof's). The checker
+	// holds the lock to it (waiter liveness, docs/DESIGN.md); 0 promises
+	// nothing and leaves waiters unchecked.
+	WaitBound time.Duration
 	// Doc is one line saying what the lock is (shown by the CLI and reports).
 	Doc string
 

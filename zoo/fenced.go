@@ -17,7 +17,7 @@ import (
 // its OnRenew (when nil) by one that announces every watchdog renewal to
 // Deps.Observer.
 func FencedEntry(opts lock.Options) locker.Entry {
-	return locker.Entry{Name: "fenced", Profile: locker.ProfileFenced,
+	return locker.Entry{Name: "fenced", Profile: locker.ProfileFenced, WaitBound: opts.WaitBound(1),
 		Doc: "the production lock: owner token, fence, TTL, watchdog, FIFO queue with hand-off, reentrancy",
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {
@@ -45,7 +45,8 @@ func FencedEntry(opts lock.Options) locker.Entry {
 // its review (zoo/internal/fencedv1), without watchdog, kept to show that
 // the harness catches its defects.
 func fencedV1Entry() locker.Entry {
-	return locker.Entry{Name: "fenced-v1", Profile: locker.ProfileFenced,
+	// It claims what the shipped lock claims, its promise to waiters too.
+	return locker.Entry{Name: "fenced-v1", Profile: locker.ProfileFenced, WaitBound: lock.Options{}.WaitBound(1),
 		Doc: "package lock before its review's fixes (frozen copy): a nested hold with a shorter TTL shortens the lease",
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {

@@ -17,10 +17,10 @@ import (
 	"github.com/lockproof/lockproof/zoo"
 )
 
-var singleInstance = []string{"setnx", "setnx-expire", "set-del", "get-del", "getset", "lua", "watchdog", "reentrant", "local-redis", "fenced"}
+var singleInstance = []string{"setnx", "setnx-expire", "set-del", "get-del", "getset", "lua", "watchdog", "reentrant", "local-redis", "fenced", "fenced-v1"}
 
 func TestNames(t *testing.T) {
-	want := []string{"setnx", "setnx-expire", "set-del", "get-del", "getset", "lua", "watchdog", "reentrant", "redlock", "local-redis", "fenced"}
+	want := []string{"setnx", "setnx-expire", "set-del", "get-del", "getset", "lua", "watchdog", "reentrant", "redlock", "local-redis", "fenced", "fenced-v1"}
 	if got := zoo.Builtin().Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -41,7 +41,7 @@ func TestAcquireRefuseRelease(t *testing.T) {
 			if la.Key() != "k" {
 				t.Fatalf("Key() = %q", la.Key())
 			}
-			if _, ok := la.Fence(); ok != (name == "fenced") {
+			if _, ok := la.Fence(); ok != (name == "fenced" || name == "fenced-v1") {
 				t.Fatalf("Fence ok = %v", ok)
 			}
 			wantTTL := 10 * time.Second

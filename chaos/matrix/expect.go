@@ -173,6 +173,14 @@ func Expected(lock, fault string) Expectation {
 		if fault == chaos.FaultNone {
 			e.Lease = WantViolated
 		}
+		if fault == chaos.FaultCrashClient {
+			// The old lock hands a waiter that died in line the whole TTL,
+			// and keeps a dead head of the queue first until its place
+			// expires: a live waiter behind it is served late (waiter
+			// liveness), when the crash lines it up.
+			e.Liveness = WantMay
+			e.Why += "; a waiter that died in line holds the old lock up for a TTL (waiter liveness)"
+		}
 	}
 	switch fault {
 	case chaos.FaultNone:

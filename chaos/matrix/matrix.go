@@ -626,6 +626,23 @@ func unknownResult(err error) *checker.Result {
 	return r
 }
 
+// checkOptions are the checker's options for s: the budget, and the bound
+// s's lock promises its waiters.
+func (m *matrix) checkOptions(s Spec) checker.Options {
+	o := checker.Options{Timeout: m.cfg.CheckTimeout}
+	if e, ok := m.cfg.Registry.Lookup(s.Lock); ok {
+		o.WaitBound = e.WaitBound
+	}
+	return o
+}
+
+// waitTimeout is how long s's waiters wait: twice the promised bound, so
+// that a broken promise shows as a waiter served late or giving up.
+func (m *matrix) waitTimeout(s Spec) time.Duration {
+	e, _ := m.cfg.Registry.Lookup(s.Lock)
+	return 2 * e.WaitBound
+}
+
 // runOne runs, checks and files one scenario.
 func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	row := m.newRow(s)
@@ -633,7 +650,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	sc := chaos.Scenario{Lock: s.Lock, Fault: s.Fault, Seed: s.Seed, Duration: s.Duration, TTL: s.TTL,
 		Clients: s.Clients, Logger: m.cfg.Logger.With("scenario", s.ID())}
 	sc.Workload.Hold, sc.Workload.Think, sc.Workload.OpTimeout = s.Hold, s.Think, s.OpTimeout
-	sc.Workload.Locks, sc.Workload.Mix = m.cfg.Registry, m.cfg.Mix
+	sc.Workload.Locks, sc.Workload.Mix, sc.Workload.WaitTimeout = m.cfg.Registry, m.cfg.Mix, m.waitTimeout(s)
 	setFaultPoint(&sc, s.After, s.Before)
 	rctx, cancel := context.WithTimeout(ctx, s.Duration+2*time.Minute)
 	out, runErr := m.cfg.Runner(rctx, e, sc, dir)
@@ -666,7 +683,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 2*m.cfg.CheckTimeout+30*time.Second)
 	defer cancel()
-	res, err := checker.Check(cctx, ops, checker.Options{Timeout: m.cfg.CheckTimeout})
+	res, err := checker.Check(cctx, ops, m.checkOptions(s))
 	if err != nil {
 		bad := m.failed(s, fmt.Errorf("check %s: %w", filepath.Join(dir, "history.jsonl"), err))
 		bad.FaultName, bad.FaultError = row.FaultName, row.FaultError

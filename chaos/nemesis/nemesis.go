@@ -263,6 +263,34 @@ func (f *CrashClient) Start(ctx context.Context) error {
 // Stop does nothing: a crashed client stays crashed.
 func (f *CrashClient) Stop(ctx context.Context) error { return nil }
 
+// CrashClients crashes several clients in turn, each at its own moment:
+// Start runs Steps in order, each waiting (bounded by ctx) for its victim to
+// be where it should crash, then crashing it. Crashes are for good: Stop
+// does nothing. It lets one fault window hold, say, a client crashed while
+// it waits in line and another crashed while it holds the lock.
+type CrashClients struct {
+	// Label is the fault's name in the history.
+	Label string
+	// Steps run in order; the first error stops Start.
+	Steps []func(ctx context.Context) error
+}
+
+// Name implements Fault.
+func (f *CrashClients) Name() string { return f.Label }
+
+// Start runs the steps.
+func (f *CrashClients) Start(ctx context.Context) error {
+	for _, step := range f.Steps {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop does nothing: the crashed clients stay crashed.
+func (f *CrashClients) Stop(ctx context.Context) error { return nil }
+
 // PauseServer freezes one Redis server (SIGSTOP, docker pause) until Stop.
 type PauseServer struct {
 	Env    env.Env

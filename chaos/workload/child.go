@@ -31,6 +31,7 @@ type childSpec struct {
 	Name, Key, Lock             string
 	Seed, Index                 uint64
 	TTL, Hold, Think, OpTimeout time.Duration
+	WaitTimeout                 time.Duration
 	Mix                         Mix
 	Route                       route
 	// Dial maps a node's address (as Sentinel reports it) to the client's proxy.
@@ -79,7 +80,7 @@ func (w *Workload) newProc(ctx context.Context, e env.Env, topo env.Topology, na
 	c := w.cfg
 	return &Proc{Name: name, Key: key, Links: l, held: make(chan struct{}, 1), spec: childSpec{
 		Name: name, Key: key, Lock: c.Lock, Seed: c.Seed, Index: idx,
-		TTL: c.TTL, Hold: c.Hold, Think: c.Think, OpTimeout: c.OpTimeout, Mix: *c.Mix, Route: rt, Dial: dial,
+		TTL: c.TTL, Hold: c.Hold, Think: c.Think, OpTimeout: c.OpTimeout, WaitTimeout: c.WaitTimeout, Mix: *c.Mix, Route: rt, Dial: dial,
 	}}, nil
 }
 
@@ -238,7 +239,7 @@ func runChild(js string, locks *locker.Registry, stdin io.Reader, out io.Writer)
 		return fmt.Errorf("%s: %w", ChildEnv, err)
 	}
 	cfg, err := Config{Lock: spec.Lock, Locks: locks, Mix: &spec.Mix, TTL: spec.TTL, Hold: spec.Hold, Think: spec.Think,
-		OpTimeout: spec.OpTimeout, Seed: spec.Seed, Keys: 1, Clients: 1}.withDefaults()
+		OpTimeout: spec.OpTimeout, WaitTimeout: spec.WaitTimeout, Seed: spec.Seed, Keys: 1, Clients: 1}.withDefaults()
 	if err != nil {
 		return err
 	}

@@ -70,6 +70,10 @@ type Config struct {
 	// OpTimeout is the deadline of every operation; default 1s. A timed-out
 	// operation is recorded as unknown.
 	OpTimeout time.Duration
+	// WaitTimeout is the deadline of a blocking acquire when it is longer
+	// than OpTimeout (a waiter must wait past the lock's promised bound for
+	// the waiter-liveness rule to see a broken promise); default 0.
+	WaitTimeout time.Duration
 	// Seed seeds all randomness.
 	Seed uint64
 	// Processes adds that many clients of the first key, each run as a child
@@ -126,8 +130,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: Clients = %d: must be > 0", ErrConfig, c.Clients)
 	case c.TTL < time.Millisecond:
 		return c, fmt.Errorf("%w: TTL = %v: must be at least 1ms", ErrConfig, c.TTL)
-	case c.Hold < 0 || c.Think < 0 || c.OpTimeout < 0:
-		return c, fmt.Errorf("%w: Hold, Think and OpTimeout must be >= 0", ErrConfig)
+	case c.Hold < 0 || c.Think < 0 || c.OpTimeout < 0 || c.WaitTimeout < 0:
+		return c, fmt.Errorf("%w: Hold, Think, OpTimeout and WaitTimeout must be >= 0", ErrConfig)
 	}
 	return c, nil
 }
@@ -194,6 +198,7 @@ type Client struct {
 	rng      *rand.Rand
 	holding  atomic.Bool
 	held     chan struct{} // signalled (non-blocking) when the client holds with its write ahead
+	waiting  atomic.Bool   // a blocking acquire is in line (see FirstQueued)
 	stopped  atomic.Bool
 	rec      atomic.Pointer[history.Recorder] // set by Run: where background renewals are recorded
 }
@@ -201,6 +206,38 @@ type Client struct {
 // Holding reports whether the client holds its lock with its write ahead
 // (between its read and its write's command).
 func (c *Client) Holding() bool { return c.holding.Load() }
+
+// CanWait reports whether the client's lock has a blocking acquire
+// (locker.Waiter): only then can it be caught waiting in line.
+func (c *Client) CanWait() bool {
+	_, ok := c.locker.(locker.Waiter)
+	return ok
+}
+
+// FirstQueued waits until one of cs waits in line in a blocking acquire
+// (one that has not returned after queuedAfter: its first attempt found the
+// lock taken) and returns it, bounded by ctx: a crash that strikes then
+// leaves a dead waiter in the lock's queue.
+func FirstQueued(ctx context.Context, cs []*Client) (*Client, error) {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for {
+		for _, c := range cs {
+			if c.waiting.Load() && !c.Gate.Crashed() {
+				return c, nil
+			}
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for one of %d clients to queue: %w", len(cs), ctx.Err())
+		}
+	}
+}
+
+// queuedAfter is how long a blocking acquire runs before the client counts
+// as waiting in line: its first attempt (one round trip) is over by then.
+const queuedAfter = 20 * time.Millisecond
 
 // Stopped reports whether the client's worker ended (crashed, or done).
 func (c *Client) Stopped() bool { return c.stopped.Load() }
@@ -516,7 +553,19 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	acqOp := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds()}
 	acquire, timeout := func(ctx context.Context) (locker.Lease, error) { return c.locker.TryAcquire(ctx, c.Key, cfg.TTL) }, cfg.OpTimeout
 	if waiter, ok := c.locker.(locker.Waiter); ok && c.chance(mix.Blocking) {
-		acquire = func(ctx context.Context) (locker.Lease, error) { return waiter.Acquire(ctx, c.Key, cfg.TTL) }
+		acqOp.Wait = true
+		acquire = func(ctx context.Context) (locker.Lease, error) {
+			// In line once the first attempt is over (see FirstQueued).
+			t := time.AfterFunc(queuedAfter, func() { c.waiting.Store(true) })
+			defer func() {
+				t.Stop()
+				c.waiting.Store(false)
+			}()
+			return waiter.Acquire(ctx, c.Key, cfg.TTL)
+		}
+		// A waiter waits long enough for the lock's promise to waiters to
+		// be checked (locker.Entry.WaitBound), or is canceled in line.
+		timeout = max(cfg.OpTimeout, cfg.WaitTimeout)
 		if c.chance(mix.Cancel) {
 			timeout = max(cfg.TTL/2, time.Millisecond)
 		}
