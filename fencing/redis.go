@@ -2,12 +2,12 @@ package fencing
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/internal/rediscmd"
 )
 
 // DefaultPrefix is the prefix of the Redis keys of a resource when
@@ -74,8 +74,8 @@ type Redis struct {
 	rdb    redis.UniversalClient
 	prefix string
 	fenced bool
-	write  *redis.Script
-	read   *redis.Script
+	write  *rediscmd.Script
+	read   *rediscmd.Script
 }
 
 // NewRedis returns a fenced resource stored through rdb.
@@ -96,7 +96,7 @@ func newRedis(rdb redis.UniversalClient, opts RedisOptions, fenced bool) (*Redis
 	if p == "" {
 		p = DefaultPrefix
 	}
-	return &Redis{rdb: rdb, prefix: p, fenced: fenced, write: redis.NewScript(writeScript), read: redis.NewScript(readScript)}, nil
+	return &Redis{rdb: rdb, prefix: p, fenced: fenced, write: rediscmd.NewScript(writeScript), read: rediscmd.NewScript(readScript)}, nil
 }
 
 // Write applies w to key if the fencing rule allows it (always, when unfenced).
@@ -113,10 +113,16 @@ func (r *Redis) Write(ctx context.Context, key string, w Write) error {
 	}
 	tok := strconv.FormatUint(token, 10)
 	if !r.fenced {
-		err := r.rdb.HSet(ctx, r.prefix+key, "token", tok, "owner", w.Owner, "value", w.Value).Err()
+		_, err := rediscmd.Do(ctx, r.rdb, "hset", r.prefix+key, "token", tok, "owner", w.Owner, "value", w.Value)
 		return classify("write", key, err)
 	}
-	res, err := r.write.Run(ctx, r.rdb, []string{r.prefix + key}, tok, w.Owner, w.Value).Slice()
+	// Sent once: resent after a lost reply, an applied write could be
+	// refused as stale (the fence moved on meanwhile) or applied twice.
+	cmd, err := r.write.Run(ctx, r.rdb, []string{r.prefix + key}, tok, w.Owner, w.Value)
+	if err != nil {
+		return classify("write", key, err)
+	}
+	res, err := cmd.Slice()
 	if err != nil {
 		return classify("write", key, err)
 	}
@@ -154,7 +160,11 @@ func (r *Redis) ReadFenced(ctx context.Context, key string, token uint64, owner 
 	if err := ctx.Err(); err != nil {
 		return Value{}, fmt.Errorf("read %q: %w", key, err)
 	}
-	res, err := r.read.Run(ctx, r.rdb, []string{r.prefix + key}, strconv.FormatUint(token, 10), owner).Slice()
+	cmd, err := r.read.Run(ctx, r.rdb, []string{r.prefix + key}, strconv.FormatUint(token, 10), owner)
+	if err != nil {
+		return Value{}, classify("read", key, err)
+	}
+	res, err := cmd.Slice()
 	if err != nil {
 		return Value{}, classify("read", key, err)
 	}
@@ -210,10 +220,7 @@ func classify(op, key string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var rerr redis.Error
-	var nerr *net.OpError
-	if errors.As(err, &rerr) || (errors.As(err, &nerr) && nerr.Op == "dial") ||
-		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) {
+	if rediscmd.SurelyNoEffect(err) {
 		return fmt.Errorf("%s %q: %w", op, key, err)
 	}
 	return fmt.Errorf("%s %q: %w: %w", op, key, ErrUnknownOutcome, err)

@@ -658,6 +658,10 @@ func TestBadInput(t *testing.T) {
 		{"negative replica acks", "ReplicaAcks", rdb, lock.Options{ReplicaAcks: -1}},
 		{"negative replica timeout", "ReplicaTimeout", rdb, lock.Options{ReplicaTimeout: -1}},
 		{"tiny queue TTL", "QueueTTL", rdb, lock.Options{QueueTTL: time.Millisecond}},
+		{"drift that leaves nothing of the lease", "Drift", rdb, lock.Options{Drift: 0.999999}},
+		{"more replica acks than any deployment", "ReplicaAcks", rdb, lock.Options{ReplicaAcks: 1 << 20}},
+		{"tiny hand-off lease", "HandoffTTL", rdb, lock.Options{HandoffTTL: time.Millisecond}},
+		{"negative hand-off lease", "HandoffTTL", rdb, lock.Options{HandoffTTL: -time.Second}},
 	} {
 		_, err := lock.New(tc.rdb, tc.opts)
 		if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
@@ -1015,4 +1019,31 @@ func TestGivingUpIsNotAcquired(t *testing.T) {
 	if n := queueLen(t, rdb, "k"); n != 0 {
 		t.Fatalf("the waiter left %d queue entries", n)
 	}
+}
+
+// TestFenceKeyExpiresAndFencesStillGrow: the fence counter of a lock name
+// is not kept for good (it lives an hour past the last grant), and a fence
+// issued after it is gone is still above every earlier one (the server
+// clock is).
+func TestFenceKeyExpiresAndFencesStillGrow(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	c := newLocks(t, rdb, lock.Options{TTL: time.Second})
+	l := mustAcquire(t, c, "k")
+	first := l.Fence()
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	d, err := rdb.PTTL(ctxT(t), lock.RedisKeys("k").Fence).Result()
+	if err != nil || d <= 0 || d > time.Hour {
+		t.Fatalf("fence key PTTL %v (%v); want a lifetime of at most an hour", d, err)
+	}
+	if err := rdb.Del(ctxT(t), lock.RedisKeys("k").Fence).Err(); err != nil { // as if it expired
+		t.Fatal(err)
+	}
+	l = mustAcquire(t, c, "k")
+	if l.Fence() <= first {
+		t.Fatalf("fence %d after the counter expired; want above %d", l.Fence(), first)
+	}
+	_ = l.Release(ctxT(t))
 }

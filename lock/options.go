@@ -14,6 +14,12 @@ const (
 	MinTTL = 10 * time.Millisecond
 	// DefaultDrift is the clock drift allowance when Options.Drift is zero.
 	DefaultDrift = 0.01
+	// MaxDrift bounds Options.Drift: past it a lease is valid for less than
+	// half its TTL, which is a clock you should not run a lock on.
+	MaxDrift = 0.5
+	// MaxReplicaAcks bounds Options.ReplicaAcks (WAIT for more replicas than
+	// a deployment has only ever times out).
+	MaxReplicaAcks = 64
 	// DefaultQueueTTL is Options.QueueTTL when zero.
 	DefaultQueueTTL = time.Second
 	// DefaultHandoffTTL is Options.HandoffTTL when zero.
@@ -28,7 +34,7 @@ type Options struct {
 	TTL time.Duration
 	// Drift is the fraction of the TTL reserved for clock drift between the
 	// client and Redis: a lease is valid until acquire start + TTL×(1−Drift).
-	// 0 means DefaultDrift; it must be in [0,1).
+	// 0 means DefaultDrift; it must be at most MaxDrift.
 	Drift float64
 	// Watchdog renews every lease every TTL/3 until it is released; a failed
 	// renewal makes the lease lost (see Lease.Lost).
@@ -74,14 +80,14 @@ func (o Options) normalize() (Options, error) {
 	if err := checkTTL("Options.TTL", o.TTL); err != nil {
 		return o, err
 	}
-	if o.Drift < 0 || o.Drift >= 1 || o.Drift != o.Drift {
-		return o, fmt.Errorf("Options.Drift = %v: must be in [0,1): %w", o.Drift, ErrInvalid)
+	if o.Drift < 0 || o.Drift > MaxDrift || o.Drift != o.Drift {
+		return o, fmt.Errorf("Options.Drift = %v: must be in [0, %v]: %w", o.Drift, MaxDrift, ErrInvalid)
 	}
 	if o.Drift == 0 {
 		o.Drift = DefaultDrift
 	}
-	if o.ReplicaAcks < 0 {
-		return o, fmt.Errorf("Options.ReplicaAcks = %d: must be >= 0: %w", o.ReplicaAcks, ErrInvalid)
+	if o.ReplicaAcks < 0 || o.ReplicaAcks > MaxReplicaAcks {
+		return o, fmt.Errorf("Options.ReplicaAcks = %d: must be in [0, %d]: %w", o.ReplicaAcks, MaxReplicaAcks, ErrInvalid)
 	}
 	if o.ReplicaTimeout < 0 {
 		return o, fmt.Errorf("Options.ReplicaTimeout = %v: must be >= 0: %w", o.ReplicaTimeout, ErrInvalid)

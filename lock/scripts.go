@@ -24,9 +24,14 @@ func newScript(src string) *script {
 //   - clock sets us (µs, as a number and as the decimal string uss) and now
 //     (ms) from the server clock (TIME).
 //   - grant gives the lock to tok: fence = max(counter+1, server µs), read
-//     and written by one SET ... GET in the usual case that the clock is
-//     ahead, then HSET o, n, f (every field of the hash, so no DEL is
-//     needed) and PEXPIRE.
+//     and written by one SET ... PX ... GET in the usual case that the clock
+//     is ahead, then HSET o, n, f (every field of the hash, so no DEL is
+//     needed) and PEXPIRE. The counter lives an hour (or two TTLs, if
+//     longer) past the last grant: a lock name used once does not leave a
+//     key behind for good, and tokens stay monotonic, because a fence is
+//     never more than a few µs ahead of the server clock that issued it, so
+//     once the counter is gone the clock alone is above every earlier fence
+//     (unless the server's clock stepped back by an hour).
 //
 // luaQueue, after a script's fast path (defining fewer functions on the
 // fast path saves server time):
@@ -51,10 +56,11 @@ end
 local function grant(tok, ttl)
   if not us then clock() end
   local f, fs = us, uss
-  local prev = tonumber(redis.call('SET', KEYS[2], fs, 'GET') or '0') + 1
+  local life = math.max(2 * tonumber(ttl), 3600000)
+  local prev = tonumber(redis.call('SET', KEYS[2], fs, 'PX', life, 'GET') or '0') + 1
   if prev > f then
     f, fs = prev, string.format('%.0f', prev)
-    redis.call('SET', KEYS[2], fs)
+    redis.call('SET', KEYS[2], fs, 'PX', life)
   end
   redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs)
   redis.call('PEXPIRE', KEYS[1], ttl)

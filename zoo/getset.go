@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/locker"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/locker"
 )
 
 // GetSet is the "handling deadlocks" recipe of the old redis.io SETNX page

@@ -3,13 +3,13 @@ package zoo_test
 import (
 	"context"
 	"errors"
-	"github.com/lockproof/lockproof/locker"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/internal/redisproc"
+	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/zoo"
 )
 

@@ -3,8 +3,9 @@ package zoo
 import (
 	"context"
 	"fmt"
-	"github.com/lockproof/lockproof/locker"
 	"time"
+
+	"github.com/lockproof/lockproof/locker"
 )
 
 // unlockScript is antirez's compare-and-delete ("Distributed locks with Redis").

@@ -2,7 +2,6 @@ package zoo_test
 
 import (
 	"errors"
-	"github.com/lockproof/lockproof/locker"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/zoo"
 )
 

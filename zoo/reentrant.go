@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/locker"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/locker"
 )
 
 // The scripts of Redisson's RedissonLock (tryLockInnerAsync, unlockInnerAsync,

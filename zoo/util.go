@@ -3,52 +3,35 @@ package zoo
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha1"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/lockproof/lockproof/locker"
-	"net"
 	"reflect"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/internal/rediscmd"
+	"github.com/lockproof/lockproof/locker"
 )
 
-// noRetryCmd is a command go-redis must send at most once: a resent SET NX
-// whose first reply was lost would report "not acquired" for a lock it took.
-type noRetryCmd struct{ *redis.Cmd }
-
-// NoRetry tells go-redis not to resend the command after a network error.
-func (noRetryCmd) NoRetry() bool { return true }
-
-// do sends one command once. A context already done sends nothing.
+// do sends one command once (rediscmd.Do). A context already done sends
+// nothing.
 func do(ctx context.Context, rdb redis.UniversalClient, args ...any) (*redis.Cmd, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, notSent{context.Cause(ctx)}
 	}
-	cmd := noRetryCmd{redis.NewCmd(ctx, args...)}
-	err := rdb.Process(ctx, cmd)
-	return cmd.Cmd, err
+	return rediscmd.Do(ctx, rdb, args...)
 }
 
-// runScript runs the Lua script src once with EVALSHA, then EVAL when Redis
-// does not have it cached (a NOSCRIPT reply means EVALSHA did nothing).
+// runScript runs the Lua script src once (rediscmd.Script.Run: EVALSHA,
+// then EVAL when Redis does not have it cached). A context already done
+// sends nothing.
 func runScript(ctx context.Context, rdb redis.UniversalClient, src string, keys []string, args ...any) (*redis.Cmd, error) {
-	sum := sha1.Sum([]byte(src))
-	build := func(verb, body string) []any {
-		a := make([]any, 0, 3+len(keys)+len(args))
-		a = append(a, verb, body, len(keys))
-		for _, k := range keys {
-			a = append(a, k)
-		}
-		return append(a, args...)
+	if err := ctx.Err(); err != nil {
+		return nil, notSent{context.Cause(ctx)}
 	}
-	cmd, err := do(ctx, rdb, build("evalsha", hex.EncodeToString(sum[:]))...)
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd, err = do(ctx, rdb, build("eval", src)...)
-	}
-	return cmd, err
+	return rediscmd.NewScript(src).Run(ctx, rdb, keys, args...)
 }
 
 // notSent marks an error from before anything was sent.
@@ -58,23 +41,11 @@ func (e notSent) Error() string { return e.err.Error() }
 func (e notSent) Unwrap() error { return e.err }
 
 // unknown reports whether err leaves open whether the command took effect:
-// anything but a Redis error reply, redis.Nil, or a failure before sending.
+// anything but a failure before sending, redis.Nil, or what
+// rediscmd.SurelyNoEffect says surely had no effect.
 func unknown(err error) bool {
-	if err == nil {
-		return false
-	}
-	var (
-		rerr redis.Error
-		ns   notSent
-		nerr *net.OpError
-	)
-	switch {
-	case errors.As(err, &rerr), errors.As(err, &ns),
-		errors.As(err, &nerr) && nerr.Op == "dial",
-		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout):
-		return false
-	}
-	return true
+	var ns notSent
+	return err != nil && !errors.As(err, &ns) && !rediscmd.SurelyNoEffect(err)
 }
 
 // fail wraps a client error of op on key: with locker.ErrUnknownOutcome when the

@@ -70,7 +70,7 @@ func TestProcessTopology(t *testing.T) {
 // TestProcessFailoverKill kills the master; Sentinel promotes a replica and
 // the client follows through its own proxy to the new master.
 func TestProcessFailoverKill(t *testing.T) {
-	e := chaostest.StartProcess(t, env.Spec{DownAfter: 500 * time.Millisecond})
+	e := chaostest.StartProcess(t, env.Spec{DownAfter: time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	topo := e.Topology()
@@ -123,45 +123,27 @@ func TestProcessFailoverKill(t *testing.T) {
 	if err := p.Enable(); err != nil {
 		t.Fatal(err)
 	}
-	// The killed node comes back and Sentinel makes it a replica of the new master.
+	// The killed node comes back, and the Sentinels settle with every other
+	// node a replica, up, of the master they agree on: ask them, rather than
+	// assume the first new master is still it (on a loaded machine Sentinel
+	// may fail over twice).
 	if err := e.Restart(ctx, "data-0"); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := env.WaitConverged(ctx, topo)
+	if err != nil {
 		t.Fatal(err)
 	}
 	admin := redis.NewClient(&redis.Options{Addr: topo.Data[0].Upstream, ReadTimeout: time.Second})
 	defer admin.Close()
-	for {
+	if cur.ID != "data-0" {
 		info, _ := admin.Info(ctx, "replication").Result()
-		if strings.Contains(info, "role:slave") && strings.Contains(info, "master_port:"+port(m.Addr)) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			rs, _ := env.Replicas(context.Background(), topo.Sentinels[0], topo.MasterName)
-			t.Fatalf("restarted data-0 not made a replica of %s: %s; sentinel replicas: %v", m.ID, info, rs)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	// Sentinel sees the other two nodes as replicas of the new master, by their proxies.
-	for {
-		rs, err := env.Replicas(ctx, topo.Sentinels[0], topo.MasterName)
-		ok := err == nil
-		for _, n := range topo.Data {
-			if n.ID != m.ID {
-				ok = ok && !strings.Contains(rs[n.Addr], "down") && rs[n.Addr] != ""
-			}
-		}
-		if ok {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("sentinel replicas of %s after failover: %v, %v; want the other nodes at their proxies, up", m.ID, rs, err)
-		case <-time.After(100 * time.Millisecond):
+		if !strings.Contains(info, "role:slave") {
+			t.Fatalf("restarted data-0 is not a replica of %s: %s", cur.ID, info)
 		}
 	}
 }
 
-func port(addr string) string { return addr[strings.LastIndex(addr, ":")+1:] }
 
 // TestProcessFailoverPartition cuts the master's replication proxy: Sentinels
 // and replicas lose it and promote a replica.

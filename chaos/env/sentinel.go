@@ -142,3 +142,62 @@ func Failover(ctx context.Context, t Topology) error {
 	}
 	return nil
 }
+
+// WaitConverged waits, bounded by ctx, until the Sentinels of t have
+// settled after a failover: every Sentinel names the same master, none
+// flags a failover in progress, and every Sentinel lists every other data
+// node of t as a replica of it, up (flags neither down nor disconnected).
+// It returns that master. Tests and scenarios ask this instead of assuming
+// there was exactly one failover: on a loaded machine Sentinel may fail
+// over twice.
+func WaitConverged(ctx context.Context, t Topology) (Node, error) {
+	var last string
+	for {
+		n, why := converged(ctx, t)
+		if why == "" {
+			return n, nil
+		}
+		last = why
+		select {
+		case <-ctx.Done():
+			return Node{}, fmt.Errorf("wait for the sentinels of %q to converge: %w (last: %s)", t.MasterName, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// converged returns the master when t's Sentinels agree on it and on its
+// replicas, or why not.
+func converged(ctx context.Context, t Topology) (Node, string) {
+	m, err := Master(ctx, t)
+	if err != nil {
+		return Node{}, err.Error()
+	}
+	for _, s := range t.Sentinels {
+		c := sentinelClient(s)
+		r, err := c.GetMasterAddrByName(ctx, t.MasterName).Result()
+		info, ierr := c.Master(ctx, t.MasterName).Result()
+		_ = c.Close()
+		switch {
+		case err != nil || ierr != nil:
+			return Node{}, fmt.Sprintf("sentinel %s: %v", s, errors.Join(err, ierr))
+		case len(r) != 2 || net.JoinHostPort(r[0], r[1]) != m.Addr:
+			return Node{}, fmt.Sprintf("sentinel %s names master %v, the majority %s", s, r, m.Addr)
+		case strings.Contains(info["flags"], "failover_in_progress"):
+			return Node{}, fmt.Sprintf("sentinel %s: failover in progress", s)
+		}
+		rs, err := Replicas(ctx, s, t.MasterName)
+		if err != nil {
+			return Node{}, err.Error()
+		}
+		for _, n := range t.Data {
+			if n.ID == m.ID {
+				continue
+			}
+			if f, ok := rs[n.Addr]; !ok || strings.Contains(f, "down") || strings.Contains(f, "disconnected") {
+				return Node{}, fmt.Sprintf("sentinel %s: replica %s of %s: flags %q", s, n.ID, m.ID, f)
+			}
+		}
+	}
+	return m, ""
+}

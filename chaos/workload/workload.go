@@ -26,6 +26,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,17 +169,60 @@ func DefaultMix() Mix {
 	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.3, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1}
 }
 
+// share is one choice of a Mix by its name (the CLI's --mix).
+type share struct {
+	name string
+	p    *float64
+}
+
+func (m *Mix) shares() []share {
+	return []share{{"blocking", &m.Blocking}, {"cancel", &m.Cancel}, {"reenter", &m.Reenter}, {"renew", &m.Renew},
+		{"long-work", &m.LongWork}, {"rush-release", &m.RushRelease}}
+}
+
 func (m *Mix) validate() error {
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"Blocking", m.Blocking}, {"Cancel", m.Cancel}, {"Reenter", m.Reenter}, {"Renew", m.Renew},
-		{"LongWork", m.LongWork}, {"RushRelease", m.RushRelease}} {
-		if !(f.v >= 0 && f.v <= 1) {
-			return fmt.Errorf("%w: Mix.%s = %v: must be in [0, 1]", ErrConfig, f.name, f.v)
+	for _, sh := range m.shares() {
+		if !(*sh.p >= 0 && *sh.p <= 1) {
+			return fmt.Errorf("%w: mix %s = %v: must be in [0, 1]", ErrConfig, sh.name, *sh.p)
 		}
 	}
 	return nil
+}
+
+// String is the mix as ParseMix reads it: "blocking=0.5,cancel=0.2,...".
+func (m Mix) String() string {
+	var parts []string
+	for _, sh := range m.shares() {
+		parts = append(parts, sh.name+"="+strconv.FormatFloat(*sh.p, 'g', -1, 64))
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseMix reads "name=share,..." (the names of Mix.String) over
+// DefaultMix: the choices not named keep their default share.
+func ParseMix(s string) (Mix, error) {
+	m := DefaultMix()
+	if strings.TrimSpace(s) == "" {
+		return m, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+		var target *float64
+		for _, sh := range m.shares() {
+			if sh.name == name {
+				target = sh.p
+			}
+		}
+		if !ok || target == nil {
+			return m, fmt.Errorf("%w: mix %q: want name=share with name one of %s", ErrConfig, part, m.String())
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return m, fmt.Errorf("%w: mix %s=%q: not a number", ErrConfig, name, val)
+		}
+		*target = v
+	}
+	return m, m.validate()
 }
 
 // Client is one workload client: its own proxies, gate, clock, Redis

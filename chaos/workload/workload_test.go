@@ -69,3 +69,28 @@ func TestResultMapping(t *testing.T) {
 		}
 	}
 }
+
+// TestParseMix: --mix names override the defaults one by one; a bad name,
+// value or share is an error naming it; String reads back.
+func TestParseMix(t *testing.T) {
+	m, err := ParseMix("blocking=1, reenter=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultMix()
+	want.Blocking, want.Reenter = 1, 0
+	if m != want {
+		t.Fatalf("ParseMix = %+v; want %+v", m, want)
+	}
+	if back, err := ParseMix(m.String()); err != nil || back != m {
+		t.Fatalf("ParseMix(String()) = %+v, %v; want %+v", back, err, m)
+	}
+	if m, err := ParseMix(""); err != nil || m != DefaultMix() {
+		t.Fatalf("empty mix: %+v, %v; want the default", m, err)
+	}
+	for in, name := range map[string]string{"blocking=2": "blocking", "nap=0.5": "nap", "renew=x": "renew", "cancel": "cancel", "long-work=-0.1": "long-work"} {
+		if _, err := ParseMix(in); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), name) {
+			t.Errorf("ParseMix(%q) = %v; want ErrConfig naming %s", in, err, name)
+		}
+	}
+}

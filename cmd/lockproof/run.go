@@ -22,6 +22,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/matrix"
+	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/zoo"
 )
 
@@ -46,6 +47,7 @@ type runFlags struct {
 	regressions          string
 	noReport, verbose    bool
 	force, resume        bool
+	mix                  string
 }
 
 // runRun runs the matrix. Exit codes: 0 every verdict as expected, 1 some
@@ -65,6 +67,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.clients, "clients", 0, "clients per key (0: 5 under pause-client, else 3)")
 	fs.DurationVar(&f.hold, "hold", 0, "bound of a holder's work between its read and its write (0: 50ms under pause-client, else 20ms)")
 	fs.DurationVar(&f.think, "think", 0, "bound of a client's wait between two attempts (0: 5ms under pause-client, else 10ms)")
+	fs.StringVar(&f.mix, "mix", workload.DefaultMix().String(), "the workload's operation mix: the share of each choice a client makes per critical section (names not given keep their default)")
 	fs.IntVar(&f.parallel, "parallel", 3, "scenarios at once on the shared environment (pause-server and failover run alone)")
 	fs.StringVar(&f.provider, "provider", "", "environment: process, docker or byo (default: $LOCKPROOF_ENV, else process when redis-server is on PATH, else docker)")
 	fs.StringVar(&f.byoConfig, "byo-config", "", "with --provider byo: JSON file of the deployment (env.BYOConfig: ToxiproxyURL, Sentinels, Data, Fenced, Redlock)")
@@ -100,6 +103,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if f.duration < 0 || f.ttl < 0 || f.clients < 0 || f.hold < 0 || f.think < 0 || f.parallel < 1 || f.checkTimeout <= 0 || f.detectTarget <= 0 {
 		return bad("--duration, --ttl, --clients, --hold, --think must be >= 0, --parallel >= 1, --check-timeout and --detect-target > 0")
+	}
+	mix, err := workload.ParseMix(f.mix)
+	if err != nil {
+		return bad("--mix: %v", err)
 	}
 	modes := 0
 	for _, b := range []bool{f.detect, f.regression != "", f.saveRegression != ""} {
@@ -182,7 +189,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitEnvironment
 	}
 	cfg := matrix.Config{
-		Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume,
+		Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
 		Duration: f.duration, TTL: f.ttl, Clients: f.clients, Hold: f.hold, Think: f.think, Parallel: f.parallel,
 		Out: f.out, CheckTimeout: f.checkTimeout, Progress: stderr, NoReport: f.noReport, Logger: logger,
 		Open: func(ctx context.Context, spec env.Spec) (env.Env, error) {
