@@ -144,7 +144,6 @@ func TestProcessFailoverKill(t *testing.T) {
 	}
 }
 
-
 // TestProcessFailoverPartition cuts the master's replication proxy: Sentinels
 // and replicas lose it and promote a replica.
 func TestProcessFailoverPartition(t *testing.T) {
