@@ -311,7 +311,7 @@ func (a *attempt) finish(ctx context.Context, start time.Time, res attemptResult
 	}
 	if a.c.opts.ReplicaAcks > 0 && a.acks < int64(a.c.opts.ReplicaAcks) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveBudget)
-		a.releaseBestEffort(rctx)
+		_ = a.releaseBestEffort(rctx) // logged; the lock expires with its TTL otherwise
 		cancel()
 		return nil, fmt.Errorf("%s %q: %d of %d replicas acknowledged within %v: %w",
 			a.op, a.key, a.acks, a.c.opts.ReplicaAcks, a.c.replicaTimeout(a.cfg.ttl), ErrReplicaAcks)
@@ -321,21 +321,33 @@ func (a *attempt) finish(ctx context.Context, start time.Time, res attemptResult
 
 // cleanup runs after an acquire whose reply was lost (or, with queued, one
 // that failed surely): it releases the lock if this attempt got it (fresh
-// owner tokens only) and leaves the queue. It runs
-// in the background, bounded (cleanupLimit), so that the call returns within
-// its own deadline; the outcome is unknown to the caller either way.
+// owner tokens only) and leaves the queue. It runs in the background so
+// that the call returns within its own deadline, and it tries again (Redis
+// may be frozen or cut off right now) until it is done or the attempt's
+// lease would have expired anyway: it leaves no held key behind.
 func (a *attempt) cleanup(queued bool) {
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cleanupLimit)
-		defer cancel()
-		if !a.cfg.ownerSet {
-			a.releaseBestEffort(ctx)
-		}
-		if queued {
-			if err := a.leave(ctx); err != nil {
-				a.c.opts.Logger.Warn("lock: leaving the wait queue failed; the place expires with the queue TTL",
-					"key", a.key, "queue_ttl", a.c.opts.QueueTTL, "err", err)
+		deadline := time.Now().Add(a.cfg.ttl)
+		pause := 50 * time.Millisecond
+		release, leave := !a.cfg.ownerSet, queued
+		for release || leave {
+			ctx, cancel := context.WithTimeout(context.Background(), cleanupLimit)
+			if release && a.releaseBestEffort(ctx) == nil {
+				release = false
 			}
+			if leave && a.leave(ctx) == nil {
+				leave = false
+			}
+			cancel()
+			if (!release && !leave) || time.Now().Add(pause).After(deadline) {
+				break
+			}
+			time.Sleep(pause)
+			pause = min(2*pause, time.Second)
+		}
+		if release || leave {
+			a.c.opts.Logger.Warn("lock: cleanup after an ambiguous acquire gave up; the lock and the queue place expire on their own",
+				"key", a.key, "ttl", a.cfg.ttl, "queue_ttl", a.c.opts.QueueTTL)
 		}
 	}()
 }
@@ -377,13 +389,14 @@ func (a *attempt) gaveUp(ctx context.Context, cause error) error {
 	return fmt.Errorf("%s %q: %w: leaving the queue: %w (%w)", a.op, a.key, ErrNotAcquired, err, cause)
 }
 
-func (a *attempt) releaseBestEffort(ctx context.Context) {
+// releaseBestEffort releases the lock if the attempt's token holds it.
+func (a *attempt) releaseBestEffort(ctx context.Context) error {
 	_, err := a.c.run(ctx, releaseScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines},
 		a.owner, a.keys.Channel, a.c.opts.HandoffTTL.Milliseconds())
 	if err != nil {
-		a.c.opts.Logger.Warn("lock: cleanup release failed; the lock expires with its TTL",
-			"key", a.key, "ttl", a.cfg.ttl, "err", err)
+		a.c.opts.Logger.Warn("lock: cleanup release failed", "key", a.key, "ttl", a.cfg.ttl, "err", err)
 	}
+	return err
 }
 
 // leave takes the attempt's place out of the queue (and passes the lock on

@@ -244,22 +244,35 @@ func TestPerCallTTL(t *testing.T) {
 func TestWatchdog(t *testing.T) {
 	p := redistest.Start(t)
 	rdb := newRDB(t, p)
-	ttl := 300 * time.Millisecond
-	c := newLocks(t, rdb, lock.Options{TTL: ttl, Watchdog: true})
+	// Renewals are counted through OnRenew, not timed: the lease must live
+	// on through several of them, whatever the scheduling delays.
+	ttl := 900 * time.Millisecond
+	var renewed atomic.Int32
+	c := newLocks(t, rdb, lock.Options{TTL: ttl, Watchdog: true,
+		OnRenew: func(key string, fence uint64, d time.Duration) func(error) {
+			if key != "k" || d != ttl {
+				t.Errorf("OnRenew(%q, %d, %v); want k and the TTL %v", key, fence, d, ttl)
+			}
+			return func(err error) {
+				if err == nil {
+					renewed.Add(1)
+				}
+			}
+		}})
 	other := newLocks(t, newRDB(t, p), lock.Options{})
 	l := mustAcquire(t, c, "k")
 	firstValid := l.ValidUntil()
-	time.Sleep(6 * ttl) // many TTLs: only renewals keep the lease
+	eventually(t, "4 renewals (more than a TTL)", func() bool { return renewed.Load() >= 4 })
 	select {
 	case <-l.Lost():
-		t.Fatalf("lease lost while the watchdog should renew it: %v", context.Cause(l.Context()))
+		t.Fatalf("lease lost while the watchdog renews it: %v", context.Cause(l.Context()))
 	default:
 	}
 	if !l.ValidUntil().After(firstValid) {
-		t.Fatal("ValidUntil did not move: no renewal happened")
+		t.Fatal("ValidUntil did not move although renewals succeeded")
 	}
 	if _, err := other.TryAcquire(ctxT(t), "k"); !errors.Is(err, lock.ErrNotAcquired) {
-		t.Fatalf("another client acquired a watched lease after 6 TTLs: err = %v", err)
+		t.Fatalf("another client acquired a watched lease after 4 renewals: err = %v", err)
 	}
 	if err := rdb.Del(ctxT(t), lock.RedisKeys("k").Lock).Err(); err != nil {
 		t.Fatal(err)
@@ -282,20 +295,28 @@ func TestWatchdog(t *testing.T) {
 	}
 }
 
-// TestWatchdogStoppedByRelease: after Release the key stays free (no renewal
-// re-creates or extends it) and the context is canceled with ErrReleased.
+// TestWatchdogStoppedByRelease: once released, a lease's watchdog sends no
+// renewal (counted through OnRenew over several renewal periods) and never
+// reports loss.
 func TestWatchdogStoppedByRelease(t *testing.T) {
 	p := redistest.Start(t)
 	rdb := newRDB(t, p)
-	c := newLocks(t, rdb, lock.Options{TTL: 150 * time.Millisecond, Watchdog: true})
+	var renewals atomic.Int32
+	c := newLocks(t, rdb, lock.Options{TTL: 150 * time.Millisecond, Watchdog: true,
+		OnRenew: func(string, uint64, time.Duration) func(error) { renewals.Add(1); return nil }})
 	l := mustAcquire(t, c, "k")
+	eventually(t, "a first renewal", func() bool { return renewals.Load() >= 1 })
 	if err := l.Release(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	if !errors.Is(context.Cause(l.Context()), lock.ErrReleased) {
 		t.Fatalf("cause = %v, want ErrReleased", context.Cause(l.Context()))
 	}
-	time.Sleep(200 * time.Millisecond)
+	at := renewals.Load()
+	time.Sleep(4 * 50 * time.Millisecond) // four renewal periods (TTL/3)
+	if n := renewals.Load(); n != at {
+		t.Fatalf("%d renewals after the release", n-at)
+	}
 	if n := rdb.Exists(ctxT(t), lock.RedisKeys("k").Lock).Val(); n != 0 {
 		t.Fatal("lock key exists after release")
 	}
@@ -303,6 +324,44 @@ func TestWatchdogStoppedByRelease(t *testing.T) {
 	case <-l.Lost():
 		t.Fatal("a released lease reported loss")
 	default:
+	}
+}
+
+// TestCloseStopsWatchdogs: Client.Close stops the watchdogs of its leases
+// without releasing them (a process that goes away): no renewal after it,
+// and the lock expires with its TTL. StopWatchdog does it for one lease.
+func TestCloseStopsWatchdogs(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	var renewals atomic.Int32
+	c, err := lock.New(rdb, lock.Options{TTL: 300 * time.Millisecond, Watchdog: true,
+		OnRenew: func(string, uint64, time.Duration) func(error) { renewals.Add(1); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := mustAcquire(t, c, "k")
+	one := mustAcquire(t, c, "one")
+	eventually(t, "renewals of both", func() bool { return renewals.Load() >= 4 })
+	one.StopWatchdog()
+	eventually(t, "the lease whose watchdog stopped to expire", func() bool {
+		return rdb.Exists(context.Background(), lock.RedisKeys("one").Lock).Val() == 0
+	})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	at := renewals.Load()
+	eventually(t, "the lock to expire after Close", func() bool {
+		return rdb.Exists(context.Background(), lock.RedisKeys("k").Lock).Val() == 0
+	})
+	if n := renewals.Load(); n != at {
+		t.Fatalf("%d renewals after Close", n-at)
+	}
+	if l.Context().Err() == nil {
+		select {
+		case <-l.Lost():
+		case <-time.After(bound):
+			t.Fatal("the lease whose client closed never reported its expiry")
+		}
 	}
 }
 
@@ -518,14 +577,19 @@ func TestSentinel(t *testing.T) {
 		t.Cleanup(func() { _ = rdb.Close() })
 		return rdb
 	}
-	a := newLocks(t, newFailover(), lock.Options{TTL: 10 * time.Second, QueueTTL: time.Minute})
-	b := newLocks(t, newFailover(), lock.Options{TTL: 10 * time.Second, QueueTTL: time.Minute})
+	// Timers of a minute or more: only the pub/sub hand-off through Sentinel's
+	// master can wake the waiter (another Client: no in-process delivery)
+	// within its 5s.
+	a := newLocks(t, newFailover(), lock.Options{TTL: time.Minute, QueueTTL: 3 * time.Minute})
+	b := newLocks(t, newFailover(), lock.Options{TTL: time.Minute, QueueTTL: 3 * time.Minute})
 	la := mustAcquire(t, a, "orders")
 	got := make(chan error, 1)
 	var lb *lock.Lease
+	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer wcancel()
 	go func() {
 		var err error
-		lb, err = b.Acquire(ctxT(t), "orders")
+		lb, err = b.Acquire(wctx, "orders")
 		got <- err
 	}()
 	probe := newRDB(t, master)
@@ -561,7 +625,8 @@ func testAmbiguousOutcome(t *testing.T, ctxTimeouts bool) {
 	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, ContextTimeoutEnabled: ctxTimeouts})
 	t.Cleanup(func() { _ = rdb.Close() })
 	probe := newRDB(t, p)
-	c := newLocks(t, rdb, lock.Options{TTL: time.Second})
+	// A minute: only the lock's cleanup, not expiry, can free the key in time.
+	c := newLocks(t, rdb, lock.Options{TTL: time.Minute})
 	warm := mustAcquire(t, c, "warm") // scripts cached, connections open
 	if err := warm.Release(ctxT(t)); err != nil {
 		t.Fatal(err)
@@ -590,12 +655,13 @@ func testAmbiguousOutcome(t *testing.T, ctxTimeouts bool) {
 	}
 	resume()
 	// Let the server run what it buffered while paused (the abandoned acquire
-	// may run now and take the lock), then the key must go: cleaned up or expired.
+	// may run now and take the lock), then the key must go: the cleanup
+	// goes on in the background until Redis answers (the TTL is a minute).
 	if err := probe.Ping(ctxT(t)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	eventually(t, "the ambiguous acquire's key to be cleaned up or expire", func() bool {
+	eventually(t, "the ambiguous acquire's key to be cleaned up", func() bool {
 		n, err := probe.Exists(context.Background(), lock.RedisKeys("k").Lock).Result()
 		return err == nil && n == 0
 	})
@@ -795,9 +861,17 @@ func TestFenceAboveClock(t *testing.T) {
 	if err := rdb.Set(ctxT(t), keys.Fence, 1, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	before, err := rdb.Time(ctxT(t)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
 	l = mustAcquire(t, c, "k")
-	if now := uint64(time.Now().UnixMicro()); l.Fence() < now/2 {
-		t.Fatalf("fence %d, want about the server clock in µs (%d)", l.Fence(), now)
+	after, err := rdb.Time(ctxT(t)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := l.Fence(); f < uint64(before.UnixMicro()) || f > uint64(after.UnixMicro()) {
+		t.Fatalf("fence %d, want the server clock in µs when it was granted, within [%d, %d]", f, before.UnixMicro(), after.UnixMicro())
 	}
 	_ = l.Release(ctxT(t))
 }
