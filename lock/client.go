@@ -135,6 +135,15 @@ type attemptResult struct {
 }
 
 func (c *Client) acquire(ctx context.Context, key string, wait bool, opts []AcquireOption) (*Lease, error) {
+	called := time.Now()
+	l, err := c.acquireOnce(ctx, key, wait, opts)
+	if c != nil && c.opts.Hooks.OnAcquire != nil {
+		c.opts.Hooks.OnAcquire(key, time.Since(called), err)
+	}
+	return l, err
+}
+
+func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []AcquireOption) (*Lease, error) {
 	op := "try-acquire"
 	if wait {
 		op = "acquire"
@@ -165,6 +174,9 @@ func (c *Client) acquire(ctx context.Context, key string, wait bool, opts []Acqu
 	var snap noteSnapshot
 	if wait {
 		snap = c.notes.snapshot(a.keys.Channel)
+	}
+	if wait && cfg.retry != nil {
+		return a.retry(ctx)
 	}
 	start := time.Now()
 	res, err := a.try(ctx, mode)
@@ -232,6 +244,31 @@ func (c *Client) acquire(ctx context.Context, key string, wait bool, opts []Acqu
 		res, err = a.try(ctx, mode)
 		if err != nil || res.ok {
 			return a.finish(ctx, start, res, err, true)
+		}
+	}
+}
+
+// retry is Acquire with a RetryStrategy: one-shot attempts (the attempt
+// never joins the queue) spaced as the strategy says, until one gets the
+// lock, fails surely, or the strategy stops (ErrNotAcquired) or ctx ends.
+func (a *attempt) retry(ctx context.Context) (*Lease, error) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		start := time.Now()
+		res, err := a.try(ctx, "t")
+		if err != nil || res.ok {
+			return a.finish(ctx, start, res, err, false)
+		}
+		d := a.cfg.retry.NextBackoff()
+		if d <= 0 {
+			return nil, fmt.Errorf("%s %q: the retry strategy gave up: %w", a.op, a.key, ErrNotAcquired)
+		}
+		timer.Reset(d)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s %q: %w: %w", a.op, a.key, ErrNotAcquired, context.Cause(ctx))
+		case <-timer.C:
 		}
 	}
 }

@@ -26,6 +26,7 @@ type Lease struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	lost   chan struct{}
+	born   time.Time // when the attempt that got it started
 
 	mu         sync.Mutex
 	validUntil time.Time // local monotonic clock
@@ -40,7 +41,7 @@ type Lease struct {
 func newLease(c *Client, key string, keys Keys, owner string, fence uint64, holds int64, cfg callConfig, start time.Time) *Lease {
 	l := &Lease{
 		c: c, key: key, keys: keys, owner: owner, fence: fence, holds: holds,
-		ttl: cfg.ttl, drift: c.opts.Drift, lost: make(chan struct{}),
+		ttl: cfg.ttl, drift: c.opts.Drift, lost: make(chan struct{}), born: start,
 	}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	l.mu.Lock()
@@ -78,8 +79,10 @@ func (l *Lease) stopWatchdogLocked() {
 	l.c.unwatch(l)
 }
 
-func (l *Lease) deadline(start time.Time) time.Time {
-	return start.Add(time.Duration(float64(l.ttl) * (1 - l.drift)))
+func (l *Lease) deadline(start time.Time) time.Time { return l.deadlineFor(start, l.ttl) }
+
+func (l *Lease) deadlineFor(start time.Time, ttl time.Duration) time.Time {
+	return start.Add(time.Duration(float64(ttl) * (1 - l.drift)))
 }
 
 // Key returns the lock key the lease holds.
@@ -117,11 +120,14 @@ func (l *Lease) Holds() int64 {
 	return l.holds
 }
 
-// TTL returns the lease length asked for.
+// TTL returns the lease length asked for (by the acquire, or by the last
+// RenewFor).
 func (l *Lease) TTL() time.Duration {
 	if l == nil {
 		return 0
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return l.ttl
 }
 
@@ -208,8 +214,11 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.finishLocked(ErrReleased)
 	l.mu.Unlock()
 	if n, _ := vals[0].(int64); n < 0 {
-		return fmt.Errorf("release %q: expired or taken by another owner: %w", l.key, ErrNotHeld)
+		err := fmt.Errorf("release %q: expired or taken by another owner: %w", l.key, ErrNotHeld)
+		l.reportRelease(err)
+		return err
 	}
+	l.reportRelease(nil)
 	if len(vals) > 1 {
 		// Tell the next waiter at once if it waits in this process; the
 		// publish reaches waiters elsewhere (and this one again, harmlessly).
@@ -230,12 +239,17 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("renew %q: ctx is nil: %w", l.key, ErrInvalid)
 	}
-	return l.renew(ctx)
+	return l.renew(ctx, 0)
 }
 
-func (l *Lease) renew(ctx context.Context) error {
+// renew extends the lease by ttl from now (0: by its TTL); a different ttl
+// becomes the lease's TTL (RenewFor).
+func (l *Lease) renew(ctx context.Context, ttl time.Duration) error {
 	l.mu.Lock()
 	done := l.done
+	if ttl == 0 {
+		ttl = l.ttl
+	}
 	l.mu.Unlock()
 	if done {
 		return fmt.Errorf("renew %q: lease ended (%v): %w", l.key, context.Cause(l.ctx), ErrNotHeld)
@@ -244,7 +258,7 @@ func (l *Lease) renew(ctx context.Context) error {
 		return fmt.Errorf("renew %q: %w", l.key, context.Cause(ctx))
 	}
 	start := time.Now()
-	reply, err := l.c.run(ctx, renewScript, []string{l.keys.Lock}, l.owner, l.ttl.Milliseconds())
+	reply, err := l.c.run(ctx, renewScript, []string{l.keys.Lock}, l.owner, ttl.Milliseconds())
 	if err != nil {
 		if outcomeUnknown(err) {
 			return unknown(ctx, "renew", l.key, err)
@@ -260,7 +274,8 @@ func (l *Lease) renew(ctx context.Context) error {
 	if l.done {
 		return fmt.Errorf("renew %q: lease ended (%v): %w", l.key, context.Cause(l.ctx), ErrNotHeld)
 	}
-	if v := l.deadline(start); v.After(l.validUntil) {
+	l.ttl = ttl
+	if v := l.deadlineFor(start, ttl); v.After(l.validUntil) {
 		l.validUntil = v
 		l.expiry.Reset(time.Until(v))
 	}
@@ -290,9 +305,13 @@ func (l *Lease) lose(why string) {
 	if l.done {
 		return
 	}
-	l.finishLocked(fmt.Errorf("lease %q fence %d: %s: %w", l.key, l.fence, why, ErrLost))
+	cause := fmt.Errorf("lease %q fence %d: %s: %w", l.key, l.fence, why, ErrLost)
+	l.finishLocked(cause)
 	close(l.lost)
 	l.c.opts.Logger.Warn("lock: lease lost", "key", l.key, "fence", l.fence, "reason", why)
+	if h := l.c.opts.Hooks.OnLost; h != nil {
+		h(l.key, l.fence, cause)
+	}
 }
 
 // finishLocked ends the lease with cause (first cause wins).
@@ -313,18 +332,18 @@ func (l *Lease) finishLocked(cause error) {
 // timer loses the lease.
 func (l *Lease) watchdogTick() {
 	l.mu.Lock()
-	ctx, done, valid := l.wdCtx, l.done || l.wd == nil, l.validUntil
+	ctx, done, valid, ttl := l.wdCtx, l.done || l.wd == nil, l.validUntil, l.ttl
 	l.mu.Unlock()
 	if done || ctx.Err() != nil {
 		return
 	}
-	interval := l.ttl / 3
+	interval := ttl / 3
 	rctx, cancel := context.WithDeadline(ctx, valid)
 	var observed func(error)
 	if h := l.c.opts.OnRenew; h != nil {
-		observed = h(l.key, l.fence, l.ttl)
+		observed = h(l.key, l.fence, ttl)
 	}
-	err := l.renew(rctx)
+	err := l.renew(rctx, ttl)
 	cancel()
 	if observed != nil {
 		observed(err)

@@ -71,7 +71,69 @@ type Options struct {
 	// watchdog's goroutine: keep it short, and do not call back into the
 	// lease.
 	OnRenew func(key string, fence uint64, ttl time.Duration) (done func(err error))
+	// Hooks report what happens to locks, for metrics and logs.
+	Hooks Hooks
 }
+
+// Hooks are called as locks are acquired, released and lost, on the
+// caller's goroutine (OnLost: the watchdog's or expiry timer's). Keep them
+// short; they must not call back into the lock. Nil hooks are skipped.
+type Hooks struct {
+	// OnAcquire reports every Acquire and TryAcquire: how long the call
+	// took (for Acquire, the wait) and its error (nil: acquired).
+	OnAcquire func(key string, took time.Duration, err error)
+	// OnRelease reports every Release that ended a lease (nil or
+	// ErrNotHeld): how long the lease was held.
+	OnRelease func(key string, held time.Duration, err error)
+	// OnLost reports a lease lost (its validity ran out without renewal, or
+	// a renewal found the lock taken), with the reason.
+	OnLost func(key string, fence uint64, cause error)
+}
+
+// RetryStrategy spaces the attempts of an Acquire made WithRetry:
+// NextBackoff returns how long to wait before the next attempt, or 0 (or
+// less) to give up. A strategy is used by one Acquire call: make a new one
+// per call.
+type RetryStrategy interface {
+	NextBackoff() time.Duration
+}
+
+type linearBackoff time.Duration
+
+func (b linearBackoff) NextBackoff() time.Duration { return time.Duration(b) }
+
+// LinearBackoff waits d between attempts, forever (bound it with ctx or
+// LimitRetry).
+func LinearBackoff(d time.Duration) RetryStrategy { return linearBackoff(d) }
+
+type exponentialBackoff struct{ next, max time.Duration }
+
+func (b *exponentialBackoff) NextBackoff() time.Duration {
+	d := b.next
+	b.next = min(2*b.next, b.max)
+	return d
+}
+
+// ExponentialBackoff waits min, then twice as long each time, up to max.
+func ExponentialBackoff(minWait, maxWait time.Duration) RetryStrategy {
+	return &exponentialBackoff{next: minWait, max: max(minWait, maxWait)}
+}
+
+type limitRetry struct {
+	s    RetryStrategy
+	left int
+}
+
+func (l *limitRetry) NextBackoff() time.Duration {
+	if l.left <= 0 {
+		return 0
+	}
+	l.left--
+	return l.s.NextBackoff()
+}
+
+// LimitRetry gives up after n retries of s (n+1 attempts in all).
+func LimitRetry(s RetryStrategy, n int) RetryStrategy { return &limitRetry{s: s, left: n} }
 
 func (o Options) normalize() (Options, error) {
 	if o.TTL == 0 {
@@ -126,6 +188,15 @@ type callConfig struct {
 	owner    string
 	ownerSet bool
 	watchdog bool
+	retry    RetryStrategy
+}
+
+// WithRetry makes Acquire retry one-shot attempts spaced by s instead of
+// waiting in the FIFO queue: for callers who want a bounded number of
+// attempts (LimitRetry) rather than a place in line. It gives up with
+// ErrNotAcquired when s does, or when ctx ends. TryAcquire ignores it.
+func WithRetry(s RetryStrategy) AcquireOption {
+	return func(c *callConfig) { c.retry = s }
 }
 
 // WithTTL sets this call's lease length instead of Options.TTL (at least MinTTL).

@@ -225,3 +225,30 @@ if ARGV[4] == '1' and redis.call('HGET', KEYS[1], 'o') == ARGV[1] then
 end
 return 0
 `)
+
+// ttlScript: KEYS lock. ARGV token. Returns the lock's PTTL (ms) when the
+// token holds it, -1 otherwise.
+var ttlScript = newScript(`
+if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then
+  return redis.call('PTTL', KEYS[1])
+end
+return -1
+`)
+
+// inspectScript: KEYS lock, queue. Returns {owner or ”, holds, fence or ”,
+// pttl, queue length}.
+var inspectScript = newScript(`
+local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'f')
+return {h[1] or '', tonumber(h[2] or '0'), h[3] or '', redis.call('PTTL', KEYS[1]), redis.call('ZCARD', KEYS[2])}
+`)
+
+// forceUnlockScript: KEYS lock, fence, queue, queue deadlines. ARGV
+// channel, hand-off lease ms. Frees the lock whoever holds it: hands it to
+// the first live waiter or deletes it; the fence counter stays. Returns
+// {1 when it was held else 0, the hand-off message or ”}.
+var forceUnlockScript = newScript(luaPrelude + luaQueue + `
+local held = redis.call('EXISTS', KEYS[1])
+clock()
+dropDead()
+return {held, handoff(ARGV[1])}
+`)

@@ -1,0 +1,86 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/lock"
+)
+
+// exampleClient is a lock client on the example's redis-server.
+func exampleClient(opts lock.Options) (*lock.Client, func()) {
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("LOCKPROOF_EXAMPLE_REDIS")})
+	c, err := lock.New(rdb, opts)
+	if err != nil {
+		panic(err)
+	}
+	return c, func() { _ = c.Close(); _ = rdb.Close() }
+}
+
+// Bounded attempts instead of a place in line: try three more times, 10ms
+// apart, then give up.
+func ExampleWithRetry() {
+	locks, done := exampleClient(lock.Options{TTL: time.Minute})
+	defer done()
+	ctx := context.Background()
+	held, _ := locks.Acquire(ctx, "report")
+	defer held.Release(ctx)
+
+	_, err := locks.Acquire(ctx, "report", lock.WithRetry(lock.LimitRetry(lock.LinearBackoff(10*time.Millisecond), 3)))
+	fmt.Println(errors.Is(err, lock.ErrNotAcquired))
+	// Output: true
+}
+
+// An operator's view of a lock, and freeing it when its holder is known to
+// be gone (fences stay monotonic: the old holder's late writes are refused).
+func ExampleClient_ForceUnlock() {
+	locks, done := exampleClient(lock.Options{TTL: time.Minute})
+	defer done()
+	ctx := context.Background()
+	stuck, _ := locks.Acquire(ctx, "nightly-job")
+
+	info, _ := locks.Inspect(ctx, "nightly-job")
+	fmt.Println(info.Held, info.Holds, info.Fence == stuck.Fence(), info.Waiting)
+	was, _ := locks.ForceUnlock(ctx, "nightly-job")
+	info, _ = locks.Inspect(ctx, "nightly-job")
+	fmt.Println(was, info.Held)
+	// Output:
+	// true 1 true 0
+	// true false
+}
+
+// Work that turns out longer than planned asks for more time; Redis says
+// how much is left.
+func ExampleLease_RenewFor() {
+	locks, done := exampleClient(lock.Options{TTL: 10 * time.Second})
+	defer done()
+	ctx := context.Background()
+	lease, _ := locks.Acquire(ctx, "import")
+	defer lease.Release(ctx)
+
+	_ = lease.RenewFor(ctx, time.Hour)
+	left, _ := lease.TTLLeft(ctx)
+	fmt.Println(lease.TTL(), left > 59*time.Minute)
+	// Output: 1h0m0s true
+}
+
+// Metrics: how long acquires wait, how long locks are held, and losses.
+func ExampleHooks() {
+	var waits, holds int
+	locks, done := exampleClient(lock.Options{TTL: time.Minute, Hooks: lock.Hooks{
+		OnAcquire: func(key string, took time.Duration, err error) { waits++ },
+		OnRelease: func(key string, held time.Duration, err error) { holds++ },
+		OnLost:    func(key string, fence uint64, cause error) { fmt.Println("lost", key) },
+	}})
+	defer done()
+	ctx := context.Background()
+	lease, _ := locks.Acquire(ctx, "metrics")
+	_ = lease.Release(ctx)
+	fmt.Println(waits, holds)
+	// Output: 1 1
+}
