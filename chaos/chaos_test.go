@@ -19,6 +19,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/fencing"
+	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -362,5 +363,65 @@ func TestSeedReplaysChoicesAndRedlock(t *testing.T) {
 	}
 	if res.Lease.Verdict != checker.OK {
 		t.Errorf("redlock without faults: lease %s\n%s", res.Lease.Verdict, describe(out, res))
+	}
+}
+
+// TestClientsLeave: clients that leave for good while holding (they close
+// their Locker: package lock's Close stops the watchdogs) free the lock by
+// expiry, and the others go on: the liveness rule checks that every left
+// lease stopped blocking the key within its TTL.
+func TestClientsLeave(t *testing.T) {
+	e := openEnv(t, env.Spec{Replicas: -1, Sentinels: 1})
+	mix := workload.DefaultMix()
+	mix.Leave = 0.05
+	sc := chaos.Scenario{Lock: "fenced", Fault: chaos.FaultNone, Seed: *flagSeed, Duration: duration(), Clients: 4,
+		Workload: workload.Config{Mix: &mix}}
+	out, res := runAndCheck(t, e, sc)
+	t.Logf("%s", describe(out, res))
+	last := map[string]history.Op{}
+	for _, o := range out.Ops {
+		if o.Kind != history.Fault && (last[o.Client].Call < o.Call || last[o.Client].Client == "") {
+			last[o.Client] = o
+		}
+	}
+	left := 0
+	for _, o := range last {
+		if o.Kind == history.Acquire && o.Result == history.OK {
+			left++
+		}
+	}
+	if left == 0 {
+		t.Fatalf("no client left while holding (last ops %v)", last)
+	}
+	if res.Lease.Verdict != checker.OK || res.Liveness.Verdict != checker.OK {
+		t.Errorf("lease %s, liveness %s; want ok (the liveness rule checked the left holders)\n%s", res.Lease.Verdict, res.Liveness.Verdict, describe(out, res))
+	}
+}
+
+// TestFencedKillProcess: a client run as a child process is SIGKILLed while
+// it waits in line (its acquire never returns, and the history says so);
+// the live clients are not held up past the lock's promise to waiters.
+func TestFencedKillProcess(t *testing.T) {
+	e := openEnv(t, env.Spec{Replicas: -1, Sentinels: 1})
+	sc := chaos.Scenario{Lock: "fenced", Fault: chaos.FaultKillProcess, Seed: *flagSeed, Duration: duration()}
+	entry, _ := zoo.Builtin().Lookup("fenced")
+	sc.Workload.WaitTimeout = 2 * entry.WaitBound
+	out, _ := runAndCheck(t, e, sc)
+	res, err := checker.Check(context.Background(), out.Ops, checker.Options{WaitBound: entry.WaitBound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", describe(out, res))
+	dead := 0
+	for _, op := range out.Ops {
+		if op.Client == "p0" && op.Kind == history.Acquire && op.Wait && !op.Completed {
+			dead++
+		}
+	}
+	if dead != 1 {
+		t.Fatalf("%d never-returned blocking acquires of the killed child p0; want 1\n%s", dead, describe(out, res))
+	}
+	if res.Lease.Verdict != checker.OK || res.Liveness.Verdict == checker.Violated || res.Resource.Verdict != checker.OK {
+		t.Errorf("verdicts lease %s, resource %s, liveness %s; want ok\n%s", res.Lease.Verdict, res.Resource.Verdict, res.Liveness.Verdict, describe(out, res))
 	}
 }

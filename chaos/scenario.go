@@ -43,6 +43,11 @@ const (
 	// FaultPauseProcess pauses a client run as a child process with SIGSTOP
 	// (the scenario adds one such client).
 	FaultPauseProcess = "pause-process"
+	// FaultKillProcess SIGKILLs a client run as a child process (the
+	// scenario adds one) while it waits in line for the lock, or, for a
+	// lock without a blocking acquire, while it holds it: a client that
+	// dies for good, as a crashed process does.
+	FaultKillProcess = "kill-process"
 )
 
 // ErrScenario wraps errors about a bad Scenario.
@@ -51,7 +56,7 @@ var ErrScenario = errors.New("bad scenario")
 // Faults returns the fault names Run accepts, sorted.
 func Faults() []string {
 	f := []string{FaultNone, FaultLatency, FaultPartition, FaultPauseClient, FaultPauseServer,
-		FaultFailover, FaultCrashClient, FaultClockSkew, FaultReset, FaultBandwidth, FaultPauseProcess}
+		FaultFailover, FaultCrashClient, FaultClockSkew, FaultReset, FaultBandwidth, FaultPauseProcess, FaultKillProcess}
 	sort.Strings(f)
 	return f
 }
@@ -159,7 +164,7 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 
 	wc := sc.Workload
 	wc.Lock, wc.Keys, wc.Clients, wc.TTL, wc.Seed, wc.KeyPrefix = sc.Lock, sc.Keys, sc.Clients, sc.TTL, sc.Seed, sc.KeyPrefix
-	if sc.Fault == FaultPauseProcess && wc.Processes == 0 {
+	if (sc.Fault == FaultPauseProcess || sc.Fault == FaultKillProcess) && wc.Processes == 0 {
 		wc.Processes = 1
 	}
 	if wc.Logger == nil {
@@ -257,6 +262,25 @@ func inject(ctx context.Context, e env.Env, sc Scenario, wl *workload.Workload, 
 			return "", fmt.Errorf("pause-process: %w", err)
 		}
 		f = &nemesis.PauseProcess{Client: p.Name, Pid: p.Pid}
+	case FaultKillProcess:
+		if len(wl.Procs) == 0 {
+			return "", fmt.Errorf("%w: kill-process needs Workload.Processes > 0", ErrScenario)
+		}
+		p := wl.Procs[rng.IntN(len(wl.Procs))]
+		where, wait := "holding", p.WaitHolding
+		if victim.CanWait() { // the child runs the same lock as every client
+			where, wait = "queued", p.WaitQueued
+		}
+		f = &nemesis.CrashClients{Label: fmt.Sprintf("kill-process %s (%s)", p.Name, where), Steps: []func(context.Context) error{
+			func(ctx context.Context) error {
+				wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				if err := wait(wctx); err != nil {
+					return err
+				}
+				return p.Kill()
+			}}}
+		window = 0
 	case FaultCrashClient:
 		if sc.CrashAfter != "" || sc.CrashBefore != "" {
 			f = &nemesis.CrashClient{Client: victim.Name, Gate: victim.Gate, After: sc.CrashAfter, Before: sc.CrashBefore}

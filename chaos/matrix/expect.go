@@ -165,14 +165,12 @@ func Expected(lock, fault string) Expectation {
 	if lock == "fenced-v1" {
 		// The workload's nested holds with a fifth of the TTL shorten the
 		// old lock's lease (its PEXPIRE takes the nested TTL): another
-		// client takes the key while the outer lease is valid. Without a
-		// fault nothing else happens, so the run shows it; under a fault the
-		// fault's own effects may crowd it out.
+		// client takes the key while the outer lease is valid, when it
+		// tries in that window: 9 runs in 10 without a fault (3s runs).
+		// One run may miss it; a few seeds find it
+		// (TestHarnessCatchesTheOldLock).
 		e.Lease = WantMay
 		e.Why = "a nested hold with a shorter TTL shortens the old lock's lease (fixed in package lock)"
-		if fault == chaos.FaultNone {
-			e.Lease = WantViolated
-		}
 		if fault == chaos.FaultCrashClient {
 			// The old lock hands a waiter that died in line the whole TTL,
 			// and keeps a dead head of the queue first until its place
@@ -302,7 +300,6 @@ func DecisiveScenarios() []Decisive {
 		{Lock: "redlock", Fault: chaos.FaultPauseClient, Property: PropResource},
 		{Lock: "local-redis", Fault: chaos.FaultPauseClient, Property: PropResource},
 		{Lock: "fenced", Fault: chaos.FaultPauseClient, Property: PropResource},
-		{Lock: "fenced-v1", Fault: chaos.FaultNone, Property: PropLease},
 	}
 	for i := range ds {
 		ds[i].After, ds[i].Before = After(ds[i].Lock, ds[i].Fault), Before(ds[i].Lock, ds[i].Fault)

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,6 +57,60 @@ type Proc struct {
 	exited  chan struct{}
 	holding atomic.Bool
 	held    chan struct{}
+	// waiting: the child waits in line; inflight: its acquire as invoked
+	// (events on fd 3); killed: Kill struck it.
+	waiting  atomic.Bool
+	inflight atomic.Pointer[history.Op]
+	killed   atomic.Bool
+	eventErr atomic.Value // error: an event the parent could not read
+}
+
+// readEvents follows the child's events (fd 3): "waiting <op>" when it
+// starts waiting in line, "done" when that wait ends.
+func (p *Proc) readEvents(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if js, ok := bytes.CutPrefix(line, []byte("waiting ")); ok {
+			var op history.Op
+			if err := op.UnmarshalJSON(js); err != nil {
+				p.eventErr.Store(fmt.Errorf("child %s: event %q: %w", p.Name, line, err))
+				continue
+			}
+			p.inflight.Store(&op)
+			p.waiting.Store(true)
+			continue
+		}
+		p.waiting.Store(false)
+	}
+}
+
+// WaitQueued waits until the child waits in line in a blocking acquire,
+// bounded by ctx.
+func (p *Proc) WaitQueued(ctx context.Context) error {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for !p.waiting.Load() {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s to queue for %q: %w", p.Name, p.Key, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// Kill SIGKILLs the child's process group: a client that dies for good,
+// mid-operation. The operation it was in stays in flight; a blocking
+// acquire it was waiting in is recorded as never returned.
+func (p *Proc) Kill() error {
+	pid := p.Pid()
+	if pid == 0 {
+		return fmt.Errorf("kill %s: not running", p.Name)
+	}
+	p.killed.Store(true)
+	return proc.KillGroup(pid)
 }
 
 func (w *Workload) newProc(ctx context.Context, e env.Env, topo env.Topology, name, key string, idx uint64) (*Proc, error) {
@@ -144,9 +199,18 @@ func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
 	if err != nil {
 		return fmt.Errorf("child stdout: %w", err)
 	}
+	evr, evw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("child events: %w", err)
+	}
+	defer evr.Close()
+	cmd.ExtraFiles = []*os.File{evw} // fd 3 in the child
 	if err := cmd.Start(); err != nil {
+		_ = evw.Close()
 		return fmt.Errorf("start child: %w", err)
 	}
+	_ = evw.Close()
+	go p.readEvents(evr)
 	exited := make(chan struct{})
 	p.mu.Lock()
 	p.cmd, p.exited = cmd, exited
@@ -190,6 +254,9 @@ func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
 		case op.Kind == history.Write || op.Kind == history.Release:
 			p.holding.Store(false)
 		}
+		if in := p.inflight.Load(); in != nil && op.Kind == history.Acquire && op.Call == in.Call {
+			p.inflight.Store(nil) // it returned after all
+		}
 		if err := rec.Record(op); err != nil {
 			errs = append(errs, err)
 		}
@@ -200,7 +267,18 @@ func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
 	close(readDone)
 	werr := cmd.Wait()
 	close(exited)
-	if werr != nil {
+	if in := p.inflight.Swap(nil); in != nil && p.killed.Load() {
+		// Killed while it waited in line: its acquire never returned.
+		op := *in
+		op.Completed, op.Return, op.Result, op.Line = false, 0, history.Unknown, 0
+		if err := rec.Record(op); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err, _ := p.eventErr.Load().(error); err != nil {
+		errs = append(errs, err)
+	}
+	if werr != nil && !p.killed.Load() {
 		errs = append(errs, fmt.Errorf("child %s: %w; stderr: %s", p.Name, werr, stderr.String()))
 	}
 	return errors.Join(errs...)
@@ -224,7 +302,11 @@ func MaybeChild(locks *locker.Registry) {
 		return
 	}
 	code := 0
-	if err := runChild(js, locks, os.Stdin, os.Stdout); err != nil {
+	var events io.Writer
+	if f := os.NewFile(3, "lockproof-events"); f != nil {
+		events = f
+	}
+	if err := runChild(js, locks, os.Stdin, os.Stdout, events); err != nil {
 		fmt.Fprintln(os.Stderr, "workload child:", err)
 		code = 1
 	}
@@ -233,7 +315,7 @@ func MaybeChild(locks *locker.Registry) {
 
 // runChild runs one client per the spec until stdin ends, writing its
 // operations to out as history lines.
-func runChild(js string, locks *locker.Registry, stdin io.Reader, out io.Writer) error {
+func runChild(js string, locks *locker.Registry, stdin io.Reader, out, events io.Writer) error {
 	var spec childSpec
 	if err := json.Unmarshal([]byte(js), &spec); err != nil {
 		return fmt.Errorf("%s: %w", ChildEnv, err)
@@ -257,6 +339,24 @@ func runChild(js string, locks *locker.Registry, stdin io.Reader, out io.Writer)
 		return err
 	}
 	defer c.close()
+	if events != nil {
+		// Tell the parent when this client waits in line, with its acquire
+		// as invoked: killed there, it leaves a dead waiter the parent
+		// records as never returned.
+		var mu sync.Mutex
+		c.onQueued = func(op *history.Op, waiting bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			line := []byte("done\n")
+			if waiting && op != nil {
+				pending := *op
+				pending.Result = history.Unknown // as a never-returned op is written
+				line = append([]byte("waiting "), history.AppendJSON(nil, pending)...)
+				line = append(line, '\n')
+			}
+			_, _ = events.Write(line)
+		}
+	}
 	rec := history.NewRecorder(out, history.Options{Base: time.Unix(0, spec.Base)})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

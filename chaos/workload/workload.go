@@ -147,9 +147,9 @@ type Mix struct {
 	// the op timeout, so that they are canceled while they wait in line.
 	Cancel float64
 	// Reenter: sections that take a nested hold (locker.Reentrant) and
-	// release it before the read; half of them ask for a TTL a fifth of
-	// the lease's (at least 10ms), half for twice it. The outer hold then
-	// works on for up to half the TTL.
+	// release it before the read; two in three ask for a TTL a fifth of
+	// the lease's (at least 10ms), one in three for twice it. The outer
+	// hold then works on for up to half the TTL.
 	Reenter float64
 	// Renew: sections that renew the lease explicitly after the acquire.
 	Renew float64
@@ -160,13 +160,18 @@ type Mix struct {
 	// or a 1ms deadline (half); a release that did not surely happen is
 	// sent again with the op timeout, as a careful caller retries.
 	RushRelease float64
+	// Leave: sections after whose acquire the client leaves for good,
+	// holding: it closes its Locker (watchdogs stop, leases stay until
+	// they expire) and stops. Default 0: a fault that waits for a client
+	// to hold or wait in line needs the clients to stay.
+	Leave float64
 
 	_ struct{}
 }
 
 // DefaultMix is the mix `go test ./chaos` and `lockproof run` use.
 func DefaultMix() Mix {
-	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.3, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1}
+	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.4, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1}
 }
 
 // share is one choice of a Mix by its name (the CLI's --mix).
@@ -177,7 +182,7 @@ type share struct {
 
 func (m *Mix) shares() []share {
 	return []share{{"blocking", &m.Blocking}, {"cancel", &m.Cancel}, {"reenter", &m.Reenter}, {"renew", &m.Renew},
-		{"long-work", &m.LongWork}, {"rush-release", &m.RushRelease}}
+		{"long-work", &m.LongWork}, {"rush-release", &m.RushRelease}, {"leave", &m.Leave}}
 }
 
 func (m *Mix) validate() error {
@@ -244,6 +249,10 @@ type Client struct {
 	holding  atomic.Bool
 	held     chan struct{} // signalled (non-blocking) when the client holds with its write ahead
 	waiting  atomic.Bool   // a blocking acquire is in line (see FirstQueued)
+	invoked  atomic.Pointer[history.Op] // the lock op in flight, as invoked
+	// onQueued, when set (a child process), is told when the client starts
+	// and stops waiting in line, with the blocking acquire as invoked.
+	onQueued func(op *history.Op, waiting bool)
 	stopped  atomic.Bool
 	rec      atomic.Pointer[history.Recorder] // set by Run: where background renewals are recorded
 }
@@ -559,6 +568,9 @@ const (
 func (c *Client) lockCall(ctx context.Context, rec *history.Recorder, op history.Op, mode ctxMode, timeout time.Duration,
 	do func(ctx context.Context) error, edit func(*history.Op)) (res history.Result, unsupported bool, err error) {
 	p := rec.Invoke(op)
+	invoked := p.Op()
+	c.invoked.Store(&invoked)
+	defer c.invoked.Store(nil)
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	switch mode {
 	case ctxCanceled:
@@ -601,9 +613,16 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		acqOp.Wait = true
 		acquire = func(ctx context.Context) (locker.Lease, error) {
 			// In line once the first attempt is over (see FirstQueued).
-			t := time.AfterFunc(queuedAfter, func() { c.waiting.Store(true) })
+			t := time.AfterFunc(queuedAfter, func() {
+				c.waiting.Store(true)
+				if c.onQueued != nil {
+					c.onQueued(c.invoked.Load(), true)
+				}
+			})
 			defer func() {
-				t.Stop()
+				if !t.Stop() && c.onQueued != nil {
+					c.onQueued(nil, false)
+				}
 				c.waiting.Store(false)
 			}()
 			return waiter.Acquire(ctx, c.Key, cfg.TTL)
@@ -624,6 +643,14 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	if err != nil || res != history.OK {
 		return err
 	}
+	if c.chance(mix.Leave) {
+		// Gone while holding: the lock must let the lease expire (a
+		// watchdog that outlived Close would keep the others out).
+		if err := c.locker.Close(); err != nil {
+			cfg.Logger.Warn("close on leave", "client", c.Name, "err", err)
+		}
+		return errStop
+	}
 	token, fenced := lease.Fence()
 	resource := c.unfenced
 	if fenced {
@@ -642,9 +669,9 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 
 	// A nested hold by the same owner, with a shorter or a longer TTL.
 	if r, ok := lease.(locker.Reentrant); ok && c.chance(mix.Reenter) {
-		ttl := 2 * cfg.TTL
-		if c.rng.IntN(2) == 0 {
-			ttl = max(cfg.TTL/5, 10*time.Millisecond)
+		ttl := max(cfg.TTL/5, 10*time.Millisecond)
+		if c.rng.IntN(3) == 0 {
+			ttl = 2 * cfg.TTL
 		}
 		var inner locker.Lease
 		op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds()}
