@@ -247,8 +247,8 @@ type Client struct {
 	unfenced fencing.Resource // for leases without one
 	rng      *rand.Rand
 	holding  atomic.Bool
-	held     chan struct{} // signalled (non-blocking) when the client holds with its write ahead
-	waiting  atomic.Bool   // a blocking acquire is in line (see FirstQueued)
+	held     chan struct{}              // signalled (non-blocking) when the client holds with its write ahead
+	waiting  atomic.Bool                // a blocking acquire is in line (see FirstQueued)
 	invoked  atomic.Pointer[history.Op] // the lock op in flight, as invoked
 	// onQueued, when set (a child process), is told when the client starts
 	// and stops waiting in line, with the blocking acquire as invoked.
