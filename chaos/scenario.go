@@ -303,24 +303,19 @@ func inject(ctx context.Context, e env.Env, sc Scenario, wl *workload.Workload, 
 		}
 		steps, name := []func(context.Context) error{holdCrash}, "crash-client "+victim.Name
 		if others := without(clients, victim); victim.CanWait() && len(others) > 1 {
-			var waiter *workload.Client
 			queuedCrash := func(ctx context.Context) error {
 				wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				defer cancel()
-				var err error
-				if waiter, err = workload.FirstQueued(wctx, others); err != nil {
+				waiter, err := workload.FirstQueued(wctx, others)
+				if err != nil {
 					return err
 				}
 				waiter.Gate.Crash()
+				sc.Logger.Info("crashed while queued", "client", waiter.Name)
 				return nil
 			}
 			steps = append(steps, queuedCrash)
-			defer func() {
-				if waiter != nil {
-					sc.Logger.Info("crashed while queued", "client", waiter.Name)
-				}
-			}()
-			name = fmt.Sprintf("crash-client %s (holding) and one waiter in line", victim.Name)
+			name = fmt.Sprintf("crash-client %s (holding), then a waiter in line", victim.Name)
 		}
 		f = &nemesis.CrashClients{Label: name, Steps: steps}
 		window = 0

@@ -342,7 +342,7 @@ func TestFencedDrivesEveryPath(t *testing.T) {
 }
 
 // TestHarnessCatchesTheOldLock: fenced-v1, the shipped lock before its
-// review's fixes, is caught on one of a few seeds for each defect review
+// review's fixes, is caught on one of 8 seeds for each defect review
 // found that a history can show: without a fault, a nested hold with a
 // shorter TTL shortens its lease (lease mutual exclusion); under
 // crash-client, a waiter that died in line holds the lock up for a whole
@@ -350,7 +350,7 @@ func TestFencedDrivesEveryPath(t *testing.T) {
 // every seed.
 func TestHarnessCatchesTheOldLock(t *testing.T) {
 	var specs []matrix.Spec
-	for seed := uint64(1); seed <= 4; seed++ {
+	for seed := uint64(1); seed <= 8; seed++ {
 		for _, f := range []string{chaos.FaultNone, chaos.FaultCrashClient} {
 			specs = append(specs, matrix.Spec{Lock: "fenced-v1", Fault: f, Seed: seed}, matrix.Spec{Lock: "fenced", Fault: f, Seed: seed})
 		}
@@ -380,7 +380,7 @@ func TestHarnessCatchesTheOldLock(t *testing.T) {
 	}
 	for _, defect := range []string{"nested hold shortens the lease", "dead waiter holds the lock up"} {
 		if !caught[defect] {
-			t.Errorf("fenced-v1's defect %q was not caught on any of 4 seeds", defect)
+			t.Errorf("fenced-v1's defect %q was not caught on any of 8 seeds", defect)
 		}
 	}
 }

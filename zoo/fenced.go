@@ -52,7 +52,9 @@ func fencedV1Entry() locker.Entry {
 			if err := needRedis(d); err != nil {
 				return nil, err
 			}
-			c, err := fencedv1.New(d.Redis, fencedv1.Options{Logger: d.Logger})
+			// The queue deadline the shipped lock uses (the old one defaulted
+			// to the lease TTL): the same configuration, the old algorithm.
+			c, err := fencedv1.New(d.Redis, fencedv1.Options{Logger: d.Logger, QueueTTL: lock.DefaultQueueTTL})
 			if err != nil {
 				return nil, mapLockErr(err)
 			}
