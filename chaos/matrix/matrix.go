@@ -26,6 +26,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -232,6 +233,11 @@ type Scenario struct {
 	// not (an unknown verdict is never a match, nor a mismatch).
 	AsExpected bool     `json:"as_expected"`
 	Mismatches []string `json:"mismatches,omitempty"`
+	// FoundElsewhere lists the properties the expectation says break
+	// (WantViolated) that this seed did not show but another seed of the
+	// same lock and fault did: the cell is as expected (Cell), and so is
+	// this row.
+	FoundElsewhere []string `json:"found_elsewhere,omitempty"`
 	// ElapsedMs is the wall time of the scenario: run, check, files.
 	ElapsedMs int64 `json:"elapsed_ms"`
 }
@@ -264,6 +270,29 @@ func (s *Scenario) Unknown() bool {
 // Summary is summary.json.
 type Summary struct {
 	Scenarios []*Scenario `json:"scenarios"`
+	// Cells sum the seeds of each lock × fault up (additive to the
+	// contract: tools that read only scenarios are unaffected).
+	Cells []*Cell `json:"cells,omitempty"`
+}
+
+// Cell is one lock × fault over its seeds: how often each property was
+// found violated, and how fast. A property the expectation says breaks
+// (WantViolated) is as expected when at least one seed shows it: one seed
+// of a timing-dependent fault may miss what the next one finds, and a
+// nightly must not turn red on that coin toss; a property that must hold
+// holds on every seed.
+type Cell struct {
+	Lock  string `json:"lock"`
+	Fault string `json:"fault"`
+	// Seeds is how many seeds ran with known verdicts.
+	Seeds int `json:"seeds"`
+	// Found is, per violated property, on how many seeds; Rate the same
+	// as a fraction of Seeds; DetectMedianMs the median detection time
+	// over the seeds that found it.
+	Found          map[string]int     `json:"found,omitempty"`
+	Rate           map[string]float64 `json:"rate,omitempty"`
+	DetectMedianMs map[string]int64   `json:"detect_median_ms,omitempty"`
+	AsExpected     bool               `json:"as_expected"`
 }
 
 // Status sums a run up as `lockproof run` exits: 0 every verdict as
@@ -458,6 +487,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			m.finish(i, row, time.Now())
 		}
 	}
+	m.judgeCells()
 	sum := m.summary()
 	if err := m.writeSummary(); err != nil {
 		return sum, err
@@ -515,6 +545,7 @@ type matrix struct {
 
 	mu       sync.Mutex
 	rows     []*Scenario
+	cells    []*Cell // judgeCells
 	done     int
 	shared   env.Env
 	sharedEr error
@@ -767,6 +798,11 @@ func visualize(ctx context.Context, p string, ops []history.Op, res *checker.Res
 	return f.Close()
 }
 
+// mismatch says that property p came out v against the prediction w.
+func mismatch(p string, v checker.Verdict, w Want) string {
+	return fmt.Sprintf("%s %s, expected %s", p, v, w)
+}
+
 // judge compares a row's verdicts with the prediction.
 func judge(reg *locker.Registry, row *Scenario) {
 	exp := ExpectedOf(reg, row.Lock, row.Fault)
@@ -774,7 +810,7 @@ func judge(reg *locker.Registry, row *Scenario) {
 	for _, p := range []string{PropLease, PropResource, PropLiveness} {
 		v, w := row.Verdict(p), exp.Want(p)
 		if v != checker.Unknown && !w.Matches(v) {
-			row.Mismatches = append(row.Mismatches, fmt.Sprintf("%s %s, expected %s", p, v, w))
+			row.Mismatches = append(row.Mismatches, mismatch(p, v, w))
 		}
 	}
 	if exp.Rejected && row.Rejected == 0 && !row.Unknown() {
@@ -833,17 +869,91 @@ func progressLine(done, total int, r *Scenario) string {
 		float64(r.ElapsedMs)/1000, found, status)
 }
 
-// summary returns the finished rows in plan order.
+// summary returns the finished rows in plan order, and the cells once
+// judgeCells has run.
 func (m *matrix) summary() *Summary {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := &Summary{Scenarios: []*Scenario{}}
+	s := &Summary{Scenarios: []*Scenario{}, Cells: m.cells}
 	for _, r := range m.rows {
 		if r != nil {
 			s.Scenarios = append(s.Scenarios, r)
 		}
 	}
 	return s
+}
+
+// judgeCells sums each lock × fault up over its seeds (Cell) and settles
+// the rows of must-break properties: a seed that missed what another seed
+// of its cell found is as expected (FoundElsewhere), not a mismatch.
+func (m *matrix) judgeCells() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cells = cellsOf(m.cfg.Registry, m.rows)
+}
+
+// cellsOf judges rows by cell (see judgeCells) and returns the cells in
+// plan order.
+func cellsOf(reg *locker.Registry, rows []*Scenario) []*Cell {
+	type id struct{ lock, fault string }
+	var order []id
+	byCell := map[id][]*Scenario{}
+	for _, r := range rows {
+		if r == nil || r.NotRun {
+			continue
+		}
+		k := id{r.Lock, r.Fault}
+		if _, ok := byCell[k]; !ok {
+			order = append(order, k)
+		}
+		byCell[k] = append(byCell[k], r)
+	}
+	var cells []*Cell
+	for _, k := range order {
+		rs := byCell[k]
+		exp := ExpectedOf(reg, k.lock, k.fault)
+		c := &Cell{Lock: k.lock, Fault: k.fault, Found: map[string]int{}, Rate: map[string]float64{}, DetectMedianMs: map[string]int64{}}
+		for _, p := range []string{PropLease, PropResource, PropLiveness} {
+			var det []int64
+			for _, r := range rs {
+				if r.Verdict(p) == checker.Violated {
+					c.Found[p]++
+					if d, ok := r.DetectMs[p]; ok {
+						det = append(det, d)
+					}
+				}
+			}
+			if len(det) > 0 {
+				slices.Sort(det)
+				c.DetectMedianMs[p] = det[len(det)/2]
+			}
+			if exp.Want(p) != WantViolated || c.Found[p] == 0 {
+				continue
+			}
+			// Found on some seed: the seeds that missed it are as expected.
+			for _, r := range rs {
+				if i := slices.Index(r.Mismatches, mismatch(p, r.Verdict(p), WantViolated)); i >= 0 {
+					r.Mismatches = slices.Delete(r.Mismatches, i, i+1)
+					r.FoundElsewhere = append(r.FoundElsewhere, p)
+					r.AsExpected = len(r.Mismatches) == 0 && !r.Unknown()
+				}
+			}
+		}
+		c.AsExpected = true
+		for _, r := range rs {
+			if !r.Unknown() {
+				c.Seeds++
+			}
+			c.AsExpected = c.AsExpected && r.AsExpected
+		}
+		for p, n := range c.Found {
+			if c.Seeds > 0 {
+				c.Rate[p] = float64(n) / float64(c.Seeds)
+			}
+		}
+		cells = append(cells, c)
+	}
+	return cells
 }
 
 // writeSummary writes summary.json atomically (temporary file, rename).

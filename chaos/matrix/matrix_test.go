@@ -557,3 +557,50 @@ func TestErrorIsNeverAsExpected(t *testing.T) {
 		}
 	}
 }
+
+// TestCellsJudgeOverSeeds: a must-break property found on one seed of its
+// cell makes the seeds that missed it as expected (found_elsewhere), and
+// the cell reports its rate and median detection; a cell where no seed
+// found it stays not as expected; a must-hold property broken on one seed
+// fails its cell.
+func TestCellsJudgeOverSeeds(t *testing.T) {
+	row := func(seed int64, lease checker.Verdict, det int64) *Scenario {
+		r := (&matrix{}).newRow(Spec{Lock: "set-del", Fault: chaos.FaultPauseClient, Seed: uint64(seed)})
+		r.Lease, r.Resource, r.Liveness = lease, checker.Violated, checker.NA
+		if lease == checker.Violated {
+			r.DetectMs = map[string]int64{PropLease: det}
+		}
+		judge(nil, r)
+		return r
+	}
+	rows := []*Scenario{row(1, checker.Violated, 1500), row(2, checker.OK, 0), row(3, checker.Violated, 1400)}
+	if rows[1].AsExpected {
+		t.Fatal("seed 2 missed a must-break property: not as expected on its own")
+	}
+	cells := cellsOf(nil, rows)
+	if len(cells) != 1 {
+		t.Fatalf("%d cells; want 1", len(cells))
+	}
+	c := cells[0]
+	if !c.AsExpected || c.Seeds != 3 || c.Found[PropLease] != 2 || c.Rate[PropLease] != 2.0/3 || c.DetectMedianMs[PropLease] != 1500 {
+		t.Fatalf("cell = %+v; want as expected, lease found 2 of 3, median 1500ms", c)
+	}
+	if !rows[1].AsExpected || !slices.Equal(rows[1].FoundElsewhere, []string{PropLease}) || len(rows[1].Mismatches) != 0 {
+		t.Fatalf("seed 2 after judging the cell: %+v", rows[1])
+	}
+
+	none := []*Scenario{row(1, checker.OK, 0), row(2, checker.OK, 0)}
+	if c := cellsOf(nil, none)[0]; c.AsExpected || none[0].AsExpected || len(none[0].FoundElsewhere) != 0 {
+		t.Fatalf("a cell where no seed found the break: %+v, %+v; want not as expected", c, none[0])
+	}
+
+	hold := func(seed uint64, lease checker.Verdict) *Scenario {
+		r := (&matrix{}).newRow(Spec{Lock: "fenced", Fault: chaos.FaultNone, Seed: seed})
+		r.Lease, r.Resource, r.Liveness = lease, checker.OK, checker.NA
+		judge(nil, r)
+		return r
+	}
+	if c := cellsOf(nil, []*Scenario{hold(1, checker.OK), hold(2, checker.Violated)})[0]; c.AsExpected {
+		t.Fatalf("a must-hold property broken on one seed: cell %+v; want not as expected", c)
+	}
+}

@@ -259,6 +259,29 @@ func printTotals(w io.Writer, sum *matrix.Summary, out string, took time.Duratio
 	}
 	fmt.Fprintf(w, "%d scenarios in %v: %d with violations, %d not as expected, %d with unknown verdicts; run directory %s\n",
 		n, took.Round(time.Second), violated, unexpected, unknown, out)
+	// Over several seeds, each cell's detection rate (summary.json "cells").
+	for _, c := range sum.Cells {
+		if c.Seeds < 2 || len(c.Found) == 0 {
+			continue
+		}
+		var parts []string
+		for _, p := range []string{matrix.PropLease, matrix.PropResource, matrix.PropLiveness} {
+			n, ok := c.Found[p]
+			if !ok {
+				continue
+			}
+			part := fmt.Sprintf("%s %d/%d", p, n, c.Seeds)
+			if d, ok := c.DetectMedianMs[p]; ok { // runs with a fault window only
+				part += fmt.Sprintf(" (median %.1fs after the fault)", float64(d)/1000)
+			}
+			parts = append(parts, part)
+		}
+		status := "as expected"
+		if !c.AsExpected {
+			status = "NOT AS EXPECTED"
+		}
+		fmt.Fprintf(w, "  %s × %s: violated %s; %s\n", c.Lock, c.Fault, strings.Join(parts, ", "), status)
+	}
 }
 
 func runDetect(ctx context.Context, cfg matrix.Config, f runFlags, stdout, stderr io.Writer, start time.Time) int {
