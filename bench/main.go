@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -101,6 +102,56 @@ type result struct {
 	elapsed        time.Duration
 	waits          []time.Duration
 	held           time.Duration // total time spent in the critical section
+	server         serverCost    // what the runs cost the server (uncontended runs)
+}
+
+// serverCost is what Redis spent on a run: CPU time of the redis-server
+// process (user + system, from /proc: networking included, as a client
+// pays it) and the commands it executed (INFO commandstats calls, those
+// run inside Lua scripts included; INFO itself excluded).
+type serverCost struct {
+	cpu      time.Duration
+	commands int64
+	known    bool
+}
+
+func (c *serverCost) add(o serverCost) {
+	c.cpu += o.cpu
+	c.commands += o.commands
+	c.known = c.known || o.known
+}
+
+// serverSample reads the server's CPU time (pid > 0) and its command count.
+func serverSample(ctx context.Context, rdb *redis.Client, pid int) (serverCost, error) {
+	var s serverCost
+	if pid > 0 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return s, err
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		if len(f) < 13 {
+			return s, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		s.cpu = time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+	}
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return s, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		n, _ := strconv.ParseInt(calls, 10, 64)
+		s.commands += n
+	}
+	s.known = true
+	return s, nil
 }
 
 func (r *result) add(o result) {
@@ -110,6 +161,7 @@ func (r *result) add(o result) {
 	r.elapsed += o.elapsed
 	r.waits = append(r.waits, o.waits...)
 	r.held += o.held
+	r.server.add(o.server)
 }
 
 func (r result) pct(p int) time.Duration {
@@ -215,6 +267,7 @@ func mainErr() error {
 	}
 
 	ctx := context.Background()
+	pid := 0 // the server's, when this program started it: its CPU time is measured
 	if *addr == "" {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		p, err := redisproc.Start(sctx, redisproc.Config{})
@@ -223,7 +276,7 @@ func mainErr() error {
 			return err
 		}
 		defer p.Stop()
-		*addr = p.Addr
+		*addr, pid = p.Addr, p.Pid()
 	}
 	// One go-redis client for all implementations, honouring context deadlines.
 	rdb := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: 4 * *goroutines, ContextTimeoutEnabled: true})
@@ -273,7 +326,17 @@ func mainErr() error {
 	for round := 1; round <= *rounds; round++ {
 		for i, im := range impls {
 			fmt.Fprintf(os.Stderr, "bench: round %d: %s\n", round, im.name)
-			rows[2*i].add(run(ctx, im, "uncontended", "bench:u:"+im.name, 1, 0, time.Hour, *uncontended, false))
+			before, err := serverSample(ctx, rdb, pid)
+			if err != nil {
+				return err
+			}
+			u := run(ctx, im, "uncontended", "bench:u:"+im.name, 1, 0, time.Hour, *uncontended, false)
+			after, err := serverSample(ctx, rdb, pid)
+			if err != nil {
+				return err
+			}
+			u.server = serverCost{cpu: after.cpu - before.cpu, commands: after.commands - before.commands, known: true}
+			rows[2*i].add(u)
 			rows[2*i+1].add(run(ctx, im, contended, "bench:c:"+im.name, *goroutines, *cs, *duration, 0, *spin))
 		}
 	}
@@ -283,7 +346,7 @@ func mainErr() error {
 	fmt.Printf("redis %s, %d rounds, load average before/after: %s / %s\n", *addr, *rounds, loadBefore, strings.TrimSpace(string(load)))
 	fmt.Printf("round trip (median PING) %v; contended ideal 1/(cs + 2 RTT) = %.0f ops/s\n\n", rtt.Round(time.Microsecond), ideal)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "lock\tworkload\tops/s\tp50 wait\tp99 wait\tmax wait\tfails\tmean hold\t% of 1/(hold+2 RTT)\t")
+	fmt.Fprintln(tw, "lock\tworkload\tops/s\tp50 wait\tp99 wait\tmax wait\tfails\tmean hold\t% of 1/(hold+2 RTT)\tserver CPU/op\tcommands/op\t")
 	for _, r := range rows {
 		w := slices.Clone(r.waits)
 		slices.Sort(w)
@@ -297,8 +360,15 @@ func mainErr() error {
 			hold = ms(h)
 			pctIdeal = fmt.Sprintf("%.0f%%", 100*float64(r.ops)/r.elapsed.Seconds()*(h+2*rtt).Seconds())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%v\t%v\t%v\t%d\t%s\t%s\t\n", r.impl, r.workload,
-			float64(r.ops)/r.elapsed.Seconds(), ms(r.pct(50)), ms(r.pct(99)), ms(mx), r.fails, hold, pctIdeal)
+		cpu, cmds := "-", "-"
+		if r.server.known && r.ops > 0 {
+			if pid > 0 {
+				cpu = fmt.Sprintf("%.1fµs", float64(r.server.cpu.Nanoseconds())/1000/float64(r.ops))
+			}
+			cmds = fmt.Sprintf("%.1f", float64(r.server.commands)/float64(r.ops))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%v\t%v\t%v\t%d\t%s\t%s\t%s\t%s\t\n", r.impl, r.workload,
+			float64(r.ops)/r.elapsed.Seconds(), ms(r.pct(50)), ms(r.pct(99)), ms(mx), r.fails, hold, pctIdeal, cpu, cmds)
 	}
 	return tw.Flush()
 }
