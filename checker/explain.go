@@ -197,7 +197,11 @@ func (c *run) because(prop, key string, o *lop, r replayed, why reason) Violatio
 	var other *lop
 	switch why {
 	case rHeld:
-		other = c.known(r.pv.lease, key, why, s, o)
+		// The op whose validity o broke: after nested holds and renewals
+		// that is not always the holder's last op (an inner release, say).
+		if other = c.origin(key, why, s, o); other == nil {
+			other = r.pv.lease
+		}
 		e = fmt.Sprintf("%s returned at %s while the lease of %q from %s was surely valid until %s",
 			d, fmtTime(o.ret), p.clients[s.holder], p.describeOpt(other), fmtTime(s.validUntil))
 	case rTokenOrder:
@@ -266,8 +270,16 @@ func (c *run) origin(key string, why reason, s state, o *lop) *lop {
 			return nil
 		}
 		match = func(x *lop) bool {
-			return (x.kind == history.Acquire || x.kind == history.Renew) && x.client == s.holder &&
-				satAdd(x.call, x.validFor) == s.validUntil && satAdd(x.ret, x.expireFor) == s.expiredAfter
+			if (x.kind != history.Acquire && x.kind != history.Renew) || x.client != s.holder || x.result == history.Fail {
+				return false
+			}
+			switch why {
+			case rHeld: // validity and expiry may come from different holds
+				return satAdd(x.call, x.validFor) == s.validUntil
+			case rExpired:
+				return satAdd(x.ret, x.expireFor) == s.expiredAfter
+			}
+			return satAdd(x.call, x.validFor) == s.validUntil && satAdd(x.ret, x.expireFor) == s.expiredAfter
 		}
 	case rTokenOrder:
 		match = func(x *lop) bool { return x.kind == history.Acquire && x.hasToken && x.token == s.lastTok }

@@ -75,18 +75,18 @@ func TestRules(t *testing.T) {
 			acq("a", 2, 3, ok, ttl(1000), tok(1)),
 			rel("a", 4, 5, ok, tok(1)),
 			acq("b", 6, 7, ok, ttl(1000), tok(2)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA, prop: PropLease, rule: RuleMutualExclusion, lines: []int{3, 4}}},
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA, prop: PropLease, rule: RuleMutualExclusion, lines: []int{2, 4}}},
 		{"a shorter nested hold does not shorten the lease", lined(
 			acq("a", 0, 1, ok, ttl(60000), tok(1)),
 			acq("a", 2, 3, ok, ttl(50), tok(1)),
 			rel("a", 4, 5, ok, tok(1)),
 			acq("b", 200, 201, ok, ttl(1000), tok(2)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA, prop: PropLease, rule: RuleMutualExclusion, lines: []int{3, 4}}},
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA, prop: PropLease, rule: RuleMutualExclusion, lines: []int{1, 4}}},
 		{"a shorter renewal does not shorten the lease", lined(
 			acq("a", 0, 1, ok, ttl(60000), tok(1)),
 			renew("a", 2, 3, ok, ttl(50), tok(1)),
 			acq("b", 200, 201, ok, ttl(1000), tok(2)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA, prop: PropLease, rule: RuleMutualExclusion, lines: []int{2, 3}}},
+		), Options{}, want{lease: Violated, resource: NA, liveness: NA, prop: PropLease, rule: RuleMutualExclusion, lines: []int{1, 3}}},
 		{"a nested hold after the lease surely expired is a new lease", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("a", 500, 501, ok, ttl(100), tok(2)),
