@@ -2,7 +2,6 @@ package locker
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"time"
 )
@@ -62,7 +61,19 @@ type Entry struct {
 	_ struct{} // entries are built with field names
 }
 
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+// validName reports whether name is lowercase letters, digits and dashes,
+// starting with a letter: it names directories and summary.json rows.
+func validName(name string) bool {
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '-'):
+		default:
+			return false
+		}
+	}
+	return name != ""
+}
 
 // Registry is a set of locks by name. The zero value is empty and ready;
 // it is not safe for concurrent Add.
@@ -83,7 +94,7 @@ func NewRegistry(entries ...Entry) (*Registry, error) {
 
 // Add registers e. It refuses a bad or taken name and a nil Open.
 func (r *Registry) Add(e Entry) error {
-	if !nameRE.MatchString(e.Name) {
+	if !validName(e.Name) {
 		return fmt.Errorf("register lock: Name %q: want lowercase letters, digits and dashes, starting with a letter: %w", e.Name, ErrInvalid)
 	}
 	if e.Open == nil {
