@@ -369,14 +369,20 @@ func (a *attempt) cleanup(queued bool) {
 		release, leave := !a.cfg.ownerSet, queued
 		for release || leave {
 			ctx, cancel := context.WithTimeout(context.Background(), cleanupLimit)
-			if release && a.releaseBestEffort(ctx) == nil {
-				release = false
+			var errs []error
+			if release {
+				err := a.releaseBestEffort(ctx)
+				release = err != nil
+				errs = append(errs, err)
 			}
-			if leave && a.leave(ctx) == nil {
-				leave = false
+			if leave {
+				err := a.leave(ctx)
+				leave = err != nil
+				errs = append(errs, err)
 			}
 			cancel()
-			if (!release && !leave) || time.Now().Add(pause).After(deadline) {
+			// A closed Redis client will not come back: nothing to wait for.
+			if (!release && !leave) || errors.Is(errors.Join(errs...), redis.ErrClosed) || time.Now().Add(pause).After(deadline) {
 				break
 			}
 			time.Sleep(pause)

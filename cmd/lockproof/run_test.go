@@ -39,6 +39,8 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--regression", "no-such-regression", "--regressions", "testdata/none"}, "no-such-regression"},
 		{[]string{"stray"}, "unexpected arguments"},
 		{[]string{"--no-such-flag"}, "no-such-flag"},
+		{[]string{"--mix", "nap=0.5"}, "--mix"},
+		{[]string{"--mix", "blocking=2"}, "blocking"},
 	} {
 		code, _, stderr := runRunArgs(t, append(tc.args, "--out", t.TempDir())...)
 		if code != exitBadInput || !strings.Contains(stderr, tc.want) {
