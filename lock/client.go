@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"reflect"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/internal/rediscmd"
 )
 
 // Client acquires leases on one Redis deployment (single node, Sentinel or
@@ -51,17 +52,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Client, error) {
 	return c, nil
 }
 
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		return rv.IsNil()
-	}
-	return false
-}
+// isNil reports whether v is nil or a typed nil (rediscmd.IsNil).
+func isNil(v any) bool { return rediscmd.IsNil(v) }
 
 // Close stops the Client's pub/sub subscription and the watchdogs of the
 // leases it handed out. It does not release them: they stay valid until

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -64,17 +63,8 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		return rv.IsNil()
-	}
-	return false
-}
+// isNil reports whether v is nil or a typed nil (rediscmd.IsNil).
+func isNil(v any) bool { return rediscmd.IsNil(v) }
 
 // lease is a locker.Lease made of functions; specimens fill in what they do.
 type lease struct {

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net"
+	"reflect"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -68,4 +69,18 @@ func SurelyNoEffect(err error) bool {
 	var nerr *net.OpError
 	return errors.As(err, &rerr) || (errors.As(err, &nerr) && nerr.Op == "dial") ||
 		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout)
+}
+
+// IsNil reports whether v is nil, or an interface holding a nil pointer,
+// map, slice, func or channel (a typed nil client passed as an interface).
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
 }
