@@ -16,8 +16,13 @@ import (
 type Diff struct {
 	// NewViolations: properties violated in the new run and not in the old.
 	NewViolations []Change `json:"new_violations"`
-	// Fixed: properties violated in the old run and not in the new.
+	// Fixed: properties violated in the old run and holding (or n/a) in
+	// the new.
 	Fixed []Change `json:"fixed"`
+	// Inconclusive: properties whose verdict became unknown: the new run
+	// could not tell (a budget ran out, the scenario or its fault failed).
+	// A violation that became unknown is not fixed.
+	Inconclusive []Change `json:"inconclusive"`
 	// Changed: other verdict changes (to or from unknown, ok to n/a...).
 	Changed []Change `json:"changed"`
 	// Added and Removed name scenarios present in one run only.
@@ -64,6 +69,8 @@ func Compare(old, new *Report) Diff {
 			switch {
 			case p.Verdict == checker.Violated:
 				d.NewViolations = append(d.NewViolations, c)
+			case p.Verdict == checker.Unknown:
+				d.Inconclusive = append(d.Inconclusive, c)
 			case op.Verdict == checker.Violated:
 				d.Fixed = append(d.Fixed, c)
 			default:
@@ -83,7 +90,7 @@ func Compare(old, new *Report) Diff {
 func WriteDiff(w io.Writer, d Diff) error {
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "# lockproof: changes between runs\n\n")
-	if len(d.NewViolations)+len(d.Fixed)+len(d.Changed)+len(d.Added)+len(d.Removed) == 0 {
+	if len(d.NewViolations)+len(d.Fixed)+len(d.Inconclusive)+len(d.Changed)+len(d.Added)+len(d.Removed) == 0 {
 		fmt.Fprintf(b, "No verdict changed.\n")
 	}
 	section := func(title string, cs []Change) {
@@ -101,6 +108,7 @@ func WriteDiff(w io.Writer, d Diff) error {
 		fmt.Fprintln(b)
 	}
 	section(fmt.Sprintf("New violations (%d)", len(d.NewViolations)), d.NewViolations)
+	section(fmt.Sprintf("Inconclusive: the new run could not tell (%d)", len(d.Inconclusive)), d.Inconclusive)
 	section(fmt.Sprintf("Fixed (%d)", len(d.Fixed)), d.Fixed)
 	section(fmt.Sprintf("Changed verdicts (%d)", len(d.Changed)), d.Changed)
 	list := func(title string, ks []string) {

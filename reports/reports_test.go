@@ -370,9 +370,25 @@ func TestCompare(t *testing.T) {
 			s.Property("lease").Verdict = checker.OK
 		}
 	}
+	// A violation that became unknown is inconclusive, not fixed.
+	var lost string
+	for i, s := range newer.Scenarios {
+		if s.ID == "lua-none-1" || lost != "" {
+			continue
+		}
+		if p := s.Property("resource"); p != nil && p.Verdict == checker.Violated && old.Scenarios[i].ID == s.ID {
+			p.Verdict, lost = checker.Unknown, scenarioKey(s)
+		}
+	}
+	if lost == "" {
+		t.Fatal("the fixture has no second violated resource verdict to lose")
+	}
 	newer.Scenarios = append(newer.Scenarios, &ScenarioReport{Lock: "getset", Fault: "clock-skew", Seed: 3})
 	old.Scenarios = append(old.Scenarios, &ScenarioReport{Lock: "getset", Fault: "none", Seed: 1})
 	d := Compare(old, newer)
+	if len(d.Inconclusive) != 1 || d.Inconclusive[0].Scenario != lost || d.Inconclusive[0].Old != checker.Violated {
+		t.Errorf("inconclusive %+v; want %s violated -> unknown", d.Inconclusive, lost)
+	}
 	if len(d.NewViolations) != 1 || d.NewViolations[0].Scenario != "fenced/none/seed-2" || d.NewViolations[0].Property != "resource" {
 		t.Errorf("new violations %+v", d.NewViolations)
 	}
@@ -389,7 +405,8 @@ func TestCompare(t *testing.T) {
 	if err := WriteDiff(&buf, d); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## New violations (1)", "| fenced/none/seed-2 | resource | ok | violated | ok |", "## Fixed (1)", "## Changed verdicts (1)"} {
+	for _, want := range []string{"## New violations (1)", "| fenced/none/seed-2 | resource | ok | violated | ok |", "## Fixed (1)", "## Changed verdicts (1)",
+		"## Inconclusive: the new run could not tell (1)"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("diff lacks %q:\n%s", want, buf.String())
 		}
