@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -14,6 +15,7 @@ type junitSuites struct {
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
 	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
@@ -22,15 +24,24 @@ type junitSuite struct {
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
 	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
 
 type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"` // seconds
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+// junitSkipped marks a scenario an interruption kept from running: it
+// neither passed nor failed.
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitProblem struct {
@@ -50,7 +61,15 @@ func WriteJUnit(w io.Writer, r *Report) error {
 			if s.Lock != lock {
 				continue
 			}
-			c := junitCase{Name: fmt.Sprintf("%s/seed-%d", s.Fault, s.Seed), Classname: "lockproof." + lock}
+			c := junitCase{Name: fmt.Sprintf("%s/seed-%d", s.Fault, s.Seed), Classname: "lockproof." + lock,
+				Time: strconv.FormatFloat(float64(s.ElapsedMs)/1000, 'f', 3, 64)}
+			if s.NotRun {
+				c.Skipped = &junitSkipped{Message: "not run: the run was interrupted before this scenario"}
+				suite.Skipped++
+				suite.Tests++
+				suite.Cases = append(suite.Cases, c)
+				continue
+			}
 			var fails, errs, details []string
 			for _, p := range s.Properties {
 				line := fmt.Sprintf("%s: %s", p.Property, p.Verdict)
@@ -93,6 +112,7 @@ func WriteJUnit(w io.Writer, r *Report) error {
 		out.Tests += suite.Tests
 		out.Failures += suite.Failures
 		out.Errors += suite.Errors
+		out.Skipped += suite.Skipped
 		out.Suites = append(out.Suites, suite)
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {

@@ -62,6 +62,8 @@ type ScenarioSummary struct {
 	// NotRun: the run was interrupted before this scenario (it has no
 	// files); the report says the run was interrupted.
 	NotRun bool `json:"not_run,omitempty"`
+	// ElapsedMs is the scenario's wall time: run, check, files.
+	ElapsedMs int64 `json:"elapsed_ms"`
 }
 
 // Expected holds the verdicts a scenario is expected to give; an empty one

@@ -67,9 +67,13 @@ type ScenarioReport struct {
 	Properties    []PropertyOutcome `json:"properties"`
 	Problems      []string          `json:"problems,omitempty"`
 	Status        Status            `json:"status"`
-	Plot          *Plot             `json:"-"`
-	Result        *checker.Result   `json:"-"`
-	byName        map[string]*PropertyOutcome
+	// ElapsedMs is the scenario's wall time; NotRun: an interruption kept
+	// it from running.
+	ElapsedMs int64           `json:"elapsed_ms,omitempty"`
+	NotRun    bool            `json:"not_run,omitempty"`
+	Plot      *Plot           `json:"-"`
+	Result    *checker.Result `json:"-"`
+	byName    map[string]*PropertyOutcome
 }
 
 // PropertyOutcome is one property of a scenario: its verdict, what was
@@ -172,6 +176,7 @@ func buildScenario(sc *Scenario) *ScenarioReport {
 		ID: sc.ID, Lock: sc.Lock, Fault: sc.Fault, Seed: sc.Seed, Ops: sc.Ops, Rejected: sc.Rejected,
 		History: sc.History, Check: sc.CheckPath, Visualization: sc.Visualization,
 		Problems: sc.Problems, Plot: sc.Plot, Result: sc.Check, byName: map[string]*PropertyOutcome{},
+		ElapsedMs: sc.ElapsedMs, NotRun: sc.NotRun,
 	}
 	verdicts := []checker.Verdict{sc.Lease, sc.Resource, sc.Liveness}
 	expected := []checker.Verdict{sc.Expected.Lease, sc.Expected.Resource, sc.Expected.Liveness}

@@ -526,3 +526,37 @@ func TestFailedScenarioNeverPasses(t *testing.T) {
 		}
 	}
 }
+
+// TestJUnitTimesAndSkipped: every testcase carries its scenario's wall time
+// in seconds, and a scenario an interruption kept from running is skipped,
+// neither a failure nor an error (the suites count it so).
+func TestJUnitTimesAndSkipped(t *testing.T) {
+	r := loadFixture(t)
+	r.Scenarios[0].ElapsedMs = 1234
+	r.Scenarios = append(r.Scenarios, &ScenarioReport{ID: "fenced-none-9", Lock: "fenced", Fault: "none", Seed: 9, NotRun: true, Status: Pass})
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var suites junitSuites
+	if err := xml.Unmarshal(buf.Bytes(), &suites); err != nil {
+		t.Fatal(err)
+	}
+	var skipped, timed int
+	for _, s := range suites.Suites {
+		for _, c := range s.Cases {
+			if c.Skipped != nil {
+				skipped++
+				if c.Failure != nil || c.Error != nil || c.Name != "none/seed-9" {
+					t.Errorf("skipped case %+v", c)
+				}
+			}
+			if c.Time == "1.234" {
+				timed++
+			}
+		}
+	}
+	if skipped != 1 || suites.Skipped != 1 || timed != 1 {
+		t.Fatalf("skipped %d (suites say %d), cases timed 1.234s %d; want 1, 1, 1:\n%s", skipped, suites.Skipped, timed, buf.String())
+	}
+}

@@ -238,8 +238,6 @@ type Scenario struct {
 	// same lock and fault did: the cell is as expected (Cell), and so is
 	// this row.
 	FoundElsewhere []string `json:"found_elsewhere,omitempty"`
-	// ElapsedMs is the wall time of the scenario: run, check, files.
-	ElapsedMs int64 `json:"elapsed_ms"`
 }
 
 // ID is the scenario's directory name.
