@@ -9,6 +9,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 )
 
@@ -219,4 +222,54 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// RedisImage returns the Redis image to run: ref, else the image named by
+// LOCKPROOF_REDIS_IMAGE, else the local image (BuildRedisImage). A named
+// image missing locally is pulled (at most 2 minutes); when that fails the
+// local image is built instead and log gets a warning.
+func RedisImage(ctx context.Context, ref string, log *slog.Logger) (Image, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if ref == "" {
+		ref = os.Getenv(ImageEnvVar)
+	}
+	if ref == "" {
+		return BuildRedisImage(ctx)
+	}
+	start := time.Now()
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return Image{}, fmt.Errorf("image %s: docker client: %w", ref, err)
+	}
+	defer cli.Close()
+	if _, err := cli.ImageInspect(ctx, ref); err == nil {
+		return Image{Ref: ref, Took: time.Since(start)}, nil
+	} else if !errdefs.IsNotFound(err) {
+		return Image{}, fmt.Errorf("image %s: inspect: %w", ref, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	err = pull(pctx, cli, ref)
+	if err == nil {
+		return Image{Ref: ref, Took: time.Since(start)}, nil
+	}
+	log.Warn("docker environment: cannot pull the Redis image; building the local one instead", "image", ref, "err", err)
+	return BuildRedisImage(ctx)
+}
+
+func pull(ctx context.Context, cli *testcontainers.DockerClient, ref string) error {
+	rc, err := cli.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return fmt.Errorf("pull %s: %w", ref, err)
+	}
+	defer rc.Close()
+	if _, err := io.Copy(io.Discard, rc); err != nil {
+		return fmt.Errorf("pull %s: %w", ref, err)
+	}
+	if _, err := cli.ImageInspect(ctx, ref); err != nil {
+		return fmt.Errorf("pull %s: not present afterwards: %w", ref, err)
+	}
+	return nil
 }

@@ -1,0 +1,248 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/redis/go-redis/v9"
+	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/internal/redisproc"
+)
+
+// Containers: starting Redis and Sentinel nodes, waiting for them, admin commands.
+
+// gatewayIP returns the IPv4 gateway of the environment's network: the
+// host's address on it.
+func (e *Env) gatewayIP(ctx context.Context) (string, error) {
+	res, err := e.cli.NetworkInspect(ctx, e.net.ID, client.NetworkInspectOptions{})
+	if err != nil {
+		return "", fmt.Errorf("inspect network %s: %w", e.net.Name, err)
+	}
+	for _, c := range res.Network.IPAM.Config {
+		if c.Gateway.Is4() {
+			return c.Gateway.String(), nil
+		}
+	}
+	return "", fmt.Errorf("network %s: no IPv4 gateway in %+v", e.net.Name, res.Network.IPAM.Config)
+}
+
+func (e *Env) labels(nodeID string) map[string]string {
+	return map[string]string{LabelEnv: e.ID, LabelNode: nodeID, LabelOwner: owner()}
+}
+
+// owner is the value of LabelOwner for this process.
+func owner() string {
+	h, _ := os.Hostname()
+	return h + "/" + strconv.Itoa(os.Getpid())
+}
+
+// startRedis starts one redis-server container; a data node gets its
+// replication proxy first and announces it.
+func (e *Env) startRedis(ctx context.Context, id string, role env.Role) (*node, error) {
+	port, err := redisproc.FreePort()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	n := &node{Node: env.Node{ID: id, Role: role, Upstream: net.JoinHostPort(loopback, strconv.Itoa(port))}, hostPort: port}
+	n.Addr = n.Upstream
+	args := append([]string{"redis-server"}, nodeArgs...)
+	if role == env.RoleData {
+		name := "repl-" + id
+		px, err := e.toxi.API.CreateProxy(name, net.JoinHostPort(e.gateway, "0"), n.Upstream)
+		if err != nil {
+			return nil, fmt.Errorf("%s: create replication proxy: %w", id, err)
+		}
+		host, pport, err := net.SplitHostPort(px.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("%s: replication proxy listens on %q: %w", id, px.Listen, err)
+		}
+		n.Addr, n.ReplProxy = px.Listen, name
+		args = append(args, "--replica-announce-ip", host, "--replica-announce-port", pport)
+	}
+	if err := e.run(ctx, n, args, redisPort, nil); err != nil {
+		return nil, err
+	}
+	if role == env.RoleData && n.hostPort != port { // a port clash moved it
+		if err := e.retarget(n); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// retarget points the node's replication proxy at its current upstream.
+func (e *Env) retarget(n *node) error {
+	px, err := e.toxi.API.Proxy(n.ReplProxy)
+	if err != nil {
+		return fmt.Errorf("%s: replication proxy: %w", n.ID, err)
+	}
+	px.Upstream = n.Upstream
+	if err := px.Save(); err != nil {
+		return fmt.Errorf("%s: retarget replication proxy to %s: %w", n.ID, n.Upstream, err)
+	}
+	return nil
+}
+
+// startSentinel starts one Sentinel container with the given configuration.
+func (e *Env) startSentinel(ctx context.Context, id, conf string) (*node, error) {
+	port, err := redisproc.FreePort()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	n := &node{Node: env.Node{ID: id, Upstream: net.JoinHostPort(loopback, strconv.Itoa(port))}, hostPort: port}
+	n.Addr = n.Upstream
+	files := []testcontainers.ContainerFile{{
+		Reader: strings.NewReader(conf), ContainerFilePath: "/data/sentinel.conf", FileMode: 0o666,
+	}}
+	if err := e.run(ctx, n, []string{"redis-server", "/data/sentinel.conf", "--sentinel"}, sentinelPort, files); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// run creates and starts n's container with its port published on
+// 127.0.0.1:n.hostPort (another free port if that one was taken meanwhile),
+// records it for Close, and waits until it answers PING.
+func (e *Env) run(ctx context.Context, n *node, cmd []string, port string, files []testcontainers.ContainerFile) error {
+	p, err := network.ParsePort(port)
+	if err != nil {
+		return fmt.Errorf("%s: port %q: %w", n.ID, port, err)
+	}
+	data := len(files) == 0 // Redis servers keep their data in a tmpfs: empty after a restart
+	var last error
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			if n.hostPort, err = redisproc.FreePort(); err != nil {
+				return fmt.Errorf("%s: %w", n.ID, err)
+			}
+			n.Upstream = net.JoinHostPort(loopback, strconv.Itoa(n.hostPort))
+			if n.ReplProxy == "" {
+				n.Addr = n.Upstream
+			}
+		}
+		hostPort := strconv.Itoa(n.hostPort)
+		req := testcontainers.ContainerRequest{
+			Image:          e.image.Ref,
+			Name:           "lockproof-" + e.ID + "-" + n.ID,
+			Cmd:            cmd,
+			ExposedPorts:   []string{port},
+			Labels:         e.labels(n.ID),
+			Networks:       []string{e.net.Name},
+			NetworkAliases: map[string][]string{e.net.Name: {n.ID}},
+			Files:          files,
+			HostConfigModifier: func(hc *container.HostConfig) {
+				hc.PortBindings = network.PortMap{p: {{HostIP: netip.MustParseAddr(loopback), HostPort: hostPort}}}
+				if data {
+					hc.Tmpfs = map[string]string{"/data": "rw,mode=1777"}
+				}
+			},
+		}
+		ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
+			ContainerRequest: req, Started: true, Logger: printfLogger{e.log},
+		})
+		if ctr != nil && err != nil { // a failed start: remove it before retrying (Close would too)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			_ = e.remove(rctx, ctr.GetContainerID())
+			cancel()
+		}
+		if err == nil {
+			n.ctr = ctr
+			e.mu.Lock()
+			if strings.HasPrefix(n.ID, "sentinel-") {
+				e.sentinels = append(e.sentinels, n)
+			} else {
+				e.nodes[n.ID] = n
+			}
+			e.mu.Unlock()
+		}
+		if err == nil {
+			return e.waitPing(ctx, n)
+		}
+		last = fmt.Errorf("start %s on 127.0.0.1:%s: %w", n.ID, hostPort, err)
+		if !strings.Contains(err.Error(), "allocated") && !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	return last
+}
+
+// waitPing waits (at most 30s) until the node answers PING on its published port.
+func (e *Env) waitPing(ctx context.Context, n *node) error {
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c := redis.NewClient(&redis.Options{Addr: n.Upstream, DialTimeout: time.Second,
+		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1, Protocol: 2})
+	defer c.Close()
+	for {
+		err := c.Ping(wctx).Err()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("%s at %s: no PONG: %w (last: %v)%s", n.ID, n.Upstream, wctx.Err(), err, e.logTail(n))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// logTail returns the end of a container's log, for error messages.
+func (e *Env) logTail(n *node) string {
+	if n.ctr == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rc, err := n.ctr.Logs(ctx)
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	b, _ := io.ReadAll(io.LimitReader(rc, 1<<20))
+	return "; log: " + strings.TrimSpace(tail(string(b), 1500))
+}
+
+// admin runs one command on a node directly (its published port, no proxy).
+func (e *Env) admin(ctx context.Context, addr string, args ...any) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1, Protocol: 2})
+	defer c.Close()
+	if err := c.Do(ctx, args...).Err(); err != nil {
+		return fmt.Errorf("%v on %s: %w", args, addr, err)
+	}
+	return nil
+}
+
+// waitReplicas waits (at most 30s) until the master reports want replicas online.
+func (e *Env) waitReplicas(ctx context.Context, addr string, want int) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1, Protocol: 2})
+	defer c.Close()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		info, err := c.Info(wctx, "replication").Result()
+		if err == nil && strings.Count(info, "state=online") >= want {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("wait for %d replicas of %s: %w (last INFO: %q, %v); the containers must reach "+
+				"the replication proxies on the host at the network gateway %s: does a host firewall block it?",
+				want, addr, wctx.Err(), info, err, e.gateway)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
