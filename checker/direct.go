@@ -9,24 +9,27 @@ import (
 	"github.com/lockproof/lockproof/history"
 )
 
-// top2 is the best op so far by some value, and the best one of another group.
-type top2 struct{ a, b *lop }
+// top2 is the best element so far by some value, and the best one of
+// another group.
+type top2[T comparable] struct{ a, b T }
 
-// prefixTop2 returns, for each prefix of ops, the op with the largest val
-// and the op with the largest val among those not in the first one's group.
-func prefixTop2(ops []*lop, val func(*lop) int64, group func(*lop) int64) []top2 {
-	out := make([]top2, len(ops))
-	var t top2
-	for i, x := range ops {
+// prefixTop2 returns, for each prefix of xs, the element with the largest
+// val and the element with the largest val among those not in the first
+// one's group.
+func prefixTop2[T comparable](xs []T, val func(T) int64, group func(T) int64) []top2[T] {
+	out := make([]top2[T], len(xs))
+	var t top2[T]
+	var zero T
+	for i, x := range xs {
 		switch {
-		case t.a == nil:
+		case t.a == zero:
 			t.a = x
 		case val(x) > val(t.a):
 			if group(x) != group(t.a) {
 				t.b = t.a
 			}
 			t.a = x
-		case group(x) != group(t.a) && (t.b == nil || val(x) > val(t.b)):
+		case group(x) != group(t.a) && (t.b == zero || val(x) > val(t.b)):
 			t.b = x
 		}
 		out[i] = t
@@ -34,9 +37,10 @@ func prefixTop2(ops []*lop, val func(*lop) int64, group func(*lop) int64) []top2
 	return out
 }
 
-// except returns the best op not in group g, or nil.
-func (t top2) except(g int64, group func(*lop) int64) *lop {
-	if t.a != nil && group(t.a) != g {
+// except returns the best element not in group g, or the zero value.
+func (t top2[T]) except(g int64, group func(T) int64) T {
+	var zero T
+	if t.a != zero && group(t.a) != g {
 		return t.a
 	}
 	return t.b
@@ -301,6 +305,7 @@ func (c *run) faultDuring(from, to int64) bool {
 // the call of the acquire that opened it to the return of the release that
 // surely ended it, or else to when its lease (or renewal) surely expired.
 type holdSpan struct {
+	client     int32
 	start, end int64
 	last       *lop // the op that fixes end
 }
@@ -312,13 +317,13 @@ type holdSpan struct {
 // never returned). Failed ops are left out, and so are blocking acquires
 // that never returned: a waiter that died in line is the lock's promise to
 // bound (WaitBound), not a holder.
-func holdSpans(ops []*lop) []holdSpan {
-	var out []holdSpan
+func holdSpans(ops []*lop) []*holdSpan {
+	var out []*holdSpan
 	var cur *holdSpan
 	holds, uncertain := 0, false
 	closeAt := func(end int64, last *lop) {
 		cur.end, cur.last = end, last
-		out = append(out, *cur)
+		out = append(out, cur)
 		cur, holds, uncertain = nil, 0, false
 	}
 	for _, o := range ops {
@@ -334,7 +339,7 @@ func holdSpans(ops []*lop) []holdSpan {
 				if o.kind == history.Renew {
 					continue // a renewal of nothing this client may hold
 				}
-				cur = &holdSpan{start: o.call, end: math.MinInt64}
+				cur = &holdSpan{client: o.client, start: o.call, end: math.MinInt64}
 			}
 			if e := satAdd(o.ret, o.expireFor); e > cur.end {
 				cur.end, cur.last = e, o
@@ -361,7 +366,7 @@ func holdSpans(ops []*lop) []holdSpan {
 		}
 	}
 	if cur != nil {
-		out = append(out, *cur)
+		out = append(out, cur)
 	}
 	return out
 }
@@ -393,22 +398,27 @@ func (c *run) waiterLiveness(k *keyOps) ([]Violation, bool) {
 	if len(waits) == 0 {
 		return nil, false
 	}
-	spans := map[int32][]holdSpan{}
-	for cl, ops := range byClient {
-		spans[cl] = holdSpans(ops)
+	// The spans of every client by start, with for each prefix the latest
+	// end and the latest end of another client than that one's: F for x is
+	// the latest end among the spans of other clients begun before x.ret.
+	var spans []*holdSpan
+	for _, ops := range byClient {
+		spans = append(spans, holdSpans(ops)...)
 	}
+	sort.Slice(spans, func(i, j int) bool {
+		a, b := spans[i], spans[j]
+		return a.start < b.start || a.start == b.start && (a.client < b.client || a.client == b.client && a.end < b.end)
+	})
+	endOf := func(s *holdSpan) int64 { return s.end }
+	clientOf := func(s *holdSpan) int64 { return int64(s.client) }
+	pre := prefixTop2(spans, endOf, clientOf)
 	var vs []Violation
 	checked := false
 	for _, x := range waits {
 		f, last := int64(math.MinInt64), (*lop)(nil)
-		for cl, ss := range spans {
-			if cl == x.client {
-				continue
-			}
-			for _, s := range ss {
-				if s.start < x.ret && s.end > f {
-					f, last = s.end, s.last
-				}
+		if n := sort.Search(len(spans), func(i int) bool { return spans[i].start >= x.ret }); n > 0 {
+			if s := pre[n-1].except(int64(x.client), clientOf); s != nil {
+				f, last = s.end, s.last
 			}
 		}
 		if f == inf {
