@@ -117,9 +117,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	for _, e := range opts.Locks {
 		locks = append(locks, e.Name)
 	}
+	builtins := zoo.Builtin().Names()
 	for _, b := range opts.Builtins {
-		if !slices.Contains(zoo.Builtin().Names(), b) {
-			return nil, fmt.Errorf("%w: Builtins: %q is not a built-in lock (known: %v)", matrix.ErrBadConfig, b, zoo.Builtin().Names())
+		if !slices.Contains(builtins, b) {
+			return nil, fmt.Errorf("%w: Builtins: %q is not a built-in lock (known: %v)", matrix.ErrBadConfig, b, builtins)
 		}
 		locks = append(locks, b)
 	}

@@ -243,10 +243,7 @@ func inject(ctx context.Context, e env.Env, sc Scenario, wl *workload.Workload, 
 		}
 		// Pause the victim while it holds its lock, for longer than the TTL:
 		// it wakes believing it holds a lock another client took meanwhile.
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := victim.WaitHolding(wctx)
-		cancel()
-		if err != nil {
+		if err := bounded(ctx, victim.WaitHolding); err != nil {
 			return "", fmt.Errorf("pause-client: %w", err)
 		}
 		f = &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate}
@@ -255,10 +252,7 @@ func inject(ctx context.Context, e env.Env, sc Scenario, wl *workload.Workload, 
 			return "", fmt.Errorf("%w: pause-process needs Workload.Processes > 0", ErrScenario)
 		}
 		p := wl.Procs[rng.IntN(len(wl.Procs))]
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := p.WaitHolding(wctx)
-		cancel()
-		if err != nil {
+		if err := bounded(ctx, p.WaitHolding); err != nil {
 			return "", fmt.Errorf("pause-process: %w", err)
 		}
 		f = &nemesis.PauseProcess{Client: p.Name, Pid: p.Pid}
@@ -273,9 +267,7 @@ func inject(ctx context.Context, e env.Env, sc Scenario, wl *workload.Workload, 
 		}
 		f = &nemesis.CrashClients{Label: fmt.Sprintf("kill-process %s (%s)", p.Name, where), Steps: []func(context.Context) error{
 			func(ctx context.Context) error {
-				wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				defer cancel()
-				if err := wait(wctx); err != nil {
+				if err := bounded(ctx, wait); err != nil {
 					return err
 				}
 				return p.Kill()
@@ -293,9 +285,7 @@ func inject(ctx context.Context, e env.Env, sc Scenario, wl *workload.Workload, 
 		// not hold up the live ones for long once the lease expires
 		// (waiter liveness).
 		holdCrash := func(ctx context.Context) error {
-			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			if err := victim.WaitHolding(wctx); err != nil {
+			if err := bounded(ctx, victim.WaitHolding); err != nil {
 				return err
 			}
 			victim.Gate.Crash()
@@ -304,9 +294,11 @@ func inject(ctx context.Context, e env.Env, sc Scenario, wl *workload.Workload, 
 		steps, name := []func(context.Context) error{holdCrash}, "crash-client "+victim.Name
 		if others := without(clients, victim); victim.CanWait() && len(others) > 1 {
 			queuedCrash := func(ctx context.Context) error {
-				wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				defer cancel()
-				waiter, err := workload.FirstQueued(wctx, others)
+				var waiter *workload.Client
+				err := bounded(ctx, func(ctx context.Context) (err error) {
+					waiter, err = workload.FirstQueued(ctx, others)
+					return err
+				})
 				if err != nil {
 					return err
 				}
@@ -346,6 +338,18 @@ func inject(ctx context.Context, e env.Env, sc Scenario, wl *workload.Workload, 
 	}
 	sc.Logger.Info("fault", "name", f.Name(), "window", window)
 	return f.Name(), nemesis.Apply(ctx, rec, f, window)
+}
+
+// strikeWait bounds how long a fault waits for its moment (a client
+// holding, or waiting in line): long enough for a busy workload to get
+// there, short enough that a fault which cannot strike says so.
+const strikeWait = 5 * time.Second
+
+// bounded runs wait (a wait for a fault's moment) bounded by strikeWait.
+func bounded(ctx context.Context, wait func(context.Context) error) error {
+	wctx, cancel := context.WithTimeout(ctx, strikeWait)
+	defer cancel()
+	return wait(wctx)
 }
 
 // without returns cs without c.

@@ -163,12 +163,12 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	if wait {
 		mode = "w"
 	}
+	if wait && cfg.retry != nil {
+		return a.retry(ctx)
+	}
 	var snap noteSnapshot
 	if wait {
 		snap = c.notes.snapshot(a.keys.Channel)
-	}
-	if wait && cfg.retry != nil {
-		return a.retry(ctx)
 	}
 	start := time.Now()
 	res, err := a.try(ctx, mode)
@@ -411,14 +411,7 @@ func (a *attempt) gaveUp(ctx context.Context, cause error) error {
 		return fmt.Errorf("%s %q: %w: %w", a.op, a.key, ErrNotAcquired, cause)
 	}
 	if outcomeUnknown(err) {
-		go func() {
-			bctx, cancel := context.WithTimeout(context.Background(), cleanupLimit)
-			defer cancel()
-			if err := a.leave(bctx); err != nil {
-				a.c.opts.Logger.Warn("lock: leaving the wait queue failed; the place expires with the queue TTL",
-					"key", a.key, "queue_ttl", a.c.opts.QueueTTL, "err", err)
-			}
-		}()
+		a.cleanup(true) // goes on in the background until it is done
 		return fmt.Errorf("%s %q: %w: leaving the queue: %w (%w)", a.op, a.key, ErrUnknownOutcome, err, cause)
 	}
 	return fmt.Errorf("%s %q: %w: leaving the queue: %w (%w)", a.op, a.key, ErrNotAcquired, err, cause)

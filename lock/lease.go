@@ -46,7 +46,7 @@ func newLease(c *Client, key string, keys Keys, owner string, fence uint64, hold
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.validUntil = l.deadline(start)
+	l.validUntil = l.deadline(start, l.ttl)
 	l.expiry = time.AfterFunc(time.Until(l.validUntil), l.checkExpiry)
 	if cfg.watchdog && c.watch(l) {
 		l.wdCtx, l.stopWD = context.WithCancel(context.Background())
@@ -79,9 +79,9 @@ func (l *Lease) stopWatchdogLocked() {
 	l.c.unwatch(l)
 }
 
-func (l *Lease) deadline(start time.Time) time.Time { return l.deadlineFor(start, l.ttl) }
-
-func (l *Lease) deadlineFor(start time.Time, ttl time.Duration) time.Time {
+// deadline is the validity deadline of a lease of ttl taken (or renewed) by
+// an attempt that started at start.
+func (l *Lease) deadline(start time.Time, ttl time.Duration) time.Time {
 	return start.Add(time.Duration(float64(ttl) * (1 - l.drift)))
 }
 
@@ -275,7 +275,7 @@ func (l *Lease) renew(ctx context.Context, ttl time.Duration) error {
 		return fmt.Errorf("renew %q: lease ended (%v): %w", l.key, context.Cause(l.ctx), ErrNotHeld)
 	}
 	l.ttl = ttl
-	if v := l.deadlineFor(start, ttl); v.After(l.validUntil) {
+	if v := l.deadline(start, ttl); v.After(l.validUntil) {
 		l.validUntil = v
 		l.expiry.Reset(time.Until(v))
 	}

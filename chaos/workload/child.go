@@ -89,14 +89,8 @@ func (p *Proc) readEvents(r io.Reader) {
 // WaitQueued waits until the child waits in line in a blocking acquire,
 // bounded by ctx.
 func (p *Proc) WaitQueued(ctx context.Context) error {
-	t := time.NewTicker(2 * time.Millisecond)
-	defer t.Stop()
-	for !p.waiting.Load() {
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return fmt.Errorf("wait for %s to queue for %q: %w", p.Name, p.Key, ctx.Err())
-		}
+	if err := poll(ctx, p.waiting.Load); err != nil {
+		return fmt.Errorf("wait for %s to queue for %q: %w", p.Name, p.Key, err)
 	}
 	return nil
 }
@@ -268,10 +262,9 @@ func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
 	werr := cmd.Wait()
 	close(exited)
 	if in := p.inflight.Swap(nil); in != nil && p.killed.Load() {
-		// Killed while it waited in line: its acquire never returned.
-		op := *in
-		op.Completed, op.Return, op.Result, op.Line = false, 0, history.Unknown, 0
-		if err := rec.Record(op); err != nil {
+		// Killed while it waited in line: its acquire never returned (the
+		// child sent it in that form).
+		if err := rec.Record(*in); err != nil {
 			errs = append(errs, err)
 		}
 	}

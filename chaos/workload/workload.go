@@ -273,20 +273,35 @@ func (c *Client) CanWait() bool {
 // lock taken) and returns it, bounded by ctx: a crash that strikes then
 // leaves a dead waiter in the lock's queue.
 func FirstQueued(ctx context.Context, cs []*Client) (*Client, error) {
-	t := time.NewTicker(2 * time.Millisecond)
-	defer t.Stop()
-	for {
+	var found *Client
+	err := poll(ctx, func() bool {
 		for _, c := range cs {
 			if c.waiting.Load() && !c.Gate.Crashed() {
-				return c, nil
+				found = c
+				return true
 			}
 		}
+		return false
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wait for one of %d clients to queue: %w", len(cs), err)
+	}
+	return found, nil
+}
+
+// poll checks ready every 2ms until it holds (nil) or ctx is done (its
+// error): for flags that other goroutines set without a signal.
+func poll(ctx context.Context, ready func() bool) error {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for !ready() {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("wait for one of %d clients to queue: %w", len(cs), ctx.Err())
+			return ctx.Err()
 		}
 	}
+	return nil
 }
 
 // queuedAfter is how long a blocking acquire runs before the client counts
@@ -562,41 +577,41 @@ const (
 // a context made per mode (cut from the run's ctx, so that an op in flight
 // when the run ends still completes), and completes op with do's result
 // mapped by lockResult, edit filling in what was learnt. An op the lock
-// lacks (locker.ErrUnsupported: nothing was sent) is withdrawn and reported
-// as unsupported. After a crash of c during do it returns errStop, the op
-// left as the gate decided (see crashed).
+// lacks (locker.ErrUnsupported: nothing was sent) is withdrawn, and its
+// result is "" (neither ok nor anything the history holds). After a crash
+// of c during do it returns errStop, the op left as the gate decided (see
+// crashed).
 func (c *Client) lockCall(ctx context.Context, rec *history.Recorder, op history.Op, mode ctxMode, timeout time.Duration,
-	do func(ctx context.Context) error, edit func(*history.Op)) (res history.Result, unsupported bool, err error) {
+	do func(ctx context.Context) error, edit func(*history.Op)) (history.Result, error) {
 	p := rec.Invoke(op)
 	invoked := p.Op()
 	c.invoked.Store(&invoked)
 	defer c.invoked.Store(nil)
+	if mode == ctxTiny {
+		timeout = time.Millisecond
+	}
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	switch mode {
-	case ctxCanceled:
+	if mode == ctxCanceled {
 		cancel()
-	case ctxTiny:
-		cancel()
-		octx, cancel = context.WithTimeout(context.WithoutCancel(ctx), time.Millisecond)
 	}
 	derr := do(octx)
 	cancel()
 	if c.Gate.Crashed() {
-		return "", false, c.crashed(p)
+		return "", c.crashed(p)
 	}
 	if errors.Is(derr, locker.ErrUnsupported) {
 		p.Withdraw()
-		return "", true, nil
+		return "", nil
 	}
-	res, err = lockResult(derr)
+	res, err := lockResult(derr)
 	if err != nil {
 		p.Withdraw()
-		return "", false, fmt.Errorf("%s %q: %w", op.Kind, op.Key, err)
+		return "", fmt.Errorf("%s %q: %w", op.Kind, op.Key, err)
 	}
 	if res != history.OK {
 		edit = nil
 	}
-	return res, false, p.Complete(res, edit)
+	return res, p.Complete(res, edit)
 }
 
 // chance draws one choice of share p from c's stream.
@@ -635,7 +650,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		}
 	}
 	var lease locker.Lease
-	res, _, err := c.lockCall(ctx, rec, acqOp, ctxNormal, timeout, func(ctx context.Context) error {
+	res, err := c.lockCall(ctx, rec, acqOp, ctxNormal, timeout, func(ctx context.Context) error {
 		var err error
 		lease, err = acquire(ctx)
 		return err
@@ -661,7 +676,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	// Renew explicitly, by the lease's TTL.
 	if c.chance(mix.Renew) {
 		op := history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Token: token, HasToken: fenced}
-		if _, _, err := c.lockCall(ctx, rec, op, ctxNormal, cfg.OpTimeout,
+		if _, err := c.lockCall(ctx, rec, op, ctxNormal, cfg.OpTimeout,
 			func(ctx context.Context) error { return lease.Renew(ctx, cfg.TTL) }, nil); err != nil {
 			return err
 		}
@@ -675,7 +690,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		}
 		var inner locker.Lease
 		op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds()}
-		res, _, err := c.lockCall(ctx, rec, op, ctxNormal, cfg.OpTimeout, func(ctx context.Context) error {
+		res, err := c.lockCall(ctx, rec, op, ctxNormal, cfg.OpTimeout, func(ctx context.Context) error {
 			var err error
 			inner, err = r.Reenter(ctx, ttl)
 			return err
@@ -776,12 +791,12 @@ func (c *Client) release(ctx context.Context, rec *history.Recorder, l locker.Le
 		if c.rng.IntN(2) == 0 {
 			mode = ctxTiny
 		}
-		res, _, err := c.lockCall(ctx, rec, op, mode, timeout, do, nil)
+		res, err := c.lockCall(ctx, rec, op, mode, timeout, do, nil)
 		if err != nil || res == history.OK {
 			return err
 		}
 	}
-	_, _, err := c.lockCall(ctx, rec, op, ctxNormal, timeout, do, nil)
+	_, err := c.lockCall(ctx, rec, op, ctxNormal, timeout, do, nil)
 	return err
 }
 
