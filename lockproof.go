@@ -60,6 +60,11 @@ type Options struct {
 	Progress io.Writer
 	// Logger receives details; nil discards.
 	Logger *slog.Logger
+	// KeepAll keeps every history uncompressed and every Porcupine page;
+	// by default the histories of as-expected scenarios are gzipped but a
+	// sample and the first counterexample per lock × fault (Scenario's
+	// History names the file either way, and history.ReadFile reads both).
+	KeepAll bool
 
 	_ struct{}
 }
@@ -159,7 +164,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	sum, err := matrix.Run(ctx, matrix.Config{
 		Locks: locks, Faults: faults, Seeds: seeds, Duration: opts.Duration, Registry: reg, Mix: opts.Mix,
-		Out: out, Progress: opts.Progress, Logger: logger,
+		Out: out, Progress: opts.Progress, Logger: logger, KeepAll: opts.KeepAll,
 		Open: func(ctx context.Context, spec env.Spec) (env.Env, error) {
 			o := envOpts
 			o.Spec = spec

@@ -177,13 +177,30 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 	defer wl.Close()
 
 	rec := history.NewRecorder(f, history.Options{})
+	start := time.Now()
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	done := make(chan error, 1)
+	go func() { done <- wl.Run(wctx, rec) }()
+
 	rctx, cancel := context.WithTimeout(ctx, sc.Duration)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- wl.Run(rctx, rec) }()
-
 	rng := rand.New(rand.NewPCG(sc.Seed, 0xfa17))
-	out.FaultName, out.FaultErr = inject(rctx, e, sc, wl, rec, rng)
+	out.FaultName, out.FaultErr = inject(rctx, ctx, e, sc, wl, rec, rng)
+	// The workload runs for Duration and, after a pause that healed late,
+	// for two TTLs more: a pause bites through what the woken client does
+	// next (its late write, its release), which it must get to do.
+	end := start.Add(sc.Duration)
+	if sc.Fault == FaultPauseClient {
+		if t := time.Now().Add(2 * sc.TTL); t.After(end) {
+			end = t
+		}
+	}
+	select {
+	case <-time.After(time.Until(end)):
+	case <-ctx.Done():
+	}
+	wcancel()
 	runErr := <-done
 	if err := rec.Close(); err != nil {
 		return out, fmt.Errorf("run %s/%s: history: %w", sc.Lock, sc.Fault, err)
@@ -199,7 +216,10 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 }
 
 // inject waits a fifth of the run, then applies the scenario's fault once.
-func inject(ctx context.Context, e env.Env, sc Scenario, wl *workload.Workload, rec *history.Recorder, rng *rand.Rand) (string, error) {
+// ctx ends with the run's Duration and bounds every wait for the fault's
+// moment; outer is the scenario's own context, which bounds a window that
+// opened late (a pause counted from its strike) instead.
+func inject(ctx, outer context.Context, e env.Env, sc Scenario, wl *workload.Workload, rec *history.Recorder, rng *rand.Rand) (string, error) {
 	if sc.Fault == FaultNone {
 		return "", nil
 	}
@@ -238,8 +258,27 @@ func inject(ctx context.Context, e env.Env, sc Scenario, wl *workload.Workload, 
 		f = nemesis.Bandwidth(fmt.Sprintf("bandwidth %v", names), proxies, 1)
 	case FaultPauseClient:
 		if sc.PauseAfter != "" {
-			f = &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate, After: sc.PauseAfter}
-			break
+			// Arm the pause and count its window from the strike: the
+			// victim may reach its fault point long after the arming (it
+			// must win the lock first), and a window counted from the
+			// arming would leave too short a pause to outlive the TTL.
+			f = &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate, After: sc.PauseAfter, Struck: true}
+			victim.Gate.PauseAfter(sc.PauseAfter)
+			struck := victim.Gate.Struck()
+			if err := bounded(ctx, func(c context.Context) error {
+				select {
+				case <-struck:
+					return nil
+				case <-c.Done():
+					return c.Err()
+				}
+			}); err != nil {
+				victim.Gate.PauseAfter("")
+				victim.Gate.Resume() // in case it struck as the wait gave up
+				return f.Name(), fmt.Errorf("pause-client: armed after %s, %s never got there: %w", sc.PauseAfter, victim.Name, err)
+			}
+			sc.Logger.Info("fault", "name", f.Name(), "window", window, "struck", true)
+			return f.Name(), nemesis.Apply(outer, rec, f, window)
 		}
 		// Pause the victim while it holds its lock, for longer than the TTL:
 		// it wakes believing it holds a lock another client took meanwhile.

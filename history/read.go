@@ -2,6 +2,7 @@ package history
 
 import (
 	"bufio"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -52,14 +53,57 @@ func ReadAll(r io.Reader, name string) ([]Op, error) {
 	return append(ops, cur...), nil
 }
 
-// ReadFile reads and validates the history file at path (see ReadAll).
+// ReadFile reads and validates the history file at path (see ReadAll); a
+// gzip-compressed file (as a trimmed run keeps its passing scenarios,
+// history.jsonl.gz) is read as its content.
 func ReadFile(path string) ([]Op, error) {
+	f, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadAll(f, path)
+}
+
+// Open opens the history file at path for ReadAll or Scan. A file that
+// starts with the gzip magic is decompressed on the fly, whatever its name:
+// a run keeps most of its histories compressed (docs/DESIGN.md, "Run
+// directory").
+func Open(path string) (io.ReadCloser, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
-	defer f.Close()
-	return ReadAll(f, path)
+	br := bufio.NewReader(f)
+	magic, _ := br.Peek(2)
+	if len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
+		return readCloser{br, f}, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read history %s: %w", path, err)
+	}
+	return readCloser{zr, multiCloser{zr, f}}, nil
+}
+
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// multiCloser closes each of its closers in order, returning the first error.
+type multiCloser []io.Closer
+
+func (m multiCloser) Close() error {
+	var first error
+	for _, c := range m {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // Scan reads a history as ReadAll does but hands each op to fn instead of

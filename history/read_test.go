@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"io"
@@ -397,4 +398,45 @@ func (r repeatReader) Read(p []byte) (int, error) {
 		p[i] = byte(r)
 	}
 	return len(p), nil
+}
+
+// A compressed history reads as its content (a trimmed run keeps most
+// histories as history.jsonl.gz), and a corrupt one names the file.
+func TestReadFileGzip(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "h.jsonl")
+	want := sampleOps()
+	if err := WriteFile(plain, want); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write(data)
+	zw.Close()
+	gz := filepath.Join(dir, "h.jsonl.gz")
+	if err := os.WriteFile(gz, zb.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := ReadFile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadFile(gz)
+	if err != nil {
+		t.Fatalf("read %s: %v", gz, err)
+	}
+	if !reflect.DeepEqual(a, b) || len(b) != len(want) {
+		t.Errorf("gzip history reads %d ops, plain %d: they differ", len(b), len(a))
+	}
+	bad := filepath.Join(dir, "bad.jsonl.gz")
+	if err := os.WriteFile(bad, zb.Bytes()[:len(zb.Bytes())/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl.gz") {
+		t.Errorf("truncated gzip: got %v, want an error naming the file", err)
+	}
 }

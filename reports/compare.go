@@ -19,10 +19,17 @@ type Diff struct {
 	// Fixed: properties violated in the old run and holding (or n/a) in
 	// the new.
 	Fixed []Change `json:"fixed"`
-	// Inconclusive: properties whose verdict became unknown: the new run
-	// could not tell (a budget ran out, the scenario or its fault failed).
-	// A violation that became unknown is not fixed.
+	// Inconclusive: properties whose verdict became unknown (new
+	// unknowns): the new run could not tell (a budget ran out, the
+	// scenario or its fault failed). A violation that became unknown is
+	// not fixed.
 	Inconclusive []Change `json:"inconclusive"`
+	// RateDrops: cells (lock × fault) where a property predicted to break
+	// was found on a smaller share of the seeds than before.
+	RateDrops []CellChange `json:"rate_drops"`
+	// Slowdowns: cells whose median detection time of a property grew by
+	// more than half and by at least half a second.
+	Slowdowns []CellChange `json:"slowdowns"`
 	// Changed: other verdict changes (to or from unknown, ok to n/a...).
 	Changed []Change `json:"changed"`
 	// Added and Removed name scenarios present in one run only.
@@ -39,6 +46,26 @@ type Change struct {
 	Expected checker.Verdict `json:"expected,omitempty"` // in the new run
 	Evidence string          `json:"evidence,omitempty"` // from the new run
 }
+
+// CellChange is one property of one lock × fault that got worse at being
+// caught: found on fewer seeds, or later after the fault.
+type CellChange struct {
+	Cell     string `json:"cell"` // lock × fault
+	Property string `json:"property"`
+	// Old and New are "violated on found of decided seeds", and the median
+	// detection times when known.
+	OldFound    int    `json:"old_found"`
+	OldSeeds    int    `json:"old_seeds"`
+	NewFound    int    `json:"new_found"`
+	NewSeeds    int    `json:"new_seeds"`
+	OldMedianMs *int64 `json:"old_median_ms,omitempty"`
+	NewMedianMs *int64 `json:"new_median_ms,omitempty"`
+}
+
+// Slowdown thresholds: a median detection time that grew by more than
+// half and by at least this much is a slowdown (smaller moves are noise of
+// a loaded machine).
+const slowdownMinMs = 500
 
 func scenarioKey(s *ScenarioReport) string {
 	return fmt.Sprintf("%s/%s/seed-%d", s.Lock, s.Fault, s.Seed)
@@ -83,6 +110,28 @@ func Compare(old, new *Report) Diff {
 			d.Removed = append(d.Removed, k)
 		}
 	}
+	for _, c := range new.Cells {
+		o := old.CellOf(c.Lock, c.Fault)
+		if o == nil {
+			continue
+		}
+		for _, p := range c.Properties {
+			op := o.Property(p.Property)
+			if op == nil || p.Decided() == 0 || op.Decided() == 0 {
+				continue
+			}
+			ch := CellChange{Cell: c.Lock + " × " + c.Fault, Property: p.Property,
+				OldFound: op.Violated, OldSeeds: op.Decided(), NewFound: p.Violated, NewSeeds: p.Decided(),
+				OldMedianMs: op.DetectMedianMs, NewMedianMs: p.DetectMedianMs}
+			predicted := p.Want == WantViolated || p.Want == WantMay
+			if predicted && op.Violated > 0 && p.Rate < op.Rate {
+				d.RateDrops = append(d.RateDrops, ch)
+			}
+			if om, nm := op.DetectMedianMs, p.DetectMedianMs; om != nil && nm != nil && *nm-*om >= slowdownMinMs && *nm*2 > *om*3 {
+				d.Slowdowns = append(d.Slowdowns, ch)
+			}
+		}
+	}
 	return d
 }
 
@@ -90,7 +139,7 @@ func Compare(old, new *Report) Diff {
 func WriteDiff(w io.Writer, d Diff) error {
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "# lockproof: changes between runs\n\n")
-	if len(d.NewViolations)+len(d.Fixed)+len(d.Inconclusive)+len(d.Changed)+len(d.Added)+len(d.Removed) == 0 {
+	if len(d.NewViolations)+len(d.Fixed)+len(d.Inconclusive)+len(d.Changed)+len(d.Added)+len(d.Removed)+len(d.RateDrops)+len(d.Slowdowns) == 0 {
 		fmt.Fprintf(b, "No verdict changed.\n")
 	}
 	section := func(title string, cs []Change) {
@@ -108,7 +157,26 @@ func WriteDiff(w io.Writer, d Diff) error {
 		fmt.Fprintln(b)
 	}
 	section(fmt.Sprintf("New violations (%d)", len(d.NewViolations)), d.NewViolations)
-	section(fmt.Sprintf("Inconclusive: the new run could not tell (%d)", len(d.Inconclusive)), d.Inconclusive)
+	section(fmt.Sprintf("New unknowns: the new run could not tell (%d)", len(d.Inconclusive)), d.Inconclusive)
+	cells := func(title string, cs []CellChange) {
+		if len(cs) == 0 {
+			return
+		}
+		fmt.Fprintf(b, "## %s\n\n| lock × fault | property | old: found | new: found | old median | new median |\n|---|---|---|---|---|---|\n", title)
+		for _, c := range cs {
+			med := func(p *int64) string {
+				if p == nil {
+					return "—"
+				}
+				return msText(*p)
+			}
+			fmt.Fprintf(b, "| %s | %s | %d/%d | %d/%d | %s | %s |\n", mdEscape(c.Cell), c.Property,
+				c.OldFound, c.OldSeeds, c.NewFound, c.NewSeeds, med(c.OldMedianMs), med(c.NewMedianMs))
+		}
+		fmt.Fprintln(b)
+	}
+	cells(fmt.Sprintf("Detection rate drops (%d)", len(d.RateDrops)), d.RateDrops)
+	cells(fmt.Sprintf("Detection slowdowns (%d)", len(d.Slowdowns)), d.Slowdowns)
 	section(fmt.Sprintf("Fixed (%d)", len(d.Fixed)), d.Fixed)
 	section(fmt.Sprintf("Changed verdicts (%d)", len(d.Changed)), d.Changed)
 	list := func(title string, ks []string) {
@@ -150,7 +218,7 @@ func WriteAll(dir string, r *Report) error {
 			return err
 		}
 	}
-	return nil
+	return WritePages(dir, r)
 }
 
 func writeFile(path string, r *Report, write func(io.Writer, *Report) error) (err error) {

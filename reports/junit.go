@@ -7,31 +7,39 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 )
 
+// The JUnit XML that Jenkins (xunit's junit-10.xsd), GitHub test
+// reporters and Ant read: testsuites holds no skipped count, times are
+// seconds, timestamps ISO 8601 without a zone (UTC here, as Ant writes
+// them). junit_schema_test.go checks the output against those rules.
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
 	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name      string      `xml:"name,attr"`
+	Tests     int         `xml:"tests,attr"`
+	Failures  int         `xml:"failures,attr"`
+	Errors    int         `xml:"errors,attr"`
+	Skipped   int         `xml:"skipped,attr"`
+	Time      string      `xml:"time,attr"`
+	Timestamp string      `xml:"timestamp,attr,omitempty"`
+	Cases     []junitCase `xml:"testcase"`
 }
 
 type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
 	Time      string        `xml:"time,attr"` // seconds
+	Timestamp string        `xml:"timestamp,attr,omitempty"`
 	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
@@ -55,14 +63,21 @@ type junitProblem struct {
 // unknown verdict or broken files (with nothing unexpected) is an error.
 func WriteJUnit(w io.Writer, r *Report) error {
 	out := junitSuites{Name: "lockproof"}
+	var total int64
 	for _, lock := range r.Locks {
 		suite := junitSuite{Name: "lockproof/" + lock}
+		var suiteMs int64
+		first := ""
 		for _, s := range r.Scenarios {
 			if s.Lock != lock {
 				continue
 			}
+			suiteMs += s.ElapsedMs
+			if s.Started != "" && (first == "" || s.Started < first) {
+				first = s.Started
+			}
 			c := junitCase{Name: fmt.Sprintf("%s/seed-%d", s.Fault, s.Seed), Classname: "lockproof." + lock,
-				Time: strconv.FormatFloat(float64(s.ElapsedMs)/1000, 'f', 3, 64)}
+				Time: seconds(s.ElapsedMs), Timestamp: junitTime(s.Started)}
 			if s.NotRun {
 				c.Skipped = &junitSkipped{Message: "not run: the run was interrupted before this scenario"}
 				suite.Skipped++
@@ -109,12 +124,26 @@ func WriteJUnit(w io.Writer, r *Report) error {
 			suite.Tests++
 			suite.Cases = append(suite.Cases, c)
 		}
+		// A cell that finds a predicted break too rarely fails as a test
+		// of its own: no single seed's case is at fault.
+		for _, cell := range r.Cells {
+			if cell.Lock != lock || len(cell.Regressions) == 0 {
+				continue
+			}
+			suite.Cases = append(suite.Cases, junitCase{Name: cell.Fault + "/detection-rate", Classname: "lockproof." + lock, Time: seconds(0),
+				Failure: &junitProblem{Message: strings.Join(cell.Regressions, "; "), Type: "detection-regression",
+					Text: "seeds: " + strings.Join(cell.Scenarios, ", ")}})
+			suite.Tests++
+			suite.Failures++
+		}
+		suite.Time, suite.Timestamp = seconds(suiteMs), junitTime(first)
+		total += suiteMs
 		out.Tests += suite.Tests
 		out.Failures += suite.Failures
 		out.Errors += suite.Errors
-		out.Skipped += suite.Skipped
 		out.Suites = append(out.Suites, suite)
 	}
+	out.Time = seconds(total)
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return fmt.Errorf("write junit report: %w", err)
 	}
@@ -127,6 +156,19 @@ func WriteJUnit(w io.Writer, r *Report) error {
 		return fmt.Errorf("write junit report: %w", err)
 	}
 	return nil
+}
+
+// seconds renders milliseconds as JUnit's time: seconds, three decimals.
+func seconds(ms int64) string { return strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64) }
+
+// junitTime renders an RFC 3339 time as JUnit's timestamp: ISO 8601 in
+// UTC without a zone, as Ant writes it ("" stays "": not recorded).
+func junitTime(rfc3339 string) string {
+	t, err := time.Parse(time.RFC3339Nano, rfc3339)
+	if err != nil {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05")
 }
 
 func dedupe(ss []string) []string {

@@ -31,13 +31,20 @@ var ErrBadRun = errors.New("bad run directory")
 // File names inside a run directory.
 const (
 	SummaryFile       = "summary.json"
+	HistoryFile       = "history.jsonl"
 	CheckFile         = "check.json"
 	VisualizationFile = "porcupine.html"
+	// ScenarioPageFile is each scenario's page of the HTML report, in the
+	// scenario's directory beside its history.
+	ScenarioPageFile = "scenario.html"
 )
 
 // Summary is summary.json, as `lockproof run --out DIR` writes it.
 type Summary struct {
 	Scenarios []ScenarioSummary `json:"scenarios"`
+	// Cells sum the seeds of each lock × fault up (absent in files written
+	// before cells were: Build then sums them up itself).
+	Cells []*Cell `json:"cells,omitempty"`
 }
 
 // ScenarioSummary is one scenario of summary.json.
@@ -64,6 +71,55 @@ type ScenarioSummary struct {
 	NotRun bool `json:"not_run,omitempty"`
 	// ElapsedMs is the scenario's wall time: run, check, files.
 	ElapsedMs int64 `json:"elapsed_ms"`
+	// Started is when the scenario started (RFC 3339, UTC); "" in files
+	// written before it was recorded.
+	Started string `json:"started,omitempty"`
+	// FaultName is the fault window's name in the history.
+	FaultName string `json:"fault_name,omitempty"`
+	// MayViolate lists the properties that may break in some seeds and not
+	// in others: expected has no verdict for them.
+	MayViolate []string `json:"may_violate,omitempty"`
+	// FaultStartMs is when the fault window opened, from the history's start.
+	FaultStartMs *int64 `json:"fault_start_ms,omitempty"`
+	// DetectMs is, per violated property, the time from the start of the
+	// fault window to the call of the op that completed its first violation.
+	DetectMs map[string]int64 `json:"detect_ms,omitempty"`
+	// AsExpected: every verdict is known and matches the prediction;
+	// Mismatches say which known verdicts do not.
+	AsExpected bool     `json:"as_expected"`
+	Mismatches []string `json:"mismatches,omitempty"`
+	// FoundElsewhere lists the properties predicted to break that this
+	// seed did not show but another seed of its cell did: as expected.
+	FoundElsewhere []string `json:"found_elsewhere,omitempty"`
+}
+
+// Cell is one lock × fault of summary.json over its seeds: how often each
+// property was found violated, and how fast. A property predicted to
+// break is as expected when at least one seed shows it (one seed of a
+// timing-dependent fault may miss what the next finds); a property that
+// must hold holds on every seed.
+type Cell struct {
+	Lock  string `json:"lock"`
+	Fault string `json:"fault"`
+	// Seeds is how many seeds ran with known verdicts.
+	Seeds int `json:"seeds"`
+	// Found is, per violated property, on how many seeds; Rate the same
+	// as a fraction of Seeds; DetectMedianMs the median detection time
+	// over the seeds that found it.
+	Found          map[string]int     `json:"found,omitempty"`
+	Rate           map[string]float64 `json:"rate,omitempty"`
+	DetectMedianMs map[string]int64   `json:"detect_median_ms,omitempty"`
+	AsExpected     bool               `json:"as_expected"`
+	// Want is the prediction per property (ok, violated, may, any); Why the
+	// mechanism behind every prediction that is not plain ok.
+	Want map[string]string `json:"want,omitempty"`
+	Why  string            `json:"why,omitempty"`
+	// Promised is, per property predicted to break, the detection rate the
+	// docs promise (docs/DESIGN.md, "Detection rates"); Regressions says
+	// which found rates are too far below it to be chance: a regression of
+	// the harness or of the fault, and the run fails.
+	Promised    map[string]float64 `json:"promised_rate,omitempty"`
+	Regressions []string           `json:"regressions,omitempty"`
 }
 
 // Expected holds the verdicts a scenario is expected to give; an empty one
@@ -78,6 +134,8 @@ type Expected struct {
 type Run struct {
 	Dir       string
 	Scenarios []*Scenario
+	// Cells are summary.json's cells (nil in files written before them).
+	Cells []*Cell
 }
 
 // Scenario is one scenario of a run with what its directory holds.
@@ -97,6 +155,9 @@ type Scenario struct {
 	Problems []string
 	// Plot is the latency-over-time plot of the history; nil when unreadable.
 	Plot *Plot
+	// Page is where the scenario's own HTML page goes, relative to the run
+	// directory: ScenarioPageFile in its directory.
+	Page string
 }
 
 func validVerdict(v checker.Verdict) bool {
@@ -112,7 +173,19 @@ func validVerdict(v checker.Verdict) bool {
 // summary.json is an error naming it (errors.Is(err, ErrBadRun)); problems
 // with a scenario's own files are recorded in its Problems and shown in the
 // report, so that one broken scenario does not hide the others.
-func Load(dir string) (*Run, error) {
+func Load(dir string) (*Run, error) { return LoadWith(dir, LoadOptions{}) }
+
+// LoadOptions tune LoadWith.
+type LoadOptions struct {
+	// SummaryOnly reads summary.json alone: no check.json, history or plot
+	// (what Compare needs, and all a previous night's artifact may keep).
+	SummaryOnly bool
+
+	_ struct{}
+}
+
+// LoadWith is Load with options.
+func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 	sumPath := filepath.Join(dir, SummaryFile)
 	data, err := os.ReadFile(sumPath)
 	if err != nil {
@@ -125,7 +198,7 @@ func Load(dir string) (*Run, error) {
 	if err := json.Unmarshal(data, &sum); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadRun, sumPath, err)
 	}
-	run := &Run{Dir: dir}
+	run := &Run{Dir: dir, Cells: sum.Cells}
 	seen := map[string]int{}
 	for i, s := range sum.Scenarios {
 		if err := validateSummary(s); err != nil {
@@ -141,6 +214,14 @@ func Load(dir string) (*Run, error) {
 			return nil, fmt.Errorf("%w: %s: scenarios %d and %d share the directory %s", ErrBadRun, sumPath, j, i, sc.ID)
 		}
 		seen[sc.ID] = i
+		sc.Page = path.Join(sdir, ScenarioPageFile)
+		if sdir == "." {
+			sc.Page = sc.ID + ".html"
+		}
+		if opts.SummaryOnly {
+			run.Scenarios = append(run.Scenarios, sc)
+			continue
+		}
 		loadScenario(dir, sdir, sc)
 		run.Scenarios = append(run.Scenarios, sc)
 	}
@@ -254,7 +335,7 @@ func violationLines(res *checker.Result) map[int]string {
 
 // readHistory wraps history.Scan for the plot, with the file named in errors.
 func readHistory(p string, fn func(history.Op) error) error {
-	f, err := os.Open(p)
+	f, err := history.Open(p)
 	if err != nil {
 		return err
 	}

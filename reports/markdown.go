@@ -5,49 +5,49 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/lockproof/lockproof/checker"
 )
 
-// glyph is the matrix symbol of a verdict.
-func glyph(v checker.Verdict) string {
-	switch v {
-	case checker.OK:
-		return "✅"
-	case checker.Violated:
-		return "❌"
-	case checker.Unknown:
-		return "❓"
-	}
-	return "➖"
-}
-
-// statusGlyph is the symbol of a report or scenario status.
-func statusGlyph(s Status) string {
-	switch s {
-	case Pass:
-		return "✅"
-	case Fail:
-		return "❌"
-	}
-	return "❓"
-}
-
-// WriteMarkdown renders the report as Markdown, fit for a CI step summary:
-// the headline, the lock × fault matrix, the unexpected and unknown verdicts
-// with their evidence, broken files, and every scenario.
+// WriteMarkdown renders the report as Markdown, fit for a CI step summary
+// (which GitHub cuts at 1 MiB): the headline, then what needs a person
+// (verdicts not as expected, unknown verdicts and broken files, detection
+// regressions), then the matrix with each cell's seeds summed up. Every
+// mark is a word: a step summary may be read without an emoji font.
 func WriteMarkdown(w io.Writer, r *Report) error {
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "# lockproof safety report\n\n")
-	fmt.Fprintf(b, "%s **%s**\n\n", statusGlyph(r.Status), r.Headline)
+	fmt.Fprintf(b, "**%s**: %s\n\n", statusWord(r.Status), mdEscape(r.Headline))
 	if r.Status != Pass && r.Counts.Unknown > 0 {
 		fmt.Fprintf(b, "Unknown verdicts are not passes: a property whose check did not finish is not shown to hold.\n\n")
 	}
 
-	if len(r.Scenarios) > 0 {
+	if is := unexpectedOf(r); len(is) > 0 {
+		fmt.Fprintf(b, "## Not as expected (%d)\n\n| scenario | property | what happened |\n|---|---|---|\n", len(is))
+		for _, i := range is {
+			fmt.Fprintf(b, "| %s | %s | %s |\n", mdEscape(i.Scenario.ID), i.Property, mdEscape(i.Text))
+		}
+		fmt.Fprintln(b)
+	}
+	if is := unknownOf(r); len(is) > 0 {
+		fmt.Fprintf(b, "## Unknown (%d)\n\n| scenario | property | why it is not decided |\n|---|---|---|\n", len(is))
+		for _, i := range is {
+			fmt.Fprintf(b, "| %s | %s | %s |\n", mdEscape(i.Scenario.ID), i.Property, mdEscape(i.Text))
+		}
+		fmt.Fprintln(b)
+	}
+	if r.Counts.Regressions > 0 {
+		fmt.Fprintf(b, "## Regressions (%d)\n\n| lock × fault | what fell |\n|---|---|\n", r.Counts.Regressions)
+		for _, c := range r.Cells {
+			for _, g := range c.Regressions {
+				fmt.Fprintf(b, "| %s × %s | %s |\n", mdEscape(c.Lock), mdEscape(c.Fault), mdEscape(g))
+			}
+		}
+		fmt.Fprintln(b)
+	}
+
+	if len(r.Cells) > 0 {
 		fmt.Fprintf(b, "## Matrix\n\n")
-		fmt.Fprintf(b, "Each cell: lease (G1) · resource (G2) · liveness (G3), the worst verdict over its seeds. ")
-		fmt.Fprintf(b, "✅ holds · ❌ violated · ❓ unknown · ➖ not applicable · ⚠️ not what was expected (a ❌ without ⚠️ is a known-broken lock caught as expected).\n\n")
+		fmt.Fprintf(b, "Each cell: the properties violated, on how many of the seeds that decided (L lease G1, R resource G2, V liveness G3), or \"held\"; then the cell's status. ")
+		fmt.Fprintf(b, "A violation the guarantees predict is as expected (a known-broken lock caught); FAIL marks a cell not as expected.\n\n")
 		fmt.Fprintf(b, "| lock \\ fault |")
 		for _, f := range r.Faults {
 			fmt.Fprintf(b, " %s |", mdEscape(f))
@@ -60,77 +60,59 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		for _, l := range r.Locks {
 			fmt.Fprintf(b, "| **%s** |", mdEscape(l))
 			for _, f := range r.Faults {
-				fmt.Fprintf(b, " %s |", markdownCell(r.Cell(l, f)))
+				fmt.Fprintf(b, " %s |", markdownCell(r.CellOf(l, f)))
 			}
 			fmt.Fprintln(b)
 		}
 		fmt.Fprintln(b)
 	}
-
-	var unexpected, unknown []string
-	for _, s := range r.Scenarios {
-		for _, p := range s.Properties {
-			switch p.Outcome {
-			case Unexpected:
-				unexpected = append(unexpected, fmt.Sprintf("| %s | %s | %s | %s | %s |",
-					mdEscape(s.ID), p.Property, p.Expected, p.Verdict, mdEscape(p.Evidence)))
-			case Undecided:
-				unknown = append(unknown, fmt.Sprintf("| %s | %s | %s |", mdEscape(s.ID), p.Property, mdEscape(p.Evidence)))
-			}
-		}
-	}
-	if len(unexpected) > 0 {
-		fmt.Fprintf(b, "## Not as expected\n\n| scenario | property | expected | got | evidence |\n|---|---|---|---|---|\n%s\n\n",
-			strings.Join(unexpected, "\n"))
-	}
-	if len(unknown) > 0 {
-		fmt.Fprintf(b, "## Unknown\n\n| scenario | property | why |\n|---|---|---|\n%s\n\n", strings.Join(unknown, "\n"))
-	}
-	var problems []string
-	for _, s := range r.Scenarios {
-		for _, p := range s.Problems {
-			problems = append(problems, fmt.Sprintf("- %s: %s", mdEscape(s.ID), mdEscape(p)))
-		}
-	}
-	if len(problems) > 0 {
-		fmt.Fprintf(b, "## Broken files\n\n%s\n\n", strings.Join(problems, "\n"))
-	}
-
-	if len(r.Scenarios) > 0 {
-		fmt.Fprintf(b, "## Scenarios\n\n| scenario | lock | fault | seed | ops | rejected | lease | resource | liveness | status |\n|---|---|---|---|---:|---:|---|---|---|---|\n")
-		for _, s := range r.Scenarios {
-			fmt.Fprintf(b, "| [%s](%s) | %s | %s | %d | %d | %d |", mdEscape(s.ID), s.History, mdEscape(s.Lock), mdEscape(s.Fault), s.Seed, s.Ops, s.Rejected)
-			for _, p := range s.Properties {
-				fmt.Fprintf(b, " %s |", verdictText(p))
-			}
-			fmt.Fprintf(b, " %s %s |\n", statusGlyph(s.Status), s.Status)
-		}
-	}
+	fmt.Fprintf(b, "%d scenarios; the HTML report (report.html) has the guarantee sheet and a page per scenario.\n", r.Counts.Scenarios)
 	if err := b.Flush(); err != nil {
 		return fmt.Errorf("write markdown report: %w", err)
 	}
 	return nil
 }
 
-// verdictText is "ok", or "violated (expected ok)" when not as expected.
-func verdictText(p PropertyOutcome) string {
-	s := string(p.Verdict)
-	if p.Outcome == Unexpected {
-		s = fmt.Sprintf("⚠️ %s (expected %s)", p.Verdict, p.Expected)
+// markdownCell sums a cell up: "L 9/10 R 10/10 · ok", "held · ok".
+func markdownCell(c *CellReport) string {
+	if c == nil {
+		return " "
+	}
+	var parts []string
+	for _, p := range c.Properties {
+		n := p.Decided()
+		switch {
+		case p.Violated > 0:
+			parts = append(parts, fmt.Sprintf("%s %d/%d", strings.ToUpper(propLetter(p.Property)), p.Violated, n))
+		case p.Unknown > 0:
+			parts = append(parts, fmt.Sprintf("%s unknown", strings.ToUpper(propLetter(p.Property))))
+		}
+	}
+	s := "held"
+	if len(parts) > 0 {
+		s = strings.Join(parts, " ")
+	}
+	switch c.Status {
+	case Fail:
+		s += " · **FAIL**"
+	case Inconclusive:
+		s += " · undecided"
+	default:
+		s += " · ok"
 	}
 	return s
 }
 
-func markdownCell(ss []*ScenarioReport) string {
-	if len(ss) == 0 {
-		return " "
+// propLetter is the matrix letter of a property: L lease, R resource, V
+// liveness (G3: a lock that is never freed).
+func propLetter(p string) string {
+	switch p {
+	case "lease":
+		return "L"
+	case "resource":
+		return "R"
+	case "liveness":
+		return "V"
 	}
-	s := glyph(worst(ss, "lease")) + glyph(worst(ss, "resource")) + glyph(worst(ss, "liveness"))
-	if cellStatus(ss) == Fail {
-		s += " ⚠️"
-	}
-	if len(ss) > 1 {
-		s += fmt.Sprintf(" ×%d", len(ss))
-	}
-	return s
+	return p
 }

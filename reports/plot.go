@@ -10,9 +10,10 @@ import (
 	"github.com/lockproof/lockproof/history"
 )
 
-// maxPlotPoints bounds the ops drawn per scenario; ops in violations and ops
-// that never returned are always drawn.
-const maxPlotPoints = 4000
+// maxPlotPoints is the point budget of a scenario's plot: plain ops are
+// sampled down to it; ops in violations and ops that never returned are
+// always drawn.
+const maxPlotPoints = 1000
 
 // Plot is the data of a scenario's latency-over-time plot.
 type Plot struct {
@@ -91,14 +92,22 @@ func loadPlot(histPath string, violations map[int]string) (*Plot, error) {
 	return p, nil
 }
 
+// maxMarked bounds the ops drawn with their own element and tooltip (in a
+// violation, never returned); beyond it they join the plain dots.
+const maxMarked = 300
+
 // SVG renders the plot as a self-contained inline SVG: operation latency
-// (log scale) over time, fault windows shaded, ops in violations marked red,
-// ops that never returned as triangles along the top.
+// (log scale, decade ticks) over time (ticks in seconds or milliseconds),
+// fault windows shaded, ops in violations marked red with their line and
+// rule as a tooltip, ops that never returned as triangles along the top,
+// and a legend. Plain ops are drawn as one path per colour (a dot is a
+// zero-length segment with a round cap), which keeps a page of a few
+// thousand ops in tens of kilobytes.
 func (p *Plot) SVG() string {
 	const (
-		w, h            = 820.0, 220.0
-		left, right     = 84.0, 12.0
-		top, bottom     = 22.0, 30.0
+		w, h            = 860.0, 250.0
+		left, right     = 64.0, 12.0
+		top, bottom     = 24.0, 58.0
 		plotW, plotH    = w - left - right, h - top - bottom
 		pendingY        = top - 10
 		minLat, fallMax = 1e3, 1e6 // 1µs floor; 1ms when nothing completed
@@ -118,50 +127,118 @@ func (p *Plot) SVG() string {
 	if math.IsInf(lo, 1) {
 		lo, hi = minLat, fallMax
 	}
-	if hi/lo < 10 {
-		hi = lo * 10
+	// Whole decades, so that every tick is a round latency.
+	llo, lhi := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if lhi <= llo {
+		lhi = llo + 1
 	}
-	llo, lhi := math.Log10(lo), math.Log10(hi)
 	y := func(lat int64) float64 {
 		l := math.Log10(math.Max(float64(lat), minLat))
 		return top + plotH*(1-(l-llo)/(lhi-llo))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img">`, w, h, w, h)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img" font-family="sans-serif" font-size="10">`, w, h, w, h)
 	b.WriteString(`<title>operation latency over time</title>`)
 	for _, f := range p.Faults {
 		x0, x1 := x(f.Start), x(f.End)
 		fmt.Fprintf(&b, `<rect class="fault" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f4a261" fill-opacity="0.25"><title>fault %s</title></rect>`,
 			x0, top, math.Max(x1-x0, 1), plotH, html.EscapeString(f.Name+faultSuffix(f)))
 	}
-	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#888"/>`, left, top, plotW, plotH)
-	for _, pt := range p.Points {
-		title := html.EscapeString(pt.Label + latencyText(pt.Latency) + violationText(pt.Violation))
-		cx := x(pt.Call)
-		if pt.Latency < 0 {
-			fill := "#7b2cbf"
-			if pt.Violation != "" {
-				fill = "#d00000"
-			}
-			fmt.Fprintf(&b, `<path class="pending" d="M%.1f %.1fl4 -7h-8z" fill="%s"><title>%s</title></path>`, cx, pendingY+4, fill, title)
-			continue
-		}
-		cy := y(pt.Latency)
-		if pt.Violation != "" {
-			fmt.Fprintf(&b, `<circle class="violation" cx="%.1f" cy="%.1f" r="5" fill="#d00000" fill-opacity="0.6" stroke="#d00000"><title>%s</title></circle>`, cx, cy, title)
-			continue
-		}
-		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2" fill="%s"><title>%s</title></circle>`, cx, cy, resultColor(pt.Result), title)
+	// Latency ticks: one per decade, with a faint grid line.
+	for d := llo; d <= lhi; d++ {
+		ty := top + plotH*(1-(d-llo)/(lhi-llo))
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/><text x="%.1f" y="%.1f" text-anchor="end">%s</text>`,
+			left, ty, left+plotW, ty, left-4, ty+3, durText(int64(math.Pow(10, d))))
 	}
-	// Axes: latency bounds on the left, time bounds below.
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="end">%s</text>`, left-4, top+8, durText(int64(hi)))
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="end">%s</text>`, left-4, top+plotH, durText(int64(lo)))
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="end">never returned</text>`, left-4, pendingY+2)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10">%s</text>`, left, h-8, durText(0))
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="end">%s</text>`, left+plotW, h-8, durText(p.End-p.Start))
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">time since the first op; latency on a log scale</text>`, left+plotW/2, h-8)
+	// Time ticks: a round step giving 5 to 10 ticks.
+	step := niceStep(span / 8)
+	for t := 0.0; t <= span; t += step {
+		tx := left + plotW*t/span
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#888"/><text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`,
+			tx, top+plotH, tx, top+plotH+4, tx, top+plotH+15, durText(int64(t)))
+	}
+	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#888"/>`, left, top, plotW, plotH)
+	// Plain dots, one path per colour; marked ops on top, each with a tooltip.
+	paths := map[string]*strings.Builder{}
+	var colours []string
+	marked := 0
+	for _, pt := range p.Points {
+		cx := x(pt.Call)
+		if (pt.Violation != "" || pt.Latency < 0) && marked < maxMarked {
+			marked++
+			title := html.EscapeString(pt.Label + latencyText(pt.Latency) + violationText(pt.Violation))
+			if pt.Latency < 0 {
+				fill := "#7b2cbf"
+				if pt.Violation != "" {
+					fill = "#d00000"
+				}
+				fmt.Fprintf(&b, `<path class="pending" d="M%.1f %.1fl4 -7h-8z" fill="%s"><title>%s</title></path>`, cx, pendingY+4, fill, title)
+				continue
+			}
+			fmt.Fprintf(&b, `<circle class="violation" cx="%.1f" cy="%.1f" r="4.5" fill="#d00000" fill-opacity="0.6" stroke="#d00000"><title>%s</title></circle>`, cx, y(pt.Latency), title)
+			continue
+		}
+		c := resultColor(pt.Result)
+		cy := y(pt.Latency)
+		switch {
+		case pt.Violation != "":
+			c = "#d00000"
+		case pt.Latency < 0:
+			c, cy = "#7b2cbf", pendingY
+		}
+		pb, ok := paths[c]
+		if !ok {
+			pb = &strings.Builder{}
+			paths[c] = pb
+			colours = append(colours, c)
+		}
+		fmt.Fprintf(pb, "M%.0f %.0fh0", cx, cy)
+	}
+	for _, c := range colours {
+		fmt.Fprintf(&b, `<path d="%s" stroke="%s" stroke-width="3.5" stroke-linecap="round" fill="none"/>`, paths[c].String(), c)
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">no reply</text>`, left-4, pendingY+2)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">time since the first operation</text>`, left+plotW/2, top+plotH+28)
+	fmt.Fprintf(&b, `<text x="12" y="%.1f" text-anchor="middle" transform="rotate(-90 12 %.1f)">latency (log scale)</text>`, top+plotH/2, top+plotH/2)
+	// Legend.
+	lx, ly := left, h-10
+	for _, it := range []struct{ shape, colour, label string }{
+		{"dot", resultColor(history.OK), "ok"},
+		{"dot", resultColor(history.Fail), "failed or refused"},
+		{"dot", resultColor(history.Unknown), "unknown outcome"},
+		{"big", "#d00000", "in a violation"},
+		{"tri", "#7b2cbf", "never returned"},
+		{"box", "#f4a261", "fault window"},
+	} {
+		switch it.shape {
+		case "dot":
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"/>`, lx+4, ly-3, it.colour)
+		case "big":
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4.5" fill="%s" fill-opacity="0.6"/>`, lx+4, ly-3, it.colour)
+		case "tri":
+			fmt.Fprintf(&b, `<path d="M%.1f %.1fl4 -7h-8z" fill="%s"/>`, lx+4, ly+1, it.colour)
+		case "box":
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="9" height="9" fill="%s" fill-opacity="0.4"/>`, lx, ly-8, it.colour)
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`, lx+12, ly, it.label)
+		lx += 22 + 6*float64(len(it.label))
+	}
 	b.WriteString(`</svg>`)
 	return b.String()
+}
+
+// niceStep rounds a step up to 1, 2 or 5 times a power of ten.
+func niceStep(raw float64) float64 {
+	if raw <= 0 {
+		return 1
+	}
+	e := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*e >= raw {
+			return m * e
+		}
+	}
+	return 10 * e
 }
 
 func faultSuffix(f FaultWindow) string {
@@ -199,6 +276,8 @@ func resultColor(r history.Result) string {
 // durText renders nanoseconds for people: 850ns, 2.1ms, 1.5s.
 func durText(ns int64) string {
 	switch {
+	case ns == 0:
+		return "0"
 	case ns < 1e3:
 		return fmt.Sprintf("%dns", ns)
 	case ns < 1e6:

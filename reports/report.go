@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/lockproof/lockproof/checker"
 )
@@ -42,6 +43,10 @@ type Report struct {
 	Locks     []string          `json:"locks"`
 	Faults    []string          `json:"faults"`
 	Scenarios []*ScenarioReport `json:"scenarios"`
+	// Cells sum each lock × fault up over its seeds, in matrix order.
+	Cells []*CellReport `json:"cells"`
+	// Started is when the first scenario started (RFC 3339), if recorded.
+	Started string `json:"started,omitempty"`
 }
 
 // Counts sum a report up.
@@ -51,6 +56,9 @@ type Counts struct {
 	Unknown    int `json:"unknown"`    // property verdicts unknown
 	Problems   int `json:"problems"`   // scenarios failed or with broken files
 	NotRun     int `json:"not_run"`    // scenarios an interruption kept from running
+	// Regressions counts the cells whose detection rate fell too far below
+	// the promised one to be chance (CellReport.Regressions).
+	Regressions int `json:"regressions"`
 }
 
 // ScenarioReport is one scenario in a report.
@@ -69,21 +77,38 @@ type ScenarioReport struct {
 	Status        Status            `json:"status"`
 	// ElapsedMs is the scenario's wall time; NotRun: an interruption kept
 	// it from running.
-	ElapsedMs int64           `json:"elapsed_ms,omitempty"`
-	NotRun    bool            `json:"not_run,omitempty"`
-	Plot      *Plot           `json:"-"`
-	Result    *checker.Result `json:"-"`
-	byName    map[string]*PropertyOutcome
+	ElapsedMs int64 `json:"elapsed_ms,omitempty"`
+	NotRun    bool  `json:"not_run,omitempty"`
+	// Started is when the scenario started (RFC 3339); FaultName and
+	// FaultStartMs the fault window it opened and when.
+	Started      string `json:"started,omitempty"`
+	FaultName    string `json:"fault_name,omitempty"`
+	FaultStartMs *int64 `json:"fault_start_ms,omitempty"`
+	// Page is the scenario's own HTML page, relative to the run directory.
+	Page   string          `json:"page,omitempty"`
+	Plot   *Plot           `json:"-"`
+	Result *checker.Result `json:"-"`
+	byName map[string]*PropertyOutcome
 }
 
 // PropertyOutcome is one property of a scenario: its verdict, what was
 // expected, and the evidence.
 type PropertyOutcome struct {
-	Property   string          `json:"property"` // lease, resource, liveness
-	Verdict    checker.Verdict `json:"verdict"`
-	Expected   checker.Verdict `json:"expected,omitempty"`
-	Outcome    Outcome         `json:"outcome"`
-	Violations int             `json:"violations,omitempty"`
+	Property string          `json:"property"` // lease, resource, liveness
+	Verdict  checker.Verdict `json:"verdict"`
+	Expected checker.Verdict `json:"expected,omitempty"`
+	// Want is the prediction in words: ok, violated, may (breaks on some
+	// seeds) or "" (none recorded).
+	Want    string  `json:"want,omitempty"`
+	Outcome Outcome `json:"outcome"`
+	// FoundElsewhere: predicted to break, missed on this seed and found on
+	// another seed of its cell, which makes this seed as expected.
+	FoundElsewhere bool `json:"found_elsewhere,omitempty"`
+	Violations     int  `json:"violations,omitempty"`
+	// Lines are the history lines of the first violation; DetectMs the time
+	// from the fault to it.
+	Lines    []int  `json:"lines,omitempty"`
+	DetectMs *int64 `json:"detect_ms,omitempty"`
 	// Evidence: the first violation (rule, key, lines, explanation), why it
 	// is unknown, or what a missed expected violation means.
 	Evidence string `json:"evidence,omitempty"`
@@ -92,28 +117,68 @@ type PropertyOutcome struct {
 // propertyNames are the properties of a report, in matrix order.
 func propertyNames() []string { return []string{"lease", "resource", "liveness"} }
 
-// compare says how verdict v compares to expectation e. Only the line
-// between violated and not-violated matters: n/a meets an expected ok.
-func compare(v, e checker.Verdict) Outcome {
+// Predictions of a property, as PropertyOutcome.Want and CellProperty.Want
+// spell them (summary.json's cells[].want).
+const (
+	WantOK       = "ok"
+	WantViolated = "violated"
+	WantMay      = "may" // breaks on some seeds: any verdict is as expected
+	WantAny      = "any" // no prediction
+)
+
+// compare says how verdict v compares to prediction want. Only the line
+// between violated and not-violated matters: n/a meets an expected ok. A
+// predicted break missed on this seed but found on another seed of its
+// cell (foundElsewhere) is as expected.
+func compare(v checker.Verdict, want string, foundElsewhere bool) Outcome {
 	switch {
 	case v == checker.Unknown:
 		return Undecided
-	case e == "":
-		return NoExpected
-	case (v == checker.Violated) == (e == checker.Violated):
+	case want == WantMay:
 		return AsExpected
+	case want == WantOK || want == WantViolated:
+		if (v == checker.Violated) == (want == WantViolated) || want == WantViolated && foundElsewhere {
+			return AsExpected
+		}
+		return Unexpected
 	}
-	return Unexpected
+	return NoExpected
+}
+
+// wantOf is the prediction a summary row states for a property: its
+// expected verdict, or may when the row lists it in may_violate.
+func wantOf(e checker.Verdict, may bool) string {
+	switch {
+	case e == checker.Violated:
+		return WantViolated
+	case e != "":
+		return WantOK
+	case may:
+		return WantMay
+	}
+	return ""
 }
 
 // Build turns a loaded run into a report.
 func Build(run *Run) *Report {
 	r := &Report{}
-	locks, faults := map[string]bool{}, map[string]bool{}
+	for _, sc := range run.Scenarios {
+		if sc.Started != "" && (r.Started == "" || sc.Started < r.Started) {
+			r.Started = sc.Started
+		}
+	}
 	for _, sc := range run.Scenarios {
 		sr := buildScenario(sc)
 		r.Scenarios = append(r.Scenarios, sr)
-		locks[sc.Lock], faults[sc.Fault] = true, true
+		// The run's rows come in its plan's order (locks, then faults):
+		// the first appearance orders the matrix, with no list of names
+		// to keep in step with the registry.
+		if !slices.Contains(r.Locks, sc.Lock) {
+			r.Locks = append(r.Locks, sc.Lock)
+		}
+		if !slices.Contains(r.Faults, sc.Fault) {
+			r.Faults = append(r.Faults, sc.Fault)
+		}
 		r.Counts.Scenarios++
 		if sc.NotRun {
 			r.Counts.NotRun++
@@ -131,8 +196,6 @@ func Build(run *Run) *Report {
 			}
 		}
 	}
-	r.Locks = ordered(locks, knownLocks())
-	r.Faults = ordered(faults, knownFaults())
 	sort.SliceStable(r.Scenarios, func(i, j int) bool {
 		a, b := r.Scenarios[i], r.Scenarios[j]
 		if a.Lock != b.Lock {
@@ -143,10 +206,23 @@ func Build(run *Run) *Report {
 		}
 		return a.Seed < b.Seed
 	})
+	r.Cells = buildCells(r, run.Cells)
+	for _, c := range r.Cells {
+		if len(c.Regressions) > 0 {
+			r.Counts.Regressions++
+		}
+	}
 	switch {
-	case r.Counts.Unexpected > 0:
+	case r.Counts.Unexpected > 0 || r.Counts.Regressions > 0:
 		r.Status = Fail
-		r.Headline = fmt.Sprintf("%d verdicts not as expected in %d scenarios", r.Counts.Unexpected, r.Counts.Scenarios)
+		var parts []string
+		if r.Counts.Unexpected > 0 {
+			parts = append(parts, fmt.Sprintf("%d verdicts not as expected", r.Counts.Unexpected))
+		}
+		if r.Counts.Regressions > 0 {
+			parts = append(parts, fmt.Sprintf("%d cells detect a predicted break too rarely (regression)", r.Counts.Regressions))
+		}
+		r.Headline = strings.Join(parts, " and ") + fmt.Sprintf(" in %d scenarios", r.Counts.Scenarios)
 		if r.Counts.Unknown > 0 {
 			r.Headline += fmt.Sprintf("; %d unknown", r.Counts.Unknown)
 		}
@@ -176,7 +252,8 @@ func buildScenario(sc *Scenario) *ScenarioReport {
 		ID: sc.ID, Lock: sc.Lock, Fault: sc.Fault, Seed: sc.Seed, Ops: sc.Ops, Rejected: sc.Rejected,
 		History: sc.History, Check: sc.CheckPath, Visualization: sc.Visualization,
 		Problems: sc.Problems, Plot: sc.Plot, Result: sc.Check, byName: map[string]*PropertyOutcome{},
-		ElapsedMs: sc.ElapsedMs, NotRun: sc.NotRun,
+		ElapsedMs: sc.ElapsedMs, NotRun: sc.NotRun, Started: sc.Started, FaultName: sc.FaultName,
+		FaultStartMs: sc.FaultStartMs, Page: sc.Page,
 	}
 	verdicts := []checker.Verdict{sc.Lease, sc.Resource, sc.Liveness}
 	expected := []checker.Verdict{sc.Expected.Lease, sc.Expected.Resource, sc.Expected.Liveness}
@@ -186,15 +263,26 @@ func buildScenario(sc *Scenario) *ScenarioReport {
 	}
 	sr.Status = Pass
 	for i, name := range propertyNames() {
-		po := PropertyOutcome{Property: name, Verdict: verdicts[i], Expected: expected[i]}
-		po.Outcome = compare(po.Verdict, po.Expected)
+		po := PropertyOutcome{Property: name, Verdict: verdicts[i], Expected: expected[i],
+			Want:           wantOf(expected[i], slices.Contains(sc.MayViolate, name)),
+			FoundElsewhere: slices.Contains(sc.FoundElsewhere, name)}
+		po.Outcome = compare(po.Verdict, po.Want, po.FoundElsewhere)
+		if d, ok := sc.DetectMs[name]; ok {
+			po.DetectMs = &d
+		}
 		if results != nil {
 			pr := results[i]
 			po.Violations = pr.ViolationCount
 			po.Evidence = evidence(pr)
+			if len(pr.Violations) > 0 {
+				po.Lines = pr.Violations[0].Lines
+			}
 		}
-		if po.Outcome == Unexpected && po.Verdict != checker.Violated {
-			po.Evidence = "no violation found: the harness did not catch what this lock is known to break"
+		switch {
+		case po.Outcome == Unexpected && po.Verdict != checker.Violated:
+			po.Evidence = "no violation found on any seed of this lock × fault: the harness did not catch what this lock is known to break"
+		case po.FoundElsewhere && po.Verdict != checker.Violated:
+			po.Evidence = "not found on this seed; found on another seed of this lock × fault, as predicted"
 		}
 		switch po.Outcome {
 		case Unexpected:
@@ -254,69 +342,4 @@ func (s *ScenarioReport) Property(name string) *PropertyOutcome {
 		return nil
 	}
 	return s.byName[name]
-}
-
-// knownLocks and knownFaults are the names of the contract, in the order
-// the matrix shows them.
-func knownLocks() []string {
-	return []string{"setnx", "setnx-expire", "set-del", "get-del", "getset", "lua", "watchdog", "reentrant", "redlock", "fenced"}
-}
-
-func knownFaults() []string {
-	return []string{"none", "latency", "partition", "pause-client", "pause-server", "failover", "crash-client", "clock-skew"}
-}
-
-// ordered lists the names of set: known ones in their order, then the rest sorted.
-func ordered(set map[string]bool, known []string) []string {
-	var out, rest []string
-	for _, k := range known {
-		if set[k] {
-			out = append(out, k)
-		}
-	}
-	for k := range set {
-		if !slices.Contains(known, k) {
-			rest = append(rest, k)
-		}
-	}
-	sort.Strings(rest)
-	return append(out, rest...)
-}
-
-// Cell returns the scenarios of one lock under one fault (one per seed).
-func (r *Report) Cell(lock, fault string) []*ScenarioReport {
-	var out []*ScenarioReport
-	for _, s := range r.Scenarios {
-		if s.Lock == lock && s.Fault == fault {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// worst is the most severe verdict of a property over a cell's scenarios:
-// violated, then unknown, then ok, then n/a.
-func worst(ss []*ScenarioReport, prop string) checker.Verdict {
-	rank := map[checker.Verdict]int{checker.NA: 0, checker.OK: 1, checker.Unknown: 2, checker.Violated: 3}
-	var v checker.Verdict = checker.NA
-	for _, s := range ss {
-		if p := s.Property(prop); p != nil && rank[p.Verdict] > rank[v] {
-			v = p.Verdict
-		}
-	}
-	return v
-}
-
-// cellStatus is the worst scenario status in a cell.
-func cellStatus(ss []*ScenarioReport) Status {
-	st := Pass
-	for _, s := range ss {
-		switch s.Status {
-		case Fail:
-			return Fail
-		case Inconclusive:
-			st = Inconclusive
-		}
-	}
-	return st
 }

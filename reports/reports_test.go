@@ -63,11 +63,11 @@ func TestMarkdownGolden(t *testing.T) {
 	golden(t, "report.md", buf.Bytes())
 	md := buf.String()
 	for _, want := range []string{
-		"❌ **2 verdicts not as expected in 7 scenarios; 1 unknown**",
-		"| lua-none-1 | lease | ok | violated | mutual-exclusion on key \"cart\", history lines 1,2:",
-		"| redlock-partition-1 | lease | violated | ok | no violation found",
+		"**FAIL**: 2 verdicts not as expected in 7 scenarios; 1 unknown",
+		"| lua-none-1 | lease | violated, predicted holds: mutual-exclusion on key \"cart\", history lines 1,2:",
+		"| redlock-partition-1 | lease | held, predicted breaks: no violation found",
 		"| fenced-latency-1 | lease | key \"cart\" undecided: linearizability check timed out",
-		"| **fenced** | ✅✅➖ ×2 | ❓➖➖ |",
+		"| **fenced** | held · ok | held · ok | L unknown · undecided |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
@@ -160,51 +160,93 @@ func parseHTML(t *testing.T, data []byte) htmlDoc {
 	return doc
 }
 
-func TestHTMLLinksEveryScenario(t *testing.T) {
-	r := loadFixture(t)
-	var buf bytes.Buffer
-	if err := WriteHTML(&buf, r); err != nil {
+// TestHTMLIndexAndPages: the index page is self-contained, carries no
+// plot, links every scenario's page and every cell of the sheet; each
+// scenario page links files that exist, and its plot marks violations,
+// fault windows and ops that never returned.
+func TestHTMLIndexAndPages(t *testing.T) {
+	dir := copyRun(t, nil)
+	run, err := Load(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	html := buf.String()
-	for _, banned := range []string{"http://", "https://", "<script src", "<link "} {
-		if strings.Contains(strings.ReplaceAll(html, `xmlns="http://www.w3.org/2000/svg"`, ""), banned) {
-			t.Errorf("report.html is not self-contained: contains %q", banned)
+	r := Build(run)
+	if err := WriteAll(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	index, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	selfContained := func(name string, page []byte) {
+		s := strings.ReplaceAll(string(page), `xmlns="http://www.w3.org/2000/svg"`, "")
+		for _, banned := range []string{"http://", "https://", "<script", "<link "} {
+			if strings.Contains(s, banned) {
+				t.Errorf("%s is not self-contained: contains %q", name, banned)
+			}
 		}
 	}
-	doc := parseHTML(t, buf.Bytes())
-	if doc.svgs != len(r.Scenarios) {
-		t.Errorf("%d SVG plots, want one per scenario (%d)", doc.svgs, len(r.Scenarios))
+	selfContained(HTMLFile, index)
+	doc := parseHTML(t, index)
+	if doc.svgs != 0 {
+		t.Errorf("the index draws %d plots; plots belong on the scenario pages", doc.svgs)
+	}
+	for _, id := range []string{"unexpected", "unknown", "regressions", "sheet", "matrix"} {
+		if !doc.ids[id] {
+			t.Errorf("the index has no section %q", id)
+		}
+	}
+	for _, c := range r.Cells {
+		if a := anchor("c-", c.Lock+"-"+c.Fault); !doc.ids[a] {
+			t.Errorf("cell %s × %s: no row %q in the guarantee sheet", c.Lock, c.Fault, a)
+		}
 	}
 	for _, s := range r.Scenarios {
-		a := anchor(s.ID)
-		if !doc.ids[a] || !doc.hrefs["#"+a] {
-			t.Errorf("scenario %s: section %q or the matrix link to it is missing", s.ID, a)
+		if !doc.hrefs[s.Page] {
+			t.Errorf("scenario %s: the index does not link its page %s", s.ID, s.Page)
 		}
-		if !doc.hrefs[s.History] {
-			t.Errorf("scenario %s: no link to its history %s", s.ID, s.History)
+		page, err := os.ReadFile(filepath.Join(dir, s.Page))
+		if err != nil {
+			t.Fatalf("scenario %s: %v", s.ID, err)
 		}
-		if _, err := os.Stat(filepath.Join(fixture, s.History)); err != nil {
-			t.Errorf("history link %s does not resolve: %v", s.History, err)
+		selfContained(s.Page, page)
+		pd := parseHTML(t, page)
+		if pd.svgs != 1 {
+			t.Errorf("%s: %d plots, want 1", s.Page, pd.svgs)
+		}
+		for h := range pd.hrefs {
+			if _, err := os.Stat(filepath.Join(dir, filepath.Dir(s.Page), h)); err != nil {
+				t.Errorf("%s links %s, which does not resolve: %v", s.Page, h, err)
+			}
+		}
+		if !pd.hrefs[filepath.Base(s.History)] {
+			t.Errorf("%s does not link its history", s.Page)
+		}
+		want := map[string]int{
+			"lua-none-1":    2, // lines 1 and 2
+			"fenced-none-1": 0,
+		}
+		if n, ok := want[s.ID]; ok && pd.classes[""]["violation"] != n {
+			t.Errorf("%s marks %d ops as violations, want %d", s.Page, pd.classes[""]["violation"], n)
+		}
+		if s.ID == "setnx-pause-client-1" && pd.classes[""]["fault"] != 1 {
+			t.Errorf("%s shades %d fault windows, want 1", s.Page, pd.classes[""]["fault"])
+		}
+		if s.ID == "fenced-latency-1" && pd.classes[""]["pending"] != 1 {
+			t.Errorf("%s draws %d never-returned ops, want 1", s.Page, pd.classes[""]["pending"])
 		}
 	}
 	for _, viz := range []string{"setnx-pause-client-1/porcupine.html", "lua-none-1/porcupine.html"} {
-		if !doc.hrefs[viz] {
+		page, _ := os.ReadFile(filepath.Join(dir, filepath.Dir(viz), ScenarioPageFile))
+		if !parseHTML(t, page).hrefs[filepath.Base(viz)] {
 			t.Errorf("no link to the visualization %s", viz)
 		}
 	}
-	// Violations are marked on the plot; fault windows are shaded.
-	if n := doc.classes["s-lua-none-1"]["violation"]; n != 2 {
-		t.Errorf("lua-none-1 plot marks %d ops as violations, want 2 (lines 1 and 2)", n)
-	}
-	if n := doc.classes["s-setnx-pause-client-1"]["fault"]; n != 1 {
-		t.Errorf("setnx-pause-client-1 plot shades %d fault windows, want 1", n)
-	}
-	if n := doc.classes["s-fenced-none-1"]["violation"]; n != 0 {
-		t.Errorf("fenced-none-1 plot marks %d violations, want none", n)
-	}
-	if n := doc.classes["s-fenced-latency-1"]["pending"]; n != 1 {
-		t.Errorf("fenced-latency-1 plot draws %d never-returned ops, want 1", n)
+	// The words, not only colours: the unexpected verdicts are named.
+	for _, want := range []string{"FAIL", "NOT as expected", "violated", "held", "lua-none-1"} {
+		if !bytes.Contains(index, []byte(want)) {
+			t.Errorf("the index lacks %q", want)
+		}
 	}
 }
 
@@ -330,7 +372,7 @@ func TestBrokenScenarioFiles(t *testing.T) {
 	if err := WriteMarkdown(&md, r); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(md.String(), "## Broken files") || strings.Contains(md.String(), "all 3 scenarios gave") {
+	if !strings.Contains(md.String(), "| fenced-pause-client-1 | files |") || strings.Contains(md.String(), "all 3 scenarios gave") {
 		t.Errorf("markdown hides the broken files:\n%s", md.String())
 	}
 }
@@ -376,7 +418,8 @@ func TestCompare(t *testing.T) {
 		if s.ID == "lua-none-1" || lost != "" {
 			continue
 		}
-		if p := s.Property("resource"); p != nil && p.Verdict == checker.Violated && old.Scenarios[i].ID == s.ID {
+		if p := s.Property("resource"); p != nil && p.Verdict == checker.Violated && old.Scenarios[i].ID == s.ID &&
+			old.Scenarios[i].Property("resource").Verdict == checker.Violated {
 			p.Verdict, lost = checker.Unknown, scenarioKey(s)
 		}
 	}
@@ -406,7 +449,7 @@ func TestCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"## New violations (1)", "| fenced/none/seed-2 | resource | ok | violated | ok |", "## Fixed (1)", "## Changed verdicts (1)",
-		"## Inconclusive: the new run could not tell (1)"} {
+		"## New unknowns: the new run could not tell (1)"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("diff lacks %q:\n%s", want, buf.String())
 		}
@@ -533,6 +576,7 @@ func TestFailedScenarioNeverPasses(t *testing.T) {
 func TestJUnitTimesAndSkipped(t *testing.T) {
 	r := loadFixture(t)
 	r.Scenarios[0].ElapsedMs = 1234
+	r.Scenarios[0].Started = "2026-11-24T03:04:05.123456Z"
 	r.Scenarios = append(r.Scenarios, &ScenarioReport{ID: "fenced-none-9", Lock: "fenced", Fault: "none", Seed: 9, NotRun: true, Status: Pass})
 	var buf bytes.Buffer
 	if err := WriteJUnit(&buf, r); err != nil {
@@ -542,8 +586,12 @@ func TestJUnitTimesAndSkipped(t *testing.T) {
 	if err := xml.Unmarshal(buf.Bytes(), &suites); err != nil {
 		t.Fatal(err)
 	}
-	var skipped, timed int
+	var skipped, timed, suiteSkips int
 	for _, s := range suites.Suites {
+		suiteSkips += s.Skipped
+		if s.Name == "lockproof/"+r.Scenarios[0].Lock && s.Timestamp != "2026-11-24T03:04:05" {
+			t.Errorf("suite %s timestamp %q; want its first scenario's start, 2026-11-24T03:04:05", s.Name, s.Timestamp)
+		}
 		for _, c := range s.Cases {
 			if c.Skipped != nil {
 				skipped++
@@ -556,7 +604,54 @@ func TestJUnitTimesAndSkipped(t *testing.T) {
 			}
 		}
 	}
-	if skipped != 1 || suites.Skipped != 1 || timed != 1 {
-		t.Fatalf("skipped %d (suites say %d), cases timed 1.234s %d; want 1, 1, 1:\n%s", skipped, suites.Skipped, timed, buf.String())
+	if skipped != 1 || suiteSkips != 1 || timed != 1 {
+		t.Fatalf("skipped %d (suites say %d), cases timed 1.234s %d; want 1, 1, 1:\n%s", skipped, suiteSkips, timed, buf.String())
+	}
+	checkJUnitSchema(t, buf.Bytes())
+}
+
+// TestCompareCells: a predicted break found on fewer seeds than before is
+// a rate drop, one found later (by half and 500ms at least) a slowdown;
+// a cell that did not change is neither.
+func TestCompareCells(t *testing.T) {
+	build := func(found int, detect int64) *Report {
+		run := &Run{}
+		for seed := 1; seed <= 4; seed++ {
+			for _, lock := range []string{"set-del", "lua"} {
+				sc := &Scenario{ScenarioSummary: ScenarioSummary{Lock: lock, Fault: "pause-client", Seed: int64(seed),
+					Lease: checker.OK, Resource: checker.Violated, Liveness: checker.NA,
+					Expected: Expected{Lease: checker.Violated, Resource: checker.Violated}}}
+				if lock == "lua" {
+					sc.Expected.Lease = checker.OK
+					sc.DetectMs = map[string]int64{"resource": 1500}
+				}
+				if lock == "set-del" && seed <= found {
+					sc.Lease = checker.Violated
+					sc.DetectMs = map[string]int64{"lease": detect}
+				}
+				sc.ID = fmt.Sprintf("%s-pause-client-%d", lock, seed)
+				run.Scenarios = append(run.Scenarios, sc)
+			}
+		}
+		return Build(run)
+	}
+	d := Compare(build(4, 1000), build(2, 2000))
+	if len(d.RateDrops) != 1 || d.RateDrops[0].Cell != "set-del × pause-client" || d.RateDrops[0].OldFound != 4 || d.RateDrops[0].NewFound != 2 {
+		t.Errorf("rate drops %+v; want set-del × pause-client lease 4/4 -> 2/4", d.RateDrops)
+	}
+	if len(d.Slowdowns) != 1 || d.Slowdowns[0].Property != "lease" || *d.Slowdowns[0].NewMedianMs != 2000 {
+		t.Errorf("slowdowns %+v; want set-del × pause-client lease 1s -> 2s", d.Slowdowns)
+	}
+	var buf bytes.Buffer
+	if err := WriteDiff(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Detection rate drops (1)", "| set-del × pause-client | lease | 4/4 | 2/4 |", "## Detection slowdowns (1)"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("diff lacks %q:\n%s", want, buf.String())
+		}
+	}
+	if d := Compare(build(4, 1000), build(4, 1300)); len(d.RateDrops)+len(d.Slowdowns) != 0 {
+		t.Errorf("same rate, 300ms slower: %+v %+v; want no change", d.RateDrops, d.Slowdowns)
 	}
 }

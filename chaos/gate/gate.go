@@ -45,6 +45,7 @@ type Gate struct {
 	pauseAfter string        // lower-case command name; "" for none
 	afterReply bool          // the crash came from CrashAfter, right after a reply
 	held       int           // callers held right now
+	struck     chan struct{} // closed when the armed PauseAfter strikes
 
 	crashBefore string // CrashBefore's lower-case command name; "" for none
 }
@@ -98,6 +99,18 @@ func (g *Gate) PauseAfter(name string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.pauseAfter = strings.ToLower(name)
+	if name != "" {
+		g.struck = make(chan struct{})
+	}
+}
+
+// Struck is closed when the pause PauseAfter armed last has struck (the
+// client is held right after that reply); nil before any PauseAfter. A
+// fault waits on it to count its window from the strike, not the arming.
+func (g *Gate) Struck() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.struck
 }
 
 // CrashBefore arms a crash right before the next command named name
@@ -201,6 +214,9 @@ func (g *Gate) after(ctx context.Context, names ...string) error {
 				g.pauseAfter = ""
 				if g.paused == nil {
 					g.paused = make(chan struct{})
+				}
+				if g.struck != nil {
+					close(g.struck)
 				}
 				break
 			}

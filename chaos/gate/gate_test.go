@@ -127,8 +127,14 @@ func TestPauseAfterCommand(t *testing.T) {
 	gated, plain, g := clients(t)
 	ctx := context.Background()
 	g.PauseAfter("get")
+	struck := g.Struck()
 	if err := gated.Set(ctx, "y", "1", 0).Err(); err != nil {
 		t.Fatalf("SET before the armed command: %v", err)
+	}
+	select {
+	case <-struck:
+		t.Fatal("Struck closed by a command that is not the armed one")
+	default:
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -138,6 +144,11 @@ func TestPauseAfterCommand(t *testing.T) {
 		}
 		done <- gated.Del(ctx, "y").Err()
 	}()
+	select { // the fault counts its window from here
+	case <-struck:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Struck not closed after the armed GET's reply")
+	}
 	waitHeld(t, g, 1)
 	// Held between GET and DEL: the key is still there.
 	if n, _ := plain.Exists(ctx, "y").Result(); n != 1 {

@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/lockproof/lockproof/chaos"
@@ -351,4 +352,51 @@ func Before(lock, fault string) string {
 		return "pexpire"
 	}
 	return ""
+}
+
+// PromisedRate is the detection rate a prediction of WantViolated
+// promises: the break shows in at least 9 seeds of 10 (docs/DESIGN.md,
+// "Detection rates"; the decisive scenarios measure 19 or 20 of 20).
+const PromisedRate = 0.9
+
+// RegressionAlpha is how unlikely a cell's found count must be, were the
+// promised rate true, to be called a regression: P(found or fewer | seeds,
+// PromisedRate) below 1 in 1000. A lower bar would turn a nightly of ~40
+// must-break cells red on chance alone every few nights; with one seed no
+// count can be a regression (a miss there is a mismatch, as before).
+const RegressionAlpha = 0.001
+
+// promise records, on a cell, the rate each must-break property promises
+// and flags the found rates too far below it to be chance.
+func promise(c *Cell, exp Expectation) {
+	for _, p := range []string{PropLease, PropResource, PropLiveness} {
+		if exp.Want(p) != WantViolated {
+			continue
+		}
+		if c.Promised == nil {
+			c.Promised = map[string]float64{}
+		}
+		c.Promised[p] = PromisedRate
+		found := c.Found[p]
+		if c.Seeds == 0 || found == 0 {
+			continue // no seed decided, or a plain miss: a mismatch of its rows
+		}
+		if tail := binomialCDF(found, c.Seeds, PromisedRate); tail < RegressionAlpha {
+			c.Regressions = append(c.Regressions, fmt.Sprintf(
+				"%s violated on %d of %d seeds, below the promised %.0f%% (P = %.2g by chance): the fault or the harness regressed",
+				p, found, c.Seeds, 100*PromisedRate, tail))
+		}
+	}
+}
+
+// binomialCDF is P(X <= k) for X ~ Binomial(n, p).
+func binomialCDF(k, n int, p float64) float64 {
+	sum, coef := 0.0, 1.0 // coef = C(n, i)
+	for i := 0; i <= k && i <= n; i++ {
+		if i > 0 {
+			coef = coef * float64(n-i+1) / float64(i)
+		}
+		sum += coef * math.Pow(p, float64(i)) * math.Pow(1-p, float64(n-i))
+	}
+	return min(sum, 1)
 }

@@ -181,6 +181,12 @@ type Config struct {
 	// NoReport skips rendering report.md, report.html, junit.xml and
 	// report.json into Out at the end.
 	NoReport bool
+	// KeepAll keeps every scenario's history and Porcupine page as written.
+	// By default a finished run compresses the histories of scenarios that
+	// went as expected (history.jsonl.gz) and removes their Porcupine
+	// pages, but for one sample per cell and each cell's first
+	// counterexample per property (see trim).
+	KeepAll bool
 	// Resume continues the run that Out holds: the scenarios of the plan
 	// that its summary.json records as run are kept as they are, and only
 	// the others (never started, or interrupted: Scenario.NotRun) run. The
@@ -209,35 +215,8 @@ func FailoverSpec(lock string) env.Spec {
 // (reports.ScenarioSummary) and a few more.
 type Scenario struct {
 	reports.ScenarioSummary
-	// MayViolate lists the properties that may break in some seeds (WantMay):
-	// summary.json's expected has no verdict for them.
-	MayViolate []string `json:"may_violate,omitempty"`
 	// SpecRecord is the fault point, durations and shape used.
 	SpecRecord
-	// FaultName is the fault window's name in the history.
-	FaultName string `json:"fault_name,omitempty"`
-	// FaultStartMs is when the fault window opened, from the history's start.
-	FaultStartMs *int64 `json:"fault_start_ms,omitempty"`
-	// DetectMs is, per violated property, the time from the start of the
-	// fault window to the call of the op that completed its first violation.
-	DetectMs map[string]int64 `json:"detect_ms,omitempty"`
-	// FaultError is the error of injecting or healing the fault; Error is
-	// the error that kept the scenario from running or being checked.
-	FaultError string `json:"fault_error,omitempty"`
-	Error      string `json:"error,omitempty"`
-	// NotRun marks a scenario the run was interrupted before (its Error
-	// says why): inconclusive, and what Config.Resume runs again.
-	NotRun bool `json:"not_run,omitempty"`
-	// AsExpected: every verdict is known and matches the prediction (and
-	// rejected > 0 where expected); Mismatches say which known verdicts do
-	// not (an unknown verdict is never a match, nor a mismatch).
-	AsExpected bool     `json:"as_expected"`
-	Mismatches []string `json:"mismatches,omitempty"`
-	// FoundElsewhere lists the properties the expectation says break
-	// (WantViolated) that this seed did not show but another seed of the
-	// same lock and fault did: the cell is as expected (Cell), and so is
-	// this row.
-	FoundElsewhere []string `json:"found_elsewhere,omitempty"`
 }
 
 // ID is the scenario's directory name.
@@ -273,29 +252,13 @@ type Summary struct {
 	Cells []*Cell `json:"cells,omitempty"`
 }
 
-// Cell is one lock × fault over its seeds: how often each property was
-// found violated, and how fast. A property the expectation says breaks
-// (WantViolated) is as expected when at least one seed shows it: one seed
-// of a timing-dependent fault may miss what the next one finds, and a
-// nightly must not turn red on that coin toss; a property that must hold
-// holds on every seed.
-type Cell struct {
-	Lock  string `json:"lock"`
-	Fault string `json:"fault"`
-	// Seeds is how many seeds ran with known verdicts.
-	Seeds int `json:"seeds"`
-	// Found is, per violated property, on how many seeds; Rate the same
-	// as a fraction of Seeds; DetectMedianMs the median detection time
-	// over the seeds that found it.
-	Found          map[string]int     `json:"found,omitempty"`
-	Rate           map[string]float64 `json:"rate,omitempty"`
-	DetectMedianMs map[string]int64   `json:"detect_median_ms,omitempty"`
-	AsExpected     bool               `json:"as_expected"`
-}
+// Cell is one lock × fault over its seeds (reports.Cell).
+type Cell = reports.Cell
 
 // Status sums a run up as `lockproof run` exits: 0 every verdict as
-// expected, 1 some verdict not as expected, 3 some verdict unknown (and
-// nothing unexpected).
+// expected, 1 some verdict not as expected or some cell's detection rate
+// a regression (Cell.Regressions), 3 some verdict unknown (and nothing
+// unexpected).
 func (s *Summary) Status() int {
 	unknown := false
 	for _, sc := range s.Scenarios {
@@ -303,6 +266,11 @@ func (s *Summary) Status() int {
 			return 1
 		}
 		unknown = unknown || sc.Unknown()
+	}
+	for _, c := range s.Cells {
+		if len(c.Regressions) > 0 {
+			return 1
+		}
 	}
 	if unknown {
 		return 3
@@ -486,6 +454,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		}
 	}
 	m.judgeCells()
+	if !cfg.KeepAll {
+		if err := trim(cfg.Out, m.rows); err != nil {
+			m.cfg.Logger.Warn("trim the run directory", "err", err)
+		}
+	}
 	sum := m.summary()
 	if err := m.writeSummary(); err != nil {
 		return sum, err
@@ -616,7 +589,8 @@ func (m *matrix) newRow(s Spec) *Scenario {
 	exp := ExpectedOf(m.cfg.Registry, s.Lock, s.Fault)
 	row := &Scenario{SpecRecord: recordOf(s)}
 	row.Lock, row.Fault, row.Seed = s.Lock, s.Fault, int64(s.Seed)
-	row.History = path.Join(s.ID(), "history.jsonl")
+	row.History = path.Join(s.ID(), reports.HistoryFile)
+	row.Started = time.Now().UTC().Format(time.RFC3339Nano)
 	row.Expected = reports.Expected{Lease: exp.Lease.Verdict(), Resource: exp.Resource.Verdict(), Liveness: exp.Liveness.Verdict()}
 	for _, p := range []string{PropLease, PropResource, PropLiveness} {
 		if exp.Want(p) == WantMay {
@@ -634,7 +608,7 @@ func (m *matrix) failed(s Spec, err error) *Scenario {
 	row.Lease, row.Resource, row.Liveness = checker.Unknown, checker.Unknown, checker.Unknown
 	dir := filepath.Join(m.cfg.Out, s.ID())
 	if e := os.MkdirAll(dir, 0o755); e == nil {
-		hp := filepath.Join(dir, "history.jsonl")
+		hp := filepath.Join(dir, reports.HistoryFile)
 		if _, e := os.Stat(hp); e != nil {
 			_ = os.WriteFile(hp, nil, 0o644)
 		}
@@ -693,7 +667,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 		row.Error = runErr.Error()
 		if ops == nil {
 			// The history on disk is complete also on error; check what it holds.
-			if got, err := history.ReadFile(filepath.Join(dir, "history.jsonl")); err == nil {
+			if got, err := history.ReadFile(filepath.Join(dir, reports.HistoryFile)); err == nil {
 				ops = got
 			}
 		}
@@ -714,7 +688,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	defer cancel()
 	res, err := checker.Check(cctx, ops, m.checkOptions(s))
 	if err != nil {
-		bad := m.failed(s, fmt.Errorf("check %s: %w", filepath.Join(dir, "history.jsonl"), err))
+		bad := m.failed(s, fmt.Errorf("check %s: %w", filepath.Join(dir, reports.HistoryFile), err))
 		bad.FaultName, bad.FaultError = row.FaultName, row.FaultError
 		return bad
 	}
@@ -910,7 +884,8 @@ func cellsOf(reg *locker.Registry, rows []*Scenario) []*Cell {
 	for _, k := range order {
 		rs := byCell[k]
 		exp := ExpectedOf(reg, k.lock, k.fault)
-		c := &Cell{Lock: k.lock, Fault: k.fault, Found: map[string]int{}, Rate: map[string]float64{}, DetectMedianMs: map[string]int64{}}
+		c := &Cell{Lock: k.lock, Fault: k.fault, Found: map[string]int{}, Rate: map[string]float64{}, DetectMedianMs: map[string]int64{},
+			Want: map[string]string{}, Why: exp.Why}
 		for _, p := range []string{PropLease, PropResource, PropLiveness} {
 			var det []int64
 			for _, r := range rs {
@@ -925,6 +900,7 @@ func cellsOf(reg *locker.Registry, rows []*Scenario) []*Cell {
 				slices.Sort(det)
 				c.DetectMedianMs[p] = det[len(det)/2]
 			}
+			c.Want[p] = string(exp.Want(p))
 			if exp.Want(p) != WantViolated || c.Found[p] == 0 {
 				continue
 			}
@@ -949,6 +925,7 @@ func cellsOf(reg *locker.Registry, rows []*Scenario) []*Cell {
 				c.Rate[p] = float64(n) / float64(c.Seeds)
 			}
 		}
+		promise(c, exp)
 		cells = append(cells, c)
 	}
 	return cells

@@ -422,8 +422,9 @@ func TestRegressionsRoundTrip(t *testing.T) {
 	start := int64(835)
 	sum := &Summary{Scenarios: []*Scenario{
 		{ScenarioSummary: reports.ScenarioSummary{Lock: "set-del", Fault: "pause-client", Seed: 3, Lease: checker.Violated,
-			Resource: checker.OK, Liveness: checker.NA, History: "set-del-pause-client-3/history.jsonl"},
-			SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}, FaultName: "pause-client c0-1", FaultStartMs: &start, DetectMs: map[string]int64{PropLease: 1510}},
+			Resource: checker.OK, Liveness: checker.NA, History: "set-del-pause-client-3/history.jsonl",
+			FaultStartMs: &start, DetectMs: map[string]int64{PropLease: 1510}, FaultName: "pause-client c0-1"},
+			SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}},
 		{ScenarioSummary: reports.ScenarioSummary{Lock: "lua", Fault: "none", Seed: 1, Lease: checker.OK,
 			Resource: checker.OK, Liveness: checker.NA, History: "lua-none-1/history.jsonl"}, SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}},
 	}}
@@ -602,5 +603,59 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 	}
 	if c := cellsOf(nil, []*Scenario{hold(1, checker.OK), hold(2, checker.Violated)})[0]; c.AsExpected {
 		t.Fatalf("a must-hold property broken on one seed: cell %+v; want not as expected", c)
+	}
+}
+
+// TestRateBelowPromiseIsARegression: a must-break cell whose found count
+// is too low to be chance under the promised rate is a regression and
+// fails the run; a count that chance explains (one miss in ten, or a lone
+// seed that found it) is not; may-break cells promise nothing.
+func TestRateBelowPromiseIsARegression(t *testing.T) {
+	rows := func(lock, fault string, found, seeds int) []*Scenario {
+		var rs []*Scenario
+		for i := range seeds {
+			r := (&matrix{}).newRow(Spec{Lock: lock, Fault: fault, Seed: uint64(i + 1)})
+			r.Lease, r.Resource, r.Liveness = checker.OK, checker.Violated, checker.NA
+			if i < found {
+				r.Lease = checker.Violated
+			}
+			judge(nil, r)
+			rs = append(rs, r)
+		}
+		return rs
+	}
+	for _, tc := range []struct {
+		lock, fault  string
+		found, seeds int
+		regression   bool
+		wantPromised bool
+	}{
+		{"set-del", chaos.FaultPauseClient, 9, 10, false, true},
+		{"set-del", chaos.FaultPauseClient, 6, 10, false, true}, // P(<=6) = 0.013
+		{"set-del", chaos.FaultPauseClient, 4, 10, true, true},  // P(<=4) = 1.5e-4
+		{"set-del", chaos.FaultPauseClient, 1, 1, false, true},
+		{"set-del", chaos.FaultPauseClient, 10, 20, true, true},
+		{"fenced", chaos.FaultFailover, 1, 10, false, false}, // lease may: no promise
+	} {
+		rs := rows(tc.lock, tc.fault, tc.found, tc.seeds)
+		c := cellsOf(nil, rs)[0]
+		sum := &Summary{Scenarios: rs, Cells: []*Cell{c}}
+		got := len(c.Regressions) > 0
+		if got != tc.regression || (c.Promised[PropLease] == PromisedRate) != tc.wantPromised {
+			t.Errorf("%s × %s found %d of %d: regressions %v, promised %v; want regression %v",
+				tc.lock, tc.fault, tc.found, tc.seeds, c.Regressions, c.Promised, tc.regression)
+		}
+		if tc.regression && sum.Status() != 1 {
+			t.Errorf("%s × %s found %d of %d: status %d; a regression fails the run (1)", tc.lock, tc.fault, tc.found, tc.seeds, sum.Status())
+		}
+		if !tc.regression && c.AsExpected && sum.Status() != 0 {
+			t.Errorf("%s × %s found %d of %d: status %d; want 0", tc.lock, tc.fault, tc.found, tc.seeds, sum.Status())
+		}
+	}
+	if p := binomialCDF(10, 10, 0.9); p < 0.999999 || p > 1 {
+		t.Errorf("binomialCDF(10, 10, 0.9) = %v; want 1", p)
+	}
+	if p := binomialCDF(0, 1, 0.9); p < 0.0999 || p > 0.1001 {
+		t.Errorf("binomialCDF(0, 1, 0.9) = %v; want 0.1", p)
 	}
 }

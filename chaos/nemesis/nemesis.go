@@ -197,6 +197,10 @@ type PauseClient struct {
 	Client string
 	Gate   *gate.Gate
 	After  string
+	// Struck: the pause After armed has already struck (the caller waited
+	// for gate.Struck, so that the window counts from the strike); Start
+	// keeps the client paused.
+	Struck bool
 }
 
 // Name implements Fault.
@@ -209,7 +213,7 @@ func (f *PauseClient) Name() string {
 
 // Start pauses the client (or arms the pause).
 func (f *PauseClient) Start(ctx context.Context) error {
-	if f.After != "" {
+	if f.After != "" && !f.Struck {
 		f.Gate.PauseAfter(f.After)
 		return nil
 	}

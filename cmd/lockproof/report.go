@@ -62,6 +62,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	for _, f := range []string{reports.MarkdownFile, reports.HTMLFile, reports.JUnitFile, reports.JSONFile} {
 		fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(dir, f))
 	}
+	fmt.Fprintf(stdout, "wrote a page per scenario (%s in each scenario's directory)\n", reports.ScenarioPageFile)
 	switch rep.Status {
 	case reports.Fail:
 		return exitViolation
@@ -74,7 +75,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 func runCompare(oldDir, newDir string, stdout, stderr io.Writer) int {
 	var reps [2]*reports.Report
 	for i, dir := range []string{oldDir, newDir} {
-		run, err := reports.Load(dir)
+		// The verdicts and cells are all in summary.json: a previous
+		// night's artifact may keep nothing else.
+		run, err := reports.LoadWith(dir, reports.LoadOptions{SummaryOnly: true})
 		if err != nil {
 			fmt.Fprintf(stderr, "lockproof report --compare: %v\n", err)
 			return exitBadInput

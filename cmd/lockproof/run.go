@@ -47,6 +47,7 @@ type runFlags struct {
 	regressions          string
 	noReport, verbose    bool
 	force, resume        bool
+	keepAll              bool
 	mix                  string
 }
 
@@ -79,6 +80,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.regression, "regression", "", `replay saved regression NAME ("all": every one) and check the same property breaks again`)
 	fs.StringVar(&f.regressions, "regressions", "chaos/regressions", "directory of saved regressions")
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render report.md/html, junit.xml, report.json")
+	fs.BoolVar(&f.keepAll, "keep-all", false, "keep every history as written and every Porcupine page (default: compress the histories of as-expected scenarios but a sample and the first counterexample per cell)")
 	fs.BoolVar(&f.verbose, "v", false, "log details to stderr")
 	fs.BoolVar(&f.force, "force", false, "clear --out first when it is not empty")
 	fs.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out (same flags): run only what it did not")
@@ -191,7 +193,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := matrix.Config{
 		Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
 		Duration: f.duration, TTL: f.ttl, Clients: f.clients, Hold: f.hold, Think: f.think, Parallel: f.parallel,
-		Out: f.out, CheckTimeout: f.checkTimeout, Progress: stderr, NoReport: f.noReport, Logger: logger,
+		Out: f.out, CheckTimeout: f.checkTimeout, Progress: stderr, NoReport: f.noReport, KeepAll: f.keepAll, Logger: logger,
 		Open: func(ctx context.Context, spec env.Spec) (env.Env, error) {
 			o := envOpts
 			o.Spec = spec

@@ -1,0 +1,90 @@
+package matrix
+
+import (
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/reports"
+)
+
+// TestTrimKeepsTheEvidence: trimming compresses the histories of
+// as-expected rows and drops their Porcupine pages, but keeps as written
+// each cell's first counterexample per property and every row not as
+// expected or unknown; a compressed history reads back op for op.
+func TestTrimKeepsTheEvidence(t *testing.T) {
+	out := t.TempDir()
+	ops := []history.Op{
+		{Client: "a", Kind: history.Acquire, Key: "k", Call: 1, Return: 2, Completed: true, Result: history.OK, TTLMillis: 100, Token: 1, HasToken: true},
+		{Client: "a", Kind: history.Release, Key: "k", Call: 3, Return: 4, Completed: true, Result: history.OK, Token: 1, HasToken: true},
+	}
+	row := func(lock, fault string, seed uint64, lease checker.Verdict) *Scenario {
+		r := (&matrix{}).newRow(Spec{Lock: lock, Fault: fault, Seed: seed})
+		r.Lease, r.Resource, r.Liveness = lease, checker.Violated, checker.NA
+		if lock == "fenced" {
+			r.Resource = checker.OK
+		}
+		judge(nil, r)
+		dir := filepath.Join(out, r.ID())
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := history.WriteFile(filepath.Join(dir, reports.HistoryFile), ops); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, reports.VisualizationFile), []byte("<html>"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	rows := []*Scenario{
+		row("set-del", chaos.FaultPauseClient, 1, checker.OK),       // first resource counterexample (lease: found elsewhere)
+		row("set-del", chaos.FaultPauseClient, 2, checker.Violated), // first lease counterexample
+		row("set-del", chaos.FaultPauseClient, 3, checker.Violated), // trimmed
+		row("fenced", chaos.FaultNone, 1, checker.OK),               // trimmed
+		row("fenced", chaos.FaultNone, 2, checker.OK),               // trimmed
+		row("fenced", chaos.FaultNone, 3, checker.Violated),         // not as expected: kept
+	}
+	cellsOf(nil, rows)
+	if err := trim(out, rows); err != nil {
+		t.Fatal(err)
+	}
+	wantTrimmed := []bool{false, false, true, true, true, false}
+	for i, r := range rows {
+		trimmed := strings.HasSuffix(r.History, ".gz")
+		if trimmed != wantTrimmed[i] {
+			t.Errorf("%s: history %s; trimmed = %v, want %v", r.ID(), r.History, trimmed, wantTrimmed[i])
+			continue
+		}
+		got, err := history.ReadFile(filepath.Join(out, r.History))
+		if err != nil {
+			t.Fatalf("%s: %v", r.ID(), err)
+		}
+		for j := range got {
+			got[j].Line = 0
+		}
+		if !reflect.DeepEqual(got, ops) {
+			t.Errorf("%s: history reads back %+v", r.ID(), got)
+		}
+		_, visErr := os.Stat(filepath.Join(out, path.Dir(r.History), reports.VisualizationFile))
+		if trimmed != os.IsNotExist(visErr) {
+			t.Errorf("%s: trimmed %v but porcupine.html stat: %v", r.ID(), trimmed, visErr)
+		}
+		if trimmed {
+			if _, err := os.Stat(filepath.Join(out, r.ID(), reports.HistoryFile)); !os.IsNotExist(err) {
+				t.Errorf("%s: the uncompressed history is still there (%v)", r.ID(), err)
+			}
+		}
+	}
+	// Trimming again changes nothing.
+	before := rows[2].History
+	if err := trim(out, rows); err != nil || rows[2].History != before {
+		t.Errorf("second trim: %v, history %s (was %s)", err, rows[2].History, before)
+	}
+}
