@@ -53,6 +53,11 @@ const (
 // ErrScenario wraps errors about a bad Scenario.
 var ErrScenario = errors.New("bad scenario")
 
+// ErrNoBite is the fault error of a scenario whose fault shows no effect:
+// nothing held, crashed, promoted, or no op of the clients it cut was
+// slowed or lost. The scenario is inconclusive.
+var ErrNoBite = errors.New("the fault did not bite")
+
 // Faults returns the fault names Run accepts, sorted.
 func Faults() []string {
 	f := []string{FaultNone, FaultLatency, FaultPartition, FaultPauseClient, FaultPauseServer,
@@ -107,8 +112,13 @@ type Outcome struct {
 	// FaultName is the fault window's name in the history ("" for none).
 	FaultName string
 	// FaultErr is the error of injecting or healing the fault, if any; the
-	// history is still complete and worth checking.
+	// history is still complete and worth checking. A fault that did not
+	// bite (its evidence shows nothing done) is an error too (ErrNoBite):
+	// a scenario whose fault never acted proves nothing.
 	FaultErr error
+	// FaultEvidence says what the fault did (nemesis.Evidence), for the
+	// summary row; the history's fault op says what it did in its window.
+	FaultEvidence string
 }
 
 func (s Scenario) withDefaults() (Scenario, error) {
@@ -186,7 +196,11 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 	rctx, cancel := context.WithTimeout(ctx, sc.Duration)
 	defer cancel()
 	rng := rand.New(rand.NewPCG(sc.Seed, 0xfa17))
-	out.FaultName, out.FaultErr = inject(rctx, ctx, e, sc, wl, rec, rng)
+	fault, faultErr := inject(rctx, ctx, e, sc, wl, rec, rng)
+	out.FaultErr = faultErr
+	if fault != nil {
+		out.FaultName = fault.Name()
+	}
 	// The workload runs for Duration and, after a pause that healed late,
 	// for two TTLs more: a pause bites through what the woken client does
 	// next (its late write, its release), which it must get to do.
@@ -209,6 +223,15 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 		return out, fmt.Errorf("run %s/%s: history: %w", sc.Lock, sc.Fault, err)
 	}
 	out.Ops = rec.Ops()
+	if fault != nil {
+		// Asked now, not at Stop: a crash armed at a command strikes
+		// whenever the victim gets there.
+		ev := evidence(fault, out.Ops)
+		out.FaultEvidence = ev.Text
+		if !ev.Bit && out.FaultErr == nil {
+			out.FaultErr = fmt.Errorf("%w: %s", ErrNoBite, ev.Text)
+		}
+	}
 	if runErr != nil {
 		return out, fmt.Errorf("run %s/%s: %w", sc.Lock, sc.Fault, runErr)
 	}
@@ -219,15 +242,15 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 // ctx ends with the run's Duration and bounds every wait for the fault's
 // moment; outer is the scenario's own context, which bounds a window that
 // opened late (a pause counted from its strike) instead.
-func inject(ctx, outer context.Context, e env.Env, sc Scenario, wl *workload.Workload, rec *history.Recorder, rng *rand.Rand) (string, error) {
+func inject(ctx, outer context.Context, e env.Env, sc Scenario, wl *workload.Workload, rec *history.Recorder, rng *rand.Rand) (nemesis.Fault, error) {
 	if sc.Fault == FaultNone {
-		return "", nil
+		return nil, nil
 	}
 	warm := sc.Duration/5 + time.Duration(rng.Int64N(int64(sc.Duration/10)+1))
 	select {
 	case <-time.After(warm):
 	case <-ctx.Done():
-		return "", nil
+		return nil, nil
 	}
 	clients := wl.Clients
 	victim := clients[rng.IntN(len(clients))]
@@ -248,22 +271,23 @@ func inject(ctx, outer context.Context, e env.Env, sc Scenario, wl *workload.Wor
 	var f nemesis.Fault
 	switch sc.Fault {
 	case FaultLatency:
-		f = nemesis.Latency(fmt.Sprintf("latency %v", names), proxies, 20*time.Millisecond, 10*time.Millisecond)
+		f = cut(nemesis.Latency(fmt.Sprintf("latency %v", names), proxies, 20*time.Millisecond, 10*time.Millisecond), names)
 		window = sc.Duration / 2
 	case FaultPartition:
-		f = nemesis.Partition(fmt.Sprintf("partition %v", names), proxies)
+		f = cut(nemesis.Partition(fmt.Sprintf("partition %v", names), proxies), names)
 	case FaultReset:
-		f = nemesis.Reset(fmt.Sprintf("reset %v", names), proxies)
+		f = cut(nemesis.Reset(fmt.Sprintf("reset %v", names), proxies), names)
 	case FaultBandwidth:
-		f = nemesis.Bandwidth(fmt.Sprintf("bandwidth %v", names), proxies, 1)
+		f = cut(nemesis.Bandwidth(fmt.Sprintf("bandwidth %v", names), proxies, 1), names)
 	case FaultPauseClient:
 		if sc.PauseAfter != "" {
 			// Arm the pause and count its window from the strike: the
 			// victim may reach its fault point long after the arming (it
 			// must win the lock first), and a window counted from the
 			// arming would leave too short a pause to outlive the TTL.
-			f = &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate, After: sc.PauseAfter, Struck: true}
-			victim.Gate.PauseAfter(sc.PauseAfter)
+			pf := &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate, After: sc.PauseAfter, Struck: true}
+			f = pf
+			pf.Arm()
 			struck := victim.Gate.Struck()
 			if err := bounded(ctx, func(c context.Context) error {
 				select {
@@ -275,29 +299,29 @@ func inject(ctx, outer context.Context, e env.Env, sc Scenario, wl *workload.Wor
 			}); err != nil {
 				victim.Gate.PauseAfter("")
 				victim.Gate.Resume() // in case it struck as the wait gave up
-				return f.Name(), fmt.Errorf("pause-client: armed after %s, %s never got there: %w", sc.PauseAfter, victim.Name, err)
+				return f, fmt.Errorf("pause-client: armed after %s, %s never got there: %w", sc.PauseAfter, victim.Name, err)
 			}
 			sc.Logger.Info("fault", "name", f.Name(), "window", window, "struck", true)
-			return f.Name(), nemesis.Apply(outer, rec, f, window)
+			return f, nemesis.Apply(outer, rec, f, window)
 		}
 		// Pause the victim while it holds its lock, for longer than the TTL:
 		// it wakes believing it holds a lock another client took meanwhile.
 		if err := bounded(ctx, victim.WaitHolding); err != nil {
-			return "", fmt.Errorf("pause-client: %w", err)
+			return nil, fmt.Errorf("pause-client: %w", err)
 		}
 		f = &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate}
 	case FaultPauseProcess:
 		if len(wl.Procs) == 0 {
-			return "", fmt.Errorf("%w: pause-process needs Workload.Processes > 0", ErrScenario)
+			return nil, fmt.Errorf("%w: pause-process needs Workload.Processes > 0", ErrScenario)
 		}
 		p := wl.Procs[rng.IntN(len(wl.Procs))]
 		if err := bounded(ctx, p.WaitHolding); err != nil {
-			return "", fmt.Errorf("pause-process: %w", err)
+			return nil, fmt.Errorf("pause-process: %w", err)
 		}
 		f = &nemesis.PauseProcess{Client: p.Name, Pid: p.Pid}
 	case FaultKillProcess:
 		if len(wl.Procs) == 0 {
-			return "", fmt.Errorf("%w: kill-process needs Workload.Processes > 0", ErrScenario)
+			return nil, fmt.Errorf("%w: kill-process needs Workload.Processes > 0", ErrScenario)
 		}
 		p := wl.Procs[rng.IntN(len(wl.Procs))]
 		where, wait := "holding", p.WaitHolding
@@ -356,7 +380,7 @@ func inject(ctx, outer context.Context, e env.Env, sc Scenario, wl *workload.Wor
 	case FaultPauseServer:
 		m, err := env.Master(ctx, e.Topology())
 		if err != nil {
-			return "", fmt.Errorf("pause-server: %w", err)
+			return nil, fmt.Errorf("pause-server: %w", err)
 		}
 		f = &nemesis.PauseServer{Env: e, NodeID: m.ID}
 		window = sc.TTL + sc.TTL/2
@@ -373,10 +397,17 @@ func inject(ctx, outer context.Context, e env.Env, sc Scenario, wl *workload.Wor
 			ReplLatency: 20 * time.Millisecond, ReplLag: sc.TTL, Promote: sc.Duration}
 		window = sc.TTL
 	default:
-		return "", fmt.Errorf("%w: fault %q", ErrScenario, sc.Fault)
+		return nil, fmt.Errorf("%w: fault %q", ErrScenario, sc.Fault)
 	}
 	sc.Logger.Info("fault", "name", f.Name(), "window", window)
-	return f.Name(), nemesis.Apply(ctx, rec, f, window)
+	return f, nemesis.Apply(ctx, rec, f, window)
+}
+
+// cut records on n the clients whose proxies it acts on: what it did to
+// their traffic is its evidence (see networkBite).
+func cut(n *nemesis.Network, clients []string) *nemesis.Network {
+	n.Clients = clients
+	return n
 }
 
 // strikeWait bounds how long a fault waits for its moment (a client

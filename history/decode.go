@@ -34,6 +34,7 @@ const (
 	fValue
 	fPrev
 	fWait
+	fEvidence
 )
 
 // decoder parses one history line at a time. It is a hand-written parser for
@@ -173,6 +174,8 @@ func fieldBit(key []byte) uint16 {
 		return fPrev
 	case "wait":
 		return fWait
+	case "evidence":
+		return fEvidence
 	}
 	return 0
 }
@@ -204,6 +207,8 @@ func fieldName(bit uint16) string {
 		return "prev"
 	case fWait:
 		return "wait"
+	case fEvidence:
+		return "evidence"
 	}
 	return ""
 }
@@ -235,7 +240,7 @@ func (d *decoder) field(bit uint16, o *Op, seen *uint16) *fieldError {
 		return nil
 	}
 	switch bit {
-	case fClient, fKey, fName, fValue, fPrev, fOp, fResult:
+	case fClient, fKey, fName, fValue, fPrev, fOp, fResult, fEvidence:
 		if d.i >= len(d.b) || d.b[d.i] != '"' {
 			if err := d.skip(0); err != nil {
 				return err
@@ -256,6 +261,8 @@ func (d *decoder) field(bit uint16, o *Op, seen *uint16) *fieldError {
 			o.Key = d.interned(s)
 		case fName:
 			o.Name = string(s)
+		case fEvidence:
+			o.Evidence = string(s)
 		case fValue:
 			o.Value, o.HasValue = string(s), true
 		case fPrev:

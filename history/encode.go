@@ -38,6 +38,10 @@ func AppendJSON(dst []byte, op Op) []byte {
 		dst = append(dst, `,"name":`...)
 		dst = appendString(dst, op.Name)
 	}
+	if op.Evidence != "" {
+		dst = append(dst, `,"evidence":`...)
+		dst = appendString(dst, op.Evidence)
+	}
 	dst = append(dst, `,"call":`...)
 	dst = strconv.AppendInt(dst, op.Call, 10)
 	if op.Completed {

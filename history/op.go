@@ -41,6 +41,10 @@ type Op struct {
 	Kind   Kind   // "op"
 	Key    string // "key": the lock key; resource ops name the key of their lock
 	Name   string // "name": fault ops only
+	// Evidence ("evidence"): fault ops only: what the fault did, in one
+	// sentence (a paused client's calls held, the node promoted, the
+	// process killed), so that a history shows that its fault bit.
+	Evidence string
 
 	Call      int64 // "call": invocation time, ns on the history's one monotonic clock
 	Return    int64 // "return": completion time, meaningful only when Completed

@@ -123,6 +123,8 @@ func TestReadRejects(t *testing.T) {
 		{"fault missing name", `{"op":"fault","call":1,"return":2}`, 1, "name", "missing"},
 		{"fault missing call", `{"op":"fault","name":"n","return":2}`, 1, "call", "missing"},
 		{"name on non-fault", `{"client":"a","op":"acquire","name":"n","key":"k","call":1,"return":2,"result":"ok"}`, 1, "name", "only fault"},
+		{"evidence on non-fault", `{"client":"a","op":"acquire","evidence":"e","key":"k","call":1,"return":2,"result":"ok"}`, 1, "evidence", "only fault"},
+		{"evidence not a string", `{"op":"fault","name":"n","evidence":3,"call":1}`, 1, "evidence", "want a string"},
 		{"rejected acquire", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"rejected"}`, 1, "result", `"rejected" is not a result of acquire`},
 		{"fail write", `{"client":"a","op":"write","key":"k","call":1,"return":2,"result":"fail","value":"v"}`, 1, "result", `"fail" is not a result of write`},
 		{"fail read", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"fail","value":"v"}`, 1, "result", `"fail" is not a result of read`},
@@ -281,7 +283,7 @@ func TestReadIOError(t *testing.T) {
 
 func sampleOps() []Op {
 	return []Op{
-		{Kind: Fault, Name: "pause-client a", Call: 10, Return: 700, Completed: true},
+		{Kind: Fault, Name: "pause-client a", Call: 10, Return: 700, Completed: true, Evidence: "a: 3 calls held for 690ns"},
 		{Kind: Fault, Name: "partition \"x\"\t\u2028", Call: 11},
 		{Client: "a", Kind: Acquire, Key: "cart", Call: 0, Return: 2, Completed: true, Result: OK, TTLMillis: 200, Token: 3, HasToken: true},
 		{Client: "a", Kind: Read, Key: "cart", Call: 3, Return: 4, Completed: true, Result: OK, Token: 3, HasToken: true, HasValue: true},

@@ -189,10 +189,20 @@ func (r *Recorder) Return(p *Pending, op Op) error {
 // fault is lifted (end may be called more than once). A window never ended
 // is written at Close without a return. Errors are kept for Close.
 func (r *Recorder) Fault(name string) (end func()) {
+	endWith := r.FaultWindow(name)
+	return func() { endWith("") }
+}
+
+// FaultWindow is Fault whose end also records the fault's evidence: what
+// it did, in one sentence (Op.Evidence; "" for none). Only the first call
+// of end counts.
+func (r *Recorder) FaultWindow(name string) (end func(evidence string)) {
 	p := r.Invoke(Op{Kind: Fault, Name: name})
 	var once sync.Once
-	return func() {
-		once.Do(func() { _ = p.Complete("", nil) })
+	return func(evidence string) {
+		once.Do(func() {
+			_ = p.Complete("", func(o *Op) { o.Evidence = evidence })
+		})
 	}
 }
 

@@ -319,3 +319,23 @@ func TestWithdraw(t *testing.T) {
 		t.Fatalf("history %q: want one line, no renew", buf.String())
 	}
 }
+
+// A fault window closed with evidence carries it in the file; the first
+// end counts.
+func TestRecorderFaultEvidence(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewRecorder(&buf, Options{})
+	end := r.FaultWindow("pause-client a")
+	end("a: 2 of its calls held")
+	end("ignored")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ops, err := ReadAll(&buf, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ops) != 1 || ops[0].Evidence != "a: 2 of its calls held" || !ops[0].Completed {
+		t.Fatalf("ops %+v; want one completed fault window with its evidence", ops)
+	}
+}

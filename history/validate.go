@@ -92,6 +92,9 @@ func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 		if o.Name != "" {
 			return bad("name", "only fault ops carry a name, not %s", o.Kind)
 		}
+		if o.Evidence != "" {
+			return bad("evidence", "only fault ops carry evidence, not %s", o.Kind)
+		}
 		if o.Client == "" {
 			return bad("client", "missing")
 		}

@@ -74,8 +74,11 @@ type ScenarioSummary struct {
 	// Started is when the scenario started (RFC 3339, UTC); "" in files
 	// written before it was recorded.
 	Started string `json:"started,omitempty"`
-	// FaultName is the fault window's name in the history.
-	FaultName string `json:"fault_name,omitempty"`
+	// FaultName is the fault window's name in the history; FaultEvidence
+	// what the fault did (a scenario whose fault did not bite has a
+	// fault_error saying so, and is inconclusive).
+	FaultName     string `json:"fault_name,omitempty"`
+	FaultEvidence string `json:"fault_evidence,omitempty"`
 	// MayViolate lists the properties that may break in some seeds and not
 	// in others: expected has no verdict for them.
 	MayViolate []string `json:"may_violate,omitempty"`

@@ -81,9 +81,10 @@ type ScenarioReport struct {
 	NotRun    bool  `json:"not_run,omitempty"`
 	// Started is when the scenario started (RFC 3339); FaultName and
 	// FaultStartMs the fault window it opened and when.
-	Started      string `json:"started,omitempty"`
-	FaultName    string `json:"fault_name,omitempty"`
-	FaultStartMs *int64 `json:"fault_start_ms,omitempty"`
+	Started       string `json:"started,omitempty"`
+	FaultName     string `json:"fault_name,omitempty"`
+	FaultEvidence string `json:"fault_evidence,omitempty"`
+	FaultStartMs  *int64 `json:"fault_start_ms,omitempty"`
 	// Page is the scenario's own HTML page, relative to the run directory.
 	Page   string          `json:"page,omitempty"`
 	Plot   *Plot           `json:"-"`
@@ -252,7 +253,7 @@ func buildScenario(sc *Scenario) *ScenarioReport {
 		ID: sc.ID, Lock: sc.Lock, Fault: sc.Fault, Seed: sc.Seed, Ops: sc.Ops, Rejected: sc.Rejected,
 		History: sc.History, Check: sc.CheckPath, Visualization: sc.Visualization,
 		Problems: sc.Problems, Plot: sc.Plot, Result: sc.Check, byName: map[string]*PropertyOutcome{},
-		ElapsedMs: sc.ElapsedMs, NotRun: sc.NotRun, Started: sc.Started, FaultName: sc.FaultName,
+		ElapsedMs: sc.ElapsedMs, NotRun: sc.NotRun, Started: sc.Started, FaultName: sc.FaultName, FaultEvidence: sc.FaultEvidence,
 		FaultStartMs: sc.FaultStartMs, Page: sc.Page,
 	}
 	verdicts := []checker.Verdict{sc.Lease, sc.Resource, sc.Liveness}

@@ -45,6 +45,7 @@ type Gate struct {
 	pauseAfter string        // lower-case command name; "" for none
 	afterReply bool          // the crash came from CrashAfter, right after a reply
 	held       int           // callers held right now
+	holds      int           // callers held in all, for a fault's evidence
 	struck     chan struct{} // closed when the armed PauseAfter strikes
 
 	crashBefore string // CrashBefore's lower-case command name; "" for none
@@ -166,6 +167,14 @@ func (g *Gate) CrashedAfterReply() bool {
 // CrashedCh is closed when the gate crashes.
 func (g *Gate) CrashedCh() <-chan struct{} { return g.crashed }
 
+// Holds returns how many callers the gate has held in all (each caller
+// that found it paused counts once): a pause's evidence that it bit.
+func (g *Gate) Holds() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.holds
+}
+
 // Held returns how many callers the gate holds right now.
 func (g *Gate) Held() int {
 	g.mu.Lock()
@@ -190,6 +199,7 @@ func (g *Gate) Wait(ctx context.Context) error {
 		return nil
 	}
 	g.held++
+	g.holds++
 	g.mu.Unlock()
 	select {
 	case <-p:

@@ -658,7 +658,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	rctx, cancel := context.WithTimeout(ctx, s.Duration+2*time.Minute)
 	out, runErr := m.cfg.Runner(rctx, e, sc, dir)
 	cancel()
-	row.FaultName = out.FaultName
+	row.FaultName, row.FaultEvidence = out.FaultName, out.FaultEvidence
 	if out.FaultErr != nil {
 		row.FaultError = out.FaultErr.Error()
 	}
@@ -681,7 +681,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	}
 	if runErr != nil && len(ops) == 0 {
 		bad := m.failed(s, runErr)
-		bad.FaultName, bad.FaultError = row.FaultName, row.FaultError
+		bad.FaultName, bad.FaultError, bad.FaultEvidence = row.FaultName, row.FaultError, row.FaultEvidence
 		return bad
 	}
 	cctx, cancel := context.WithTimeout(ctx, 2*m.cfg.CheckTimeout+30*time.Second)
@@ -689,7 +689,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	res, err := checker.Check(cctx, ops, m.checkOptions(s))
 	if err != nil {
 		bad := m.failed(s, fmt.Errorf("check %s: %w", filepath.Join(dir, reports.HistoryFile), err))
-		bad.FaultName, bad.FaultError = row.FaultName, row.FaultError
+		bad.FaultName, bad.FaultError, bad.FaultEvidence = row.FaultName, row.FaultError, row.FaultEvidence
 		return bad
 	}
 	if err := writeJSON(filepath.Join(dir, reports.CheckFile), res); err != nil {
@@ -825,6 +825,9 @@ func progressLine(done, total int, r *Scenario) string {
 	}
 	if r.Error != "" {
 		status += " (error: " + r.Error + ")"
+	}
+	if r.FaultError != "" {
+		status += " (fault: " + r.FaultError + ")"
 	}
 	var det []string
 	for _, p := range []string{PropLease, PropResource, PropLiveness} {

@@ -108,9 +108,18 @@ func TestExpectedTable(t *testing.T) {
 				t.Errorf("Expected(%s, %s) = %+v has no Why", l, f, e)
 			}
 			// Without a fault every lock keeps every property, but the one
-			// kept to show a defect of the shipped lock's past.
-			if f == chaos.FaultNone && !plain && l != "fenced-v1" {
+			// kept to show a defect of the shipped lock's past, and the
+			// locks whose release deletes the key blindly: a release
+			// retried after an unknown outcome may delete the next
+			// holder's lock (found by the 10-seed nightly).
+			blind := blindRelease[l] && e.Lease == WantMay && e.Resource == WantMay && e.Liveness == WantOK
+			if f == chaos.FaultNone && !plain && l != "fenced-v1" && !blind {
 				t.Errorf("Expected(%s, none) = %+v; want ok everywhere", l, e)
+			}
+			// A blind release breaks nothing for sure under any fault
+			// but the ones that line it up (never "ok" for G1).
+			if blindRelease[l] && e.Lease == WantOK {
+				t.Errorf("Expected(%s, %s) = %+v; a blind release may break G1 anywhere", l, f, e)
 			}
 		}
 	}

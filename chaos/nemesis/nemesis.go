@@ -33,17 +33,23 @@ type Fault interface {
 	Stop(ctx context.Context) error
 }
 
-// Recorder records fault windows; *history.Recorder is one.
+// Recorder records fault windows; *history.Recorder is one. end closes
+// the window with the fault's evidence (what it did; "" when the fault
+// cannot say).
 type Recorder interface {
-	Fault(name string) (end func())
+	FaultWindow(name string) (end func(evidence string))
 }
 
 // Apply records a fault window around f: it starts f, holds it for d (or
 // until ctx is done), and stops it, even when ctx is done. The window in the
 // history spans from before Start to after Stop.
 func Apply(ctx context.Context, rec Recorder, f Fault, d time.Duration) error {
-	end := rec.Fault(f.Name())
-	defer end()
+	end := rec.FaultWindow(f.Name())
+	evidence := ""
+	defer func() { end(evidence) }()
+	if w, ok := f.(Witness); ok {
+		defer func() { evidence = w.Evidence().Text }() // runs first: after Stop
+	}
 	startErr := f.Start(ctx)
 	if startErr == nil {
 		t := time.NewTimer(d)
@@ -76,9 +82,13 @@ type Network struct {
 	Label   string
 	Proxies []*toxiclient.Proxy
 	Toxics  []Toxic
+	// Clients names the clients whose traffic the proxies carry ("" when
+	// they are a node's): their ops in the window show what the fault did.
+	Clients []string
 
-	mu    sync.Mutex
-	added []added
+	mu      sync.Mutex
+	added   []added
+	applied int // toxics Start added, for Evidence
 }
 
 type added struct {
@@ -107,6 +117,7 @@ func (n *Network) Start(ctx context.Context) error {
 				return fmt.Errorf("%s: add %s toxic to %s: %w", n.Label, t.Type, p.Name, err)
 			}
 			n.added = append(n.added, added{p, name})
+			n.applied++
 		}
 	}
 	return nil
@@ -201,6 +212,24 @@ type PauseClient struct {
 	// for gate.Struck, so that the window counts from the strike); Start
 	// keeps the client paused.
 	Struck bool
+
+	mu      sync.Mutex
+	armed   bool
+	base    int // the gate's holds at Arm or Start
+	held    int // calls held from then to Stop
+	running bool
+	started time.Time
+	span    time.Duration
+}
+
+// Arm arms the pause at After now, counting the gate's holds from here:
+// the caller waits for the gate's Struck, then applies the fault with
+// Struck set (so that the window counts from the strike).
+func (f *PauseClient) Arm() {
+	f.mu.Lock()
+	f.base, f.armed = f.Gate.Holds(), true
+	f.mu.Unlock()
+	f.Gate.PauseAfter(f.After)
 }
 
 // Name implements Fault.
@@ -213,6 +242,12 @@ func (f *PauseClient) Name() string {
 
 // Start pauses the client (or arms the pause).
 func (f *PauseClient) Start(ctx context.Context) error {
+	f.mu.Lock()
+	if !f.armed {
+		f.base = f.Gate.Holds()
+	}
+	f.running, f.started = true, time.Now()
+	f.mu.Unlock()
 	if f.After != "" && !f.Struck {
 		f.Gate.PauseAfter(f.After)
 		return nil
@@ -223,6 +258,11 @@ func (f *PauseClient) Start(ctx context.Context) error {
 
 // Stop disarms the pause and resumes the client.
 func (f *PauseClient) Stop(ctx context.Context) error {
+	f.mu.Lock()
+	if f.running {
+		f.held, f.running, f.span = f.Gate.Holds()-f.base, false, time.Since(f.started)
+	}
+	f.mu.Unlock()
 	f.Gate.PauseAfter("")
 	f.Gate.Resume()
 	return nil
@@ -277,6 +317,9 @@ type CrashClients struct {
 	Label string
 	// Steps run in order; the first error stops Start.
 	Steps []func(ctx context.Context) error
+
+	mu   sync.Mutex
+	done int // steps that crashed their victim
 }
 
 // Name implements Fault.
@@ -288,6 +331,9 @@ func (f *CrashClients) Start(ctx context.Context) error {
 		if err := step(ctx); err != nil {
 			return err
 		}
+		f.mu.Lock()
+		f.done++
+		f.mu.Unlock()
 	}
 	return nil
 }
@@ -299,16 +345,36 @@ func (f *CrashClients) Stop(ctx context.Context) error { return nil }
 type PauseServer struct {
 	Env    env.Env
 	NodeID string
+
+	mu      sync.Mutex
+	paused  bool
+	started time.Time
+	span    time.Duration
 }
 
 // Name implements Fault.
 func (f *PauseServer) Name() string { return "pause-server " + f.NodeID }
 
 // Start pauses the node.
-func (f *PauseServer) Start(ctx context.Context) error { return f.Env.Pause(ctx, f.NodeID) }
+func (f *PauseServer) Start(ctx context.Context) error {
+	if err := f.Env.Pause(ctx, f.NodeID); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.paused, f.started = true, time.Now()
+	f.mu.Unlock()
+	return nil
+}
 
 // Stop resumes it.
-func (f *PauseServer) Stop(ctx context.Context) error { return f.Env.Resume(ctx, f.NodeID) }
+func (f *PauseServer) Stop(ctx context.Context) error {
+	f.mu.Lock()
+	if f.paused && f.span == 0 {
+		f.span = time.Since(f.started)
+	}
+	f.mu.Unlock()
+	return f.Env.Resume(ctx, f.NodeID)
+}
 
 // PauseProcess freezes a client run as a child process, with SIGSTOP to its
 // process group, until Stop sends SIGCONT: a stop-the-world pause in full,
@@ -319,8 +385,11 @@ type PauseProcess struct {
 	// when it does not run.
 	Pid func() int
 
-	mu  sync.Mutex
-	pid int
+	mu      sync.Mutex
+	pid     int
+	stopped int // the pid SIGSTOP reached, for Evidence
+	started time.Time
+	span    time.Duration
 }
 
 // Name implements Fault.
@@ -337,7 +406,7 @@ func (f *PauseProcess) Start(ctx context.Context) error {
 	if err := proc.StopGroup(pid); err != nil {
 		return fmt.Errorf("%s: SIGSTOP %d: %w", f.Name(), pid, err)
 	}
-	f.pid = pid
+	f.pid, f.stopped, f.started = pid, pid, time.Now()
 	return nil
 }
 
@@ -349,7 +418,7 @@ func (f *PauseProcess) Stop(ctx context.Context) error {
 		return nil
 	}
 	pid := f.pid
-	f.pid = 0
+	f.pid, f.span = 0, time.Since(f.started)
 	if err := proc.ContGroup(pid); err != nil && !proc.Gone(err) {
 		return fmt.Errorf("%s: SIGCONT %d: %w", f.Name(), pid, err)
 	}

@@ -30,18 +30,24 @@ func fencedClient(t *testing.T, l *env.Links) *redis.Client {
 }
 
 type rec struct {
-	mu     sync.Mutex
-	names  []string
-	open   int
-	closed int
+	mu        sync.Mutex
+	names     []string
+	evidences []string
+	open      int
+	closed    int
 }
 
-func (r *rec) Fault(name string) func() {
+func (r *rec) FaultWindow(name string) func(string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.names = append(r.names, name)
 	r.open++
-	return func() { r.mu.Lock(); r.closed++; r.mu.Unlock() }
+	return func(ev string) {
+		r.mu.Lock()
+		r.closed++
+		r.evidences = append(r.evidences, ev)
+		r.mu.Unlock()
+	}
 }
 
 func pingWithin(c *redis.Client, d time.Duration) error {

@@ -72,12 +72,32 @@ func TestRunSmallMatrix(t *testing.T) {
 	if len(run.Scenarios) != 8 {
 		t.Fatalf("%d scenarios in summary.json; want 8", len(run.Scenarios))
 	}
+	first := map[string]string{} // lock/fault: its first scenario with a violation
+	for _, sc := range run.Scenarios {
+		k := sc.Lock + "/" + sc.Fault
+		if _, ok := first[k]; !ok && (sc.Lease == "violated" || sc.Resource == "violated" || sc.Liveness == "violated") {
+			first[k] = sc.ID
+		}
+	}
+	if first["lua/pause-client"] == "" {
+		t.Errorf("lua × pause-client: no seed found the resource violation")
+	}
 	for _, sc := range run.Scenarios {
 		if len(sc.Problems) > 0 {
 			t.Errorf("%s: %v", sc.ID, sc.Problems)
 		}
-		if sc.History != sc.ID+"/history.jsonl" || sc.Ops == 0 {
-			t.Errorf("%s: history %q, ops %d", sc.ID, sc.History, sc.Ops)
+		// Trimmed: a counterexample (lua's first resource violation under
+		// pause-client) stays as written, a scenario that went as expected
+		// without one is compressed; both read back.
+		want := sc.ID + "/history.jsonl.gz"
+		if first[sc.Lock+"/"+sc.Fault] == sc.ID {
+			want = sc.ID + "/history.jsonl"
+		}
+		if sc.History != want || sc.Ops == 0 || sc.Plot == nil || sc.Plot.Ops == 0 {
+			t.Errorf("%s: history %q (want %q), ops %d", sc.ID, sc.History, want, sc.Ops)
+		}
+		if _, err := os.Stat(filepath.Join(out, sc.Page)); err != nil {
+			t.Errorf("%s: no page of its own: %v", sc.ID, err)
 		}
 	}
 	for _, f := range []string{"report.md", "report.html", "junit.xml"} {

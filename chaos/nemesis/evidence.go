@@ -1,0 +1,128 @@
+package nemesis
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Evidence is what a fault did, so that a scenario can show that its fault
+// bit instead of assuming it: a scenario whose fault did not bite proves
+// nothing and is inconclusive, however its verdicts read.
+type Evidence struct {
+	// Text says what the fault did, in one sentence (the history's fault
+	// op and the summary row carry it).
+	Text string
+	// Bit: the fault provably acted (a client's calls were held, a node
+	// was promoted, a process was signalled...). Network faults only know
+	// that their toxics were in place; what they did to the traffic shows
+	// in the history (see chaos: the ops of the clients they cut).
+	Bit bool
+}
+
+// Witness is a fault that can say what it did. Asked after Stop, it says
+// what happened in the window; asked again at the end of the run, it also
+// counts what an armed fault (a crash after a command) did later.
+type Witness interface {
+	Evidence() Evidence
+}
+
+// Evidence implements Witness: which toxics were in place on how many
+// proxies; Bit says they were.
+func (n *Network) Evidence() Evidence {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var kinds []string
+	for _, t := range n.Toxics {
+		kinds = append(kinds, t.Type+"/"+t.Stream)
+	}
+	if n.applied == 0 {
+		return Evidence{Text: fmt.Sprintf("%s: no toxic was put on a proxy", n.Label)}
+	}
+	return Evidence{Text: fmt.Sprintf("%d toxics (%s) on %d proxies", n.applied, strings.Join(kinds, ", "), len(n.Proxies)), Bit: true}
+}
+
+// Evidence implements Witness: how many of the client's calls its gate
+// held while paused (counted from Arm for a pause at a fault point: the
+// call whose reply it struck after is the first).
+func (f *PauseClient) Evidence() Evidence {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	held := f.held
+	if f.running {
+		held = f.Gate.Holds() - f.base
+	}
+	where := ""
+	if f.After != "" {
+		where = " after the reply of " + f.After
+	}
+	text := fmt.Sprintf("%s paused%s for %v: %d of its calls held", f.Client, where, f.span.Round(time.Millisecond), held)
+	return Evidence{Text: text, Bit: held > 0}
+}
+
+// Evidence implements Witness: whether the client crashed.
+func (f *CrashClient) Evidence() Evidence {
+	point := ""
+	switch {
+	case f.After != "":
+		point = " after the reply of " + f.After
+	case f.Before != "":
+		point = " before sending " + f.Before
+	}
+	if !f.Gate.Crashed() {
+		return Evidence{Text: fmt.Sprintf("%s armed to crash%s, never got there", f.Client, point)}
+	}
+	return Evidence{Text: fmt.Sprintf("%s crashed%s", f.Client, point), Bit: true}
+}
+
+// Evidence implements Witness: how many of the steps crashed their victim.
+func (f *CrashClients) Evidence() Evidence {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	text := fmt.Sprintf("%d of %d crash steps done", f.done, len(f.Steps))
+	return Evidence{Text: text, Bit: f.done > 0}
+}
+
+// Evidence implements Witness: the node was frozen, and for how long.
+func (f *PauseServer) Evidence() Evidence {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.paused {
+		return Evidence{Text: "node " + f.NodeID + " was not paused"}
+	}
+	return Evidence{Text: fmt.Sprintf("node %s frozen for %v", f.NodeID, f.span.Round(time.Millisecond)), Bit: true}
+}
+
+// Evidence implements Witness: the process group got SIGSTOP.
+func (f *PauseProcess) Evidence() Evidence {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped == 0 {
+		return Evidence{Text: f.Client + "'s process was not stopped"}
+	}
+	return Evidence{Text: fmt.Sprintf("%s's process %d stopped (SIGSTOP) for %v", f.Client, f.stopped, f.span.Round(time.Millisecond)), Bit: true}
+}
+
+// Evidence implements Witness: the offset set, and how often the client
+// read its clock while skewed. A lock that never reads client clocks reads
+// it 0 times: the skew was applied, and the lock was indifferent to it
+// (which is what the scenario shows about it).
+func (f *ClockSkew) Evidence() Evidence {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.applied {
+		return Evidence{Text: f.Client + "'s clock was not skewed"}
+	}
+	return Evidence{Text: fmt.Sprintf("%s's clock set %v ahead; read %d times while skewed", f.Client, f.Offset, f.reads), Bit: true}
+}
+
+// Evidence implements Witness: which master failed, and which Sentinel
+// promoted.
+func (f *Failover) Evidence() Evidence {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.promoted.ID == "" || f.promoted.ID == f.old.ID {
+		return Evidence{Text: fmt.Sprintf("master %s failed; no other node was promoted", f.old.ID)}
+	}
+	return Evidence{Text: fmt.Sprintf("master %s failed; Sentinel promoted %s", f.old.ID, f.promoted.ID), Bit: true}
+}
