@@ -31,8 +31,9 @@ func evidence(fault nemesis.Fault, ops []history.Op) nemesis.Evidence {
 }
 
 // networkBite counts the ops of clients that overlap the fault window
-// named name: those that failed or never returned (dropped) and those that
-// took slowOp or more (delayed). The fault bit when one of them did.
+// named name: those that never returned or ended unknown (dropped: a
+// timeout, a reset) and those that took slowOp or more (delayed), whatever
+// their result. The fault bit when one of them did.
 func networkBite(ev nemesis.Evidence, name string, clients []string, ops []history.Op) nemesis.Evidence {
 	var start, end int64
 	found := false
@@ -58,12 +59,12 @@ func networkBite(ev nemesis.Evidence, name string, clients []string, ops []histo
 		}
 		n++
 		switch {
-		case !op.Completed || op.Result == history.Unknown || op.Result == history.Fail && op.Return-op.Call >= int64(slowOp):
+		case !op.Completed || op.Result == history.Unknown:
 			dropped++
 		case op.Return-op.Call >= int64(slowOp):
 			delayed++
 		}
 	}
-	text := fmt.Sprintf("%s; of %d ops of %v in the window, %d failed or never returned, %d took %v or more", ev.Text, n, clients, dropped, delayed, slowOp)
+	text := fmt.Sprintf("%s; of %d ops of %v in the window, %d never returned or ended unknown, %d took %v or more", ev.Text, n, clients, dropped, delayed, slowOp)
 	return nemesis.Evidence{Text: text, Bit: dropped+delayed > 0}
 }

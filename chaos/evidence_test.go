@@ -30,6 +30,7 @@ func TestNetworkBite(t *testing.T) {
 		{"a never returned", []history.Op{window, op("a", 1500*ms, 0, false, history.Unknown)}, true},
 		{"a slowed", []history.Op{window, op("a", 200*ms, 240*ms, true, history.OK)}, true},
 		{"a fast and fine", []history.Op{window, op("a", 200*ms, 200*ms+ms/2, true, history.OK), op("a", 300*ms, 300*ms+ms/2, true, history.Fail)}, false},
+		{"a refused, slowly", []history.Op{window, op("a", 200*ms, 230*ms, true, history.Fail)}, true},
 		{"only b suffered", []history.Op{window, op("b", 200*ms, 1200*ms, true, history.Unknown)}, false},
 		{"a suffered before the window", []history.Op{window, op("a", 10*ms, 90*ms, true, history.Unknown)}, false},
 	} {

@@ -105,7 +105,8 @@ func (c *Client) unwatch(l *Lease) {
 // Waiters queue in FIFO order in Redis. A release hands the lock to the
 // first waiter and tells it through pub/sub (or directly, in this process);
 // a waiter also wakes when the holder's TTL runs out, and every QueueTTL/3 to
-// keep its place. It never polls at a fixed short period.
+// keep its place. It polls at a short period (HandoffTTL/2) only while its
+// pub/sub subscription is not confirmed.
 // A lost reply returns an error wrapping ErrUnknownOutcome after a best-effort
 // owner-checked cleanup.
 func (c *Client) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Lease, error) {
@@ -185,9 +186,10 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	retryNow := !snap.current(c.notes, w)
 	if retryNow {
 		// The subscription may be newer than our attempt: a release between
-		// the two would be missed. Wait for the subscription (bounded), then
-		// try again at once.
-		if err := w.awaitSubscribed(ctx, c.opts.QueueTTL); err != nil {
+		// the two would be missed. Wait for the subscription, then try again
+		// at once. The wait is short: we are already in line, and a release
+		// may hand us the lock with a lease of HandoffTTL meanwhile.
+		if err := w.awaitSubscribed(ctx, c.opts.HandoffTTL/2); err != nil {
 			return nil, a.gaveUp(ctx, err)
 		}
 	}
@@ -204,6 +206,15 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 				// line it never picks it up, and the hand-off lease runs out;
 				// look again then rather than at the next refresh.
 				d, other = c.opts.HandoffTTL+5*time.Millisecond, false
+			}
+			if !w.subscribed() {
+				// No confirmed subscription (a SUBSCRIBE lost in a network
+				// partition is never confirmed, and nothing re-sends it): no
+				// message will say that the lock was handed to us. Look
+				// within half a hand-off lease, so that a hand-off is picked
+				// up before it runs out and the wait bound holds without
+				// pub/sub.
+				d = min(d, c.opts.HandoffTTL/2)
 			}
 			switch {
 			case res.pttl > 0:

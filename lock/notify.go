@@ -217,6 +217,14 @@ func (w *waiter) awaitSubscribed(ctx context.Context, bound time.Duration) error
 	}
 }
 
+// subscribed reports whether the waiter's channel is subscribed and
+// confirmed: whether a message can reach it.
+func (w *waiter) subscribed() bool {
+	w.n.mu.Lock()
+	defer w.n.mu.Unlock()
+	return w.st.isReady()
+}
+
 // manage sends SUBSCRIBE and UNSUBSCRIBE, in order, as waiters come and go.
 func (n *notifier) manage() {
 	for {

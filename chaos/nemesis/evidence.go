@@ -79,7 +79,7 @@ func (f *CrashClient) Evidence() Evidence {
 func (f *CrashClients) Evidence() Evidence {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	text := fmt.Sprintf("%d of %d crash steps done", f.done, len(f.Steps))
+	text := fmt.Sprintf("%s: %d of %d crash steps done", f.Label, f.done, len(f.Steps))
 	return Evidence{Text: text, Bit: f.done > 0}
 }
 
