@@ -324,7 +324,7 @@ const indexPage = `{{define "index"}}<!DOCTYPE html>
 <h2 id="matrix">Matrix</h2>
 <p class="muted">Each cell sums its seeds up (lease · resource · liveness) and links each seed's page; the colour is the cell's status: green as expected, red not as expected, purple undecided.</p>
 <table><tr><th>lock \ fault</th>{{range .Faults}}<th>{{.}}</th>{{end}}</tr>
-{{range $lock := .Locks}}<tr><th><a href="#{{anchor "l-" $lock}}">{{$lock}}</a></th>{{range $fault := $.Faults}}{{with cellof $ $lock $fault}}<td class="{{.Status}}"><span class="word">{{status .Status}}</span><br/>{{range .Properties}}<small>{{.Property}}: {{celltext .}}</small><br/>{{end}}<small class="seeds">seeds: {{range .Seeds}}<a href="{{.Page}}" title="{{.ID}}: {{status .Status}}">{{.Seed}}</a>{{end}}</small></td>{{else}}<td></td>{{end}}{{end}}</tr>
+{{range $lock := .Locks}}<tr><th><a href="#{{anchor "l-" $lock}}">{{$lock}}</a></th>{{range $fault := $.Faults}}{{with cellof $ $lock $fault}}<td class="{{.Status}}"><span class="word">{{status .Status}}</span><br/>{{range .Properties}}<small>{{.Property}}: {{celltext .}}</small><br/>{{end}}<small class="seeds">seeds: {{range .Seeds}}{{if .NotRun}}<span title="{{.ID}}: not run (interrupted)">{{.Seed}}</span> {{else}}<a href="{{.Page}}" title="{{.ID}}: {{status .Status}}">{{.Seed}}</a>{{end}}{{end}}</small></td>{{else}}<td></td>{{end}}{{end}}</tr>
 {{end}}</table>
 <p class="muted">Files: summary.json (the contract), report.json, report.md, junit.xml; per scenario its directory with history.jsonl (gzip-compressed as history.jsonl.gz where the run was trimmed), check.json and, for kept violations, porcupine.html.</p>
 </body>
