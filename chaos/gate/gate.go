@@ -167,6 +167,14 @@ func (g *Gate) CrashedAfterReply() bool {
 // CrashedCh is closed when the gate crashes.
 func (g *Gate) CrashedCh() <-chan struct{} { return g.crashed }
 
+// Armed reports whether a pause or crash is armed at a command
+// (PauseAfter, CrashAfter, CrashBefore) and has not struck yet.
+func (g *Gate) Armed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.pauseAfter != "" || g.crashAfter != "" || g.crashBefore != ""
+}
+
 // Holds returns how many callers the gate has held in all (each caller
 // that found it paused counts once): a pause's evidence that it bit.
 func (g *Gate) Holds() int {

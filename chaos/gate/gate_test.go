@@ -126,8 +126,14 @@ func TestCrashAfterCommand(t *testing.T) {
 func TestPauseAfterCommand(t *testing.T) {
 	gated, plain, g := clients(t)
 	ctx := context.Background()
+	if g.Armed() {
+		t.Fatal("a new gate says it is armed")
+	}
 	g.PauseAfter("get")
 	struck := g.Struck()
+	if !g.Armed() {
+		t.Fatal("PauseAfter did not arm the gate")
+	}
 	if err := gated.Set(ctx, "y", "1", 0).Err(); err != nil {
 		t.Fatalf("SET before the armed command: %v", err)
 	}
@@ -150,6 +156,9 @@ func TestPauseAfterCommand(t *testing.T) {
 		t.Fatal("Struck not closed after the armed GET's reply")
 	}
 	waitHeld(t, g, 1)
+	if g.Armed() {
+		t.Error("the gate still says it is armed after the pause struck")
+	}
 	// Held between GET and DEL: the key is still there.
 	if n, _ := plain.Exists(ctx, "y").Result(); n != 1 {
 		t.Fatalf("the DEL after the paused GET ran while paused")
