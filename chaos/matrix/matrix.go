@@ -804,11 +804,12 @@ func (m *matrix) finish(i int, row *Scenario, start time.Time) {
 	m.mu.Lock()
 	m.rows[i] = row
 	m.done++
-	done := m.done
-	m.mu.Unlock()
+	// Under the lock: scenarios finish concurrently, and Progress need not
+	// be safe for concurrent use (a bytes.Buffer lost a line so).
 	if w := m.cfg.Progress; w != nil && !row.NotRun {
-		fmt.Fprintln(w, progressLine(done, len(m.specs), row))
+		fmt.Fprintln(w, progressLine(m.done, len(m.specs), row))
 	}
+	m.mu.Unlock()
 	if err := m.writeSummary(); err != nil {
 		m.cfg.Logger.Warn("summary.json", "err", err)
 	}
