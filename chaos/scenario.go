@@ -285,7 +285,7 @@ func inject(ctx, outer context.Context, e env.Env, sc Scenario, wl *workload.Wor
 			// victim may reach its fault point long after the arming (it
 			// must win the lock first), and a window counted from the
 			// arming would leave too short a pause to outlive the TTL.
-			pf := &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate, After: sc.PauseAfter, Struck: true}
+			pf := &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate, After: sc.PauseAfter}
 			f = pf
 			pf.Arm()
 			struck := victim.Gate.Struck()

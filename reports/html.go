@@ -138,9 +138,6 @@ func wantWord(w string) string {
 // msText renders milliseconds for people.
 func msText(ms int64) string { return durText(ms * 1e6) }
 
-// joinInts joins history line numbers.
-func joinInts(ls []int) string { return joinLines(ls) }
-
 // cellText is one property of a cell in the sheet and the matrix:
 // "held 10/10", "violated 9/10", "unknown 2, held 8/8".
 func cellText(p CellProperty) string {
@@ -178,7 +175,7 @@ func rel(page, target string) string {
 	return up + target
 }
 
-// issues are the entries of the index's first sections.
+// issue is one entry of the index's first sections.
 type issue struct {
 	Scenario *ScenarioReport
 	Property string
@@ -215,7 +212,8 @@ func unknownOf(r *Report) []issue {
 	return out
 }
 
-// locksOf groups the cells by lock, in matrix order.
+// lockSheet is one lock's part of the guarantee sheet: its cells, in
+// fault order; sheetOf returns one per lock, in matrix order.
 type lockSheet struct {
 	Lock  string
 	Cells []*CellReport
@@ -245,7 +243,7 @@ func pageTemplates() *template.Template {
 		"status":     statusWord,
 		"want":       wantWord,
 		"ms":         msText,
-		"lines":      joinInts,
+		"lines":      joinLines,
 		"celltext":   cellText,
 		"rel":        rel,
 		"unexpected": unexpectedOf,

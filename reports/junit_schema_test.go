@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -81,14 +82,14 @@ func checkJUnitSchemaWith(t schemaT, data []byte) {
 			rule, ok := junitSchema[name]
 			if !ok {
 				t.Errorf("junit.xml: element <%s> is not in the schema", name)
-			} else if !contains(rule.parents, parent) {
+			} else if !slices.Contains(rule.parents, parent) {
 				t.Errorf("junit.xml: <%s> inside <%s>; the schema allows it in %v", name, parent, rule.parents)
 			}
 			have := map[string]bool{}
 			for _, a := range el.Attr {
 				k := a.Name.Local
 				have[k] = true
-				if !contains(rule.attrs, k) {
+				if !slices.Contains(rule.attrs, k) {
 					t.Errorf("junit.xml: <%s %s=...> is not in the schema", name, k)
 				}
 				switch k {
@@ -116,15 +117,6 @@ func checkJUnitSchemaWith(t schemaT, data []byte) {
 			stack = stack[:len(stack)-1]
 		}
 	}
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestJUnitSchema: the fixture's junit.xml and one with a regression and

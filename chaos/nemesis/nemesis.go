@@ -208,10 +208,6 @@ type PauseClient struct {
 	Client string
 	Gate   *gate.Gate
 	After  string
-	// Struck: the pause After armed has already struck (the caller waited
-	// for gate.Struck, so that the window counts from the strike); Start
-	// keeps the client paused.
-	Struck bool
 
 	mu      sync.Mutex
 	armed   bool
@@ -223,8 +219,8 @@ type PauseClient struct {
 }
 
 // Arm arms the pause at After now, counting the gate's holds from here:
-// the caller waits for the gate's Struck, then applies the fault with
-// Struck set (so that the window counts from the strike).
+// the caller waits for the gate's Struck, then applies the fault (so that
+// the window counts from the strike): Start then keeps the client paused.
 func (f *PauseClient) Arm() {
 	f.mu.Lock()
 	f.base, f.armed = f.Gate.Holds(), true
@@ -243,12 +239,13 @@ func (f *PauseClient) Name() string {
 // Start pauses the client (or arms the pause).
 func (f *PauseClient) Start(ctx context.Context) error {
 	f.mu.Lock()
-	if !f.armed {
+	armed := f.armed
+	if !armed {
 		f.base = f.Gate.Holds()
 	}
 	f.running, f.started = true, time.Now()
 	f.mu.Unlock()
-	if f.After != "" && !f.Struck {
+	if f.After != "" && !armed {
 		f.Gate.PauseAfter(f.After)
 		return nil
 	}
