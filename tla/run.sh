@@ -144,7 +144,9 @@ if [ "${1:-}" = --traces ]; then
 elif [ $# -gt 0 ]; then
   for n in "$@"; do configs+=("$here/${n%.cfg}.cfg"); done
 else
-  for c in "$here"/FencedLock*.cfg; do configs+=("$c"); done
+  for c in "$here"/*.cfg; do
+    case "$(basename "$c")" in Trace*) ;; *) configs+=("$c") ;; esac
+  done
   for h in "$here"/testdata/*.jsonl; do traces+=("$h"); done
 fi
 
@@ -156,7 +158,8 @@ for cfg in ${configs[@]+"${configs[@]}"}; do
   cp "$here"/*.tla "$dir/"
   cp "$cfg" "$dir/"
   log="$work/$name.log"
-  tlc "$dir" "$log" -config "$name.cfg" FencedLock.tla
+  # The module is the config's name up to its first '_' (LockQueue_liveness.cfg checks LockQueue.tla).
+  tlc "$dir" "$log" -config "$name.cfg" "${name%%_*}.tla"
   v="$(violated "$log")"
   st="$(states "$log")"
   if [[ "$name" == *_unsafe* ]]; then
