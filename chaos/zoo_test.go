@@ -277,7 +277,7 @@ func TestRegressions(t *testing.T) {
 	for _, r := range res {
 		t.Run(r.Regression.Name, func(t *testing.T) {
 			if r.Scenario != nil {
-				t.Log(zooDescribe(r.Scenario))
+				t.Logf("%s (replay %d of at most %d)", zooDescribe(r.Scenario), r.Attempts, matrix.ReplayAttempts)
 			}
 			if !r.Reproduced {
 				t.Errorf("regression %s (%s %s under %s, seed %d): %s is %s; want violated again",

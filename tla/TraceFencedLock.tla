@@ -4,15 +4,22 @@
 (* into TraceData.tla by `lockproof trace`) follow the rules of           *)
 (* FencedLock?                                                             *)
 (*                                                                         *)
-(* The pattern of TLA+ trace validation: a cursor l over the trace, one    *)
-(* wrapper action per event kind that takes the event only if the rules    *)
-(* allow it (nondeterministically where an `unknown` result leaves the     *)
-(* effect open), and acceptance only when the whole trace is consumed.     *)
-(* TLC checks the invariant TraceNotAccepted; a violation of it is the     *)
-(* accepting run.  When no run consumes the whole trace, TLC finishes      *)
-(* without error and "the depth of the complete state graph search is D": *)
-(* D - 1 events could be taken, Trace[D] is the first one the rules        *)
-(* refuse (tla/run.sh prints its history line).                           *)
+(* The pattern of TLA+ trace validation: the spec takes the trace's       *)
+(* events one by one, each only if the rules allow it (nondeterministically*)
+(* where an `unknown` result or a failover leaves the effect open), and    *)
+(* accepts when every event is taken.  TLC checks the invariant           *)
+(* TraceNotAccepted; a violation of it is the accepting run.              *)
+(*                                                                         *)
+(* Orders.  The events of a key come in call order, but the spec takes    *)
+(* them in every order that respects real time: a pending event may be   *)
+(* passed by a later one unless it returned before that one was called   *)
+(* (and within the window Trace[i].upto the converter gives).  So a       *)
+(* history is accepted iff some linearization of it follows the rules.   *)
+(* Keys are independent objects (linearizability is local): their events  *)
+(* are taken key after key.  When no order takes every event, TLC         *)
+(* finishes without error; the spec prints, as <<"pending", l>>, each new *)
+(* highest l reached: Trace[l] is the first event no order could take     *)
+(* (tla/run.sh prints its history line).                                  *)
 (*                                                                         *)
 (* A history is observed from outside, with real time, not the ticks of   *)
 (* FencedLock: each event carries its call and return ticks, and an        *)
@@ -20,10 +27,10 @@
 (* surely expired after hi, with the contract's clock drift).  The rules  *)
 (* are FencedLock's server and resource rules, checked against those       *)
 (* bounds:                                                                 *)
-(*  - an ok acquire needs the key free or its lease possibly expired (or  *)
-(*    possibly lost by a failover fault window overlapping the lease),    *)
-(*    and a token above every token issued for the key                   *)
-(*    (unless such a fault may have lost the counter);                    *)
+(*  - an ok acquire needs the key free or its lease possibly expired on   *)
+(*    the master that served it, a fence above every fence that master   *)
+(*    issued, and a fence no other client ever got; the owner of a live   *)
+(*    lease acquiring again gets its own fence (reentrancy, retry);        *)
 (*  - an ok release or renew needs the owner and token of the lease and   *)
 (*    the lease not surely expired; a failed one needs that the lease     *)
 (*    was not surely valid and owned;                                     *)
@@ -32,124 +39,181 @@
 (*    write with prev finds prev there (no lost update);                  *)
 (*  - fail and unknown acquires change nothing (an acquire nobody knows   *)
 (*    succeeded hands out no token that is used later).                   *)
+(*                                                                         *)
+(* Failover (split brain, as in FencedLock).  An op that overlaps a       *)
+(* failover fault window (Trace[i].win) may be served by either of two    *)
+(* masters: side 1, the one before the window, or side 2, the promoted    *)
+(* replica, which starts the window with side 1's lease or without it     *)
+(* (the replica had not received the grant) and with side 1's fences      *)
+(* (the fence reads the clock: a promoted master's fences exceed the lost *)
+(* ones).  Each side follows the rules on its own; the first op of the    *)
+(* key after the window finds one survivor's lease and fences above both. *)
+(* Only ops that overlap a window get this latitude: the rest of the     *)
+(* history is checked against one master.                                 *)
 (***************************************************************************)
-EXTENDS Integers, Sequences, TraceData, FencingRule
+EXTENDS Integers, Sequences, FiniteSets, TLC, TraceData, FencingRule
 
 VARIABLES
-    l,       \* the cursor: Trace[l] is the next event to take
-    lock,    \* per key: the current lease [owner, tok, call, lo, hi]
-    issued,  \* per key: the highest token an ok acquire returned
+    l,       \* the first event not yet taken
+    taken,   \* the events after l already taken
+    lock,    \* per key, per side: the current lease [owner, tok, call, lo, hi]
+    issued,  \* per key, per side: the highest fence that master issued
+    owners,  \* per key: the <<fence, client>> of every ok acquire
+    split,   \* per key: TRUE while its ops may go to two masters
     res      \* per key: the resource [maxTok, owner, val]
 
-vars == <<l, lock, issued, res>>
+vars == <<l, taken, lock, issued, owners, split, res>>
 
 KeyIds == 1..NumKeys
+Sides == {1, 2}
 NoLease == [owner |-> 0, tok |-> 0, call |-> 0, lo |-> 0, hi |-> 0]
+Max2(a, b) == IF a >= b THEN a ELSE b
 
 Init ==
-    /\ l = 1
-    /\ lock = [k \in KeyIds |-> NoLease]
-    /\ issued = [k \in KeyIds |-> 0]
+    /\ l = 1 /\ taken = {}
+    /\ lock = [k \in KeyIds |-> [s \in Sides |-> NoLease]]
+    /\ issued = [k \in KeyIds |-> [s \in Sides |-> 0]]
+    /\ owners = [k \in KeyIds |-> {}]
+    /\ split = [k \in KeyIds |-> FALSE]
     /\ res = [k \in KeyIds |-> [maxTok |-> 0, owner |-> 0, val |-> 0]]
-
-E == Trace[l]
-
-\* Fault windows that may lose the lock key and the counter.
-LossWindows ==
-    { Trace[i] : i \in { j \in DOMAIN Trace :
-        Trace[j].kind = "fault" /\ Trace[j].fault = "failover" } }
-
-\* A loss may have happened between times from and to.
-MayBeLost(from, to) == \E f \in LossWindows : f.call <= to /\ f.ret >= from
+    /\ TLCSet(1, 1)
 
 MayHaveExpired(ls, t) == ls.owner = 0 \/ t >= ls.lo
 SurelyExpired(ls, t) == t > ls.hi
 Owns(ls, e) == ls.owner = e.c /\ ls.tok = e.tok /\ e.tok > 0
+LeaseOf(e) == [owner |-> e.c, tok |-> e.tok, call |-> e.call, lo |-> e.lo, hi |-> e.hi]
 
-Step(kind) == E.kind = kind
+\* The states of key k's two masters that event e may find: the window
+\* opens (side 2 is the promoted replica, with or without the last lease),
+\* closes (one side survives, with the fences of both), or goes on.
+Pre(k, e) ==
+    IF e.win /\ ~split[k]
+    THEN {[lk |-> [lock[k] EXCEPT ![2] = x], iss |-> [s \in Sides |-> issued[k][1]]]
+            : x \in {lock[k][1], NoLease}}
+    ELSE IF ~e.win /\ split[k]
+    THEN {[lk |-> [s \in Sides |-> lock[k][w]],
+           iss |-> [s \in Sides |-> Max2(issued[k][1], issued[k][2])]] : w \in Sides}
+    ELSE {[lk |-> lock[k], iss |-> issued[k]]}
+
+\* The sides that may have served e.
+SidesOf(e) == IF e.win THEN Sides ELSE {1}
+
+\* Key k's lease on side s becomes ls; the fences stay.
+SetLease(k, p, s, ls) ==
+    /\ lock' = [lock EXCEPT ![k] = [p.lk EXCEPT ![s] = ls]]
+    /\ issued' = [issued EXCEPT ![k] = p.iss]
 
 -----------------------------------------------------------------------------
-AcquireEv ==
-    /\ Step("acquire")
-    /\ LET k == E.k IN
-       IF E.res = "ok"
-       THEN /\ MayHaveExpired(lock[k], E.ret) \/ MayBeLost(lock[k].call, E.ret)
-            /\ E.tok > issued[k] \/ MayBeLost(0, E.ret)
-            /\ lock' = [lock EXCEPT ![k] =
-                          [owner |-> E.c, tok |-> E.tok, call |-> E.call, lo |-> E.lo, hi |-> E.hi]]
-            /\ issued' = [issued EXCEPT ![k] = IF E.tok > @ THEN E.tok ELSE @]
-            /\ UNCHANGED res
-       ELSE UNCHANGED <<lock, issued, res>>
+AcquireOK(e, k, p, s) ==
+    LET ls == p.lk[s] IN
+    \/ \* a new lease: free or possibly expired, a fresh fence
+       /\ MayHaveExpired(ls, e.ret)
+       /\ e.tok > p.iss[s]
+       /\ \A o \in owners[k] : o[1] = e.tok => o[2] = e.c
+       /\ lock' = [lock EXCEPT ![k] = [p.lk EXCEPT ![s] = LeaseOf(e)]]
+       /\ issued' = [issued EXCEPT ![k] = [p.iss EXCEPT ![s] = e.tok]]
+       /\ owners' = [owners EXCEPT ![k] = @ \cup {<<e.tok, e.c>>}]
+    \/ \* the owner again (reentrancy, an idempotent retry): its own fence,
+       \* the lease lives at least as long as both
+       /\ Owns(ls, e) /\ ~SurelyExpired(ls, e.call)
+       /\ SetLease(k, p, s, [ls EXCEPT !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)])
+       /\ UNCHANGED owners
+
+AcquireEv(e) ==
+    /\ e.kind = "acquire"
+    /\ LET k == e.k IN
+       \E p \in Pre(k, e), s \in SidesOf(e) :
+         IF e.res = "ok" THEN AcquireOK(e, k, p, s)
+         ELSE SetLease(k, p, s, p.lk[s]) /\ UNCHANGED owners
+    /\ UNCHANGED res
 
 \* A release or renew that failed although the lease was surely valid and
 \* owned by its client breaks the rules.
-FailOK(ls) ==
-    ~(Owns(ls, E) /\ E.ret < ls.lo) \/ MayBeLost(ls.call, E.ret)
+FailOK(ls, e) == ~(Owns(ls, e) /\ e.ret < ls.lo)
 
-ReleaseEv ==
-    /\ Step("release")
-    /\ LET k == E.k
-           ls == lock[k]
-           took == Owns(ls, E) /\ ~SurelyExpired(ls, E.call)
-       IN CASE E.res = "ok" -> took /\ lock' = [lock EXCEPT ![k] = NoLease]
-            [] E.res = "fail" -> FailOK(ls) /\ UNCHANGED lock
-            [] OTHER -> \/ UNCHANGED lock
-                        \/ took /\ lock' = [lock EXCEPT ![k] = NoLease]
-    /\ UNCHANGED <<issued, res>>
+ReleaseEv(e) ==
+    /\ e.kind = "release"
+    /\ LET k == e.k IN
+       \E p \in Pre(k, e), s \in SidesOf(e) :
+         LET ls == p.lk[s]
+             took == Owns(ls, e) /\ ~SurelyExpired(ls, e.call)
+         IN CASE e.res = "ok" -> took /\ SetLease(k, p, s, NoLease)
+              [] e.res = "fail" -> FailOK(ls, e) /\ SetLease(k, p, s, ls)
+              [] OTHER -> \/ SetLease(k, p, s, ls)
+                          \/ took /\ SetLease(k, p, s, NoLease)
+    /\ UNCHANGED <<owners, res>>
 
-RenewEv ==
-    /\ Step("renew")
-    /\ LET k == E.k
-           ls == lock[k]
-           took == Owns(ls, E) /\ ~SurelyExpired(ls, E.call)
-       IN CASE E.res = "ok" -> took /\ lock' = [lock EXCEPT ![k].lo = E.lo, ![k].hi = E.hi]
-            [] E.res = "fail" -> FailOK(ls) /\ UNCHANGED lock
-            [] OTHER -> \/ UNCHANGED lock
-                        \/ /\ took
-                           /\ lock' = [lock EXCEPT ![k].lo = IF E.lo < @ THEN E.lo ELSE @,
-                                                   ![k].hi = Never]
-    /\ UNCHANGED <<issued, res>>
+RenewEv(e) ==
+    /\ e.kind = "renew"
+    /\ LET k == e.k IN
+       \E p \in Pre(k, e), s \in SidesOf(e) :
+         LET ls == p.lk[s]
+             took == Owns(ls, e) /\ ~SurelyExpired(ls, e.call)
+         IN CASE e.res = "ok" -> took /\ SetLease(k, p, s, [ls EXCEPT !.lo = e.lo, !.hi = e.hi])
+              [] e.res = "fail" -> FailOK(ls, e) /\ SetLease(k, p, s, ls)
+              [] OTHER -> \/ SetLease(k, p, s, ls)
+                          \/ took /\ SetLease(k, p, s, [ls EXCEPT !.lo = IF e.lo < @ THEN e.lo ELSE @,
+                                                                  !.hi = Never])
+    /\ UNCHANGED <<owners, res>>
 
 \* The resource takes op e on key k (the fence rises to (tok, c)).
-Fenced(k) == Accepts(TRUE, TRUE, E.tok, E.c, res[k].maxTok, res[k].owner)
-Raise(k, val) ==
-    res' = [res EXCEPT ![k] = [maxTok |-> E.tok,
-                               owner |-> E.c,
-                               val |-> val]]
+Fenced(e) == Accepts(TRUE, TRUE, e.tok, e.c, res[e.k].maxTok, res[e.k].owner)
+Raise(e, val) ==
+    res' = [res EXCEPT ![e.k] = [maxTok |-> e.tok, owner |-> e.c, val |-> val]]
 
-WriteEv ==
-    /\ Step("write")
-    /\ LET k == E.k
-           apply == /\ Fenced(k)
-                    /\ E.prev < 0 \/ E.prev = res[k].val
-                    /\ Raise(k, E.val)
-       IN CASE E.res = "ok" -> apply
-            [] E.res = "rejected" -> ~Fenced(k) /\ UNCHANGED res
+WriteEv(e) ==
+    /\ e.kind = "write"
+    /\ LET apply == /\ Fenced(e)
+                    /\ e.prev < 0 \/ e.prev = res[e.k].val
+                    /\ Raise(e, e.val)
+       IN CASE e.res = "ok" -> apply
+            [] e.res = "rejected" -> ~Fenced(e) /\ UNCHANGED res
             [] OTHER -> UNCHANGED res \/ apply
-    /\ UNCHANGED <<lock, issued>>
+    /\ UNCHANGED <<lock, issued, owners>>
 
-ReadEv ==
-    /\ Step("read")
-    /\ LET k == E.k IN
-       CASE E.res = "ok" -> Fenced(k) /\ E.val = res[k].val /\ Raise(k, res[k].val)
-         [] E.res = "rejected" -> ~Fenced(k) /\ UNCHANGED res
-         [] OTHER -> UNCHANGED res \/ (Fenced(k) /\ Raise(k, res[k].val))
-    /\ UNCHANGED <<lock, issued>>
+ReadEv(e) ==
+    /\ e.kind = "read"
+    /\ CASE e.res = "ok" -> Fenced(e) /\ e.val = res[e.k].val /\ Raise(e, res[e.k].val)
+         [] e.res = "rejected" -> ~Fenced(e) /\ UNCHANGED res
+         [] OTHER -> UNCHANGED res \/ (Fenced(e) /\ Raise(e, res[e.k].val))
+    /\ UNCHANGED <<lock, issued, owners>>
 
-\* Fault windows are read through LossWindows; the event itself is a no-op.
-FaultEv ==
-    /\ Step("fault")
-    /\ UNCHANGED <<lock, issued, res>>
+\* Fault windows are read through the events' win flags; the event itself
+\* is a no-op.
+FaultEv(e) ==
+    /\ e.kind = "fault"
+    /\ UNCHANGED <<lock, issued, owners, res>>
 
-Next ==
-    /\ l <= Len(Trace)
-    /\ AcquireEv \/ ReleaseEv \/ RenewEv \/ WriteEv \/ ReadEv \/ FaultEv
-    /\ l' = l + 1
+-----------------------------------------------------------------------------
+\* The events that may be taken next: pending, within l's window, and not
+\* after a pending event that returned before they were called.
+Ready ==
+    { i \in l..Trace[l].upto :
+        /\ i \notin taken
+        /\ \A j \in l..(i - 1) : j \in taken \/ Trace[j].ret >= Trace[i].call }
+
+\* The first pending event once the events in t are taken.
+FirstPending(t) ==
+    CHOOSE m \in l..(Len(Trace) + 1) : m \notin t /\ \A x \in l..(m - 1) : x \in t
+
+Take(i) ==
+    /\ LET e == Trace[i] IN
+       /\ AcquireEv(e) \/ ReleaseEv(e) \/ RenewEv(e) \/ WriteEv(e) \/ ReadEv(e) \/ FaultEv(e)
+       \* the lock's ops open and close windows; the resource has no sides
+       /\ split' = IF e.kind \in {"acquire", "release", "renew"}
+                   THEN [split EXCEPT ![e.k] = e.win] ELSE split
+    /\ LET t == taken \cup {i} IN
+         /\ l' = FirstPending(t)
+         /\ taken' = {x \in t : x > l'}
+    \* Report progress: the highest first-pending event reached so far.
+    /\ IF l' > TLCGet(1) THEN TLCSet(1, l') /\ PrintT(<<"pending", l'>>) ELSE TRUE
+
+Next == l <= Len(Trace) /\ \E i \in Ready : Take(i)
 
 Spec == Init /\ [][Next]_vars
 
-\* The trace view: the cursor and the state the rules read (all of it).
-TraceView == <<l, lock, issued, res>>
+\* The trace view: the state the rules read (all of it).
+TraceView == vars
 
 \* The whole trace was taken.
 TraceAccepted == l = Len(Trace) + 1

@@ -133,7 +133,7 @@ violated() {
 
 fails=0
 rows=()
-row() { rows+=("$(printf '%-44s %-30s %-28s %-14s %5s' "$@")"); }
+row() { rows+=("$(printf '%-44s %-30s %-44s %-14s %5s' "$@")"); }
 
 configs=()
 traces=()
@@ -222,12 +222,27 @@ if [ ${#traces[@]} -gt 0 ]; then
         detail="accepted"
       elif [ "$rc" = 0 ] && grep -q 'No error has been found' "$log"; then
         got=reject
-        depth="${st#*/}"
-        line="$(grep -F '  [line |-> ' "$dir/TraceData.tla" | sed -n "${depth}p" | grep -Eo '^  \[line \|-> [0-9]+' | grep -Eo '[0-9]+$' || true)"
+        # The spec prints <<"pending", N>> at each new furthest point: event N
+        # (in TraceData order) is the first one no order could take.
+        pend="$(grep -Eo '<<"pending", [0-9]+>>' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 1)"
+        line="$(grep -F '  [line |-> ' "$dir/TraceData.tla" | sed -n "${pend}p" | grep -Eo '^  \[line \|-> [0-9]+' | grep -Eo '[0-9]+$' || true)"
         detail="rejected at line ${line:-?}"
       else
         got=error
         detail="error (rc $rc)"
+      fi
+      # A rejected violated-* history must be refused at a line the checker
+      # names: the last line of one of the violations it reports.
+      named=""
+      if [ "$expect" = reject ] && [ "$got" = reject ]; then
+        "$bin" check --json "$work/check-$n.json" "$h" >/dev/null 2>&1 || true
+        named="$(awk '/"lines": \[/{inl=1; last=""; next} inl && /\]/{inl=0; if (last != "") print last; next} inl{gsub(/[ ,]/, ""); last=$0}' "$work/check-$n.json" 2>/dev/null | sort -un | tr '\n' ' ')"
+        if ! printf ' %s ' "$named" | grep -q " ${line:-none} "; then
+          got=error
+          detail="$detail, but the checker names lines ${named:-none}"
+        else
+          detail="$detail (the checker's line)"
+        fi
       fi
       if [ "$got" = "$expect" ] || { [ "$expect" = any ] && [ "$got" != error ]; }; then
         result="ok: $detail"
@@ -245,7 +260,7 @@ if [ ${#traces[@]} -gt 0 ]; then
 fi
 
 echo
-printf '%-44s %-30s %-28s %-14s %5s\n' "run" "expect" "result" "distinct/depth" "time"
+printf '%-44s %-30s %-44s %-14s %5s\n' "run" "expect" "result" "distinct/depth" "time"
 printf '%s\n' "${rows[@]}"
 echo
 if [ "$fails" -gt 0 ]; then

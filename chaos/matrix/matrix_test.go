@@ -494,6 +494,14 @@ func TestReplay(t *testing.T) {
 	if !res[0].Reproduced || res[1].Reproduced || res[1].Verdict != checker.OK {
 		t.Errorf("replay: %+v / %+v", res[0], res[1])
 	}
+	// The one not reproduced was replayed ReplayAttempts times, the other once.
+	runs := map[string]int{}
+	for _, sc := range fr.seen {
+		runs[sc.Lock]++
+	}
+	if res[0].Attempts != 1 || res[1].Attempts != ReplayAttempts || runs["set-del"] != 1 || runs["lua"] != ReplayAttempts {
+		t.Errorf("attempts %d, %d; runs %v; want 1 and %d", res[0].Attempts, res[1].Attempts, runs, ReplayAttempts)
+	}
 	for _, sc := range fr.seen {
 		if sc.Seed != 4 || sc.Duration != 2*time.Second || sc.TTL != 300*time.Millisecond {
 			t.Errorf("replayed scenario %+v; want seed 4, 2s, ttl 300ms", sc)

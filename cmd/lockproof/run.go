@@ -352,8 +352,8 @@ func runRegressions(ctx context.Context, cfg matrix.Config, f runFlags, stdout, 
 			status = "NOT REPRODUCED"
 			code = exitViolation
 		}
-		fmt.Fprintf(stdout, "regression %s: %s %s under %s seed %d: %s %s\n", r.Regression.Name, r.Regression.Lock,
-			r.Regression.Property, r.Regression.Fault, r.Regression.Seed, r.Verdict, status)
+		fmt.Fprintf(stdout, "regression %s: %s %s under %s seed %d: %s %s (%d of at most %d replays)\n", r.Regression.Name, r.Regression.Lock,
+			r.Regression.Property, r.Regression.Fault, r.Regression.Seed, r.Verdict, status, r.Attempts, matrix.ReplayAttempts)
 	}
 	return code
 }

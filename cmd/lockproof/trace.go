@@ -14,7 +14,7 @@ import (
 	"github.com/lockproof/lockproof/tla/trace"
 )
 
-// traceCommand is `lockproof trace [--out PATH] [--drift F] FILE`.
+// traceCommand is `lockproof trace [--out PATH] [--drift F] [--settle D] FILE`.
 func traceCommand() command {
 	return command{summary: "turn a history FILE into a trace for TLC (tla/TraceFencedLock.tla)", run: runTrace}
 }
@@ -28,8 +28,9 @@ func runTrace(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "write the trace here: a .tla module (named after the file) or, for any other name, JSON Lines")
 	drift := fs.Float64("drift", 0.01, "relative clock drift bound, in (0, 1)")
+	settle := fs.Duration("settle", trace.DefaultSettle, "how long after a failover fault ends the old master may still serve clients")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproof trace [--out PATH] [--drift F] FILE")
+		fmt.Fprintln(stderr, "usage: lockproof trace [--out PATH] [--drift F] [--settle D] FILE")
 		fs.PrintDefaults()
 	}
 	// Flags may come before or after FILE.
@@ -41,13 +42,17 @@ func runTrace(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockproof trace: --drift %v: must be in (0, 1)\n", *drift)
 		return exitBadInput
 	}
+	if *settle <= 0 {
+		fmt.Fprintf(stderr, "lockproof trace: --settle %v: must be positive\n", *settle)
+		return exitBadInput
+	}
 	ppm := max(int64(math.Round(*drift*1e6)), 1)
 	ops, err := history.ReadFile(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof trace: %v\n", err)
 		return exitBadInput
 	}
-	tr, err := trace.Convert(ops, trace.Options{DriftPPM: ppm})
+	tr, err := trace.Convert(ops, trace.Options{DriftPPM: ppm, Settle: *settle})
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof trace: %s: %v\n", file, err)
 		return exitBadInput

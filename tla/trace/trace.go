@@ -12,12 +12,12 @@ package trace
 
 import (
 	"cmp"
-	"container/heap"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lockproof/lockproof/history"
 )
@@ -44,7 +44,25 @@ type Event struct {
 	Value  int    // write: value written; read: value observed; 0 is "" (never written)
 	Prev   int    // write with prev: the value its writer read; -1 without prev
 	Fault  string // fault: the fault kind, the first word of its name
+	// Win says that the op overlaps a failover window (a fault of kind
+	// WindowFault): a second master may have served it, and the master it
+	// talked to may have lost what it did.
+	Win bool
+	// Upto is the last trace position (1-based) that may come before this
+	// event is taken: the trace spec takes the events of a key in any order
+	// that respects real time, and an event called after this one returned
+	// must wait for it. Positions beyond this event's by more than MaxAhead
+	// are not explored (see Convert).
+	Upto int
 }
+
+// WindowFault is the fault kind (first word of a fault's name) whose window
+// may lose the lock key and the counter and let two masters serve clients.
+const WindowFault = "failover"
+
+// MaxAhead bounds how many later events of its key the trace spec may take
+// before an event that is still pending (see Convert).
+const MaxAhead = 64
 
 // Trace is a converted history.
 type Trace struct {
@@ -62,7 +80,18 @@ type Options struct {
 	// lease length into its surely-valid and surely-expired bounds. 0 means
 	// the contract's default, 1% (10000).
 	DriftPPM int64
+	// Settle is how long after a failover fault ends the old master may
+	// still serve clients: the fault's Stop heals the partition, and only
+	// then does Sentinel see the old master again and demote it, and do
+	// the clients still connected to it follow the switch. 0 means
+	// DefaultSettle; it must not be negative.
+	Settle time.Duration
 }
+
+// DefaultSettle is Options.Settle when zero: Sentinel's default down-after
+// in the harness (1 s) plus its periodic checks and the clients
+// reconnection, with a wide margin.
+const DefaultSettle = 2 * time.Second
 
 const defaultDriftPPM = 10_000
 
@@ -71,17 +100,17 @@ const maxInt32 = math.MaxInt32
 
 // Convert turns ops (a history, in any order) into a trace.
 //
-// Order: faults first, then the events of each key (keys are independent
-// in the spec). Within a key the events respect real time (an op that
-// returned before another was invoked comes first). The ops with an effect
-// (ok, and unknown ones with a token) are ordered by token where real time
-// allows (an acquire before the other ops of its token); the others (fail,
-// rejected, an unknown acquire) go as late as real time allows, so that the
-// state they are checked against is the latest one they may have seen.
-// Ties go by return, call and line, so the output is deterministic. For a
-// fenced lock this order is a linearization whenever one exists in which
-// the effective ops of a key have non-decreasing tokens, which is what the
-// lock promises (failover aside).
+// Order: faults first (by call), then the events of each key (keys are
+// independent in the spec, and linearizability is local), each key's by
+// call. The trace spec does not follow this order blindly: it takes a key's
+// events in every order that respects real time (an event may go before a
+// pending earlier one unless that one returned before it was called), so a
+// history is accepted iff some linearization follows the rules. Each
+// event's Upto bounds the search: an event may stay pending while at most
+// MaxAhead later events of its key are taken. Only an op that overlaps
+// more than MaxAhead others (a very long pause, an op that never returned
+// among many) is limited by it, and a limit can only reject more, never
+// accept a history that has no valid order.
 func Convert(ops []history.Op, opt Options) (*Trace, error) {
 	drift := opt.DriftPPM
 	if drift == 0 {
@@ -89,6 +118,13 @@ func Convert(ops []history.Op, opt Options) (*Trace, error) {
 	}
 	if drift < 0 || drift >= 1_000_000 {
 		return nil, fmt.Errorf("convert: drift %d ppm: want 0 < drift < 1000000", drift)
+	}
+	settle := opt.Settle
+	if settle < 0 {
+		return nil, fmt.Errorf("convert: settle %v: must not be negative", settle)
+	}
+	if settle == 0 {
+		settle = DefaultSettle
 	}
 	c := converter{
 		clients: map[string]int{}, keys: map[string]int{},
@@ -100,7 +136,7 @@ func Convert(ops []history.Op, opt Options) (*Trace, error) {
 	if len(c.times) > maxInt32-2 || len(ops) > maxInt32-1 {
 		return nil, fmt.Errorf("convert: history too large for TLC (%d ops)", len(ops))
 	}
-	return c.build(ops, drift), nil
+	return c.build(ops, drift, settle), nil
 }
 
 type converter struct {
@@ -225,7 +261,7 @@ func (c *converter) tick(t int64) int {
 	return i + 1
 }
 
-func (c *converter) build(ops []history.Op, drift int64) *Trace {
+func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *Trace {
 	tr := &Trace{
 		Clients: sortedKeys(c.clients),
 		Keys:    sortedKeys(c.keys),
@@ -251,7 +287,7 @@ func (c *converter) build(ops []history.Op, drift int64) *Trace {
 			e.Return = c.tick(op.Return)
 		}
 		if op.Kind == history.Fault {
-			e.Fault, _, _ = strings.Cut(op.Name, " ")
+			e.Fault = faultKind(op.Name)
 		} else {
 			e.Client, e.Key = c.clients[op.Client], c.keys[op.Key]
 		}
@@ -275,8 +311,41 @@ func (c *converter) build(ops []history.Op, drift int64) *Trace {
 		}
 		events[i] = e
 	}
+	// Failover windows, in ns: from the fault's call to its return plus
+	// Settle (or for good, if it never returned).
+	var windows [][2]int64
+	for _, op := range ops {
+		if op.Kind == history.Fault && faultKind(op.Name) == WindowFault {
+			end := int64(math.MaxInt64)
+			if op.Completed {
+				end = satAdd(op.Return, int64(settle))
+			}
+			windows = append(windows, [2]int64{op.Call, end})
+		}
+	}
+	for i, op := range ops {
+		if op.Kind == history.Fault {
+			continue
+		}
+		ret := int64(math.MaxInt64)
+		if op.Completed {
+			ret = op.Return
+		}
+		for _, w := range windows {
+			if w[0] <= ret && w[1] >= op.Call {
+				events[i].Win = true
+				break
+			}
+		}
+	}
 	tr.Events = order(events)
 	return tr
+}
+
+// faultKind is the first word of a fault's name.
+func faultKind(name string) string {
+	k, _, _ := strings.Cut(name, " ")
+	return k
 }
 
 func sortedKeys(m map[string]int) []string {
@@ -287,40 +356,15 @@ func sortedKeys(m map[string]int) []string {
 	return out
 }
 
-// effective says whether an event's effect must be placed where the ops
-// that depend on it can see it: ok ops, and unknown ops with a token
-// (an unknown release may have freed the key for the next acquire, an
-// unknown write may be what a later read observed). The others (fail,
-// rejected, an unknown acquire) change nothing the spec checks later and
-// are best checked against the latest state real time allows.
-func effective(e *Event) bool {
-	return e.Result == "ok" || (e.Result == "unknown" && e.Token > 0)
-}
-
-// less orders effective events by token (an acquire before the other ops
-// of its token), then return, call and line.
-func less(a, b *Event) bool {
-	return cmp.Or(cmp.Compare(a.Token, b.Token), cmp.Compare(sub(a), sub(b)),
-		cmp.Compare(a.Return, b.Return), cmp.Compare(a.Call, b.Call), cmp.Compare(a.Line, b.Line)) < 0
-}
-
-func sub(e *Event) int {
-	if e.Kind == "acquire" {
-		return 0
-	}
-	return 1
-}
-
 // order arranges events into one sequence: faults first (the spec reads
-// their windows whatever their place), then each key's events. Keys are
-// independent objects in the spec, so by the locality of linearizability
-// each key can be ordered on its own.
+// nothing from their place), then each key's events by call, and sets each
+// event's Upto.
 func order(events []Event) []Event {
 	out := make([]Event, 0, len(events))
 	byKey := map[int][]Event{}
 	var keys []int
 	for _, e := range events {
-		if e.Kind == "fault" {
+		if e.Kind == string(history.Fault) {
 			out = append(out, e)
 			continue
 		}
@@ -329,123 +373,27 @@ func order(events []Event) []Event {
 		}
 		byKey[e.Key] = append(byKey[e.Key], e)
 	}
-	slices.SortFunc(out, func(a, b Event) int {
+	byCall := func(a, b Event) int {
 		return cmp.Or(cmp.Compare(a.Call, b.Call), cmp.Compare(a.Line, b.Line))
-	})
+	}
+	slices.SortFunc(out, byCall)
+	for i := range out {
+		out[i].Upto = i + 1
+	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		out = append(out, orderKey(byKey[k])...)
+		evs := byKey[k]
+		slices.SortFunc(evs, byCall)
+		base := len(out)
+		for i := range evs {
+			// The events called before this one returned may go first.
+			j := i
+			for j+1 < len(evs) && j-i < MaxAhead && evs[j+1].Call <= evs[i].Return {
+				j++
+			}
+			evs[i].Upto = base + j + 1
+		}
+		out = append(out, evs...)
 	}
 	return out
-}
-
-// orderKey orders one key's events, respecting real time (an event that
-// returned before another was called comes first). The effective events
-// go first, greedily: among those real time allows next, the least by
-// less. Then every other event goes in as late as real time allows: just
-// before the first effective event called after it returned.
-func orderKey(events []Event) []Event {
-	var eff, rest []Event
-	for _, e := range events {
-		if effective(&e) {
-			eff = append(eff, e)
-		} else {
-			rest = append(rest, e)
-		}
-	}
-	eff = greedy(eff)
-	// prefixMax[i] is the latest call among eff[:i+1]: the first effective
-	// event called after t is the first i with prefixMax[i] > t.
-	prefixMax := make([]int, len(eff))
-	for i, e := range eff {
-		prefixMax[i] = e.Call
-		if i > 0 {
-			prefixMax[i] = max(prefixMax[i], prefixMax[i-1])
-		}
-	}
-	slices.SortFunc(rest, func(a, b Event) int {
-		return cmp.Or(cmp.Compare(a.Return, b.Return), cmp.Compare(a.Call, b.Call), cmp.Compare(a.Line, b.Line))
-	})
-	out := make([]Event, 0, len(events))
-	j := 0
-	for i := 0; i <= len(eff); i++ {
-		// rest is sorted by return, so the insertion points ascend.
-		for j < len(rest) && (i == len(eff) || insertAt(prefixMax, rest[j].Return) == i) {
-			out = append(out, rest[j])
-			j++
-		}
-		if i < len(eff) {
-			out = append(out, eff[i])
-		}
-	}
-	return out
-}
-
-// insertAt is the first index whose prefix-max call is after t.
-func insertAt(prefixMax []int, t int) int {
-	i, _ := slices.BinarySearchFunc(prefixMax, t, func(m, t int) int {
-		if m > t {
-			return 1
-		}
-		return -1
-	})
-	return i
-}
-
-// greedy orders events respecting real time: an event may come next when
-// no unplaced event returned before it was called; among those the least
-// by less goes first.
-func greedy(events []Event) []Event {
-	if len(events) == 0 {
-		return nil
-	}
-	byCall := make([]int, len(events))
-	for i := range byCall {
-		byCall[i] = i
-	}
-	slices.SortFunc(byCall, func(a, b int) int {
-		return cmp.Or(cmp.Compare(events[a].Call, events[b].Call), cmp.Compare(events[a].Line, events[b].Line))
-	})
-	returns := &idxHeap{events: events, less: func(a, b *Event) bool {
-		return cmp.Or(cmp.Compare(a.Return, b.Return), cmp.Compare(a.Line, b.Line)) < 0
-	}}
-	for i := range events {
-		returns.idx = append(returns.idx, i)
-	}
-	heap.Init(returns)
-	ready := &idxHeap{events: events, less: less}
-	placed := make([]bool, len(events))
-	out := make([]Event, 0, len(events))
-	next := 0
-	for len(out) < len(events) {
-		for placed[returns.idx[0]] {
-			heap.Pop(returns)
-		}
-		r := events[returns.idx[0]].Return
-		for next < len(byCall) && events[byCall[next]].Call <= r {
-			heap.Push(ready, byCall[next])
-			next++
-		}
-		i := heap.Pop(ready).(int)
-		placed[i] = true
-		out = append(out, events[i])
-	}
-	return out
-}
-
-// idxHeap is a heap of event indexes ordered by less.
-type idxHeap struct {
-	idx    []int
-	events []Event
-	less   func(a, b *Event) bool
-}
-
-func (h *idxHeap) Len() int           { return len(h.idx) }
-func (h *idxHeap) Less(i, j int) bool { return h.less(&h.events[h.idx[i]], &h.events[h.idx[j]]) }
-func (h *idxHeap) Swap(i, j int)      { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
-func (h *idxHeap) Push(x any)         { h.idx = append(h.idx, x.(int)) }
-func (h *idxHeap) Pop() any {
-	x := h.idx[len(h.idx)-1]
-	h.idx = h.idx[:len(h.idx)-1]
-	return x
 }

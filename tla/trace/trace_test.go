@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockproof/lockproof/history"
 )
@@ -130,6 +131,22 @@ func checkTrace(t *testing.T, ops []history.Op, tr *Trace) {
 		if i > 0 && op.Kind == history.Fault && tr.Events[i-1].Kind != "fault" {
 			t.Errorf("fault line %d after a non-fault", e.Line)
 		}
+		// Upto: the events up to it were called before this one returned,
+		// and the one after it was not (or is another key's, or MaxAhead).
+		if e.Upto < i+1 || e.Upto > len(tr.Events) || e.Upto-(i+1) > MaxAhead {
+			t.Errorf("line %d at position %d: upto %d", e.Line, i+1, e.Upto)
+		} else {
+			for _, o := range tr.Events[i+1 : e.Upto] {
+				if o.Key != e.Key || o.Call > e.Return {
+					t.Errorf("line %d: upto %d passes line %d (key %d, call %d; return %d)", e.Line, e.Upto, o.Line, o.Key, o.Call, e.Return)
+				}
+			}
+			if e.Upto < len(tr.Events) && e.Upto-(i+1) < MaxAhead {
+				if n := tr.Events[e.Upto]; n.Key == e.Key && n.Call <= e.Return {
+					t.Errorf("line %d: upto %d stops before line %d, called (%d) before it returned (%d)", e.Line, e.Upto, n.Line, n.Call, e.Return)
+				}
+			}
+		}
 		for _, later := range tr.Events[i+1:] {
 			if later.Key == e.Key && later.Return < e.Call {
 				t.Errorf("line %d placed after line %d, which returned (tick %d) before it was called (tick %d)",
@@ -185,60 +202,79 @@ func TestConvertSamples(t *testing.T) {
 }
 
 func TestOrder(t *testing.T) {
-	// The handoff: b's acquire was called (4ms) before a's write and release,
-	// but returned after them: it goes after a's release.
-	tr := mustConvert(t, read(t, filepath.Join("..", "testdata", "ok-fenced-handoff.jsonl")))
-	if got := position(tr, 5); got != 4 {
-		t.Errorf("b's acquire (line 5) at position %d, want 4 (after a's release)", got)
-	}
-	// The unknown acquire never returned: it goes last.
-	tr = mustConvert(t, read(t, filepath.Join("..", "testdata", "ok-unknown-acquire.jsonl")))
-	if got := position(tr, 1); got != 2 {
-		t.Errorf("unknown acquire (line 1) at position %d, want 2 (last)", got)
-	}
-
-	// A release and the next acquire overlap: the acquire returned first,
-	// but it needs the release before it; a rejected write overlapping an
-	// accepted one with a higher token goes after it.
+	// Faults first, then each key by call; each event's Upto reaches the
+	// last event called before it returned.
 	ops := []history.Op{
 		{Line: 1, Client: "a", Kind: history.Acquire, Key: "k", Call: 0, Return: 1, Completed: true, Result: history.OK, TTLMillis: 1000, Token: 1, HasToken: true},
 		{Line: 2, Client: "a", Kind: history.Release, Key: "k", Call: 7, Return: 10, Completed: true, Result: history.OK, Token: 1, HasToken: true},
 		{Line: 3, Client: "b", Kind: history.Acquire, Key: "k", Call: 8, Return: 9, Completed: true, Result: history.OK, TTLMillis: 1000, Token: 2, HasToken: true},
 		{Line: 4, Client: "a", Kind: history.Write, Key: "k", Call: 11, Return: 20, Completed: true, Result: history.Rejected, Token: 1, HasToken: true, Value: "x", HasValue: true},
 		{Line: 5, Client: "b", Kind: history.Write, Key: "k", Call: 12, Return: 13, Completed: true, Result: history.OK, Token: 2, HasToken: true, Value: "y", HasValue: true},
-	}
-	tr = mustConvert(t, ops)
-	checkTrace(t, ops, tr)
-	var lines []int
-	for _, e := range tr.Events {
-		lines = append(lines, e.Line)
-	}
-	if want := []int{1, 2, 3, 5, 4}; !slices.Equal(lines, want) {
-		t.Errorf("order %v, want %v", lines, want)
-	}
-}
-
-// A failed acquire that returned before the holder's release was called
-// must not drag the next holder's acquire ahead of that release (a real
-// partition history).
-func TestOrderFailedOpsGoLate(t *testing.T) {
-	ops := []history.Op{
-		{Line: 1, Client: "a", Kind: history.Acquire, Key: "k", Call: 0, Return: 1, Completed: true, Result: history.OK, TTLMillis: 1000, Token: 1, HasToken: true},
-		{Line: 2, Client: "c", Kind: history.Acquire, Key: "k", Call: 10, Return: 13, Completed: true, Result: history.Fail, TTLMillis: 1000},
-		{Line: 3, Client: "b", Kind: history.Acquire, Key: "k", Call: 12, Return: 20, Completed: true, Result: history.OK, TTLMillis: 1000, Token: 2, HasToken: true},
-		{Line: 4, Client: "a", Kind: history.Release, Key: "k", Call: 14, Return: 19, Completed: true, Result: history.OK, Token: 1, HasToken: true},
-		// Another key's op in between changes nothing: keys are ordered apart.
-		{Line: 5, Client: "d", Kind: history.Acquire, Key: "j", Call: 11, Return: 11, Completed: true, Result: history.OK, TTLMillis: 1000, Token: 9, HasToken: true},
+		{Line: 6, Client: "d", Kind: history.Acquire, Key: "j", Call: 9, Return: 30, Completed: true, Result: history.Fail, TTLMillis: 1000},
+		{Line: 7, Kind: history.Fault, Name: "pause-client c0-1", Call: 5, Return: 15, Completed: true},
 	}
 	tr := mustConvert(t, ops)
 	checkTrace(t, ops, tr)
-	var lines []int
+	var lines, upto []int
 	for _, e := range tr.Events {
 		lines = append(lines, e.Line)
+		upto = append(upto, e.Upto)
 	}
 	// Key "j" is key 1, "k" key 2.
-	if want := []int{5, 1, 2, 4, 3}; !slices.Equal(lines, want) {
+	if want := []int{7, 6, 1, 2, 3, 4, 5}; !slices.Equal(lines, want) {
 		t.Errorf("order %v, want %v", lines, want)
+	}
+	if want := []int{1, 2, 3, 5, 5, 7, 7}; !slices.Equal(upto, want) {
+		t.Errorf("upto %v, want %v", upto, want)
+	}
+}
+
+// An op that never returned may be passed by at most MaxAhead later ops.
+func TestUptoBounded(t *testing.T) {
+	ops := []history.Op{{Line: 1, Client: "a", Kind: history.Write, Key: "k", Call: 0, Result: history.Unknown, Token: 1, HasToken: true, Value: "v", HasValue: true}}
+	for i := range 2 * MaxAhead {
+		ops = append(ops, history.Op{Line: i + 2, Client: "b", Kind: history.Acquire, Key: "k", Call: int64(10 * (i + 1)), Return: int64(10*(i+1) + 5), Completed: true, Result: history.Fail, TTLMillis: 1000})
+	}
+	tr := mustConvert(t, ops)
+	checkTrace(t, ops, tr)
+	if got := tr.Events[0].Upto; got != 1+MaxAhead {
+		t.Errorf("never-returned op: upto %d, want %d", got, 1+MaxAhead)
+	}
+}
+
+// Win marks the ops that overlap a failover window, which lasts Settle past
+// the fault's return; other faults open no window.
+func TestFailoverWindows(t *testing.T) {
+	ms := int64(time.Millisecond)
+	op := func(line int, call, ret int64) history.Op {
+		return history.Op{Line: line, Client: "a", Kind: history.Acquire, Key: "k", Call: call * ms, Return: ret * ms, Completed: true, Result: history.Fail, TTLMillis: 1000}
+	}
+	ops := []history.Op{
+		op(1, 0, 5),     // before the window
+		op(2, 8, 12),    // overlaps its start
+		op(3, 30, 40),   // within Settle after its return
+		op(4, 126, 130), // after Settle
+		op(5, 200, 210), // in the pause-client window only
+		{Line: 6, Kind: history.Fault, Name: "failover partition", Call: 10 * ms, Return: 20 * ms, Completed: true},
+		{Line: 7, Kind: history.Fault, Name: "pause-client c0-1", Call: 190 * ms, Return: 220 * ms, Completed: true},
+	}
+	tr, err := Convert(ops, Options{Settle: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line, want := range map[int]bool{1: false, 2: true, 3: true, 4: false, 5: false} {
+		if got := event(tr, line).Win; got != want {
+			t.Errorf("line %d: win %v, want %v", line, got, want)
+		}
+	}
+	// A failover that never ended: every later op may be affected.
+	ops[5].Completed, ops[5].Return = false, 0
+	tr = mustConvert(t, ops)
+	if !event(tr, 4).Win || !event(tr, 5).Win || event(tr, 1).Win {
+		t.Errorf("unended failover: wins %v %v %v, want false true true", event(tr, 1).Win, event(tr, 4).Win, event(tr, 5).Win)
+	}
+	if _, err := Convert(ops, Options{Settle: -time.Second}); err == nil {
+		t.Error("negative Settle accepted")
 	}
 }
 

@@ -43,9 +43,10 @@ func (t *Trace) WriteModule(w io.Writer, name, source string) error {
 	bw.WriteString("Trace == <<\n")
 	for i, e := range t.Events {
 		fmt.Fprintf(bw, "%s%d, kind |-> %q, res |-> %q, c |-> %d, k |-> %d, tok |-> %d, "+
-			"call |-> %d, ret |-> %d, lo |-> %d, hi |-> %d, val |-> %d, prev |-> %d, fault |-> %s]",
+			"call |-> %d, ret |-> %d, lo |-> %d, hi |-> %d, val |-> %d, prev |-> %d, fault |-> %s, "+
+			"win |-> %s, upto |-> %d]",
 			EventPrefix, e.Line, e.Kind, e.Result, e.Client, e.Key, e.Token,
-			e.Call, e.Return, e.Lo, e.Hi, e.Value, e.Prev, tlaString(e.Fault))
+			e.Call, e.Return, e.Lo, e.Hi, e.Value, e.Prev, tlaString(e.Fault), tlaBool(e.Win), e.Upto)
 		if i < len(t.Events)-1 {
 			bw.WriteByte(',')
 		}
@@ -73,6 +74,8 @@ type jsonEvent struct {
 	Value  int    `json:"val"`
 	Prev   int    `json:"prev"`
 	Fault  string `json:"fault"`
+	Win    bool   `json:"win"`
+	Upto   int    `json:"upto"`
 }
 
 // WriteNDJSON writes the events of t as JSON Lines, one event per line in
@@ -123,6 +126,13 @@ func tlaString(s string) string {
 		}
 	}
 	return string(append(b, '"'))
+}
+
+func tlaBool(b bool) string {
+	if b {
+		return "TRUE"
+	}
+	return "FALSE"
 }
 
 // comment makes s safe inside a \* line comment.
