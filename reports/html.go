@@ -343,6 +343,7 @@ const scenarioPage = `{{define "scenario"}}<!DOCTYPE html>
 <p class="headline {{.Status}}"><span class="word">{{status .Status}}</span></p>
 <p>Lock <b>{{.Lock}}</b> under fault <b>{{.Fault}}</b>{{with .FaultName}} (<code>{{.}}</code>{{with $.FaultStartMs}}, from {{ms .}} into the run{{end}}){{end}}, seed {{.Seed}}: {{.Ops}} operations, {{.Rejected}} refused for a stale token{{if .ElapsedMs}}, {{ms .ElapsedMs}} of wall time{{end}}{{with .Started}}, started {{.}}{{end}}.</p>
 {{with .FaultEvidence}}<p>What the fault did: {{.}}.</p>{{end}}
+<p>Trace validation against the TLA+ model (<code>tla/TraceFencedLock.tla</code>): {{if .TraceAccepted}}<b>accepted</b>: an order of the history consistent with real time follows the model{{else if .TraceRejected}}<b class="bad">REJECTED</b>: no order takes history line {{.TraceLine}}{{else if .TraceNoVerdict}}<b>no verdict</b>: {{.TraceError}}{{else}}not run (<code>lockproof run --tla-jar</code>, fenced lock only){{end}}.</p>
 <table><tr><th>property</th><th>verdict</th><th>predicted</th><th>outcome</th><th>found after the fault</th><th>evidence</th></tr>
 {{range .Properties}}<tr><td>{{.Property}}</td><td class="{{if eq .Verdict "violated"}}violated{{else if eq .Verdict "unknown"}}unknown{{end}}">{{verdict .Verdict}}</td><td>{{want .Want}}</td><td class="{{if eq .Outcome "unexpected"}}bad{{end}}">{{outcome .Outcome}}</td><td>{{with .DetectMs}}{{ms .}}{{else}}—{{end}}</td><td>{{.Evidence}}</td></tr>
 {{end}}</table>

@@ -87,6 +87,15 @@ type ScenarioSummary struct {
 	// DetectMs is, per violated property, the time from the start of the
 	// fault window to the call of the op that completed its first violation.
 	DetectMs map[string]int64 `json:"detect_ms,omitempty"`
+	// Trace is the outcome of validating the history against the TLA+
+	// model (TraceAccepted, TraceRejected, TraceError); empty when not
+	// validated (no --tla-jar, or a lock the model does not describe).
+	Trace string `json:"trace,omitempty"`
+	// TraceLine is, for a rejected trace, the history line of the first
+	// event no order could take.
+	TraceLine int `json:"trace_line,omitempty"`
+	// TraceError says why a validation gave no verdict.
+	TraceError string `json:"trace_error,omitempty"`
 	// AsExpected: every verdict is known and matches the prediction;
 	// Mismatches say which known verdicts do not.
 	AsExpected bool     `json:"as_expected"`
@@ -95,6 +104,17 @@ type ScenarioSummary struct {
 	// seed did not show but another seed of its cell did: as expected.
 	FoundElsewhere []string `json:"found_elsewhere,omitempty"`
 }
+
+// The values of ScenarioSummary.Trace.
+const (
+	// TraceAccepted: some order of the history consistent with real time
+	// follows the model's rules.
+	TraceAccepted = "accepted"
+	// TraceRejected: no order does (TraceLine names where it stops).
+	TraceRejected = "rejected"
+	// TraceError: the validation gave no verdict (TraceError says why).
+	TraceError = "error"
+)
 
 // Cell is one lock × fault of summary.json over its seeds: how often each
 // property was found violated, and how fast. A property predicted to

@@ -85,12 +85,23 @@ type ScenarioReport struct {
 	FaultName     string `json:"fault_name,omitempty"`
 	FaultEvidence string `json:"fault_evidence,omitempty"`
 	FaultStartMs  *int64 `json:"fault_start_ms,omitempty"`
+	// Trace, TraceLine and TraceError: the TLA+ trace validation of the
+	// history (ScenarioSummary.Trace); Trace is "" when not validated.
+	Trace      string `json:"trace,omitempty"`
+	TraceLine  int    `json:"trace_line,omitempty"`
+	TraceError string `json:"trace_error,omitempty"`
 	// Page is the scenario's own HTML page, relative to the run directory.
 	Page   string          `json:"page,omitempty"`
 	Plot   *Plot           `json:"-"`
 	Result *checker.Result `json:"-"`
 	byName map[string]*PropertyOutcome
 }
+
+// TraceAccepted, TraceRejected and TraceNoVerdict say how the scenario's
+// trace validation came out (all false: not validated).
+func (s *ScenarioReport) TraceAccepted() bool  { return s.Trace == TraceAccepted }
+func (s *ScenarioReport) TraceRejected() bool  { return s.Trace == TraceRejected }
+func (s *ScenarioReport) TraceNoVerdict() bool { return s.Trace == TraceError }
 
 // PropertyOutcome is one property of a scenario: its verdict, what was
 // expected, and the evidence.
@@ -255,6 +266,7 @@ func buildScenario(sc *Scenario) *ScenarioReport {
 		Problems: sc.Problems, Plot: sc.Plot, Result: sc.Check, byName: map[string]*PropertyOutcome{},
 		ElapsedMs: sc.ElapsedMs, NotRun: sc.NotRun, Started: sc.Started, FaultName: sc.FaultName, FaultEvidence: sc.FaultEvidence,
 		FaultStartMs: sc.FaultStartMs, Page: sc.Page,
+		Trace: sc.Trace, TraceLine: sc.TraceLine, TraceError: sc.TraceError,
 	}
 	verdicts := []checker.Verdict{sc.Lease, sc.Resource, sc.Liveness}
 	expected := []checker.Verdict{sc.Expected.Lease, sc.Expected.Resource, sc.Expected.Liveness}

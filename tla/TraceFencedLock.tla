@@ -30,7 +30,9 @@
 (*  - an ok acquire needs the key free or its lease possibly expired on   *)
 (*    the master that served it, a fence above every fence that master   *)
 (*    issued, and a fence no other client ever got; the owner of a live   *)
-(*    lease acquiring again gets its own fence (reentrancy, retry);        *)
+(*    lease acquiring again gets its own fence and one more hold           *)
+(*    (reentrancy), and each ok release takes one hold off, the last one  *)
+(*    freeing the key;                                                     *)
 (*  - an ok release or renew needs the owner and token of the lease and   *)
 (*    the lease not surely expired; a failed one needs that the lease     *)
 (*    was not surely valid and owned;                                     *)
@@ -56,7 +58,8 @@ EXTENDS Integers, Sequences, FiniteSets, TLC, TraceData, FencingRule
 VARIABLES
     l,       \* the first event not yet taken
     taken,   \* the events after l already taken
-    lock,    \* per key, per side: the current lease [owner, tok, call, lo, hi]
+    lock,    \* per key, per side: the current lease [owner, tok, n, call, lo, hi]
+             \* (n: the holds its owner took with that fence)
     issued,  \* per key, per side: the highest fence that master issued
     owners,  \* per key: the <<fence, client>> of every ok acquire
     split,   \* per key: TRUE while its ops may go to two masters
@@ -66,7 +69,7 @@ vars == <<l, taken, lock, issued, owners, split, res>>
 
 KeyIds == 1..NumKeys
 Sides == {1, 2}
-NoLease == [owner |-> 0, tok |-> 0, call |-> 0, lo |-> 0, hi |-> 0]
+NoLease == [owner |-> 0, tok |-> 0, n |-> 0, call |-> 0, lo |-> 0, hi |-> 0]
 Max2(a, b) == IF a >= b THEN a ELSE b
 
 Init ==
@@ -81,7 +84,7 @@ Init ==
 MayHaveExpired(ls, t) == ls.owner = 0 \/ t >= ls.lo
 SurelyExpired(ls, t) == t > ls.hi
 Owns(ls, e) == ls.owner = e.c /\ ls.tok = e.tok /\ e.tok > 0
-LeaseOf(e) == [owner |-> e.c, tok |-> e.tok, call |-> e.call, lo |-> e.lo, hi |-> e.hi]
+LeaseOf(e) == [owner |-> e.c, tok |-> e.tok, n |-> 1, call |-> e.call, lo |-> e.lo, hi |-> e.hi]
 
 \* The states of key k's two masters that event e may find: the window
 \* opens (side 2 is the promoted replica, with or without the last lease),
@@ -113,10 +116,10 @@ AcquireOK(e, k, p, s) ==
        /\ lock' = [lock EXCEPT ![k] = [p.lk EXCEPT ![s] = LeaseOf(e)]]
        /\ issued' = [issued EXCEPT ![k] = [p.iss EXCEPT ![s] = e.tok]]
        /\ owners' = [owners EXCEPT ![k] = @ \cup {<<e.tok, e.c>>}]
-    \/ \* the owner again (reentrancy, an idempotent retry): its own fence,
+    \/ \* the owner again (reentrancy): its own fence, one more hold, and
        \* the lease lives at least as long as both
        /\ Owns(ls, e) /\ ~SurelyExpired(ls, e.call)
-       /\ SetLease(k, p, s, [ls EXCEPT !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)])
+       /\ SetLease(k, p, s, [ls EXCEPT !.n = @ + 1, !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)])
        /\ UNCHANGED owners
 
 AcquireEv(e) ==
@@ -137,10 +140,12 @@ ReleaseEv(e) ==
        \E p \in Pre(k, e), s \in SidesOf(e) :
          LET ls == p.lk[s]
              took == Owns(ls, e) /\ ~SurelyExpired(ls, e.call)
-         IN CASE e.res = "ok" -> took /\ SetLease(k, p, s, NoLease)
+             \* one hold fewer; the last one frees the key
+             after == IF ls.n > 1 THEN [ls EXCEPT !.n = @ - 1] ELSE NoLease
+         IN CASE e.res = "ok" -> took /\ SetLease(k, p, s, after)
               [] e.res = "fail" -> FailOK(ls, e) /\ SetLease(k, p, s, ls)
               [] OTHER -> \/ SetLease(k, p, s, ls)
-                          \/ took /\ SetLease(k, p, s, NoLease)
+                          \/ took /\ SetLease(k, p, s, after)
     /\ UNCHANGED <<owners, res>>
 
 RenewEv(e) ==
@@ -149,11 +154,12 @@ RenewEv(e) ==
        \E p \in Pre(k, e), s \in SidesOf(e) :
          LET ls == p.lk[s]
              took == Owns(ls, e) /\ ~SurelyExpired(ls, e.call)
-         IN CASE e.res = "ok" -> took /\ SetLease(k, p, s, [ls EXCEPT !.lo = e.lo, !.hi = e.hi])
+         \* The lock's expiry only grows (luaExtend): a renew with a shorter
+         \* TTL than another hold's does not shorten the lease.
+         IN CASE e.res = "ok" -> took /\ SetLease(k, p, s, [ls EXCEPT !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)])
               [] e.res = "fail" -> FailOK(ls, e) /\ SetLease(k, p, s, ls)
               [] OTHER -> \/ SetLease(k, p, s, ls)
-                          \/ took /\ SetLease(k, p, s, [ls EXCEPT !.lo = IF e.lo < @ THEN e.lo ELSE @,
-                                                                  !.hi = Never])
+                          \/ took /\ SetLease(k, p, s, [ls EXCEPT !.hi = Never])
     /\ UNCHANGED <<owners, res>>
 
 \* The resource takes op e on key k (the fence rises to (tok, c)).

@@ -17,7 +17,7 @@ import (
 // its OnRenew (when nil) by one that announces every watchdog renewal to
 // Deps.Observer.
 func FencedEntry(opts lock.Options) locker.Entry {
-	return locker.Entry{Name: "fenced", Profile: locker.ProfileFenced, WaitBound: opts.WaitBound(1),
+	return locker.Entry{Name: FencedName, Profile: locker.ProfileFenced, WaitBound: opts.WaitBound(1),
 		Doc: "the production lock: owner token, fence, TTL, watchdog, FIFO queue with hand-off, reentrancy",
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {
@@ -37,9 +37,12 @@ func FencedEntry(opts lock.Options) locker.Entry {
 			if err != nil {
 				return nil, mapLockErr(err)
 			}
-			return &Fenced{name: "fenced", d: d, c: currentLock{c}}, nil
+			return &Fenced{name: FencedName, d: d, c: currentLock{c}}, nil
 		}}
 }
+
+// FencedName is the registry name of the production lock (FencedEntry).
+const FencedName = "fenced"
 
 // fencedV1Entry is "fenced-v1": package lock as it was before the fixes of
 // its review (zoo/internal/fencedv1), without watchdog, kept to show that

@@ -192,6 +192,11 @@ type Config struct {
 	// the others (never started, or interrupted: Scenario.NotRun) run. The
 	// plan (locks, faults, seeds, options) should be the interrupted run's.
 	Resume bool
+	// Trace validates the histories of the locks it names against a model
+	// (lock ID → check) for the rows' trace, trace_line and trace_error;
+	// the CLI's --tla-jar sets it for the fenced lock (package tla). A
+	// rejected trace is a mismatch. Nil: no trace is validated.
+	Trace map[string]TraceCheck
 	// Logger receives details; nil discards.
 	Logger *slog.Logger
 }
@@ -701,6 +706,17 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	if row.FaultStartMs != nil {
 		row.DetectMs = detection(res, time.Duration(*row.FaultStartMs)*time.Millisecond, ops)
 	}
+	if check := m.cfg.Trace[s.Lock]; check != nil {
+		accepted, line, err := check(ctx, ops)
+		switch {
+		case err != nil:
+			row.Trace, row.TraceError = reports.TraceError, err.Error()
+		case accepted:
+			row.Trace = reports.TraceAccepted
+		default:
+			row.Trace, row.TraceLine = reports.TraceRejected, line
+		}
+	}
 	if res.Verdict == checker.Violated {
 		if err := visualize(cctx, filepath.Join(dir, reports.VisualizationFile), ops, res, m.cfg.CheckTimeout); err != nil {
 			m.cfg.Logger.Warn("porcupine visualization", "scenario", s.ID(), "err", err)
@@ -775,7 +791,13 @@ func mismatch(p string, v checker.Verdict, w Want) string {
 	return fmt.Sprintf("%s %s, expected %s", p, v, w)
 }
 
-// judge compares a row's verdicts with the prediction.
+// TraceCheck validates one scenario's history against a model: accepted,
+// or the history line of the first event the model refused. An error means
+// no verdict (no TLC, a timeout).
+type TraceCheck func(ctx context.Context, ops []history.Op) (accepted bool, line int, err error)
+
+// judge compares a row's verdicts with the prediction, and a validated
+// trace with the model.
 func judge(reg *locker.Registry, row *Scenario) {
 	exp := ExpectedOf(reg, row.Lock, row.Fault)
 	row.Mismatches = nil
@@ -784,6 +806,9 @@ func judge(reg *locker.Registry, row *Scenario) {
 		if v != checker.Unknown && !w.Matches(v) {
 			row.Mismatches = append(row.Mismatches, mismatch(p, v, w))
 		}
+	}
+	if row.Trace == reports.TraceRejected {
+		row.Mismatches = append(row.Mismatches, fmt.Sprintf("trace rejected by the model at line %d", row.TraceLine))
 	}
 	if exp.Rejected && row.Rejected == 0 && !row.Unknown() {
 		row.Mismatches = append(row.Mismatches, "rejected 0, expected > 0 (the fault did not bite)")

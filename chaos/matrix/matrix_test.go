@@ -676,3 +676,53 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 		t.Errorf("binomialCDF(0, 1, 0.9) = %v; want 0.1", p)
 	}
 }
+
+// TestTraceValidation: Config.Trace validates the histories of the locks it
+// names; the outcome lands in the row, and a rejected trace is a mismatch.
+func TestTraceValidation(t *testing.T) {
+	for _, tc := range []struct {
+		accepted bool
+		line     int
+		err      error
+		want     string
+		asExp    bool
+	}{
+		{accepted: true, want: reports.TraceAccepted, asExp: true},
+		{line: 4, want: reports.TraceRejected},
+		{err: errors.New("no TLC"), want: reports.TraceError, asExp: true},
+	} {
+		var opened []env.Spec
+		var mu sync.Mutex
+		var got []int
+		fr := &fakeRunner{}
+		sum, err := Run(context.Background(), Config{
+			Locks: []string{"fenced", "lua"}, Faults: []string{chaos.FaultPauseClient}, Seeds: []uint64{1},
+			Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true,
+			Trace: map[string]TraceCheck{"fenced": func(ctx context.Context, ops []history.Op) (bool, int, error) {
+				mu.Lock()
+				got = append(got, len(ops))
+				mu.Unlock()
+				return tc.accepted, tc.line, tc.err
+			}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0] != len(fakeHistory("fenced")) {
+			t.Errorf("trace check called with %v ops; want once, with the fenced history", got)
+		}
+		for _, row := range sum.Scenarios {
+			switch row.Lock {
+			case "fenced":
+				if row.Trace != tc.want || row.TraceLine != tc.line || (tc.err != nil) != (row.TraceError != "") || row.AsExpected != tc.asExp {
+					t.Errorf("%+v: row trace %q line %d error %q, as expected %v (mismatches %v)",
+						tc, row.Trace, row.TraceLine, row.TraceError, row.AsExpected, row.Mismatches)
+				}
+			case "lua":
+				if row.Trace != "" {
+					t.Errorf("lua validated: %q", row.Trace)
+				}
+			}
+		}
+	}
+}

@@ -23,6 +23,8 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/matrix"
 	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/tla"
 	"github.com/lockproof/lockproof/zoo"
 )
 
@@ -49,6 +51,7 @@ type runFlags struct {
 	force, resume        bool
 	keepAll              bool
 	mix                  string
+	tlaJar               string
 }
 
 // runRun runs the matrix. Exit codes: 0 every verdict as expected, 1 some
@@ -81,6 +84,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.regressions, "regressions", "chaos/regressions", "directory of saved regressions")
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render report.md/html, junit.xml, report.json")
 	fs.BoolVar(&f.keepAll, "keep-all", false, "keep every history as written and every Porcupine page (default: compress the histories of as-expected scenarios but a sample and the first counterexample per cell)")
+	fs.StringVar(&f.tlaJar, "tla-jar", os.Getenv("TLA2TOOLS_JAR"), "tla2tools.jar: validate each history of the fenced lock against tla/TraceFencedLock.tla with TLC (needs java; default $TLA2TOOLS_JAR; empty: not validated)")
 	fs.BoolVar(&f.verbose, "v", false, "log details to stderr")
 	fs.BoolVar(&f.force, "force", false, "clear --out first when it is not empty")
 	fs.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out (same flags): run only what it did not")
@@ -190,7 +194,20 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockproof run: environment: %v\n", err)
 		return exitEnvironment
 	}
+	var traces map[string]matrix.TraceCheck
+	if f.tlaJar != "" {
+		v := &tla.Validator{Jar: f.tlaJar}
+		if err := v.Available(); err != nil {
+			fmt.Fprintf(stderr, "lockproof run: --tla-jar: %v\n", err)
+			return exitEnvironment
+		}
+		traces = map[string]matrix.TraceCheck{zoo.FencedName: func(ctx context.Context, ops []history.Op) (bool, int, error) {
+			res, err := v.Validate(ctx, ops)
+			return res.Accepted, res.Line, err
+		}}
+	}
 	cfg := matrix.Config{
+		Trace: traces,
 		Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
 		Duration: f.duration, TTL: f.ttl, Clients: f.clients, Hold: f.hold, Think: f.think, Parallel: f.parallel,
 		Out: f.out, CheckTimeout: f.checkTimeout, Progress: stderr, NoReport: f.noReport, KeepAll: f.keepAll, Logger: logger,

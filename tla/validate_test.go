@@ -1,0 +1,66 @@
+package tla
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lockproof/lockproof/history"
+)
+
+// validator is a Validator on $TLA2TOOLS_JAR; the test is skipped without
+// it (TLC is optional here, as in CI: tla/run.sh says so when it is absent).
+func validator(t *testing.T) *Validator {
+	t.Helper()
+	jar := os.Getenv("TLA2TOOLS_JAR")
+	if jar == "" {
+		t.Skip("TLA2TOOLS_JAR not set: no TLC to run (see tla/README.md)")
+	}
+	v := &Validator{Jar: jar}
+	if err := v.Available(); err != nil {
+		t.Fatalf("TLA2TOOLS_JAR=%s: %v", jar, err)
+	}
+	return v
+}
+
+func readHistory(t *testing.T, name string) []history.Op {
+	t.Helper()
+	ops, err := history.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ops
+}
+
+func TestValidate(t *testing.T) {
+	v := validator(t)
+	for _, tc := range []struct {
+		file     string
+		accepted bool
+		line     int
+	}{
+		{"ok-fenced-handoff.jsonl", true, 0},
+		{"violated-two-holders.jsonl", false, 2},
+		{"violated-failover-deleted-release.jsonl", false, 7},
+	} {
+		res, err := v.Validate(context.Background(), readHistory(t, tc.file))
+		if err != nil {
+			t.Errorf("%s: %v", tc.file, err)
+			continue
+		}
+		if res.Accepted != tc.accepted || res.Line != tc.line || res.States == 0 {
+			t.Errorf("%s: %+v; want accepted %v, line %d", tc.file, res, tc.accepted, tc.line)
+		}
+	}
+}
+
+func TestValidateWithoutTLC(t *testing.T) {
+	ops := readHistory(t, "ok-fenced-handoff.jsonl")
+	for _, v := range []*Validator{{}, {Jar: filepath.Join(t.TempDir(), "missing.jar")}, {Jar: "validate.go", Java: "no-such-java-binary"}} {
+		if _, err := v.Validate(context.Background(), ops); !errors.Is(err, ErrNoTLC) {
+			t.Errorf("%+v: err %v, want ErrNoTLC", v, err)
+		}
+	}
+}
