@@ -103,6 +103,7 @@ func TestTraceBadInput(t *testing.T) {
 		{[]string{filepath.Join(dir, "missing.jsonl")}, "missing.jsonl"},
 		{[]string{}, "want exactly one"},
 		{[]string{"--drift", "1.5", traceSample}, "--drift"},
+		{[]string{"--settle", "0s", traceSample}, "--settle"},
 		{[]string{"--out", filepath.Join(dir, "bad-name.tla"), traceSample}, "module name"},
 	} {
 		code, _, errs := runTraceArgs(t, c.args...)

@@ -188,10 +188,6 @@ func event(tr *Trace, line int) Event {
 	return Event{}
 }
 
-func position(tr *Trace, line int) int {
-	return slices.IndexFunc(tr.Events, func(e Event) bool { return e.Line == line })
-}
-
 func TestConvertSamples(t *testing.T) {
 	for _, f := range samples(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
