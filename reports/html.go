@@ -190,8 +190,16 @@ func unexpectedOf(r *Report) []issue {
 				out = append(out, issue{s, p.Property, fmt.Sprintf("%s, predicted %s: %s", verdictWord(p.Verdict), wantWord(p.Want), p.Evidence)})
 			}
 		}
+		if s.TraceRejected() {
+			out = append(out, issue{s, "trace", traceRejectedText(s)})
+		}
 	}
 	return out
+}
+
+// traceRejectedText says where the model refused a scenario's history.
+func traceRejectedText(s *ScenarioReport) string {
+	return fmt.Sprintf("rejected by the TLA+ model (tla/TraceFencedLock.tla): no order of the history takes line %d", s.TraceLine)
 }
 
 func unknownOf(r *Report) []issue {
@@ -250,6 +258,7 @@ func pageTemplates() *template.Template {
 		"unknowns":   unknownOf,
 		"sheet":      sheetOf,
 		"base":       path.Base,
+		"add":        func(a, b int) int { return a + b },
 		"gz":         func(p string) bool { return strings.HasSuffix(p, ".gz") },
 		"pct":        func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
 		"cellof":     func(r *Report, lock, fault string) *CellReport { return r.CellOf(lock, fault) },
@@ -290,7 +299,8 @@ const indexPage = `{{define "index"}}<!DOCTYPE html>
 <h1>lockproof safety report</h1>
 <p class="headline {{.Status}}"><span class="word">{{status .Status}}</span>: {{.Headline}}</p>
 <p class="muted">{{.Counts.Scenarios}} scenarios in {{len .Cells}} lock × fault cells{{with .Started}}, started {{.}}{{end}}. Properties: <b>lease</b> (G1, one holder at a time), <b>resource</b> (G2, no stale write or read accepted), <b>liveness</b> (G3, a lock nobody holds is granted). A verdict says whether the property <i>held</i> or was <i>violated</i>; the outcome says whether that is <i>as expected</i> for this lock under this fault. Unknown is never a pass.</p>
-<nav><a href="#unexpected">Not as expected ({{.Counts.Unexpected}})</a><a href="#unknown">Unknown ({{.Counts.Unknown}})</a><a href="#regressions">Regressions ({{.Counts.Regressions}})</a><a href="#sheet">Guarantee sheet</a><a href="#matrix">Matrix</a></nav>
+{{with .Counts.TraceValidated}}<p class="muted">Trace validation against the TLA+ model: {{.}} fenced-lock histories validated, {{$.Counts.TraceRejected}} rejected.</p>{{end}}
+<nav><a href="#unexpected">Not as expected ({{add .Counts.Unexpected .Counts.TraceRejected}})</a><a href="#unknown">Unknown ({{.Counts.Unknown}})</a><a href="#regressions">Regressions ({{.Counts.Regressions}})</a><a href="#sheet">Guarantee sheet</a><a href="#matrix">Matrix</a></nav>
 
 <h2 id="unexpected">Not as expected</h2>
 {{with unexpected .}}<table><tr><th>scenario</th><th>property</th><th>what happened</th></tr>

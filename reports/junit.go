@@ -102,6 +102,10 @@ func WriteJUnit(w io.Writer, r *Report) error {
 					errs = append(errs, p.Property+" unknown")
 				}
 			}
+			if s.TraceRejected() {
+				fails = append(fails, "trace rejected by the TLA+ model")
+				details = append(details, traceRejectedText(s))
+			}
 			for _, pr := range s.Problems {
 				errs = append(errs, "broken file")
 				details = append(details, pr)

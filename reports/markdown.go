@@ -67,6 +67,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		fmt.Fprintln(b)
 	}
 	fmt.Fprintf(b, "%d scenarios; the HTML report (report.html) has the guarantee sheet and a page per scenario.\n", r.Counts.Scenarios)
+	if r.Counts.TraceValidated > 0 {
+		fmt.Fprintf(b, "\nTrace validation against the TLA+ model: %d fenced-lock histories validated, %d rejected.\n", r.Counts.TraceValidated, r.Counts.TraceRejected)
+	}
 	if err := b.Flush(); err != nil {
 		return fmt.Errorf("write markdown report: %w", err)
 	}

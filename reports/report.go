@@ -59,6 +59,11 @@ type Counts struct {
 	// Regressions counts the cells whose detection rate fell too far below
 	// the promised one to be chance (CellReport.Regressions).
 	Regressions int `json:"regressions"`
+	// TraceValidated counts the scenarios whose history TLC validated
+	// against the TLA+ model (accepted or rejected); TraceRejected the
+	// rejected ones, which fail the run like a verdict not as expected.
+	TraceValidated int `json:"trace_validated,omitempty"`
+	TraceRejected  int `json:"trace_rejected,omitempty"`
 }
 
 // ScenarioReport is one scenario in a report.
@@ -199,6 +204,13 @@ func Build(run *Run) *Report {
 		if len(sr.Problems) > 0 {
 			r.Counts.Problems++
 		}
+		switch sc.Trace {
+		case TraceAccepted:
+			r.Counts.TraceValidated++
+		case TraceRejected:
+			r.Counts.TraceValidated++
+			r.Counts.TraceRejected++
+		}
 		for _, p := range sr.Properties {
 			switch p.Outcome {
 			case Unexpected:
@@ -225,11 +237,14 @@ func Build(run *Run) *Report {
 		}
 	}
 	switch {
-	case r.Counts.Unexpected > 0 || r.Counts.Regressions > 0:
+	case r.Counts.Unexpected > 0 || r.Counts.Regressions > 0 || r.Counts.TraceRejected > 0:
 		r.Status = Fail
 		var parts []string
 		if r.Counts.Unexpected > 0 {
 			parts = append(parts, fmt.Sprintf("%d verdicts not as expected", r.Counts.Unexpected))
+		}
+		if r.Counts.TraceRejected > 0 {
+			parts = append(parts, fmt.Sprintf("%d traces rejected by the TLA+ model", r.Counts.TraceRejected))
 		}
 		if r.Counts.Regressions > 0 {
 			parts = append(parts, fmt.Sprintf("%d cells detect a predicted break too rarely (regression)", r.Counts.Regressions))

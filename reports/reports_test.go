@@ -655,3 +655,42 @@ func TestCompareCells(t *testing.T) {
 		t.Errorf("same rate, 300ms slower: %+v %+v; want no change", d.RateDrops, d.Slowdowns)
 	}
 }
+
+// A trace the TLA+ model rejected fails the report, as it fails the run:
+// the headline, "Not as expected", the Markdown and the JUnit say so.
+func TestTraceRejectedFails(t *testing.T) {
+	run, err := Load(copyRun(t, keep("fenced-none-1", "fenced-none-2", "setnx-pause-client-1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range run.Scenarios {
+		sc := run.Scenarios[i]
+		switch sc.ID {
+		case "fenced-none-1":
+			sc.Trace = TraceAccepted
+		case "fenced-none-2":
+			sc.Trace, sc.TraceLine = TraceRejected, 42
+		}
+	}
+	r := Build(run)
+	if r.Status != Fail || r.Counts.TraceValidated != 2 || r.Counts.TraceRejected != 1 || !strings.Contains(r.Headline, "1 traces rejected by the TLA+ model") {
+		t.Errorf("status %s, counts %+v, headline %q; want fail with one rejected trace", r.Status, r.Counts, r.Headline)
+	}
+	is := unexpectedOf(r)
+	if len(is) != 1 || is[0].Scenario.ID != "fenced-none-2" || !strings.Contains(is[0].Text, "line 42") {
+		t.Errorf("not as expected: %+v", is)
+	}
+	var md, ju bytes.Buffer
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJUnit(&ju, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| fenced-none-2 | trace |") || !strings.Contains(md.String(), "2 fenced-lock histories validated, 1 rejected") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+	if !strings.Contains(ju.String(), "trace rejected by the TLA+ model") {
+		t.Errorf("junit has no failure for the rejected trace:\n%s", ju.String())
+	}
+}
