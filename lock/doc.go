@@ -48,6 +48,16 @@
 //   - Clocks. Validity is measured on the client's monotonic clock from the
 //     start of the acquire, minus Options.Drift; expiry happens on the server's
 //     clock. A server whose clock runs fast expires leases early.
+//   - Fences across a failover between skewed servers. If the promoted
+//     replica's clock is behind the old master's by more than the failover
+//     took, its first fences can be below fences the old master issued: a
+//     fence goes backwards. Data stays safe (a fencing resource refuses the
+//     lower fences, and the owner tie-break refuses an equal one from
+//     another owner), but new holders' writes are refused until the new
+//     master's clock passes the highest fence the resource saw: for at most
+//     the skew. Keep the Redis nodes' clocks in sync (NTP) well within
+//     Sentinel's down-after. tla/FencedLock.tla checks both sides of this
+//     assumption (FencedLock.cfg, FencedLock_skew_unsafe.cfg).
 //
 // # Performance
 //

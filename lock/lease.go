@@ -103,8 +103,10 @@ func (l *Lease) Owner() string {
 }
 
 // Fence returns the fencing token. Fences of successive holders of a key
-// strictly increase; a reentrant hold has its owner's fence. Resources must
-// reject writes carrying a fence below the highest they have seen.
+// strictly increase (across a failover too, while the servers' clocks agree
+// within the failover time: see the package doc); a reentrant hold has its
+// owner's fence. Resources must reject writes carrying a fence below the
+// highest they have seen.
 func (l *Lease) Fence() uint64 {
 	if l == nil {
 		return 0
