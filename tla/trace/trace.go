@@ -314,8 +314,8 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 	// Failover windows, in ns: from the fault's call to its return plus
 	// Settle (or for good, if it never returned).
 	var windows [][2]int64
-	for _, op := range ops {
-		if op.Kind == history.Fault && faultKind(op.Name) == WindowFault {
+	for i, op := range ops {
+		if op.Kind == history.Fault && events[i].Fault == WindowFault {
 			end := int64(math.MaxInt64)
 			if op.Completed {
 				end = satAdd(op.Return, int64(settle))
