@@ -133,9 +133,6 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("%w: no locks (give Locks or Builtins)", matrix.ErrBadConfig)
 	}
 	faults := opts.Faults
-	if len(faults) == 0 {
-		faults = matrix.Faults()
-	}
 	for _, f := range faults {
 		if !slices.Contains(matrix.Faults(), f) {
 			return nil, fmt.Errorf("%w: Faults: %q is not a matrix fault (known: %v)", matrix.ErrBadConfig, f, matrix.Faults())
@@ -157,13 +154,22 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	envOpts := env.Options{Kind: opts.Provider, Docker: docker.New, DockerAvailable: docker.Available, Logger: logger}
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
-	_, err = env.Choose(cctx, envOpts)
+	kind, err := env.Choose(cctx, envOpts)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEnvironment, err)
 	}
+	if len(faults) == 0 {
+		// The default matrix, less the faults this environment cannot run
+		// (failover-skew needs the process environment).
+		var left []error
+		faults, left = matrix.AvailableFaults(kind)
+		for _, err := range left {
+			logger.Warn("fault left out of the default matrix", "reason", err)
+		}
+	}
 	sum, err := matrix.Run(ctx, matrix.Config{
-		Locks: locks, Faults: faults, Seeds: seeds, Duration: opts.Duration, Registry: reg, Mix: opts.Mix,
+		Locks: locks, Faults: faults, Seeds: seeds, Duration: opts.Duration, Registry: reg, Mix: opts.Mix, Kind: kind,
 		Out: out, Progress: opts.Progress, Logger: logger, KeepAll: opts.KeepAll,
 		Open: func(ctx context.Context, spec env.Spec) (env.Env, error) {
 			o := envOpts

@@ -425,3 +425,34 @@ func TestFencedKillProcess(t *testing.T) {
 		t.Errorf("verdicts lease %s, resource %s, liveness %s; want ok\n%s", res.Lease.Verdict, res.Resource.Verdict, res.Liveness.Verdict, describe(out, res))
 	}
 }
+
+// TestFencedFailoverSkew fails the fenced lock's master over to a replica
+// whose clock runs chaos.SkewBehind behind (clock skew between Redis
+// nodes): the promoted node's clock-based fences fall below the old
+// master's, and fencing refuses the new holders until its clock catches up.
+// Data stays safe (G2); the fault's evidence shows the skew read off the
+// promoted node and the fences that went back.
+func TestFencedFailoverSkew(t *testing.T) {
+	f, _ := chaos.Lookup(chaos.FaultFailoverSkew)
+	kind, err := env.Choose(context.Background(), env.Options{Docker: docker.New, DockerAvailable: docker.Available, BYO: env.BYOFromEnviron(os.Getenv)})
+	if err == nil {
+		err = f.Available(kind)
+	}
+	if err != nil {
+		if redistest.InCI() && kind == env.Process {
+			t.Fatalf("CI=true: %v", err)
+		}
+		t.Skip(err)
+	}
+	e := openEnv(t, f.FreshSpec("fenced"))
+	sc := chaos.Scenario{Lock: "fenced", Fault: chaos.FaultFailoverSkew, Seed: *flagSeed, Duration: f.DefaultDuration()}
+	out, res := runAndCheck(t, e, sc)
+	t.Logf("%s\nevidence: %s", describe(out, res), out.FaultEvidence)
+	checkResource(t, out, res, checker.OK)
+	if !strings.Contains(out.FaultEvidence, "clock read") || !strings.Contains(out.FaultEvidence, "grants got a fence below an earlier grant's") {
+		t.Errorf("evidence %q: want the promoted node's clock read behind and fences that went back", out.FaultEvidence)
+	}
+	if res.Counts.Rejected == 0 {
+		t.Errorf("no fenced op refused: the new holders' fences were never below the old master's\n%s", describe(out, res))
+	}
+}

@@ -27,7 +27,16 @@ func evidence(fault nemesis.Fault, ops []history.Op) nemesis.Evidence {
 	if n, ok := fault.(*nemesis.Network); ok && ev.Bit && len(n.Clients) > 0 {
 		return networkBite(ev, fault.Name(), n.Clients, ops)
 	}
+	if h, ok := fault.(historyWitness); ok {
+		return h.evidenceFrom(ev, ops)
+	}
 	return ev
+}
+
+// historyWitness is a fault whose evidence also reads the history: what
+// its effect did to the ops (a skewed failover: fences that went back).
+type historyWitness interface {
+	evidenceFrom(ev nemesis.Evidence, ops []history.Op) nemesis.Evidence
 }
 
 // networkBite counts the ops of clients that overlap the fault window

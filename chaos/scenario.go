@@ -20,34 +20,28 @@ import (
 	"sort"
 	"time"
 
-	toxiclient "github.com/Shopify/toxiproxy/v2/client"
-
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
-// The fault names of the summary.json contract (and two more network faults).
+// The fault names (package contract spells them).
 const (
-	FaultNone        = "none"
-	FaultLatency     = "latency"
-	FaultPartition   = "partition"
-	FaultPauseClient = "pause-client"
-	FaultPauseServer = "pause-server"
-	FaultFailover    = "failover"
-	FaultCrashClient = "crash-client"
-	FaultClockSkew   = "clock-skew"
-	FaultReset       = "reset"
-	FaultBandwidth   = "bandwidth"
-	// FaultPauseProcess pauses a client run as a child process with SIGSTOP
-	// (the scenario adds one such client).
-	FaultPauseProcess = "pause-process"
-	// FaultKillProcess SIGKILLs a client run as a child process (the
-	// scenario adds one) while it waits in line for the lock, or, for a
-	// lock without a blocking acquire, while it holds it: a client that
-	// dies for good, as a crashed process does.
-	FaultKillProcess = "kill-process"
+	FaultNone         = contract.FaultNone
+	FaultLatency      = contract.FaultLatency
+	FaultPartition    = contract.FaultPartition
+	FaultPauseClient  = contract.FaultPauseClient
+	FaultPauseServer  = contract.FaultPauseServer
+	FaultFailover     = contract.FaultFailover
+	FaultCrashClient  = contract.FaultCrashClient
+	FaultClockSkew    = contract.FaultClockSkew
+	FaultReset        = contract.FaultReset
+	FaultBandwidth    = contract.FaultBandwidth
+	FaultPauseProcess = contract.FaultPauseProcess
+	FaultKillProcess  = contract.FaultKillProcess
+	FaultFailoverSkew = contract.FaultFailoverSkew
 )
 
 // ErrScenario wraps errors about a bad Scenario.
@@ -57,14 +51,6 @@ var ErrScenario = errors.New("bad scenario")
 // nothing held, crashed, promoted, or no op of the clients it cut was
 // slowed or lost. The scenario is inconclusive.
 var ErrNoBite = errors.New("the fault did not bite")
-
-// Faults returns the fault names Run accepts, sorted.
-func Faults() []string {
-	f := []string{FaultNone, FaultLatency, FaultPartition, FaultPauseClient, FaultPauseServer,
-		FaultFailover, FaultCrashClient, FaultClockSkew, FaultReset, FaultBandwidth, FaultPauseProcess, FaultKillProcess}
-	sort.Strings(f)
-	return f
-}
 
 // Scenario is one run: a lock under one fault.
 type Scenario struct {
@@ -140,12 +126,15 @@ func (s Scenario) withDefaults() (Scenario, error) {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
-	known := false
-	for _, f := range Faults() {
-		known = known || f == s.Fault
-	}
-	if !known {
+	f, ok := Lookup(s.Fault)
+	if !ok {
 		return s, fmt.Errorf("%w: Fault %q: want one of %v", ErrScenario, s.Fault, Faults())
+	}
+	switch {
+	case s.PauseAfter != "" && f.Point != PointAfter:
+		return s, fmt.Errorf("%w: PauseAfter %q: fault %s takes no pause point", ErrScenario, s.PauseAfter, s.Fault)
+	case (s.CrashAfter != "" || s.CrashBefore != "") && f.Point != PointAfterOrBefore:
+		return s, fmt.Errorf("%w: CrashAfter/CrashBefore: fault %s takes no crash point", ErrScenario, s.Fault)
 	}
 	if s.Duration < 0 || s.TTL < 0 {
 		return s, fmt.Errorf("%w: Duration and TTL must be positive", ErrScenario)
@@ -174,9 +163,8 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 
 	wc := sc.Workload
 	wc.Lock, wc.Keys, wc.Clients, wc.TTL, wc.Seed, wc.KeyPrefix = sc.Lock, sc.Keys, sc.Clients, sc.TTL, sc.Seed, sc.KeyPrefix
-	if (sc.Fault == FaultPauseProcess || sc.Fault == FaultKillProcess) && wc.Processes == 0 {
-		wc.Processes = 1
-	}
+	fault, _ := Lookup(sc.Fault) // known: withDefaults
+	wc.Processes = max(wc.Processes, fault.Processes)
 	if wc.Logger == nil {
 		wc.Logger = sc.Logger
 	}
@@ -196,16 +184,16 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 	rctx, cancel := context.WithTimeout(ctx, sc.Duration)
 	defer cancel()
 	rng := rand.New(rand.NewPCG(sc.Seed, 0xfa17))
-	fault, faultErr := inject(rctx, ctx, e, sc, wl, rec, rng)
+	nf, faultErr := inject(rctx, ctx, e, sc, fault, wl, rec, rng)
 	out.FaultErr = faultErr
-	if fault != nil {
-		out.FaultName = fault.Name()
+	if nf != nil {
+		out.FaultName = nf.Name()
 	}
 	// The workload runs for Duration and, after a pause that healed late,
 	// for two TTLs more: a pause bites through what the woken client does
 	// next (its late write, its release), which it must get to do.
 	end := start.Add(sc.Duration)
-	if sc.Fault == FaultPauseClient {
+	if fault.Linger {
 		if t := time.Now().Add(2 * sc.TTL); t.After(end) {
 			end = t
 		}
@@ -223,10 +211,10 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 		return out, fmt.Errorf("run %s/%s: history: %w", sc.Lock, sc.Fault, err)
 	}
 	out.Ops = rec.Ops()
-	if fault != nil {
+	if nf != nil {
 		// Asked now, not at Stop: a crash armed at a command strikes
 		// whenever the victim gets there.
-		ev := evidence(fault, out.Ops)
+		ev := evidence(nf, out.Ops)
 		out.FaultEvidence = ev.Text
 		if !ev.Bit && out.FaultErr == nil {
 			out.FaultErr = fmt.Errorf("%w: %s", ErrNoBite, ev.Text)
@@ -242,8 +230,8 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 // ctx ends with the run's Duration and bounds every wait for the fault's
 // moment; outer is the scenario's own context, which bounds a window that
 // opened late (a pause counted from its strike) instead.
-func inject(ctx, outer context.Context, e env.Env, sc Scenario, wl *workload.Workload, rec *history.Recorder, rng *rand.Rand) (nemesis.Fault, error) {
-	if sc.Fault == FaultNone {
+func inject(ctx, outer context.Context, e env.Env, sc Scenario, fault Fault, wl *workload.Workload, rec *history.Recorder, rng *rand.Rand) (nemesis.Fault, error) {
+	if fault.strike == nil { // none
 		return nil, nil
 	}
 	warm := sc.Duration/5 + time.Duration(rng.Int64N(int64(sc.Duration/10)+1))
@@ -252,162 +240,30 @@ func inject(ctx, outer context.Context, e env.Env, sc Scenario, wl *workload.Wor
 	case <-ctx.Done():
 		return nil, nil
 	}
-	clients := wl.Clients
-	victim := clients[rng.IntN(len(clients))]
-	group := pick(rng, clients, (len(clients)+1)/2)
+	if fault.Processes > 0 && len(wl.Procs) == 0 {
+		return nil, fmt.Errorf("%w: %s needs Workload.Processes > 0", ErrScenario, fault.Name)
+	}
+	s := &striking{ctx: ctx, outer: outer, env: e, sc: sc, wl: wl, rng: rng}
+	s.victim = wl.Clients[rng.IntN(len(wl.Clients))]
+	s.group = pick(rng, wl.Clients, (len(wl.Clients)+1)/2)
 	var links []*env.Links
-	for _, c := range group {
+	for _, c := range s.group {
 		links = append(links, c.Links)
+		s.names = append(s.names, c.Name)
 	}
-	var proxies []*toxiclient.Proxy
 	if len(links) > 0 {
-		proxies = nemesis.ClientProxies(links...)
+		s.proxies = nemesis.ClientProxies(links...)
 	}
-	names := make([]string, len(group))
-	for i, c := range group {
-		names[i] = c.Name
+	a, err := fault.strike(s)
+	if err != nil {
+		return a.fault, err
 	}
-	window := 3 * sc.TTL
-	var f nemesis.Fault
-	switch sc.Fault {
-	case FaultLatency:
-		f = cut(nemesis.Latency(fmt.Sprintf("latency %v", names), proxies, 20*time.Millisecond, 10*time.Millisecond), names)
-		window = sc.Duration / 2
-	case FaultPartition:
-		f = cut(nemesis.Partition(fmt.Sprintf("partition %v", names), proxies), names)
-	case FaultReset:
-		f = cut(nemesis.Reset(fmt.Sprintf("reset %v", names), proxies), names)
-	case FaultBandwidth:
-		f = cut(nemesis.Bandwidth(fmt.Sprintf("bandwidth %v", names), proxies, 1), names)
-	case FaultPauseClient:
-		if sc.PauseAfter != "" {
-			// Arm the pause and count its window from the strike: the
-			// victim may reach its fault point long after the arming (it
-			// must win the lock first), and a window counted from the
-			// arming would leave too short a pause to outlive the TTL.
-			pf := &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate, After: sc.PauseAfter}
-			f = pf
-			pf.Arm()
-			struck := victim.Gate.Struck()
-			if err := bounded(ctx, func(c context.Context) error {
-				select {
-				case <-struck:
-					return nil
-				case <-c.Done():
-					return c.Err()
-				}
-			}); err != nil {
-				victim.Gate.PauseAfter("")
-				victim.Gate.Resume() // in case it struck as the wait gave up
-				return f, fmt.Errorf("pause-client: armed after %s, %s never got there: %w", sc.PauseAfter, victim.Name, err)
-			}
-			sc.Logger.Info("fault", "name", f.Name(), "window", window, "struck", true)
-			return f, nemesis.Apply(outer, rec, f, window)
-		}
-		// Pause the victim while it holds its lock, for longer than the TTL:
-		// it wakes believing it holds a lock another client took meanwhile.
-		if err := bounded(ctx, victim.WaitHolding); err != nil {
-			return nil, fmt.Errorf("pause-client: %w", err)
-		}
-		f = &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate}
-	case FaultPauseProcess:
-		if len(wl.Procs) == 0 {
-			return nil, fmt.Errorf("%w: pause-process needs Workload.Processes > 0", ErrScenario)
-		}
-		p := wl.Procs[rng.IntN(len(wl.Procs))]
-		if err := bounded(ctx, p.WaitHolding); err != nil {
-			return nil, fmt.Errorf("pause-process: %w", err)
-		}
-		f = &nemesis.PauseProcess{Client: p.Name, Pid: p.Pid}
-	case FaultKillProcess:
-		if len(wl.Procs) == 0 {
-			return nil, fmt.Errorf("%w: kill-process needs Workload.Processes > 0", ErrScenario)
-		}
-		p := wl.Procs[rng.IntN(len(wl.Procs))]
-		where, wait := "holding", p.WaitHolding
-		if victim.CanWait() { // the child runs the same lock as every client
-			where, wait = "queued", p.WaitQueued
-		}
-		f = &nemesis.CrashClients{Label: fmt.Sprintf("kill-process %s (%s)", p.Name, where), Steps: []func(context.Context) error{
-			func(ctx context.Context) error {
-				if err := bounded(ctx, wait); err != nil {
-					return err
-				}
-				return p.Kill()
-			}}}
-		window = 0
-	case FaultCrashClient:
-		if sc.CrashAfter != "" || sc.CrashBefore != "" {
-			f = &nemesis.CrashClient{Client: victim.Name, Gate: victim.Gate, After: sc.CrashAfter, Before: sc.CrashBefore}
-			window = 0
-			break
-		}
-		// Crash the victim while it holds its lock. For a lock that waits
-		// in line, then crash another client while it waits there (behind
-		// the dead holder's lease): a dead waiter first in line, which must
-		// not hold up the live ones for long once the lease expires
-		// (waiter liveness).
-		holdCrash := func(ctx context.Context) error {
-			if err := bounded(ctx, victim.WaitHolding); err != nil {
-				return err
-			}
-			victim.Gate.Crash()
-			return nil
-		}
-		steps, name := []func(context.Context) error{holdCrash}, "crash-client "+victim.Name
-		if others := without(clients, victim); victim.CanWait() && len(others) > 1 {
-			queuedCrash := func(ctx context.Context) error {
-				var waiter *workload.Client
-				err := bounded(ctx, func(ctx context.Context) (err error) {
-					waiter, err = workload.FirstQueued(ctx, others)
-					return err
-				})
-				if err != nil {
-					return err
-				}
-				waiter.Gate.Crash()
-				sc.Logger.Info("crashed while queued", "client", waiter.Name)
-				return nil
-			}
-			steps = append(steps, queuedCrash)
-			name = fmt.Sprintf("crash-client %s (holding), then a waiter in line", victim.Name)
-		}
-		f = &nemesis.CrashClients{Label: name, Steps: steps}
-		window = 0
-	case FaultClockSkew:
-		f = &nemesis.ClockSkew{Client: victim.Name, Clock: victim.Clock, Offset: 4 * sc.TTL}
-		window = sc.Duration / 2
-	case FaultPauseServer:
-		m, err := env.Master(ctx, e.Topology())
-		if err != nil {
-			return nil, fmt.Errorf("pause-server: %w", err)
-		}
-		f = &nemesis.PauseServer{Env: e, NodeID: m.ID}
-		window = sc.TTL + sc.TTL/2
-	case FaultFailover:
-		// Isolate the master from its replicas and Sentinels; clients keep
-		// using it until they follow Sentinel's switch, so leases taken there
-		// since the partition are lost.
-		// Without replication proxies (bring your own), ask Sentinel.
-		mode := nemesis.FailoverPartition
-		if m, err := env.Master(ctx, e.Topology()); err == nil && m.ReplProxy == "" {
-			mode = nemesis.FailoverCommand
-		}
-		f = &nemesis.Failover{Env: e, Mode: mode,
-			ReplLatency: 20 * time.Millisecond, ReplLag: sc.TTL, Promote: sc.Duration}
-		window = sc.TTL
-	default:
-		return nil, fmt.Errorf("%w: fault %q", ErrScenario, sc.Fault)
+	wctx := ctx
+	if a.outer {
+		wctx = outer
 	}
-	sc.Logger.Info("fault", "name", f.Name(), "window", window)
-	return f, nemesis.Apply(ctx, rec, f, window)
-}
-
-// cut records on n the clients whose proxies it acts on: what it did to
-// their traffic is its evidence (see networkBite).
-func cut(n *nemesis.Network, clients []string) *nemesis.Network {
-	n.Clients = clients
-	return n
+	sc.Logger.Info("fault", "name", a.fault.Name(), "window", a.window, "struck", a.outer)
+	return a.fault, nemesis.Apply(wctx, rec, a.fault, a.window)
 }
 
 // strikeWait bounds how long a fault waits for its moment (a client

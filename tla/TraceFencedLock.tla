@@ -52,6 +52,13 @@
 (* key after the window finds one survivor's lease and fences above both. *)
 (* Only ops that overlap a window get this latitude: the rest of the     *)
 (* history is checked against one master.                                 *)
+(*                                                                         *)
+(* Skewed clocks (TraceData's Skewed: a failover-skew window).  The       *)
+(* promoted replica's clock may be behind, so its fences may start below  *)
+(* the lost ones (docs/DESIGN.md): side 2 starts with no fence to exceed, *)
+(* and the survivor keeps its own fences.  Each master's fences still     *)
+(* rise, no fence has two owners, and the resource still refuses ops      *)
+(* below the highest fence it saw.                                        *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, TLC, TraceData, FencingRule
 
@@ -91,11 +98,13 @@ LeaseOf(e) == [owner |-> e.c, tok |-> e.tok, n |-> 1, call |-> e.call, lo |-> e.
 \* closes (one side survives, with the fences of both), or goes on.
 Pre(k, e) ==
     IF e.win /\ ~split[k]
-    THEN {[lk |-> [lock[k] EXCEPT ![2] = x], iss |-> [s \in Sides |-> issued[k][1]]]
+    THEN {[lk |-> [lock[k] EXCEPT ![2] = x],
+           iss |-> [issued[k] EXCEPT ![2] = IF Skewed THEN 0 ELSE issued[k][1]]]
             : x \in {lock[k][1], NoLease}}
     ELSE IF ~e.win /\ split[k]
     THEN {[lk |-> [s \in Sides |-> lock[k][w]],
-           iss |-> [s \in Sides |-> Max2(issued[k][1], issued[k][2])]] : w \in Sides}
+           iss |-> [s \in Sides |-> IF Skewed THEN issued[k][w]
+                                    ELSE Max2(issued[k][1], issued[k][2])]] : w \in Sides}
     ELSE {[lk |-> lock[k], iss |-> issued[k]]}
 
 \* The sides that may have served e.

@@ -172,6 +172,11 @@ func disableRyuk(log *slog.Logger) {
 // waits until every Sentinel sees the master, the other Sentinels and the
 // replicas. On error everything started so far is removed. Close stops it all.
 func Start(ctx context.Context, spec env.Spec, o Options) (*Env, error) {
+	if spec.ReplicaClockBehind != 0 {
+		// The containers share the host's kernel clock, and the image has
+		// no clock shim: only the process environment can skew a node.
+		return nil, fmt.Errorf("docker environment: replicas' clocks behind the master's: %w (the process environment can)", env.ErrUnavailable)
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()

@@ -96,6 +96,12 @@ type Spec struct {
 	DownAfter time.Duration
 	// FailoverTimeout is Sentinel's failover-timeout; default 3s.
 	FailoverTimeout time.Duration
+	// ReplicaClockBehind sets the wall clocks of the master's replicas this
+	// far behind the master's (and the host's), in whole seconds: a promoted
+	// replica then issues clock-based fences below the old master's. Only the
+	// process environment can (it starts redis-server under datefudge,
+	// redisproc.ClockBehind); others refuse a Spec that asks (ErrUnavailable).
+	ReplicaClockBehind time.Duration
 }
 
 // WithDefaults returns s with the defaults filled in.

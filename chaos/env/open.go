@@ -75,6 +75,9 @@ func Open(ctx context.Context, o Options) (Env, error) {
 		}
 		return e, nil
 	default: // BYO
+		if o.Spec.ReplicaClockBehind != 0 {
+			return nil, fmt.Errorf("%s=byo: the deployment's clocks are its own (Spec.ReplicaClockBehind): %w", EnvVar, ErrUnavailable)
+		}
 		if o.BYO == nil {
 			return nil, fmt.Errorf("%s=byo: no deployment given (Options.BYO): %w", EnvVar, ErrUnavailable)
 		}

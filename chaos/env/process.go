@@ -39,6 +39,7 @@ type procNode struct {
 	port  int
 	dir   string
 	extra []string // config lines for a restart
+	env   []string // environment variables, for a restart too (a skewed clock)
 	proc  *redisproc.Process
 }
 
@@ -66,6 +67,11 @@ func NewProcess(ctx context.Context, spec Spec, log *slog.Logger) (*ProcessEnv, 
 		log = slog.Default()
 	}
 	spec = spec.WithDefaults()
+	if spec.ReplicaClockBehind != 0 {
+		if _, err := redisproc.ClockBehind(spec.ReplicaClockBehind); err != nil {
+			return nil, fmt.Errorf("process environment: replicas' clocks: %w: %w", ErrUnavailable, err)
+		}
+	}
 	root, err := os.MkdirTemp("", "lockproof-env-*")
 	if err != nil {
 		return nil, fmt.Errorf("process environment: temp dir: %w", err)
@@ -90,7 +96,11 @@ func (e *ProcessEnv) start(ctx context.Context) error {
 
 	// Data nodes: start each, put its replication proxy in front, announce the proxy.
 	for i := 0; i <= e.spec.Replicas; i++ {
-		n, err := e.startNode(ctx, fmt.Sprintf("data-%d", i), RoleData)
+		var clock []string
+		if i > 0 && e.spec.ReplicaClockBehind != 0 {
+			clock, _ = redisproc.ClockBehind(e.spec.ReplicaClockBehind) // checked by NewProcess
+		}
+		n, err := e.startNode(ctx, fmt.Sprintf("data-%d", i), RoleData, clock...)
 		if err != nil {
 			return err
 		}
@@ -149,18 +159,18 @@ func (e *ProcessEnv) start(ctx context.Context) error {
 	return nil
 }
 
-// startNode starts one redis-server; a data node gets its replication proxy
-// and announces it.
-func (e *ProcessEnv) startNode(ctx context.Context, id string, role Role) (*procNode, error) {
+// startNode starts one redis-server with the given extra environment
+// variables; a data node gets its replication proxy and announces it.
+func (e *ProcessEnv) startNode(ctx context.Context, id string, role Role, vars ...string) (*procNode, error) {
 	dir := filepath.Join(e.root, id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}
-	p, err := redisproc.Start(ctx, redisproc.Config{Dir: dir, Extra: nodeConf})
+	p, err := redisproc.Start(ctx, redisproc.Config{Dir: dir, Extra: nodeConf, Env: vars})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
-	n := &procNode{node: Node{ID: id, Role: role, Addr: p.Addr, Upstream: p.Addr}, port: p.Port, dir: dir, proc: p}
+	n := &procNode{node: Node{ID: id, Role: role, Addr: p.Addr, Upstream: p.Addr}, port: p.Port, dir: dir, env: vars, proc: p}
 	n.extra = append([]string(nil), nodeConf...)
 	e.mu.Lock()
 	e.nodes[id] = n
@@ -324,7 +334,7 @@ func (e *ProcessEnv) Restart(ctx context.Context, nodeID string) error {
 			extra = append(append([]string(nil), extra...), "replicaof "+h+" "+port)
 		}
 	}
-	p, err := redisproc.Start(ctx, redisproc.Config{Port: n.port, Dir: n.dir, Extra: extra})
+	p, err := redisproc.Start(ctx, redisproc.Config{Port: n.port, Dir: n.dir, Extra: extra, Env: n.env})
 	if err != nil {
 		return fmt.Errorf("restart %s on port %s: %w", nodeID, strconv.Itoa(n.port), err)
 	}

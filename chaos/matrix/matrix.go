@@ -18,6 +18,7 @@
 package matrix
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -57,7 +58,7 @@ type Spec struct {
 	// crash-client only) the fault strikes ("" for the fault's default).
 	After, Before string
 	// Duration of the workload and TTL of the leases; 0 takes the matrix
-	// defaults (DefaultDuration, chaos's TTL).
+	// defaults (the fault's chaos.Fault DefaultDuration, chaos's TTL).
 	Duration, TTL time.Duration
 	// Clients per key; 0 takes the matrix default for the fault (Shape).
 	Clients int
@@ -101,45 +102,6 @@ func (r SpecRecord) spec(lock, fault string, seed uint64) Spec {
 // ID names the scenario and its directory: <lock>-<fault>-<seed>.
 func (s Spec) ID() string { return fmt.Sprintf("%s-%s-%d", s.Lock, s.Fault, s.Seed) }
 
-// global reports whether the fault acts on the whole environment.
-func (s Spec) global() bool {
-	return s.Fault == chaos.FaultPauseServer || s.Fault == chaos.FaultFailover
-}
-
-// DefaultDuration is the workload duration the matrix gives a fault: long
-// enough for the fault's window, its warm-up and what follows it to fit, and
-// short enough for the default matrix to take a few minutes.
-func DefaultDuration(fault string) time.Duration {
-	if fault == chaos.FaultFailover {
-		return 6 * time.Second
-	}
-	return 3 * time.Second
-}
-
-// WorkloadShape is the contention of a scenario's workload.
-type WorkloadShape struct {
-	Clients                int
-	Hold, Think, OpTimeout time.Duration
-}
-
-// Shape is the workload the matrix gives a fault by default. Under
-// pause-client the woken holder's flaws only show when another client holds
-// the lock at that moment (a DEL deleting the next holder's lock) or took it
-// meanwhile (a stale write): more clients, longer holds and shorter thinking
-// keep the lock held nearly all the time, so that the fault bites in nearly
-// every seed. Their operations time out after 3s, longer than the pause
-// (3×TTL): a client paused between two commands of one operation (get-del's
-// GET and DEL) still sends the second when it wakes, as a client without a
-// deadline would; with a deadline shorter than the pause it would give up.
-// Other faults keep chaos's defaults (3 clients, hold ≤20ms, think ≤10ms,
-// operations time out after 1s).
-func Shape(fault string) WorkloadShape {
-	if fault == chaos.FaultPauseClient {
-		return WorkloadShape{Clients: 5, Hold: 50 * time.Millisecond, Think: 5 * time.Millisecond, OpTimeout: 3 * time.Second}
-	}
-	return WorkloadShape{Clients: 3, Hold: 20 * time.Millisecond, Think: 10 * time.Millisecond, OpTimeout: time.Second}
-}
-
 // DefaultTTL is the lease length of the matrix's scenarios (chaos's default).
 const DefaultTTL = 500 * time.Millisecond
 
@@ -151,7 +113,8 @@ type Config struct {
 	Locks  []string
 	Faults []string
 	Seeds  []uint64
-	// Duration overrides DefaultDuration for every scenario without one; TTL,
+	// Duration overrides the faults' durations (chaos.Fault DefaultDuration)
+	// for every scenario without one; TTL,
 	// Clients, Hold and Think likewise (0: defaults).
 	Duration, TTL, Hold, Think time.Duration
 	Clients                    int
@@ -160,8 +123,13 @@ type Config struct {
 	Parallel int
 	// Out is the run directory; required.
 	Out string
+	// Kind is the kind of environment Open makes, when known: a fault that
+	// cannot run there (chaos.Fault Available) is refused up front, and the
+	// default plan (no Faults) leaves it out. "" checks nothing.
+	Kind env.Kind
 	// Open opens environments; required. The shared environment is opened
-	// with SharedSpec, each failover scenario's with FailoverSpec.
+	// with chaos.SharedSpec, each scenario of a chaos.ScopeFresh fault with
+	// its chaos.Fault FreshSpec.
 	Open Opener
 	// Registry holds the locks Locks and Specs name; nil means
 	// zoo.Builtin(). Register your own lock in it to run it under the
@@ -199,21 +167,6 @@ type Config struct {
 	Trace map[string]TraceCheck
 	// Logger receives details; nil discards.
 	Logger *slog.Logger
-}
-
-// SharedSpec is the topology of the shared environment: Redlock masters for
-// redlock, and a Sentinel slow enough (3s) that a paused server is not
-// failed over.
-func SharedSpec() env.Spec { return env.Spec{Redlock: 3, DownAfter: 3 * time.Second} }
-
-// FailoverSpec is the topology of a failover scenario's fresh environment:
-// a quick Sentinel (500ms, failover timeout 2s).
-func FailoverSpec(lock string) env.Spec {
-	s := env.Spec{DownAfter: 500 * time.Millisecond, FailoverTimeout: 2 * time.Second}
-	if lock == "redlock" {
-		s.Redlock = 3
-	}
-	return s
 }
 
 // Scenario is one scenario of summary.json: the contract's fields
@@ -303,50 +256,31 @@ func (c Config) specs() ([]Spec, error) {
 		if s.Lock == "" || s.Fault == "" {
 			return nil, fmt.Errorf("%w: scenario %d: lock and fault are required", ErrBadConfig, i)
 		}
-		if (s.After != "" || s.Before != "") && s.Fault != chaos.FaultPauseClient && s.Fault != chaos.FaultCrashClient {
-			return nil, fmt.Errorf("%w: scenario %s: a fault point (after/before) needs pause-client or crash-client", ErrBadConfig, s.ID())
+		fault, ok := chaos.Lookup(s.Fault)
+		if !ok {
+			return nil, fmt.Errorf("%w: scenario %s: fault %q: want one of %v", ErrBadConfig, s.ID(), s.Fault, chaos.Faults())
 		}
-		if s.Before != "" && s.Fault != chaos.FaultCrashClient || s.After != "" && s.Before != "" {
+		if err := fault.Available(c.Kind); err != nil {
+			return nil, fmt.Errorf("%w: scenario %s: %w", ErrBadConfig, s.ID(), err)
+		}
+		if (s.After != "" || s.Before != "") && fault.Point == chaos.PointNone {
+			return nil, fmt.Errorf("%w: scenario %s: a fault point (after/before) needs a fault that takes one (pause-client, crash-client)", ErrBadConfig, s.ID())
+		}
+		if s.Before != "" && fault.Point != chaos.PointAfterOrBefore || s.After != "" && s.Before != "" {
 			return nil, fmt.Errorf("%w: scenario %s: before is for crash-client only, and excludes after", ErrBadConfig, s.ID())
 		}
 		if seen[s.ID()] {
 			return nil, fmt.Errorf("%w: scenario %s given twice", ErrBadConfig, s.ID())
 		}
 		seen[s.ID()] = true
-		if s.Duration == 0 {
-			s.Duration = c.Duration
-		}
-		if s.Duration == 0 {
-			s.Duration = DefaultDuration(s.Fault)
-		}
-		if s.TTL == 0 {
-			s.TTL = c.TTL
-		}
-		if s.TTL == 0 {
-			s.TTL = DefaultTTL
-		}
-		if s.Clients == 0 {
-			s.Clients = c.Clients
-		}
-		if s.Hold == 0 {
-			s.Hold = c.Hold
-		}
-		if s.Think == 0 {
-			s.Think = c.Think
-		}
-		sh := Shape(s.Fault)
-		if s.Clients == 0 {
-			s.Clients = sh.Clients
-		}
-		if s.Hold == 0 {
-			s.Hold = sh.Hold
-		}
-		if s.Think == 0 {
-			s.Think = sh.Think
-		}
-		if s.OpTimeout == 0 {
-			s.OpTimeout = sh.OpTimeout
-		}
+		// The scenario's own value, else the run's, else the fault's default.
+		sh := fault.WorkloadShape()
+		s.Duration = cmp.Or(s.Duration, c.Duration, fault.DefaultDuration())
+		s.TTL = cmp.Or(s.TTL, c.TTL, DefaultTTL)
+		s.Clients = cmp.Or(s.Clients, c.Clients, sh.Clients)
+		s.Hold = cmp.Or(s.Hold, c.Hold, sh.Hold)
+		s.Think = cmp.Or(s.Think, c.Think, sh.Think)
+		s.OpTimeout = cmp.Or(s.OpTimeout, sh.OpTimeout)
 		if s.Duration < 0 || s.TTL < 0 || s.Clients < 0 || s.Hold < 0 || s.Think < 0 || s.OpTimeout < 0 {
 			return nil, fmt.Errorf("%w: scenario %s: duration, ttl, clients, hold and think must not be negative", ErrBadConfig, s.ID())
 		}
@@ -404,16 +338,18 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 
 	// Scenarios on the shared environment first (a few at a time), then
-	// pause-server ones alone, then each failover on a fresh environment.
+	// those of server faults alone, then each of a fresh-environment fault
+	// (a failover) on an environment of its own.
 	var local, paused, failover []int
 	for i, s := range specs {
 		if m.rows[i] != nil {
 			continue // finished before (Resume)
 		}
-		switch {
-		case s.Fault == chaos.FaultFailover:
+		f, _ := chaos.Lookup(s.Fault) // known: specs
+		switch f.Scope {
+		case chaos.ScopeFresh:
 			failover = append(failover, i)
-		case s.global():
+		case chaos.ScopeServers:
 			paused = append(paused, i)
 		default:
 			local = append(local, i)
@@ -536,7 +472,7 @@ func (m *matrix) sharedEnv(ctx context.Context) (env.Env, error) {
 	if !m.opened {
 		m.opened = true
 		octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		m.shared, m.sharedEr = m.cfg.Open(octx, SharedSpec())
+		m.shared, m.sharedEr = m.cfg.Open(octx, chaos.SharedSpec())
 		cancel()
 		if m.sharedEr != nil {
 			m.sharedEr = fmt.Errorf("open the shared environment: %w", m.sharedEr)
@@ -578,7 +514,8 @@ func (m *matrix) runFresh(ctx context.Context, i int) {
 	start := time.Now()
 	s := m.specs[i]
 	octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	e, err := m.cfg.Open(octx, FailoverSpec(s.Lock))
+	f, _ := chaos.Lookup(s.Fault) // known: specs
+	e, err := m.cfg.Open(octx, f.FreshSpec(s.Lock))
 	cancel()
 	if err != nil {
 		m.finish(i, m.failed(s, fmt.Errorf("open a fresh environment: %w", err)), start)

@@ -326,8 +326,9 @@ func TestRunWritesTheContract(t *testing.T) {
 				wantAfter = UnfencedReadCommand
 			}
 		}
+		f, _ := chaos.Lookup(sc.Fault)
 		if sc.PauseAfter != wantAfter || sc.CrashAfter != "" || sc.Clients != wantClients || sc.TTL != DefaultTTL ||
-			sc.Workload.Hold != Shape(sc.Fault).Hold || sc.Workload.OpTimeout != Shape(sc.Fault).OpTimeout {
+			sc.Workload.Hold != f.WorkloadShape().Hold || sc.Workload.OpTimeout != f.WorkloadShape().OpTimeout {
 			t.Errorf("%s/%s: PauseAfter %q, Clients %d, TTL %v, workload %+v", sc.Lock, sc.Fault, sc.PauseAfter, sc.Clients, sc.TTL, sc.Workload)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/contract"
 )
 
 // FailoverMode says how Failover makes Sentinel promote a replica.
@@ -62,7 +63,7 @@ func (f *Failover) Name() string {
 	if m == "" {
 		m = FailoverPartition
 	}
-	return "failover " + string(m)
+	return contract.FaultFailover + " " + string(m)
 }
 
 // Old returns the master that was failed (after Start).

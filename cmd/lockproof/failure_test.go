@@ -133,12 +133,12 @@ func TestRunPreflight(t *testing.T) {
 		!strings.Contains(stderr, "redis-server") || !strings.Contains(stderr, "redis-sentinel") || stdout != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want %d and one line naming both binaries", code, stdout, stderr, exitEnvironment)
 	}
-	err := preflight(context.Background(), env.Options{Kind: env.Docker, Docker: func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
+	_, err := preflight(context.Background(), env.Options{Kind: env.Docker, Docker: func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
 		DockerAvailable: func(context.Context) bool { return false }})
 	if err == nil || !strings.Contains(err.Error(), "Docker") {
 		t.Errorf("docker without an engine: %v", err)
 	}
-	err = preflight(context.Background(), env.Options{Docker: func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
+	_, err = preflight(context.Background(), env.Options{Docker: func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
 		DockerAvailable: func(context.Context) bool { return false }})
 	if err == nil || !strings.Contains(err.Error(), "redis-server") {
 		t.Errorf("neither processes nor docker: %v", err)

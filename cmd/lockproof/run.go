@@ -136,9 +136,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad("%v", err)
 	}
-	if f.faults == "all" || f.faults == "" {
-		faults = matrix.Faults()
-	}
+	allFaults := f.faults == "all" || f.faults == ""
 	if f.locks == "all" || f.locks == "" {
 		locks = matrix.Locks()
 	}
@@ -190,9 +188,19 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// keep them for -v only.
 	redis.SetLogger(redisLogger{logger})
 	envOpts := env.Options{Kind: kind, Docker: docker.New, DockerAvailable: docker.Available, BYO: byo, Logger: logger}
-	if err := preflight(ctx, envOpts); err != nil {
+	kind, err = preflight(ctx, envOpts)
+	if err != nil {
 		fmt.Fprintf(stderr, "lockproof run: environment: %v\n", err)
 		return exitEnvironment
+	}
+	if allFaults {
+		// The default matrix, less the faults this environment cannot run,
+		// each said once; a fault named in --faults is refused instead.
+		var left []error
+		faults, left = matrix.AvailableFaults(kind)
+		for _, err := range left {
+			fmt.Fprintf(stderr, "lockproof run: left out: %v\n", err)
+		}
 	}
 	var traces map[string]matrix.TraceCheck
 	if f.tlaJar != "" {
@@ -207,7 +215,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}}
 	}
 	cfg := matrix.Config{
-		Trace: traces,
+		Trace: traces, Kind: kind,
 		Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
 		Duration: f.duration, TTL: f.ttl, Clients: f.clients, Hold: f.hold, Think: f.think, Parallel: f.parallel,
 		Out: f.out, CheckTimeout: f.checkTimeout, Progress: stderr, NoReport: f.noReport, KeepAll: f.keepAll, Logger: logger,
@@ -439,10 +447,10 @@ func prepareOut(out string, force, resume bool) error {
 // preflight checks, before anything runs, that the environment the run
 // will open has what it needs: one clear message instead of one failure per
 // scenario.
-func preflight(ctx context.Context, o env.Options) error {
+func preflight(ctx context.Context, o env.Options) (env.Kind, error) {
 	kind, err := env.Choose(ctx, o)
 	if err != nil {
-		return fmt.Errorf("%w (install redis-server and redis-sentinel, e.g. apt-get install -y redis-server redis-sentinel, or start Docker)", err)
+		return "", fmt.Errorf("%w (install redis-server and redis-sentinel, e.g. apt-get install -y redis-server redis-sentinel, or start Docker)", err)
 	}
 	var missing []string
 	switch kind {
@@ -461,7 +469,7 @@ func preflight(ctx context.Context, o env.Options) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("the %s environment needs: %s", kind, strings.Join(missing, "; "))
+		return kind, fmt.Errorf("the %s environment needs: %s", kind, strings.Join(missing, "; "))
 	}
-	return nil
+	return kind, nil
 }

@@ -39,6 +39,9 @@ type Config struct {
 	Extra []string
 	// StartTimeout bounds the wait for the process to accept connections; 0 means 10s.
 	StartTimeout time.Duration
+	// Env are extra environment variables (KEY=VALUE) of the process, on
+	// top of this process's own (ClockBehind makes some).
+	Env []string
 }
 
 // Process is a running redis-server or redis-sentinel.
@@ -137,6 +140,9 @@ func (p *Process) launch(ctx context.Context, bin string, port int, cfg Config) 
 	cmd := exec.Command(bin, confPath)
 	cmd.Dir = p.Dir
 	cmd.SysProcAttr = proc.Attr()
+	if len(cfg.Env) > 0 {
+		cmd.Env = append(os.Environ(), cfg.Env...)
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", bin, err)
 	}

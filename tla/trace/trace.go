@@ -16,9 +16,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -58,7 +58,13 @@ type Event struct {
 
 // WindowFault is the fault kind (first word of a fault's name) whose window
 // may lose the lock key and the counter and let two masters serve clients.
-const WindowFault = "failover"
+const WindowFault = contract.FaultFailover
+
+// SkewWindowFault is a failover whose promoted replica's clock may be
+// behind the old master's: its window is a failover window (Event.Win), and
+// the promoted master's fences need not exceed the old one's
+// (Trace.Skewed).
+const SkewWindowFault = contract.FaultFailoverSkew
 
 // MaxAhead bounds how many later events of its key the trace spec may take
 // before an event that is still pending (see Convert).
@@ -72,6 +78,11 @@ type Trace struct {
 	Tokens  []uint64 // Tokens[i] is token i+1, ascending
 	Values  []string // Values[i] is value i+1; value 0 is ""
 	Never   int      // the tick that stands for "never" (after every real tick)
+	// Skewed says that the history has a window of SkewWindowFault: the
+	// trace spec then lets the promoted master's fences start anywhere
+	// (each master's still rise, and no fence has two owners), as the lock
+	// promises when node clocks disagree (docs/DESIGN.md).
+	Skewed bool
 }
 
 // Options tune the conversion.
@@ -287,7 +298,7 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 			e.Return = c.tick(op.Return)
 		}
 		if op.Kind == history.Fault {
-			e.Fault = faultKind(op.Name)
+			e.Fault = contract.FaultKind(op.Name)
 		} else {
 			e.Client, e.Key = c.clients[op.Client], c.keys[op.Key]
 		}
@@ -315,7 +326,8 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 	// Settle (or for good, if it never returned).
 	var windows [][2]int64
 	for i, op := range ops {
-		if op.Kind == history.Fault && events[i].Fault == WindowFault {
+		if op.Kind == history.Fault && (events[i].Fault == WindowFault || events[i].Fault == SkewWindowFault) {
+			tr.Skewed = tr.Skewed || events[i].Fault == SkewWindowFault
 			end := int64(math.MaxInt64)
 			if op.Completed {
 				end = satAdd(op.Return, int64(settle))
@@ -340,12 +352,6 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 	}
 	tr.Events = order(events)
 	return tr
-}
-
-// faultKind is the first word of a fault's name.
-func faultKind(name string) string {
-	k, _, _ := strings.Cut(name, " ")
-	return k
 }
 
 func sortedKeys(m map[string]int) []string {

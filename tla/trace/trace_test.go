@@ -272,6 +272,23 @@ func TestFailoverWindows(t *testing.T) {
 	if _, err := Convert(ops, Options{Settle: -time.Second}); err == nil {
 		t.Error("negative Settle accepted")
 	}
+	if tr.Skewed {
+		t.Error("a plain failover marked the trace skewed")
+	}
+	// A failover to a skewed replica opens the same windows and marks the
+	// trace: its promoted master's fences need not exceed the old one's.
+	ops[5].Name, ops[5].Completed, ops[5].Return = SkewWindowFault+" partition", true, 20*ms
+	tr, err = Convert(ops, Options{Settle: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Skewed || !event(tr, 2).Win || !event(tr, 3).Win || event(tr, 4).Win {
+		t.Errorf("failover-skew window: skewed %v, wins %v %v %v; want true true true false", tr.Skewed, event(tr, 2).Win, event(tr, 3).Win, event(tr, 4).Win)
+	}
+	var b strings.Builder
+	if err := tr.WriteModule(&b, ModuleName, "test"); err != nil || !strings.Contains(b.String(), "\nSkewed == TRUE\n") {
+		t.Errorf("module without Skewed == TRUE (%v):\n%s", err, b.String())
+	}
 }
 
 func TestLeaseBounds(t *testing.T) {

@@ -19,7 +19,7 @@ const ModuleName = "TraceData"
 const EventPrefix = "  [line |-> "
 
 // WriteModule writes t as the TLA+ module name (ModuleName for the trace
-// spec), defining Trace (the events), Never, and the client, key, token
+// spec), defining Trace (the events), Never, NumKeys, Skewed, and the client, key, token
 // and value names as comments. source names the history in a comment.
 func (t *Trace) WriteModule(w io.Writer, name, source string) error {
 	if !isIdent(name) {
@@ -40,6 +40,7 @@ func (t *Trace) WriteModule(w io.Writer, name, source string) error {
 	fmt.Fprintf(bw, "\\* %d values (0 is \"\")\n", len(t.Values))
 	fmt.Fprintf(bw, "Never == %d\n", t.Never)
 	fmt.Fprintf(bw, "NumKeys == %d\n", max(len(t.Keys), 1))
+	fmt.Fprintf(bw, "Skewed == %s\n", tlaBool(t.Skewed))
 	bw.WriteString("Trace == <<\n")
 	for i, e := range t.Events {
 		fmt.Fprintf(bw, "%s%d, kind |-> %q, res |-> %q, c |-> %d, k |-> %d, tok |-> %d, "+

@@ -1,0 +1,71 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/chaos/workload"
+)
+
+func crashClientFault() Fault {
+	return Fault{Name: FaultCrashClient, Doc: "a holder crashes for good (or right after, or before, a named command), then a waiter in line", Matrix: true,
+		Point: PointAfterOrBefore, strike: strikeCrashClient}
+}
+
+func strikeCrashClient(s *striking) (armed, error) {
+	victim := s.victim
+	if s.sc.CrashAfter != "" || s.sc.CrashBefore != "" {
+		return armed{fault: &nemesis.CrashClient{Client: victim.Name, Gate: victim.Gate, After: s.sc.CrashAfter, Before: s.sc.CrashBefore}}, nil
+	}
+	// Crash the victim while it holds its lock. For a lock that waits in
+	// line, then crash another client while it waits there (behind the dead
+	// holder's lease): a dead waiter first in line, which must not hold up
+	// the live ones for long once the lease expires (waiter liveness).
+	holdCrash := func(ctx context.Context) error {
+		if err := bounded(ctx, victim.WaitHolding); err != nil {
+			return err
+		}
+		victim.Gate.Crash()
+		return nil
+	}
+	steps, name := []func(context.Context) error{holdCrash}, "crash-client "+victim.Name
+	if others := without(s.wl.Clients, victim); victim.CanWait() && len(others) > 1 {
+		queuedCrash := func(ctx context.Context) error {
+			var waiter *workload.Client
+			err := bounded(ctx, func(ctx context.Context) (err error) {
+				waiter, err = workload.FirstQueued(ctx, others)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			waiter.Gate.Crash()
+			s.sc.Logger.Info("crashed while queued", "client", waiter.Name)
+			return nil
+		}
+		steps = append(steps, queuedCrash)
+		name = fmt.Sprintf("crash-client %s (holding), then a waiter in line", victim.Name)
+	}
+	return armed{fault: &nemesis.CrashClients{Label: name, Steps: steps}}, nil
+}
+
+func killProcessFault() Fault {
+	return Fault{Name: FaultKillProcess, Doc: "a client run as a child process SIGKILLed while it waits in line (or, for a lock without a blocking acquire, while it holds it)",
+		Processes: 1,
+		strike: func(s *striking) (armed, error) {
+			p := s.wl.Procs[s.rng.IntN(len(s.wl.Procs))]
+			where, wait := "holding", p.WaitHolding
+			if s.victim.CanWait() { // the child runs the same lock as every client
+				where, wait = "queued", p.WaitQueued
+			}
+			f := &nemesis.CrashClients{Label: fmt.Sprintf("kill-process %s (%s)", p.Name, where), Steps: []func(context.Context) error{
+				func(ctx context.Context) error {
+					if err := bounded(ctx, wait); err != nil {
+						return err
+					}
+					return p.Kill()
+				}}}
+			return armed{fault: f}, nil
+		}}
+}

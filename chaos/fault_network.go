@@ -1,0 +1,52 @@
+package chaos
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos/nemesis"
+)
+
+// The network faults act on the proxies of about half the scenario's
+// clients (Toxiproxy toxics with toxicity 1): what they did to those
+// clients' traffic is their evidence (networkBite).
+
+func noneFault() Fault {
+	return Fault{Name: FaultNone, Doc: "no fault: the baseline", Matrix: true}
+}
+
+func latencyFault() Fault {
+	return Fault{Name: FaultLatency, Doc: "20±10 ms added each way to half the clients' traffic, for half the run", Matrix: true,
+		strike: func(s *striking) (armed, error) {
+			f := cut(nemesis.Latency(fmt.Sprintf("latency %v", s.names), s.proxies, 20*time.Millisecond, 10*time.Millisecond), s.names)
+			return armed{fault: f, window: s.sc.Duration / 2}, nil
+		}}
+}
+
+func partitionFault() Fault {
+	return Fault{Name: FaultPartition, Doc: "half the clients cut off from Redis (their traffic held) for 3 TTLs", Matrix: true,
+		strike: func(s *striking) (armed, error) {
+			return armed{fault: cut(nemesis.Partition(fmt.Sprintf("partition %v", s.names), s.proxies), s.names), window: 3 * s.sc.TTL}, nil
+		}}
+}
+
+func resetFault() Fault {
+	return Fault{Name: FaultReset, Doc: "half the clients' connections reset for 3 TTLs",
+		strike: func(s *striking) (armed, error) {
+			return armed{fault: cut(nemesis.Reset(fmt.Sprintf("reset %v", s.names), s.proxies), s.names), window: 3 * s.sc.TTL}, nil
+		}}
+}
+
+func bandwidthFault() Fault {
+	return Fault{Name: FaultBandwidth, Doc: "half the clients' traffic throttled to 1 KB/s for 3 TTLs",
+		strike: func(s *striking) (armed, error) {
+			return armed{fault: cut(nemesis.Bandwidth(fmt.Sprintf("bandwidth %v", s.names), s.proxies, 1), s.names), window: 3 * s.sc.TTL}, nil
+		}}
+}
+
+// cut records on n the clients whose proxies it acts on: what it did to
+// their traffic is its evidence (see networkBite).
+func cut(n *nemesis.Network, clients []string) *nemesis.Network {
+	n.Clients = clients
+	return n
+}

@@ -1,0 +1,93 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/nemesis"
+)
+
+// ErrCannotPauseServers: a bring-your-own deployment's servers are not
+// lockproof's processes, so it cannot freeze them.
+var ErrCannotPauseServers = errors.New("lockproof does not run the servers of a bring-your-own deployment, so it cannot pause them")
+
+func pauseClientFault() Fault {
+	return Fault{Name: FaultPauseClient, Doc: "a holder frozen for 3 TTLs (or right after a named command's reply), then woken", Matrix: true,
+		Point: PointAfter, Linger: true,
+		// Under pause-client the woken holder's flaws only show when
+		// another client holds the lock at that moment (a DEL deleting the
+		// next holder's lock) or took it meanwhile (a stale write): more
+		// clients, longer holds and shorter thinking keep the lock held
+		// nearly all the time, so that the fault bites in nearly every
+		// seed. Operations time out after 3s, longer than the pause: a
+		// client paused between two commands of one operation (get-del's
+		// GET and DEL) still sends the second when it wakes, as a client
+		// without a deadline would.
+		Shape:  WorkloadShape{Clients: 5, Hold: 50 * time.Millisecond, Think: 5 * time.Millisecond, OpTimeout: 3 * time.Second},
+		strike: strikePauseClient}
+}
+
+func strikePauseClient(s *striking) (armed, error) {
+	window, victim := 3*s.sc.TTL, s.victim
+	if s.sc.PauseAfter != "" {
+		// Arm the pause and count its window from the strike: the victim
+		// may reach its fault point long after the arming (it must win the
+		// lock first), and a window counted from the arming would leave too
+		// short a pause to outlive the TTL.
+		pf := &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate, After: s.sc.PauseAfter}
+		pf.Arm()
+		struck := victim.Gate.Struck()
+		if err := bounded(s.ctx, func(c context.Context) error {
+			select {
+			case <-struck:
+				return nil
+			case <-c.Done():
+				return c.Err()
+			}
+		}); err != nil {
+			victim.Gate.PauseAfter("")
+			victim.Gate.Resume() // in case it struck as the wait gave up
+			return armed{fault: pf}, fmt.Errorf("pause-client: armed after %s, %s never got there: %w", s.sc.PauseAfter, victim.Name, err)
+		}
+		return armed{fault: pf, window: window, outer: true}, nil
+	}
+	// Pause the victim while it holds its lock, for longer than the TTL: it
+	// wakes believing it holds a lock another client took meanwhile.
+	if err := bounded(s.ctx, victim.WaitHolding); err != nil {
+		return armed{}, fmt.Errorf("pause-client: %w", err)
+	}
+	return armed{fault: &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate}, window: window}, nil
+}
+
+func pauseProcessFault() Fault {
+	return Fault{Name: FaultPauseProcess, Doc: "a client run as a child process frozen with SIGSTOP while it holds the lock, for 3 TTLs",
+		Processes: 1,
+		strike: func(s *striking) (armed, error) {
+			p := s.wl.Procs[s.rng.IntN(len(s.wl.Procs))]
+			if err := bounded(s.ctx, p.WaitHolding); err != nil {
+				return armed{}, fmt.Errorf("pause-process: %w", err)
+			}
+			return armed{fault: &nemesis.PauseProcess{Client: p.Name, Pid: p.Pid}, window: 3 * s.sc.TTL}, nil
+		}}
+}
+
+func pauseServerFault() Fault {
+	return Fault{Name: FaultPauseServer, Doc: "the master frozen (SIGSTOP, docker pause) for 1.5 TTLs, shorter than Sentinel's down-after", Matrix: true,
+		Scope: ScopeServers,
+		Needs: func(k env.Kind) error {
+			if k == env.BYO {
+				return ErrCannotPauseServers
+			}
+			return nil
+		},
+		strike: func(s *striking) (armed, error) {
+			m, err := env.Master(s.ctx, s.env.Topology())
+			if err != nil {
+				return armed{}, fmt.Errorf("pause-server: %w", err)
+			}
+			return armed{fault: &nemesis.PauseServer{Env: s.env, NodeID: m.ID}, window: s.sc.TTL + s.sc.TTL/2}, nil
+		}}
+}

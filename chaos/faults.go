@@ -1,0 +1,214 @@
+package chaos
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/chaos/workload"
+)
+
+// Scope says what a fault acts on, and so how a run schedules it.
+type Scope int
+
+// The scopes.
+const (
+	// ScopeClients: the fault acts on one scenario's own clients (their
+	// proxies, gates, clocks, processes). Scenarios share an environment,
+	// a few at a time, kept apart by key prefixes.
+	ScopeClients Scope = iota
+	// ScopeServers: the fault acts on servers every scenario uses (a paused
+	// master). It runs alone on the shared environment.
+	ScopeServers
+	// ScopeFresh: the fault changes the environment for good (a failover
+	// moves the master). Each scenario gets a fresh environment of its own,
+	// with the topology Fault.Env gives.
+	ScopeFresh
+)
+
+// Point says which fault point (Scenario.PauseAfter, CrashAfter,
+// CrashBefore) a fault accepts: where in a client's commands it strikes.
+type Point int
+
+// The fault points a fault may accept.
+const (
+	// PointNone: the fault strikes at a moment of its own choosing.
+	PointNone Point = iota
+	// PointAfter: right after the reply of the named command.
+	PointAfter
+	// PointAfterOrBefore: after the reply of, or before the sending of, the
+	// named command.
+	PointAfterOrBefore
+)
+
+// WorkloadShape is the contention a fault's scenarios get by default:
+// clients per key, the most a holder works, the most a client thinks
+// between attempts, and each operation's deadline.
+type WorkloadShape struct {
+	Clients                int
+	Hold, Think, OpTimeout time.Duration
+}
+
+// defaultShape is the workload most faults get: chaos's defaults.
+var defaultShape = WorkloadShape{Clients: 3, Hold: 20 * time.Millisecond, Think: 10 * time.Millisecond, OpTimeout: time.Second}
+
+// Fault is one fault of the catalogue (Catalogue): everything lockproof
+// knows about it is here, so a new fault is one file holding its Fault
+// value and its nemesis, plus one entry in Catalogue.
+//
+// Modelled on etcd's tests/robustness failpoints: a value with a name, the
+// conditions it needs (Available) and the code that injects it.
+type Fault struct {
+	// Name is the fault's name in summary.json, the CLI and scenario IDs.
+	Name string
+	// Doc says in one sentence what the fault does.
+	Doc string
+	// Scope says what it acts on (ScopeClients, ScopeServers, ScopeFresh).
+	Scope Scope
+	// Point is the fault point it accepts.
+	Point Point
+	// Duration is the workload duration a matrix gives it: long enough for
+	// the warm-up, the window and what follows it. 0 means 3s.
+	Duration time.Duration
+	// Shape is the workload a matrix gives it; zero fields take chaos's
+	// defaults (3 clients, hold ≤20ms, think ≤10ms, 1s per op).
+	Shape WorkloadShape
+	// Processes is the number of the workload's clients run as child
+	// processes (workload.Config.Processes), at least.
+	Processes int
+	// Linger keeps the workload running two TTLs past a window that healed
+	// late: a woken client must get to do what it does next.
+	Linger bool
+	// Matrix is true for the faults of the default matrix (the columns of
+	// the summary.json contract); the others run when named.
+	Matrix bool
+	// Env is the topology of a ScopeFresh fault's environment for a lock
+	// (nil: FreshSpec).
+	Env func(lock string) env.Spec
+	// Needs says why the fault cannot run on an environment of kind k
+	// (nil: it can, or k is unknown), e.g. a paused server on a deployment
+	// lockproof does not run. Nil means it runs anywhere.
+	Needs func(k env.Kind) error
+
+	// strike builds the fault for a run, once its moment has come; see strike.
+	strike func(s *striking) (armed, error)
+}
+
+// Available says why the fault cannot run on an environment of kind k, or
+// nil. An empty kind is not checked.
+func (f Fault) Available(k env.Kind) error {
+	if f.Needs == nil || k == "" {
+		return nil
+	}
+	if err := f.Needs(k); err != nil {
+		return fmt.Errorf("fault %s on the %s environment: %w", f.Name, k, err)
+	}
+	return nil
+}
+
+// DefaultDuration is the workload duration a matrix gives the fault.
+func (f Fault) DefaultDuration() time.Duration {
+	if f.Duration > 0 {
+		return f.Duration
+	}
+	return 3 * time.Second
+}
+
+// WorkloadShape is the workload a matrix gives the fault, defaults filled in.
+func (f Fault) WorkloadShape() WorkloadShape {
+	s := f.Shape
+	s.Clients = cmp.Or(s.Clients, defaultShape.Clients)
+	s.Hold = cmp.Or(s.Hold, defaultShape.Hold)
+	s.Think = cmp.Or(s.Think, defaultShape.Think)
+	s.OpTimeout = cmp.Or(s.OpTimeout, defaultShape.OpTimeout)
+	return s
+}
+
+// FreshSpec is the topology of the fault's own environment, for ScopeFresh
+// faults: a quick Sentinel (500ms, failover timeout 2s), Redlock's masters
+// for redlock, and what the fault's Env adds.
+func (f Fault) FreshSpec(lock string) env.Spec {
+	if f.Env != nil {
+		return f.Env(lock)
+	}
+	return FreshSpec(lock)
+}
+
+// FreshSpec is the topology of a fresh environment: a quick Sentinel
+// (500ms, failover timeout 2s), and Redlock's masters for redlock.
+func FreshSpec(lock string) env.Spec {
+	s := env.Spec{DownAfter: 500 * time.Millisecond, FailoverTimeout: 2 * time.Second}
+	if lock == "redlock" {
+		s.Redlock = 3
+	}
+	return s
+}
+
+// SharedSpec is the topology of an environment shared by the scenarios of
+// ScopeClients and ScopeServers faults: Redlock masters for redlock, and a
+// Sentinel slow enough (3s) that a paused server is not failed over.
+func SharedSpec() env.Spec { return env.Spec{Redlock: 3, DownAfter: 3 * time.Second} }
+
+// Catalogue is every fault, in the matrix's order: the default matrix's
+// faults first (Fault.Matrix), then those that run when named.
+func Catalogue() []Fault {
+	return []Fault{
+		noneFault(), latencyFault(), partitionFault(), pauseClientFault(), pauseServerFault(),
+		failoverFault(), crashClientFault(), clockSkewFault(), failoverSkewFault(),
+		resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
+	}
+}
+
+// Lookup returns the fault of the catalogue named name.
+func Lookup(name string) (Fault, bool) {
+	for _, f := range Catalogue() {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Fault{}, false
+}
+
+// Faults returns the fault names Run accepts, sorted.
+func Faults() []string {
+	var names []string
+	for _, f := range Catalogue() {
+		names = append(names, f.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// striking is what a fault's strike gets: the run, its clients, and the
+// choices made for it (a victim, half the clients for network faults).
+type striking struct {
+	// ctx ends with the run's Duration and bounds every wait for the
+	// fault's moment; outer is the scenario's own context.
+	ctx, outer context.Context
+	env        env.Env
+	sc         Scenario
+	wl         *workload.Workload
+	rng        *rand.Rand
+	// victim is one client chosen at random; group about half the clients
+	// (their names and proxies, for network faults).
+	victim  *workload.Client
+	group   []*workload.Client
+	names   []string
+	proxies []*toxiclient.Proxy
+}
+
+// armed is a fault ready to apply: the nemesis, how long its window stays
+// open, and whether that window is counted in the scenario's own context
+// (outer) because it opened late, at a strike.
+type armed struct {
+	fault  nemesis.Fault
+	window time.Duration
+	outer  bool
+}

@@ -1,0 +1,84 @@
+package chaos
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/history"
+)
+
+func TestCatalogue(t *testing.T) {
+	seen := map[string]bool{}
+	for _, f := range Catalogue() {
+		if f.Name == "" || f.Doc == "" {
+			t.Errorf("fault %+v: a name and a doc line are required", f.Name)
+		}
+		if seen[f.Name] {
+			t.Errorf("fault %s listed twice", f.Name)
+		}
+		seen[f.Name] = true
+		if (f.strike == nil) != (f.Name == FaultNone) {
+			t.Errorf("fault %s: only none strikes nothing", f.Name)
+		}
+		if f.Scope != ScopeFresh && f.Env != nil {
+			t.Errorf("fault %s: an environment of its own (Env) needs ScopeFresh", f.Name)
+		}
+		if g, ok := Lookup(f.Name); !ok || g.Name != f.Name {
+			t.Errorf("Lookup(%s) = %v, %v", f.Name, g.Name, ok)
+		}
+	}
+	if !slices.IsSorted(Faults()) || len(Faults()) != len(seen) {
+		t.Errorf("Faults() = %v: want every catalogue fault, sorted", Faults())
+	}
+	if _, ok := Lookup("no-such-fault"); ok {
+		t.Error("Lookup found a fault that does not exist")
+	}
+}
+
+func TestAvailable(t *testing.T) {
+	skew, _ := Lookup(FaultFailoverSkew)
+	for _, k := range []env.Kind{env.Docker, env.BYO} {
+		if err := skew.Available(k); !errors.Is(err, ErrNeedsProcesses) {
+			t.Errorf("failover-skew on %s: %v; want ErrNeedsProcesses", k, err)
+		}
+	}
+	if s := skew.FreshSpec("fenced"); s.ReplicaClockBehind != SkewBehind || s.DownAfter != FreshSpec("fenced").DownAfter {
+		t.Errorf("failover-skew's environment %+v: want the fresh one with replicas %v behind", s, SkewBehind)
+	}
+	pause, _ := Lookup(FaultPauseServer)
+	if err := pause.Available(env.BYO); !errors.Is(err, ErrCannotPauseServers) {
+		t.Errorf("pause-server on byo: %v", err)
+	}
+	for _, k := range []env.Kind{env.Process, env.Docker, ""} {
+		if err := pause.Available(k); err != nil {
+			t.Errorf("pause-server on %q: %v", k, err)
+		}
+	}
+}
+
+// TestFencesBack counts the grants below an earlier grant's fence, per key,
+// and only against grants that returned before their call.
+func TestFencesBack(t *testing.T) {
+	ms := func(v int64) int64 { return v * int64(time.Millisecond) }
+	acq := func(key string, call, ret int64, token uint64) history.Op {
+		return history.Op{Client: "c", Kind: history.Acquire, Key: key, Call: ms(call), Return: ms(ret), Completed: true,
+			Result: history.OK, Token: token, HasToken: true}
+	}
+	ops := []history.Op{
+		acq("a", 0, 1, 1000),
+		acq("a", 2, 3, 2000), // the old master's high fence
+		acq("a", 2, 5, 1500), // concurrent with the 2000: not behind it
+		acq("b", 4, 5, 10),   // another key: not compared with a's
+		acq("a", 6, 7, 950),  // behind 2000
+		acq("a", 10, 11, 1999),
+		acq("a", 12, 13, 2001),
+		{Client: "c", Kind: history.Write, Key: "a", Call: ms(8), Return: ms(9), Completed: true, Result: history.Rejected, Token: 950, HasToken: true},
+	}
+	n, first, last, rejected := fencesBack(ops)
+	if n != 2 || first != ms(6) || last != ms(10) || rejected != 1 {
+		t.Fatalf("fencesBack = %d grants from %v to %v, %d refused; want 2 from 6ms to 10ms, 1 refused", n, first, last, rejected)
+	}
+}

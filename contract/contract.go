@@ -1,0 +1,39 @@
+// Package contract holds the identifiers every stage of lockproof shares:
+// the names of faults as summary.json, scenario IDs, history fault ops and
+// the CLI spell them. It imports nothing of lockproof, so that the
+// producers (chaos), the checker, the runner, the reports and the TLA+
+// trace converter can all import it (docs/DESIGN.md is the prose contract).
+//
+// A fault op's name in a history starts with its fault's name, followed by
+// details ("partition [c0-1 c0-2]", "failover partition"): readers find
+// the kind as the first word (FaultKind).
+package contract
+
+import "strings"
+
+// Fault names.
+const (
+	FaultNone        = "none"
+	FaultLatency     = "latency"
+	FaultPartition   = "partition"
+	FaultPauseClient = "pause-client"
+	FaultPauseServer = "pause-server"
+	FaultFailover    = "failover"
+	FaultCrashClient = "crash-client"
+	FaultClockSkew   = "clock-skew"
+	FaultReset       = "reset"
+	FaultBandwidth   = "bandwidth"
+	// FaultPauseProcess pauses a client run as a child process with SIGSTOP.
+	FaultPauseProcess = "pause-process"
+	// FaultKillProcess SIGKILLs a client run as a child process.
+	FaultKillProcess = "kill-process"
+	// FaultFailoverSkew is a failover to a replica whose clock runs behind
+	// the old master's: clock skew between Redis nodes.
+	FaultFailoverSkew = "failover-skew"
+)
+
+// FaultKind is the fault name a history fault op's name starts with.
+func FaultKind(opName string) string {
+	k, _, _ := strings.Cut(opName, " ")
+	return k
+}
