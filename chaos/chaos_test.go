@@ -292,7 +292,7 @@ func TestFencedFailoverLosesLease(t *testing.T) {
 	for i := 0; i < seeds && !violated; i++ {
 		seed := *flagSeed + uint64(i)
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-			e := openEnv(t, env.Spec{DownAfter: 500 * time.Millisecond, FailoverTimeout: 2 * time.Second})
+			e := openEnv(t, chaos.FreshSpec("fenced"))
 			sc := chaos.Scenario{Lock: "fenced", Fault: chaos.FaultFailover, Seed: seed, Duration: duration() + 2*time.Second}
 			out, res := runAndCheck(t, e, sc)
 			t.Logf("%s", describe(out, res))

@@ -18,7 +18,7 @@ import (
 )
 
 // SkewBehind is how far the replicas' clocks run behind the master's under
-// failover-skew: well beyond the failover time (down-after 500ms plus the
+// failover-skew: well beyond the failover time (down-after 1s plus the
 // election), so that the promoted replica's clock-based fences fall below
 // the old master's (docs/DESIGN.md, "Fences across a failover, and
 // clocks").
@@ -28,7 +28,7 @@ const SkewBehind = 3 * time.Second
 var ErrNeedsProcesses = errors.New("needs the process environment, which starts redis-server with a shifted clock (datefudge)")
 
 func failoverSkewFault() Fault {
-	return Fault{Name: FaultFailoverSkew,
+	return Fault{Name: FaultFailoverSkew, Matrix: true,
 		Doc:   fmt.Sprintf("a failover (as failover) to a replica whose clock runs %v behind the old master's", SkewBehind),
 		Scope: ScopeFresh, Duration: 6*time.Second + SkewBehind,
 		Env: func(lock string) env.Spec {

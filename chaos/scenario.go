@@ -211,6 +211,13 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 		return out, fmt.Errorf("run %s/%s: history: %w", sc.Lock, sc.Fault, err)
 	}
 	out.Ops = rec.Ops()
+	if c, ok := nf.(stillStands); ok && out.FaultErr == nil {
+		// A fault that must still stand when the run ends (one failover,
+		// not two): a run that saw something else is inconclusive.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		out.FaultErr = c.Check(cctx)
+		cancel()
+	}
 	if nf != nil {
 		// Asked now, not at Stop: a crash armed at a command strikes
 		// whenever the victim gets there.
@@ -264,6 +271,12 @@ func inject(ctx, outer context.Context, e env.Env, sc Scenario, fault Fault, wl 
 	}
 	sc.Logger.Info("fault", "name", a.fault.Name(), "window", a.window, "struck", a.outer)
 	return a.fault, nemesis.Apply(wctx, rec, a.fault, a.window)
+}
+
+// stillStands is a fault that can say, once the run's ops are done, whether
+// what it did still stands (nemesis.Failover: no second failover).
+type stillStands interface {
+	Check(ctx context.Context) error
 }
 
 // strikeWait bounds how long a fault waits for its moment (a client

@@ -261,12 +261,12 @@ func Expected(lock, fault string) (e Expectation) {
 		}
 	case chaos.FaultFailover, chaos.FaultFailoverSkew:
 		if fault == chaos.FaultFailoverSkew && fencedLocks[lock] {
-			// Found by the fault's first runs (2 of 4 seeds): Redis
-			// replicates expiries as absolute times (PX as PXAT), and the
-			// queue's deadlines are the old master's clock readings, so on a
-			// promoted node whose clock is behind they all last up to the
-			// skew longer: a waiter may be served later than the lock's
-			// waiter bound.
+			// Redis replicates expiries as absolute times (PX as PXAT),
+			// and the queue's deadlines are the old master's clock
+			// readings, so on a promoted node whose clock is behind, the
+			// leases and queue places written before the failover last up
+			// to the skew longer: a waiter may be served later than the
+			// lock's waiter bound once the fault window has closed.
 			defer func() {
 				e.Liveness = WantMay
 				e.Why = joinWhy(e.Why, "the promoted replica's clock is behind: its clock-based fences fall below the old master's, so the resource refuses new holders until that clock catches up (the stall the fault evidence measures; data stays safe); expiries and queue deadlines written by the old master's clock last up to the skew longer there, so a waiter may be served later than the lock promises (waiter liveness may break)")

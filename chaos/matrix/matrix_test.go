@@ -420,10 +420,35 @@ func TestRunBadConfig(t *testing.T) {
 		{Specs: []Spec{{Lock: "lua", Fault: "none"}, {Lock: "lua", Fault: "none"}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
 		{Specs: []Spec{{Lock: "lua", Fault: "none", After: "get"}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
 		{Specs: []Spec{{Lock: "lua", Fault: "pause-client", Before: "get"}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
+		{Specs: []Spec{{Lock: "lua", Fault: "no-such-fault"}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
+		// A fault the environment cannot run (chaos.Fault Available).
+		{Specs: []Spec{{Lock: "lua", Fault: chaos.FaultFailoverSkew}}, Kind: env.Docker, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
+		{Specs: []Spec{{Lock: "lua", Fault: chaos.FaultPauseServer}}, Kind: env.BYO, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
 	} {
 		if _, err := Run(context.Background(), c); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("Run(%+v) err = %v; want ErrBadConfig", c, err)
 		}
+	}
+	if len(opened) != 0 {
+		t.Errorf("a refused run opened %d environments", len(opened))
+	}
+}
+
+// TestAvailableFaults leaves out of the default matrix what an environment
+// cannot run, with the reason, and nothing else.
+func TestAvailableFaults(t *testing.T) {
+	all, left := AvailableFaults("")
+	if !slices.Equal(all, Faults()) || len(left) != 0 {
+		t.Errorf("unknown kind: %v, left %v; want every fault", all, left)
+	}
+	docker, left := AvailableFaults(env.Docker)
+	if slices.Contains(docker, chaos.FaultFailoverSkew) || len(docker) != len(Faults())-1 || len(left) != 1 ||
+		!errors.Is(left[0], chaos.ErrNeedsProcesses) {
+		t.Errorf("docker: %v, left %v; want all but failover-skew, and why", docker, left)
+	}
+	byo, left := AvailableFaults(env.BYO)
+	if slices.Contains(byo, chaos.FaultPauseServer) || len(left) != 2 {
+		t.Errorf("byo: %v, left %v; want neither pause-server nor failover-skew", byo, left)
 	}
 }
 

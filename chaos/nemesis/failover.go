@@ -156,6 +156,30 @@ func (f *Failover) Stop(ctx context.Context) error {
 	return nil
 }
 
+// ErrFailedOverAgain: after the failover, Sentinel promoted yet another
+// node (a false failover: down-after too short for the machine). The run
+// then saw three masters, not the two its failover stands for.
+var ErrFailedOverAgain = errors.New("Sentinel failed over again")
+
+// Check reports whether the master is still the node Start saw promoted
+// (ErrFailedOverAgain if not); call it when the run's ops are done.
+func (f *Failover) Check(ctx context.Context) error {
+	f.mu.Lock()
+	promoted := f.promoted
+	f.mu.Unlock()
+	if promoted.ID == "" {
+		return nil // nothing promoted: the evidence says so
+	}
+	m, err := env.Master(ctx, f.Env.Topology())
+	if err != nil {
+		return fmt.Errorf("%s: who is master after it: %w", f.Name(), err)
+	}
+	if m.ID != promoted.ID {
+		return fmt.Errorf("%s: %w: the master is %s, not %s", f.Name(), ErrFailedOverAgain, m.ID, promoted.ID)
+	}
+	return nil
+}
+
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil

@@ -230,7 +230,7 @@ func TestClockSkew(t *testing.T) {
 func TestFailoverModes(t *testing.T) {
 	for _, mode := range []nemesis.FailoverMode{nemesis.FailoverPartition, nemesis.FailoverKill} {
 		t.Run(string(mode), func(t *testing.T) {
-			e := chaostest.StartProcess(t, env.Spec{DownAfter: 500 * time.Millisecond})
+			e := chaostest.StartProcess(t, env.Spec{DownAfter: time.Second})
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			f := &nemesis.Failover{Env: e, Mode: mode, ReplLatency: 50 * time.Millisecond, ReplLag: 100 * time.Millisecond}
@@ -246,6 +246,26 @@ func TestFailoverModes(t *testing.T) {
 			}
 			if err := f.Stop(ctx); err != nil {
 				t.Fatal(err)
+			}
+			if err := f.Check(ctx); err != nil {
+				t.Fatalf("Check after one failover: %v", err)
+			}
+			if mode != nemesis.FailoverPartition {
+				return
+			}
+			// A second failover (as a too-quick Sentinel makes one): Check
+			// says the run saw another master.
+			if _, err := env.WaitConverged(ctx, e.Topology()); err != nil {
+				t.Fatal(err)
+			}
+			if err := env.Failover(ctx, e.Topology()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := env.WaitMaster(ctx, e.Topology(), f.Promoted().ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Check(ctx); !errors.Is(err, nemesis.ErrFailedOverAgain) {
+				t.Fatalf("Check after a second failover: %v; want ErrFailedOverAgain", err)
 			}
 		})
 	}
