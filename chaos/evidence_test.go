@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/history"
 )
@@ -50,7 +51,7 @@ func TestEvidenceOfFaults(t *testing.T) {
 	if ev := evidence(mute{}, nil); ev.Bit {
 		t.Errorf("a fault without evidence bit: %+v", ev)
 	}
-	clock := &nemesis.Clock{}
+	clock := &gate.Clock{}
 	skew := &nemesis.ClockSkew{Client: "a", Clock: clock, Offset: time.Second}
 	if ev := evidence(skew, nil); ev.Bit {
 		t.Errorf("a skew never applied bit: %+v", ev)

@@ -80,14 +80,15 @@ func TestChoose(t *testing.T) {
 	if _, err := env.Choose(ctx, env.Options{Kind: env.Docker}); !errors.Is(err, env.ErrUnavailable) {
 		t.Fatalf("docker without a constructor: %v; want ErrUnavailable", err)
 	}
-	t.Setenv(env.EnvVar, "byo")
-	if k, err := env.Choose(ctx, env.Options{}); err != nil || k != env.BYO {
-		t.Fatalf("LOCKPROOF_ENV=byo: %v, %v", k, err)
+	// The package reads no environment variable: LOCKPROOF_ENV is the
+	// CLI's and the tests' to read and pass.
+	t.Setenv(env.EnvVar, "nope")
+	if k, err := env.Choose(ctx, env.Options{Kind: env.BYO}); err != nil || k != env.BYO {
+		t.Fatalf("Kind byo: %v, %v", k, err)
 	}
-	if _, err := env.Open(ctx, env.Options{}); !errors.Is(err, env.ErrUnavailable) {
+	if _, err := env.Open(ctx, env.Options{Kind: env.BYO}); !errors.Is(err, env.ErrUnavailable) {
 		t.Fatalf("byo without config: %v; want ErrUnavailable", err)
 	}
-	t.Setenv(env.EnvVar, "")
 	t.Setenv("PATH", t.TempDir())
 	if _, err := env.Choose(ctx, env.Options{}); !errors.Is(err, env.ErrUnavailable) {
 		t.Fatalf("no redis, no docker: %v; want ErrUnavailable", err)

@@ -34,7 +34,8 @@
 // redis-sentinel processes plus an in-process Toxiproxy server), bring your own
 // (NewBYO: an existing deployment plus a Toxiproxy URL), and a Docker
 // environment plugged in through Options.Docker (a Constructor; package env
-// keeps no registry). Open picks one per Options.Kind or LOCKPROOF_ENV.
+// keeps no registry). Open picks one per Options.Kind (the CLI and the tests
+// take it from LOCKPROOF_ENV, EnvVar).
 package env
 
 import (

@@ -4,18 +4,19 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/exec"
 )
 
-// EnvVar is the environment variable that picks the environment kind.
+// EnvVar is the environment variable with which the CLI and the tests let
+// a user pick the environment kind (they read it and pass Options.Kind; this
+// package reads no environment variable).
 const EnvVar = "LOCKPROOF_ENV"
 
 // Options say which environment Open makes.
 type Options struct {
-	// Kind to open; "" reads LOCKPROOF_ENV, and when that is empty too picks
-	// Process when redis-server is on PATH, else Docker when Options.Docker is
-	// set and DockerAvailable says Docker is reachable.
+	// Kind to open; "" picks Process when redis-server is on PATH, else
+	// Docker when Options.Docker is set and DockerAvailable says Docker is
+	// reachable.
 	Kind Kind
 	// Spec is the topology (for BYO, only MasterName is used).
 	Spec Spec
@@ -33,20 +34,17 @@ type Options struct {
 // Choose returns the kind Open would make, or an error wrapping ErrUnavailable.
 func Choose(ctx context.Context, o Options) (Kind, error) {
 	k := o.Kind
-	if k == "" {
-		k = Kind(os.Getenv(EnvVar))
-	}
 	switch k {
 	case Process, BYO:
 		return k, nil
 	case Docker:
 		if o.Docker == nil {
-			return "", fmt.Errorf("%s=docker: no Docker constructor given (Options.Docker): %w", EnvVar, ErrUnavailable)
+			return "", fmt.Errorf("kind docker: no Docker constructor given (Options.Docker): %w", ErrUnavailable)
 		}
 		return k, nil
 	case "":
 	default:
-		return "", fmt.Errorf("%s=%q: want process, docker or byo", EnvVar, k)
+		return "", fmt.Errorf("kind %q: want process, docker or byo", k)
 	}
 	if _, err := exec.LookPath("redis-server"); err == nil {
 		if _, err := exec.LookPath("redis-sentinel"); err == nil {
@@ -76,10 +74,10 @@ func Open(ctx context.Context, o Options) (Env, error) {
 		return e, nil
 	default: // BYO
 		if o.Spec.ReplicaClockBehind != 0 {
-			return nil, fmt.Errorf("%s=byo: the deployment's clocks are its own (Spec.ReplicaClockBehind): %w", EnvVar, ErrUnavailable)
+			return nil, fmt.Errorf("kind byo: the deployment's clocks are its own (Spec.ReplicaClockBehind): %w", ErrUnavailable)
 		}
 		if o.BYO == nil {
-			return nil, fmt.Errorf("%s=byo: no deployment given (Options.BYO): %w", EnvVar, ErrUnavailable)
+			return nil, fmt.Errorf("kind byo: no deployment given (Options.BYO): %w", ErrUnavailable)
 		}
 		return NewBYO(ctx, *o.BYO)
 	}

@@ -213,7 +213,7 @@ func TestPauseAndCrashClient(t *testing.T) {
 }
 
 func TestClockSkew(t *testing.T) {
-	var c nemesis.Clock
+	var c gate.Clock
 	f := &nemesis.ClockSkew{Client: "a", Clock: &c, Offset: time.Hour}
 	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)

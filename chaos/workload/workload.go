@@ -36,7 +36,6 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/gate"
-	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/fencing"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/locker"
@@ -237,7 +236,7 @@ type Client struct {
 	Key   string
 	Links *env.Links
 	Gate  *gate.Gate
-	Clock *nemesis.Clock
+	Clock *gate.Clock
 
 	lockRDB  *redis.Client
 	resRDB   *redis.Client
@@ -425,7 +424,7 @@ func (w *Workload) newClient(ctx context.Context, e env.Env, topo env.Topology, 
 // build makes a client that reaches Redis along rt.
 func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error) {
 	var err error
-	c := &Client{Name: name, Key: key, Gate: gate.New(), Clock: &nemesis.Clock{},
+	c := &Client{Name: name, Key: key, Gate: gate.New(), Clock: &gate.Clock{},
 		rng: rand.New(rand.NewPCG(w.cfg.Seed, idx)), held: make(chan struct{}, 1)}
 	to := w.cfg.OpTimeout
 	c.lockRDB = redis.NewFailoverClient(&redis.FailoverOptions{

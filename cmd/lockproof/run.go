@@ -151,11 +151,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad("--seeds: %v", err)
 	}
-	kind := env.Kind(f.provider)
+	kind, from := env.Kind(f.provider), "--provider"
+	if kind == "" {
+		// The library reads no environment variable: LOCKPROOF_ENV is ours.
+		kind, from = env.Kind(os.Getenv(env.EnvVar)), env.EnvVar
+	}
 	switch kind {
 	case "", env.Process, env.Docker, env.BYO:
 	default:
-		return bad("--provider %q: want process, docker or byo", f.provider)
+		return bad("%s %q: want process, docker or byo", from, kind)
 	}
 	var byo *env.BYOConfig
 	if f.byoConfig != "" {
