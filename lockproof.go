@@ -23,9 +23,9 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
-	"github.com/lockproof/lockproof/chaos/matrix"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/locker"
+	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/zoo"
 )
 
@@ -75,7 +75,7 @@ type Result struct {
 	// history.jsonl and check.json, and report.md, report.html, junit.xml.
 	Dir string
 	// Summary holds one row per scenario (summary.json).
-	Summary *matrix.Summary
+	Summary *runner.Summary
 	// Status is the exit status `lockproof run` gives for it: 0 every
 	// verdict as the locks' profiles predict, 1 some verdict not, 3 some
 	// verdict unknown or a scenario (or its fault) failed.
@@ -83,7 +83,7 @@ type Result struct {
 }
 
 // Scenario returns the row of lock under fault with seed, or nil.
-func (r *Result) Scenario(lock, fault string, seed uint64) *matrix.Scenario {
+func (r *Result) Scenario(lock, fault string, seed uint64) *runner.Scenario {
 	for _, s := range r.Summary.Scenarios {
 		if s.Lock == lock && s.Fault == fault && s.Seed == int64(seed) {
 			return s
@@ -110,7 +110,7 @@ func Registry(entries ...locker.Entry) (*locker.Registry, error) {
 // Run runs opts's locks under its faults and seeds, checks every history,
 // writes the run directory and its report, and returns the result. A
 // scenario that could not run is in the result with unknown verdicts and
-// its error (Status 3); errors of Run are bad options (matrix.ErrBadConfig,
+// its error (Status 3); errors of Run are bad options (runner.ErrBadConfig,
 // locker.ErrInvalid), a machine without redis-server or Docker
 // (ErrEnvironment), and a run directory that cannot be written.
 func Run(ctx context.Context, opts Options) (*Result, error) {
@@ -125,17 +125,17 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	builtins := zoo.Builtin().Names()
 	for _, b := range opts.Builtins {
 		if !slices.Contains(builtins, b) {
-			return nil, fmt.Errorf("%w: Builtins: %q is not a built-in lock (known: %v)", matrix.ErrBadConfig, b, builtins)
+			return nil, fmt.Errorf("%w: Builtins: %q is not a built-in lock (known: %v)", runner.ErrBadConfig, b, builtins)
 		}
 		locks = append(locks, b)
 	}
 	if len(locks) == 0 {
-		return nil, fmt.Errorf("%w: no locks (give Locks or Builtins)", matrix.ErrBadConfig)
+		return nil, fmt.Errorf("%w: no locks (give Locks or Builtins)", runner.ErrBadConfig)
 	}
 	faults := opts.Faults
 	for _, f := range faults {
-		if !slices.Contains(matrix.Faults(), f) {
-			return nil, fmt.Errorf("%w: Faults: %q is not a matrix fault (known: %v)", matrix.ErrBadConfig, f, matrix.Faults())
+		if !slices.Contains(runner.Faults(), f) {
+			return nil, fmt.Errorf("%w: Faults: %q is not a matrix fault (known: %v)", runner.ErrBadConfig, f, runner.Faults())
 		}
 	}
 	seeds := opts.Seeds
@@ -163,12 +163,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		// The default matrix, less the faults this environment cannot run
 		// (failover-skew needs the process environment).
 		var left []error
-		faults, left = matrix.AvailableFaults(kind)
+		faults, left = runner.AvailableFaults(kind)
 		for _, err := range left {
 			logger.Warn("fault left out of the default matrix", "reason", err)
 		}
 	}
-	sum, err := matrix.Run(ctx, matrix.Config{
+	sum, err := runner.Run(ctx, runner.Config{
 		Locks: locks, Faults: faults, Seeds: seeds, Duration: opts.Duration, Registry: reg, Mix: opts.Mix, Kind: kind,
 		Out: out, Progress: opts.Progress, Logger: logger, KeepAll: opts.KeepAll,
 		Open: func(ctx context.Context, spec env.Spec) (env.Env, error) {

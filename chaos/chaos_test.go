@@ -21,6 +21,7 @@ import (
 	"github.com/lockproof/lockproof/fencing"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/zoo"
 )
 
@@ -247,14 +248,14 @@ func TestFencedUnderFaults(t *testing.T) {
 		chaos.FaultPauseServer, chaos.FaultCrashClient, chaos.FaultClockSkew}
 	for _, fault := range faults {
 		t.Run(fault, func(t *testing.T) {
-			if e.Kind() == env.BYO && fault == chaos.FaultPauseServer {
-				t.Skip("bring-your-own environments cannot pause servers")
+			if f, _ := chaos.Lookup(fault); f.Available(e.Kind()) != nil {
+				t.Skip(f.Available(e.Kind()))
 			}
 			sc := chaos.Scenario{Lock: "fenced", Fault: fault, Seed: *flagSeed, Duration: duration()}
 			out, res := runAndCheck(t, e, sc)
 			t.Logf("%s", describe(out, res))
-			exp := chaos.Expect(sc.Lock, fault)
-			checkResource(t, out, res, checker.Verdict(exp.Resource))
+			exp := runner.Expected(sc.Lock, fault)
+			checkResource(t, out, res, exp.Resource.Verdict())
 			switch fault {
 			case chaos.FaultNone, chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseClient:
 				if res.Lease.Verdict != checker.OK {

@@ -153,7 +153,7 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Outcome{}, fmt.Errorf("run %s/%s: %w", sc.Lock, sc.Fault, err)
 	}
-	path := filepath.Join(dir, "history.jsonl")
+	path := filepath.Join(dir, contract.HistoryFile)
 	f, err := os.Create(path)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("run %s/%s: %w", sc.Lock, sc.Fault, err)
@@ -311,31 +311,4 @@ func pick(rng *rand.Rand, cs []*workload.Client, n int) []*workload.Client {
 		out[i] = cs[j]
 	}
 	return out
-}
-
-// Expectation is what the lock's guarantees predict for a scenario: the
-// verdicts of summary.json ("ok", "violated"; "" for no prediction).
-// "violated" means the guarantee is expected to break in some runs, not in
-// every one.
-type Expectation struct {
-	Lease    string `json:"lease"`
-	Resource string `json:"resource"`
-}
-
-// Expect returns the prediction for the fenced lock (and "" for other
-// locks, whose predictions live with their specimens).
-func Expect(lock, fault string) Expectation {
-	if lock != "fenced" {
-		return Expectation{}
-	}
-	switch fault {
-	case FaultFailover:
-		return Expectation{Lease: "violated", Resource: "ok"}
-	case FaultPauseServer, FaultClockSkew, FaultCrashClient, FaultReset, FaultBandwidth:
-		// No stated G1 prediction beyond one master; the fenced lock is
-		// expected to keep it, and fencing keeps the resource safe.
-		return Expectation{Lease: "ok", Resource: "ok"}
-	default:
-		return Expectation{Lease: "ok", Resource: "ok"}
-	}
 }

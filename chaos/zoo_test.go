@@ -16,12 +16,12 @@ import (
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
-	"github.com/lockproof/lockproof/chaos/matrix"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/reports"
+	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/zoo"
 )
 
@@ -34,7 +34,7 @@ var (
 // zooOpener returns the environment opener of the zoo tests: the kind
 // LOCKPROOF_ENV asks for, else the process environment, else Docker. With
 // neither redis-server nor Docker it skips the test, and fails it under CI=true.
-func zooOpener(t *testing.T) matrix.Opener {
+func zooOpener(t *testing.T) runner.Opener {
 	t.Helper()
 	o := env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Docker: docker.New, DockerAvailable: docker.Available}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -66,13 +66,13 @@ func zooDir(t *testing.T) string {
 
 // zooRun runs specs through the matrix (one shared environment, fresh ones
 // for failover) and returns the summary rows by scenario ID.
-func zooRun(t *testing.T, specs []matrix.Spec) map[string]*matrix.Scenario {
+func zooRun(t *testing.T, specs []runner.Spec) map[string]*runner.Scenario {
 	t.Helper()
 	return zooRunIn(t, zooDir(t), specs)
 }
 
 // zooRunIn is zooRun into the run directory out.
-func zooRunIn(t *testing.T, out string, specs []matrix.Spec, tune ...func(*matrix.Config)) map[string]*matrix.Scenario {
+func zooRunIn(t *testing.T, out string, specs []runner.Spec, tune ...func(*runner.Config)) map[string]*runner.Scenario {
 	t.Helper()
 	var progress strings.Builder
 	for i := range specs {
@@ -82,17 +82,17 @@ func zooRunIn(t *testing.T, out string, specs []matrix.Spec, tune ...func(*matri
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cfg := matrix.Config{Specs: specs, Out: out, Open: zooOpener(t), Progress: &progress,
+	cfg := runner.Config{Specs: specs, Out: out, Open: zooOpener(t), Progress: &progress,
 		Parallel: 3, CheckTimeout: 60 * time.Second, NoReport: true}
 	for _, f := range tune {
 		f(&cfg)
 	}
-	sum, err := matrix.Run(ctx, cfg)
+	sum, err := runner.Run(ctx, cfg)
 	if err != nil {
 		t.Fatalf("matrix: %v", err)
 	}
 	t.Logf("run directory %s:\n%s", out, progress.String())
-	rows := map[string]*matrix.Scenario{}
+	rows := map[string]*runner.Scenario{}
 	for _, s := range sum.Scenarios {
 		if s.Error != "" {
 			t.Errorf("%s: %s", s.ID(), s.Error)
@@ -112,7 +112,7 @@ func zooRunIn(t *testing.T, out string, specs []matrix.Spec, tune ...func(*matri
 // check` would (from the file) and wants the verdicts and every cited line
 // of the run's check.json: the run, the reports and check cite one
 // numbering, the file's lines.
-func sameLinesAsCheck(t *testing.T, out string, s *matrix.Scenario) {
+func sameLinesAsCheck(t *testing.T, out string, s *runner.Scenario) {
 	t.Helper()
 	ops, err := history.ReadFile(filepath.Join(out, s.History))
 	if err != nil {
@@ -156,13 +156,13 @@ func sameLinesAsCheck(t *testing.T, out string, s *matrix.Scenario) {
 	}
 }
 
-func zooDescribe(s *matrix.Scenario) string {
+func zooDescribe(s *runner.Scenario) string {
 	return fmt.Sprintf("%s: lease %s, resource %s, liveness %s, rejected %d, ops %d, fault %q, history %s",
 		s.ID(), s.Lease, s.Resource, s.Liveness, s.Rejected, s.Ops, s.FaultName, s.History)
 }
 
 // TestZooBreaks runs each lock of the zoo in its decisive scenario
-// (matrix.DecisiveScenarios: the cheapest fault under which its known flaw
+// (runner.DecisiveScenarios: the cheapest fault under which its known flaw
 // shows) and asserts what the guarantees predict: each broken specimen
 // breaks the property the literature says it breaks, and every other
 // verdict of the run is as the expectation table says; the fenced lock
@@ -174,19 +174,19 @@ func zooDescribe(s *matrix.Scenario) string {
 // does not fail the test, while a harness that stopped catching the flaw
 // still does.
 func TestZooBreaks(t *testing.T) {
-	decisive := matrix.DecisiveScenarios()
-	spec := func(d matrix.Decisive, seed uint64) matrix.Spec {
-		return matrix.Spec{Lock: d.Lock, Fault: d.Fault, Seed: seed, After: d.After, Before: d.Before}
+	decisive := runner.DecisiveScenarios()
+	spec := func(d runner.Decisive, seed uint64) runner.Spec {
+		return runner.Spec{Lock: d.Lock, Fault: d.Fault, Seed: seed, After: d.After, Before: d.Before}
 	}
-	var specs []matrix.Spec
+	var specs []runner.Spec
 	for _, d := range decisive {
 		specs = append(specs, spec(d, 1))
 	}
 	rows := zooRun(t, specs)
-	var again []matrix.Spec
+	var again []runner.Spec
 	for _, d := range decisive {
 		s := rows[spec(d, 1).ID()]
-		if s != nil && matrix.Expected(d.Lock, d.Fault).Want(d.Property) == matrix.WantViolated && s.Verdict(d.Property) == checker.OK {
+		if s != nil && runner.Expected(d.Lock, d.Fault).Want(d.Property) == runner.WantViolated && s.Verdict(d.Property) == checker.OK {
 			t.Logf("%s: %s not violated on seed 1; trying seed 2", s.ID(), d.Property)
 			again = append(again, spec(d, 2))
 		}
@@ -209,14 +209,14 @@ func TestZooBreaks(t *testing.T) {
 			if s.Ops == 0 {
 				t.Fatalf("empty history")
 			}
-			want := matrix.Expected(d.Lock, d.Fault).Want(d.Property)
+			want := runner.Expected(d.Lock, d.Fault).Want(d.Property)
 			got := s.Verdict(d.Property)
 			switch want {
-			case matrix.WantViolated:
+			case runner.WantViolated:
 				if got != checker.Violated {
 					t.Errorf("%s %s under %s; want violated: the harness missed what %s is known to break", d.Property, got, d.Fault, d.Lock)
 				}
-			case matrix.WantOK:
+			case runner.WantOK:
 				if got == checker.Violated || got == checker.Unknown {
 					t.Errorf("%s %s under %s; want ok", d.Property, got, d.Fault)
 				}
@@ -242,8 +242,8 @@ func TestZooFailover(t *testing.T) {
 		t.Run(lock, func(t *testing.T) {
 			found := false
 			for seed := uint64(1); seed <= uint64(*zooSeeds) && !found; seed++ {
-				rows := zooRun(t, []matrix.Spec{{Lock: lock, Fault: chaos.FaultFailover, Seed: seed}})
-				s := rows[matrix.Spec{Lock: lock, Fault: chaos.FaultFailover, Seed: seed}.ID()]
+				rows := zooRun(t, []runner.Spec{{Lock: lock, Fault: chaos.FaultFailover, Seed: seed}})
+				s := rows[runner.Spec{Lock: lock, Fault: chaos.FaultFailover, Seed: seed}.ID()]
 				t.Log(zooDescribe(s))
 				found = s.Lease == checker.Violated
 				if lock == "fenced" && s.Resource != checker.OK {
@@ -261,7 +261,7 @@ func TestZooFailover(t *testing.T) {
 // `lockproof run --save-regression NAME`) and asserts that the saved
 // property breaks again.
 func TestRegressions(t *testing.T) {
-	regs, err := matrix.LoadRegressions("regressions")
+	regs, err := runner.LoadRegressions("regressions")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,14 +270,14 @@ func TestRegressions(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	res, err := matrix.Replay(ctx, matrix.Config{Out: zooDir(t), Open: zooOpener(t), Parallel: 3, NoReport: true}, regs)
+	res, err := runner.Replay(ctx, runner.Config{Out: zooDir(t), Open: zooOpener(t), Parallel: 3, NoReport: true}, regs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range res {
 		t.Run(r.Regression.Name, func(t *testing.T) {
 			if r.Scenario != nil {
-				t.Logf("%s (replay %d of at most %d)", zooDescribe(r.Scenario), r.Attempts, matrix.ReplayAttempts)
+				t.Logf("%s (replay %d of at most %d)", zooDescribe(r.Scenario), r.Attempts, runner.ReplayAttempts)
 			}
 			if !r.Reproduced {
 				t.Errorf("regression %s (%s %s under %s, seed %d): %s is %s; want violated again",
@@ -303,15 +303,15 @@ func TestFencedDrivesEveryPath(t *testing.T) {
 	// in a run, and none in one loaded CI run.
 	mix := workload.DefaultMix()
 	mix.Cancel = 0.6
-	rows := zooRunIn(t, dir, []matrix.Spec{{Lock: "fenced", Fault: chaos.FaultCrashClient, Seed: 1}},
-		func(c *matrix.Config) { c.Mix = &mix })
-	s := rows[matrix.Spec{Lock: "fenced", Fault: chaos.FaultCrashClient, Seed: 1}.ID()]
+	rows := zooRunIn(t, dir, []runner.Spec{{Lock: "fenced", Fault: chaos.FaultCrashClient, Seed: 1}},
+		func(c *runner.Config) { c.Mix = &mix })
+	s := rows[runner.Spec{Lock: "fenced", Fault: chaos.FaultCrashClient, Seed: 1}.ID()]
 	t.Log(zooDescribe(s))
 	ops, err := history.ReadFile(filepath.Join(dir, s.History))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ttl := matrix.DefaultTTL.Milliseconds()
+	ttl := runner.DefaultTTL.Milliseconds()
 	count := map[string]int{}
 	// The workload's own renewals follow its acquire at once; one made
 	// 50ms or more into a hold is package lock's watchdog's.
@@ -362,10 +362,10 @@ func TestFencedDrivesEveryPath(t *testing.T) {
 // TTL (waiter liveness). The lock shipped now passes the same scenarios on
 // every seed.
 func TestHarnessCatchesTheOldLock(t *testing.T) {
-	var specs []matrix.Spec
+	var specs []runner.Spec
 	for seed := uint64(1); seed <= 8; seed++ {
 		for _, f := range []string{chaos.FaultNone, chaos.FaultCrashClient} {
-			specs = append(specs, matrix.Spec{Lock: "fenced-v1", Fault: f, Seed: seed}, matrix.Spec{Lock: "fenced", Fault: f, Seed: seed})
+			specs = append(specs, runner.Spec{Lock: "fenced-v1", Fault: f, Seed: seed}, runner.Spec{Lock: "fenced", Fault: f, Seed: seed})
 		}
 	}
 	dir := zooDir(t)

@@ -1,29 +1,32 @@
 package checker
 
 import (
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
-// Verdict is the outcome of checking one property (or a whole history).
-type Verdict string
+// Verdict is the outcome of checking one property (or a whole history)
+// (package contract spells the values).
+type Verdict = contract.Verdict
 
 // The verdicts of the summary.json contract.
 const (
 	// OK: the property holds on the history.
-	OK Verdict = "ok"
+	OK = contract.OK
 	// Violated: the history breaks the property; see the Violations.
-	Violated Verdict = "violated"
+	Violated = contract.Violated
 	// Unknown: the checker could not decide (timeout or cancellation). Never a pass.
-	Unknown Verdict = "unknown"
+	Unknown = contract.Unknown
 	// NA: the history has nothing the property speaks about (e.g. no resource ops).
-	NA Verdict = "n/a"
+	NA = contract.NA
 )
 
-// Property names, as used in Result, Violation.Property and the check command's output.
+// Property display names, as used in Result, Violation.Property and the
+// check command's output (contract.Properties pairs them with their IDs).
 const (
-	PropLease    = "lease mutual exclusion"
-	PropResource = "resource safety"
-	PropLiveness = "liveness"
+	PropLease    = contract.PropLeaseName
+	PropResource = contract.PropResourceName
+	PropLiveness = contract.PropLivenessName
 )
 
 // Rule names a violated rule within a property (Violation.Rule).

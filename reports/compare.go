@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 )
 
 // Diff is what changed between two runs, scenario by scenario (matched by
@@ -199,10 +200,10 @@ func WriteDiff(w io.Writer, d Diff) error {
 
 // Output file names written by WriteAll.
 const (
-	MarkdownFile = "report.md"
-	HTMLFile     = "report.html"
-	JUnitFile    = "junit.xml"
-	JSONFile     = "report.json"
+	MarkdownFile = contract.MarkdownFile
+	HTMLFile     = contract.HTMLFile
+	JUnitFile    = contract.JUnitFile
+	JSONFile     = contract.JSONFile
 )
 
 // WriteAll writes report.md, report.html, junit.xml and report.json into dir

@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -30,13 +31,13 @@ var ErrBadRun = errors.New("bad run directory")
 
 // File names inside a run directory.
 const (
-	SummaryFile       = "summary.json"
-	HistoryFile       = "history.jsonl"
-	CheckFile         = "check.json"
-	VisualizationFile = "porcupine.html"
+	SummaryFile       = contract.SummaryFile
+	HistoryFile       = contract.HistoryFile
+	CheckFile         = contract.CheckFile
+	VisualizationFile = contract.VisualizationFile
 	// ScenarioPageFile is each scenario's page of the HTML report, in the
 	// scenario's directory beside its history.
-	ScenarioPageFile = "scenario.html"
+	ScenarioPageFile = contract.ScenarioPageFile
 )
 
 // Summary is summary.json, as `lockproof run --out DIR` writes it.

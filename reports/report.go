@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 )
 
 // Status is the verdict of a whole report.
@@ -132,7 +133,7 @@ type PropertyOutcome struct {
 }
 
 // propertyNames are the properties of a report, in matrix order.
-func propertyNames() []string { return []string{"lease", "resource", "liveness"} }
+func propertyNames() []string { return contract.PropertyIDs() }
 
 // Predictions of a property, as PropertyOutcome.Want and CellProperty.Want
 // spell them (summary.json's cells[].want).

@@ -159,7 +159,7 @@ func (f *Failover) Stop(ctx context.Context) error {
 // ErrFailedOverAgain: after the failover, Sentinel promoted yet another
 // node (a false failover: down-after too short for the machine). The run
 // then saw three masters, not the two its failover stands for.
-var ErrFailedOverAgain = errors.New("Sentinel failed over again")
+var ErrFailedOverAgain = errors.New("the Sentinels failed over again")
 
 // Check reports whether the master is still the node Start saw promoted
 // (ErrFailedOverAgain if not); call it when the run's ops are done.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/env"
-	"github.com/lockproof/lockproof/chaos/matrix"
 	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/runner"
 )
 
 // TestRunInterruptedThenResumed: an interrupted run says so once, keeps
@@ -40,7 +40,7 @@ func TestRunInterruptedThenResumed(t *testing.T) {
 	if n := strings.Count(stderr.String(), "not run"); n != 0 {
 		t.Errorf("%d 'not run' progress lines; want none (one summary line instead)", n)
 	}
-	sum, err := matrix.ReadSummary(out)
+	sum, err := runner.ReadSummary(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestRunInterruptedThenResumed(t *testing.T) {
 	if got := strings.Count(err2.String(), "] lua-none-"); got != 3-ran {
 		t.Errorf("--resume ran %d scenarios, want the %d not run", got, 3-ran)
 	}
-	sum, err = matrix.ReadSummary(out)
+	sum, err = runner.ReadSummary(out)
 	if err != nil {
 		t.Fatal(err)
 	}

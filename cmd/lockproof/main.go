@@ -9,8 +9,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/lockproof/lockproof/chaos/workload"
-	"github.com/lockproof/lockproof/zoo"
 	"io"
 	"os"
 	"os/signal"
@@ -18,20 +16,20 @@ import (
 	"runtime/debug"
 	"sort"
 	"syscall"
+
+	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // Exit codes shared by every subcommand (docs/DESIGN.md lists them).
 const (
-	exitOK        = 0
-	exitViolation = 1
-	exitBadInput  = 2
-	exitUnknown   = 3
-	// exitEnvironment: run found what it needs missing (redis-server,
-	// redis-sentinel, Docker, a free port), before running anything.
-	exitEnvironment = 4
-	// exitInterrupted: run was interrupted (Ctrl-C, SIGTERM); what finished
-	// is kept, and --resume continues it. 128 + SIGINT, as shells report it.
-	exitInterrupted = 130
+	exitOK          = contract.ExitOK
+	exitViolation   = contract.ExitViolation
+	exitBadInput    = contract.ExitBadInput
+	exitUnknown     = contract.ExitUnknown
+	exitEnvironment = contract.ExitEnvironment
+	exitInterrupted = contract.ExitInterrupted
 )
 
 // command is one subcommand: it parses its own flags from args and returns the exit code.

@@ -21,9 +21,9 @@ import (
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
-	"github.com/lockproof/lockproof/chaos/matrix"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/tla"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -63,8 +63,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f runFlags
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.locks, "locks", "all", "comma-separated locks: "+strings.Join(matrix.Locks(), ","))
-	fs.StringVar(&f.faults, "faults", "all", "comma-separated faults: "+strings.Join(matrix.Faults(), ","))
+	fs.StringVar(&f.locks, "locks", "all", "comma-separated locks: "+strings.Join(runner.Locks(), ","))
+	fs.StringVar(&f.faults, "faults", "all", "comma-separated faults: "+strings.Join(runner.Faults(), ","))
 	fs.StringVar(&f.seeds, "seeds", "", `seeds: a list and ranges, e.g. "1-10" or "1,2,5" (default "1"; with --detect "1-20")`)
 	fs.DurationVar(&f.duration, "duration", 0, "workload duration per scenario (0: 3s, failover 6s)")
 	fs.DurationVar(&f.ttl, "ttl", 0, "lease TTL (0: 500ms)")
@@ -124,21 +124,21 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return bad("--detect, --regression and --save-regression exclude each other")
 	}
 	if f.saveRegression != "" {
-		if err := matrix.CheckRegressionName(f.saveRegression); err != nil {
+		if err := runner.CheckRegressionName(f.saveRegression); err != nil {
 			return bad("--save-regression: %v", err)
 		}
 	}
-	locks, err := matrix.ParseNames("--locks", f.locks, zoo.Builtin().Names())
+	locks, err := runner.ParseNames("--locks", f.locks, zoo.Builtin().Names())
 	if err != nil {
 		return bad("%v", err)
 	}
-	faults, err := matrix.ParseNames("--faults", f.faults, chaos.Faults())
+	faults, err := runner.ParseNames("--faults", f.faults, chaos.Faults())
 	if err != nil {
 		return bad("%v", err)
 	}
 	allFaults := f.faults == "all" || f.faults == ""
 	if f.locks == "all" || f.locks == "" {
-		locks = matrix.Locks()
+		locks = runner.Locks()
 	}
 	seedList := f.seeds
 	if seedList == "" {
@@ -147,7 +147,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			seedList = "1-20"
 		}
 	}
-	seeds, err := matrix.ParseSeeds(seedList)
+	seeds, err := runner.ParseSeeds(seedList)
 	if err != nil {
 		return bad("--seeds: %v", err)
 	}
@@ -201,24 +201,24 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// The default matrix, less the faults this environment cannot run,
 		// each said once; a fault named in --faults is refused instead.
 		var left []error
-		faults, left = matrix.AvailableFaults(kind)
+		faults, left = runner.AvailableFaults(kind)
 		for _, err := range left {
 			fmt.Fprintf(stderr, "lockproof run: left out: %v\n", err)
 		}
 	}
-	var traces map[string]matrix.TraceCheck
+	var traces map[string]runner.TraceCheck
 	if f.tlaJar != "" {
 		v := &tla.Validator{Jar: f.tlaJar}
 		if err := v.Available(); err != nil {
 			fmt.Fprintf(stderr, "lockproof run: --tla-jar: %v\n", err)
 			return exitEnvironment
 		}
-		traces = map[string]matrix.TraceCheck{zoo.FencedName: func(ctx context.Context, ops []history.Op) (bool, int, error) {
+		traces = map[string]runner.TraceCheck{zoo.FencedName: func(ctx context.Context, ops []history.Op) (bool, int, error) {
 			res, err := v.Validate(ctx, ops)
 			return res.Accepted, res.Line, err
 		}}
 	}
-	cfg := matrix.Config{
+	cfg := runner.Config{
 		Trace: traces, Kind: kind,
 		Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
 		Duration: f.duration, TTL: f.ttl, Clients: f.clients, Hold: f.hold, Think: f.think, Parallel: f.parallel,
@@ -237,10 +237,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runRegressions(ctx, cfg, f, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "lockproof run: %d locks × %d faults × %d seeds into %s\n", len(locks), len(faults), len(seeds), f.out)
-	sum, err := matrix.Run(ctx, cfg)
+	sum, err := runner.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof run: %v\n", err)
-		if errors.Is(err, matrix.ErrBadConfig) {
+		if errors.Is(err, runner.ErrBadConfig) {
 			return exitBadInput
 		}
 		return exitUnknown
@@ -259,7 +259,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitInterrupted
 	}
 	if f.saveRegression != "" {
-		paths, err := matrix.SaveRegressions(f.regressions, f.out, f.saveRegression, sum)
+		paths, err := runner.SaveRegressions(f.regressions, f.out, f.saveRegression, sum)
 		if err != nil {
 			fmt.Fprintf(stderr, "lockproof run: %v\n", err)
 			return exitBadInput
@@ -275,7 +275,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // printTotals prints the one-line result of a run.
-func printTotals(w io.Writer, sum *matrix.Summary, out string, took time.Duration) {
+func printTotals(w io.Writer, sum *runner.Summary, out string, took time.Duration) {
 	n, unexpected, unknown, violated := len(sum.Scenarios), 0, 0, 0
 	for _, s := range sum.Scenarios {
 		if !s.AsExpected {
@@ -296,7 +296,7 @@ func printTotals(w io.Writer, sum *matrix.Summary, out string, took time.Duratio
 			continue
 		}
 		var parts []string
-		for _, p := range []string{matrix.PropLease, matrix.PropResource, matrix.PropLiveness} {
+		for _, p := range []string{runner.PropLease, runner.PropResource, runner.PropLiveness} {
 			n, ok := c.Found[p]
 			if !ok {
 				continue
@@ -315,21 +315,21 @@ func printTotals(w io.Writer, sum *matrix.Summary, out string, took time.Duratio
 	}
 }
 
-func runDetect(ctx context.Context, cfg matrix.Config, f runFlags, stdout, stderr io.Writer, start time.Time) int {
-	dc := matrix.DetectConfig{Config: cfg, Target: f.detectTarget}
+func runDetect(ctx context.Context, cfg runner.Config, f runFlags, stdout, stderr io.Writer, start time.Time) int {
+	dc := runner.DetectConfig{Config: cfg, Target: f.detectTarget}
 	if f.locks != "all" && f.locks != "" {
 		dc.Locks = cfg.Locks
 	}
-	rows, sum, err := matrix.Detect(ctx, dc)
+	rows, sum, err := runner.Detect(ctx, dc)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof run --detect: %v\n", err)
-		if errors.Is(err, matrix.ErrBadConfig) {
+		if errors.Is(err, runner.ErrBadConfig) {
 			return exitBadInput
 		}
 		return exitUnknown
 	}
 	var b strings.Builder
-	matrix.WriteDetectMarkdown(&b, rows, f.detectTarget)
+	runner.WriteDetectMarkdown(&b, rows, f.detectTarget)
 	fmt.Fprint(stdout, b.String())
 	p := filepath.Join(cfg.Out, "detect.md")
 	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
@@ -345,15 +345,15 @@ func runDetect(ctx context.Context, cfg matrix.Config, f runFlags, stdout, stder
 	return exitOK
 }
 
-func runRegressions(ctx context.Context, cfg matrix.Config, f runFlags, stdout, stderr io.Writer) int {
-	var regs []matrix.Regression
+func runRegressions(ctx context.Context, cfg runner.Config, f runFlags, stdout, stderr io.Writer) int {
+	var regs []runner.Regression
 	var err error
 	if f.regression == "all" {
-		regs, err = matrix.LoadRegressions(f.regressions)
+		regs, err = runner.LoadRegressions(f.regressions)
 	} else {
-		var r matrix.Regression
-		r, err = matrix.LoadRegression(f.regressions, f.regression)
-		regs = []matrix.Regression{r}
+		var r runner.Regression
+		r, err = runner.LoadRegression(f.regressions, f.regression)
+		regs = []runner.Regression{r}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof run --regression: %v\n", err)
@@ -363,7 +363,7 @@ func runRegressions(ctx context.Context, cfg matrix.Config, f runFlags, stdout, 
 		fmt.Fprintf(stderr, "lockproof run --regression all: no regressions in %s\n", f.regressions)
 		return exitBadInput
 	}
-	results, err := matrix.Replay(ctx, cfg, regs)
+	results, err := runner.Replay(ctx, cfg, regs)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof run --regression: %v\n", err)
 		return exitUnknown
@@ -382,7 +382,7 @@ func runRegressions(ctx context.Context, cfg matrix.Config, f runFlags, stdout, 
 			code = exitViolation
 		}
 		fmt.Fprintf(stdout, "regression %s: %s %s under %s seed %d: %s %s (%d of at most %d replays)\n", r.Regression.Name, r.Regression.Lock,
-			r.Regression.Property, r.Regression.Fault, r.Regression.Seed, r.Verdict, status, r.Attempts, matrix.ReplayAttempts)
+			r.Regression.Property, r.Regression.Fault, r.Regression.Seed, r.Verdict, status, r.Attempts, runner.ReplayAttempts)
 	}
 	return code
 }

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockproof/lockproof/chaos/matrix"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/reports"
+	"github.com/lockproof/lockproof/runner"
 )
 
 func runRunArgs(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -105,7 +105,7 @@ func TestRunSmallMatrix(t *testing.T) {
 			t.Errorf("report: %v", err)
 		}
 	}
-	sum, err := matrix.ReadSummary(out)
+	sum, err := runner.ReadSummary(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestRunPauseProcessFromTheBinary(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lockproof run: %v", err)
 	}
-	sum, err := matrix.ReadSummary(out)
+	sum, err := runner.ReadSummary(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package matrix
+package runner
 
 import (
 	"compress/gzip"
@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/reports"
 )
 
@@ -33,7 +34,7 @@ func kept(rows []*Scenario) []bool {
 		if !r.AsExpected || r.Unknown() {
 			keep[i] = true
 		}
-		for _, p := range []string{PropLease, PropResource, PropLiveness} {
+		for _, p := range contract.PropertyIDs() {
 			if r.Verdict(p) != checker.Violated {
 				continue
 			}

@@ -1,4 +1,4 @@
-package matrix
+package runner
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/reports"
 )
 
@@ -101,7 +102,7 @@ func RegressionsFrom(name string, sum *Summary) ([]Regression, error) {
 	for _, s := range sum.Scenarios {
 		prop := ""
 		exp := ExpectedOf(nil, s.Lock, s.Fault)
-		for _, p := range []string{PropLease, PropResource, PropLiveness} {
+		for _, p := range contract.PropertyIDs() {
 			if s.Verdict(p) != checker.Violated {
 				continue
 			}

@@ -1,0 +1,16 @@
+package contract
+
+// The files of a run directory (docs/DESIGN.md): summary.json at its root,
+// one directory per scenario with its history, check and pages, and the
+// rendered reports at the root.
+const (
+	SummaryFile       = "summary.json"
+	HistoryFile       = "history.jsonl"
+	CheckFile         = "check.json"
+	VisualizationFile = "porcupine.html"
+	ScenarioPageFile  = "scenario.html"
+	MarkdownFile      = "report.md"
+	HTMLFile          = "report.html"
+	JUnitFile         = "junit.xml"
+	JSONFile          = "report.json"
+)

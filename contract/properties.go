@@ -1,0 +1,62 @@
+package contract
+
+// Property IDs: the fields of a summary.json row, the keys of its
+// expected verdicts, the runner's and the reports' names.
+const (
+	PropLease    = "lease"
+	PropResource = "resource"
+	PropLiveness = "liveness"
+)
+
+// Property display names: check.json's "property", the check command's
+// output and the reports' headings.
+const (
+	PropLeaseName    = "lease mutual exclusion"
+	PropResourceName = "resource safety"
+	PropLivenessName = "liveness"
+)
+
+// Property is one property the checker decides and every stage reports.
+type Property struct {
+	// ID is the short name (PropLease, ...); Name the display name
+	// (PropLeaseName, ...); Guarantee the guarantee of docs/DESIGN.md it
+	// checks.
+	ID, Name, Guarantee string
+
+	_ struct{} // fields by name only: the list may grow
+}
+
+// Properties lists the properties in summary order. Adding one is an
+// entry here plus its check (package checker) and its result field.
+func Properties() []Property {
+	return []Property{
+		{ID: PropLease, Name: PropLeaseName, Guarantee: "G1"},
+		{ID: PropResource, Name: PropResourceName, Guarantee: "G2"},
+		{ID: PropLiveness, Name: PropLivenessName, Guarantee: "G3"},
+	}
+}
+
+// PropertyIDs are the IDs of Properties, in order.
+func PropertyIDs() []string {
+	var ids []string
+	for _, p := range Properties() {
+		ids = append(ids, p.ID)
+	}
+	return ids
+}
+
+// Verdict is the outcome of checking one property (or a whole history).
+type Verdict string
+
+// The verdicts of the summary.json and check.json contracts.
+const (
+	// OK: the property holds on the history.
+	OK Verdict = "ok"
+	// Violated: the history breaks the property.
+	Violated Verdict = "violated"
+	// Unknown: not decided (budget exhausted, cancelled, the run failed).
+	// Never a pass.
+	Unknown Verdict = "unknown"
+	// NA: the history has nothing the property speaks about.
+	NA Verdict = "n/a"
+)

@@ -1,0 +1,195 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/locker"
+)
+
+// Runner runs one scenario on e and writes its history into dir; chaos.Run
+// is the real one. Tests of the run directory may inject another.
+type Runner func(ctx context.Context, e env.Env, sc chaos.Scenario, dir string) (chaos.Outcome, error)
+
+// Opener opens an environment for spec; the caller closes it.
+type Opener func(ctx context.Context, spec env.Spec) (env.Env, error)
+
+// Spec is one scenario to run.
+type Spec struct {
+	Lock, Fault string
+	Seed        uint64
+	// After and Before are the fault point of pause-client and
+	// crash-client: the command after whose reply (or before whose sending,
+	// crash-client only) the fault strikes ("" for the fault's default).
+	After, Before string
+	// Duration of the workload and TTL of the leases; 0 takes the matrix
+	// defaults (the fault's chaos.Fault DefaultDuration, chaos's TTL).
+	Duration, TTL time.Duration
+	// Clients per key; 0 takes the matrix default for the fault (Shape).
+	Clients int
+	// Hold bounds the random time a holder works between its read and its
+	// write, Think the time between two attempts, OpTimeout each operation;
+	// 0 takes the default for the fault (Shape).
+	Hold, Think, OpTimeout time.Duration
+}
+
+// SpecRecord is how summary.json rows and saved regressions record a Spec's
+// fault point, durations and workload shape (in milliseconds).
+type SpecRecord struct {
+	// After and Before are the fault point (Spec).
+	After  string `json:"after,omitempty"`
+	Before string `json:"before,omitempty"`
+	// DurationMs and TTLMs are the workload's duration and lease length.
+	DurationMs int64 `json:"duration_ms"`
+	TTLMs      int64 `json:"ttl_ms"`
+	// Clients, HoldMs and ThinkMs are the workload's shape (Spec).
+	Clients int   `json:"clients,omitempty"`
+	HoldMs  int64 `json:"hold_ms,omitempty"`
+	ThinkMs int64 `json:"think_ms,omitempty"`
+	// OpTimeoutMs bounds each operation (0: the matrix default for the fault).
+	OpTimeoutMs int64 `json:"op_timeout_ms,omitempty"`
+}
+
+// recordOf records s's fault point, durations and shape.
+func recordOf(s Spec) SpecRecord {
+	return SpecRecord{After: s.After, Before: s.Before, DurationMs: s.Duration.Milliseconds(), TTLMs: s.TTL.Milliseconds(),
+		Clients: s.Clients, HoldMs: s.Hold.Milliseconds(), ThinkMs: s.Think.Milliseconds(), OpTimeoutMs: s.OpTimeout.Milliseconds()}
+}
+
+// spec is the Spec of lock, fault and seed with r's fault point, durations and shape.
+func (r SpecRecord) spec(lock, fault string, seed uint64) Spec {
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	return Spec{Lock: lock, Fault: fault, Seed: seed, After: r.After, Before: r.Before,
+		Duration: ms(r.DurationMs), TTL: ms(r.TTLMs), Clients: r.Clients, Hold: ms(r.HoldMs), Think: ms(r.ThinkMs),
+		OpTimeout: ms(r.OpTimeoutMs)}
+}
+
+// ID names the scenario and its directory: <lock>-<fault>-<seed>.
+func (s Spec) ID() string { return fmt.Sprintf("%s-%s-%d", s.Lock, s.Fault, s.Seed) }
+
+// DefaultTTL is the lease length of the matrix's scenarios (chaos's default).
+const DefaultTTL = 500 * time.Millisecond
+
+// Config is a matrix run.
+type Config struct {
+	// Specs are the scenarios, in order. When empty, Run runs Locks × Faults
+	// × Seeds (lock-major), each with After(lock, fault).
+	Specs  []Spec
+	Locks  []string
+	Faults []string
+	Seeds  []uint64
+	// Duration overrides the faults' durations (chaos.Fault DefaultDuration)
+	// for every scenario without one; TTL,
+	// Clients, Hold and Think likewise (0: defaults).
+	Duration, TTL, Hold, Think time.Duration
+	Clients                    int
+	// Parallel bounds the scenarios run at once on the shared environment;
+	// default 3. Global faults always run alone.
+	Parallel int
+	// Out is the run directory; required.
+	Out string
+	// Kind is the kind of environment Open makes, when known: a fault that
+	// cannot run there (chaos.Fault Available) is refused up front, and the
+	// default plan (no Faults) leaves it out. "" checks nothing.
+	Kind env.Kind
+	// Open opens environments; required. The shared environment is opened
+	// with chaos.SharedSpec, each scenario of a chaos.ScopeFresh fault with
+	// its chaos.Fault FreshSpec.
+	Open Opener
+	// Registry holds the locks Locks and Specs name; nil means
+	// zoo.Builtin(). Register your own lock in it to run it under the
+	// matrix (locker.Entry; see the README, "Run your own lock").
+	Registry *locker.Registry
+	// Mix is the workload's operation mix; nil means workload.DefaultMix().
+	Mix *workload.Mix
+	// Runner runs one scenario; nil means chaos.Run.
+	Runner Runner
+	// CheckTimeout is the budget of each scenario's check (checker.Options
+	// Timeout: the whole check, explanations included; the visualization of
+	// a violation gets as much again); 0 means 60s. A check that runs out
+	// gives unknown verdicts, never ok.
+	CheckTimeout time.Duration
+	// Progress receives one line per finished scenario; nil discards.
+	Progress io.Writer
+	// NoReport skips rendering report.md, report.html, junit.xml and
+	// report.json into Out at the end.
+	NoReport bool
+	// KeepAll keeps every scenario's history and Porcupine page as written.
+	// By default a finished run compresses the histories of scenarios that
+	// went as expected (history.jsonl.gz) and removes their Porcupine
+	// pages, but for one sample per cell and each cell's first
+	// counterexample per property (see trim).
+	KeepAll bool
+	// Resume continues the run that Out holds: the scenarios of the plan
+	// that its summary.json records as run are kept as they are, and only
+	// the others (never started, or interrupted: Scenario.NotRun) run. The
+	// plan (locks, faults, seeds, options) should be the interrupted run's.
+	Resume bool
+	// Trace validates the histories of the locks it names against a model
+	// (lock ID → check) for the rows' trace, trace_line and trace_error;
+	// the CLI's --tla-jar sets it for the fenced lock (package tla). A
+	// rejected trace is a mismatch. Nil: no trace is validated.
+	Trace map[string]TraceCheck
+	// Logger receives details; nil discards.
+	Logger *slog.Logger
+}
+
+func (c Config) specs() ([]Spec, error) {
+	specs := c.Specs
+	if len(specs) == 0 {
+		for _, l := range c.Locks {
+			for _, f := range c.Faults {
+				for _, s := range c.Seeds {
+					specs = append(specs, Spec{Lock: l, Fault: f, Seed: s, After: After(l, f), Before: Before(l, f)})
+				}
+			}
+		}
+	}
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("%w: no scenarios (give locks, faults and seeds)", ErrBadConfig)
+	}
+	seen := map[string]bool{}
+	out := make([]Spec, len(specs))
+	for i, s := range specs {
+		if s.Lock == "" || s.Fault == "" {
+			return nil, fmt.Errorf("%w: scenario %d: lock and fault are required", ErrBadConfig, i)
+		}
+		fault, ok := chaos.Lookup(s.Fault)
+		if !ok {
+			return nil, fmt.Errorf("%w: scenario %s: fault %q: want one of %v", ErrBadConfig, s.ID(), s.Fault, chaos.Faults())
+		}
+		if err := fault.Available(c.Kind); err != nil {
+			return nil, fmt.Errorf("%w: scenario %s: %w", ErrBadConfig, s.ID(), err)
+		}
+		if (s.After != "" || s.Before != "") && fault.Point == chaos.PointNone {
+			return nil, fmt.Errorf("%w: scenario %s: a fault point (after/before) needs a fault that takes one (pause-client, crash-client)", ErrBadConfig, s.ID())
+		}
+		if s.Before != "" && fault.Point != chaos.PointAfterOrBefore || s.After != "" && s.Before != "" {
+			return nil, fmt.Errorf("%w: scenario %s: before is for crash-client only, and excludes after", ErrBadConfig, s.ID())
+		}
+		if seen[s.ID()] {
+			return nil, fmt.Errorf("%w: scenario %s given twice", ErrBadConfig, s.ID())
+		}
+		seen[s.ID()] = true
+		// The scenario's own value, else the run's, else the fault's default.
+		sh := fault.WorkloadShape()
+		s.Duration = cmp.Or(s.Duration, c.Duration, fault.DefaultDuration())
+		s.TTL = cmp.Or(s.TTL, c.TTL, DefaultTTL)
+		s.Clients = cmp.Or(s.Clients, c.Clients, sh.Clients)
+		s.Hold = cmp.Or(s.Hold, c.Hold, sh.Hold)
+		s.Think = cmp.Or(s.Think, c.Think, sh.Think)
+		s.OpTimeout = cmp.Or(s.OpTimeout, sh.OpTimeout)
+		if s.Duration < 0 || s.TTL < 0 || s.Clients < 0 || s.Hold < 0 || s.Think < 0 || s.OpTimeout < 0 {
+			return nil, fmt.Errorf("%w: scenario %s: duration, ttl, clients, hold and think must not be negative", ErrBadConfig, s.ID())
+		}
+		out[i] = s
+	}
+	return out, nil
+}

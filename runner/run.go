@@ -1,0 +1,276 @@
+// Package runner runs lockproof's lock × fault × seed matrix on chaos
+// environments and writes the run directory of the summary.json contract
+// (docs/DESIGN.md): summary.json, and per scenario
+// <lock>-<fault>-<seed>/history.jsonl (written by chaos.Run before anything
+// is checked), check.json (the checker's result) and, for violations,
+// Porcupine's porcupine.html. It is the orchestration stage of lockproof:
+// chaos produces histories, the checker judges them, reports renders them,
+// and this package plans, schedules and judges the runs around them.
+//
+// It also holds what the guarantees predict for every lock under every
+// fault (Expected, the one expectation table), measures how fast the
+// harness finds each broken lock (Detect), and saves and replays violations
+// as named regressions.
+//
+// Scheduling follows each fault's chaos.Scope: faults that act on one
+// scenario's own clients run a few scenarios at a time on one shared
+// environment, kept apart by key prefixes; faults that act on the servers
+// everyone uses (a paused master) run alone on it; faults that change the
+// environment for good (a failover) get a fresh environment each.
+//
+// Files by job: plan.go (what to run), run.go (scheduling and
+// environments), scenario.go (one scenario: run, check, judge, validate the
+// trace), summary.go (summary.json and its cells), expect.go (the
+// expectation table), detect.go, regression.go, trim.go, seeds.go.
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/reports"
+	"github.com/lockproof/lockproof/zoo"
+)
+
+// Run runs the matrix and writes the run directory. It returns the summary
+// (also written as Out/summary.json, rewritten after every scenario so that
+// an interrupted run leaves a readable one). A scenario that cannot run
+// (its environment fails, the runner fails) gets unknown verdicts and its
+// error; only bad configuration and a run directory that cannot be written
+// are errors of Run.
+func Run(ctx context.Context, cfg Config) (*Summary, error) {
+	specs, err := cfg.specs()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Out == "" {
+		return nil, fmt.Errorf("%w: Out (the run directory) is required", ErrBadConfig)
+	}
+	if cfg.Open == nil {
+		return nil, fmt.Errorf("%w: Open (the environment opener) is required", ErrBadConfig)
+	}
+	if cfg.Runner == nil {
+		cfg.Runner = chaos.Run
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = zoo.Builtin()
+	}
+	for _, s := range specs {
+		if _, ok := cfg.Registry.Lookup(s.Lock); !ok {
+			return nil, fmt.Errorf("%w: scenario %s: lock %q is not in the registry (known: %v)", ErrBadConfig, s.ID(), s.Lock, cfg.Registry.Names())
+		}
+	}
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = 3
+	}
+	if cfg.CheckTimeout <= 0 {
+		cfg.CheckTimeout = 60 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	m := &matrix{cfg: cfg, specs: specs, rows: make([]*Scenario, len(specs)), runCtx: ctx}
+	defer m.closeShared()
+	if cfg.Resume {
+		if err := m.resume(); err != nil {
+			return nil, err
+		}
+	}
+
+	// Scenarios on the shared environment first (a few at a time), then
+	// those of server faults alone, then each of a fresh-environment fault
+	// (a failover) on an environment of its own.
+	var local, paused, failover []int
+	for i, s := range specs {
+		if m.rows[i] != nil {
+			continue // finished before (Resume)
+		}
+		f, _ := chaos.Lookup(s.Fault) // known: specs
+		switch f.Scope {
+		case chaos.ScopeFresh:
+			failover = append(failover, i)
+		case chaos.ScopeServers:
+			paused = append(paused, i)
+		default:
+			local = append(local, i)
+		}
+	}
+	sem := make(chan struct{}, cfg.Parallel)
+	var wg sync.WaitGroup
+	for _, i := range local {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		if ctx.Err() != nil { // interrupted while waiting for a slot
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			m.runShared(ctx, i)
+		}()
+	}
+	wg.Wait()
+	for _, i := range paused {
+		if ctx.Err() != nil {
+			break
+		}
+		m.runShared(ctx, i)
+	}
+	m.closeShared()
+	for _, i := range failover {
+		if ctx.Err() != nil {
+			break
+		}
+		m.runFresh(ctx, i)
+	}
+	for i, r := range m.rows {
+		if r == nil { // interrupted before it ran
+			row := m.failed(specs[i], fmt.Errorf("not run: %w", context.Cause(ctx)))
+			row.NotRun = true
+			m.finish(i, row, time.Now())
+		}
+	}
+	m.judgeCells()
+	if !cfg.KeepAll {
+		if err := trim(cfg.Out, m.rows); err != nil {
+			m.cfg.Logger.Warn("trim the run directory", "err", err)
+		}
+	}
+	sum := m.summary()
+	if err := m.writeSummary(); err != nil {
+		return sum, err
+	}
+	if !cfg.NoReport {
+		if err := WriteReport(cfg.Out); err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
+}
+
+// resume takes the rows of the run directory's summary.json that belong
+// to the plan and did run (see Scenario.NotRun): those scenarios are not
+// run again.
+func (m *matrix) resume() error {
+	old, err := ReadSummary(m.cfg.Out)
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", m.cfg.Out, err)
+	}
+	byID := map[string]*Scenario{}
+	for _, r := range old.Scenarios {
+		if !r.NotRun {
+			byID[r.ID()] = r
+		}
+	}
+	for i, s := range m.specs {
+		if r, ok := byID[s.ID()]; ok {
+			m.rows[i] = r
+			m.done++
+		}
+	}
+	return nil
+}
+
+// WriteReport renders the report of the run directory dir with package
+// reports (report.md, report.html, junit.xml, report.json).
+func WriteReport(dir string) error {
+	run, err := reports.Load(dir)
+	if err != nil {
+		return fmt.Errorf("report of %s: %w", dir, err)
+	}
+	if err := reports.WriteAll(dir, reports.Build(run)); err != nil {
+		return fmt.Errorf("report of %s: %w", dir, err)
+	}
+	return nil
+}
+
+type matrix struct {
+	// runCtx is the context of the whole run: once it is done, finished
+	// rows are interrupted ones (see finish).
+	runCtx context.Context
+	cfg    Config
+	specs  []Spec
+
+	mu       sync.Mutex
+	rows     []*Scenario
+	cells    []*Cell // judgeCells
+	done     int
+	shared   env.Env
+	sharedEr error
+	opened   bool
+	writeErr error
+}
+
+// sharedEnv opens the shared environment once.
+func (m *matrix) sharedEnv(ctx context.Context) (env.Env, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.opened {
+		m.opened = true
+		octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		m.shared, m.sharedEr = m.cfg.Open(octx, chaos.SharedSpec())
+		cancel()
+		if m.sharedEr != nil {
+			m.sharedEr = fmt.Errorf("open the shared environment: %w", m.sharedEr)
+		}
+	}
+	return m.shared, m.sharedEr
+}
+
+func (m *matrix) closeShared() {
+	m.mu.Lock()
+	e := m.shared
+	m.shared = nil
+	m.mu.Unlock()
+	closeEnv(e, m.cfg.Logger)
+}
+
+func closeEnv(e env.Env, log *slog.Logger) {
+	if e == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.Close(ctx); err != nil {
+		log.Warn("close environment", "err", err)
+	}
+}
+
+func (m *matrix) runShared(ctx context.Context, i int) {
+	start := time.Now()
+	e, err := m.sharedEnv(ctx)
+	if err != nil {
+		m.finish(i, m.failed(m.specs[i], err), start)
+		return
+	}
+	m.finish(i, m.runOne(ctx, e, m.specs[i]), start)
+}
+
+func (m *matrix) runFresh(ctx context.Context, i int) {
+	start := time.Now()
+	s := m.specs[i]
+	octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	f, _ := chaos.Lookup(s.Fault) // known: specs
+	e, err := m.cfg.Open(octx, f.FreshSpec(s.Lock))
+	cancel()
+	if err != nil {
+		m.finish(i, m.failed(s, fmt.Errorf("open a fresh environment: %w", err)), start)
+		return
+	}
+	row := m.runOne(ctx, e, s)
+	closeEnv(e, m.cfg.Logger)
+	m.finish(i, row, start)
+}

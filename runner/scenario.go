@@ -1,0 +1,300 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/locker"
+	"github.com/lockproof/lockproof/reports"
+)
+
+// newRow is a summary row with the spec's identity and expectation.
+func (m *matrix) newRow(s Spec) *Scenario {
+	exp := ExpectedOf(m.cfg.Registry, s.Lock, s.Fault)
+	row := &Scenario{SpecRecord: recordOf(s)}
+	row.Lock, row.Fault, row.Seed = s.Lock, s.Fault, int64(s.Seed)
+	row.History = path.Join(s.ID(), reports.HistoryFile)
+	row.Started = time.Now().UTC().Format(time.RFC3339Nano)
+	row.Expected = reports.Expected{Lease: exp.Lease.Verdict(), Resource: exp.Resource.Verdict(), Liveness: exp.Liveness.Verdict()}
+	for _, p := range contract.PropertyIDs() {
+		if exp.Want(p) == WantMay {
+			row.MayViolate = append(row.MayViolate, p)
+		}
+	}
+	return row
+}
+
+// failed is the row of a scenario that could not run: unknown verdicts, an
+// empty history and a check.json saying why.
+func (m *matrix) failed(s Spec, err error) *Scenario {
+	row := m.newRow(s)
+	row.Error = err.Error()
+	row.Lease, row.Resource, row.Liveness = checker.Unknown, checker.Unknown, checker.Unknown
+	dir := filepath.Join(m.cfg.Out, s.ID())
+	if e := os.MkdirAll(dir, 0o755); e == nil {
+		hp := filepath.Join(dir, reports.HistoryFile)
+		if _, e := os.Stat(hp); e != nil {
+			_ = os.WriteFile(hp, nil, 0o644)
+		}
+		_ = writeJSON(filepath.Join(dir, reports.CheckFile), unknownResult(err))
+	}
+	return row
+}
+
+// unknownResult is a checker result with every verdict unknown because of err.
+func unknownResult(err error) *checker.Result {
+	r := &checker.Result{Verdict: checker.Unknown}
+	for _, p := range []struct {
+		pr   *checker.PropertyResult
+		name string
+	}{{&r.Lease, checker.PropLease}, {&r.Resource, checker.PropResource}, {&r.Liveness, checker.PropLiveness}} {
+		*p.pr = checker.PropertyResult{Property: p.name, Verdict: checker.Unknown, Explanation: "not checked: " + err.Error()}
+	}
+	return r
+}
+
+// checkOptions are the checker's options for s: the budget, and the bound
+// s's lock promises its waiters.
+func (m *matrix) checkOptions(s Spec) checker.Options {
+	o := checker.Options{Timeout: m.cfg.CheckTimeout}
+	if e, ok := m.cfg.Registry.Lookup(s.Lock); ok {
+		o.WaitBound = e.WaitBound
+	}
+	return o
+}
+
+// waitTimeout is how long s's waiters wait: twice the promised bound, so
+// that a broken promise shows as a waiter served late or giving up.
+func (m *matrix) waitTimeout(s Spec) time.Duration {
+	e, _ := m.cfg.Registry.Lookup(s.Lock)
+	return 2 * e.WaitBound
+}
+
+// runOne runs, checks and files one scenario.
+func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
+	row := m.newRow(s)
+	dir := filepath.Join(m.cfg.Out, s.ID())
+	sc := chaos.Scenario{Lock: s.Lock, Fault: s.Fault, Seed: s.Seed, Duration: s.Duration, TTL: s.TTL,
+		Clients: s.Clients, Logger: m.cfg.Logger.With("scenario", s.ID())}
+	sc.Workload.Hold, sc.Workload.Think, sc.Workload.OpTimeout = s.Hold, s.Think, s.OpTimeout
+	sc.Workload.Locks, sc.Workload.Mix, sc.Workload.WaitTimeout = m.cfg.Registry, m.cfg.Mix, m.waitTimeout(s)
+	setFaultPoint(&sc, s.After, s.Before)
+	rctx, cancel := context.WithTimeout(ctx, s.Duration+2*time.Minute)
+	out, runErr := m.cfg.Runner(rctx, e, sc, dir)
+	cancel()
+	row.FaultName, row.FaultEvidence = out.FaultName, out.FaultEvidence
+	if out.FaultErr != nil {
+		row.FaultError = out.FaultErr.Error()
+	}
+	ops := out.Ops
+	if runErr != nil {
+		row.Error = runErr.Error()
+		if ops == nil {
+			// The history on disk is complete also on error; check what it holds.
+			if got, err := history.ReadFile(filepath.Join(dir, reports.HistoryFile)); err == nil {
+				ops = got
+			}
+		}
+	}
+	for i := range ops {
+		if ops[i].Kind == history.Fault {
+			st := time.Duration(ops[i].Call).Milliseconds()
+			row.FaultStartMs = &st
+			break
+		}
+	}
+	if runErr != nil && len(ops) == 0 {
+		bad := m.failed(s, runErr)
+		bad.FaultName, bad.FaultError, bad.FaultEvidence = row.FaultName, row.FaultError, row.FaultEvidence
+		return bad
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*m.cfg.CheckTimeout+30*time.Second)
+	defer cancel()
+	res, err := checker.Check(cctx, ops, m.checkOptions(s))
+	if err != nil {
+		bad := m.failed(s, fmt.Errorf("check %s: %w", filepath.Join(dir, reports.HistoryFile), err))
+		bad.FaultName, bad.FaultError, bad.FaultEvidence = row.FaultName, row.FaultError, row.FaultEvidence
+		return bad
+	}
+	if err := writeJSON(filepath.Join(dir, reports.CheckFile), res); err != nil {
+		row.Error = joinErr(row.Error, err.Error())
+	}
+	row.Ops = res.Counts.Ops
+	row.Rejected = res.Counts.Rejected
+	row.Lease, row.Resource, row.Liveness = res.Lease.Verdict, res.Resource.Verdict, res.Liveness.Verdict
+	if row.FaultStartMs != nil {
+		row.DetectMs = detection(res, time.Duration(*row.FaultStartMs)*time.Millisecond, ops)
+	}
+	if check := m.cfg.Trace[s.Lock]; check != nil {
+		accepted, line, err := check(ctx, ops)
+		switch {
+		case err != nil:
+			row.Trace, row.TraceError = reports.TraceError, err.Error()
+		case accepted:
+			row.Trace = reports.TraceAccepted
+		default:
+			row.Trace, row.TraceLine = reports.TraceRejected, line
+		}
+	}
+	if res.Verdict == checker.Violated {
+		if err := visualize(cctx, filepath.Join(dir, reports.VisualizationFile), ops, res, m.cfg.CheckTimeout); err != nil {
+			m.cfg.Logger.Warn("porcupine visualization", "scenario", s.ID(), "err", err)
+		}
+	}
+	return row
+}
+
+func joinErr(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// detection returns, per violated property, the time from the fault
+// window's start to the call of the op that completed the earliest of its
+// listed violations (a violation is complete once its last op was called).
+func detection(res *checker.Result, faultStart time.Duration, ops []history.Op) map[string]int64 {
+	start := int64(-1)
+	for i := range ops {
+		if ops[i].Kind == history.Fault && (start < 0 || ops[i].Call < start) {
+			start = ops[i].Call
+		}
+	}
+	if start < 0 {
+		start = int64(faultStart)
+	}
+	out := map[string]int64{}
+	for _, p := range []struct {
+		name string
+		pr   *checker.PropertyResult
+	}{{PropLease, &res.Lease}, {PropResource, &res.Resource}, {PropLiveness, &res.Liveness}} {
+		if p.pr.Verdict != checker.Violated {
+			continue
+		}
+		best := int64(-1)
+		for _, v := range p.pr.Violations {
+			last := int64(-1)
+			for _, o := range v.Ops {
+				last = max(last, o.Call)
+			}
+			if last >= 0 && (best < 0 || last < best) {
+				best = last
+			}
+		}
+		if best >= 0 {
+			out[p.name] = max(0, time.Duration(best-start).Milliseconds())
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func visualize(ctx context.Context, p string, ops []history.Op, res *checker.Result, timeout time.Duration) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	if err := checker.Visualize(ctx, f, ops, res, checker.Options{Timeout: timeout}); err != nil {
+		f.Close()
+		os.Remove(p)
+		return err
+	}
+	return f.Close()
+}
+
+// mismatch says that property p came out v against the prediction w.
+func mismatch(p string, v checker.Verdict, w Want) string {
+	return fmt.Sprintf("%s %s, expected %s", p, v, w)
+}
+
+// TraceCheck validates one scenario's history against a model: accepted,
+// or the history line of the first event the model refused. An error means
+// no verdict (no TLC, a timeout).
+type TraceCheck func(ctx context.Context, ops []history.Op) (accepted bool, line int, err error)
+
+// judge compares a row's verdicts with the prediction, and a validated
+// trace with the model.
+func judge(reg *locker.Registry, row *Scenario) {
+	exp := ExpectedOf(reg, row.Lock, row.Fault)
+	row.Mismatches = nil
+	for _, p := range contract.PropertyIDs() {
+		v, w := row.Verdict(p), exp.Want(p)
+		if v != checker.Unknown && !w.Matches(v) {
+			row.Mismatches = append(row.Mismatches, mismatch(p, v, w))
+		}
+	}
+	if row.Trace == reports.TraceRejected {
+		row.Mismatches = append(row.Mismatches, fmt.Sprintf("trace rejected by the model at line %d", row.TraceLine))
+	}
+	if exp.Rejected && row.Rejected == 0 && !row.Unknown() {
+		row.Mismatches = append(row.Mismatches, "rejected 0, expected > 0 (the fault did not bite)")
+	}
+	row.AsExpected = len(row.Mismatches) == 0 && !row.Unknown()
+}
+
+// finish records a row, reports progress and rewrites summary.json.
+func (m *matrix) finish(i int, row *Scenario, start time.Time) {
+	if err := m.runCtx.Err(); err != nil && !row.NotRun {
+		// Cut short by the interrupt: its verdicts say nothing, and a
+		// resumed run runs it again.
+		row.NotRun = true
+		row.Error = joinErr("interrupted: "+context.Cause(m.runCtx).Error(), row.Error)
+	}
+	row.ElapsedMs = time.Since(start).Milliseconds()
+	judge(m.cfg.Registry, row)
+	m.mu.Lock()
+	m.rows[i] = row
+	m.done++
+	// Under the lock: scenarios finish concurrently, and Progress need not
+	// be safe for concurrent use (a bytes.Buffer lost a line so).
+	if w := m.cfg.Progress; w != nil && !row.NotRun {
+		fmt.Fprintln(w, progressLine(m.done, len(m.specs), row))
+	}
+	m.mu.Unlock()
+	if err := m.writeSummary(); err != nil {
+		m.cfg.Logger.Warn("summary.json", "err", err)
+	}
+}
+
+// progressLine is one line of progress for a finished scenario.
+func progressLine(done, total int, r *Scenario) string {
+	status := "as expected"
+	switch {
+	case len(r.Mismatches) > 0:
+		status = "NOT AS EXPECTED: " + strings.Join(r.Mismatches, "; ")
+	case r.Unknown():
+		status = "UNKNOWN verdict"
+	}
+	if r.Error != "" {
+		status += " (error: " + r.Error + ")"
+	}
+	if r.FaultError != "" {
+		status += " (fault: " + r.FaultError + ")"
+	}
+	var det []string
+	for _, p := range contract.PropertyIDs() {
+		if d, ok := r.DetectMs[p]; ok {
+			det = append(det, fmt.Sprintf("%s@%.1fs", p, float64(d)/1000))
+		}
+	}
+	found := ""
+	if len(det) > 0 {
+		found = " found " + strings.Join(det, ",")
+	}
+	return fmt.Sprintf("[%*d/%d] %-26s lease %-8s resource %-8s liveness %-8s rejected %-4d ops %-5d %5.1fs%s  %s",
+		len(fmt.Sprint(total)), done, total, r.ID(), r.Lease, r.Resource, r.Liveness, r.Rejected, r.Ops,
+		float64(r.ElapsedMs)/1000, found, status)
+}

@@ -1,0 +1,215 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+
+	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/locker"
+	"github.com/lockproof/lockproof/reports"
+)
+
+// Scenario is one scenario of summary.json: the contract's fields
+// (reports.ScenarioSummary) and a few more.
+type Scenario struct {
+	reports.ScenarioSummary
+	// SpecRecord is the fault point, durations and shape used.
+	SpecRecord
+}
+
+// ID is the scenario's directory name.
+func (s *Scenario) ID() string { return path.Dir(s.History) }
+
+// Verdict returns the verdict of a property (PropLease, ...).
+func (s *Scenario) Verdict(prop string) checker.Verdict {
+	switch prop {
+	case PropLease:
+		return s.Lease
+	case PropResource:
+		return s.Resource
+	case PropLiveness:
+		return s.Liveness
+	}
+	return checker.Unknown
+}
+
+// Unknown reports whether the row is inconclusive: some verdict is
+// unknown, or the scenario or its fault failed (Error, FaultError). A fault
+// that never ran proves nothing, so such a row is never "as expected", and
+// the run exits 3 for it unless a verdict contradicts the expectation.
+func (s *Scenario) Unknown() bool {
+	return s.Lease == checker.Unknown || s.Resource == checker.Unknown || s.Liveness == checker.Unknown ||
+		s.Error != "" || s.FaultError != ""
+}
+
+// Summary is summary.json.
+type Summary struct {
+	Scenarios []*Scenario `json:"scenarios"`
+	// Cells sum the seeds of each lock × fault up (additive to the
+	// contract: tools that read only scenarios are unaffected).
+	Cells []*Cell `json:"cells,omitempty"`
+}
+
+// Cell is one lock × fault over its seeds (reports.Cell).
+type Cell = reports.Cell
+
+// Status sums a run up as `lockproof run` exits: 0 every verdict as
+// expected, 1 some verdict not as expected or some cell's detection rate
+// a regression (Cell.Regressions), 3 some verdict unknown (and nothing
+// unexpected).
+func (s *Summary) Status() int {
+	unknown := false
+	for _, sc := range s.Scenarios {
+		if len(sc.Mismatches) > 0 {
+			return contract.ExitViolation
+		}
+		unknown = unknown || sc.Unknown()
+	}
+	for _, c := range s.Cells {
+		if len(c.Regressions) > 0 {
+			return contract.ExitViolation
+		}
+	}
+	if unknown {
+		return contract.ExitUnknown
+	}
+	return contract.ExitOK
+}
+
+// summary returns the finished rows in plan order, and the cells once
+// judgeCells has run.
+func (m *matrix) summary() *Summary {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := &Summary{Scenarios: []*Scenario{}, Cells: m.cells}
+	for _, r := range m.rows {
+		if r != nil {
+			s.Scenarios = append(s.Scenarios, r)
+		}
+	}
+	return s
+}
+
+// judgeCells sums each lock × fault up over its seeds (Cell) and settles
+// the rows of must-break properties: a seed that missed what another seed
+// of its cell found is as expected (FoundElsewhere), not a mismatch.
+func (m *matrix) judgeCells() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cells = cellsOf(m.cfg.Registry, m.rows)
+}
+
+// cellsOf judges rows by cell (see judgeCells) and returns the cells in
+// plan order.
+func cellsOf(reg *locker.Registry, rows []*Scenario) []*Cell {
+	type id struct{ lock, fault string }
+	var order []id
+	byCell := map[id][]*Scenario{}
+	for _, r := range rows {
+		if r == nil || r.NotRun {
+			continue
+		}
+		k := id{r.Lock, r.Fault}
+		if _, ok := byCell[k]; !ok {
+			order = append(order, k)
+		}
+		byCell[k] = append(byCell[k], r)
+	}
+	var cells []*Cell
+	for _, k := range order {
+		rs := byCell[k]
+		exp := ExpectedOf(reg, k.lock, k.fault)
+		c := &Cell{Lock: k.lock, Fault: k.fault, Found: map[string]int{}, Rate: map[string]float64{}, DetectMedianMs: map[string]int64{},
+			Want: map[string]string{}, Why: exp.Why}
+		for _, p := range contract.PropertyIDs() {
+			var det []int64
+			for _, r := range rs {
+				if r.Verdict(p) == checker.Violated {
+					c.Found[p]++
+					if d, ok := r.DetectMs[p]; ok {
+						det = append(det, d)
+					}
+				}
+			}
+			if len(det) > 0 {
+				slices.Sort(det)
+				c.DetectMedianMs[p] = det[len(det)/2]
+			}
+			c.Want[p] = string(exp.Want(p))
+			if exp.Want(p) != WantViolated || c.Found[p] == 0 {
+				continue
+			}
+			// Found on some seed: the seeds that missed it are as expected.
+			for _, r := range rs {
+				if i := slices.Index(r.Mismatches, mismatch(p, r.Verdict(p), WantViolated)); i >= 0 {
+					r.Mismatches = slices.Delete(r.Mismatches, i, i+1)
+					r.FoundElsewhere = append(r.FoundElsewhere, p)
+					r.AsExpected = len(r.Mismatches) == 0 && !r.Unknown()
+				}
+			}
+		}
+		c.AsExpected = true
+		for _, r := range rs {
+			if !r.Unknown() {
+				c.Seeds++
+			}
+			c.AsExpected = c.AsExpected && r.AsExpected
+		}
+		for p, n := range c.Found {
+			if c.Seeds > 0 {
+				c.Rate[p] = float64(n) / float64(c.Seeds)
+			}
+		}
+		promise(c, exp)
+		cells = append(cells, c)
+	}
+	return cells
+}
+
+// writeSummary writes summary.json atomically (temporary file, rename).
+func (m *matrix) writeSummary() error {
+	sum := m.summary()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := filepath.Join(m.cfg.Out, reports.SummaryFile)
+	if err := writeJSON(p, sum); err != nil {
+		m.writeErr = err
+		return err
+	}
+	return nil
+}
+
+// writeJSON writes v as indented JSON to p through a temporary file.
+func writeJSON(p string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	return nil
+}
+
+// ReadSummary reads a run directory's summary.json as the matrix wrote it.
+func ReadSummary(dir string) (*Summary, error) {
+	p := filepath.Join(dir, reports.SummaryFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("read summary: %w", err)
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadConfig, p, err)
+	}
+	return &s, nil
+}
