@@ -306,12 +306,12 @@ func Expected(lock, fault string) (e Expectation) {
 	return e
 }
 
-// ExpectedOf is Expected for a lock of reg: a built-in name gets its row of
+// expectedOf is Expected for a lock of reg: a built-in name gets its row of
 // the table; another lock gets the row of the profile it claims
 // (locker.Entry.Profile): ProfileFenced the fenced lock's, ProfileLease the
 // lua lock's (owner-checked, unfenced), ProfileNone no prediction. A nil reg
 // is zoo.Builtin().
-func ExpectedOf(reg *locker.Registry, lock, fault string) Expectation {
+func expectedOf(reg *locker.Registry, lock, fault string) Expectation {
 	if slices.Contains(Locks(), lock) || reg == nil {
 		return Expected(lock, fault)
 	}
@@ -370,17 +370,17 @@ func DecisiveScenarios() []Decisive {
 		{Lock: "fenced", Fault: chaos.FaultPauseClient, Property: PropResource},
 	}
 	for i := range ds {
-		ds[i].After, ds[i].Before = After(ds[i].Lock, ds[i].Fault), Before(ds[i].Lock, ds[i].Fault)
+		ds[i].After, ds[i].Before = faultPointAfter(ds[i].Lock, ds[i].Fault), faultPointBefore(ds[i].Lock, ds[i].Fault)
 	}
 	return ds
 }
 
-// UnfencedReadCommand is the Redis command of an unfenced resource read
+// unfencedReadCommand is the Redis command of an unfenced resource read
 // (fencing.Redis.Read): a pause right after its reply lands exactly at the
 // workload's fault point, between the holder's read and its write.
-const UnfencedReadCommand = "hmget"
+const unfencedReadCommand = "hmget"
 
-// After returns the fault point the matrix uses for lock under fault: the
+// faultPointAfter returns the fault point the matrix uses for lock under fault: the
 // command after whose reply a pause or crash strikes ("" for the fault's
 // default: while the victim holds its lock).
 //
@@ -391,7 +391,7 @@ const UnfencedReadCommand = "hmget"
 //     fenced keeps the default (its fenced read is a script like its lock
 //     ops, and its late write is refused wherever the pause lands).
 //   - crash-client: no After (see Before).
-func After(lock, fault string) string {
+func faultPointAfter(lock, fault string) string {
 	switch fault {
 	case chaos.FaultPauseClient:
 		switch {
@@ -402,36 +402,36 @@ func After(lock, fault string) string {
 		}
 		for _, l := range Locks() {
 			if l == lock {
-				return UnfencedReadCommand
+				return unfencedReadCommand
 			}
 		}
 	}
 	return ""
 }
 
-// Before returns the command before whose sending the matrix's fault
+// faultPointBefore returns the command before whose sending the matrix's fault
 // strikes ("" for none): setnx-expire under crash-client crashes right
 // before its PEXPIRE, which it sends only after a SETNX that succeeded — the
 // crash between SETNX and EXPIRE that leaves a key without TTL. (Crashing
 // after the SETNX's reply would also strike after SETNXs that failed.)
-func Before(lock, fault string) string {
+func faultPointBefore(lock, fault string) string {
 	if fault == chaos.FaultCrashClient && lock == "setnx-expire" {
 		return "pexpire"
 	}
 	return ""
 }
 
-// PromisedRate is the detection rate a prediction of WantViolated
+// promisedRate is the detection rate a prediction of WantViolated
 // promises: the break shows in at least 9 seeds of 10 (docs/DESIGN.md,
 // "Detection rates"; the decisive scenarios measure 19 or 20 of 20).
-const PromisedRate = 0.9
+const promisedRate = 0.9
 
-// RegressionAlpha is how unlikely a cell's found count must be, were the
+// regressionAlpha is how unlikely a cell's found count must be, were the
 // promised rate true, to be called a regression: P(found or fewer | seeds,
-// PromisedRate) below 1 in 1000. A lower bar would turn a nightly of ~40
+// promisedRate) below 1 in 1000. A lower bar would turn a nightly of ~40
 // must-break cells red on chance alone every few nights; with one seed no
 // count can be a regression (a miss there is a mismatch, as before).
-const RegressionAlpha = 0.001
+const regressionAlpha = 0.001
 
 // promise records, on a cell, the rate each must-break property promises
 // and flags the found rates too far below it to be chance.
@@ -443,15 +443,15 @@ func promise(c *Cell, exp Expectation) {
 		if c.Promised == nil {
 			c.Promised = map[string]float64{}
 		}
-		c.Promised[p] = PromisedRate
+		c.Promised[p] = promisedRate
 		found := c.Found[p]
 		if c.Seeds == 0 || found == 0 {
 			continue // no seed decided, or a plain miss: a mismatch of its rows
 		}
-		if tail := binomialCDF(found, c.Seeds, PromisedRate); tail < RegressionAlpha {
+		if tail := binomialCDF(found, c.Seeds, promisedRate); tail < regressionAlpha {
 			c.Regressions = append(c.Regressions, fmt.Sprintf(
 				"%s violated on %d of %d seeds, below the promised %.0f%% (P = %.2g by chance): the fault or the harness regressed",
-				p, found, c.Seeds, 100*PromisedRate, tail))
+				p, found, c.Seeds, 100*promisedRate, tail))
 		}
 	}
 }

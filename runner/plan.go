@@ -80,7 +80,7 @@ const DefaultTTL = 500 * time.Millisecond
 // Config is a matrix run.
 type Config struct {
 	// Specs are the scenarios, in order. When empty, Run runs Locks × Faults
-	// × Seeds (lock-major), each with After(lock, fault).
+	// × Seeds (lock-major), each with faultPointAfter(lock, fault).
 	Specs  []Spec
 	Locks  []string
 	Faults []string
@@ -147,7 +147,7 @@ func (c Config) specs() ([]Spec, error) {
 		for _, l := range c.Locks {
 			for _, f := range c.Faults {
 				for _, s := range c.Seeds {
-					specs = append(specs, Spec{Lock: l, Fault: f, Seed: s, After: After(l, f), Before: Before(l, f)})
+					specs = append(specs, Spec{Lock: l, Fault: f, Seed: s, After: faultPointAfter(l, f), Before: faultPointBefore(l, f)})
 				}
 			}
 		}

@@ -90,18 +90,18 @@ func (r Regression) validate() error {
 	return nil
 }
 
-// RegressionsFrom makes one regression per scenario of sum that broke
+// regressionsFrom makes one regression per scenario of sum that broke
 // something, named name (or name-<scenario> when there are several). Its
 // property is the first violated one (lease, resource, liveness) that the
 // expectation table says must break, else the first violated one.
-func RegressionsFrom(name string, sum *Summary) ([]Regression, error) {
+func regressionsFrom(name string, sum *Summary) ([]Regression, error) {
 	if err := CheckRegressionName(name); err != nil {
 		return nil, err
 	}
 	var out []Regression
 	for _, s := range sum.Scenarios {
 		prop := ""
-		exp := ExpectedOf(nil, s.Lock, s.Fault)
+		exp := expectedOf(nil, s.Lock, s.Fault)
 		for _, p := range contract.PropertyIDs() {
 			if s.Verdict(p) != checker.Violated {
 				continue
@@ -133,18 +133,18 @@ func RegressionsFrom(name string, sum *Summary) ([]Regression, error) {
 }
 
 // SaveRegressions saves the violations of sum, the summary of run directory
-// runDir, as regressions in dir (see RegressionsFrom), each with its first
+// runDir, as regressions in dir (see regressionsFrom), each with its first
 // violation's rule and explanation from the scenario's check.json. It
 // returns the files written.
 func SaveRegressions(dir, runDir, name string, sum *Summary) ([]string, error) {
-	regs, err := RegressionsFrom(name, sum)
+	regs, err := regressionsFrom(name, sum)
 	if err != nil {
 		return nil, err
 	}
 	var paths []string
 	for _, r := range regs {
 		describeFirst(&r, filepath.Join(runDir, r.Spec().ID(), reports.CheckFile))
-		p, err := SaveRegression(dir, r)
+		p, err := saveRegression(dir, r)
 		if err != nil {
 			return paths, err
 		}
@@ -169,8 +169,8 @@ func describeFirst(r *Regression, checkPath string) {
 	}
 }
 
-// SaveRegression writes r as dir/<name>.json (dir is created).
-func SaveRegression(dir string, r Regression) (string, error) {
+// saveRegression writes r as dir/<name>.json (dir is created).
+func saveRegression(dir string, r Regression) (string, error) {
 	if err := r.validate(); err != nil {
 		return "", err
 	}

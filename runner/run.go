@@ -154,7 +154,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return sum, err
 	}
 	if !cfg.NoReport {
-		if err := WriteReport(cfg.Out); err != nil {
+		if err := writeReport(cfg.Out); err != nil {
 			return sum, err
 		}
 	}
@@ -184,9 +184,9 @@ func (m *matrix) resume() error {
 	return nil
 }
 
-// WriteReport renders the report of the run directory dir with package
+// writeReport renders the report of the run directory dir with package
 // reports (report.md, report.html, junit.xml, report.json).
-func WriteReport(dir string) error {
+func writeReport(dir string) error {
 	run, err := reports.Load(dir)
 	if err != nil {
 		return fmt.Errorf("report of %s: %w", dir, err)

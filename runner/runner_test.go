@@ -323,7 +323,7 @@ func TestRunWritesTheContract(t *testing.T) {
 		if sc.Fault == chaos.FaultPauseClient {
 			wantClients = 5
 			if sc.Lock != "fenced" {
-				wantAfter = UnfencedReadCommand
+				wantAfter = unfencedReadCommand
 			}
 		}
 		f, _ := chaos.Lookup(sc.Fault)
@@ -400,7 +400,7 @@ func TestFaultPointReachesChaos(t *testing.T) {
 		got[sc.Lock+"/"+sc.Fault] = sc.CrashAfter + "|" + sc.CrashBefore + "|" + sc.PauseAfter
 	}
 	want := map[string]string{
-		"setnx-expire/crash-client": "|pexpire|", "setnx-expire/pause-client": "||" + UnfencedReadCommand,
+		"setnx-expire/crash-client": "|pexpire|", "setnx-expire/pause-client": "||" + unfencedReadCommand,
 		"get-del/crash-client": "||", "get-del/pause-client": "||get",
 	}
 	for k, w := range want {
@@ -497,10 +497,10 @@ func TestRegressionsRoundTrip(t *testing.T) {
 	// resource broke too).
 	sum.Scenarios[1].Resource = checker.Violated
 	sum.Scenarios[0].Resource = checker.Violated
-	regs, err := RegressionsFrom("found", sum)
+	regs, err := regressionsFrom("found", sum)
 	if err != nil || len(regs) != 2 || regs[0].Name != "found-set-del-pause-client-3" || regs[0].Property != PropLease ||
 		regs[1].Name != "found-lua-none-1" || regs[1].Property != PropResource {
-		t.Errorf("RegressionsFrom = %+v, %v", regs, err)
+		t.Errorf("regressionsFrom = %+v, %v", regs, err)
 	}
 }
 
@@ -684,7 +684,7 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 		c := cellsOf(nil, rs)[0]
 		sum := &Summary{Scenarios: rs, Cells: []*Cell{c}}
 		got := len(c.Regressions) > 0
-		if got != tc.regression || (c.Promised[PropLease] == PromisedRate) != tc.wantPromised {
+		if got != tc.regression || (c.Promised[PropLease] == promisedRate) != tc.wantPromised {
 			t.Errorf("%s × %s found %d of %d: regressions %v, promised %v; want regression %v",
 				tc.lock, tc.fault, tc.found, tc.seeds, c.Regressions, c.Promised, tc.regression)
 		}

@@ -20,7 +20,7 @@ import (
 
 // newRow is a summary row with the spec's identity and expectation.
 func (m *matrix) newRow(s Spec) *Scenario {
-	exp := ExpectedOf(m.cfg.Registry, s.Lock, s.Fault)
+	exp := expectedOf(m.cfg.Registry, s.Lock, s.Fault)
 	row := &Scenario{SpecRecord: recordOf(s)}
 	row.Lock, row.Fault, row.Seed = s.Lock, s.Fault, int64(s.Seed)
 	row.History = path.Join(s.ID(), reports.HistoryFile)
@@ -228,7 +228,7 @@ type TraceCheck func(ctx context.Context, ops []history.Op) (accepted bool, line
 // judge compares a row's verdicts with the prediction, and a validated
 // trace with the model.
 func judge(reg *locker.Registry, row *Scenario) {
-	exp := ExpectedOf(reg, row.Lock, row.Fault)
+	exp := expectedOf(reg, row.Lock, row.Fault)
 	row.Mismatches = nil
 	for _, p := range contract.PropertyIDs() {
 		v, w := row.Verdict(p), exp.Want(p)

@@ -123,7 +123,7 @@ func cellsOf(reg *locker.Registry, rows []*Scenario) []*Cell {
 	var cells []*Cell
 	for _, k := range order {
 		rs := byCell[k]
-		exp := ExpectedOf(reg, k.lock, k.fault)
+		exp := expectedOf(reg, k.lock, k.fault)
 		c := &Cell{Lock: k.lock, Fault: k.fault, Found: map[string]int{}, Rate: map[string]float64{}, DetectMedianMs: map[string]int64{},
 			Want: map[string]string{}, Why: exp.Why}
 		for _, p := range contract.PropertyIDs() {
