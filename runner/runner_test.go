@@ -20,43 +20,6 @@ import (
 	"github.com/lockproof/lockproof/reports"
 )
 
-func TestParseSeeds(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []uint64
-	}{
-		{"1-10", []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
-		{"1,2,5", []uint64{1, 2, 5}},
-		{"7", []uint64{7}},
-		{" 3-4 , 9 ", []uint64{3, 4, 9}},
-		{"0-0", []uint64{0}},
-	} {
-		got, err := ParseSeeds(tc.in)
-		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("ParseSeeds(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
-		}
-	}
-	for _, in := range []string{"", "a", "1-", "-3", "5-2", "1,1", "1-3,2", "1-100000", "1.5", "1;2"} {
-		if got, err := ParseSeeds(in); !errors.Is(err, ErrBadConfig) {
-			t.Errorf("ParseSeeds(%q) = %v, %v; want ErrBadConfig", in, got, err)
-		}
-	}
-}
-
-func TestParseNames(t *testing.T) {
-	got, err := ParseNames("--locks", "lua,fenced", Locks())
-	if err != nil || !slices.Equal(got, []string{"lua", "fenced"}) {
-		t.Fatalf("ParseNames = %v, %v", got, err)
-	}
-	if got, err := ParseNames("--locks", "all", Locks()); err != nil || !slices.Equal(got, Locks()) {
-		t.Fatalf("ParseNames(all) = %v, %v", got, err)
-	}
-	_, err = ParseNames("--locks", "lua,nope", Locks())
-	if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "--locks") {
-		t.Fatalf("unknown name: err = %v; want ErrBadConfig naming the flag and the name", err)
-	}
-}
-
 // The contract's names are what the lock zoo and chaos accept.
 func TestNamesMatchTheZoo(t *testing.T) {
 	for _, f := range Faults() {

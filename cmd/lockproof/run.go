@@ -6,8 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/lockproof/lockproof/internal/redisproc"
-	"github.com/lockproof/lockproof/reports"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -23,6 +21,8 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/internal/redisproc"
+	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/tla"
 	"github.com/lockproof/lockproof/zoo"
@@ -128,11 +128,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return bad("--save-regression: %v", err)
 		}
 	}
-	locks, err := runner.ParseNames("--locks", f.locks, zoo.Builtin().Names())
+	locks, err := parseNames("--locks", f.locks, zoo.Builtin().Names())
 	if err != nil {
 		return bad("%v", err)
 	}
-	faults, err := runner.ParseNames("--faults", f.faults, chaos.Faults())
+	faults, err := parseNames("--faults", f.faults, chaos.Faults())
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -147,7 +147,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			seedList = "1-20"
 		}
 	}
-	seeds, err := runner.ParseSeeds(seedList)
+	seeds, err := parseSeeds(seedList)
 	if err != nil {
 		return bad("--seeds: %v", err)
 	}

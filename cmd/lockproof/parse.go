@@ -1,46 +1,45 @@
-package runner
+package main
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/lockproof/lockproof/runner"
 )
 
-// ErrBadConfig wraps every error about bad matrix input (flags, names,
-// seed lists, regression files).
-var ErrBadConfig = errors.New("bad matrix config")
+// The flag parsers of `lockproof run`.
 
 // maxSeeds bounds a seed list, so that a typo like "1-1000000" is refused
 // instead of running for days.
 const maxSeeds = 10000
 
-// ParseSeeds parses a seed list: comma-separated seeds and inclusive ranges,
+// parseSeeds parses a seed list: comma-separated seeds and inclusive ranges,
 // e.g. "1-10", "1,2,5" or "1-3,7". Seeds are kept in the order given;
 // duplicates are refused.
-func ParseSeeds(s string) ([]uint64, error) {
+func parseSeeds(s string) ([]uint64, error) {
 	var out []uint64
 	seen := map[uint64]bool{}
 	add := func(v uint64) error {
 		if seen[v] {
-			return fmt.Errorf("%w: seeds %q: seed %d given twice", ErrBadConfig, s, v)
+			return fmt.Errorf("%w: seeds %q: seed %d given twice", runner.ErrBadConfig, s, v)
 		}
 		if len(out) == maxSeeds {
-			return fmt.Errorf("%w: seeds %q: more than %d seeds", ErrBadConfig, s, maxSeeds)
+			return fmt.Errorf("%w: seeds %q: more than %d seeds", runner.ErrBadConfig, s, maxSeeds)
 		}
 		seen[v] = true
 		out = append(out, v)
 		return nil
 	}
 	if strings.TrimSpace(s) == "" {
-		return nil, fmt.Errorf("%w: seeds: empty list (want e.g. 1-10 or 1,2,5)", ErrBadConfig)
+		return nil, fmt.Errorf("%w: seeds: empty list (want e.g. 1-10 or 1,2,5)", runner.ErrBadConfig)
 	}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.ParseUint(strings.TrimSpace(lo), 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%w: seeds %q: %q is not a seed or a range like 1-10", ErrBadConfig, s, part)
+			return nil, fmt.Errorf("%w: seeds %q: %q is not a seed or a range like 1-10", runner.ErrBadConfig, s, part)
 		}
 		if !isRange {
 			if err := add(a); err != nil {
@@ -50,10 +49,10 @@ func ParseSeeds(s string) ([]uint64, error) {
 		}
 		b, err := strconv.ParseUint(strings.TrimSpace(hi), 10, 64)
 		if err != nil || b < a {
-			return nil, fmt.Errorf("%w: seeds %q: %q is not a range like 1-10 (low-high, low <= high)", ErrBadConfig, s, part)
+			return nil, fmt.Errorf("%w: seeds %q: %q is not a range like 1-10 (low-high, low <= high)", runner.ErrBadConfig, s, part)
 		}
 		if b-a >= maxSeeds {
-			return nil, fmt.Errorf("%w: seeds %q: range %q has more than %d seeds", ErrBadConfig, s, part, maxSeeds)
+			return nil, fmt.Errorf("%w: seeds %q: range %q has more than %d seeds", runner.ErrBadConfig, s, part, maxSeeds)
 		}
 		for v := a; ; v++ {
 			if err := add(v); err != nil {
@@ -67,9 +66,9 @@ func ParseSeeds(s string) ([]uint64, error) {
 	return out, nil
 }
 
-// ParseNames parses a comma-separated list of names, each one of known
+// parseNames parses a comma-separated list of names, each one of known
 // (what names the flag, for errors). "all" or "" gives known.
-func ParseNames(what, s string, known []string) ([]string, error) {
+func parseNames(what, s string, known []string) ([]string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "all" {
 		return append([]string(nil), known...), nil
@@ -83,10 +82,10 @@ func ParseNames(what, s string, known []string) ([]string, error) {
 			ok = ok || k == n
 		}
 		if !ok {
-			return nil, fmt.Errorf("%w: %s: unknown name %q (known: %s)", ErrBadConfig, what, n, strings.Join(known, ","))
+			return nil, fmt.Errorf("%w: %s: unknown name %q (known: %s)", runner.ErrBadConfig, what, n, strings.Join(known, ","))
 		}
 		if seen[n] {
-			return nil, fmt.Errorf("%w: %s: %q given twice", ErrBadConfig, what, n)
+			return nil, fmt.Errorf("%w: %s: %q given twice", runner.ErrBadConfig, what, n)
 		}
 		seen[n] = true
 		out = append(out, n)
