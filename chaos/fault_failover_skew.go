@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/history"
@@ -76,8 +74,7 @@ func (f *skewedFailover) Start(ctx context.Context) error {
 // clockBehind reads node's TIME directly (not through a proxy) and returns
 // how far it is behind this process's clock, to within the round trip.
 func clockBehind(ctx context.Context, n env.Node) (time.Duration, error) {
-	c := redis.NewClient(&redis.Options{Addr: n.Upstream, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second,
-		WriteTimeout: 2 * time.Second, MaxRetries: -1, Protocol: 2})
+	c := env.AdminClient(n.Upstream)
 	defer c.Close()
 	before := time.Now()
 	t, err := c.Time(ctx).Result()

@@ -14,7 +14,6 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
-	"github.com/redis/go-redis/v9"
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/lockproof/lockproof/chaos/env"
@@ -182,8 +181,7 @@ func (e *Env) run(ctx context.Context, n *node, cmd []string, port string, files
 func (e *Env) waitPing(ctx context.Context, n *node) error {
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c := redis.NewClient(&redis.Options{Addr: n.Upstream, DialTimeout: time.Second,
-		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1, Protocol: 2})
+	c := env.AdminClient(n.Upstream)
 	defer c.Close()
 	for {
 		err := c.Ping(wctx).Err()
@@ -214,35 +212,15 @@ func (e *Env) logTail(n *node) string {
 	return "; log: " + strings.TrimSpace(tail(string(b), 1500))
 }
 
-// admin runs one command on a node directly (its published port, no proxy).
+// admin runs one command on the node at addr (its published port).
 func (e *Env) admin(ctx context.Context, addr string, args ...any) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second,
-		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1, Protocol: 2})
-	defer c.Close()
-	if err := c.Do(ctx, args...).Err(); err != nil {
-		return fmt.Errorf("%v on %s: %w", args, addr, err)
-	}
-	return nil
+	return env.Admin(ctx, addr, args...)
 }
 
-// waitReplicas waits (at most 30s) until the master reports want replicas online.
+// waitReplicas waits until the master at addr reports want replicas online.
 func (e *Env) waitReplicas(ctx context.Context, addr string, want int) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second,
-		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1, Protocol: 2})
-	defer c.Close()
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		info, err := c.Info(wctx, "replication").Result()
-		if err == nil && strings.Count(info, "state=online") >= want {
-			return nil
-		}
-		select {
-		case <-wctx.Done():
-			return fmt.Errorf("wait for %d replicas of %s: %w (last INFO: %q, %v); the containers must reach "+
-				"the replication proxies on the host at the network gateway %s: does a host firewall block it?",
-				want, addr, wctx.Err(), info, err, e.gateway)
-		case <-time.After(20 * time.Millisecond):
-		}
+	if err := env.WaitReplicas(ctx, addr, want); err != nil {
+		return fmt.Errorf("%w; the containers must reach the replication proxies on the host at the network gateway %s: does a host firewall block it?", err, e.gateway)
 	}
+	return nil
 }

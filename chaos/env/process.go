@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockproof/lockproof/internal/redisproc"
 )
 
@@ -207,11 +205,8 @@ func (e *ProcessEnv) admin(ctx context.Context, id string, args ...any) error {
 	if !ok {
 		return fmt.Errorf("node %q: %w", id, ErrNoNode)
 	}
-	c := redis.NewClient(&redis.Options{Addr: n.node.Upstream, DialTimeout: 2 * time.Second,
-		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1, Protocol: 2})
-	defer c.Close()
-	if err := c.Do(ctx, args...).Err(); err != nil {
-		return fmt.Errorf("%s: %v: %w", id, args, err)
+	if err := Admin(ctx, n.node.Upstream, args...); err != nil {
+		return fmt.Errorf("%s: %w", id, err)
 	}
 	return nil
 }
@@ -221,22 +216,10 @@ func (e *ProcessEnv) waitReplicas(ctx context.Context, masterID string, want int
 	e.mu.Lock()
 	addr := e.nodes[masterID].node.Upstream
 	e.mu.Unlock()
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second,
-		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1, Protocol: 2})
-	defer c.Close()
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		info, err := c.Info(wctx, "replication").Result()
-		if err == nil && strings.Count(info, "state=online") >= want {
-			return nil
-		}
-		select {
-		case <-wctx.Done():
-			return fmt.Errorf("wait for %d replicas of %s: %w (last INFO: %q, %v)", want, masterID, wctx.Err(), info, err)
-		case <-time.After(20 * time.Millisecond):
-		}
+	if err := WaitReplicas(ctx, addr, want); err != nil {
+		return fmt.Errorf("%s: %w", masterID, err)
 	}
+	return nil
 }
 
 // Kind implements Env.

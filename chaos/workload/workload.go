@@ -563,54 +563,9 @@ func (w *Workload) worker(ctx context.Context, rec *history.Recorder, c *Client)
 	return nil
 }
 
-// ctxMode is how a lock op's context is made.
-type ctxMode int
-
-const (
-	ctxNormal   ctxMode = iota // a deadline of the op's timeout
-	ctxCanceled                // already canceled
-	ctxTiny                    // a 1ms deadline
-)
-
-// lockCall records one lock operation of c: it invokes op, runs do under
-// a context made per mode (cut from the run's ctx, so that an op in flight
-// when the run ends still completes), and completes op with do's result
-// mapped by lockResult, edit filling in what was learnt. An op the lock
-// lacks (locker.ErrUnsupported: nothing was sent) is withdrawn, and its
-// result is "" (neither ok nor anything the history holds). After a crash
-// of c during do it returns errStop, the op left as the gate decided (see
-// crashed).
-func (c *Client) lockCall(ctx context.Context, rec *history.Recorder, op history.Op, mode ctxMode, timeout time.Duration,
-	do func(ctx context.Context) error, edit func(*history.Op)) (history.Result, error) {
-	p := rec.Invoke(op)
-	invoked := p.Op()
-	c.invoked.Store(&invoked)
-	defer c.invoked.Store(nil)
-	if mode == ctxTiny {
-		timeout = time.Millisecond
-	}
-	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	if mode == ctxCanceled {
-		cancel()
-	}
-	derr := do(octx)
-	cancel()
-	if c.Gate.Crashed() {
-		return "", c.crashed(p)
-	}
-	if errors.Is(derr, locker.ErrUnsupported) {
-		p.Withdraw()
-		return "", nil
-	}
-	res, err := lockResult(derr)
-	if err != nil {
-		p.Withdraw()
-		return "", fmt.Errorf("%s %q: %w", op.Kind, op.Key, err)
-	}
-	if res != history.OK {
-		edit = nil
-	}
-	return res, p.Complete(res, edit)
+// recording is c's recording wrapper over rec.
+func (c *Client) recording(rec *history.Recorder) recording {
+	return recording{rec: rec, gate: c.Gate, invoked: &c.invoked}
 }
 
 // chance draws one choice of share p from c's stream.
@@ -649,7 +604,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		}
 	}
 	var lease locker.Lease
-	res, err := c.lockCall(ctx, rec, acqOp, ctxNormal, timeout, func(ctx context.Context) error {
+	res, err := c.recording(rec).lock(ctx, acqOp, ctxNormal, timeout, func(ctx context.Context) error {
 		var err error
 		lease, err = acquire(ctx)
 		return err
@@ -675,7 +630,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	// Renew explicitly, by the lease's TTL.
 	if c.chance(mix.Renew) {
 		op := history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Token: token, HasToken: fenced}
-		if _, err := c.lockCall(ctx, rec, op, ctxNormal, cfg.OpTimeout,
+		if _, err := c.recording(rec).lock(ctx, op, ctxNormal, cfg.OpTimeout,
 			func(ctx context.Context) error { return lease.Renew(ctx, cfg.TTL) }, nil); err != nil {
 			return err
 		}
@@ -689,7 +644,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		}
 		var inner locker.Lease
 		op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds()}
-		res, err := c.lockCall(ctx, rec, op, ctxNormal, cfg.OpTimeout, func(ctx context.Context) error {
+		res, err := c.recording(rec).lock(ctx, op, ctxNormal, cfg.OpTimeout, func(ctx context.Context) error {
 			var err error
 			inner, err = r.Reenter(ctx, ttl)
 			return err
@@ -715,29 +670,21 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	}
 
 	// Read the resource under the lease.
-	p := rec.Invoke(history.Op{Client: c.Name, Kind: history.Read, Key: c.Key, Token: token, HasToken: fenced})
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.OpTimeout)
 	var v fencing.Value
-	if fr, ok := resource.(FencedReader); ok && fenced {
-		v, err = fr.ReadFenced(rctx, c.Key, token, c.Name)
-	} else {
-		v, err = resource.Read(rctx, c.Key)
-	}
-	cancel()
-	if c.Gate.Crashed() {
-		return c.crashed(p)
-	}
-	readOK := err == nil
-	if readOK {
-		err = p.Complete(history.OK, func(o *history.Op) { o.Value = v.Value })
-	} else {
-		err = p.Complete(resourceResult(err), nil)
-	}
+	readOp := history.Op{Client: c.Name, Kind: history.Read, Key: c.Key, Token: token, HasToken: fenced}
+	res, err = c.recording(rec).resource(ctx, readOp, cfg.OpTimeout, func(ctx context.Context) (err error) {
+		if fr, ok := resource.(FencedReader); ok && fenced {
+			v, err = fr.ReadFenced(ctx, c.Key, token, c.Name)
+		} else {
+			v, err = resource.Read(ctx, c.Key)
+		}
+		return err
+	}, func(o *history.Op) { o.Value = v.Value })
 	if err != nil {
 		return err
 	}
 
-	if readOK {
+	if res == history.OK {
 		// Holding, with the write ahead: a fault that waits for the client
 		// to hold strikes here. (Signalled from the acquire on, a pause could
 		// land after the write, and the woken client would only release: no
@@ -755,18 +702,11 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		// A pause that strikes from now on holds the write's command at the gate.
 		c.holding.Store(false)
 		val := fmt.Sprintf("%s-%d", c.Name, seq)
-		p = rec.Invoke(history.Op{Client: c.Name, Kind: history.Write, Key: c.Key, Token: token, HasToken: fenced,
-			Value: val, Prev: v.Value, HasPrev: true})
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.OpTimeout)
-		err = resource.Write(wctx, c.Key, fencing.Write{Token: token, NoToken: !fenced, Owner: c.Name, Value: val})
-		cancel()
-		if c.Gate.Crashed() {
-			return c.crashed(p)
-		}
-		if errors.Is(err, fencing.ErrInvalid) {
-			return fmt.Errorf("write %q: %w", c.Key, err)
-		}
-		if err := p.Complete(resourceResult(err), nil); err != nil {
+		writeOp := history.Op{Client: c.Name, Kind: history.Write, Key: c.Key, Token: token, HasToken: fenced,
+			Value: val, Prev: v.Value, HasPrev: true}
+		if _, err := c.recording(rec).resource(ctx, writeOp, cfg.OpTimeout, func(ctx context.Context) error {
+			return resource.Write(ctx, c.Key, fencing.Write{Token: token, NoToken: !fenced, Owner: c.Name, Value: val})
+		}, nil); err != nil {
 			return err
 		}
 	}
@@ -795,12 +735,12 @@ func (c *Client) release(ctx context.Context, rec *history.Recorder, l locker.Le
 		if c.rng.IntN(2) == 0 {
 			mode = ctxTiny
 		}
-		res, err := c.lockCall(ctx, rec, op, mode, timeout, do, nil)
+		res, err := c.recording(rec).lock(ctx, op, mode, timeout, do, nil)
 		if err != nil || res == history.OK {
 			return err
 		}
 	}
-	_, err := c.lockCall(ctx, rec, op, ctxNormal, timeout, do, nil)
+	_, err := c.recording(rec).lock(ctx, op, ctxNormal, timeout, do, nil)
 	return err
 }
 
@@ -820,7 +760,7 @@ func (o renewObserver) Renewing(key string, ttl time.Duration, token uint64, has
 		Token: token, HasToken: hasToken})
 	return func(err error) {
 		if o.c.Gate.Crashed() {
-			_ = o.c.crashed(p)
+			_ = o.c.recording(rec).crashed(p)
 			return
 		}
 		res, err := lockResult(err)
@@ -828,54 +768,6 @@ func (o renewObserver) Renewing(key string, ttl time.Duration, token uint64, has
 			res = history.Fail
 		}
 		_ = p.Complete(res, nil) // invalid-op and write errors are kept in rec.Err; after Close it stays pending
-	}
-}
-
-// crashed ends a worker whose client crashed during op p. A client that
-// crashed right after a reply (Gate.CrashAfter) had p take effect, or not,
-// before that moment: p completes as unknown now. Otherwise p never returns
-// (a command may still be in flight) and the recorder writes it pending.
-func (c *Client) crashed(p *history.Pending) error {
-	if c.Gate.CrashedAfterReply() {
-		if err := p.Complete(history.Unknown, nil); err != nil {
-			return err
-		}
-	}
-	return errStop
-}
-
-// lockResult maps a locker error to a history result (locker's Outcomes);
-// an error back means a bug (bad input).
-func lockResult(err error) (history.Result, error) {
-	switch {
-	case err == nil:
-		return history.OK, nil
-	case errors.Is(err, locker.ErrInvalid):
-		return "", err
-	case errors.Is(err, locker.ErrUnknownOutcome):
-		return history.Unknown, nil
-	case errors.Is(err, locker.ErrNotAcquired), errors.Is(err, locker.ErrNotHeld):
-		return history.Fail, nil
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		// A deadline that struck mid-command: the command may have run.
-		return history.Unknown, nil
-	default:
-		// Errors that surely had no effect.
-		return history.Fail, nil
-	}
-}
-
-// resourceResult maps a fencing error to a history result. Resource ops
-// have no "fail": an error that surely had no effect is recorded as unknown
-// (the weaker claim).
-func resourceResult(err error) history.Result {
-	switch {
-	case err == nil:
-		return history.OK
-	case errors.Is(err, fencing.ErrStaleToken):
-		return history.Rejected
-	default:
-		return history.Unknown
 	}
 }
 
