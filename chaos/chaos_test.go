@@ -144,7 +144,7 @@ func openEnv(t *testing.T, spec env.Spec) env.Env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	opts := env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Spec: spec, Docker: docker.New, DockerAvailable: docker.Available,
+	opts := env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Spec: spec, Docker: docker.With(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}), DockerAvailable: docker.Available,
 		BYO: env.BYOFromEnviron(os.Getenv)}
 	if _, err := env.Choose(ctx, opts); err != nil {
 		if redistest.InCI() {
@@ -435,7 +435,7 @@ func TestFencedKillProcess(t *testing.T) {
 // promoted node and the fences that went back.
 func TestFencedFailoverSkew(t *testing.T) {
 	f, _ := chaos.Lookup(chaos.FaultFailoverSkew)
-	kind, err := env.Choose(context.Background(), env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Docker: docker.New,
+	kind, err := env.Choose(context.Background(), env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Docker: docker.With(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}),
 		DockerAvailable: docker.Available, BYO: env.BYOFromEnviron(os.Getenv)})
 	if err == nil {
 		err = f.Available(kind)

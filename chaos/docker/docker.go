@@ -97,8 +97,9 @@ var nodeArgs = []string{
 
 // Options tune a Docker environment beyond its env.Spec.
 type Options struct {
-	// Image is the Redis image; "" reads LOCKPROOF_REDIS_IMAGE, and when
-	// that is empty too, builds (or reuses) the local image.
+	// Image is the Redis image; "" builds (or reuses) the local image. The
+	// CLI and the tests take it from LOCKPROOF_REDIS_IMAGE (ImageEnvVar):
+	// this package reads no variable of its own.
 	Image string
 	// Logger receives progress at Debug and fallbacks at Warn; nil uses slog.Default().
 	Logger *slog.Logger
@@ -135,12 +136,18 @@ type node struct {
 var _ env.Env = (*Env)(nil)
 
 // New starts a Docker environment with default Options; it is an env.Constructor.
-func New(ctx context.Context, spec env.Spec) (env.Env, error) {
-	e, err := Start(ctx, spec, Options{})
-	if err != nil {
-		return nil, err
+func New(ctx context.Context, spec env.Spec) (env.Env, error) { return With(Options{})(ctx, spec) }
+
+// With is the env.Constructor of Docker environments with Options o (for
+// example the Redis image the user named).
+func With(o Options) env.Constructor {
+	return func(ctx context.Context, spec env.Spec) (env.Env, error) {
+		e, err := Start(ctx, spec, o)
+		if err != nil {
+			return nil, err
+		}
+		return e, nil
 	}
-	return e, nil
 }
 
 // Available reports whether a Docker engine answers within 5 seconds.

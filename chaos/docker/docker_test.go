@@ -52,7 +52,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "pruned %d containers and networks of dead test runs (%v)\n", n, err)
 	}
 	start := time.Now()
-	e, err := docker.Start(ctx, env.Spec{DownAfter: time.Second, FailoverTimeout: 3 * time.Second}, docker.Options{Logger: testLogger()})
+	e, err := docker.Start(ctx, env.Spec{DownAfter: time.Second, FailoverTimeout: 3 * time.Second}, docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: testLogger()})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "start shared docker environment: %v\n", err)
 		return 1
@@ -339,7 +339,7 @@ func TestCloseRemovesEverything(t *testing.T) {
 	sharedEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	e, err := docker.Start(ctx, env.Spec{Replicas: -1, Sentinels: 1, Redlock: 3}, docker.Options{Logger: testLogger()})
+	e, err := docker.Start(ctx, env.Spec{Replicas: -1, Sentinels: 1, Redlock: 3}, docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +441,7 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 	// The start runs out of time part-way (after some containers started).
 	sctx, scancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 	defer scancel()
-	e, err := docker.Start(sctx, env.Spec{}, docker.Options{Logger: testLogger()})
+	e, err := docker.Start(sctx, env.Spec{}, docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: testLogger()})
 	if err == nil { // a very fast machine: Close cleans up instead
 		t.Log("the topology started within 1.5s")
 		if err := e.Close(ctx); err != nil {
@@ -498,7 +498,7 @@ func BenchmarkStartClose(b *testing.B) {
 	}
 	ctx := context.Background()
 	for b.Loop() {
-		e, err := docker.Start(ctx, env.Spec{}, docker.Options{Logger: testLogger()})
+		e, err := docker.Start(ctx, env.Spec{}, docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: testLogger()})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -224,16 +224,13 @@ func tail(s string, n int) string {
 	return s
 }
 
-// RedisImage returns the Redis image to run: ref, else the image named by
-// LOCKPROOF_REDIS_IMAGE, else the local image (BuildRedisImage). A named
+// RedisImage returns the Redis image to run: ref, else the local image
+// (BuildRedisImage). A named
 // image missing locally is pulled (at most 2 minutes); when that fails the
 // local image is built instead and log gets a warning.
 func RedisImage(ctx context.Context, ref string, log *slog.Logger) (Image, error) {
 	if log == nil {
 		log = slog.Default()
-	}
-	if ref == "" {
-		ref = os.Getenv(ImageEnvVar)
 	}
 	if ref == "" {
 		return BuildRedisImage(ctx)

@@ -191,7 +191,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// go-redis logs reconnects and Sentinel switches through its own logger:
 	// keep them for -v only.
 	redis.SetLogger(redisLogger{logger})
-	envOpts := env.Options{Kind: kind, Docker: docker.New, DockerAvailable: docker.Available, BYO: byo, Logger: logger}
+	// The library reads no environment variable: LOCKPROOF_REDIS_IMAGE is ours.
+	dockerOpts := docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: logger}
+	envOpts := env.Options{Kind: kind, Docker: docker.With(dockerOpts), DockerAvailable: docker.Available, BYO: byo, Logger: logger}
 	kind, err = preflight(ctx, envOpts)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof run: environment: %v\n", err)
