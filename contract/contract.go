@@ -1,8 +1,10 @@
-// Package contract holds the identifiers every stage of lockproof shares:
-// the names of faults as summary.json, scenario IDs, history fault ops and
-// the CLI spell them. It imports nothing of lockproof, so that the
-// producers (chaos), the checker, the runner, the reports and the TLA+
-// trace converter can all import it (docs/DESIGN.md is the prose contract).
+// Package contract holds what every stage of lockproof shares: the names
+// of faults and properties, the verdicts, the files of a run directory, the
+// exit codes, and summary.json's types (Summary, Row, Cell) with one row
+// type that the runner writes and the reports read. It imports nothing of
+// lockproof, so that the producers (chaos), the checker, the runner, the
+// reports and the TLA+ trace converter can all import it (docs/DESIGN.md
+// is the prose contract).
 //
 // A fault op's name in a history starts with its fault's name, followed by
 // details ("partition [c0-1 c0-2]", "failover partition"): readers find

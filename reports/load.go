@@ -40,119 +40,24 @@ const (
 	ScenarioPageFile = contract.ScenarioPageFile
 )
 
-// Summary is summary.json, as `lockproof run --out DIR` writes it.
-type Summary struct {
-	Scenarios []ScenarioSummary `json:"scenarios"`
-	// Cells sum the seeds of each lock × fault up (absent in files written
-	// before cells were: Build then sums them up itself).
-	Cells []*Cell `json:"cells,omitempty"`
-}
-
-// ScenarioSummary is one scenario of summary.json.
-type ScenarioSummary struct {
-	Lock     string          `json:"lock"`
-	Fault    string          `json:"fault"`
-	Seed     int64           `json:"seed"`
-	Ops      int             `json:"ops"`
-	Lease    checker.Verdict `json:"lease"`
-	Resource checker.Verdict `json:"resource"`
-	Liveness checker.Verdict `json:"liveness"`
-	// Rejected counts the resource ops refused for a stale token.
-	Rejected int      `json:"rejected"`
-	Expected Expected `json:"expected"`
-	// History is the scenario's history file, relative to the run directory.
-	History string `json:"history"`
-	// Error and FaultError say that the scenario or its fault failed: the
-	// scenario is inconclusive however its verdicts read (a fault that never
-	// ran proves nothing), and Load records them among its Problems.
-	Error      string `json:"error,omitempty"`
-	FaultError string `json:"fault_error,omitempty"`
-	// NotRun: the run was interrupted before this scenario (it has no
-	// files); the report says the run was interrupted.
-	NotRun bool `json:"not_run,omitempty"`
-	// ElapsedMs is the scenario's wall time: run, check, files.
-	ElapsedMs int64 `json:"elapsed_ms"`
-	// Started is when the scenario started (RFC 3339, UTC); "" in files
-	// written before it was recorded.
-	Started string `json:"started,omitempty"`
-	// FaultName is the fault window's name in the history; FaultEvidence
-	// what the fault did (a scenario whose fault did not bite has a
-	// fault_error saying so, and is inconclusive).
-	FaultName     string `json:"fault_name,omitempty"`
-	FaultEvidence string `json:"fault_evidence,omitempty"`
-	// MayViolate lists the properties that may break in some seeds and not
-	// in others: expected has no verdict for them.
-	MayViolate []string `json:"may_violate,omitempty"`
-	// FaultStartMs is when the fault window opened, from the history's start.
-	FaultStartMs *int64 `json:"fault_start_ms,omitempty"`
-	// DetectMs is, per violated property, the time from the start of the
-	// fault window to the call of the op that completed its first violation.
-	DetectMs map[string]int64 `json:"detect_ms,omitempty"`
-	// Trace is the outcome of validating the history against the TLA+
-	// model (TraceAccepted, TraceRejected, TraceError); empty when not
-	// validated (no --tla-jar, or a lock the model does not describe).
-	Trace string `json:"trace,omitempty"`
-	// TraceLine is, for a rejected trace, the history line of the first
-	// event no order could take.
-	TraceLine int `json:"trace_line,omitempty"`
-	// TraceError says why a validation gave no verdict.
-	TraceError string `json:"trace_error,omitempty"`
-	// AsExpected: every verdict is known and matches the prediction;
-	// Mismatches say which known verdicts do not.
-	AsExpected bool     `json:"as_expected"`
-	Mismatches []string `json:"mismatches,omitempty"`
-	// FoundElsewhere lists the properties predicted to break that this
-	// seed did not show but another seed of its cell did: as expected.
-	FoundElsewhere []string `json:"found_elsewhere,omitempty"`
-}
+// The summary.json types are the contract's (package contract spells them).
+type (
+	// Summary is summary.json, as `lockproof run --out DIR` writes it.
+	Summary = contract.Summary
+	// ScenarioSummary is one scenario of summary.json.
+	ScenarioSummary = contract.Row
+	// Cell is one lock × fault of summary.json over its seeds.
+	Cell = contract.Cell
+	// Expected holds the verdicts a scenario is expected to give.
+	Expected = contract.Expected
+)
 
 // The values of ScenarioSummary.Trace.
 const (
-	// TraceAccepted: some order of the history consistent with real time
-	// follows the model's rules.
-	TraceAccepted = "accepted"
-	// TraceRejected: no order does (TraceLine names where it stops).
-	TraceRejected = "rejected"
-	// TraceError: the validation gave no verdict (TraceError says why).
-	TraceError = "error"
+	TraceAccepted = contract.TraceAccepted
+	TraceRejected = contract.TraceRejected
+	TraceError    = contract.TraceError
 )
-
-// Cell is one lock × fault of summary.json over its seeds: how often each
-// property was found violated, and how fast. A property predicted to
-// break is as expected when at least one seed shows it (one seed of a
-// timing-dependent fault may miss what the next finds); a property that
-// must hold holds on every seed.
-type Cell struct {
-	Lock  string `json:"lock"`
-	Fault string `json:"fault"`
-	// Seeds is how many seeds ran with known verdicts.
-	Seeds int `json:"seeds"`
-	// Found is, per violated property, on how many seeds; Rate the same
-	// as a fraction of Seeds; DetectMedianMs the median detection time
-	// over the seeds that found it.
-	Found          map[string]int     `json:"found,omitempty"`
-	Rate           map[string]float64 `json:"rate,omitempty"`
-	DetectMedianMs map[string]int64   `json:"detect_median_ms,omitempty"`
-	AsExpected     bool               `json:"as_expected"`
-	// Want is the prediction per property (ok, violated, may, any); Why the
-	// mechanism behind every prediction that is not plain ok.
-	Want map[string]string `json:"want,omitempty"`
-	Why  string            `json:"why,omitempty"`
-	// Promised is, per property predicted to break, the detection rate the
-	// docs promise (docs/DESIGN.md, "Detection rates"); Regressions says
-	// which found rates are too far below it to be chance: a regression of
-	// the harness or of the fault, and the run fails.
-	Promised    map[string]float64 `json:"promised_rate,omitempty"`
-	Regressions []string           `json:"regressions,omitempty"`
-}
-
-// Expected holds the verdicts a scenario is expected to give; an empty one
-// states no expectation.
-type Expected struct {
-	Lease    checker.Verdict `json:"lease,omitempty"`
-	Resource checker.Verdict `json:"resource,omitempty"`
-	Liveness checker.Verdict `json:"liveness,omitempty"`
-}
 
 // Run is a loaded run directory.
 type Run struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -41,21 +42,8 @@ type Spec struct {
 }
 
 // SpecRecord is how summary.json rows and saved regressions record a Spec's
-// fault point, durations and workload shape (in milliseconds).
-type SpecRecord struct {
-	// After and Before are the fault point (Spec).
-	After  string `json:"after,omitempty"`
-	Before string `json:"before,omitempty"`
-	// DurationMs and TTLMs are the workload's duration and lease length.
-	DurationMs int64 `json:"duration_ms"`
-	TTLMs      int64 `json:"ttl_ms"`
-	// Clients, HoldMs and ThinkMs are the workload's shape (Spec).
-	Clients int   `json:"clients,omitempty"`
-	HoldMs  int64 `json:"hold_ms,omitempty"`
-	ThinkMs int64 `json:"think_ms,omitempty"`
-	// OpTimeoutMs bounds each operation (0: the matrix default for the fault).
-	OpTimeoutMs int64 `json:"op_timeout_ms,omitempty"`
-}
+// fault point, durations and workload shape (package contract spells it).
+type SpecRecord = contract.SpecRecord
 
 // recordOf records s's fault point, durations and shape.
 func recordOf(s Spec) SpecRecord {
@@ -63,8 +51,8 @@ func recordOf(s Spec) SpecRecord {
 		Clients: s.Clients, HoldMs: s.Hold.Milliseconds(), ThinkMs: s.Think.Milliseconds(), OpTimeoutMs: s.OpTimeout.Milliseconds()}
 }
 
-// spec is the Spec of lock, fault and seed with r's fault point, durations and shape.
-func (r SpecRecord) spec(lock, fault string, seed uint64) Spec {
+// specOf is the Spec of lock, fault and seed with r's fault point, durations and shape.
+func specOf(r SpecRecord, lock, fault string, seed uint64) Spec {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	return Spec{Lock: lock, Fault: fault, Seed: seed, After: r.After, Before: r.Before,
 		Duration: ms(r.DurationMs), TTL: ms(r.TTLMs), Clients: r.Clients, Hold: ms(r.HoldMs), Think: ms(r.ThinkMs),

@@ -56,7 +56,7 @@ func CheckRegressionName(name string) error {
 
 // Spec is the scenario the regression replays.
 func (r Regression) Spec() Spec {
-	return r.SpecRecord.spec(r.Lock, r.Fault, r.Seed)
+	return specOf(r.SpecRecord, r.Lock, r.Fault, r.Seed)
 }
 
 func (r Regression) validate() error {

@@ -16,6 +16,7 @@ import (
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/reports"
 )
@@ -419,12 +420,12 @@ func TestRegressionsRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	start := int64(835)
 	sum := &Summary{Scenarios: []*Scenario{
-		{ScenarioSummary: reports.ScenarioSummary{Lock: "set-del", Fault: "pause-client", Seed: 3, Lease: checker.Violated,
+		{Row: contract.Row{Lock: "set-del", Fault: "pause-client", Seed: 3, Lease: checker.Violated,
 			Resource: checker.OK, Liveness: checker.NA, History: "set-del-pause-client-3/history.jsonl",
-			FaultStartMs: &start, DetectMs: map[string]int64{PropLease: 1510}, FaultName: "pause-client c0-1"},
-			SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}},
-		{ScenarioSummary: reports.ScenarioSummary{Lock: "lua", Fault: "none", Seed: 1, Lease: checker.OK,
-			Resource: checker.OK, Liveness: checker.NA, History: "lua-none-1/history.jsonl"}, SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}},
+			FaultStartMs: &start, DetectMs: map[string]int64{PropLease: 1510}, FaultName: "pause-client c0-1",
+			SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}}},
+		{Row: contract.Row{Lock: "lua", Fault: "none", Seed: 1, Lease: checker.OK,
+			Resource: checker.OK, Liveness: checker.NA, History: "lua-none-1/history.jsonl", SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}}},
 	}}
 	paths, err := SaveRegressions(dir, t.TempDir(), "set-del-pause", sum)
 	if err != nil || len(paths) != 1 || filepath.Base(paths[0]) != "set-del-pause.json" {

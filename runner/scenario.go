@@ -21,7 +21,8 @@ import (
 // newRow is a summary row with the spec's identity and expectation.
 func (m *matrix) newRow(s Spec) *Scenario {
 	exp := expectedOf(m.cfg.Registry, s.Lock, s.Fault)
-	row := &Scenario{SpecRecord: recordOf(s)}
+	row := &Scenario{}
+	row.SpecRecord = recordOf(s)
 	row.Lock, row.Fault, row.Seed = s.Lock, s.Fault, int64(s.Seed)
 	row.History = path.Join(s.ID(), reports.HistoryFile)
 	row.Started = time.Now().UTC().Format(time.RFC3339Nano)

@@ -14,12 +14,10 @@ import (
 	"github.com/lockproof/lockproof/reports"
 )
 
-// Scenario is one scenario of summary.json: the contract's fields
-// (reports.ScenarioSummary) and a few more.
+// Scenario is one scenario of summary.json (the contract's row), with the
+// runner's methods.
 type Scenario struct {
-	reports.ScenarioSummary
-	// SpecRecord is the fault point, durations and shape used.
-	SpecRecord
+	contract.Row
 }
 
 // ID is the scenario's directory name.
@@ -200,16 +198,16 @@ func writeJSON(p string, v any) error {
 	return nil
 }
 
-// ReadSummary reads a run directory's summary.json as the matrix wrote it.
+// ReadSummary reads a run directory's summary.json through the one reader
+// of the file, the reports' validating one (reports.LoadWith, summary only).
 func ReadSummary(dir string) (*Summary, error) {
-	p := filepath.Join(dir, reports.SummaryFile)
-	b, err := os.ReadFile(p)
+	run, err := reports.LoadWith(dir, reports.LoadOptions{SummaryOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("read summary: %w", err)
+		return nil, err
 	}
-	var s Summary
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadConfig, p, err)
+	sum := &Summary{Cells: run.Cells}
+	for _, sc := range run.Scenarios {
+		sum.Scenarios = append(sum.Scenarios, &Scenario{Row: sc.ScenarioSummary})
 	}
-	return &s, nil
+	return sum, nil
 }
