@@ -61,7 +61,8 @@ var defaultShape = WorkloadShape{Clients: 3, Hold: 20 * time.Millisecond, Think:
 
 // Fault is one fault of the catalogue (Catalogue): everything lockproof
 // knows about it is here, so a new fault is one file holding its Fault
-// value and its nemesis, plus one entry in Catalogue.
+// value and its nemesis, plus one entry in Catalogue (and its name in
+// package contract, and its row in the runner's expectation table).
 //
 // Modelled on etcd's tests/robustness failpoints: a value with a name, the
 // conditions it needs (Available) and the code that injects it.
@@ -97,7 +98,8 @@ type Fault struct {
 	// lockproof does not run. Nil means it runs anywhere.
 	Needs func(k env.Kind) error
 
-	// strike builds the fault for a run, once its moment has come; see strike.
+	// strike builds the fault for a run once its moment has come (it may
+	// wait for it: a holder, a waiter in line), from what striking holds.
 	strike func(s *striking) (armed, error)
 }
 
