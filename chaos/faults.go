@@ -13,6 +13,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // Scope says what a fault acts on, and so how a run schedules it.
@@ -153,7 +154,7 @@ func (f Fault) FreshSpec(lock string) env.Spec {
 // then reports nemesis.ErrFailedOverAgain.
 func FreshSpec(lock string) env.Spec {
 	s := env.Spec{DownAfter: time.Second, FailoverTimeout: 2 * time.Second}
-	if lock == "redlock" {
+	if lock == zoo.RedlockName {
 		s.Redlock = 3
 	}
 	return s

@@ -25,6 +25,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // The fault names (package contract spells them).
@@ -109,7 +110,7 @@ type Outcome struct {
 
 func (s Scenario) withDefaults() (Scenario, error) {
 	if s.Lock == "" {
-		s.Lock = "fenced"
+		s.Lock = zoo.FencedName
 	}
 	if s.Fault == "" {
 		s.Fault = FaultNone

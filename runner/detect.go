@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // DetectConfig is a detection-speed measurement: each specimen's decisive
@@ -59,7 +60,7 @@ func Detect(ctx context.Context, dc DetectConfig) ([]DetectRow, *Summary, error)
 	}
 	var plan []Decisive
 	for _, d := range DecisiveScenarios() {
-		if d.Lock == "fenced" {
+		if d.Lock == zoo.FencedName {
 			continue // its decisive property must hold: nothing to detect
 		}
 		if len(dc.Locks) == 0 || slices.Contains(dc.Locks, d.Lock) {

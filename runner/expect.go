@@ -126,19 +126,19 @@ func AvailableFaults(k env.Kind) (faults []string, left []error) {
 
 // unfencedOwnerChecked are the locks with an owner check on release and no
 // fencing token: they keep G1 on one master, their data does not survive a pause.
-var unfencedOwnerChecked = map[string]bool{"lua": true, "watchdog": true, "reentrant": true, "redlock": true, "local-redis": true}
+var unfencedOwnerChecked = map[string]bool{zoo.LuaName: true, zoo.WatchdogName: true, zoo.ReentrantName: true, zoo.RedlockName: true, zoo.LocalRedisName: true}
 
 // checkThenDel are the locks whose release checks the owner (GET) and
 // deletes (DEL, UNLINK) in two commands: a delayed delete can remove the
 // next holder's lock.
-var checkThenDel = map[string]bool{"get-del": true, "local-redis": true}
+var checkThenDel = map[string]bool{zoo.GetDelName: true, zoo.LocalRedisName: true}
 
 // fencedLocks are the built-in locks with fencing tokens; fenced-v1 is the
 // shipped lock before its review's fixes (zoo/internal/fencedv1).
-var fencedLocks = map[string]bool{"fenced": true, "fenced-v1": true}
+var fencedLocks = map[string]bool{zoo.FencedName: true, zoo.FencedV1Name: true}
 
 // delNoOwner are the locks whose release may delete another client's lock.
-var delNoOwner = map[string]bool{"setnx-expire": true, "set-del": true, "get-del": true}
+var delNoOwner = map[string]bool{zoo.SetNXExpireName: true, zoo.SetDelName: true, zoo.GetDelName: true}
 
 // blindRelease are the locks whose release deletes the key without asking
 // whose lock it is (getset asks only its own clock): a release retried
@@ -147,7 +147,7 @@ var delNoOwner = map[string]bool{"setnx-expire": true, "set-del": true, "get-del
 // attempt had worked. No fault is needed: found by the 10-seed nightly
 // (set-del × clock-skew seed 8, getset × pause-client seed 10, both before
 // or regardless of the fault).
-var blindRelease = map[string]bool{"setnx": true, "setnx-expire": true, "set-del": true, "getset": true}
+var blindRelease = map[string]bool{zoo.SetNXName: true, zoo.SetNXExpireName: true, zoo.SetDelName: true, zoo.GetSetName: true}
 
 // Expected returns what the guarantees of DESIGN.md and the literature
 // cited in package specimen predict for lock under fault. The table:
@@ -210,7 +210,7 @@ func Expected(lock, fault string) (e Expectation) {
 			}
 		}()
 	}
-	if lock == "fenced-v1" {
+	if lock == zoo.FencedV1Name {
 		// The workload's nested holds with a fifth of the TTL shorten the
 		// old lock's lease (its PEXPIRE takes the nested TTL): another
 		// client takes the key while the outer lease is valid, when it
@@ -235,16 +235,16 @@ func Expected(lock, fault string) (e Expectation) {
 		case fencedLocks[lock]:
 			e.Rejected = true
 			e.Why = joinWhy(e.Why, "fencing refuses the paused holder's late ops (rejected > 0)")
-		case lock == "setnx":
+		case lock == zoo.SetNXName:
 			e.Lease = WantViolated
 			e.Why = "setnx ignores the TTL asked for: nobody takes the paused holder's lock over, but its release after the asked TTL is, against the contract, a release of an expired lease (rule not-owner)"
-		case lock == "get-del":
+		case lock == zoo.GetDelName:
 			e.Lease, e.Resource = WantViolated, WantMay
 			e.Why = "paused between the GET and the DEL of its release, the holder wakes and deletes the next holder's lock; a third client then takes it while the second still works: their writes may conflict"
 		case delNoOwner[lock]:
 			e.Lease, e.Resource = WantViolated, WantViolated
 			e.Why = "the woken holder writes stale data and its DEL deletes the next holder's lock"
-		case lock == "getset":
+		case lock == zoo.GetSetName:
 			e.Resource = WantViolated
 			e.Why = "the woken holder's unfenced write is stale; its release checks its own clock, so the pause alone does not break G1"
 		case unfencedOwnerChecked[lock]:
@@ -252,12 +252,12 @@ func Expected(lock, fault string) (e Expectation) {
 			e.Why = "G1 holds (owner-checked release) but the woken holder's unfenced write is stale"
 		}
 	case chaos.FaultCrashClient:
-		if lock == "setnx" || lock == "setnx-expire" {
+		if lock == zoo.SetNXName || lock == zoo.SetNXExpireName {
 			e.Liveness = WantViolated
 			e.Why = "the crashed holder's key has no TTL: nobody frees it"
 		}
 	case chaos.FaultClockSkew:
-		if lock == "getset" {
+		if lock == zoo.GetSetName {
 			e.Lease, e.Resource = WantViolated, WantMay
 			e.Why = "the skewed client sees an unexpired lock as expired and takes it over; the two holders' writes may conflict"
 		}
@@ -275,12 +275,12 @@ func Expected(lock, fault string) (e Expectation) {
 			}()
 		}
 		switch lock {
-		case "redlock":
+		case zoo.RedlockName:
 			e.Why = "redlock's masters are independent of the failed-over one"
-		case "fenced", "fenced-v1":
+		case zoo.FencedName, zoo.FencedV1Name:
 			e.Lease = WantMay
 			e.Why = joinWhy(e.Why, "a lease in the replication gap is lost (G1 may break); fencing keeps the data safe")
-		case "setnx":
+		case zoo.SetNXName:
 			e.Lease, e.Resource, e.Liveness = WantMay, WantMay, WantMay
 			e.Why = "leases in the replication gap are lost; a key without TTL may be stranded on the new master"
 		default:
@@ -288,10 +288,10 @@ func Expected(lock, fault string) (e Expectation) {
 			e.Why = "a lease in the replication gap is lost (G1 may break) and unfenced data may then be overwritten"
 		}
 	case chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseServer:
-		if delNoOwner[lock] || checkThenDel[lock] || lock == "getset" || lock == "setnx" {
+		if delNoOwner[lock] || checkThenDel[lock] || lock == zoo.GetSetName || lock == zoo.SetNXName {
 			e.Lease, e.Resource = WantAny, WantAny
 			e.Why = "a release delayed past the lease's expiry may delete the next holder's lock; whether a run lines it up depends on timing"
-		} else if fault == chaos.FaultPauseServer && unfencedOwnerChecked[lock] && lock != "redlock" {
+		} else if fault == chaos.FaultPauseServer && unfencedOwnerChecked[lock] && lock != zoo.RedlockName {
 			// Seen once (lua, the 1-seed default run of 2026-11-24): an
 			// acquire the master executed just before it froze got its reply
 			// 750ms later, past its 500ms TTL; another client took the key
@@ -322,9 +322,9 @@ func expectedOf(reg *locker.Registry, lock, fault string) Expectation {
 	var like string
 	switch e.Profile {
 	case locker.ProfileFenced:
-		like = "fenced"
+		like = zoo.FencedName
 	case locker.ProfileLease:
-		like = "lua"
+		like = zoo.LuaName
 	default:
 		return Expectation{Lease: WantAny, Resource: WantAny, Liveness: WantAny, Why: "the lock claims nothing (locker.ProfileNone): no prediction"}
 	}
@@ -357,17 +357,17 @@ type Decisive struct {
 // (with rejected > 0), which must hold, not break.
 func DecisiveScenarios() []Decisive {
 	ds := []Decisive{
-		{Lock: "setnx", Fault: chaos.FaultCrashClient, Property: PropLiveness},
-		{Lock: "setnx-expire", Fault: chaos.FaultCrashClient, Property: PropLiveness},
-		{Lock: "set-del", Fault: chaos.FaultPauseClient, Property: PropLease},
-		{Lock: "get-del", Fault: chaos.FaultPauseClient, Property: PropLease},
-		{Lock: "getset", Fault: chaos.FaultClockSkew, Property: PropLease},
-		{Lock: "lua", Fault: chaos.FaultPauseClient, Property: PropResource},
-		{Lock: "watchdog", Fault: chaos.FaultPauseClient, Property: PropResource},
-		{Lock: "reentrant", Fault: chaos.FaultPauseClient, Property: PropResource},
-		{Lock: "redlock", Fault: chaos.FaultPauseClient, Property: PropResource},
-		{Lock: "local-redis", Fault: chaos.FaultPauseClient, Property: PropResource},
-		{Lock: "fenced", Fault: chaos.FaultPauseClient, Property: PropResource},
+		{Lock: zoo.SetNXName, Fault: chaos.FaultCrashClient, Property: PropLiveness},
+		{Lock: zoo.SetNXExpireName, Fault: chaos.FaultCrashClient, Property: PropLiveness},
+		{Lock: zoo.SetDelName, Fault: chaos.FaultPauseClient, Property: PropLease},
+		{Lock: zoo.GetDelName, Fault: chaos.FaultPauseClient, Property: PropLease},
+		{Lock: zoo.GetSetName, Fault: chaos.FaultClockSkew, Property: PropLease},
+		{Lock: zoo.LuaName, Fault: chaos.FaultPauseClient, Property: PropResource},
+		{Lock: zoo.WatchdogName, Fault: chaos.FaultPauseClient, Property: PropResource},
+		{Lock: zoo.ReentrantName, Fault: chaos.FaultPauseClient, Property: PropResource},
+		{Lock: zoo.RedlockName, Fault: chaos.FaultPauseClient, Property: PropResource},
+		{Lock: zoo.LocalRedisName, Fault: chaos.FaultPauseClient, Property: PropResource},
+		{Lock: zoo.FencedName, Fault: chaos.FaultPauseClient, Property: PropResource},
 	}
 	for i := range ds {
 		ds[i].After, ds[i].Before = faultPointAfter(ds[i].Lock, ds[i].Fault), faultPointBefore(ds[i].Lock, ds[i].Fault)
@@ -395,7 +395,7 @@ func faultPointAfter(lock, fault string) string {
 	switch fault {
 	case chaos.FaultPauseClient:
 		switch {
-		case lock == "get-del":
+		case lock == zoo.GetDelName:
 			return "get"
 		case fencedLocks[lock]:
 			return ""
@@ -415,7 +415,7 @@ func faultPointAfter(lock, fault string) string {
 // crash between SETNX and EXPIRE that leaves a key without TTL. (Crashing
 // after the SETNX's reply would also strike after SETNXs that failed.)
 func faultPointBefore(lock, fault string) string {
-	if fault == chaos.FaultCrashClient && lock == "setnx-expire" {
+	if fault == chaos.FaultCrashClient && lock == zoo.SetNXExpireName {
 		return "pexpire"
 	}
 	return ""

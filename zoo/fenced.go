@@ -49,7 +49,7 @@ const FencedName = "fenced"
 // the harness catches its defects.
 func fencedV1Entry() locker.Entry {
 	// It claims what the shipped lock claims, its promise to waiters too.
-	return locker.Entry{Name: "fenced-v1", Profile: locker.ProfileFenced, WaitBound: lock.Options{}.WaitBound(1),
+	return locker.Entry{Name: FencedV1Name, Profile: locker.ProfileFenced, WaitBound: lock.Options{}.WaitBound(1),
 		Doc: "package lock before its review's fixes (frozen copy): a nested hold with a shorter TTL shortens the lease",
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {
@@ -61,7 +61,7 @@ func fencedV1Entry() locker.Entry {
 			if err != nil {
 				return nil, mapLockErr(err)
 			}
-			return &Fenced{name: "fenced-v1", d: d, c: v1Lock{c}}, nil
+			return &Fenced{name: FencedV1Name, d: d, c: v1Lock{c}}, nil
 		}}
 }
 

@@ -35,7 +35,7 @@ func newGetSet(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
-	return &GetSet{basic{"getset", d}}, nil
+	return &GetSet{basic{GetSetName, d}}, nil
 }
 
 func (g *GetSet) now() int64 { return g.d.Clock().UnixMilli() }

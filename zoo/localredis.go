@@ -48,7 +48,7 @@ func newLocalRedis(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
-	return &LocalRedis{basic: basic{"local-redis", d}, clientID: newToken(), local: map[string]*localHold{}}, nil
+	return &LocalRedis{basic: basic{LocalRedisName, d}, clientID: newToken(), local: map[string]*localHold{}}, nil
 }
 
 // obtainScript is RedisLockRegistry's OBTAIN_LOCK_SCRIPT.

@@ -40,7 +40,7 @@ func newLua(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
-	return &Lua{basic{"lua", d}}, nil
+	return &Lua{basic{LuaName, d}}, nil
 }
 
 // TryAcquire sends SET key token NX PX ttl.
@@ -101,7 +101,7 @@ func newWatchdog(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
-	return &Watchdog{Lua: Lua{basic{"watchdog", d}}}, nil
+	return &Watchdog{Lua: Lua{basic{WatchdogName, d}}}, nil
 }
 
 // TryAcquire takes the lock as Lua does and starts the lease's watchdog.

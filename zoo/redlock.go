@@ -46,7 +46,7 @@ type RedlockOptions struct {
 
 // RedlockEntry is the redlock specimen with o (Builtin has it with the defaults).
 func RedlockEntry(o RedlockOptions) locker.Entry {
-	return locker.Entry{Name: "redlock", Profile: locker.ProfileLease, Needs: locker.Needs{Redlock: true},
+	return locker.Entry{Name: RedlockName, Profile: locker.ProfileLease, Needs: locker.Needs{Redlock: true},
 		Doc:  "antirez's Redlock on independent masters; Kleppmann 2016: no fencing",
 		Open: func(d locker.Deps) (locker.Locker, error) { return newRedlock(d, o.Timeout) }}
 }

@@ -63,7 +63,7 @@ func newReentrant(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
-	return &Reentrant{basic: basic{"reentrant", d}, owner: newToken() + ":1"}, nil
+	return &Reentrant{basic: basic{ReentrantName, d}, owner: newToken() + ":1"}, nil
 }
 
 // TryAcquire runs Redisson's lock script once.

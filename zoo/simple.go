@@ -76,7 +76,7 @@ func newSetNX(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
-	return &SetNX{basic{"setnx", d}}, nil
+	return &SetNX{basic{SetNXName, d}}, nil
 }
 
 // TryAcquire sends SETNX key token; ttl is ignored.
@@ -107,7 +107,7 @@ func newSetNXExpire(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
-	return &SetNXExpire{basic{"setnx-expire", d}}, nil
+	return &SetNXExpire{basic{SetNXExpireName, d}}, nil
 }
 
 // TryAcquire sends SETNX key token, then PEXPIRE key ttl.
@@ -138,7 +138,7 @@ func newSetDel(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
-	return &SetDel{basic{"set-del", d}}, nil
+	return &SetDel{basic{SetDelName, d}}, nil
 }
 
 // TryAcquire sends SET key token NX PX ttl.
@@ -167,7 +167,7 @@ func newGetDel(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
 	}
-	return &GetDel{basic{"get-del", d}}, nil
+	return &GetDel{basic{GetDelName, d}}, nil
 }
 
 // TryAcquire sends SET key token NX PX ttl.

@@ -33,6 +33,22 @@ import (
 	"github.com/lockproof/lockproof/locker"
 )
 
+// The built-in locks' names, spelled once: the registry's, summary.json's,
+// the CLI's and the expectation table's (FencedName is the shipped lock's).
+const (
+	SetNXName       = "setnx"
+	SetNXExpireName = "setnx-expire"
+	SetDelName      = "set-del"
+	GetDelName      = "get-del"
+	GetSetName      = "getset"
+	LuaName         = "lua"
+	WatchdogName    = "watchdog"
+	ReentrantName   = "reentrant"
+	RedlockName     = "redlock"
+	LocalRedisName  = "local-redis"
+	FencedV1Name    = "fenced-v1"
+)
+
 // Builtin returns a new registry of every lock lockproof knows by name, in
 // matrix order: the specimens, then the production lock with its defaults
 // (FencedEntry). Add your own entries to it, or build a registry of your own
@@ -40,16 +56,16 @@ import (
 func Builtin() *locker.Registry {
 	r := &locker.Registry{}
 	for _, e := range []locker.Entry{
-		{Name: "setnx", Profile: locker.ProfileNone, Open: newSetNX, Doc: "SETNX without a TTL, DEL to release"},
-		{Name: "setnx-expire", Profile: locker.ProfileNone, Open: newSetNXExpire, Doc: "SETNX, then EXPIRE as a second command"},
-		{Name: "set-del", Profile: locker.ProfileNone, Open: newSetDel, Doc: "SET NX PX, DEL without an owner check"},
-		{Name: "get-del", Profile: locker.ProfileNone, Open: newGetDel, Doc: "owner token, GET then DEL (not atomic)"},
-		{Name: "getset", Profile: locker.ProfileNone, Open: newGetSet, Doc: "the GETSET timestamp recipe; trusts client clocks"},
-		{Name: "lua", Profile: locker.ProfileLease, Open: newLua, Doc: "SET NX PX, owner-checked Lua release; no fencing"},
-		{Name: "watchdog", Profile: locker.ProfileLease, Open: newWatchdog, Doc: "lua with a renewal every TTL/3; no fencing"},
-		{Name: "reentrant", Profile: locker.ProfileLease, Open: newReentrant, Doc: "Redisson's RLock: a hash with a hold count; no fencing"},
+		{Name: SetNXName, Profile: locker.ProfileNone, Open: newSetNX, Doc: "SETNX without a TTL, DEL to release"},
+		{Name: SetNXExpireName, Profile: locker.ProfileNone, Open: newSetNXExpire, Doc: "SETNX, then EXPIRE as a second command"},
+		{Name: SetDelName, Profile: locker.ProfileNone, Open: newSetDel, Doc: "SET NX PX, DEL without an owner check"},
+		{Name: GetDelName, Profile: locker.ProfileNone, Open: newGetDel, Doc: "owner token, GET then DEL (not atomic)"},
+		{Name: GetSetName, Profile: locker.ProfileNone, Open: newGetSet, Doc: "the GETSET timestamp recipe; trusts client clocks"},
+		{Name: LuaName, Profile: locker.ProfileLease, Open: newLua, Doc: "SET NX PX, owner-checked Lua release; no fencing"},
+		{Name: WatchdogName, Profile: locker.ProfileLease, Open: newWatchdog, Doc: "lua with a renewal every TTL/3; no fencing"},
+		{Name: ReentrantName, Profile: locker.ProfileLease, Open: newReentrant, Doc: "Redisson's RLock: a hash with a hold count; no fencing"},
 		RedlockEntry(RedlockOptions{}),
-		{Name: "local-redis", Profile: locker.ProfileLease, Open: newLocalRedis, Doc: "Spring's RedisLockRegistry: a process-local lock, then the Redis key; no fencing"},
+		{Name: LocalRedisName, Profile: locker.ProfileLease, Open: newLocalRedis, Doc: "Spring's RedisLockRegistry: a process-local lock, then the Redis key; no fencing"},
 		FencedEntry(lock.Options{Watchdog: true}),
 		fencedV1Entry(),
 	} {

@@ -91,7 +91,7 @@ type Config struct {
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Lock == "" {
-		c.Lock = "fenced"
+		c.Lock = zoo.FencedName
 	}
 	if c.Keys == 0 {
 		c.Keys = 1
