@@ -254,6 +254,7 @@ func pageTemplates() *template.Template {
 		"lines":      joinLines,
 		"celltext":   cellText,
 		"rel":        rel,
+		"index":      func() string { return HTMLFile },
 		"unexpected": unexpectedOf,
 		"unknowns":   unknownOf,
 		"sheet":      sheetOf,
@@ -348,7 +349,7 @@ const scenarioPage = `{{define "scenario"}}<!DOCTYPE html>
 {{template "css"}}
 </head>
 <body>
-<p><a href="{{rel .Page "report.html"}}">← safety report</a></p>
+<p><a href="{{rel .Page index}}">← safety report</a></p>
 <h1>{{.ID}}</h1>
 <p class="headline {{.Status}}"><span class="word">{{status .Status}}</span></p>
 <p>Lock <b>{{.Lock}}</b> under fault <b>{{.Fault}}</b>{{with .FaultName}} (<code>{{.}}</code>{{with $.FaultStartMs}}, from {{ms .}} into the run{{end}}){{end}}, seed {{.Seed}}: {{.Ops}} operations, {{.Rejected}} refused for a stale token{{if .ElapsedMs}}, {{ms .ElapsedMs}} of wall time{{end}}{{with .Started}}, started {{.}}{{end}}.</p>

@@ -266,7 +266,7 @@ func (m *matrix) finish(i int, row *Scenario, start time.Time) {
 	}
 	m.mu.Unlock()
 	if err := m.writeSummary(); err != nil {
-		m.cfg.Logger.Warn("summary.json", "err", err)
+		m.cfg.Logger.Warn(contract.SummaryFile, "err", err)
 	}
 }
 
