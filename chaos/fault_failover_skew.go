@@ -42,7 +42,7 @@ func failoverSkewFault() Fault {
 			return err
 		},
 		strike: func(s *striking) (armed, error) {
-			return armed{fault: &skewedFailover{Failover: failover(s), env: s.env}, window: s.sc.TTL}, nil
+			return armed{fault: &skewedFailover{Failover: failover(s)}, window: s.sc.TTL}, nil
 		}}
 }
 
@@ -51,7 +51,6 @@ func failoverSkewFault() Fault {
 // there), and its evidence says how far the fences went back.
 type skewedFailover struct {
 	*nemesis.Failover
-	env    env.Env
 	behind time.Duration // measured: the harness's clock minus the promoted node's
 	read   error
 }

@@ -205,10 +205,9 @@ type striking struct {
 	sc         Scenario
 	wl         *workload.Workload
 	rng        *rand.Rand
-	// victim is one client chosen at random; group about half the clients
-	// (their names and proxies, for network faults).
+	// victim is one client chosen at random; names and proxies are about
+	// half the clients' (for network faults).
 	victim  *workload.Client
-	group   []*workload.Client
 	names   []string
 	proxies []*toxiclient.Proxy
 }

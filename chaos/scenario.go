@@ -253,9 +253,9 @@ func inject(ctx, outer context.Context, e env.Env, sc Scenario, fault Fault, wl 
 	}
 	s := &striking{ctx: ctx, outer: outer, env: e, sc: sc, wl: wl, rng: rng}
 	s.victim = wl.Clients[rng.IntN(len(wl.Clients))]
-	s.group = pick(rng, wl.Clients, (len(wl.Clients)+1)/2)
+	group := pick(rng, wl.Clients, (len(wl.Clients)+1)/2)
 	var links []*env.Links
-	for _, c := range s.group {
+	for _, c := range group {
 		links = append(links, c.Links)
 		s.names = append(s.names, c.Name)
 	}

@@ -142,6 +142,20 @@ func (r *Result) Properties() []*PropertyResult {
 	return []*PropertyResult{&r.Lease, &r.Resource, &r.Liveness}
 }
 
+// Of returns the result of the property whose contract ID is id
+// (contract.PropLease, ...), or nil for an ID that names none.
+func (r *Result) Of(id string) *PropertyResult {
+	switch id {
+	case contract.PropLease:
+		return &r.Lease
+	case contract.PropResource:
+		return &r.Resource
+	case contract.PropLiveness:
+		return &r.Liveness
+	}
+	return nil
+}
+
 // combine returns the overall verdict: violated if any property is violated,
 // else unknown if any is unknown, else ok (n/a counts as ok).
 func combine(ps ...Verdict) Verdict {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -79,10 +80,8 @@ func (r Regression) validate() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: regression %q: missing %s", ErrBadConfig, r.Name, strings.Join(missing, ", "))
 	}
-	switch r.Property {
-	case PropLease, PropResource, PropLiveness:
-	default:
-		return fmt.Errorf("%w: regression %q: property %q: want lease, resource or liveness", ErrBadConfig, r.Name, r.Property)
+	if !slices.Contains(contract.PropertyIDs(), r.Property) {
+		return fmt.Errorf("%w: regression %q: property %q: want one of %v", ErrBadConfig, r.Name, r.Property, contract.PropertyIDs())
 	}
 	if r.Clients < 0 || r.HoldMs < 0 || r.ThinkMs < 0 || r.OpTimeoutMs < 0 {
 		return fmt.Errorf("%w: regression %q: clients, hold_ms, think_ms and op_timeout_ms must be >= 0", ErrBadConfig, r.Name)
@@ -163,8 +162,7 @@ func describeFirst(r *Regression, checkPath string) {
 	if json.Unmarshal(b, &res) != nil {
 		return
 	}
-	pr := map[string]*checker.PropertyResult{PropLease: &res.Lease, PropResource: &res.Resource, PropLiveness: &res.Liveness}[r.Property]
-	if len(pr.Violations) > 0 {
+	if pr := res.Of(r.Property); pr != nil && len(pr.Violations) > 0 {
 		r.Rule, r.Explanation = pr.Violations[0].Rule, pr.Violations[0].Explanation
 	}
 }

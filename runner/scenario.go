@@ -176,15 +176,13 @@ func detection(res *checker.Result, faultStart time.Duration, ops []history.Op) 
 		start = int64(faultStart)
 	}
 	out := map[string]int64{}
-	for _, p := range []struct {
-		name string
-		pr   *checker.PropertyResult
-	}{{PropLease, &res.Lease}, {PropResource, &res.Resource}, {PropLiveness, &res.Liveness}} {
-		if p.pr.Verdict != checker.Violated {
+	for _, id := range contract.PropertyIDs() {
+		pr := res.Of(id)
+		if pr.Verdict != checker.Violated {
 			continue
 		}
 		best := int64(-1)
-		for _, v := range p.pr.Violations {
+		for _, v := range pr.Violations {
 			last := int64(-1)
 			for _, o := range v.Ops {
 				last = max(last, o.Call)
@@ -194,7 +192,7 @@ func detection(res *checker.Result, faultStart time.Duration, ops []history.Op) 
 			}
 		}
 		if best >= 0 {
-			out[p.name] = max(0, time.Duration(best-start).Milliseconds())
+			out[id] = max(0, time.Duration(best-start).Milliseconds())
 		}
 	}
 	if len(out) == 0 {

@@ -21,10 +21,13 @@ import (
 // under one temporary root, and an in-process Toxiproxy server.
 type ProcessEnv struct {
 	spec Spec
-	log  *slog.Logger
-	toxi *ToxiServer
-	root string
-	topo Topology
+	// replicaVars are the replicas' extra environment variables (a clock
+	// behind the master's, Spec.ReplicaClockBehind).
+	replicaVars []string
+	log         *slog.Logger
+	toxi        *ToxiServer
+	root        string
+	topo        Topology
 
 	mu        sync.Mutex
 	nodes     map[string]*procNode
@@ -65,8 +68,10 @@ func NewProcess(ctx context.Context, spec Spec, log *slog.Logger) (*ProcessEnv, 
 		log = slog.Default()
 	}
 	spec = spec.WithDefaults()
+	var replicaVars []string
 	if spec.ReplicaClockBehind != 0 {
-		if _, err := redisproc.ClockBehind(spec.ReplicaClockBehind); err != nil {
+		var err error
+		if replicaVars, err = redisproc.ClockBehind(spec.ReplicaClockBehind); err != nil {
 			return nil, fmt.Errorf("process environment: replicas' clocks: %w: %w", ErrUnavailable, err)
 		}
 	}
@@ -74,7 +79,7 @@ func NewProcess(ctx context.Context, spec Spec, log *slog.Logger) (*ProcessEnv, 
 	if err != nil {
 		return nil, fmt.Errorf("process environment: temp dir: %w", err)
 	}
-	e := &ProcessEnv{spec: spec, log: log, root: root, nodes: map[string]*procNode{}}
+	e := &ProcessEnv{spec: spec, replicaVars: replicaVars, log: log, root: root, nodes: map[string]*procNode{}}
 	if err := e.start(ctx); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
@@ -94,11 +99,11 @@ func (e *ProcessEnv) start(ctx context.Context) error {
 
 	// Data nodes: start each, put its replication proxy in front, announce the proxy.
 	for i := 0; i <= e.spec.Replicas; i++ {
-		var clock []string
-		if i > 0 && e.spec.ReplicaClockBehind != 0 {
-			clock, _ = redisproc.ClockBehind(e.spec.ReplicaClockBehind) // checked by NewProcess
+		var vars []string
+		if i > 0 {
+			vars = e.replicaVars
 		}
-		n, err := e.startNode(ctx, fmt.Sprintf("data-%d", i), RoleData, clock...)
+		n, err := e.startNode(ctx, fmt.Sprintf("data-%d", i), RoleData, vars...)
 		if err != nil {
 			return err
 		}

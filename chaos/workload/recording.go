@@ -53,15 +53,7 @@ func (r recording) lock(ctx context.Context, op history.Op, mode ctxMode, timeou
 		r.invoked.Store(&invoked)
 		defer r.invoked.Store(nil)
 	}
-	if mode == ctxTiny {
-		timeout = time.Millisecond
-	}
-	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	if mode == ctxCanceled {
-		cancel()
-	}
-	derr := do(octx)
-	cancel()
+	derr := call(ctx, mode, timeout, do)
 	if r.gate.Crashed() {
 		return "", r.crashed(p)
 	}
@@ -89,9 +81,7 @@ func (r recording) lock(ctx context.Context, op history.Op, mode ctxMode, timeou
 func (r recording) resource(ctx context.Context, op history.Op, timeout time.Duration,
 	do func(ctx context.Context) error, edit func(*history.Op)) (history.Result, error) {
 	p := r.rec.Invoke(op)
-	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	derr := do(octx)
-	cancel()
+	derr := call(ctx, ctxNormal, timeout, do)
 	if r.gate.Crashed() {
 		return "", r.crashed(p)
 	}
@@ -104,6 +94,20 @@ func (r recording) resource(ctx context.Context, op history.Op, timeout time.Dur
 		edit = nil
 	}
 	return res, p.Complete(res, edit)
+}
+
+// call runs do under a context made per mode with the op's timeout, cut
+// from the run's ctx: an op in flight when the run ends still completes.
+func call(ctx context.Context, mode ctxMode, timeout time.Duration, do func(ctx context.Context) error) error {
+	if mode == ctxTiny {
+		timeout = time.Millisecond
+	}
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if mode == ctxCanceled {
+		cancel()
+	}
+	return do(octx)
 }
 
 // crashed ends a worker whose client crashed during op p. A client that

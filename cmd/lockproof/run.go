@@ -20,6 +20,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/reports"
@@ -298,7 +299,7 @@ func printTotals(w io.Writer, sum *runner.Summary, out string, took time.Duratio
 			continue
 		}
 		var parts []string
-		for _, p := range []string{runner.PropLease, runner.PropResource, runner.PropLiveness} {
+		for _, p := range contract.PropertyIDs() {
 			n, ok := c.Found[p]
 			if !ok {
 				continue
