@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockproof/lockproof"
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -55,9 +56,9 @@ func TestRunCatchesABrokenUserLock(t *testing.T) {
 	}
 	var leaseHit, resHit bool
 	for _, s := range res.Summary.Scenarios {
-		t.Logf("%s: lease %s, resource %s, liveness %s, mismatches %v", s.ID(), s.Lease, s.Resource, s.Liveness, s.Mismatches)
-		leaseHit = leaseHit || s.Lock == "del-release" && s.Lease == checker.Violated && !s.AsExpected
-		resHit = resHit || s.Lock == "claims-fencing" && s.Resource == checker.Violated && !s.AsExpected
+		t.Logf("%s: lease %s, resource %s, liveness %s, mismatches %v", s.ID(), s.Verdict(contract.PropLease), s.Verdict(contract.PropResource), s.Verdict(contract.PropLiveness), s.Mismatches)
+		leaseHit = leaseHit || s.Lock == "del-release" && s.Verdict(contract.PropLease) == checker.Violated && !s.AsExpected
+		resHit = resHit || s.Lock == "claims-fencing" && s.Verdict(contract.PropResource) == checker.Violated && !s.AsExpected
 	}
 	if !leaseHit {
 		t.Error("the DEL release was not caught (lease violated, not as expected) on either seed")

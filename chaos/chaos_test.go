@@ -18,6 +18,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/fencing"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redistest"
@@ -220,15 +221,15 @@ func checkResource(t *testing.T, out chaos.Outcome, res *checker.Result, want ch
 	if _, ok := any(&fencing.Redis{}).(workload.FencedReader); !ok {
 		t.Errorf("fencing.Redis has no ReadFenced: the workload's reads are not fenced")
 	}
-	if res.Resource.Verdict != want {
-		t.Errorf("resource safety %s; want %s\n%s", res.Resource.Verdict, want, describe(out, res))
+	if res.Of(contract.PropResource).Verdict != want {
+		t.Errorf("resource safety %s; want %s\n%s", res.Of(contract.PropResource).Verdict, want, describe(out, res))
 	}
 }
 
 func describe(out chaos.Outcome, res *checker.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "history %s: verdict %s, counts %+v", out.History, res.Verdict, res.Counts)
-	for _, p := range res.Properties() {
+	for _, p := range res.Props {
 		fmt.Fprintf(&b, "\n  %s: %s %s", p.Property, p.Verdict, p.Explanation)
 		for i, v := range p.Violations {
 			if i == 3 {
@@ -255,14 +256,14 @@ func TestFencedUnderFaults(t *testing.T) {
 			out, res := runAndCheck(t, e, sc)
 			t.Logf("%s", describe(out, res))
 			exp := runner.Expected(sc.Lock, fault)
-			checkResource(t, out, res, exp.Resource.Verdict())
+			checkResource(t, out, res, exp.Want(contract.PropResource).Verdict())
 			switch fault {
 			case chaos.FaultNone, chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseClient:
-				if res.Lease.Verdict != checker.OK {
-					t.Errorf("lease exclusivity %s; want ok\n%s", res.Lease.Verdict, describe(out, res))
+				if res.Of(contract.PropLease).Verdict != checker.OK {
+					t.Errorf("lease exclusivity %s; want ok\n%s", res.Of(contract.PropLease).Verdict, describe(out, res))
 				}
 			}
-			if res.Liveness.Verdict == checker.Violated {
+			if res.Of(contract.PropLiveness).Verdict == checker.Violated {
 				t.Errorf("liveness violated\n%s", describe(out, res))
 			}
 			if res.Counts.LeaseOps == 0 || res.Counts.ResourceOps == 0 {
@@ -298,7 +299,7 @@ func TestFencedFailoverLosesLease(t *testing.T) {
 			out, res := runAndCheck(t, e, sc)
 			t.Logf("%s", describe(out, res))
 			checkResource(t, out, res, checker.OK)
-			violated = res.Lease.Verdict == checker.Violated
+			violated = res.Of(contract.PropLease).Verdict == checker.Violated
 		})
 	}
 	if !violated {
@@ -318,8 +319,8 @@ func TestFencedPauseProcess(t *testing.T) {
 	out, res := runAndCheck(t, e, sc)
 	t.Logf("%s", describe(out, res))
 	checkResource(t, out, res, checker.OK)
-	if res.Lease.Verdict != checker.OK {
-		t.Errorf("lease exclusivity %s; want ok\n%s", res.Lease.Verdict, describe(out, res))
+	if res.Of(contract.PropLease).Verdict != checker.OK {
+		t.Errorf("lease exclusivity %s; want ok\n%s", res.Of(contract.PropLease).Verdict, describe(out, res))
 	}
 	var child, rejected int
 	for _, op := range out.Ops {
@@ -362,8 +363,8 @@ func TestSeedReplaysChoicesAndRedlock(t *testing.T) {
 	if ok == 0 {
 		t.Fatalf("redlock acquired nothing\n%s", describe(out, res))
 	}
-	if res.Lease.Verdict != checker.OK {
-		t.Errorf("redlock without faults: lease %s\n%s", res.Lease.Verdict, describe(out, res))
+	if res.Of(contract.PropLease).Verdict != checker.OK {
+		t.Errorf("redlock without faults: lease %s\n%s", res.Of(contract.PropLease).Verdict, describe(out, res))
 	}
 }
 
@@ -394,8 +395,8 @@ func TestClientsLeave(t *testing.T) {
 	if left == 0 {
 		t.Fatalf("no client left while holding (last ops %v)", last)
 	}
-	if res.Lease.Verdict != checker.OK || res.Liveness.Verdict != checker.OK {
-		t.Errorf("lease %s, liveness %s; want ok (the liveness rule checked the left holders)\n%s", res.Lease.Verdict, res.Liveness.Verdict, describe(out, res))
+	if res.Of(contract.PropLease).Verdict != checker.OK || res.Of(contract.PropLiveness).Verdict != checker.OK {
+		t.Errorf("lease %s, liveness %s; want ok (the liveness rule checked the left holders)\n%s", res.Of(contract.PropLease).Verdict, res.Of(contract.PropLiveness).Verdict, describe(out, res))
 	}
 }
 
@@ -422,8 +423,8 @@ func TestFencedKillProcess(t *testing.T) {
 	if dead != 1 {
 		t.Fatalf("%d never-returned blocking acquires of the killed child p0; want 1\n%s", dead, describe(out, res))
 	}
-	if res.Lease.Verdict != checker.OK || res.Liveness.Verdict == checker.Violated || res.Resource.Verdict != checker.OK {
-		t.Errorf("verdicts lease %s, resource %s, liveness %s; want ok\n%s", res.Lease.Verdict, res.Resource.Verdict, res.Liveness.Verdict, describe(out, res))
+	if res.Of(contract.PropLease).Verdict != checker.OK || res.Of(contract.PropLiveness).Verdict == checker.Violated || res.Of(contract.PropResource).Verdict != checker.OK {
+		t.Errorf("verdicts lease %s, resource %s, liveness %s; want ok\n%s", res.Of(contract.PropLease).Verdict, res.Of(contract.PropResource).Verdict, res.Of(contract.PropLiveness).Verdict, describe(out, res))
 	}
 }
 

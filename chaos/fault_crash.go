@@ -10,13 +10,13 @@ import (
 
 func crashClientFault() Fault {
 	return Fault{Name: FaultCrashClient, Doc: "a holder crashes for good (or right after, or before, a named command), then a waiter in line", Matrix: true,
-		Point: PointAfterOrBefore, strike: strikeCrashClient}
+		Takes: PointAfterOrBefore, strike: strikeCrashClient}
 }
 
 func strikeCrashClient(s *striking) (armed, error) {
 	victim := s.victim
-	if s.sc.CrashAfter != "" || s.sc.CrashBefore != "" {
-		return armed{fault: &nemesis.CrashClient{Client: victim.Name, Gate: victim.Gate, After: s.sc.CrashAfter, Before: s.sc.CrashBefore}}, nil
+	if !s.sc.Point.IsZero() {
+		return armed{fault: &nemesis.CrashClient{Client: victim.Name, Gate: victim.Gate, Point: s.sc.Point}}, nil
 	}
 	// Crash the victim while it holds its lock. For a lock that waits in
 	// line, then crash another client while it waits there (behind the dead

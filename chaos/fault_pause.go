@@ -16,7 +16,7 @@ var ErrCannotPauseServers = errors.New("lockproof does not run the servers of a 
 
 func pauseClientFault() Fault {
 	return Fault{Name: FaultPauseClient, Doc: "a holder frozen for 3 TTLs (or right after a named command's reply), then woken", Matrix: true,
-		Point: PointAfter, Linger: true,
+		Takes: PointAfter, Linger: true,
 		// Under pause-client the woken holder's flaws only show when
 		// another client holds the lock at that moment (a DEL deleting the
 		// next holder's lock) or took it meanwhile (a stale write): more
@@ -32,12 +32,12 @@ func pauseClientFault() Fault {
 
 func strikePauseClient(s *striking) (armed, error) {
 	window, victim := 3*s.sc.TTL, s.victim
-	if s.sc.PauseAfter != "" {
+	if s.sc.Point.After != "" {
 		// Arm the pause and count its window from the strike: the victim
 		// may reach its fault point long after the arming (it must win the
 		// lock first), and a window counted from the arming would leave too
 		// short a pause to outlive the TTL.
-		pf := &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate, After: s.sc.PauseAfter}
+		pf := &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate, Point: s.sc.Point}
 		pf.Arm()
 		struck := victim.Gate.Struck()
 		if err := bounded(s.ctx, func(c context.Context) error {
@@ -50,7 +50,7 @@ func strikePauseClient(s *striking) (armed, error) {
 		}); err != nil {
 			victim.Gate.PauseAfter("")
 			victim.Gate.Resume() // in case it struck as the wait gave up
-			return armed{fault: pf}, fmt.Errorf("pause-client: armed after %s, %s never got there: %w", s.sc.PauseAfter, victim.Name, err)
+			return armed{fault: pf}, fmt.Errorf("pause-client: armed after %s, %s never got there: %w", s.sc.Point.After, victim.Name, err)
 		}
 		return armed{fault: pf, window: window, outer: true}, nil
 	}

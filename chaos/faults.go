@@ -11,6 +11,7 @@ import (
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/zoo"
@@ -34,14 +35,14 @@ const (
 	ScopeFresh
 )
 
-// Point says which fault point (Scenario.PauseAfter, CrashAfter,
-// CrashBefore) a fault accepts: where in a client's commands it strikes.
-type Point int
+// PointKind says which fault points (gate.Point, Scenario.Point) a fault
+// takes: where in a client's commands it may strike.
+type PointKind int
 
-// The fault points a fault may accept.
+// The fault points a fault may take.
 const (
 	// PointNone: the fault strikes at a moment of its own choosing.
-	PointNone Point = iota
+	PointNone PointKind = iota
 	// PointAfter: right after the reply of the named command.
 	PointAfter
 	// PointAfterOrBefore: after the reply of, or before the sending of, the
@@ -62,8 +63,9 @@ var defaultShape = WorkloadShape{Clients: 3, Hold: 20 * time.Millisecond, Think:
 
 // Fault is one fault of the catalogue (Catalogue): everything lockproof
 // knows about it is here, so a new fault is one file holding its Fault
-// value and its nemesis, plus one entry in Catalogue (and its name in
-// package contract, and its row in the runner's expectation table).
+// value and its nemesis, plus one entry in Catalogue and its name in
+// package contract (its row in the runner's expectation table is optional:
+// without one, its verdicts get no prediction).
 //
 // Modelled on etcd's tests/robustness failpoints: a value with a name, the
 // conditions it needs (Available) and the code that injects it.
@@ -74,8 +76,8 @@ type Fault struct {
 	Doc string
 	// Scope says what it acts on (ScopeClients, ScopeServers, ScopeFresh).
 	Scope Scope
-	// Point is the fault point it accepts.
-	Point Point
+	// Takes is the kind of fault point it takes (CheckPoint).
+	Takes PointKind
 	// Duration is the workload duration a matrix gives it: long enough for
 	// the warm-up, the window and what follows it. 0 means 3s.
 	Duration time.Duration
@@ -112,6 +114,22 @@ func (f Fault) Available(k env.Kind) error {
 	}
 	if err := f.Needs(k); err != nil {
 		return fmt.Errorf("fault %s on the %s environment: %w", f.Name, k, err)
+	}
+	return nil
+}
+
+// CheckPoint reports whether the fault takes the fault point p: the zero
+// Point always; After for PointAfter and PointAfterOrBefore; Before for
+// PointAfterOrBefore only; never both (gate.Point.Check).
+func (f Fault) CheckPoint(p gate.Point) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	switch {
+	case !p.IsZero() && f.Takes == PointNone:
+		return fmt.Errorf("%w: %s: fault %s strikes at its own moment and takes no fault point", gate.ErrBadPoint, p, f.Name)
+	case p.Before != "" && f.Takes != PointAfterOrBefore:
+		return fmt.Errorf("%w: %s: fault %s takes a point after a command, not before one", gate.ErrBadPoint, p, f.Name)
 	}
 	return nil
 }

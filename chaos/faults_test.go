@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -80,5 +81,35 @@ func TestFencesBack(t *testing.T) {
 	n, first, last, rejected := fencesBack(ops)
 	if n != 2 || first != ms(6) || last != ms(10) || rejected != 1 {
 		t.Fatalf("fencesBack = %d grants from %v to %v, %d refused; want 2 from 6ms to 10ms, 1 refused", n, first, last, rejected)
+	}
+}
+
+// Each fault takes the fault points its kind says, and only those; a
+// scenario with a point its fault does not take is refused before it runs.
+func TestCheckPoint(t *testing.T) {
+	after, before := gate.Point{After: "get"}, gate.Point{Before: "pexpire"}
+	for _, f := range Catalogue() {
+		if err := f.CheckPoint(gate.Point{}); err != nil {
+			t.Errorf("%s: the zero point: %v", f.Name, err)
+		}
+		if err := f.CheckPoint(after); (err == nil) != (f.Takes != PointNone) {
+			t.Errorf("%s (takes %d): after: %v", f.Name, f.Takes, err)
+		}
+		if err := f.CheckPoint(before); (err == nil) != (f.Takes == PointAfterOrBefore) {
+			t.Errorf("%s (takes %d): before: %v", f.Name, f.Takes, err)
+		}
+		if err := f.CheckPoint(gate.Point{After: "get", Before: "del"}); !errors.Is(err, gate.ErrBadPoint) {
+			t.Errorf("%s: after and before: %v", f.Name, err)
+		}
+	}
+	if f, _ := Lookup(FaultPauseClient); f.Takes != PointAfter {
+		t.Errorf("pause-client takes %d, want PointAfter", f.Takes)
+	}
+	if f, _ := Lookup(FaultCrashClient); f.Takes != PointAfterOrBefore {
+		t.Errorf("crash-client takes %d, want PointAfterOrBefore", f.Takes)
+	}
+	_, err := Scenario{Lock: "lua", Fault: FaultLatency, Point: after}.withDefaults()
+	if !errors.Is(err, ErrScenario) || !errors.Is(err, gate.ErrBadPoint) {
+		t.Errorf("latency with a fault point: %v; want ErrScenario and gate.ErrBadPoint", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
@@ -68,18 +69,14 @@ type Scenario struct {
 	// TTL of the leases; default 500ms. Fault windows are sized from it
 	// (a pause lasts 3×TTL).
 	TTL time.Duration
-	// PauseAfter, for pause-client, pauses the victim right after the reply
-	// of its next command of that name (e.g. "get": between the GET and the
-	// DEL of get-del's release) instead of while it holds the lock.
-	PauseAfter string
-	// CrashAfter, for crash-client, crashes the victim right after the reply
-	// of its next command of that name (e.g. "setnx"), between two commands,
-	// instead of while it holds the lock.
-	CrashAfter string
-	// CrashBefore, for crash-client, crashes the victim right before it
-	// sends its next command of that name (e.g. "pexpire": after a SETNX
-	// that succeeded, before its EXPIRE), instead of while it holds the lock.
-	CrashBefore string
+	// Point is where the fault strikes its victim, for the faults that take
+	// one (Fault.Takes): pause-client pauses it right after the reply of its
+	// next command named Point.After (e.g. "get": between the GET and the
+	// DEL of get-del's release); crash-client crashes it right after the
+	// reply of Point.After (e.g. "setnx"), or right before it sends
+	// Point.Before (e.g. "pexpire": after a SETNX that succeeded, before its
+	// EXPIRE). The zero Point strikes while the victim holds its lock.
+	Point gate.Point
 	// KeyPrefix keeps scenarios that share an environment apart; default
 	// "<lock>-<fault>-<seed>-".
 	KeyPrefix string
@@ -131,11 +128,8 @@ func (s Scenario) withDefaults() (Scenario, error) {
 	if !ok {
 		return s, fmt.Errorf("%w: Fault %q: want one of %v", ErrScenario, s.Fault, Faults())
 	}
-	switch {
-	case s.PauseAfter != "" && f.Point != PointAfter:
-		return s, fmt.Errorf("%w: PauseAfter %q: fault %s takes no pause point", ErrScenario, s.PauseAfter, s.Fault)
-	case (s.CrashAfter != "" || s.CrashBefore != "") && f.Point != PointAfterOrBefore:
-		return s, fmt.Errorf("%w: CrashAfter/CrashBefore: fault %s takes no crash point", ErrScenario, s.Fault)
+	if err := f.CheckPoint(s.Point); err != nil {
+		return s, fmt.Errorf("%w: Point: %w", ErrScenario, err)
 	}
 	if s.Duration < 0 || s.TTL < 0 {
 		return s, fmt.Errorf("%w: Duration and TTL must be positive", ErrScenario)

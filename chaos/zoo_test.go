@@ -18,6 +18,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/reports"
@@ -137,7 +138,7 @@ func sameLinesAsCheck(t *testing.T, out string, s *runner.Scenario) {
 	}
 	cited := func(r *checker.Result) []string {
 		var out []string
-		for _, pr := range r.Properties() {
+		for _, pr := range r.Props {
 			out = append(out, fmt.Sprintf("%s %s", pr.Property, pr.Verdict))
 			for _, v := range pr.Violations {
 				for _, o := range v.Ops {
@@ -158,7 +159,7 @@ func sameLinesAsCheck(t *testing.T, out string, s *runner.Scenario) {
 
 func zooDescribe(s *runner.Scenario) string {
 	return fmt.Sprintf("%s: lease %s, resource %s, liveness %s, rejected %d, ops %d, fault %q, history %s",
-		s.ID(), s.Lease, s.Resource, s.Liveness, s.Rejected, s.Ops, s.FaultName, s.History)
+		s.ID(), s.Verdict(contract.PropLease), s.Verdict(contract.PropResource), s.Verdict(contract.PropLiveness), s.Rejected, s.Ops, s.FaultName, s.History)
 }
 
 // TestZooBreaks runs each lock of the zoo in its decisive scenario
@@ -176,7 +177,7 @@ func zooDescribe(s *runner.Scenario) string {
 func TestZooBreaks(t *testing.T) {
 	decisive := runner.DecisiveScenarios()
 	spec := func(d runner.Decisive, seed uint64) runner.Spec {
-		return runner.Spec{Lock: d.Lock, Fault: d.Fault, Seed: seed, After: d.After, Before: d.Before}
+		return runner.Spec{Lock: d.Lock, Fault: d.Fault, Seed: seed, Point: d.Point}
 	}
 	var specs []runner.Spec
 	for _, d := range decisive {
@@ -245,9 +246,9 @@ func TestZooFailover(t *testing.T) {
 				rows := zooRun(t, []runner.Spec{{Lock: lock, Fault: chaos.FaultFailover, Seed: seed}})
 				s := rows[runner.Spec{Lock: lock, Fault: chaos.FaultFailover, Seed: seed}.ID()]
 				t.Log(zooDescribe(s))
-				found = s.Lease == checker.Violated
-				if lock == "fenced" && s.Resource != checker.OK {
-					t.Errorf("fenced resource safety %s under failover (seed %d); want ok", s.Resource, seed)
+				found = s.Verdict(contract.PropLease) == checker.Violated
+				if lock == "fenced" && s.Verdict(contract.PropResource) != checker.OK {
+					t.Errorf("fenced resource safety %s under failover (seed %d); want ok", s.Verdict(contract.PropResource), seed)
 				}
 			}
 			if !found {
@@ -349,7 +350,7 @@ func TestFencedDrivesEveryPath(t *testing.T) {
 			t.Errorf("the history shows no %s (%v)", what, count)
 		}
 	}
-	if s.Liveness == checker.Violated || s.Lease == checker.Violated || s.Resource == checker.Violated {
+	if s.Verdict(contract.PropLiveness) == checker.Violated || s.Verdict(contract.PropLease) == checker.Violated || s.Verdict(contract.PropResource) == checker.Violated {
 		t.Errorf("the fenced lock broke a guarantee: %s", zooDescribe(s))
 	}
 }
@@ -374,7 +375,7 @@ func TestHarnessCatchesTheOldLock(t *testing.T) {
 	for _, sp := range specs {
 		s := rows[sp.ID()]
 		t.Log(zooDescribe(s))
-		if sp.Lock == "fenced" && (s.Lease == checker.Violated || s.Liveness == checker.Violated || s.Resource == checker.Violated) {
+		if sp.Lock == "fenced" && (s.Verdict(contract.PropLease) == checker.Violated || s.Verdict(contract.PropLiveness) == checker.Violated || s.Verdict(contract.PropResource) == checker.Violated) {
 			t.Errorf("%s: the fixed lock broke a guarantee", sp.ID())
 		}
 		if sp.Lock != "fenced-v1" {
@@ -385,9 +386,9 @@ func TestHarnessCatchesTheOldLock(t *testing.T) {
 			t.Fatal(err)
 		}
 		switch {
-		case sp.Fault == chaos.FaultNone && s.Lease == checker.Violated && strings.Contains(string(b), checker.RuleMutualExclusion):
+		case sp.Fault == chaos.FaultNone && s.Verdict(contract.PropLease) == checker.Violated && strings.Contains(string(b), checker.RuleMutualExclusion):
 			caught["nested hold shortens the lease"] = true
-		case sp.Fault == chaos.FaultCrashClient && s.Liveness == checker.Violated && strings.Contains(string(b), checker.RuleWaiterLiveness):
+		case sp.Fault == chaos.FaultCrashClient && s.Verdict(contract.PropLiveness) == checker.Violated && strings.Contains(string(b), checker.RuleWaiterLiveness):
 			caught["dead waiter holds the lock up"] = true
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockproof/lockproof/checker/internal/sim"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -43,7 +44,7 @@ func benchCheck(b *testing.B, ops []history.Op) {
 			b.Fatal(err)
 		}
 		if r.Verdict != OK {
-			b.Fatalf("verdict %s on a correct history: %s / %s / %s", r.Verdict, r.Lease.Explanation, r.Resource.Explanation, r.Liveness.Explanation)
+			b.Fatalf("verdict %s on a correct history: %s / %s / %s", r.Verdict, r.Of(contract.PropLease).Explanation, r.Of(contract.PropResource).Explanation, r.Of(contract.PropLiveness).Explanation)
 		}
 	}
 	b.StopTimer()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -48,7 +49,7 @@ func TestExamples(t *testing.T) {
 				}
 				w := want[name]
 				found := false
-				for _, pr := range r.Properties() {
+				for _, pr := range r.Props {
 					for _, v := range pr.Violations {
 						if v.Property == w.prop && fmt.Sprint(v.Lines) == fmt.Sprint(w.lines) {
 							found = true
@@ -90,14 +91,14 @@ func TestTimeoutIsUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Resource.Verdict != Unknown || r.Verdict != Unknown {
-		t.Fatalf("resource %s, overall %s; want unknown", r.Resource.Verdict, r.Verdict)
+	if r.Of(contract.PropResource).Verdict != Unknown || r.Verdict != Unknown {
+		t.Fatalf("resource %s, overall %s; want unknown", r.Of(contract.PropResource).Verdict, r.Verdict)
 	}
-	if len(r.Resource.Undecided) != 1 || r.Resource.Undecided[0].Key != "hot" {
-		t.Fatalf("undecided %+v, want key hot", r.Resource.Undecided)
+	if len(r.Of(contract.PropResource).Undecided) != 1 || r.Of(contract.PropResource).Undecided[0].Key != "hot" {
+		t.Fatalf("undecided %+v, want key hot", r.Of(contract.PropResource).Undecided)
 	}
-	if r.Lease.Verdict != OK {
-		t.Errorf("lease %s, want ok (key calm is fine)", r.Lease.Verdict)
+	if r.Of(contract.PropLease).Verdict != OK {
+		t.Errorf("lease %s, want ok (key calm is fine)", r.Of(contract.PropLease).Verdict)
 	}
 }
 
@@ -111,8 +112,8 @@ func TestCancelIsUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Lease.Verdict != Unknown || r.Resource.Verdict != Unknown || r.Verdict != Unknown {
-		t.Fatalf("verdicts %s/%s/%s, want unknown", r.Lease.Verdict, r.Resource.Verdict, r.Verdict)
+	if r.Of(contract.PropLease).Verdict != Unknown || r.Of(contract.PropResource).Verdict != Unknown || r.Verdict != Unknown {
+		t.Fatalf("verdicts %s/%s/%s, want unknown", r.Of(contract.PropLease).Verdict, r.Of(contract.PropResource).Verdict, r.Verdict)
 	}
 
 	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -130,8 +131,8 @@ func TestCancelIsUnknown(t *testing.T) {
 		if r == nil {
 			return
 		}
-		if r.Resource.Verdict != Unknown || r.Verdict != Unknown {
-			t.Fatalf("resource %s, overall %s; want unknown", r.Resource.Verdict, r.Verdict)
+		if r.Of(contract.PropResource).Verdict != Unknown || r.Verdict != Unknown {
+			t.Fatalf("resource %s, overall %s; want unknown", r.Of(contract.PropResource).Verdict, r.Verdict)
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("Check did not stop after its context was cancelled")

@@ -50,6 +50,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -149,7 +150,7 @@ func Check(ctx context.Context, ops []history.Op, opts Options) (*Result, error)
 	}
 	ctx, stop := budget(ctx, opts)
 	defer stop()
-	c := &run{ctx: ctx, p: p, opts: opts, model: newModel(ctx, p)}
+	c := &run{ctx: ctx, p: p, opts: opts, model: newModel(ctx, p), props: contract.Properties(), checks: checks()}
 	return c.check(), nil
 }
 
@@ -216,23 +217,70 @@ type run struct {
 	p     *prepared
 	opts  Options
 	model porcupine.Model
+	// props are the properties decided (contract.Properties), checks
+	// their checks (checks).
+	props  []contract.Property
+	checks map[string]check
 }
 
-// keyResult collects what the checks of one key found.
-type keyResult struct {
-	lease, resource, liveness         []Violation
-	leaseVerdict, resourceVerdict     Verdict // of the Porcupine checks
-	leaseUndecided, resourceUndecided string
-	livenessChecked                   bool
+// finding is what one property's check found on one key.
+type finding struct {
+	// verdict is OK, Violated or Unknown, or NA when the key has nothing
+	// the property speaks about.
+	verdict Verdict
+	// undecided says why the verdict is unknown.
+	undecided  string
+	violations []Violation
+}
+
+// check is one property's check of one key's ops.
+type check func(c *run, k *keyOps) finding
+
+// checks maps each property of contract.Properties, by ID, to its check:
+// adding a property is an entry there and its check here; every other
+// stage reads the property list.
+func checks() map[string]check {
+	return map[string]check{
+		contract.PropLease:    (*run).checkLease,
+		contract.PropResource: (*run).checkResource,
+		contract.PropLiveness: (*run).checkLiveness,
+	}
+}
+
+// checkLease decides G1 on a key: the lease model (Porcupine) and the token rules.
+func (c *run) checkLease(k *keyOps) finding {
+	v, undecided, vs := c.porcupineCheck(k.key, k.lease, PropLease)
+	if v == NA && len(k.lease) > 0 {
+		v = OK // only ops the model skips (failed attempts): nothing broke
+	}
+	return finding{verdict: v, undecided: undecided, violations: append(vs, c.tokenChecks(k)...)}
+}
+
+// checkResource decides G2 on a key: the register model (Porcupine) and the direct rules.
+func (c *run) checkResource(k *keyOps) finding {
+	v, undecided, vs := c.porcupineCheck(k.key, k.resource, PropResource)
+	if v == NA && len(k.resource) > 0 {
+		v = OK // only ops the model skips (refused ones): nothing broke
+	}
+	return finding{verdict: v, undecided: undecided, violations: append(vs, c.resourceDirect(k)...)}
+}
+
+// checkLiveness decides G3 on a key: crashed holders and waiters.
+func (c *run) checkLiveness(k *keyOps) finding {
+	vs, checked := c.liveness(k)
+	wv, wchecked := c.waiterLiveness(k)
+	f := finding{verdict: NA, violations: append(vs, wv...)}
+	if checked || wchecked {
+		f.verdict = OK
+	}
+	return f
 }
 
 func (c *run) check() *Result {
+	props, all := c.props, c.checks
 	keys := c.p.keys
-	res := make([]keyResult, len(keys))
-	type job struct {
-		k     int
-		lease bool
-	}
+	found := make([][]finding, len(keys)) // per key, per property
+	type job struct{ k, p int }
 	jobs := make(chan job)
 	var wg sync.WaitGroup
 	for w := 0; w < c.opts.Parallelism; w++ {
@@ -240,57 +288,48 @@ func (c *run) check() *Result {
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				k, r := keys[j.k], &res[j.k]
-				if j.lease {
-					r.leaseVerdict, r.leaseUndecided, r.lease = c.porcupineCheck(k.key, k.lease, PropLease)
-					r.lease = append(r.lease, c.tokenChecks(k)...)
-					r.liveness, r.livenessChecked = c.liveness(k)
-					wv, wchecked := c.waiterLiveness(k)
-					r.liveness, r.livenessChecked = append(r.liveness, wv...), r.livenessChecked || wchecked
-				} else {
-					r.resourceVerdict, r.resourceUndecided, r.resource = c.porcupineCheck(k.key, k.resource, PropResource)
-					r.resource = append(r.resource, c.resourceDirect(k)...)
-				}
+				found[j.k][j.p] = all[props[j.p].ID](c, keys[j.k])
 			}
 		}()
 	}
-	for i, k := range keys {
-		jobs <- job{i, true}
-		if len(k.resource) > 0 {
-			jobs <- job{i, false}
+	for i := range keys {
+		found[i] = make([]finding, len(props))
+		for p := range props {
+			if all[props[p].ID] != nil {
+				jobs <- job{i, p}
+			}
 		}
 	}
 	close(jobs)
 	wg.Wait()
 
 	out := &Result{
-		Lease:    PropertyResult{Property: PropLease, Verdict: NA},
-		Resource: PropertyResult{Property: PropResource, Verdict: NA},
-		Liveness: PropertyResult{Property: PropLiveness, Verdict: NA},
-		Counts:   c.p.counts,
+		Counts: c.p.counts,
 		Options: OptionsUsed{Drift: c.opts.Drift, LivenessSlackMs: c.opts.LivenessSlack.Milliseconds(),
 			TimeoutMs: c.opts.Timeout.Milliseconds(), WaitBoundMs: c.opts.WaitBound.Milliseconds()},
 	}
-	for i, k := range keys {
-		r := &res[i]
-		fold(&out.Lease, k.key, r.leaseVerdict, r.leaseUndecided, r.lease, len(k.lease) > 0)
-		fold(&out.Resource, k.key, r.resourceVerdict, r.resourceUndecided, r.resource, len(k.resource) > 0)
-		lv := NA
-		if r.livenessChecked {
-			lv = OK
+	var verdicts []Verdict
+	for p, prop := range props {
+		pr := PropertyResult{ID: prop.ID, Property: prop.Name, Verdict: NA}
+		if all[prop.ID] == nil {
+			// A property in the contract without its check here: never a pass.
+			pr.Verdict, pr.Explanation = Unknown, "no check decides this property (package checker, checks)"
+		} else {
+			for i, k := range keys {
+				fold(&pr, k.key, found[i][p])
+			}
+			finish(&pr)
 		}
-		fold(&out.Liveness, k.key, lv, "", r.liveness, r.livenessChecked)
+		out.Props = append(out.Props, pr)
+		verdicts = append(verdicts, pr.Verdict)
 	}
-	for _, pr := range out.Properties() {
-		finish(pr)
-	}
-	out.Verdict = combine(out.Lease.Verdict, out.Resource.Verdict, out.Liveness.Verdict)
+	out.Verdict = combine(verdicts...)
 	return out
 }
 
 // fold merges one key's findings on a property into the property's result.
-func fold(pr *PropertyResult, key string, v Verdict, undecided string, vs []Violation, present bool) {
-	vs = dedupe(vs)
+func fold(pr *PropertyResult, key string, f finding) {
+	v, undecided, vs, present := f.verdict, f.undecided, dedupe(f.violations), f.verdict != NA
 	pr.ViolationCount += len(vs)
 	for _, x := range vs {
 		if len(pr.Violations) < MaxViolations {

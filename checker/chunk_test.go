@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockproof/lockproof/checker/internal/sim"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -33,8 +34,8 @@ func TestChunkWitnessIsNotProof(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Resource.Verdict != OK {
-			t.Fatalf("read %q: resource %s, want ok", last, r.Resource.Verdict)
+		if r.Of(contract.PropResource).Verdict != OK {
+			t.Fatalf("read %q: resource %s, want ok", last, r.Of(contract.PropResource).Verdict)
 		}
 	}
 	// And a real violation across chunks is still found, with its lines.
@@ -68,7 +69,7 @@ func TestChunkedLongPartitions(t *testing.T) {
 		opts.chunkMin = 64
 		r := mustCheck(t, ops, opts)
 		if r.Verdict != OK {
-			t.Fatalf("seed %d: %s / %s / %s", seed, r.Lease.Explanation, r.Resource.Explanation, r.Liveness.Explanation)
+			t.Fatalf("seed %d: %s / %s / %s", seed, r.Of(contract.PropLease).Explanation, r.Of(contract.PropResource).Explanation, r.Of(contract.PropLiveness).Explanation)
 		}
 		// Break a write in the middle: a lost update.
 		mut := slices.Clone(ops)
@@ -81,8 +82,8 @@ func TestChunkedLongPartitions(t *testing.T) {
 		i := idx[len(idx)/2]
 		mut[i].Prev = "stale:" + mut[i].Prev
 		r = mustCheck(t, mut, opts)
-		if r.Resource.Verdict != Violated || !slices.Contains(r.Resource.Violations[0].Lines, mut[i].Line) {
-			t.Fatalf("seed %d: mutated line %d: resource %s: %s", seed, mut[i].Line, r.Resource.Verdict, r.Resource.Explanation)
+		if r.Of(contract.PropResource).Verdict != Violated || !slices.Contains(r.Of(contract.PropResource).Violations[0].Lines, mut[i].Line) {
+			t.Fatalf("seed %d: mutated line %d: resource %s: %s", seed, mut[i].Line, r.Of(contract.PropResource).Verdict, r.Of(contract.PropResource).Explanation)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -483,7 +484,7 @@ func TestDifferential(t *testing.T) {
 		if err != nil {
 			t.Fatalf("history %d: %v", i, err)
 		}
-		got := [3]Verdict{res.Lease.Verdict, res.Resource.Verdict, res.Liveness.Verdict}
+		got := [3]Verdict{res.Of(contract.PropLease).Verdict, res.Of(contract.PropResource).Verdict, res.Of(contract.PropLiveness).Verdict}
 		for _, v := range got {
 			counts[v]++
 		}
@@ -495,7 +496,7 @@ func TestDifferential(t *testing.T) {
 			}
 			_ = w.Flush()
 			t.Fatalf("history %d (chunks of %d): checker says (lease, resource, liveness) %v, brute force %v\n%s\nchecker: %s / %s / %s",
-				i, opts.chunkMin, got, want, b.String(), res.Lease.Explanation, res.Resource.Explanation, res.Liveness.Explanation)
+				i, opts.chunkMin, got, want, b.String(), res.Of(contract.PropLease).Explanation, res.Of(contract.PropResource).Explanation, res.Of(contract.PropLiveness).Explanation)
 		}
 	}
 	// The generator must reach every verdict, or the test proves little.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -28,10 +29,10 @@ func ExampleCheck() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("lease:", res.Lease.Verdict)
-	v := res.Lease.Violations[0]
+	fmt.Println("lease:", res.Of(contract.PropLease).Verdict)
+	v := res.Of(contract.PropLease).Violations[0]
 	fmt.Println("rule:", v.Rule, "lines:", v.Lines)
-	fmt.Println("resource:", res.Resource.Verdict)
+	fmt.Println("resource:", res.Of(contract.PropResource).Verdict)
 	// Output:
 	// lease: violated
 	// rule: mutual-exclusion lines: [1 2]

@@ -3,6 +3,8 @@ package checker
 import (
 	"context"
 	"testing"
+
+	"github.com/lockproof/lockproof/contract"
 )
 
 // A client that crashed inside its acquire, after the acquire's commands
@@ -20,22 +22,22 @@ func TestLivenessAfterUnknownAcquire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Liveness.Verdict != Violated || len(res.Liveness.Violations) == 0 || res.Liveness.Violations[0].Rule != RuleLiveness {
-		t.Fatalf("liveness %s %+v; want violated", res.Liveness.Verdict, res.Liveness.Violations)
+	if res.Of(contract.PropLiveness).Verdict != Violated || len(res.Of(contract.PropLiveness).Violations) == 0 || res.Of(contract.PropLiveness).Violations[0].Rule != RuleLiveness {
+		t.Fatalf("liveness %s %+v; want violated", res.Of(contract.PropLiveness).Verdict, res.Of(contract.PropLiveness).Violations)
 	}
 	freed := lined(
 		acq("a", 0, 1, unknown, ttl(100)),
 		acq("b", 2000, 2001, ok, ttl(100)),
 	)
-	if res, err = Check(context.Background(), freed, Options{}); err != nil || res.Liveness.Verdict != OK {
-		t.Fatalf("liveness %v, %v; want ok", res.Liveness.Verdict, err)
+	if res, err = Check(context.Background(), freed, Options{}); err != nil || res.Of(contract.PropLiveness).Verdict != OK {
+		t.Fatalf("liveness %v, %v; want ok", res.Of(contract.PropLiveness).Verdict, err)
 	}
 	// An acquire that never returned may take effect at any time: no verdict.
 	pending := lined(
 		acq("a", 0, 0, unknown, ttl(100), noReturn()),
 		acq("b", 2000, 2001, fail, ttl(100)),
 	)
-	if res, err = Check(context.Background(), pending, Options{}); err != nil || res.Liveness.Verdict == Violated {
-		t.Fatalf("liveness %v, %v; want not violated", res.Liveness.Verdict, err)
+	if res, err = Check(context.Background(), pending, Options{}); err != nil || res.Of(contract.PropLiveness).Verdict == Violated {
+		t.Fatalf("liveness %v, %v; want not violated", res.Of(contract.PropLiveness).Verdict, err)
 	}
 }

@@ -1,8 +1,11 @@
 package checker
 
 import (
+	"encoding/json"
+
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/internal/jsonobj"
 )
 
 // Verdict is the outcome of checking one property (or a whole history)
@@ -62,17 +65,23 @@ const MaxViolations = 100
 //	 "resource":{...},"liveness":{...},
 //	 "counts":{"ops":2,"keys":1,"lease_ops":2,"resource_ops":0,"rejected":0,"faults":0},
 //	 "options":{"drift":0.01,"liveness_slack_ms":1000,"timeout_ms":0}}
+//
+// Each property of contract.Properties is a member keyed by its ID, after
+// "verdict" and in that order (Props).
 type Result struct {
-	Verdict  Verdict        `json:"verdict"`
-	Lease    PropertyResult `json:"lease"`
-	Resource PropertyResult `json:"resource"`
-	Liveness PropertyResult `json:"liveness"`
-	Counts   Counts         `json:"counts"`
-	Options  OptionsUsed    `json:"options"`
+	Verdict Verdict `json:"verdict"`
+	// Props holds the result of each property of contract.Properties, in
+	// that order; Of finds one by ID.
+	Props   []PropertyResult `json:"-"`
+	Counts  Counts           `json:"counts"`
+	Options OptionsUsed      `json:"options"`
 }
 
 // PropertyResult is the verdict on one property with its evidence.
 type PropertyResult struct {
+	// ID is the property's contract ID (contract.PropLease, ...): its key
+	// in check.json; Property its display name.
+	ID       string  `json:"-"`
 	Property string  `json:"property"`
 	Verdict  Verdict `json:"verdict"`
 	// Explanation sums the verdict up in one sentence.
@@ -137,23 +146,55 @@ type OptionsUsed struct {
 	WaitBoundMs int64 `json:"wait_bound_ms,omitempty"`
 }
 
-// Properties returns the three property results in a fixed order: lease, resource, liveness.
-func (r *Result) Properties() []*PropertyResult {
-	return []*PropertyResult{&r.Lease, &r.Resource, &r.Liveness}
-}
-
 // Of returns the result of the property whose contract ID is id
-// (contract.PropLease, ...), or nil for an ID that names none.
+// (contract.PropLease, ...), or nil when the result (or r) has none.
 func (r *Result) Of(id string) *PropertyResult {
-	switch id {
-	case contract.PropLease:
-		return &r.Lease
-	case contract.PropResource:
-		return &r.Resource
-	case contract.PropLiveness:
-		return &r.Liveness
+	if r == nil {
+		return nil
+	}
+	for i := range r.Props {
+		if r.Props[i].ID == id {
+			return &r.Props[i]
+		}
 	}
 	return nil
+}
+
+// resultFields is Result without its methods, for encoding/json.
+type resultFields Result
+
+// MarshalJSON writes the result with one member per property after "verdict".
+func (r Result) MarshalJSON() ([]byte, error) {
+	obj, err := json.Marshal(resultFields(r))
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]jsonobj.Member, len(r.Props))
+	for i, pr := range r.Props {
+		ms[i] = jsonobj.Member{Key: pr.ID, Value: pr}
+	}
+	props, err := jsonobj.Object(ms)
+	if err != nil {
+		return nil, err
+	}
+	return jsonobj.SpliceAfter(obj, "verdict", props)
+}
+
+// UnmarshalJSON reads a result with the members of the properties of
+// contract.Properties it has (a file without one leaves it out of Props).
+func (r *Result) UnmarshalJSON(b []byte) error {
+	var f resultFields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	err := jsonobj.Each(b, contract.PropertyIDs(), func(id string, m json.RawMessage) error {
+		pr := PropertyResult{ID: id}
+		err := json.Unmarshal(m, &pr)
+		f.Props = append(f.Props, pr)
+		return err
+	})
+	*r = Result(f)
+	return err
 }
 
 // combine returns the overall verdict: violated if any property is violated,

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -448,7 +449,7 @@ func TestRules(t *testing.T) {
 
 func assertResult(t *testing.T, r *Result, w want) {
 	t.Helper()
-	got := [3]Verdict{r.Lease.Verdict, r.Resource.Verdict, r.Liveness.Verdict}
+	got := [3]Verdict{r.Of(contract.PropLease).Verdict, r.Of(contract.PropResource).Verdict, r.Of(contract.PropLiveness).Verdict}
 	exp := [3]Verdict{w.lease, w.resource, w.liveness}
 	if got != exp {
 		b, _ := json.MarshalIndent(r, "", "  ")
@@ -462,9 +463,9 @@ func assertResult(t *testing.T, r *Result, w want) {
 		return
 	}
 	var pr *PropertyResult
-	for _, p := range r.Properties() {
-		if p.Property == w.prop {
-			pr = p
+	for i := range r.Props {
+		if r.Props[i].Property == w.prop {
+			pr = &r.Props[i]
 		}
 	}
 	for _, v := range pr.Violations {

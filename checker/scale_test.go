@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/checker/internal/sim"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -102,7 +103,7 @@ func TestScaleChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("verdict %s: %s / %s\n", r.Verdict, r.Lease.Explanation, r.Resource.Explanation)
+	fmt.Printf("verdict %s: %s / %s\n", r.Verdict, r.Of(contract.PropLease).Explanation, r.Of(contract.PropResource).Explanation)
 	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/checker/internal/sim"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -62,7 +63,7 @@ func TestSimulatedHistoriesPass(t *testing.T) {
 			stats.ops += len(ops)
 			stats.rejected += r.Counts.Rejected
 			stats.faults += r.Counts.Faults
-			if r.Liveness.Verdict == OK {
+			if r.Of(contract.PropLiveness).Verdict == OK {
 				stats.liveness++
 			}
 			for _, o := range ops {
@@ -252,9 +253,9 @@ func TestMutatedHistoriesFail(t *testing.T) {
 				applied[m.name]++
 				res := mustCheck(t, mut, optsFor(seed))
 				var pr *PropertyResult
-				for _, p := range res.Properties() {
-					if p.Property == m.prop {
-						pr = p
+				for i := range res.Props {
+					if res.Props[i].Property == m.prop {
+						pr = &res.Props[i]
 					}
 				}
 				if pr.Verdict != Violated || res.Verdict != Violated {

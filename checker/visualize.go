@@ -58,7 +58,7 @@ func Visualize(ctx context.Context, w io.Writer, ops []history.Op, res *Result, 
 		violated  bool
 	}
 	violatedKey := map[string]map[string]bool{} // property -> key
-	for _, pr := range res.Properties() {
+	for _, pr := range res.Props {
 		violatedKey[pr.Property] = map[string]bool{}
 		for _, v := range pr.Violations {
 			violatedKey[pr.Property][v.Key] = true
@@ -193,7 +193,7 @@ func violationAnnotations(p *prepared, res *Result, end int64) []porcupine.Annot
 		clientID[c] = i
 	}
 	var ann []porcupine.Annotation
-	for _, pr := range res.Properties() {
+	for _, pr := range res.Props {
 		for _, v := range pr.Violations {
 			for _, o := range v.Ops {
 				e := end
@@ -219,7 +219,7 @@ func visualHeader(res *Result, drawn []drawnLabel, skipped []string) string {
 	fmt.Fprintf(&b, `<section id="lockproof-verdict" style="font-family:sans-serif;margin:3em 1em 1em 1em;padding:1em;border:2px solid %s">`, color[res.Verdict])
 	fmt.Fprintf(&b, `<h1 style="margin-top:0">Verdict: <span style="color:%s">%s</span> <small>(%d ops, %d keys)</small></h1><ul>`,
 		color[res.Verdict], html.EscapeString(string(res.Verdict)), res.Counts.Ops, res.Counts.Keys)
-	for _, pr := range res.Properties() {
+	for _, pr := range res.Props {
 		fmt.Fprintf(&b, `<li><b>%s</b>: <span style="color:%s">%s</span>: %s`, html.EscapeString(pr.Property),
 			color[pr.Verdict], html.EscapeString(string(pr.Verdict)), html.EscapeString(pr.Explanation))
 		if len(pr.Violations) > 0 {

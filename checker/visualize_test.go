@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -67,8 +68,8 @@ func TestVisualizeMarksDirectViolations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Resource.Verdict != Violated || res.Resource.Violations[0].Rule != RuleStaleHolder {
-		t.Fatalf("resource %s %+v, want a stale-holder violation", res.Resource.Verdict, res.Resource.Violations)
+	if res.Of(contract.PropResource).Verdict != Violated || res.Of(contract.PropResource).Violations[0].Rule != RuleStaleHolder {
+		t.Fatalf("resource %s %+v, want a stale-holder violation", res.Of(contract.PropResource).Verdict, res.Of(contract.PropResource).Violations)
 	}
 	var buf bytes.Buffer
 	if err := Visualize(context.Background(), &buf, ops, res, Options{}); err != nil {
@@ -80,7 +81,7 @@ func TestVisualizeMarksDirectViolations(t *testing.T) {
 	if body < 0 || verdict < body || verdict > body+100 {
 		t.Fatalf("verdict section at %d, body at %d: want the verdict first in the body", verdict, body)
 	}
-	expl := res.Resource.Violations[0].Explanation
+	expl := res.Of(contract.PropResource).Violations[0].Explanation
 	for _, want := range []string{
 		"Verdict: <span style=\"color:#c0392b\">violated</span>",
 		`✗ stale-holder (line 3)`, `✗ stale-holder (line 1)`, `✗ stale-holder (line 2)`, // each cited op, in the data

@@ -2,7 +2,7 @@
 // of faults and properties, the verdicts, the files of a run directory, the
 // exit codes, and summary.json's types (Summary, Row, Cell) with one row
 // type that the runner writes and the reports read. It imports nothing of
-// lockproof, so that the producers (chaos), the checker, the runner, the
+// lockproof but an internal JSON helper, so that the producers (chaos), the checker, the runner, the
 // reports and the TLA+ trace converter can all import it (docs/DESIGN.md
 // is the prose contract).
 //

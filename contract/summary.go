@@ -10,17 +10,22 @@ type Summary struct {
 
 // Row is one scenario of summary.json: the one row type every stage
 // reads and writes (reports.ScenarioSummary, runner.Scenario).
+//
+// Its JSON form has one member per property after "ops", keyed by the
+// property's ID ("lease": "ok", ...): the Verdicts. A type that embeds Row
+// takes its JSON methods, so it must add no JSON fields of its own.
 type Row struct {
-	Lock     string  `json:"lock"`
-	Fault    string  `json:"fault"`
-	Seed     int64   `json:"seed"`
-	Ops      int     `json:"ops"`
-	Lease    Verdict `json:"lease"`
-	Resource Verdict `json:"resource"`
-	Liveness Verdict `json:"liveness"`
+	Lock  string `json:"lock"`
+	Fault string `json:"fault"`
+	Seed  int64  `json:"seed"`
+	Ops   int    `json:"ops"`
+	// Verdicts holds the verdict on each property (Properties), keyed by ID.
+	Verdicts Verdicts `json:"-"`
 	// Rejected counts the resource ops refused for a stale token.
-	Rejected int      `json:"rejected"`
-	Expected Expected `json:"expected"`
+	Rejected int `json:"rejected"`
+	// Expected holds the verdicts the scenario is expected to give; a
+	// property without one states no expectation.
+	Expected Verdicts `json:"expected"`
 	// History is the scenario's history file, relative to the run directory.
 	History string `json:"history"`
 	// Error and FaultError say that the scenario or its fault failed: the
@@ -100,22 +105,14 @@ type Cell struct {
 	AsExpected     bool               `json:"as_expected"`
 	// Want is the prediction per property (ok, violated, may, any); Why the
 	// mechanism behind every prediction that is not plain ok.
-	Want map[string]string `json:"want,omitempty"`
-	Why  string            `json:"why,omitempty"`
+	Want map[string]Want `json:"want,omitempty"`
+	Why  string          `json:"why,omitempty"`
 	// Promised is, per property predicted to break, the detection rate the
 	// docs promise (docs/DESIGN.md, "Detection rates"); Regressions says
 	// which found rates are too far below it to be chance: a regression of
 	// the harness or of the fault, and the run fails.
 	Promised    map[string]float64 `json:"promised_rate,omitempty"`
 	Regressions []string           `json:"regressions,omitempty"`
-}
-
-// Expected holds the verdicts a scenario is expected to give; an empty one
-// states no expectation.
-type Expected struct {
-	Lease    Verdict `json:"lease,omitempty"`
-	Resource Verdict `json:"resource,omitempty"`
-	Liveness Verdict `json:"liveness,omitempty"`
 }
 
 // SpecRecord is how summary.json rows and saved regressions record a Spec's

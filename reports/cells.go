@@ -35,7 +35,7 @@ type CellProperty struct {
 	Property string `json:"property"`
 	// Want is the prediction (WantOK, WantViolated, WantMay, WantAny, or ""
 	// when the run recorded none).
-	Want string `json:"want,omitempty"`
+	Want Want `json:"want,omitempty"`
 	// Held, Violated, Unknown and NA count the seeds by verdict; Rate is
 	// Violated over the seeds that decided (Held + Violated + NA).
 	Held     int     `json:"held"`

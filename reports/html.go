@@ -121,7 +121,7 @@ func statusWord(s Status) string {
 }
 
 // wantWord spells a prediction for people.
-func wantWord(w string) string {
+func wantWord(w Want) string {
 	switch w {
 	case WantOK:
 		return "holds"

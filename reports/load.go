@@ -18,6 +18,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/lockproof/lockproof/checker"
@@ -48,8 +49,9 @@ type (
 	ScenarioSummary = contract.Row
 	// Cell is one lock × fault of summary.json over its seeds.
 	Cell = contract.Cell
-	// Expected holds the verdicts a scenario is expected to give.
-	Expected = contract.Expected
+	// Verdicts holds one verdict per property: a row's verdicts and its
+	// expected ones.
+	Verdicts = contract.Verdicts
 )
 
 // The values of ScenarioSummary.Trace.
@@ -170,20 +172,17 @@ func validateSummary(s ScenarioSummary) error {
 	if !filepath.IsLocal(filepath.FromSlash(s.History)) {
 		return fmt.Errorf("history: %q is not a path inside the run directory", s.History)
 	}
-	for _, f := range []struct {
-		name string
-		v    checker.Verdict
-		opt  bool
-	}{
-		{"lease", s.Lease, false}, {"resource", s.Resource, false}, {"liveness", s.Liveness, false},
-		{"expected.lease", s.Expected.Lease, true}, {"expected.resource", s.Expected.Resource, true},
-		{"expected.liveness", s.Expected.Liveness, true},
-	} {
-		if f.v == "" && f.opt {
-			continue
+	for _, id := range propertyNames() {
+		if v := s.Verdicts[id]; !validVerdict(v) {
+			return fmt.Errorf("%s: verdict %q (want ok, violated, unknown or n/a)", id, v)
 		}
-		if !validVerdict(f.v) {
-			return fmt.Errorf("%s: verdict %q (want ok, violated, unknown or n/a)", f.name, f.v)
+	}
+	for id, v := range s.Expected {
+		if !slices.Contains(propertyNames(), id) {
+			return fmt.Errorf("expected.%s: no such property (want one of %s)", id, strings.Join(propertyNames(), ", "))
+		}
+		if v != "" && !validVerdict(v) {
+			return fmt.Errorf("expected.%s: verdict %q (want ok, violated, unknown or n/a)", id, v)
 		}
 	}
 	return nil
@@ -213,17 +212,13 @@ func loadScenario(dir, sdir string, sc *Scenario) {
 			break
 		}
 		sc.Check = &res
-		for _, p := range []struct {
-			name           string
-			summary, check checker.Verdict
-		}{
-			{"lease", sc.Lease, res.Lease.Verdict},
-			{"resource", sc.Resource, res.Resource.Verdict},
-			{"liveness", sc.Liveness, res.Liveness.Verdict},
-		} {
-			if p.summary != p.check {
+		for _, id := range propertyNames() {
+			switch pr := res.Of(id); {
+			case pr == nil:
+				sc.Problems = append(sc.Problems, fmt.Sprintf("%s: no %s verdict", checkPath, id))
+			case pr.Verdict != sc.Verdicts[id]:
 				sc.Problems = append(sc.Problems, fmt.Sprintf("%s: %s is %s but %s says %s",
-					checkPath, p.name, p.check, SummaryFile, p.summary))
+					checkPath, id, pr.Verdict, SummaryFile, sc.Verdicts[id]))
 			}
 		}
 	}
@@ -250,7 +245,7 @@ func violationLines(res *checker.Result) map[int]string {
 	if res == nil {
 		return lines
 	}
-	for _, pr := range res.Properties() {
+	for _, pr := range res.Props {
 		for _, v := range pr.Violations {
 			for _, l := range v.Lines {
 				if _, ok := lines[l]; !ok {

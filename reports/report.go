@@ -117,7 +117,7 @@ type PropertyOutcome struct {
 	Expected checker.Verdict `json:"expected,omitempty"`
 	// Want is the prediction in words: ok, violated, may (breaks on some
 	// seeds) or "" (none recorded).
-	Want    string  `json:"want,omitempty"`
+	Want    Want    `json:"want,omitempty"`
 	Outcome Outcome `json:"outcome"`
 	// FoundElsewhere: predicted to break, missed on this seed and found on
 	// another seed of its cell, which makes this seed as expected.
@@ -135,20 +135,24 @@ type PropertyOutcome struct {
 // propertyNames are the properties of a report, in matrix order.
 func propertyNames() []string { return contract.PropertyIDs() }
 
-// Predictions of a property, as PropertyOutcome.Want and CellProperty.Want
-// spell them (summary.json's cells[].want).
+// Want is a prediction of a property (package contract spells them), as
+// PropertyOutcome.Want and CellProperty.Want spell it (summary.json's
+// cells[].want).
+type Want = contract.Want
+
+// The predictions.
 const (
-	WantOK       = "ok"
-	WantViolated = "violated"
-	WantMay      = "may" // breaks on some seeds: any verdict is as expected
-	WantAny      = "any" // no prediction
+	WantOK       = contract.WantOK
+	WantViolated = contract.WantViolated
+	WantMay      = contract.WantMay // breaks on some seeds: any verdict is as expected
+	WantAny      = contract.WantAny // no prediction
 )
 
 // compare says how verdict v compares to prediction want. Only the line
 // between violated and not-violated matters: n/a meets an expected ok. A
 // predicted break missed on this seed but found on another seed of its
 // cell (foundElsewhere) is as expected.
-func compare(v checker.Verdict, want string, foundElsewhere bool) Outcome {
+func compare(v checker.Verdict, want Want, foundElsewhere bool) Outcome {
 	switch {
 	case v == checker.Unknown:
 		return Undecided
@@ -161,20 +165,6 @@ func compare(v checker.Verdict, want string, foundElsewhere bool) Outcome {
 		return Unexpected
 	}
 	return NoExpected
-}
-
-// wantOf is the prediction a summary row states for a property: its
-// expected verdict, or may when the row lists it in may_violate.
-func wantOf(e checker.Verdict, may bool) string {
-	switch {
-	case e == checker.Violated:
-		return WantViolated
-	case e != "":
-		return WantOK
-	case may:
-		return WantMay
-	}
-	return ""
 }
 
 // Build turns a loaded run into a report.
@@ -284,23 +274,16 @@ func buildScenario(sc *Scenario) *ScenarioReport {
 		FaultStartMs: sc.FaultStartMs, Page: sc.Page,
 		Trace: sc.Trace, TraceLine: sc.TraceLine, TraceError: sc.TraceError,
 	}
-	verdicts := []checker.Verdict{sc.Lease, sc.Resource, sc.Liveness}
-	expected := []checker.Verdict{sc.Expected.Lease, sc.Expected.Resource, sc.Expected.Liveness}
-	var results []*checker.PropertyResult
-	if sc.Check != nil {
-		results = sc.Check.Properties()
-	}
 	sr.Status = Pass
-	for i, name := range propertyNames() {
-		po := PropertyOutcome{Property: name, Verdict: verdicts[i], Expected: expected[i],
-			Want:           wantOf(expected[i], slices.Contains(sc.MayViolate, name)),
+	for _, name := range propertyNames() {
+		po := PropertyOutcome{Property: name, Verdict: sc.Verdicts[name], Expected: sc.Expected[name],
+			Want:           contract.WantOf(sc.Expected[name], slices.Contains(sc.MayViolate, name)),
 			FoundElsewhere: slices.Contains(sc.FoundElsewhere, name)}
 		po.Outcome = compare(po.Verdict, po.Want, po.FoundElsewhere)
 		if d, ok := sc.DetectMs[name]; ok {
 			po.DetectMs = &d
 		}
-		if results != nil {
-			pr := results[i]
+		if pr := sc.Check.Of(name); pr != nil {
 			po.Violations = pr.ViolationCount
 			po.Evidence = evidence(pr)
 			if len(pr.Violations) > 0 {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -320,8 +321,8 @@ func TestLoadBadRuns(t *testing.T) {
 		edit func(*Summary)
 		want string
 	}{
-		{"bad verdict", func(s *Summary) { s.Scenarios[0].Lease = "safe" }, `lease: verdict "safe"`},
-		{"bad expected", func(s *Summary) { s.Scenarios[1].Expected.Resource = "fine" }, `expected.resource: verdict "fine"`},
+		{"bad verdict", func(s *Summary) { s.Scenarios[0].Verdicts[contract.PropLease] = "safe" }, `lease: verdict "safe"`},
+		{"bad expected", func(s *Summary) { s.Scenarios[1].Expected[contract.PropResource] = "fine" }, `expected.resource: verdict "fine"`},
 		{"missing lock", func(s *Summary) { s.Scenarios[0].Lock = "" }, "lock: missing"},
 		{"history outside the run", func(s *Summary) { s.Scenarios[0].History = "../etc/passwd" }, "not a path inside the run directory"},
 		{"absolute history", func(s *Summary) { s.Scenarios[0].History = "/etc/passwd" }, "not a path inside the run directory"},
@@ -619,14 +620,14 @@ func TestCompareCells(t *testing.T) {
 		for seed := 1; seed <= 4; seed++ {
 			for _, lock := range []string{"set-del", "lua"} {
 				sc := &Scenario{ScenarioSummary: ScenarioSummary{Lock: lock, Fault: "pause-client", Seed: int64(seed),
-					Lease: checker.OK, Resource: checker.Violated, Liveness: checker.NA,
-					Expected: Expected{Lease: checker.Violated, Resource: checker.Violated}}}
+					Verdicts: Verdicts{contract.PropLease: checker.OK, contract.PropResource: checker.Violated, contract.PropLiveness: checker.NA},
+					Expected: Verdicts{contract.PropLease: checker.Violated, contract.PropResource: checker.Violated}}}
 				if lock == "lua" {
-					sc.Expected.Lease = checker.OK
+					sc.Expected[contract.PropLease] = checker.OK
 					sc.DetectMs = map[string]int64{"resource": 1500}
 				}
 				if lock == "set-del" && seed <= found {
-					sc.Lease = checker.Violated
+					sc.Verdicts[contract.PropLease] = checker.Violated
 					sc.DetectMs = map[string]int64{"lease": detect}
 				}
 				sc.ID = fmt.Sprintf("%s-pause-client-%d", lock, seed)

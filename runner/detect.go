@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -26,7 +27,9 @@ type DetectConfig struct {
 
 // DetectRow is the detection speed of one specimen.
 type DetectRow struct {
-	Lock, Fault, Property, After, Before string
+	Lock, Fault, Property string
+	// Point is the decisive scenario's fault point.
+	Point gate.Point
 	// Seeds run; Found: seeds that showed the violation; Misses: seeds that
 	// did not, or only after Target; Unknown: seeds whose verdict is unknown.
 	Seeds, Found, Misses, Unknown int
@@ -74,7 +77,7 @@ func Detect(ctx context.Context, dc DetectConfig) ([]DetectRow, *Summary, error)
 	cfg.Specs = nil
 	for _, d := range plan {
 		for _, s := range dc.Seeds {
-			cfg.Specs = append(cfg.Specs, Spec{Lock: d.Lock, Fault: d.Fault, Seed: s, After: d.After, Before: d.Before})
+			cfg.Specs = append(cfg.Specs, Spec{Lock: d.Lock, Fault: d.Fault, Seed: s, Point: d.Point})
 		}
 	}
 	sum, err := Run(ctx, cfg)
@@ -87,7 +90,7 @@ func Detect(ctx context.Context, dc DetectConfig) ([]DetectRow, *Summary, error)
 	}
 	var rows []DetectRow
 	for _, d := range plan {
-		row := DetectRow{Lock: d.Lock, Fault: d.Fault, Property: d.Property, After: d.After, Before: d.Before, Target: dc.Target}
+		row := DetectRow{Lock: d.Lock, Fault: d.Fault, Property: d.Property, Point: d.Point, Target: dc.Target}
 		var found []time.Duration
 		for _, seed := range dc.Seeds {
 			row.Seeds++
@@ -136,11 +139,8 @@ func WriteDetectMarkdown(w io.Writer, rows []DetectRow, target time.Duration) {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		fault := r.Fault
-		if r.After != "" {
-			fault += " (after " + r.After + ")"
-		}
-		if r.Before != "" {
-			fault += " (before " + r.Before + ")"
+		if !r.Point.IsZero() {
+			fault += " (" + r.Point.String() + ")"
 		}
 		med, mx := "-", "-"
 		if r.Found > 0 {

@@ -7,66 +7,31 @@ import (
 	"strings"
 
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/contract"
 
 	"github.com/lockproof/lockproof/chaos"
-	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/zoo"
 )
 
-// Want is what the guarantees predict for one property of one scenario.
-type Want string
+// Want is what the guarantees predict for one property of one scenario
+// (package contract spells the predictions).
+type Want = contract.Want
 
-// The predictions.
+// The predictions (contract.WantOK, ...).
 const (
-	// WantOK: the property holds in every run.
-	WantOK Want = "ok"
-	// WantViolated: the property breaks in (nearly) every run: the fault is
-	// scheduled so that it bites, and a run that shows no violation means the
-	// harness missed what this lock is known to break.
-	WantViolated Want = "violated"
-	// WantMay: the literature says the property can break under this fault,
-	// and it does in some seeds, not in every run (e.g. a failover loses the
-	// lock only when a lease was taken in the replication gap). One run may
-	// give any verdict; over several seeds at least one should show it.
-	WantMay Want = "may"
-	// WantAny: no prediction (the literature does not say, or the outcome
-	// depends on timing this harness does not control); see Expectation.Why.
-	WantAny Want = "any"
+	WantOK       = contract.WantOK
+	WantViolated = contract.WantViolated
+	WantMay      = contract.WantMay
+	WantAny      = contract.WantAny
 )
-
-// Matches reports whether verdict v of one run agrees with the prediction.
-// As in the reports, only the line between violated and not violated
-// matters (n/a meets ok); an unknown verdict never matches.
-func (w Want) Matches(v checker.Verdict) bool {
-	switch {
-	case v == checker.Unknown:
-		return false
-	case w == WantMay || w == WantAny || w == "":
-		return true
-	case w == WantViolated:
-		return v == checker.Violated
-	default:
-		return v != checker.Violated
-	}
-}
-
-// Verdict is the prediction as a summary.json expected verdict: "ok",
-// "violated", or "" (no per-run expectation) for may and any.
-func (w Want) Verdict() checker.Verdict {
-	switch w {
-	case WantOK:
-		return checker.OK
-	case WantViolated:
-		return checker.Violated
-	}
-	return ""
-}
 
 // Expectation is the prediction for one lock under one fault.
 type Expectation struct {
-	Lease, Resource, Liveness Want
+	// Wants holds the prediction per property ID (contract.Properties); a
+	// property it lacks has no prediction (Want gives WantAny).
+	Wants map[string]Want
 	// Rejected: the fenced resource is expected to refuse some of the
 	// paused holder's late ops (rejected > 0): proof the fault bit.
 	Rejected bool
@@ -74,24 +39,40 @@ type Expectation struct {
 	Why string
 }
 
-// Property names of an Expectation, in summary order.
+// Property IDs (contract.PropLease, ...), in summary order.
 const (
 	PropLease    = contract.PropLease
 	PropResource = contract.PropResource
 	PropLiveness = contract.PropLiveness
 )
 
-// Want returns the prediction for the named property (PropLease, ...).
+// Want returns the prediction for the property of ID prop (PropLease, ...).
 func (e Expectation) Want(prop string) Want {
-	switch prop {
-	case PropLease:
-		return e.Lease
-	case PropResource:
-		return e.Resource
-	case PropLiveness:
-		return e.Liveness
+	if w, ok := e.Wants[prop]; ok {
+		return w
 	}
 	return WantAny
+}
+
+// predict sets the prediction w for the properties props.
+func (e *Expectation) predict(w Want, props ...string) {
+	if e.Wants == nil {
+		e.Wants = map[string]Want{}
+	}
+	for _, p := range props {
+		e.Wants[p] = w
+	}
+}
+
+// noPrediction is an expectation of WantAny for every property.
+func noPrediction(why string) Expectation { return Expectation{Why: why} }
+
+// allHold predicts that every property of the contract holds: the
+// guarantees' prediction, which the table then amends per lock and fault.
+func allHold() Expectation {
+	var e Expectation
+	e.predict(WantOK, contract.PropertyIDs()...)
+	return e
 }
 
 // Locks are the built-in lock names (zoo.Builtin), in matrix order.
@@ -192,18 +173,17 @@ var blindRelease = map[string]bool{zoo.SetNXName: true, zoo.SetNXExpireName: tru
 //
 // Unknown names get WantAny everywhere.
 func Expected(lock, fault string) (e Expectation) {
-	ok := Expectation{Lease: WantOK, Resource: WantOK, Liveness: WantOK}
 	known := false
 	for _, l := range Locks() {
 		known = known || l == lock
 	}
 	if !known {
-		return Expectation{Lease: WantAny, Resource: WantAny, Liveness: WantAny, Why: "unknown lock: no prediction"}
+		return noPrediction("unknown lock: no prediction")
 	}
-	e = ok
+	e = allHold()
 	const blind = "a release retried after an unknown outcome deletes whatever lock holds the key, the next holder's included; the holders then overlap and their writes may conflict"
 	if blindRelease[lock] {
-		e.Lease, e.Resource = WantMay, WantMay
+		e.predict(WantMay, PropLease, PropResource)
 		defer func() {
 			if !strings.Contains(e.Why, blind) {
 				e.Why = joinWhy(e.Why, blind)
@@ -217,14 +197,14 @@ func Expected(lock, fault string) (e Expectation) {
 		// tries in that window: 9 runs in 10 without a fault (3s runs).
 		// One run may miss it; a few seeds find it
 		// (TestHarnessCatchesTheOldLock).
-		e.Lease = WantMay
+		e.predict(WantMay, PropLease)
 		e.Why = "a nested hold with a shorter TTL shortens the old lock's lease (fixed in package lock)"
 		if fault == chaos.FaultCrashClient {
 			// The old lock hands a waiter that died in line the whole TTL,
 			// and keeps a dead head of the queue first until its place
 			// expires: a live waiter behind it is served late (waiter
 			// liveness), when the crash lines it up.
-			e.Liveness = WantMay
+			e.predict(WantMay, PropLiveness)
 			e.Why += "; a waiter that died in line holds the old lock up for a TTL (waiter liveness)"
 		}
 	}
@@ -236,29 +216,31 @@ func Expected(lock, fault string) (e Expectation) {
 			e.Rejected = true
 			e.Why = joinWhy(e.Why, "fencing refuses the paused holder's late ops (rejected > 0)")
 		case lock == zoo.SetNXName:
-			e.Lease = WantViolated
+			e.predict(WantViolated, PropLease)
 			e.Why = "setnx ignores the TTL asked for: nobody takes the paused holder's lock over, but its release after the asked TTL is, against the contract, a release of an expired lease (rule not-owner)"
 		case lock == zoo.GetDelName:
-			e.Lease, e.Resource = WantViolated, WantMay
+			e.predict(WantViolated, PropLease)
+			e.predict(WantMay, PropResource)
 			e.Why = "paused between the GET and the DEL of its release, the holder wakes and deletes the next holder's lock; a third client then takes it while the second still works: their writes may conflict"
 		case delNoOwner[lock]:
-			e.Lease, e.Resource = WantViolated, WantViolated
+			e.predict(WantViolated, PropLease, PropResource)
 			e.Why = "the woken holder writes stale data and its DEL deletes the next holder's lock"
 		case lock == zoo.GetSetName:
-			e.Resource = WantViolated
+			e.predict(WantViolated, PropResource)
 			e.Why = "the woken holder's unfenced write is stale; its release checks its own clock, so the pause alone does not break G1"
 		case unfencedOwnerChecked[lock]:
-			e.Resource = WantViolated
+			e.predict(WantViolated, PropResource)
 			e.Why = "G1 holds (owner-checked release) but the woken holder's unfenced write is stale"
 		}
 	case chaos.FaultCrashClient:
 		if lock == zoo.SetNXName || lock == zoo.SetNXExpireName {
-			e.Liveness = WantViolated
+			e.predict(WantViolated, PropLiveness)
 			e.Why = "the crashed holder's key has no TTL: nobody frees it"
 		}
 	case chaos.FaultClockSkew:
 		if lock == zoo.GetSetName {
-			e.Lease, e.Resource = WantViolated, WantMay
+			e.predict(WantViolated, PropLease)
+			e.predict(WantMay, PropResource)
 			e.Why = "the skewed client sees an unexpired lock as expired and takes it over; the two holders' writes may conflict"
 		}
 	case chaos.FaultFailover, chaos.FaultFailoverSkew:
@@ -270,7 +252,7 @@ func Expected(lock, fault string) (e Expectation) {
 			// to the skew longer: a waiter may be served later than the
 			// lock's waiter bound once the fault window has closed.
 			defer func() {
-				e.Liveness = WantMay
+				e.predict(WantMay, PropLiveness)
 				e.Why = joinWhy(e.Why, "the promoted replica's clock is behind: its clock-based fences fall below the old master's, so the resource refuses new holders until that clock catches up (the stall the fault evidence measures; data stays safe); expiries and queue deadlines written by the old master's clock last up to the skew longer there, so a waiter may be served later than the lock promises (waiter liveness may break)")
 			}()
 		}
@@ -278,18 +260,18 @@ func Expected(lock, fault string) (e Expectation) {
 		case zoo.RedlockName:
 			e.Why = "redlock's masters are independent of the failed-over one"
 		case zoo.FencedName, zoo.FencedV1Name:
-			e.Lease = WantMay
+			e.predict(WantMay, PropLease)
 			e.Why = joinWhy(e.Why, "a lease in the replication gap is lost (G1 may break); fencing keeps the data safe")
 		case zoo.SetNXName:
-			e.Lease, e.Resource, e.Liveness = WantMay, WantMay, WantMay
+			e.predict(WantMay, PropLease, PropResource, PropLiveness)
 			e.Why = "leases in the replication gap are lost; a key without TTL may be stranded on the new master"
 		default:
-			e.Lease, e.Resource = WantMay, WantMay
+			e.predict(WantMay, PropLease, PropResource)
 			e.Why = "a lease in the replication gap is lost (G1 may break) and unfenced data may then be overwritten"
 		}
 	case chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseServer:
 		if delNoOwner[lock] || checkThenDel[lock] || lock == zoo.GetSetName || lock == zoo.SetNXName {
-			e.Lease, e.Resource = WantAny, WantAny
+			e.predict(WantAny, PropLease, PropResource)
 			e.Why = "a release delayed past the lease's expiry may delete the next holder's lock; whether a run lines it up depends on timing"
 		} else if fault == chaos.FaultPauseServer && unfencedOwnerChecked[lock] && lock != zoo.RedlockName {
 			// Seen once (lua, the 1-seed default run of 2026-11-24): an
@@ -297,11 +279,11 @@ func Expected(lock, fault string) (e Expectation) {
 			// 750ms later, past its 500ms TTL; another client took the key
 			// at the thaw, and the first one's unfenced write then lost the
 			// second one's update. G1 held (the first lease had expired).
-			e.Resource = WantAny
+			e.predict(WantAny, PropResource)
 			e.Why = joinWhy(e.Why, "a grant the frozen master executed just before the freeze reaches its client after the lease expired; that client's unfenced write may then overwrite the next holder's (timing: the grant must land just before the freeze)")
 		}
 	default:
-		return Expectation{Lease: WantAny, Resource: WantAny, Liveness: WantAny, Why: "fault outside the contract: no prediction"}
+		return noPrediction("fault outside the contract: no prediction")
 	}
 	return e
 }
@@ -326,7 +308,7 @@ func expectedOf(reg *locker.Registry, lock, fault string) Expectation {
 	case locker.ProfileLease:
 		like = zoo.LuaName
 	default:
-		return Expectation{Lease: WantAny, Resource: WantAny, Liveness: WantAny, Why: "the lock claims nothing (locker.ProfileNone): no prediction"}
+		return noPrediction("the lock claims nothing (locker.ProfileNone): no prediction")
 	}
 	exp := Expected(like, fault)
 	if exp.Why != "" {
@@ -343,13 +325,12 @@ func joinWhy(a, b string) string {
 }
 
 // Decisive is the cheapest scenario in which a lock's known weakness shows:
-// the fault, the property that breaks, and the fault point (Scenario.After).
+// the fault, the property that breaks, and the fault point.
 type Decisive struct {
 	Lock, Fault, Property string
-	// After is the command after whose reply the fault strikes, Before the
-	// command before whose sending it strikes ("" for the fault's default
-	// timing: while the victim holds its lock).
-	After, Before string
+	// Point is where the fault strikes (the zero Point: the fault's default
+	// timing, while the victim holds its lock).
+	Point gate.Point
 }
 
 // DecisiveScenarios returns, per lock in Locks order, its decisive
@@ -370,7 +351,7 @@ func DecisiveScenarios() []Decisive {
 		{Lock: zoo.FencedName, Fault: chaos.FaultPauseClient, Property: PropResource},
 	}
 	for i := range ds {
-		ds[i].After, ds[i].Before = faultPointAfter(ds[i].Lock, ds[i].Fault), faultPointBefore(ds[i].Lock, ds[i].Fault)
+		ds[i].Point = faultPoint(ds[i].Lock, ds[i].Fault)
 	}
 	return ds
 }
@@ -380,9 +361,8 @@ func DecisiveScenarios() []Decisive {
 // workload's fault point, between the holder's read and its write.
 const unfencedReadCommand = "hmget"
 
-// faultPointAfter returns the fault point the matrix uses for lock under fault: the
-// command after whose reply a pause or crash strikes ("" for the fault's
-// default: while the victim holds its lock).
+// faultPoint returns the fault point the matrix uses for lock under fault
+// (the zero Point for the fault's default: while the victim holds its lock).
 //
 //   - pause-client: get-del right after the GET of its release (between GET
 //     and DEL, where the literature's bug lies); the other locks without
@@ -390,35 +370,28 @@ const unfencedReadCommand = "hmget"
 //     pause "while holding" can land after the write on a loaded machine);
 //     fenced keeps the default (its fenced read is a script like its lock
 //     ops, and its late write is refused wherever the pause lands).
-//   - crash-client: no After (see Before).
-func faultPointAfter(lock, fault string) string {
+//   - crash-client: setnx-expire right before its PEXPIRE, which it sends
+//     only after a SETNX that succeeded: the crash between SETNX and EXPIRE
+//     that leaves a key without TTL (crashing after the SETNX's reply would
+//     also strike after SETNXs that failed).
+func faultPoint(lock, fault string) gate.Point {
 	switch fault {
 	case chaos.FaultPauseClient:
 		switch {
 		case lock == zoo.GetDelName:
-			return "get"
+			return gate.Point{After: "get"}
 		case fencedLocks[lock]:
-			return ""
+			return gate.Point{}
 		}
-		for _, l := range Locks() {
-			if l == lock {
-				return unfencedReadCommand
-			}
+		if slices.Contains(Locks(), lock) {
+			return gate.Point{After: unfencedReadCommand}
+		}
+	case chaos.FaultCrashClient:
+		if lock == zoo.SetNXExpireName {
+			return gate.Point{Before: "pexpire"}
 		}
 	}
-	return ""
-}
-
-// faultPointBefore returns the command before whose sending the matrix's fault
-// strikes ("" for none): setnx-expire under crash-client crashes right
-// before its PEXPIRE, which it sends only after a SETNX that succeeded — the
-// crash between SETNX and EXPIRE that leaves a key without TTL. (Crashing
-// after the SETNX's reply would also strike after SETNXs that failed.)
-func faultPointBefore(lock, fault string) string {
-	if fault == chaos.FaultCrashClient && lock == zoo.SetNXExpireName {
-		return "pexpire"
-	}
-	return ""
+	return gate.Point{}
 }
 
 // promisedRate is the detection rate a prediction of WantViolated

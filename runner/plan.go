@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
@@ -26,10 +27,10 @@ type Opener func(ctx context.Context, spec env.Spec) (env.Env, error)
 type Spec struct {
 	Lock, Fault string
 	Seed        uint64
-	// After and Before are the fault point of pause-client and
-	// crash-client: the command after whose reply (or before whose sending,
-	// crash-client only) the fault strikes ("" for the fault's default).
-	After, Before string
+	// Point is the fault point of the faults that take one (pause-client,
+	// crash-client: chaos.Fault CheckPoint); the zero Point is the fault's
+	// default moment.
+	Point gate.Point
 	// Duration of the workload and TTL of the leases; 0 takes the matrix
 	// defaults (the fault's chaos.Fault DefaultDuration, chaos's TTL).
 	Duration, TTL time.Duration
@@ -47,14 +48,14 @@ type SpecRecord = contract.SpecRecord
 
 // recordOf records s's fault point, durations and shape.
 func recordOf(s Spec) SpecRecord {
-	return SpecRecord{After: s.After, Before: s.Before, DurationMs: s.Duration.Milliseconds(), TTLMs: s.TTL.Milliseconds(),
+	return SpecRecord{After: s.Point.After, Before: s.Point.Before, DurationMs: s.Duration.Milliseconds(), TTLMs: s.TTL.Milliseconds(),
 		Clients: s.Clients, HoldMs: s.Hold.Milliseconds(), ThinkMs: s.Think.Milliseconds(), OpTimeoutMs: s.OpTimeout.Milliseconds()}
 }
 
 // specOf is the Spec of lock, fault and seed with r's fault point, durations and shape.
 func specOf(r SpecRecord, lock, fault string, seed uint64) Spec {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	return Spec{Lock: lock, Fault: fault, Seed: seed, After: r.After, Before: r.Before,
+	return Spec{Lock: lock, Fault: fault, Seed: seed, Point: gate.Point{After: r.After, Before: r.Before},
 		Duration: ms(r.DurationMs), TTL: ms(r.TTLMs), Clients: r.Clients, Hold: ms(r.HoldMs), Think: ms(r.ThinkMs),
 		OpTimeout: ms(r.OpTimeoutMs)}
 }
@@ -68,7 +69,7 @@ const DefaultTTL = 500 * time.Millisecond
 // Config is a matrix run.
 type Config struct {
 	// Specs are the scenarios, in order. When empty, Run runs Locks × Faults
-	// × Seeds (lock-major), each with faultPointAfter(lock, fault).
+	// × Seeds (lock-major), each with faultPoint(lock, fault).
 	Specs  []Spec
 	Locks  []string
 	Faults []string
@@ -135,7 +136,7 @@ func (c Config) specs() ([]Spec, error) {
 		for _, l := range c.Locks {
 			for _, f := range c.Faults {
 				for _, s := range c.Seeds {
-					specs = append(specs, Spec{Lock: l, Fault: f, Seed: s, After: faultPointAfter(l, f), Before: faultPointBefore(l, f)})
+					specs = append(specs, Spec{Lock: l, Fault: f, Seed: s, Point: faultPoint(l, f)})
 				}
 			}
 		}
@@ -156,11 +157,8 @@ func (c Config) specs() ([]Spec, error) {
 		if err := fault.Available(c.Kind); err != nil {
 			return nil, fmt.Errorf("%w: scenario %s: %w", ErrBadConfig, s.ID(), err)
 		}
-		if (s.After != "" || s.Before != "") && fault.Point == chaos.PointNone {
-			return nil, fmt.Errorf("%w: scenario %s: a fault point (after/before) needs a fault that takes one (pause-client, crash-client)", ErrBadConfig, s.ID())
-		}
-		if s.Before != "" && fault.Point != chaos.PointAfterOrBefore || s.After != "" && s.Before != "" {
-			return nil, fmt.Errorf("%w: scenario %s: before is for crash-client only, and excludes after", ErrBadConfig, s.ID())
+		if err := fault.CheckPoint(s.Point); err != nil {
+			return nil, fmt.Errorf("%w: scenario %s: %w", ErrBadConfig, s.ID(), err)
 		}
 		if seen[s.ID()] {
 			return nil, fmt.Errorf("%w: scenario %s given twice", ErrBadConfig, s.ID())

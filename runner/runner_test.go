@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
@@ -53,21 +54,21 @@ func TestExpectedTable(t *testing.T) {
 	}
 	for _, l := range []string{"lua", "watchdog", "reentrant", "redlock"} {
 		e := Expected(l, chaos.FaultPauseClient)
-		if e.Lease != WantOK || e.Resource != WantViolated {
+		if e.Want(PropLease) != WantOK || e.Want(PropResource) != WantViolated {
 			t.Errorf("Expected(%s, pause-client) = %+v; want lease ok, resource violated", l, e)
 		}
 	}
 	for _, f := range Faults() {
 		e := Expected("fenced", f)
-		if e.Resource != WantOK {
-			t.Errorf("fenced under %s: resource %s; want ok (G2 holds under every fault)", f, e.Resource)
+		if e.Want(PropResource) != WantOK {
+			t.Errorf("fenced under %s: resource %s; want ok (G2 holds under every fault)", f, e.Want(PropResource))
 		}
 		if e.Rejected != (f == chaos.FaultPauseClient) {
 			t.Errorf("fenced under %s: Rejected = %v", f, e.Rejected)
 		}
 		for _, l := range Locks() {
 			e := Expected(l, f)
-			plain := e.Lease == WantOK && e.Resource == WantOK && e.Liveness == WantOK && !e.Rejected
+			plain := e.Want(PropLease) == WantOK && e.Want(PropResource) == WantOK && e.Want(PropLiveness) == WantOK && !e.Rejected
 			if !plain && e.Why == "" {
 				t.Errorf("Expected(%s, %s) = %+v has no Why", l, f, e)
 			}
@@ -76,18 +77,18 @@ func TestExpectedTable(t *testing.T) {
 			// locks whose release deletes the key blindly: a release
 			// retried after an unknown outcome may delete the next
 			// holder's lock (found by the 10-seed nightly).
-			blind := blindRelease[l] && e.Lease == WantMay && e.Resource == WantMay && e.Liveness == WantOK
+			blind := blindRelease[l] && e.Want(PropLease) == WantMay && e.Want(PropResource) == WantMay && e.Want(PropLiveness) == WantOK
 			if f == chaos.FaultNone && !plain && l != "fenced-v1" && !blind {
 				t.Errorf("Expected(%s, none) = %+v; want ok everywhere", l, e)
 			}
 			// A blind release breaks nothing for sure under any fault
 			// but the ones that line it up (never "ok" for G1).
-			if blindRelease[l] && e.Lease == WantOK {
+			if blindRelease[l] && e.Want(PropLease) == WantOK {
 				t.Errorf("Expected(%s, %s) = %+v; a blind release may break G1 anywhere", l, f, e)
 			}
 		}
 	}
-	if e := Expected("nope", chaos.FaultNone); e.Lease != WantAny {
+	if e := Expected("nope", chaos.FaultNone); e.Want(PropLease) != WantAny {
 		t.Errorf("unknown lock: %+v; want any", e)
 	}
 	// The decisive scenario of each lock is one its expectation says breaks
@@ -244,7 +245,7 @@ func TestRunWritesTheContract(t *testing.T) {
 		byID[s.ID()] = s
 	}
 	sd := byID["set-del-pause-client-1"]
-	if sd.Lease != checker.Violated || sd.Expected.Lease != checker.Violated || !sd.AsExpected {
+	if sd.Verdict(PropLease) != checker.Violated || sd.Expected[PropLease] != checker.Violated || !sd.AsExpected {
 		t.Errorf("set-del pause-client: %+v", sd)
 	}
 	if sd.DetectMs[PropLease] != 200 { // b's acquire at 300ms completes the violation; the fault began at 100ms
@@ -254,7 +255,7 @@ func TestRunWritesTheContract(t *testing.T) {
 		t.Errorf("violated scenario without porcupine.html: %v", err)
 	}
 	fe := byID["fenced-pause-client-2"]
-	if fe.Rejected != 1 || fe.Resource != checker.OK || !fe.AsExpected {
+	if fe.Rejected != 1 || fe.Verdict(PropResource) != checker.OK || !fe.AsExpected {
 		t.Errorf("fenced pause-client: %+v", fe)
 	}
 	if _, err := os.Stat(filepath.Join(out, fe.ID(), "porcupine.html")); err == nil {
@@ -262,7 +263,7 @@ func TestRunWritesTheContract(t *testing.T) {
 	}
 	// Under failover, "may" properties give no summary expectation.
 	fo := byID["lua-failover-1"]
-	if fo.Expected.Lease != "" || !slices.Contains(fo.MayViolate, PropLease) || !fo.AsExpected {
+	if fo.Expected[PropLease] != "" || !slices.Contains(fo.MayViolate, PropLease) || !fo.AsExpected {
 		t.Errorf("lua failover: %+v", fo)
 	}
 	// Every fake history shows what its lock is expected to show under
@@ -291,9 +292,9 @@ func TestRunWritesTheContract(t *testing.T) {
 			}
 		}
 		f, _ := chaos.Lookup(sc.Fault)
-		if sc.PauseAfter != wantAfter || sc.CrashAfter != "" || sc.Clients != wantClients || sc.TTL != DefaultTTL ||
+		if sc.Point != (gate.Point{After: wantAfter}) || sc.Clients != wantClients || sc.TTL != DefaultTTL ||
 			sc.Workload.Hold != f.WorkloadShape().Hold || sc.Workload.OpTimeout != f.WorkloadShape().OpTimeout {
-			t.Errorf("%s/%s: PauseAfter %q, Clients %d, TTL %v, workload %+v", sc.Lock, sc.Fault, sc.PauseAfter, sc.Clients, sc.TTL, sc.Workload)
+			t.Errorf("%s/%s: Point %+v, Clients %d, TTL %v, workload %+v", sc.Lock, sc.Fault, sc.Point, sc.Clients, sc.TTL, sc.Workload)
 		}
 	}
 }
@@ -324,7 +325,7 @@ func TestRunStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := sum.Scenarios[0]
-	if st := sum.Status(); st != 3 || s.Lease != checker.Unknown || !strings.Contains(s.Error, "boom") {
+	if st := sum.Status(); st != 3 || s.Verdict(PropLease) != checker.Unknown || !strings.Contains(s.Error, "boom") {
 		t.Fatalf("Status() = %d, scenario %+v; want 3, unknown verdicts and the error", st, s)
 	}
 	// The report of such a run is inconclusive, never a pass.
@@ -349,7 +350,7 @@ func TestRunStatus(t *testing.T) {
 	}
 }
 
-// The crash-client fault point of setnx-expire reaches chaos as CrashBefore.
+// The crash-client fault point of setnx-expire reaches chaos as Point.Before.
 func TestFaultPointReachesChaos(t *testing.T) {
 	var opened []env.Spec
 	var mu sync.Mutex
@@ -361,15 +362,15 @@ func TestFaultPointReachesChaos(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, sc := range fr.seen {
-		got[sc.Lock+"/"+sc.Fault] = sc.CrashAfter + "|" + sc.CrashBefore + "|" + sc.PauseAfter
+		got[sc.Lock+"/"+sc.Fault] = sc.Point.String()
 	}
 	want := map[string]string{
-		"setnx-expire/crash-client": "|pexpire|", "setnx-expire/pause-client": "||" + unfencedReadCommand,
-		"get-del/crash-client": "||", "get-del/pause-client": "||get",
+		"setnx-expire/crash-client": "before pexpire", "setnx-expire/pause-client": "after " + unfencedReadCommand,
+		"get-del/crash-client": "", "get-del/pause-client": "after get",
 	}
 	for k, w := range want {
 		if got[k] != w {
-			t.Errorf("%s: CrashAfter|CrashBefore|PauseAfter = %q; want %q", k, got[k], w)
+			t.Errorf("%s: Point %q; want %q", k, got[k], w)
 		}
 	}
 }
@@ -382,8 +383,8 @@ func TestRunBadConfig(t *testing.T) {
 		{Locks: []string{"lua"}, Faults: []string{"none"}, Seeds: []uint64{1}, Open: fakeOpener(&opened, &mu)}, // no Out
 		{Locks: []string{"lua"}, Faults: []string{"none"}, Seeds: []uint64{1}, Out: t.TempDir()},               // no Open
 		{Specs: []Spec{{Lock: "lua", Fault: "none"}, {Lock: "lua", Fault: "none"}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
-		{Specs: []Spec{{Lock: "lua", Fault: "none", After: "get"}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
-		{Specs: []Spec{{Lock: "lua", Fault: "pause-client", Before: "get"}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
+		{Specs: []Spec{{Lock: "lua", Fault: "none", Point: gate.Point{After: "get"}}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
+		{Specs: []Spec{{Lock: "lua", Fault: "pause-client", Point: gate.Point{Before: "get"}}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
 		{Specs: []Spec{{Lock: "lua", Fault: "no-such-fault"}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
 		// A fault the environment cannot run (chaos.Fault Available).
 		{Specs: []Spec{{Lock: "lua", Fault: chaos.FaultFailoverSkew}}, Kind: env.Docker, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
@@ -420,12 +421,12 @@ func TestRegressionsRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	start := int64(835)
 	sum := &Summary{Scenarios: []*Scenario{
-		{Row: contract.Row{Lock: "set-del", Fault: "pause-client", Seed: 3, Lease: checker.Violated,
-			Resource: checker.OK, Liveness: checker.NA, History: "set-del-pause-client-3/history.jsonl",
+		{Row: contract.Row{Lock: "set-del", Fault: "pause-client", Seed: 3,
+			Verdicts: verdicts(checker.Violated, checker.OK, checker.NA), History: "set-del-pause-client-3/history.jsonl",
 			FaultStartMs: &start, DetectMs: map[string]int64{PropLease: 1510}, FaultName: "pause-client c0-1",
 			SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}}},
-		{Row: contract.Row{Lock: "lua", Fault: "none", Seed: 1, Lease: checker.OK,
-			Resource: checker.OK, Liveness: checker.NA, History: "lua-none-1/history.jsonl", SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}}},
+		{Row: contract.Row{Lock: "lua", Fault: "none", Seed: 1,
+			Verdicts: verdicts(checker.OK, checker.OK, checker.NA), History: "lua-none-1/history.jsonl", SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}}},
 	}}
 	paths, err := SaveRegressions(dir, t.TempDir(), "set-del-pause", sum)
 	if err != nil || len(paths) != 1 || filepath.Base(paths[0]) != "set-del-pause.json" {
@@ -459,8 +460,8 @@ func TestRegressionsRoundTrip(t *testing.T) {
 	// Several violated scenarios get one file each; the property is the one
 	// expected to break (set-del under pause-client: lease, also when the
 	// resource broke too).
-	sum.Scenarios[1].Resource = checker.Violated
-	sum.Scenarios[0].Resource = checker.Violated
+	sum.Scenarios[1].Verdicts[PropResource] = checker.Violated
+	sum.Scenarios[0].Verdicts[PropResource] = checker.Violated
 	regs, err := regressionsFrom("found", sum)
 	if err != nil || len(regs) != 2 || regs[0].Name != "found-set-del-pause-client-3" || regs[0].Property != PropLease ||
 		regs[1].Name != "found-lua-none-1" || regs[1].Property != PropResource {
@@ -538,7 +539,7 @@ func TestDetectRows(t *testing.T) {
 func TestErrorIsNeverAsExpected(t *testing.T) {
 	good := func() *Scenario {
 		row := (&matrix{}).newRow(Spec{Lock: "fenced", Fault: chaos.FaultPauseClient, Seed: 1})
-		row.Lease, row.Resource, row.Liveness, row.Rejected = checker.OK, checker.OK, checker.NA, 3
+		row.Verdicts, row.Rejected = verdicts(checker.OK, checker.OK, checker.NA), 3
 		return row
 	}
 	row := good()
@@ -558,7 +559,7 @@ func TestErrorIsNeverAsExpected(t *testing.T) {
 			t.Errorf("row with error %q / fault error %q: as expected %v, unknown %v, status %d; want false, true, 3",
 				row.Error, row.FaultError, row.AsExpected, row.Unknown(), sum.Status())
 		}
-		row.Resource = checker.Violated // a contradiction found despite the error still counts
+		row.Verdicts[PropResource] = checker.Violated // a contradiction found despite the error still counts
 		judge(nil, row)
 		if sum.Status() != 1 {
 			t.Errorf("violated row with an error: status %d, want 1", sum.Status())
@@ -574,7 +575,7 @@ func TestErrorIsNeverAsExpected(t *testing.T) {
 func TestCellsJudgeOverSeeds(t *testing.T) {
 	row := func(seed int64, lease checker.Verdict, det int64) *Scenario {
 		r := (&matrix{}).newRow(Spec{Lock: "set-del", Fault: chaos.FaultPauseClient, Seed: uint64(seed)})
-		r.Lease, r.Resource, r.Liveness = lease, checker.Violated, checker.NA
+		r.Verdicts = verdicts(lease, checker.Violated, checker.NA)
 		if lease == checker.Violated {
 			r.DetectMs = map[string]int64{PropLease: det}
 		}
@@ -604,7 +605,7 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 
 	hold := func(seed uint64, lease checker.Verdict) *Scenario {
 		r := (&matrix{}).newRow(Spec{Lock: "fenced", Fault: chaos.FaultNone, Seed: seed})
-		r.Lease, r.Resource, r.Liveness = lease, checker.OK, checker.NA
+		r.Verdicts = verdicts(lease, checker.OK, checker.NA)
 		judge(nil, r)
 		return r
 	}
@@ -622,9 +623,9 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 		var rs []*Scenario
 		for i := range seeds {
 			r := (&matrix{}).newRow(Spec{Lock: lock, Fault: fault, Seed: uint64(i + 1)})
-			r.Lease, r.Resource, r.Liveness = checker.OK, checker.Violated, checker.NA
+			r.Verdicts = verdicts(checker.OK, checker.Violated, checker.NA)
 			if i < found {
-				r.Lease = checker.Violated
+				r.Verdicts[PropLease] = checker.Violated
 			}
 			judge(nil, r)
 			rs = append(rs, r)
@@ -715,4 +716,9 @@ func TestTraceValidation(t *testing.T) {
 			}
 		}
 	}
+}
+
+// verdicts are a row's verdicts on lease, resource and liveness.
+func verdicts(lease, resource, liveness checker.Verdict) contract.Verdicts {
+	return contract.Verdicts{PropLease: lease, PropResource: resource, PropLiveness: liveness}
 }

@@ -26,8 +26,11 @@ func (m *matrix) newRow(s Spec) *Scenario {
 	row.Lock, row.Fault, row.Seed = s.Lock, s.Fault, int64(s.Seed)
 	row.History = path.Join(s.ID(), reports.HistoryFile)
 	row.Started = time.Now().UTC().Format(time.RFC3339Nano)
-	row.Expected = reports.Expected{Lease: exp.Lease.Verdict(), Resource: exp.Resource.Verdict(), Liveness: exp.Liveness.Verdict()}
+	row.Verdicts, row.Expected = contract.Verdicts{}, contract.Verdicts{}
 	for _, p := range contract.PropertyIDs() {
+		if v := exp.Want(p).Verdict(); v != "" {
+			row.Expected[p] = v
+		}
 		if exp.Want(p) == WantMay {
 			row.MayViolate = append(row.MayViolate, p)
 		}
@@ -40,7 +43,9 @@ func (m *matrix) newRow(s Spec) *Scenario {
 func (m *matrix) failed(s Spec, err error) *Scenario {
 	row := m.newRow(s)
 	row.Error = err.Error()
-	row.Lease, row.Resource, row.Liveness = checker.Unknown, checker.Unknown, checker.Unknown
+	for _, p := range contract.PropertyIDs() {
+		row.Verdicts[p] = checker.Unknown
+	}
 	dir := filepath.Join(m.cfg.Out, s.ID())
 	if e := os.MkdirAll(dir, 0o755); e == nil {
 		hp := filepath.Join(dir, reports.HistoryFile)
@@ -55,11 +60,9 @@ func (m *matrix) failed(s Spec, err error) *Scenario {
 // unknownResult is a checker result with every verdict unknown because of err.
 func unknownResult(err error) *checker.Result {
 	r := &checker.Result{Verdict: checker.Unknown}
-	for _, p := range []struct {
-		pr   *checker.PropertyResult
-		name string
-	}{{&r.Lease, checker.PropLease}, {&r.Resource, checker.PropResource}, {&r.Liveness, checker.PropLiveness}} {
-		*p.pr = checker.PropertyResult{Property: p.name, Verdict: checker.Unknown, Explanation: "not checked: " + err.Error()}
+	for _, p := range contract.Properties() {
+		r.Props = append(r.Props, checker.PropertyResult{ID: p.ID, Property: p.Name, Verdict: checker.Unknown,
+			Explanation: "not checked: " + err.Error()})
 	}
 	return r
 }
@@ -89,7 +92,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 		Clients: s.Clients, Logger: m.cfg.Logger.With("scenario", s.ID())}
 	sc.Workload.Hold, sc.Workload.Think, sc.Workload.OpTimeout = s.Hold, s.Think, s.OpTimeout
 	sc.Workload.Locks, sc.Workload.Mix, sc.Workload.WaitTimeout = m.cfg.Registry, m.cfg.Mix, m.waitTimeout(s)
-	setFaultPoint(&sc, s.After, s.Before)
+	sc.Point = s.Point
 	rctx, cancel := context.WithTimeout(ctx, s.Duration+2*time.Minute)
 	out, runErr := m.cfg.Runner(rctx, e, sc, dir)
 	cancel()
@@ -132,7 +135,12 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	}
 	row.Ops = res.Counts.Ops
 	row.Rejected = res.Counts.Rejected
-	row.Lease, row.Resource, row.Liveness = res.Lease.Verdict, res.Resource.Verdict, res.Liveness.Verdict
+	for _, p := range contract.PropertyIDs() {
+		row.Verdicts[p] = checker.Unknown
+		if pr := res.Of(p); pr != nil {
+			row.Verdicts[p] = pr.Verdict
+		}
+	}
 	if row.FaultStartMs != nil {
 		row.DetectMs = detection(res, time.Duration(*row.FaultStartMs)*time.Millisecond, ops)
 	}
@@ -293,7 +301,11 @@ func progressLine(done, total int, r *Scenario) string {
 	if len(det) > 0 {
 		found = " found " + strings.Join(det, ",")
 	}
-	return fmt.Sprintf("[%*d/%d] %-26s lease %-8s resource %-8s liveness %-8s rejected %-4d ops %-5d %5.1fs%s  %s",
-		len(fmt.Sprint(total)), done, total, r.ID(), r.Lease, r.Resource, r.Liveness, r.Rejected, r.Ops,
+	var verdicts strings.Builder
+	for _, p := range contract.PropertyIDs() {
+		fmt.Fprintf(&verdicts, "%s %-8s ", p, r.Verdict(p))
+	}
+	return fmt.Sprintf("[%*d/%d] %-26s %srejected %-4d ops %-5d %5.1fs%s  %s",
+		len(fmt.Sprint(total)), done, total, r.ID(), verdicts.String(), r.Rejected, r.Ops,
 		float64(r.ElapsedMs)/1000, found, status)
 }

@@ -23,15 +23,11 @@ type Scenario struct {
 // ID is the scenario's directory name.
 func (s *Scenario) ID() string { return path.Dir(s.History) }
 
-// Verdict returns the verdict of a property (PropLease, ...).
+// Verdict returns the verdict of the property of ID prop (PropLease,
+// ...); unknown when the row has none.
 func (s *Scenario) Verdict(prop string) checker.Verdict {
-	switch prop {
-	case PropLease:
-		return s.Lease
-	case PropResource:
-		return s.Resource
-	case PropLiveness:
-		return s.Liveness
+	if v, ok := s.Verdicts[prop]; ok {
+		return v
 	}
 	return checker.Unknown
 }
@@ -41,8 +37,12 @@ func (s *Scenario) Verdict(prop string) checker.Verdict {
 // that never ran proves nothing, so such a row is never "as expected", and
 // the run exits 3 for it unless a verdict contradicts the expectation.
 func (s *Scenario) Unknown() bool {
-	return s.Lease == checker.Unknown || s.Resource == checker.Unknown || s.Liveness == checker.Unknown ||
-		s.Error != "" || s.FaultError != ""
+	for _, p := range contract.PropertyIDs() {
+		if s.Verdict(p) == checker.Unknown {
+			return true
+		}
+	}
+	return s.Error != "" || s.FaultError != ""
 }
 
 // Summary is summary.json.
@@ -123,7 +123,7 @@ func cellsOf(reg *locker.Registry, rows []*Scenario) []*Cell {
 		rs := byCell[k]
 		exp := expectedOf(reg, k.lock, k.fault)
 		c := &Cell{Lock: k.lock, Fault: k.fault, Found: map[string]int{}, Rate: map[string]float64{}, DetectMedianMs: map[string]int64{},
-			Want: map[string]string{}, Why: exp.Why}
+			Want: map[string]Want{}, Why: exp.Why}
 		for _, p := range contract.PropertyIDs() {
 			var det []int64
 			for _, r := range rs {
@@ -138,7 +138,7 @@ func cellsOf(reg *locker.Registry, rows []*Scenario) []*Cell {
 				slices.Sort(det)
 				c.DetectMedianMs[p] = det[len(det)/2]
 			}
-			c.Want[p] = string(exp.Want(p))
+			c.Want[p] = exp.Want(p)
 			if exp.Want(p) != WantViolated || c.Found[p] == 0 {
 				continue
 			}

@@ -26,9 +26,9 @@ func TestTrimKeepsTheEvidence(t *testing.T) {
 	}
 	row := func(lock, fault string, seed uint64, lease checker.Verdict) *Scenario {
 		r := (&matrix{}).newRow(Spec{Lock: lock, Fault: fault, Seed: seed})
-		r.Lease, r.Resource, r.Liveness = lease, checker.Violated, checker.NA
+		r.Verdicts = verdicts(lease, checker.Violated, checker.NA)
 		if lock == "fenced" {
-			r.Resource = checker.OK
+			r.Verdicts[PropResource] = checker.OK
 		}
 		judge(nil, r)
 		dir := filepath.Join(out, r.ID())

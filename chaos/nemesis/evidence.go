@@ -53,8 +53,8 @@ func (f *PauseClient) Evidence() Evidence {
 		held = f.Gate.Holds() - f.base
 	}
 	where := ""
-	if f.After != "" {
-		where = " after the reply of " + f.After
+	if f.Point.After != "" {
+		where = " after the reply of " + f.Point.After
 	}
 	text := fmt.Sprintf("%s paused%s for %v: %d of its calls held", f.Client, where, f.span.Round(time.Millisecond), held)
 	return Evidence{Text: text, Bit: held > 0}
@@ -64,10 +64,10 @@ func (f *PauseClient) Evidence() Evidence {
 func (f *CrashClient) Evidence() Evidence {
 	point := ""
 	switch {
-	case f.After != "":
-		point = " after the reply of " + f.After
-	case f.Before != "":
-		point = " before sending " + f.Before
+	case f.Point.After != "":
+		point = " after the reply of " + f.Point.After
+	case f.Point.Before != "":
+		point = " before sending " + f.Point.Before
 	}
 	if !f.Gate.Crashed() {
 		return Evidence{Text: fmt.Sprintf("%s armed to crash%s, never got there", f.Client, point)}

@@ -44,7 +44,7 @@ func TestClientFaultEvidence(t *testing.T) {
 		t.Errorf("a pause that held a call: %+v", ev)
 	}
 
-	armed := &nemesis.CrashClient{Client: "c", Gate: gate.New(), After: "evalsha"}
+	armed := &nemesis.CrashClient{Client: "c", Gate: gate.New(), Point: gate.Point{After: "evalsha"}}
 	_ = armed.Start(ctx)
 	if ev := armed.Evidence(); ev.Bit {
 		t.Errorf("an armed crash that never struck bit: %+v", ev)

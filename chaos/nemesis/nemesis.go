@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -201,13 +202,14 @@ func NodeProxies(nodeID string, links ...*env.Links) ([]*toxiclient.Proxy, error
 }
 
 // PauseClient is a stop-the-world pause of one client: its gate holds every
-// command (its watchdog's too) and every fault point until Stop. With After
-// set, the pause begins right after the reply of the client's next command of
-// that name (between two commands) instead of at Start.
+// command (its watchdog's too) and every fault point until Stop. With
+// Point.After set, the pause begins right after the reply of the client's
+// next command of that name (between two commands) instead of at Start (a
+// pause takes no Point.Before).
 type PauseClient struct {
 	Client string
 	Gate   *gate.Gate
-	After  string
+	Point  gate.Point
 
 	mu      sync.Mutex
 	armed   bool
@@ -218,22 +220,19 @@ type PauseClient struct {
 	span    time.Duration
 }
 
-// Arm arms the pause at After now, counting the gate's holds from here:
+// Arm arms the pause at Point.After now, counting the gate's holds from here:
 // the caller waits for the gate's Struck, then applies the fault (so that
 // the window counts from the strike): Start then keeps the client paused.
 func (f *PauseClient) Arm() {
 	f.mu.Lock()
 	f.base, f.armed = f.Gate.Holds(), true
 	f.mu.Unlock()
-	f.Gate.PauseAfter(f.After)
+	f.Gate.PauseAfter(f.Point.After)
 }
 
 // Name implements Fault.
 func (f *PauseClient) Name() string {
-	if f.After != "" {
-		return "pause-client " + f.Client + " after " + f.After
-	}
-	return "pause-client " + f.Client
+	return strings.TrimSpace("pause-client " + f.Client + " " + f.Point.String())
 }
 
 // Start pauses the client (or arms the pause).
@@ -245,8 +244,8 @@ func (f *PauseClient) Start(ctx context.Context) error {
 	}
 	f.running, f.started = true, time.Now()
 	f.mu.Unlock()
-	if f.After != "" && !armed {
-		f.Gate.PauseAfter(f.After)
+	if f.Point.After != "" && !armed {
+		f.Gate.PauseAfter(f.Point.After)
 		return nil
 	}
 	f.Gate.Pause()
@@ -266,35 +265,28 @@ func (f *PauseClient) Stop(ctx context.Context) error {
 }
 
 // CrashClient crashes one client for good: from Start on, everything it
-// does fails. With After set, it crashes right after the reply of the next
-// command of that name instead (a crash between two commands); with Before
-// set, right before it sends its next command of that name.
+// does fails. With Point.After set, it crashes right after the reply of the
+// next command of that name instead (a crash between two commands); with
+// Point.Before set, right before it sends its next command of that name.
 type CrashClient struct {
 	Client string
 	Gate   *gate.Gate
-	After  string
-	Before string
+	Point  gate.Point
 }
 
 // Name implements Fault.
 func (f *CrashClient) Name() string {
-	if f.After != "" {
-		return "crash-client " + f.Client + " after " + f.After
-	}
-	if f.Before != "" {
-		return "crash-client " + f.Client + " before " + f.Before
-	}
-	return "crash-client " + f.Client
+	return strings.TrimSpace("crash-client " + f.Client + " " + f.Point.String())
 }
 
 // Start crashes the client (or arms the crash).
 func (f *CrashClient) Start(ctx context.Context) error {
-	if f.After != "" {
-		f.Gate.CrashAfter(f.After)
+	if f.Point.After != "" {
+		f.Gate.CrashAfter(f.Point.After)
 		return nil
 	}
-	if f.Before != "" {
-		f.Gate.CrashBefore(f.Before)
+	if f.Point.Before != "" {
+		f.Gate.CrashBefore(f.Point.Before)
 		return nil
 	}
 	f.Gate.Crash()

@@ -95,7 +95,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	fmt.Fprintln(stdout, verdictLine(res))
-	for _, pr := range res.Properties() {
+	for _, pr := range res.Props {
 		for _, v := range pr.Violations {
 			fmt.Fprintf(stderr, "%s: %s: %s: key %q: lines %s: %s\n", path, v.Property, v.Rule, v.Key, joinInts(v.Lines), v.Explanation)
 		}
@@ -121,17 +121,16 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 //	violated: lease mutual exclusion: lines 1,2: <explanation> (lease violated, resource n/a, liveness n/a; 2 ops, 1 keys)
 //	unknown: lease unknown (key "cart": ...), resource ok, liveness ok (... ops, ... keys)
 func verdictLine(r *checker.Result) string {
-	short := map[string]string{checker.PropLease: "lease", checker.PropResource: "resource", checker.PropLiveness: "liveness"}
 	var parts []string
-	for _, pr := range r.Properties() {
-		parts = append(parts, short[pr.Property]+" "+string(pr.Verdict))
+	for _, pr := range r.Props {
+		parts = append(parts, pr.ID+" "+string(pr.Verdict))
 	}
 	counts := fmt.Sprintf("%d ops, %d keys", r.Counts.Ops, r.Counts.Keys)
 	switch r.Verdict {
 	case checker.Violated:
 		total := 0
 		var first *checker.Violation
-		for _, pr := range r.Properties() {
+		for _, pr := range r.Props {
 			total += pr.ViolationCount
 			if first == nil && len(pr.Violations) > 0 {
 				first = &pr.Violations[0]
@@ -144,7 +143,7 @@ func verdictLine(r *checker.Result) string {
 		return fmt.Sprintf("violated: %s: lines %s: %s (%s; %s%s)", first.Property, joinInts(first.Lines),
 			first.Explanation, strings.Join(parts, ", "), counts, more)
 	case checker.Unknown:
-		for i, pr := range r.Properties() {
+		for i, pr := range r.Props {
 			if pr.Verdict == checker.Unknown && len(pr.Undecided) > 0 {
 				parts[i] += fmt.Sprintf(" (key %q: %s)", pr.Undecided[0].Key, pr.Undecided[0].Reason)
 			}

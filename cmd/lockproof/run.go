@@ -20,6 +20,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redisproc"
@@ -287,8 +288,11 @@ func printTotals(w io.Writer, sum *runner.Summary, out string, took time.Duratio
 		if s.Unknown() {
 			unknown++
 		}
-		if s.Lease == "violated" || s.Resource == "violated" || s.Liveness == "violated" {
-			violated++
+		for _, p := range contract.PropertyIDs() {
+			if s.Verdict(p) == checker.Violated {
+				violated++
+				break
+			}
 		}
 	}
 	fmt.Fprintf(w, "%d scenarios in %v: %d with violations, %d not as expected, %d with unknown verdicts; run directory %s\n",

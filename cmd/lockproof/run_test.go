@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/runner"
@@ -75,7 +76,7 @@ func TestRunSmallMatrix(t *testing.T) {
 	first := map[string]string{} // lock/fault: its first scenario with a violation
 	for _, sc := range run.Scenarios {
 		k := sc.Lock + "/" + sc.Fault
-		if _, ok := first[k]; !ok && (sc.Lease == "violated" || sc.Resource == "violated" || sc.Liveness == "violated") {
+		if _, ok := first[k]; !ok && (sc.Verdicts[contract.PropLease] == "violated" || sc.Verdicts[contract.PropResource] == "violated" || sc.Verdicts[contract.PropLiveness] == "violated") {
 			first[k] = sc.ID
 		}
 	}
@@ -110,8 +111,8 @@ func TestRunSmallMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range sum.Scenarios {
-		if s.Lock == "lua" && s.Fault == "pause-client" && s.Resource != "violated" {
-			t.Errorf("%s: resource %s; want violated (unfenced data under a pause)", s.ID(), s.Resource)
+		if s.Lock == "lua" && s.Fault == "pause-client" && s.Verdicts[contract.PropResource] != "violated" {
+			t.Errorf("%s: resource %s; want violated (unfenced data under a pause)", s.ID(), s.Verdicts[contract.PropResource])
 		}
 	}
 }

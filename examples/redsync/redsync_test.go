@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockproof/lockproof"
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/examples/redsync"
 	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/internal/redistest"
@@ -124,7 +125,7 @@ func TestRedsyncUnderChaos(t *testing.T) {
 		if s.Error != "" || s.FaultError != "" {
 			t.Errorf("%s: error %q, fault error %q", fault, s.Error, s.FaultError)
 		}
-		got := [3]checker.Verdict{s.Lease, s.Resource, s.Liveness}
+		got := [3]checker.Verdict{s.Verdict(contract.PropLease), s.Verdict(contract.PropResource), s.Verdict(contract.PropLiveness)}
 		for i := range got {
 			if got[i] == checker.NA {
 				got[i] = checker.OK

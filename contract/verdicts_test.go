@@ -1,0 +1,71 @@
+package contract
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestRowVerdictsAfterOps(t *testing.T) {
+	r := Row{Lock: "fenced", Fault: FaultNone, Seed: 1, Ops: 7,
+		Verdicts: Verdicts{PropLiveness: NA, PropLease: OK, PropResource: Violated},
+		Expected: Verdicts{PropResource: Violated, PropLease: OK}, History: "h"}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"lock":"fenced","fault":"none","seed":1,"ops":7,"lease":"ok","resource":"violated","liveness":"n/a","rejected":0,` +
+		`"expected":{"lease":"ok","resource":"violated"},"history":"h",`
+	if !strings.HasPrefix(string(b), want) {
+		t.Fatalf("got %s\nwant it to start with %s", b, want)
+	}
+	var back Row
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, r) {
+		t.Fatalf("round trip: got %+v, want %+v", back, r)
+	}
+	if err := json.Unmarshal([]byte(`{"lock":"x","lease":3}`), &back); err == nil || !strings.Contains(err.Error(), PropLease) {
+		t.Errorf("a verdict of the wrong type: err %v, want one naming %s", err, PropLease)
+	}
+}
+
+// A property ID that is also a Row field's JSON name would write two
+// members of one name.
+func TestPropertyIDsAreNotRowFields(t *testing.T) {
+	fields := map[string]bool{}
+	var names func(reflect.Type)
+	names = func(rt reflect.Type) {
+		for i := range rt.NumField() {
+			f := rt.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case f.Anonymous && name == "":
+				names(f.Type)
+			case name != "" && name != "-":
+				fields[name] = true
+			}
+		}
+	}
+	names(reflect.TypeOf(Row{}))
+	if !fields["error"] || !fields["duration_ms"] {
+		t.Fatalf("the field names were not all read: %v", fields)
+	}
+	for _, id := range PropertyIDs() {
+		if _, ok := fields[id]; ok {
+			t.Errorf("property ID %q is a Row field's JSON name", id)
+		}
+	}
+}
+
+func TestVerdictsOrder(t *testing.T) {
+	b, err := json.Marshal(Verdicts{"zz": OK, PropLiveness: OK, "aa": NA, PropLease: Violated, PropResource: ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"lease":"violated","liveness":"ok","aa":"n/a","zz":"ok"}`; string(b) != want {
+		t.Fatalf("got %s, want %s", b, want)
+	}
+}
