@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"sync"
 	"time"
 
@@ -450,96 +449,36 @@ func (a *attempt) leave(ctx context.Context) error {
 	return err
 }
 
-// noRetryCmd is a script call go-redis must not retry by itself: a retried
-// release or reentrant acquire could take effect twice.
-type noRetryCmd struct{ *redis.Cmd }
-
-// NoRetry tells go-redis not to resend the command after a network error.
-func (noRetryCmd) NoRetry() bool { return true }
-
-func scriptCmd(ctx context.Context, verb, body string, keys []string, args []any) noRetryCmd {
-	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, verb, body, len(keys))
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
-	}
-	cmdArgs = append(cmdArgs, args...)
-	return noRetryCmd{redis.NewCmd(ctx, cmdArgs...)}
-}
-
-// run runs a script once (EVALSHA, then EVAL when the script is not cached).
-func (c *Client) run(ctx context.Context, s *script, keys []string, args ...any) (any, error) {
-	cmd := scriptCmd(ctx, "evalsha", s.sha, keys, args)
-	err := c.process(ctx, func() error { return c.rdb.Process(ctx, cmd) })
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd = scriptCmd(ctx, "eval", s.src, keys, args)
-		err = c.process(ctx, func() error { return c.rdb.Process(ctx, cmd) })
-	}
+// run runs a script once (EVALSHA, then EVAL when the script is not
+// cached), neither resent by go-redis: a resent release or reentrant
+// acquire could take effect twice.
+func (c *Client) run(ctx context.Context, s *rediscmd.Script, keys []string, args ...any) (any, error) {
+	cmd, err := s.RunVia(ctx, c.send, keys, args...)
 	if err != nil {
 		return nil, err
 	}
 	return cmd.Val(), nil
 }
 
-// process runs do (one round trip) so that ctx is honoured even when the
-// go-redis client ignores context deadlines (ContextTimeoutEnabled false, the
-// default): do runs in a helper goroutine, and when ctx ends first the command
-// is abandoned to finish in the background and ctx's cause is returned;
-// whether the command took effect is then unknown. A client with
-// ContextTimeoutEnabled enforces a ctx deadline itself, so do runs directly
-// (faster); a cancellation without deadline then takes effect at the end of
-// the round trip, or at the client's ReadTimeout.
+// send sends one command, honouring ctx (process).
+func (c *Client) send(ctx context.Context, cmd redis.Cmder) error {
+	return c.process(ctx, func() error { return c.rdb.Process(ctx, cmd) })
+}
+
+// process runs do (one round trip) honouring ctx (rediscmd.Honour).
 func (c *Client) process(ctx context.Context, do func() error) error {
-	if ctx.Done() == nil {
-		return do()
-	}
-	if _, ok := ctx.Deadline(); ok && c.ctxDeadlines {
-		return do()
-	}
-	done := make(chan error, 1)
-	go func() { done <- do() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("reply abandoned: %w", context.Cause(ctx))
-	}
+	return rediscmd.Honour(ctx, c.ctxDeadlines, do)
 }
 
 // runWithWait runs a script and WAIT in one pipeline, on one connection, so
 // that WAIT counts the replicas that acknowledged the script's writes.
-func (c *Client) runWithWait(ctx context.Context, s *script, keys []string, args []any, n int, timeout time.Duration) (any, int64, error) {
-	cmd := scriptCmd(ctx, "eval", s.src, keys, args)
-	wait := noRetryCmd{redis.NewCmd(ctx, "wait", n, timeout.Milliseconds())}
-	var pipe redis.Pipeliner
-	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
-		// WAIT has no key: send both to the slot's master ourselves.
-		node, err := cc.MasterForKey(ctx, keys[0])
-		if err != nil {
-			return nil, 0, err
-		}
-		pipe = node.Pipeline()
-	} else {
-		pipe = c.rdb.Pipeline()
-	}
-	_ = pipe.Process(ctx, cmd)
-	_ = pipe.Process(ctx, wait)
-	err := c.process(ctx, func() error {
-		if _, err := pipe.Exec(ctx); err != nil && cmd.Err() != nil {
-			return cmd.Err()
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	acks, err := wait.Int64()
-	if err != nil {
+func (c *Client) runWithWait(ctx context.Context, s *rediscmd.Script, keys []string, args []any, n int, timeout time.Duration) (any, int64, error) {
+	reply, acks, waitErr, err := s.RunWithWait(ctx, c.rdb, func(do func() error) error { return c.process(ctx, do) }, n, timeout, keys, args...)
+	if waitErr != nil {
 		// The script ran; the count of acks is unknown: treat as none.
-		c.opts.Logger.Warn("lock: WAIT failed", "err", err)
-		acks = 0
+		c.opts.Logger.Warn("lock: WAIT failed", "err", waitErr)
 	}
-	return cmd.Val(), acks, nil
+	return reply, acks, err
 }
 
 // ctxCause is ctx's cause, or context.DeadlineExceeded when its deadline
@@ -562,21 +501,6 @@ func (e errNotSent) Error() string { return e.err.Error() }
 func (e errNotSent) Unwrap() error { return e.err }
 
 // outcomeUnknown reports whether err leaves open whether the command took
-// effect: anything but a Redis error reply or a failure before sending.
-func outcomeUnknown(err error) bool {
-	if err == nil {
-		return false
-	}
-	var rerr redis.Error
-	if errors.As(err, &rerr) {
-		return false // Redis answered: the script did not run to completion
-	}
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return false
-	}
-	if errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) {
-		return false
-	}
-	return true
-}
+// effect: anything but a Redis error reply or a failure before sending
+// (rediscmd.SurelyNoEffect).
+func outcomeUnknown(err error) bool { return err != nil && !rediscmd.SurelyNoEffect(err) }

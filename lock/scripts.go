@@ -1,17 +1,6 @@
 package lock
 
-import (
-	"crypto/sha1"
-	"encoding/hex"
-)
-
-// script is a Lua script and its SHA1 digest (for EVALSHA).
-type script struct{ src, sha string }
-
-func newScript(src string) *script {
-	h := sha1.Sum([]byte(src))
-	return &script{src: src, sha: hex.EncodeToString(h[:])}
-}
+import "github.com/lockproof/lockproof/internal/rediscmd"
 
 // The lock is a hash at Keys.Lock: o = owner token, n = hold count, f = fence.
 // The Lua scripts below are the only code that writes it.
@@ -135,7 +124,7 @@ end
 // The fence is max(counter+1, server time in µs): it strictly increases on one
 // master, and after a failover that lost the counter it still exceeds every
 // earlier fence as long as the servers' clocks agree within the failover time.
-var acquireScript = newScript(luaPrelude + `
+var acquireScript = rediscmd.NewScript(luaPrelude + `
 if redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
   local f = grant(ARGV[1], ARGV[2])
   return {1, f, 1}
@@ -185,7 +174,7 @@ return {0, redis.call('PTTL', KEYS[1])}
 // Fast path: the last hold released with no queue key is HMGET, EXISTS, DEL;
 // only when a queue exists does it read the clock and drop expired waiters
 // before the hand-off.
-var releaseScript = newScript(`
+var releaseScript = rediscmd.NewScript(`
 local h = redis.call('HMGET', KEYS[1], 'o', 'n')
 if h[1] ~= ARGV[1] then return {-1} end
 if (tonumber(h[2]) or 1) > 1 then return {redis.call('HINCRBY', KEYS[1], 'n', -1)} end
@@ -201,7 +190,7 @@ return {0, handoff(ARGV[2])}
 
 // renewScript: KEYS lock. ARGV token, ttl ms. Returns 1 when renewed (the
 // key now lives at least ttl more), 0 when not held.
-var renewScript = newScript(luaExtend + `
+var renewScript = rediscmd.NewScript(luaExtend + `
 if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then
   extend(ARGV[2])
   return 1
@@ -213,7 +202,7 @@ return 0
 // ttl ms, "1" when the token is fresh (not given WithOwner), hand-off lease ms. A waiter that
 // gives up leaves the queue; if the lock was already handed to its fresh
 // token, it passes the lock on to the next waiter.
-var leaveScript = newScript(luaPrelude + luaQueue + `
+var leaveScript = rediscmd.NewScript(luaPrelude + luaQueue + `
 clock()
 dropDead()
 local member = ARGV[3] .. ':' .. ARGV[1]
@@ -228,7 +217,7 @@ return 0
 
 // ttlScript: KEYS lock. ARGV token. Returns the lock's PTTL (ms) when the
 // token holds it, -1 otherwise.
-var ttlScript = newScript(`
+var ttlScript = rediscmd.NewScript(`
 if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then
   return redis.call('PTTL', KEYS[1])
 end
@@ -237,7 +226,7 @@ return -1
 
 // inspectScript: KEYS lock, queue. Returns {owner or ”, holds, fence or ”,
 // pttl, queue length}.
-var inspectScript = newScript(`
+var inspectScript = rediscmd.NewScript(`
 local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'f')
 return {h[1] or '', tonumber(h[2] or '0'), h[3] or '', redis.call('PTTL', KEYS[1]), redis.call('ZCARD', KEYS[2])}
 `)
@@ -246,7 +235,7 @@ return {h[1] or '', tonumber(h[2] or '0'), h[3] or '', redis.call('PTTL', KEYS[1
 // channel, hand-off lease ms. Frees the lock whoever holds it: hands it to
 // the first live waiter or deletes it; the fence counter stays. Returns
 // {1 when it was held else 0, the hand-off message or ”}.
-var forceUnlockScript = newScript(luaPrelude + luaQueue + `
+var forceUnlockScript = rediscmd.NewScript(luaPrelude + luaQueue + `
 local held = redis.call('EXISTS', KEYS[1])
 clock()
 dropDead()

@@ -9,25 +9,40 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"reflect"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// noRetryCmd is a command go-redis must not resend after a network error:
-// a resent script whose first reply was lost could take effect twice, or
+// Cmd is a command go-redis must not resend after a network error: a
+// resent script whose first reply was lost could take effect twice, or
 // report a refusal for something it did.
-type noRetryCmd struct{ *redis.Cmd }
+type Cmd struct{ *redis.Cmd }
 
 // NoRetry tells go-redis not to resend the command.
-func (noRetryCmd) NoRetry() bool { return true }
+func (Cmd) NoRetry() bool { return true }
+
+// NewCmd returns the command args, to be sent at most once (for a
+// pipeline; Do sends one by itself).
+func NewCmd(ctx context.Context, args ...any) Cmd { return Cmd{redis.NewCmd(ctx, args...)} }
+
+// Process sends one command: a client's Process, or a wrapper of it (the
+// lock's honours ctx on clients that ignore it).
+type Process func(ctx context.Context, cmd redis.Cmder) error
 
 // Do sends one command once, whatever the client's MaxRetries, and returns
 // it with its error.
 func Do(ctx context.Context, rdb redis.UniversalClient, args ...any) (*redis.Cmd, error) {
-	cmd := noRetryCmd{redis.NewCmd(ctx, args...)}
-	err := rdb.Process(ctx, cmd)
+	return DoVia(ctx, rdb.Process, args...)
+}
+
+// DoVia is Do through process.
+func DoVia(ctx context.Context, process Process, args ...any) (*redis.Cmd, error) {
+	cmd := NewCmd(ctx, args...)
+	err := process(ctx, cmd)
 	return cmd.Cmd, err
 }
 
@@ -42,22 +57,106 @@ func NewScript(src string) *Script {
 	return &Script{src: src, sha: hex.EncodeToString(h[:])}
 }
 
+// args are the arguments of verb (EVALSHA with the digest, EVAL with the
+// source) on keys and args.
+func (s *Script) args(verb string, keys []string, args []any) []any {
+	body := s.sha
+	if verb == "eval" {
+		body = s.src
+	}
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, verb, body, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return append(a, args...)
+}
+
 // Run runs s once: EVALSHA, and EVAL when Redis does not have it cached (a
 // NOSCRIPT reply means EVALSHA did nothing). Neither is resent.
 func (s *Script) Run(ctx context.Context, rdb redis.UniversalClient, keys []string, args ...any) (*redis.Cmd, error) {
-	build := func(verb, body string) []any {
-		a := make([]any, 0, 3+len(keys)+len(args))
-		a = append(a, verb, body, len(keys))
-		for _, k := range keys {
-			a = append(a, k)
-		}
-		return append(a, args...)
-	}
-	cmd, err := Do(ctx, rdb, build("evalsha", s.sha)...)
+	return s.RunVia(ctx, rdb.Process, keys, args...)
+}
+
+// RunVia is Run through process.
+func (s *Script) RunVia(ctx context.Context, process Process, keys []string, args ...any) (*redis.Cmd, error) {
+	cmd, err := DoVia(ctx, process, s.args("evalsha", keys, args)...)
 	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd, err = Do(ctx, rdb, build("eval", s.src)...)
+		cmd, err = DoVia(ctx, process, s.args("eval", keys, args)...)
 	}
 	return cmd, err
+}
+
+// Eval is s as one EVAL of its source, sent at most once: for a pipeline,
+// where a NOSCRIPT reply could not be answered with a resend.
+func (s *Script) Eval(ctx context.Context, keys []string, args ...any) Cmd {
+	return NewCmd(ctx, s.args("eval", keys, args)...)
+}
+
+// Honour runs do (one round trip) so that ctx is honoured even when the
+// go-redis client ignores context deadlines (ContextTimeoutEnabled false, the
+// default): do runs in a helper goroutine, and when ctx ends first the command
+// is abandoned to finish in the background and ctx's cause is returned;
+// whether the command took effect is then unknown. A client with
+// ContextTimeoutEnabled (ctxDeadlines) enforces a ctx deadline itself, so do
+// runs directly (faster); a cancellation without deadline then takes effect
+// at the end of the round trip, or at the client's ReadTimeout.
+func Honour(ctx context.Context, ctxDeadlines bool, do func() error) error {
+	if ctx.Done() == nil {
+		return do()
+	}
+	if _, ok := ctx.Deadline(); ok && ctxDeadlines {
+		return do()
+	}
+	done := make(chan error, 1)
+	go func() { done <- do() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("reply abandoned: %w", context.Cause(ctx))
+	}
+}
+
+// RunWithWait runs s (one EVAL) and WAIT n timeout in one pipeline, on one
+// connection, so that WAIT counts the replicas that acknowledged the
+// script's writes; the round trip runs through honour (nil: directly). It
+// returns the script's reply and WAIT's count; waitErr says that WAIT
+// failed after the script ran (the count is then unknown: 0).
+func (s *Script) RunWithWait(ctx context.Context, rdb redis.UniversalClient, honour func(do func() error) error,
+	n int, timeout time.Duration, keys []string, args ...any) (reply any, acks int64, waitErr, err error) {
+	cmd := s.Eval(ctx, keys, args...)
+	wait := NewCmd(ctx, "wait", n, timeout.Milliseconds())
+	var pipe redis.Pipeliner
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		// WAIT has no key: send both to the slot's master ourselves.
+		node, err := cc.MasterForKey(ctx, keys[0])
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		pipe = node.Pipeline()
+	} else {
+		pipe = rdb.Pipeline()
+	}
+	_ = pipe.Process(ctx, cmd)
+	_ = pipe.Process(ctx, wait)
+	if honour == nil {
+		honour = func(do func() error) error { return do() }
+	}
+	err = honour(func() error {
+		if _, err := pipe.Exec(ctx); err != nil && cmd.Err() != nil {
+			return cmd.Err()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	acks, waitErr = wait.Int64()
+	if waitErr != nil {
+		acks = 0
+	}
+	return cmd.Val(), acks, waitErr, nil
 }
 
 // SurelyNoEffect reports whether err shows that the command had no effect:

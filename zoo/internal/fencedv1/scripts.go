@@ -1,17 +1,6 @@
 package fencedv1
 
-import (
-	"crypto/sha1"
-	"encoding/hex"
-)
-
-// script is a Lua script and its SHA1 digest (for EVALSHA).
-type script struct{ src, sha string }
-
-func newScript(src string) *script {
-	h := sha1.Sum([]byte(src))
-	return &script{src: src, sha: hex.EncodeToString(h[:])}
-}
+import "github.com/lockproof/lockproof/internal/rediscmd"
 
 // The lock is a hash at Keys.Lock: o = owner token, n = hold count, f = fence.
 // The Lua scripts below are the only code that writes it.
@@ -105,7 +94,7 @@ end
 // The fence is max(counter+1, server time in µs): it strictly increases on one
 // master, and after a failover that lost the counter it still exceeds every
 // earlier fence as long as the servers' clocks agree within the failover time.
-var acquireScript = newScript(luaPrelude + `
+var acquireScript = rediscmd.NewScript(luaPrelude + `
 if redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
   local f = grant(ARGV[1], ARGV[2])
   return {1, f, 1}
@@ -151,7 +140,7 @@ return {0, redis.call('PTTL', KEYS[1])}
 // Fast path: the last hold released with no queue key is HMGET, EXISTS, DEL;
 // only when a queue exists does it read the clock and drop expired waiters
 // before the hand-off.
-var releaseScript = newScript(`
+var releaseScript = rediscmd.NewScript(`
 local h = redis.call('HMGET', KEYS[1], 'o', 'n')
 if h[1] ~= ARGV[1] then return {-1} end
 if (tonumber(h[2]) or 1) > 1 then return {redis.call('HINCRBY', KEYS[1], 'n', -1)} end
@@ -166,7 +155,7 @@ return {0, handoff(ARGV[2])}
 `)
 
 // renewScript: KEYS lock. ARGV token, ttl ms. Returns 1 when renewed, 0 when not held.
-var renewScript = newScript(`
+var renewScript = rediscmd.NewScript(`
 if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
@@ -178,7 +167,7 @@ return 0
 // ttl ms, "1" when the token is fresh (not given WithOwner). A waiter that
 // gives up leaves the queue; if the lock was already handed to its fresh
 // token, it passes the lock on to the next waiter.
-var leaveScript = newScript(luaPrelude + luaQueue + `
+var leaveScript = rediscmd.NewScript(luaPrelude + luaQueue + `
 clock()
 dropDead()
 local member = ARGV[3] .. ':' .. ARGV[1]
