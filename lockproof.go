@@ -40,9 +40,8 @@ type Options struct {
 	// Builtins are names of built-in locks (zoo.Builtin: "fenced",
 	// "redlock", ...) to run beside yours, for comparison.
 	Builtins []string
-	// Faults are fault names of the matrix ("none", "latency", "partition",
-	// "pause-client", "pause-server", "failover", "crash-client",
-	// "clock-skew"); default all of them.
+	// Faults are fault names of the default matrix (runner.Faults); default
+	// all of them but those the environment cannot run.
 	Faults []string
 	// Seeds are the runs of each lock × fault; default {1}.
 	Seeds []uint64

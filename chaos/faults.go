@@ -63,9 +63,10 @@ var defaultShape = WorkloadShape{Clients: 3, Hold: 20 * time.Millisecond, Think:
 
 // Fault is one fault of the catalogue (Catalogue): everything lockproof
 // knows about it is here, so a new fault is one file holding its Fault
-// value and its nemesis, plus one entry in Catalogue and its name in
-// package contract (its row in the runner's expectation table is optional:
-// without one, its verdicts get no prediction).
+// value and its nemesis, plus one entry in Catalogue. Its name is a
+// constant in package contract once another stage names it (the runner's
+// expectation table, the trace converter); its row in that table is
+// optional: without one, its verdicts get no prediction.
 //
 // Modelled on etcd's tests/robustness failpoints: a value with a name, the
 // conditions it needs (Available) and the code that injects it.

@@ -20,8 +20,9 @@ const (
 type Property struct {
 	// ID is the short name (PropLease, ...); Name the display name
 	// (PropLeaseName, ...); Guarantee the guarantee of docs/DESIGN.md it
-	// checks.
-	ID, Name, Guarantee string
+	// checks; Letter its letter in the reports' matrix; Summary what it
+	// says, in a few words, for the reports' legends.
+	ID, Name, Guarantee, Letter, Summary string
 
 	_ struct{} // fields by name only: the list may grow
 }
@@ -33,9 +34,10 @@ type Property struct {
 // row says otherwise. An ID must not be the JSON name of a Row field.
 func Properties() []Property {
 	return []Property{
-		{ID: PropLease, Name: PropLeaseName, Guarantee: "G1"},
-		{ID: PropResource, Name: PropResourceName, Guarantee: "G2"},
-		{ID: PropLiveness, Name: PropLivenessName, Guarantee: "G3"},
+		{ID: PropLease, Name: PropLeaseName, Guarantee: "G1", Letter: "L", Summary: "one holder at a time"},
+		{ID: PropResource, Name: PropResourceName, Guarantee: "G2", Letter: "R", Summary: "no stale write or read accepted"},
+		// V: a lock that is never freed (G3).
+		{ID: PropLiveness, Name: PropLivenessName, Guarantee: "G3", Letter: "V", Summary: "a lock nobody holds is granted"},
 	}
 }
 

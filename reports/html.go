@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 )
 
 // WriteHTML renders the report's index page: static, self-contained (no
@@ -246,6 +247,7 @@ func sheetOf(r *Report) []lockSheet {
 func pageTemplates() *template.Template {
 	return template.Must(template.New("pages").Funcs(template.FuncMap{
 		"anchor":     anchor,
+		"props":      contract.Properties,
 		"verdict":    verdictWord,
 		"outcome":    outcomeWord,
 		"status":     statusWord,
@@ -299,7 +301,7 @@ const indexPage = `{{define "index"}}<!DOCTYPE html>
 <body>
 <h1>lockproof safety report</h1>
 <p class="headline {{.Status}}"><span class="word">{{status .Status}}</span>: {{.Headline}}</p>
-<p class="muted">{{.Counts.Scenarios}} scenarios in {{len .Cells}} lock × fault cells{{with .Started}}, started {{.}}{{end}}. Properties: <b>lease</b> (G1, one holder at a time), <b>resource</b> (G2, no stale write or read accepted), <b>liveness</b> (G3, a lock nobody holds is granted). A verdict says whether the property <i>held</i> or was <i>violated</i>; the outcome says whether that is <i>as expected</i> for this lock under this fault. Unknown is never a pass.</p>
+<p class="muted">{{.Counts.Scenarios}} scenarios in {{len .Cells}} lock × fault cells{{with .Started}}, started {{.}}{{end}}. Properties: {{range $i, $p := props}}{{if $i}}, {{end}}<b>{{$p.ID}}</b> ({{$p.Guarantee}}, {{$p.Summary}}){{end}}. A verdict says whether the property <i>held</i> or was <i>violated</i>; the outcome says whether that is <i>as expected</i> for this lock under this fault. Unknown is never a pass.</p>
 {{with .Counts.TraceValidated}}<p class="muted">Trace validation against the TLA+ model: {{.}} fenced-lock histories validated, {{$.Counts.TraceRejected}} rejected.</p>{{end}}
 <nav><a href="#unexpected">Not as expected ({{add .Counts.Unexpected .Counts.TraceRejected}})</a><a href="#unknown">Unknown ({{.Counts.Unknown}})</a><a href="#regressions">Regressions ({{.Counts.Regressions}})</a><a href="#sheet">Guarantee sheet</a><a href="#matrix">Matrix</a></nav>
 
@@ -322,7 +324,7 @@ const indexPage = `{{define "index"}}<!DOCTYPE html>
 <h2 id="sheet">Guarantee sheet</h2>
 <p class="muted">Per lock and fault, over the seeds: how many seeds each property held or was violated on, the median time from the fault to the first violation, and the mechanism that explains a break. "violated 9/10" reads: broken on 9 of the 10 seeds that decided. The outcome below each verdict compares it with the prediction.</p>
 {{range sheet .}}<h3 id="{{anchor "l-" .Lock}}">{{.Lock}}</h3>
-<table><tr><th>fault</th><th>lease (G1)</th><th>resource (G2)</th><th>liveness (G3)</th><th>why it breaks</th></tr>
+<table><tr><th>fault</th>{{range props}}<th>{{.ID}} ({{.Guarantee}})</th>{{end}}<th>why it breaks</th></tr>
 {{range .Cells}}{{$c := .}}<tr id="{{anchor "c-" (printf "%s-%s" .Lock .Fault)}}"><th>{{.Fault}}</th>
 {{range .Properties}}<td class="{{if eq .Outcome "unexpected"}}fail{{else if eq .Outcome "unknown"}}inconclusive{{end}}"><span class="{{if gt .Violated 0}}violated{{else if gt .Unknown 0}}unknown{{else}}held{{end}}">{{celltext .}}</span>{{with .DetectMedianMs}} <small>· median {{ms .}}</small>{{end}}
 <br/><small>predicted: {{want .Want}}{{if .Promised}} (≥ {{pct .Promised}} of seeds){{end}} · <span class="{{if eq .Outcome "unexpected"}}bad{{end}}">{{outcome .Outcome}}</span></small>{{if .Counterexample}}{{$p := .}}{{range $c.Seeds}}{{if eq .ID $p.Counterexample}}<br/><small><a href="{{.Page}}">counterexample {{.ID}}</a>{{with $p.Lines}}, lines {{lines .}}{{end}}</small>{{end}}{{end}}{{end}}</td>
@@ -331,7 +333,7 @@ const indexPage = `{{define "index"}}<!DOCTYPE html>
 {{end}}
 
 <h2 id="matrix">Matrix</h2>
-<p class="muted">Each cell sums its seeds up (lease · resource · liveness) and links each seed's page; the colour is the cell's status: green as expected, red not as expected, purple undecided.</p>
+<p class="muted">Each cell sums its seeds up ({{range $i, $p := props}}{{if $i}} · {{end}}{{$p.ID}}{{end}}) and links each seed's page; the colour is the cell's status: green as expected, red not as expected, purple undecided.</p>
 <table><tr><th>lock \ fault</th>{{range .Faults}}<th>{{.}}</th>{{end}}</tr>
 {{range $lock := .Locks}}<tr><th><a href="#{{anchor "l-" $lock}}">{{$lock}}</a></th>{{range $fault := $.Faults}}{{with cellof $ $lock $fault}}<td class="{{.Status}}"><span class="word">{{status .Status}}</span><br/>{{range .Properties}}<small>{{.Property}}: {{celltext .}}</small><br/>{{end}}<small class="seeds">seeds: {{range .Seeds}}{{if .NotRun}}<span title="{{.ID}}: not run (interrupted)">{{.Seed}}</span> {{else}}<a href="{{.Page}}" title="{{.ID}}: {{status .Status}}">{{.Seed}}</a>{{end}}{{end}}</small></td>{{else}}<td></td>{{end}}{{end}}</tr>
 {{end}}</table>

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/lockproof/lockproof/contract"
 )
 
 // WriteMarkdown renders the report as Markdown, fit for a CI step summary
@@ -46,7 +48,11 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 
 	if len(r.Cells) > 0 {
 		fmt.Fprintf(b, "## Matrix\n\n")
-		fmt.Fprintf(b, "Each cell: the properties violated, on how many of the seeds that decided (L lease G1, R resource G2, V liveness G3), or \"held\"; then the cell's status. ")
+		var legend []string
+		for _, p := range contract.Properties() {
+			legend = append(legend, p.Letter+" "+p.ID+" "+p.Guarantee)
+		}
+		fmt.Fprintf(b, "Each cell: the properties violated, on how many of the seeds that decided (%s), or \"held\"; then the cell's status. ", strings.Join(legend, ", "))
 		fmt.Fprintf(b, "A violation the guarantees predict is as expected (a known-broken lock caught); FAIL marks a cell not as expected.\n\n")
 		fmt.Fprintf(b, "| lock \\ fault |")
 		for _, f := range r.Faults {
@@ -106,16 +112,12 @@ func markdownCell(c *CellReport) string {
 	return s
 }
 
-// propLetter is the matrix letter of a property: L lease, R resource, V
-// liveness (G3: a lock that is never freed).
-func propLetter(p string) string {
-	switch p {
-	case "lease":
-		return "L"
-	case "resource":
-		return "R"
-	case "liveness":
-		return "V"
+// propLetter is the matrix letter of a property (contract.Property Letter).
+func propLetter(id string) string {
+	for _, p := range contract.Properties() {
+		if p.ID == id {
+			return p.Letter
+		}
 	}
-	return p
+	return id
 }
