@@ -1,5 +1,7 @@
 package contract
 
+import "slices"
+
 // Summary is summary.json, as `lockproof run --out DIR` writes it.
 type Summary struct {
 	Scenarios []Row `json:"scenarios"`
@@ -73,6 +75,29 @@ type Row struct {
 	// SpecRecord is the fault point, durations and shape the scenario ran
 	// with (its fields come last in the row).
 	SpecRecord
+}
+
+// Conclusive reports whether the row decides its properties: every
+// property has a known verdict, and neither the scenario nor its fault
+// failed (a fault that never ran proves nothing; an interrupted scenario
+// has an error). The cells count only conclusive rows as seeds.
+func (r *Row) Conclusive() bool {
+	for _, id := range PropertyIDs() {
+		if v, ok := r.Verdicts[id]; !ok || v == Unknown {
+			return false
+		}
+	}
+	return r.Error == "" && r.FaultError == ""
+}
+
+// MedianMs is the median of detection times ds as the cells state it (the
+// upper one of an even count); false when ds is empty. ds is sorted.
+func MedianMs(ds []int64) (int64, bool) {
+	if len(ds) == 0 {
+		return 0, false
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], true
 }
 
 // The values of Row.Trace.

@@ -69,3 +69,34 @@ func TestVerdictsOrder(t *testing.T) {
 		t.Fatalf("got %s, want %s", b, want)
 	}
 }
+
+func TestConclusive(t *testing.T) {
+	all := func(v Verdict) Verdicts { return Verdicts{PropLease: v, PropResource: OK, PropLiveness: NA} }
+	for _, c := range []struct {
+		name string
+		row  Row
+		want bool
+	}{
+		{"decided", Row{Verdicts: all(Violated)}, true},
+		{"an unknown verdict", Row{Verdicts: all(Unknown)}, false},
+		{"a missing verdict", Row{Verdicts: Verdicts{PropLease: OK}}, false},
+		{"the scenario failed", Row{Verdicts: all(OK), Error: "boom"}, false},
+		{"the fault failed", Row{Verdicts: all(OK), FaultError: "did not bite"}, false},
+	} {
+		if got := c.row.Conclusive(); got != c.want {
+			t.Errorf("%s: Conclusive %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestMedianMs(t *testing.T) {
+	if _, ok := MedianMs(nil); ok {
+		t.Error("the median of nothing")
+	}
+	if m, _ := MedianMs([]int64{900, 100, 500}); m != 500 {
+		t.Errorf("median %d, want 500", m)
+	}
+	if m, _ := MedianMs([]int64{400, 100}); m != 400 {
+		t.Errorf("median of two %d, want the upper one, 400", m)
+	}
+}

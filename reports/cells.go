@@ -1,9 +1,8 @@
 package reports
 
 import (
-	"slices"
-
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 )
 
 // CellReport is one lock × fault over its seeds: per property how many
@@ -36,8 +35,10 @@ type CellProperty struct {
 	// Want is the prediction (WantOK, WantViolated, WantMay, WantAny, or ""
 	// when the run recorded none).
 	Want Want `json:"want,omitempty"`
-	// Held, Violated, Unknown and NA count the seeds by verdict; Rate is
-	// Violated over the seeds that decided (Held + Violated + NA).
+	// Held, Violated, Unknown and NA count the seeds by verdict (a seed
+	// whose scenario or fault failed counts as Unknown, as summary.json's
+	// cells leave it out); Rate is Violated over the seeds that decided
+	// (Held + Violated + NA).
 	Held     int     `json:"held"`
 	Violated int     `json:"violated"`
 	Unknown  int     `json:"unknown,omitempty"`
@@ -134,10 +135,14 @@ func buildCells(r *Report, sum []*Cell) []*CellReport {
 				if cp.Want == "" {
 					cp.Want = p.Want
 				}
-				switch p.Verdict {
-				case checker.OK:
+				switch {
+				case s.failed:
+					// Its scenario or fault failed: not a seed of the
+					// tallies (summary.json's cells agree).
+					cp.Unknown++
+				case p.Verdict == checker.OK:
 					cp.Held++
-				case checker.Violated:
+				case p.Verdict == checker.Violated:
 					cp.Violated++
 					if cp.Counterexample == "" {
 						cp.Counterexample, cp.Lines, cp.Evidence = s.ID, p.Lines, p.Evidence
@@ -145,7 +150,7 @@ func buildCells(r *Report, sum []*Cell) []*CellReport {
 					if p.DetectMs != nil {
 						det = append(det, *p.DetectMs)
 					}
-				case checker.Unknown:
+				case p.Verdict == checker.Unknown:
 					cp.Unknown++
 				default:
 					cp.NA++
@@ -173,9 +178,7 @@ func buildCells(r *Report, sum []*Cell) []*CellReport {
 			if n := cp.Decided(); n > 0 {
 				cp.Rate = float64(cp.Violated) / float64(n)
 			}
-			if len(det) > 0 {
-				slices.Sort(det)
-				m := det[len(det)/2]
+			if m, ok := contract.MedianMs(det); ok {
 				cp.DetectMedianMs = &m
 			}
 			c.Properties = append(c.Properties, cp)

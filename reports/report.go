@@ -101,6 +101,10 @@ type ScenarioReport struct {
 	Plot   *Plot           `json:"-"`
 	Result *checker.Result `json:"-"`
 	byName map[string]*PropertyOutcome
+	// failed: the scenario or its fault failed (or it did not run): its
+	// verdicts prove nothing of the fault, and a cell's tallies count it as
+	// unknown, as summary.json's cells leave it out of their seeds.
+	failed bool
 }
 
 // TraceAccepted, TraceRejected and TraceNoVerdict say how the scenario's
@@ -273,6 +277,7 @@ func buildScenario(sc *Scenario) *ScenarioReport {
 		ElapsedMs: sc.ElapsedMs, NotRun: sc.NotRun, Started: sc.Started, FaultName: sc.FaultName, FaultEvidence: sc.FaultEvidence,
 		FaultStartMs: sc.FaultStartMs, Page: sc.Page,
 		Trace: sc.Trace, TraceLine: sc.TraceLine, TraceError: sc.TraceError,
+		failed: sc.Error != "" || sc.FaultError != "" || sc.NotRun,
 	}
 	sr.Status = Pass
 	for _, name := range propertyNames() {

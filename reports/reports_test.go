@@ -695,3 +695,24 @@ func TestTraceRejectedFails(t *testing.T) {
 		t.Errorf("junit has no failure for the rejected trace:\n%s", ju.String())
 	}
 }
+
+// A seed whose fault failed proves nothing of the fault: its cell counts it
+// as unknown, not as a violation found, as summary.json's cells leave it
+// out of their seeds.
+func TestFailedSeedIsNotTallied(t *testing.T) {
+	run := &Run{}
+	for seed := 1; seed <= 2; seed++ {
+		sc := &Scenario{ScenarioSummary: ScenarioSummary{Lock: "set-del", Fault: "pause-client", Seed: int64(seed),
+			Verdicts: Verdicts{contract.PropLease: checker.OK, contract.PropResource: checker.OK, contract.PropLiveness: checker.NA}},
+			ID: fmt.Sprintf("set-del-pause-client-%d", seed)}
+		if seed == 2 {
+			sc.Verdicts[contract.PropLease] = checker.Violated
+			sc.FaultError = "the fault did not bite"
+		}
+		run.Scenarios = append(run.Scenarios, sc)
+	}
+	p := Build(run).CellOf("set-del", "pause-client").Property(contract.PropLease)
+	if p.Held != 1 || p.Violated != 0 || p.Unknown != 1 || p.Rate != 0 {
+		t.Fatalf("lease over the cell: %+v; want held 1, unknown 1 (the failed seed), violated 0", p)
+	}
+}

@@ -598,6 +598,21 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 		t.Fatalf("seed 2 after judging the cell: %+v", rows[1])
 	}
 
+	// A seed whose fault did not bite proves nothing of the fault: its
+	// violation is not counted in the rate (which stays within 0..1), yet it
+	// still settles the seeds that missed the break.
+	failed := row(4, checker.Violated, 900)
+	failed.FaultError = "the fault did not bite"
+	judge(nil, failed)
+	missed := row(5, checker.OK, 0)
+	c = cellsOf(nil, []*Scenario{failed, missed})[0]
+	if c.Seeds != 1 || c.Found[PropLease] != 0 || c.Rate[PropLease] != 0 || c.DetectMedianMs[PropLease] != 0 {
+		t.Fatalf("cell with a failed seed = %+v; want 1 seed, lease found on none", c)
+	}
+	if !slices.Equal(missed.FoundElsewhere, []string{PropLease}) {
+		t.Fatalf("the seed that missed it: %+v; want found elsewhere", missed)
+	}
+
 	none := []*Scenario{row(1, checker.OK, 0), row(2, checker.OK, 0)}
 	if c := cellsOf(nil, none)[0]; c.AsExpected || none[0].AsExpected || len(none[0].FoundElsewhere) != 0 {
 		t.Fatalf("a cell where no seed found the break: %+v, %+v; want not as expected", c, none[0])

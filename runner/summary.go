@@ -32,18 +32,12 @@ func (s *Scenario) Verdict(prop string) checker.Verdict {
 	return checker.Unknown
 }
 
-// Unknown reports whether the row is inconclusive: some verdict is
-// unknown, or the scenario or its fault failed (Error, FaultError). A fault
-// that never ran proves nothing, so such a row is never "as expected", and
-// the run exits 3 for it unless a verdict contradicts the expectation.
-func (s *Scenario) Unknown() bool {
-	for _, p := range contract.PropertyIDs() {
-		if s.Verdict(p) == checker.Unknown {
-			return true
-		}
-	}
-	return s.Error != "" || s.FaultError != ""
-}
+// Unknown reports whether the row is inconclusive (not
+// contract.Row.Conclusive): some verdict is unknown, or the scenario or its
+// fault failed (Error, FaultError). A fault that never ran proves nothing,
+// so such a row is never "as expected", and the run exits 3 for it unless a
+// verdict contradicts the expectation.
+func (s *Scenario) Unknown() bool { return !s.Conclusive() }
 
 // Summary is summary.json.
 type Summary struct {
@@ -126,20 +120,25 @@ func cellsOf(reg *locker.Registry, rows []*Scenario) []*Cell {
 			Want: map[string]Want{}, Why: exp.Why}
 		for _, p := range contract.PropertyIDs() {
 			var det []int64
+			anywhere := false // violated on some seed, conclusive or not
 			for _, r := range rs {
-				if r.Verdict(p) == checker.Violated {
-					c.Found[p]++
-					if d, ok := r.DetectMs[p]; ok {
-						det = append(det, d)
-					}
+				if r.Verdict(p) != checker.Violated {
+					continue
+				}
+				anywhere = true
+				if r.Unknown() {
+					continue // not a seed of the rate: it proves nothing of the fault
+				}
+				c.Found[p]++
+				if d, ok := r.DetectMs[p]; ok {
+					det = append(det, d)
 				}
 			}
-			if len(det) > 0 {
-				slices.Sort(det)
-				c.DetectMedianMs[p] = det[len(det)/2]
+			if m, ok := contract.MedianMs(det); ok {
+				c.DetectMedianMs[p] = m
 			}
 			c.Want[p] = exp.Want(p)
-			if exp.Want(p) != WantViolated || c.Found[p] == 0 {
+			if exp.Want(p) != WantViolated || !anywhere {
 				continue
 			}
 			// Found on some seed: the seeds that missed it are as expected.
