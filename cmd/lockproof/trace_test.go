@@ -112,3 +112,28 @@ func TestTraceBadInput(t *testing.T) {
 		}
 	}
 }
+
+// --validate: without TLC there is no verdict (exit 3, never a pass); with
+// $TLA2TOOLS_JAR the model's verdict, and for a rejection the history line.
+func TestTraceValidate(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.jar")
+	if code, out, errs := runTraceArgs(t, "--validate", "--tla-jar", missing, traceSample); code != exitUnknown || out != "" || !strings.Contains(errs, "no verdict") {
+		t.Fatalf("no TLC: exit %d, stdout %q, stderr %q; want exit %d, no verdict", code, out, errs, exitUnknown)
+	}
+	if code, _, _ := runTraceArgs(t, "--validate", "--out", filepath.Join(t.TempDir(), "x.tla"), traceSample); code != exitBadInput {
+		t.Fatalf("--validate with --out: exit %d, want %d", code, exitBadInput)
+	}
+	jar := os.Getenv("TLA2TOOLS_JAR")
+	if jar == "" {
+		t.Skip("TLA2TOOLS_JAR not set: no TLC to run (see tla/README.md)")
+	}
+	code, out, errs := runTraceArgs(t, "--validate", "--tla-jar", jar, traceSample)
+	if code != exitOK || !strings.HasPrefix(out, "accepted: ") {
+		t.Fatalf("accepted sample: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	rejected := "../../tla/testdata/violated-two-holders.jsonl"
+	code, out, errs = runTraceArgs(t, "--validate", "--tla-jar", jar, rejected)
+	if code != exitViolation || !strings.HasPrefix(out, "rejected: "+rejected+":2: ") {
+		t.Fatalf("rejected sample: exit %d, stdout %q, stderr %q; want exit %d at line 2", code, out, errs, exitViolation)
+	}
+}

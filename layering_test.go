@@ -1,0 +1,72 @@
+package lockproof_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLayering holds the packages to the data flow the README and
+// docs/DESIGN.md state (workload + faults → history → checker → reports):
+// each rule names a package pattern and the lockproof packages it may not
+// import. A new import across a line fails here, with the line it crosses.
+func TestLayering(t *testing.T) {
+	const mod = "github.com/lockproof/lockproof"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	imports := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			if imp == mod || strings.HasPrefix(imp, mod+"/") {
+				imports[f[0]] = append(imports[f[0]], strings.TrimPrefix(strings.TrimPrefix(imp, mod), "/"))
+			}
+		}
+		if _, ok := imports[f[0]]; !ok {
+			imports[f[0]] = nil
+		}
+	}
+	under := func(pkg, prefix string) bool { return pkg == prefix || strings.HasPrefix(pkg, prefix+"/") }
+	rules := []struct {
+		pkg    string            // a package and those below it
+		may    func(string) bool // which lockproof packages it may import
+		reason string
+	}{
+		{"chaos", func(p string) bool { return !under(p, "checker") && !under(p, "reports") && !under(p, "runner") },
+			"the producer writes histories; judging them is the checker's, the runner's and the reports' job"},
+		{"checker", func(p string) bool {
+			return p == "contract" || p == "history" || under(p, "internal/jsonobj") || under(p, "checker")
+		},
+			"the checker reads histories, nothing of how they were made"},
+		{"reports", func(p string) bool {
+			return !under(p, "chaos") && !under(p, "runner") && !under(p, "lock") && !under(p, "zoo")
+		},
+			"the reports read run directories"},
+		{"contract", func(p string) bool { return p == "internal/jsonobj" },
+			"every stage imports the contract: it imports nothing of theirs"},
+		{"history", func(p string) bool { return p == "contract" },
+			"the history format stands alone"},
+		{"lock", func(p string) bool { return p == "internal/rediscmd" || under(p, "lock") },
+			"the lock we ship imports nothing of the harness"},
+	}
+	checked := 0
+	for pkg, imps := range imports {
+		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, mod), "/")
+		for _, r := range rules {
+			if !under(rel, r.pkg) {
+				continue
+			}
+			checked++
+			for _, imp := range imps {
+				if !r.may(imp) {
+					t.Errorf("%s imports %s: %s", rel, imp, r.reason)
+				}
+			}
+		}
+	}
+	if checked < 6 {
+		t.Fatalf("only %d packages checked: the rules match nothing (go list output %q)", checked, out)
+	}
+}
