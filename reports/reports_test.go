@@ -716,3 +716,30 @@ func TestFailedSeedIsNotTallied(t *testing.T) {
 		t.Fatalf("lease over the cell: %+v; want held 1, unknown 1 (the failed seed), violated 0", p)
 	}
 }
+
+// A summary written by a lockproof with one more property loads: the
+// reader takes the properties it knows and leaves the others alone.
+func TestLoadLeavesUnknownPropertiesAlone(t *testing.T) {
+	dir := t.TempDir()
+	row := `{"lock":"fenced","fault":"none","seed":1,"ops":3,"lease":"ok","resource":"ok","liveness":"n/a","fairness":"violated",` +
+		`"rejected":0,"expected":{"lease":"ok","fairness":"ok"},"history":"fenced-none-1/history.jsonl","as_expected":true,"duration_ms":3000,"ttl_ms":500}`
+	if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(`{"scenarios":[`+row+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run, err := LoadWith(dir, LoadOptions{SummaryOnly: true})
+	if err != nil {
+		t.Fatalf("a newer summary: %v", err)
+	}
+	sc := run.Scenarios[0]
+	if sc.Verdicts[contract.PropLease] != checker.OK || sc.Verdicts[contract.PropLiveness] != checker.NA || len(sc.Verdicts) != 3 {
+		t.Fatalf("verdicts %v; want the three known ones", sc.Verdicts)
+	}
+	// A known property's bad verdict is still refused, naming the field.
+	bad := strings.Replace(row, `"lease":"ok","resource"`, `"lease":"fine","resource"`, 1)
+	if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(`{"scenarios":[`+bad+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadWith(dir, LoadOptions{SummaryOnly: true}); !errors.Is(err, ErrBadRun) || !strings.Contains(err.Error(), `lease: verdict "fine"`) {
+		t.Fatalf("a bad lease verdict: %v", err)
+	}
+}
