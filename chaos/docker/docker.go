@@ -24,10 +24,10 @@
 // network gateway. The price: the host must accept connections from the
 // network to the gateway IP (true for a default Docker engine on Linux).
 //
-// Images. The Redis image is, in this order: Options.Image, the environment
-// variable LOCKPROOF_REDIS_IMAGE (e.g. "redis:7", pulled when missing), or a
-// local image built FROM scratch out of the host's redis-server and its
-// libraries (BuildRedisImage; nothing is pulled). When a named image can be
+// Images. The Redis image is Options.Image (e.g. "redis:7", pulled when
+// missing; the CLI and the tests take it from LOCKPROOF_REDIS_IMAGE,
+// ImageEnvVar), else a local image built FROM scratch out of the host's
+// redis-server and its libraries (BuildRedisImage; nothing is pulled). When a named image can be
 // neither found nor pulled, the local one is built instead and a warning is
 // logged.
 //
