@@ -159,7 +159,7 @@ func (e *Env) run(ctx context.Context, n *node, cmd []string, port string, files
 		if err == nil {
 			n.ctr = ctr
 			e.mu.Lock()
-			if strings.HasPrefix(n.ID, "sentinel-") {
+			if strings.HasPrefix(n.ID, string(env.RoleSentinel)+"-") {
 				e.sentinels = append(e.sentinels, n)
 			} else {
 				e.nodes[n.ID] = n

@@ -241,11 +241,11 @@ func (e *Env) start(ctx context.Context, o Options) error {
 	}
 	var servers []want
 	for i := 0; i <= e.spec.Replicas; i++ {
-		servers = append(servers, want{fmt.Sprintf("data-%d", i), env.RoleData})
+		servers = append(servers, want{env.NodeID(env.RoleData, i), env.RoleData})
 	}
-	servers = append(servers, want{"fenced", env.RoleFenced})
+	servers = append(servers, want{env.NodeID(env.RoleFenced, 0), env.RoleFenced})
 	for i := 0; i < e.spec.Redlock; i++ {
-		servers = append(servers, want{fmt.Sprintf("redlock-%d", i), env.RoleRedlock})
+		servers = append(servers, want{env.NodeID(env.RoleRedlock, i), env.RoleRedlock})
 	}
 	started, err := parallel(len(servers), func(i int) (*node, error) {
 		return e.startRedis(ctx, servers[i].id, servers[i].role)
@@ -285,7 +285,7 @@ func (e *Env) start(ctx context.Context, o Options) error {
 		fmt.Sprintf("sentinel parallel-syncs %s 1", name),
 	}, "\n") + "\n"
 	sentinels, err := parallel(e.spec.Sentinels, func(i int) (*node, error) {
-		return e.startSentinel(ctx, fmt.Sprintf("sentinel-%d", i), conf)
+		return e.startSentinel(ctx, env.NodeID(env.RoleSentinel, i), conf)
 	})
 	if err != nil {
 		return err

@@ -107,11 +107,11 @@ func NewBYO(ctx context.Context, cfg BYOConfig) (*BYOEnv, error) {
 		}
 	}
 	for i, a := range data {
-		e.topo.Data = append(e.topo.Data, Node{ID: fmt.Sprintf("data-%d", i), Role: RoleData, Addr: a, Upstream: a})
+		e.topo.Data = append(e.topo.Data, Node{ID: NodeID(RoleData, i), Role: RoleData, Addr: a, Upstream: a})
 	}
-	e.topo.Fenced = Node{ID: "fenced", Role: RoleFenced, Addr: cfg.Fenced, Upstream: cfg.Fenced}
+	e.topo.Fenced = Node{ID: NodeID(RoleFenced, 0), Role: RoleFenced, Addr: cfg.Fenced, Upstream: cfg.Fenced}
 	for i, a := range cfg.Redlock {
-		e.topo.Redlock = append(e.topo.Redlock, Node{ID: fmt.Sprintf("redlock-%d", i), Role: RoleRedlock, Addr: a, Upstream: a})
+		e.topo.Redlock = append(e.topo.Redlock, Node{ID: NodeID(RoleRedlock, i), Role: RoleRedlock, Addr: a, Upstream: a})
 	}
 	return e, nil
 }

@@ -71,7 +71,20 @@ const (
 	RoleFenced Role = "fenced"
 	// RoleRedlock is one of the independent Redlock masters.
 	RoleRedlock Role = "redlock"
+	// RoleSentinel is a Sentinel (not a Node of Topology: the sentinels'
+	// addresses are Topology.Sentinels).
+	RoleSentinel Role = "sentinel"
 )
+
+// NodeID is the ID every environment gives the i-th node of role r:
+// "data-0" (the initial master), "data-1", "redlock-0", "sentinel-2"; the
+// one fenced node's is "fenced".
+func NodeID(r Role, i int) string {
+	if r == RoleFenced {
+		return string(r)
+	}
+	return fmt.Sprintf("%s-%d", r, i)
+}
 
 // Errors of environments, usable with errors.Is.
 var (

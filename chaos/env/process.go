@@ -103,7 +103,7 @@ func (e *ProcessEnv) start(ctx context.Context) error {
 		if i > 0 {
 			vars = e.replicaVars
 		}
-		n, err := e.startNode(ctx, fmt.Sprintf("data-%d", i), RoleData, vars...)
+		n, err := e.startNode(ctx, NodeID(RoleData, i), RoleData, vars...)
 		if err != nil {
 			return err
 		}
@@ -120,13 +120,13 @@ func (e *ProcessEnv) start(ctx context.Context) error {
 		return err
 	}
 
-	fenced, err := e.startNode(ctx, "fenced", RoleFenced)
+	fenced, err := e.startNode(ctx, NodeID(RoleFenced, 0), RoleFenced)
 	if err != nil {
 		return err
 	}
 	e.topo.Fenced = fenced.node
 	for i := 0; i < e.spec.Redlock; i++ {
-		n, err := e.startNode(ctx, fmt.Sprintf("redlock-%d", i), RoleRedlock)
+		n, err := e.startNode(ctx, NodeID(RoleRedlock, i), RoleRedlock)
 		if err != nil {
 			return err
 		}
@@ -142,13 +142,13 @@ func (e *ProcessEnv) start(ctx context.Context) error {
 		fmt.Sprintf("sentinel parallel-syncs %s 1", name),
 	}
 	for i := 0; i < e.spec.Sentinels; i++ {
-		dir := filepath.Join(e.root, fmt.Sprintf("sentinel-%d", i))
+		dir := filepath.Join(e.root, NodeID(RoleSentinel, i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("sentinel-%d: %w", i, err)
+			return fmt.Errorf("%s: %w", NodeID(RoleSentinel, i), err)
 		}
 		p, err := redisproc.Start(ctx, redisproc.Config{Sentinel: true, Dir: dir, Extra: conf})
 		if err != nil {
-			return fmt.Errorf("start sentinel-%d: %w", i, err)
+			return fmt.Errorf("start %s: %w", NodeID(RoleSentinel, i), err)
 		}
 		e.mu.Lock()
 		e.sentinels = append(e.sentinels, p)
