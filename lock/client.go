@@ -17,12 +17,10 @@ import (
 // Cluster, through any redis.UniversalClient). It is safe for concurrent use.
 // Close it to stop its shared pub/sub subscription.
 type Client struct {
-	rdb   redis.UniversalClient
 	opts  Options
 	notes *notifier
-	// ctxDeadlines: rdb applies context deadlines to its sockets
-	// (ContextTimeoutEnabled), so a command with a deadline needs no helper goroutine.
-	ctxDeadlines bool
+	// cmds sends the scripts: each at most once, honouring ctx.
+	cmds *rediscmd.Sender
 
 	// watched are the leases whose watchdog runs, so that Close can stop
 	// them; closed refuses new watchdogs after Close.
@@ -41,13 +39,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock.New: %w", err)
 	}
-	c := &Client{rdb: rdb, opts: o, notes: newNotifier(rdb, o.Logger)}
-	switch r := rdb.(type) {
-	case *redis.Client:
-		c.ctxDeadlines = r.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		c.ctxDeadlines = r.Options().ContextTimeoutEnabled
-	}
+	c := &Client{opts: o, notes: newNotifier(rdb, o.Logger), cmds: rediscmd.NewSender(rdb)}
 	return c, nil
 }
 
@@ -453,27 +445,13 @@ func (a *attempt) leave(ctx context.Context) error {
 // cached), neither resent by go-redis: a resent release or reentrant
 // acquire could take effect twice.
 func (c *Client) run(ctx context.Context, s *rediscmd.Script, keys []string, args ...any) (any, error) {
-	cmd, err := s.RunVia(ctx, c.send, keys, args...)
-	if err != nil {
-		return nil, err
-	}
-	return cmd.Val(), nil
-}
-
-// send sends one command, honouring ctx (process).
-func (c *Client) send(ctx context.Context, cmd redis.Cmder) error {
-	return c.process(ctx, func() error { return c.rdb.Process(ctx, cmd) })
-}
-
-// process runs do (one round trip) honouring ctx (rediscmd.Honour).
-func (c *Client) process(ctx context.Context, do func() error) error {
-	return rediscmd.Honour(ctx, c.ctxDeadlines, do)
+	return c.cmds.Run(ctx, s, keys, args...)
 }
 
 // runWithWait runs a script and WAIT in one pipeline, on one connection, so
 // that WAIT counts the replicas that acknowledged the script's writes.
 func (c *Client) runWithWait(ctx context.Context, s *rediscmd.Script, keys []string, args []any, n int, timeout time.Duration) (any, int64, error) {
-	reply, acks, waitErr, err := s.RunWithWait(ctx, c.rdb, func(do func() error) error { return c.process(ctx, do) }, n, timeout, keys, args...)
+	reply, acks, waitErr, err := c.cmds.RunWithWait(ctx, s, n, timeout, keys, args...)
 	if waitErr != nil {
 		// The script ran; the count of acks is unknown: treat as none.
 		c.opts.Logger.Warn("lock: WAIT failed", "err", waitErr)

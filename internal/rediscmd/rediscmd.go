@@ -1,7 +1,8 @@
 // Package rediscmd holds the Redis command plumbing that lockproof's lock,
 // resources and specimens share: commands go-redis must send at most once,
-// Lua scripts run with EVALSHA and then EVAL, and the line between "surely
-// had no effect" and "may have taken effect".
+// Lua scripts run with EVALSHA and then EVAL, a Sender that honours ctx on
+// clients that ignore it (the lock's and fenced-v1's way to Redis), and the
+// line between "surely had no effect" and "may have taken effect".
 package rediscmd
 
 import (
@@ -17,32 +18,32 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Cmd is a command go-redis must not resend after a network error: a
+// noRetryCmd is a command go-redis must not resend after a network error: a
 // resent script whose first reply was lost could take effect twice, or
 // report a refusal for something it did.
-type Cmd struct{ *redis.Cmd }
+type noRetryCmd struct{ *redis.Cmd }
 
 // NoRetry tells go-redis not to resend the command.
-func (Cmd) NoRetry() bool { return true }
+func (noRetryCmd) NoRetry() bool { return true }
 
-// NewCmd returns the command args, to be sent at most once (for a
-// pipeline; Do sends one by itself).
-func NewCmd(ctx context.Context, args ...any) Cmd { return Cmd{redis.NewCmd(ctx, args...)} }
+// newCmd returns the command args, to be sent at most once.
+func newCmd(ctx context.Context, args ...any) noRetryCmd {
+	return noRetryCmd{redis.NewCmd(ctx, args...)}
+}
 
-// Process sends one command: a client's Process, or a wrapper of it (the
-// lock's honours ctx on clients that ignore it).
-type Process func(ctx context.Context, cmd redis.Cmder) error
+// process sends one command: a client's Process, or Sender.Process.
+type process func(ctx context.Context, cmd redis.Cmder) error
 
 // Do sends one command once, whatever the client's MaxRetries, and returns
 // it with its error.
 func Do(ctx context.Context, rdb redis.UniversalClient, args ...any) (*redis.Cmd, error) {
-	return DoVia(ctx, rdb.Process, args...)
+	return doVia(ctx, rdb.Process, args...)
 }
 
-// DoVia is Do through process.
-func DoVia(ctx context.Context, process Process, args ...any) (*redis.Cmd, error) {
-	cmd := NewCmd(ctx, args...)
-	err := process(ctx, cmd)
+// doVia is Do through send.
+func doVia(ctx context.Context, send process, args ...any) (*redis.Cmd, error) {
+	cmd := newCmd(ctx, args...)
+	err := send(ctx, cmd)
 	return cmd.Cmd, err
 }
 
@@ -75,37 +76,54 @@ func (s *Script) args(verb string, keys []string, args []any) []any {
 // Run runs s once: EVALSHA, and EVAL when Redis does not have it cached (a
 // NOSCRIPT reply means EVALSHA did nothing). Neither is resent.
 func (s *Script) Run(ctx context.Context, rdb redis.UniversalClient, keys []string, args ...any) (*redis.Cmd, error) {
-	return s.RunVia(ctx, rdb.Process, keys, args...)
+	return s.runVia(ctx, rdb.Process, keys, args...)
 }
 
-// RunVia is Run through process.
-func (s *Script) RunVia(ctx context.Context, process Process, keys []string, args ...any) (*redis.Cmd, error) {
-	cmd, err := DoVia(ctx, process, s.args("evalsha", keys, args)...)
+// runVia is Run through send.
+func (s *Script) runVia(ctx context.Context, send process, keys []string, args ...any) (*redis.Cmd, error) {
+	cmd, err := doVia(ctx, send, s.args("evalsha", keys, args)...)
 	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd, err = DoVia(ctx, process, s.args("eval", keys, args)...)
+		cmd, err = doVia(ctx, send, s.args("eval", keys, args)...)
 	}
 	return cmd, err
 }
 
-// Eval is s as one EVAL of its source, sent at most once: for a pipeline,
-// where a NOSCRIPT reply could not be answered with a resend.
-func (s *Script) Eval(ctx context.Context, keys []string, args ...any) Cmd {
-	return NewCmd(ctx, s.args("eval", keys, args)...)
+// Sender sends commands over one client, each at most once, and honours
+// ctx even when the client ignores context deadlines (ContextTimeoutEnabled
+// false, go-redis's default): the lock's and fenced-v1's way to Redis.
+type Sender struct {
+	rdb redis.UniversalClient
+	// ctxDeadlines: rdb applies context deadlines to its sockets
+	// (ContextTimeoutEnabled), so a command with a deadline needs no
+	// helper goroutine.
+	ctxDeadlines bool
 }
 
-// Honour runs do (one round trip) so that ctx is honoured even when the
-// go-redis client ignores context deadlines (ContextTimeoutEnabled false, the
-// default): do runs in a helper goroutine, and when ctx ends first the command
-// is abandoned to finish in the background and ctx's cause is returned;
-// whether the command took effect is then unknown. A client with
-// ContextTimeoutEnabled (ctxDeadlines) enforces a ctx deadline itself, so do
-// runs directly (faster); a cancellation without deadline then takes effect
-// at the end of the round trip, or at the client's ReadTimeout.
-func Honour(ctx context.Context, ctxDeadlines bool, do func() error) error {
+// NewSender returns the Sender of rdb.
+func NewSender(rdb redis.UniversalClient) *Sender {
+	s := &Sender{rdb: rdb}
+	switch r := rdb.(type) {
+	case *redis.Client:
+		s.ctxDeadlines = r.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		s.ctxDeadlines = r.Options().ContextTimeoutEnabled
+	}
+	return s
+}
+
+// honour runs do (one round trip) so that ctx is honoured even when the
+// client ignores context deadlines: do runs in a helper goroutine, and when
+// ctx ends first the command is abandoned to finish in the background and
+// ctx's cause is returned; whether the command took effect is then
+// unknown. A client with ContextTimeoutEnabled enforces a ctx deadline
+// itself, so do runs directly (faster); a cancellation without deadline
+// then takes effect at the end of the round trip, or at the client's
+// ReadTimeout.
+func (s *Sender) honour(ctx context.Context, do func() error) error {
 	if ctx.Done() == nil {
 		return do()
 	}
-	if _, ok := ctx.Deadline(); ok && ctxDeadlines {
+	if _, ok := ctx.Deadline(); ok && s.ctxDeadlines {
 		return do()
 	}
 	done := make(chan error, 1)
@@ -118,17 +136,31 @@ func Honour(ctx context.Context, ctxDeadlines bool, do func() error) error {
 	}
 }
 
-// RunWithWait runs s (one EVAL) and WAIT n timeout in one pipeline, on one
+// Process sends cmd, honouring ctx.
+func (s *Sender) Process(ctx context.Context, cmd redis.Cmder) error {
+	return s.honour(ctx, func() error { return s.rdb.Process(ctx, cmd) })
+}
+
+// Run runs script once (Script.Run), honouring ctx, and returns its reply.
+func (s *Sender) Run(ctx context.Context, script *Script, keys []string, args ...any) (any, error) {
+	cmd, err := script.runVia(ctx, s.Process, keys, args...)
+	if err != nil {
+		return nil, err
+	}
+	return cmd.Val(), nil
+}
+
+// RunWithWait runs script (one EVAL: a NOSCRIPT could not be answered with
+// a resend in a pipeline) and WAIT n timeout in one pipeline, on one
 // connection, so that WAIT counts the replicas that acknowledged the
-// script's writes; the round trip runs through honour (nil: directly). It
-// returns the script's reply and WAIT's count; waitErr says that WAIT
-// failed after the script ran (the count is then unknown: 0).
-func (s *Script) RunWithWait(ctx context.Context, rdb redis.UniversalClient, honour func(do func() error) error,
-	n int, timeout time.Duration, keys []string, args ...any) (reply any, acks int64, waitErr, err error) {
-	cmd := s.Eval(ctx, keys, args...)
-	wait := NewCmd(ctx, "wait", n, timeout.Milliseconds())
+// script's writes, honouring ctx. It returns the script's reply and WAIT's
+// count; waitErr says that WAIT failed after the script ran (the count is
+// then unknown: 0).
+func (s *Sender) RunWithWait(ctx context.Context, script *Script, n int, timeout time.Duration, keys []string, args ...any) (reply any, acks int64, waitErr, err error) {
+	cmd := newCmd(ctx, script.args("eval", keys, args)...)
+	wait := newCmd(ctx, "wait", n, timeout.Milliseconds())
 	var pipe redis.Pipeliner
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
 		// WAIT has no key: send both to the slot's master ourselves.
 		node, err := cc.MasterForKey(ctx, keys[0])
 		if err != nil {
@@ -136,14 +168,11 @@ func (s *Script) RunWithWait(ctx context.Context, rdb redis.UniversalClient, hon
 		}
 		pipe = node.Pipeline()
 	} else {
-		pipe = rdb.Pipeline()
+		pipe = s.rdb.Pipeline()
 	}
 	_ = pipe.Process(ctx, cmd)
 	_ = pipe.Process(ctx, wait)
-	if honour == nil {
-		honour = func(do func() error) error { return do() }
-	}
-	err = honour(func() error {
+	err = s.honour(ctx, func() error {
 		if _, err := pipe.Exec(ctx); err != nil && cmd.Err() != nil {
 			return cmd.Err()
 		}

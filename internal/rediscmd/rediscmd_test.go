@@ -73,7 +73,7 @@ func TestRunWithWait(t *testing.T) {
 	ctx := context.Background()
 	rdb := client(t)
 	s := rediscmd.NewScript(`return redis.call('SET', KEYS[1], ARGV[1])`)
-	reply, acks, waitErr, err := s.RunWithWait(ctx, rdb, nil, 1, 20*time.Millisecond, []string{"k"}, "v")
+	reply, acks, waitErr, err := rediscmd.NewSender(rdb).RunWithWait(ctx, s, 1, 20*time.Millisecond, []string{"k"}, "v")
 	if err != nil || waitErr != nil {
 		t.Fatalf("err %v, wait err %v", err, waitErr)
 	}
@@ -83,31 +83,25 @@ func TestRunWithWait(t *testing.T) {
 	if v, _ := rdb.Get(ctx, "k").Result(); v != "v" {
 		t.Fatalf("k = %q, want v", v)
 	}
-	var honoured bool
-	_, _, _, err = s.RunWithWait(ctx, rdb, func(do func() error) error { honoured = true; return do() }, 0, time.Millisecond, []string{"k"}, "w")
-	if err != nil || !honoured {
-		t.Fatalf("err %v, ran through honour %v", err, honoured)
-	}
 }
 
-// Honour gives up at ctx's end even when the client ignores ctx (its
-// round trip runs on in the background).
-func TestHonour(t *testing.T) {
-	rdb := client(t)
+// A Sender gives up at ctx's end even when its client ignores ctx (the
+// round trip runs on in the background); Run sends through it.
+func TestSenderHonoursCtx(t *testing.T) {
+	rdb := client(t) // ContextTimeoutEnabled false: go-redis ignores ctx
+	snd := rediscmd.NewSender(rdb)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := rediscmd.Honour(ctx, false, func() error {
-		return rdb.Process(context.Background(), redis.NewCmd(context.Background(), "blpop", "none", 5))
-	})
+	err := snd.Process(ctx, redis.NewCmd(ctx, "blpop", "none", 5))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v, want the deadline", err)
 	}
 	if took := time.Since(start); took > 4*time.Second {
 		t.Fatalf("returned after %v: it waited for the command (5s), not for ctx", took)
 	}
-	if err := rediscmd.Honour(context.Background(), false, func() error { return errors.New("x") }); err == nil || err.Error() != "x" {
-		t.Fatalf("a ctx without end: err %v, want do's", err)
+	if reply, err := snd.Run(context.Background(), rediscmd.NewScript(`return 7`), nil); err != nil || reply != int64(7) {
+		t.Fatalf("Run: reply %v, err %v; want 7", reply, err)
 	}
 }
 
