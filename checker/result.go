@@ -165,19 +165,11 @@ type resultFields Result
 
 // MarshalJSON writes the result with one member per property after "verdict".
 func (r Result) MarshalJSON() ([]byte, error) {
-	obj, err := json.Marshal(resultFields(r))
-	if err != nil {
-		return nil, err
-	}
 	ms := make([]jsonobj.Member, len(r.Props))
 	for i, pr := range r.Props {
 		ms[i] = jsonobj.Member{Key: pr.ID, Value: pr}
 	}
-	props, err := jsonobj.Object(ms)
-	if err != nil {
-		return nil, err
-	}
-	return jsonobj.SpliceAfter(obj, "verdict", props)
+	return jsonobj.Marshal(resultFields(r), "verdict", ms)
 }
 
 // UnmarshalJSON reads a result with the members of the properties of

@@ -91,7 +91,8 @@ func (r *Row) Conclusive() bool {
 }
 
 // MedianMs is the median of detection times ds as the cells state it (the
-// upper one of an even count); false when ds is empty. ds is sorted.
+// upper one of an even count); false when ds is empty. It sorts ds in
+// place.
 func MedianMs(ds []int64) (int64, bool) {
 	if len(ds) == 0 {
 		return 0, false

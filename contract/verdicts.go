@@ -45,19 +45,11 @@ type rowFields Row
 
 // MarshalJSON writes the row with its verdicts after "ops".
 func (r Row) MarshalJSON() ([]byte, error) {
-	obj, err := json.Marshal(rowFields(r))
-	if err != nil {
-		return nil, err
-	}
 	var ms []jsonobj.Member
 	for _, id := range PropertyIDs() {
 		ms = append(ms, jsonobj.Member{Key: id, Value: r.Verdicts[id]})
 	}
-	vs, err := jsonobj.Object(ms)
-	if err != nil {
-		return nil, err
-	}
-	return jsonobj.SpliceAfter(obj, "ops", vs)
+	return jsonobj.Marshal(rowFields(r), "ops", ms)
 }
 
 // UnmarshalJSON reads a row and its verdict for every property the file

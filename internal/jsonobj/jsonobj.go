@@ -42,11 +42,26 @@ func Object(ms []Member) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// SpliceAfter returns the JSON object obj with the members of the JSON
+// Marshal encodes v (a struct, whose JSON form is an object) as
+// json.Marshal does, with the members ms inserted, in order, right after
+// its member named after (at its end when it has none).
+func Marshal(v any, after string, ms []Member) ([]byte, error) {
+	obj, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	members, err := Object(ms)
+	if err != nil {
+		return nil, err
+	}
+	return spliceAfter(obj, after, members)
+}
+
+// spliceAfter returns the JSON object obj with the members of the JSON
 // object members inserted right after obj's member named key, or at its
 // end when obj has no such member. Both must be compact objects, as
 // json.Marshal writes them.
-func SpliceAfter(obj []byte, key string, members []byte) ([]byte, error) {
+func spliceAfter(obj []byte, key string, members []byte) ([]byte, error) {
 	inner := bytes.TrimSpace(members)
 	if len(inner) < 2 || inner[0] != '{' || inner[len(inner)-1] != '}' {
 		return nil, fmt.Errorf("jsonobj: members %.40q are not an object", members)

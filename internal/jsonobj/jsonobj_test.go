@@ -26,7 +26,7 @@ func TestSpliceAfter(t *testing.T) {
 		{`{"a":1}`, "a", `{}`, `{"a":1}`},
 		{`{"a":"}","b":2}`, "a", `{"p":1}`, `{"a":"}","p":1,"b":2}`},
 	} {
-		got, err := SpliceAfter([]byte(c.obj), c.key, []byte(c.members))
+		got, err := spliceAfter([]byte(c.obj), c.key, []byte(c.members))
 		if err != nil {
 			t.Fatalf("%s after %q: %v", c.obj, c.key, err)
 		}
@@ -34,10 +34,10 @@ func TestSpliceAfter(t *testing.T) {
 			t.Errorf("%s after %q: got %s, want %s", c.obj, c.key, got, c.want)
 		}
 	}
-	if _, err := SpliceAfter([]byte(`[1]`), "a", []byte(`{"p":1}`)); err == nil {
+	if _, err := spliceAfter([]byte(`[1]`), "a", []byte(`{"p":1}`)); err == nil {
 		t.Error("an array took members")
 	}
-	if _, err := SpliceAfter([]byte(`{"a":1}`), "a", []byte(`[1]`)); err == nil {
+	if _, err := spliceAfter([]byte(`{"a":1}`), "a", []byte(`[1]`)); err == nil {
 		t.Error("an array was spliced as members")
 	}
 }
@@ -54,5 +54,19 @@ func TestEach(t *testing.T) {
 	err = Each([]byte(`{"a":1}`), []string{"a"}, func(string, json.RawMessage) error { return errors.New("bad") })
 	if err == nil || !strings.HasPrefix(err.Error(), "a: ") {
 		t.Fatalf("an error of fn: %v; want it to name the member", err)
+	}
+}
+
+func TestMarshal(t *testing.T) {
+	v := struct {
+		A int    `json:"a"`
+		B string `json:"b"`
+	}{1, "x"}
+	got, err := Marshal(v, "a", []Member{{"p", "ok"}, {"q", 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":1,"p":"ok","q":2,"b":"x"}`; string(got) != want {
+		t.Fatalf("got %s, want %s", got, want)
 	}
 }
