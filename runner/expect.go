@@ -173,11 +173,7 @@ var blindRelease = map[string]bool{zoo.SetNXName: true, zoo.SetNXExpireName: tru
 //
 // Unknown names get WantAny everywhere.
 func Expected(lock, fault string) (e Expectation) {
-	known := false
-	for _, l := range Locks() {
-		known = known || l == lock
-	}
-	if !known {
+	if !slices.Contains(Locks(), lock) {
 		return noPrediction("unknown lock: no prediction")
 	}
 	e = allHold()
