@@ -139,7 +139,10 @@ func (v *Validator) Validate(ctx context.Context, ops []history.Op) (Result, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, java, "-XX:+UseParallelGC", "-Xmx"+heap, "-cp", v.Jar, "tlc2.TLC",
+	// TLC writes its standard modules (TLC.tla, Integers.tla, ...) to
+	// java.io.tmpdir: each run gets its own, or validations side by side
+	// (lockproof run --parallel) parse each other's half-written copies.
+	cmd := exec.CommandContext(cctx, java, "-XX:+UseParallelGC", "-Xmx"+heap, "-Djava.io.tmpdir="+dir, "-cp", v.Jar, "tlc2.TLC",
 		"-workers", "1", "-deadlock", "-metadir", filepath.Join(dir, "meta"),
 		"-config", "TraceFencedLock.cfg", "TraceFencedLock.tla")
 	cmd.Dir = dir

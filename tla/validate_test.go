@@ -64,3 +64,27 @@ func TestValidateWithoutTLC(t *testing.T) {
 		}
 	}
 }
+
+// Validations run side by side (lockproof run validates its parallel
+// scenarios at once): each TLC must keep its files to itself. TLC writes
+// its standard modules (TLC.tla, Integers.tla, ...) to java.io.tmpdir, and
+// two TLCs sharing it read each other's half-written copies.
+func TestValidateConcurrently(t *testing.T) {
+	v := validator(t)
+	ops := readHistory(t, "ok-fenced-handoff.jsonl")
+	errs := make(chan error, 6)
+	for range cap(errs) {
+		go func() {
+			res, err := v.Validate(context.Background(), ops)
+			if err == nil && !res.Accepted {
+				err = errors.New("rejected")
+			}
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
