@@ -83,6 +83,16 @@ type Scenario struct {
 	// Workload overrides further workload settings (Lock, Keys, Clients,
 	// TTL, Seed and KeyPrefix are taken from the scenario).
 	Workload workload.Config
+	// Until, when set, keeps the workload running past Duration until it
+	// reports true of the ops recorded so far (history.Recorder.Ops), up
+	// to MaxDuration: a scenario that needs an event (a left holder's
+	// lease expiring before another client acquires) waits for that event
+	// rather than for a fixed time that a loaded machine may not reach it
+	// in. Outcome.UntilMet says whether it held.
+	Until func(ops []history.Op) bool
+	// MaxDuration bounds a run with Until, from its start; default
+	// 10×Duration.
+	MaxDuration time.Duration
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
 }
@@ -103,6 +113,9 @@ type Outcome struct {
 	// FaultEvidence says what the fault did (nemesis.Evidence), for the
 	// summary row; the history's fault op says what it did in its window.
 	FaultEvidence string
+	// UntilMet says that the scenario's Until held before MaxDuration
+	// (false without Until).
+	UntilMet bool
 }
 
 func (s Scenario) withDefaults() (Scenario, error) {
@@ -131,8 +144,11 @@ func (s Scenario) withDefaults() (Scenario, error) {
 	if err := f.CheckPoint(s.Point); err != nil {
 		return s, fmt.Errorf("%w: Point: %w", ErrScenario, err)
 	}
-	if s.Duration < 0 || s.TTL < 0 {
-		return s, fmt.Errorf("%w: Duration and TTL must be positive", ErrScenario)
+	if s.Duration < 0 || s.TTL < 0 || s.MaxDuration < 0 {
+		return s, fmt.Errorf("%w: Duration, MaxDuration and TTL must be positive", ErrScenario)
+	}
+	if s.MaxDuration == 0 {
+		s.MaxDuration = 10 * s.Duration
 	}
 	return s, nil
 }
@@ -196,6 +212,9 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 	select {
 	case <-time.After(time.Until(end)):
 	case <-ctx.Done():
+	}
+	if sc.Until != nil {
+		out.UntilMet = waitUntil(ctx, start.Add(sc.MaxDuration), func() bool { return sc.Until(rec.Ops()) })
 	}
 	wcancel()
 	runErr := <-done
@@ -266,6 +285,23 @@ func inject(ctx, outer context.Context, e env.Env, sc Scenario, fault Fault, wl 
 	}
 	sc.Logger.Info("fault", "name", a.fault.Name(), "window", a.window, "struck", a.outer)
 	return a.fault, nemesis.Apply(wctx, rec, a.fault, a.window)
+}
+
+// waitUntil polls met every 20ms until it holds (true), deadline passes
+// or ctx ends (false).
+func waitUntil(ctx context.Context, deadline time.Time, met func() bool) bool {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for !met() {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return met()
+		}
+	}
+	return true
 }
 
 // stillStands is a fault that can say, once the run's ops are done, whether

@@ -85,6 +85,11 @@ func zooRunIn(t *testing.T, out string, specs []runner.Spec, tune ...func(*runne
 	defer cancel()
 	cfg := runner.Config{Specs: specs, Out: out, Open: zooOpener(t), Progress: &progress,
 		Parallel: 3, CheckTimeout: 60 * time.Second, NoReport: true}
+	if v := modelValidator(t); v != nil {
+		// The differential: the fenced lock's histories go through the
+		// TLA+ model too, and a disagreement with the checker fails below.
+		cfg.Trace = map[string]runner.TraceCheck{zoo.FencedName: v.Validate}
+	}
 	for _, f := range tune {
 		f(&cfg)
 	}
@@ -100,6 +105,9 @@ func zooRunIn(t *testing.T, out string, specs []runner.Spec, tune ...func(*runne
 		}
 		if s.FaultError != "" {
 			t.Errorf("%s: fault %s: %s", s.ID(), s.FaultName, s.FaultError)
+		}
+		if s.TraceDisagrees != "" || s.TraceError != "" {
+			t.Errorf("%s: %s%s (history %s)", s.ID(), s.TraceDisagrees, s.TraceError, s.History)
 		}
 		rows[s.ID()] = s
 		if s.History != "" {

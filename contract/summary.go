@@ -65,6 +65,11 @@ type Row struct {
 	TraceLine int `json:"trace_line,omitempty"`
 	// TraceError says why a validation gave no verdict.
 	TraceError string `json:"trace_error,omitempty"`
+	// TraceDisagrees says how the model's verdict and the checker's
+	// disagree on the history (tla.Result.Disagreement): one verifier of
+	// the contract passed what the other refused. Empty when they agree or
+	// the trace was not validated; a disagreement is a mismatch.
+	TraceDisagrees string `json:"trace_disagrees,omitempty"`
 	// AsExpected: every verdict is known and matches the prediction;
 	// Mismatches say which known verdicts do not.
 	AsExpected bool     `json:"as_expected"`

@@ -20,6 +20,7 @@ import (
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/reports"
+	"github.com/lockproof/lockproof/tla"
 )
 
 // The contract's names are what the lock zoo and chaos accept.
@@ -684,17 +685,21 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 }
 
 // TestTraceValidation: Config.Trace validates the histories of the locks it
-// names; the outcome lands in the row, and a rejected trace is a mismatch.
+// names; the outcome lands in the row, a rejected trace is a mismatch, and
+// so is a model's verdict that disagrees with the checker's (the fenced
+// fake history is ok for the checker: a rejection disagrees, unless the
+// trace was bounded).
 func TestTraceValidation(t *testing.T) {
 	for _, tc := range []struct {
-		accepted bool
-		line     int
-		err      error
-		want     string
-		asExp    bool
+		accepted, bounded bool
+		line              int
+		err               error
+		want              string
+		asExp, disagrees  bool
 	}{
 		{accepted: true, want: reports.TraceAccepted, asExp: true},
-		{line: 4, want: reports.TraceRejected},
+		{line: 4, want: reports.TraceRejected, disagrees: true},
+		{line: 4, bounded: true, want: reports.TraceRejected},
 		{err: errors.New("no TLC"), want: reports.TraceError, asExp: true},
 	} {
 		var opened []env.Spec
@@ -704,11 +709,11 @@ func TestTraceValidation(t *testing.T) {
 		sum, err := Run(context.Background(), Config{
 			Locks: []string{"fenced", "lua"}, Faults: []string{chaos.FaultPauseClient}, Seeds: []uint64{1},
 			Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true,
-			Trace: map[string]TraceCheck{"fenced": func(ctx context.Context, ops []history.Op) (bool, int, error) {
+			Trace: map[string]TraceCheck{"fenced": func(ctx context.Context, ops []history.Op) (tla.Result, error) {
 				mu.Lock()
 				got = append(got, len(ops))
 				mu.Unlock()
-				return tc.accepted, tc.line, tc.err
+				return tla.Result{Accepted: tc.accepted, Line: tc.line, Bounded: tc.bounded}, tc.err
 			}},
 		})
 		if err != nil {
@@ -723,6 +728,9 @@ func TestTraceValidation(t *testing.T) {
 				if row.Trace != tc.want || row.TraceLine != tc.line || (tc.err != nil) != (row.TraceError != "") || row.AsExpected != tc.asExp {
 					t.Errorf("%+v: row trace %q line %d error %q, as expected %v (mismatches %v)",
 						tc, row.Trace, row.TraceLine, row.TraceError, row.AsExpected, row.Mismatches)
+				}
+				if got := row.TraceDisagrees != "" && slices.Contains(row.Mismatches, row.TraceDisagrees); got != tc.disagrees {
+					t.Errorf("%+v: trace_disagrees %q among the mismatches %v: %v; want %v", tc, row.TraceDisagrees, row.Mismatches, got, tc.disagrees)
 				}
 			case "lua":
 				if row.Trace != "" {

@@ -16,6 +16,7 @@ import (
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/reports"
+	"github.com/lockproof/lockproof/tla"
 )
 
 // newRow is a summary row with the spec's identity and expectation.
@@ -145,14 +146,21 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 		row.DetectMs = detection(res, time.Duration(*row.FaultStartMs)*time.Millisecond, ops)
 	}
 	if check := m.cfg.Trace[s.Lock]; check != nil {
-		accepted, line, err := check(ctx, ops)
+		tr, err := check(ctx, ops)
 		switch {
 		case err != nil:
 			row.Trace, row.TraceError = reports.TraceError, err.Error()
-		case accepted:
+		case tr.Accepted:
 			row.Trace = reports.TraceAccepted
 		default:
-			row.Trace, row.TraceLine = reports.TraceRejected, line
+			row.Trace, row.TraceLine = reports.TraceRejected, tr.Line
+		}
+		if err == nil {
+			// The differential: the model and the checker read one
+			// contract, so they must judge this history alike.
+			if d := tr.Disagreement(row.Verdicts[contract.PropLease], row.Verdicts[contract.PropResource]); d != nil {
+				row.TraceDisagrees = d.Error()
+			}
 		}
 	}
 	if res.Verdict == checker.Violated {
@@ -227,10 +235,10 @@ func mismatch(p string, v checker.Verdict, w Want) string {
 	return fmt.Sprintf("%s %s, expected %s", p, v, w)
 }
 
-// TraceCheck validates one scenario's history against a model: accepted,
-// or the history line of the first event the model refused. An error means
-// no verdict (no TLC, a timeout).
-type TraceCheck func(ctx context.Context, ops []history.Op) (accepted bool, line int, err error)
+// TraceCheck validates one scenario's history against a model
+// (tla.Validator.Validate): accepted, or the history line of the first
+// event the model refused. An error means no verdict (no TLC, a timeout).
+type TraceCheck func(ctx context.Context, ops []history.Op) (tla.Result, error)
 
 // judge compares a row's verdicts with the prediction, and a validated
 // trace with the model.
@@ -245,6 +253,9 @@ func judge(reg *locker.Registry, row *Scenario) {
 	}
 	if row.Trace == reports.TraceRejected {
 		row.Mismatches = append(row.Mismatches, fmt.Sprintf("trace rejected by the model at line %d", row.TraceLine))
+	}
+	if row.TraceDisagrees != "" {
+		row.Mismatches = append(row.Mismatches, row.TraceDisagrees)
 	}
 	if exp.Rejected && row.Rejected == 0 && !row.Unknown() {
 		row.Mismatches = append(row.Mismatches, "rejected 0, expected > 0 (the fault did not bite)")

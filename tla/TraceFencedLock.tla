@@ -34,11 +34,14 @@
 (*    (reentrancy), and each ok release takes one hold off, the last one  *)
 (*    freeing the key;                                                     *)
 (*  - an ok release or renew needs the owner and token of the lease and   *)
-(*    the lease not surely expired; a failed one needs that the lease     *)
-(*    was not surely valid and owned;                                     *)
-(*  - a resource op is accepted iff FencingRule accepts its (token,       *)
+(*    the lease not surely expired; a failed one had no effect and is     *)
+(*    not judged (docs/DESIGN.md: fail ops are not in the models): a lock *)
+(*    may refuse a renewal or release of one hold while its owner's other *)
+(*    hold keeps the key (a released nested hold's watchdog);             *)
+(*  - an accepted resource op needs FencingRule to accept its (token,     *)
 (*    client); a read returns the value of the last accepted write, and a *)
-(*    write with prev finds prev there (no lost update);                  *)
+(*    write with prev finds prev there (no lost update); a rejected op    *)
+(*    had no effect and is not judged, like a failed lock op;             *)
 (*  - fail and unknown acquires change nothing (an acquire nobody knows   *)
 (*    succeeded hands out no token that is used later).                   *)
 (*                                                                         *)
@@ -65,18 +68,20 @@ EXTENDS Integers, Sequences, FiniteSets, TLC, TraceData, FencingRule
 VARIABLES
     l,       \* the first event not yet taken
     taken,   \* the events after l already taken
-    lock,    \* per key, per side: the current lease [owner, tok, n, call, lo, hi]
-             \* (n: the holds its owner took with that fence)
+    lock,    \* per key, per side: the current lease [owner, tok, n, lo, hi]
+             \* (n: the holds its owner took with that fence; tok 0: an
+             \* acquire whose token nobody learnt took it)
     issued,  \* per key, per side: the highest fence that master issued
     owners,  \* per key: the <<fence, client>> of every ok acquire
     split,   \* per key: TRUE while its ops may go to two masters
-    res      \* per key: the resource [maxTok, owner, val]
+    res,     \* per key: the resource [maxTok, owner, val]
+    now      \* per key: the instant (tick) of the last lease op taken
 
-vars == <<l, taken, lock, issued, owners, split, res>>
+vars == <<l, taken, lock, issued, owners, split, res, now>>
 
 KeyIds == 1..NumKeys
 Sides == {1, 2}
-NoLease == [owner |-> 0, tok |-> 0, n |-> 0, call |-> 0, lo |-> 0, hi |-> 0]
+NoLease == [owner |-> 0, tok |-> 0, n |-> 0, lo |-> 0, hi |-> 0]
 Max2(a, b) == IF a >= b THEN a ELSE b
 
 Init ==
@@ -86,12 +91,24 @@ Init ==
     /\ owners = [k \in KeyIds |-> {}]
     /\ split = [k \in KeyIds |-> FALSE]
     /\ res = [k \in KeyIds |-> [maxTok |-> 0, owner |-> 0, val |-> 0]]
+    /\ now = [k \in KeyIds |-> 0]
     /\ TLCSet(1, 1)
 
-MayHaveExpired(ls, t) == ls.owner = 0 \/ t >= ls.lo
+\* Instants, as docs/DESIGN.md's models take them: a lease op takes effect
+\* at the earliest instant its rules allow, at or after its call and the
+\* key's last lease op, and at or before its return.
+At(e) == Max2(now[e.k], e.call)
+SetNow(e, t) == now' = [now EXCEPT ![e.k] = t]
+
+\* Another client's lease (one that may still be valid blocks an acquire
+\* until its lo has passed: lo is the last instant it is surely valid).
+HeldByOther(ls, e) == ls.owner # 0 /\ ls.owner # e.c
 SurelyExpired(ls, t) == t > ls.hi
-Owns(ls, e) == ls.owner = e.c /\ ls.tok = e.tok /\ e.tok > 0
-LeaseOf(e) == [owner |-> e.c, tok |-> e.tok, n |-> 1, call |-> e.call, lo |-> e.lo, hi |-> e.hi]
+\* e's client holds ls, and with e's token when both have one.
+Owns(ls, e) == ls.owner = e.c /\ (ls.tok = e.tok \/ ls.tok = 0 \/ e.tok = 0)
+\* A nested hold: the holder again, with its token (or neither has one).
+SameHold(ls, e) == ls.owner = e.c /\ ls.tok = e.tok
+LeaseOf(e) == [owner |-> e.c, tok |-> e.tok, n |-> 1, lo |-> e.lo, hi |-> e.hi]
 
 \* The states of key k's two masters that event e may find: the window
 \* opens (side 2 is the promoted replica, with or without the last lease),
@@ -115,46 +132,60 @@ SetLease(k, p, s, ls) ==
     /\ lock' = [lock EXCEPT ![k] = [p.lk EXCEPT ![s] = ls]]
     /\ issued' = [issued EXCEPT ![k] = p.iss]
 
+\* e had no effect (failed, or an unknown outcome that did not happen).
+NoEffect(k, p, s) == SetLease(k, p, s, p.lk[s]) /\ UNCHANGED now
+
 -----------------------------------------------------------------------------
-AcquireOK(e, k, p, s) ==
-    LET ls == p.lk[s] IN
-    \/ \* a new lease: free or possibly expired, a fresh fence
-       /\ MayHaveExpired(ls, e.ret)
-       /\ e.tok > p.iss[s]
-       /\ \A o \in owners[k] : o[1] = e.tok => o[2] = e.c
-       /\ lock' = [lock EXCEPT ![k] = [p.lk EXCEPT ![s] = LeaseOf(e)]]
-       /\ issued' = [issued EXCEPT ![k] = [p.iss EXCEPT ![s] = e.tok]]
-       /\ owners' = [owners EXCEPT ![k] = @ \cup {<<e.tok, e.c>>}]
-    \/ \* the owner again (reentrancy): its own fence, one more hold, and
-       \* the lease lives at least as long as both
-       /\ Owns(ls, e) /\ ~SurelyExpired(ls, e.call)
-       /\ SetLease(k, p, s, [ls EXCEPT !.n = @ + 1, !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)])
-       /\ UNCHANGED owners
+\* An acquire takes effect (ok, or unknown and happened).
+AcquireTakes(e, k, p, s) ==
+    LET ls == p.lk[s]
+        t0 == At(e)
+    IN
+    IF SameHold(ls, e) /\ ~SurelyExpired(ls, t0)
+    THEN \* the owner again (reentrancy): its own fence, one more hold, and
+         \* the lease lives at least as long as both
+         /\ t0 <= e.ret
+         /\ SetLease(k, p, s, [ls EXCEPT !.n = @ + 1, !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)])
+         /\ UNCHANGED owners
+         /\ SetNow(e, t0)
+    ELSE \* a new lease: after another client's lease may have expired, with
+         \* a fence above every fence that master issued (a token nobody
+         \* learnt is not checked) that no other client got
+         LET t == IF HeldByOther(ls, e) THEN Max2(t0, ls.lo + 1) ELSE t0 IN
+         /\ t <= e.ret
+         /\ e.tok = 0 \/ e.tok > p.iss[s]
+         /\ e.res = "ok" /\ e.tok > 0 => \A o \in owners[k] : o[1] = e.tok => o[2] = e.c
+         /\ lock' = [lock EXCEPT ![k] = [p.lk EXCEPT ![s] = LeaseOf(e)]]
+         /\ issued' = [issued EXCEPT ![k] = [p.iss EXCEPT ![s] = IF e.tok > 0 THEN e.tok ELSE @]]
+         /\ owners' = IF e.res = "ok" /\ e.tok > 0
+                      THEN [owners EXCEPT ![k] = @ \cup {<<e.tok, e.c>>}] ELSE owners
+         /\ SetNow(e, t)
 
 AcquireEv(e) ==
     /\ e.kind = "acquire"
     /\ LET k == e.k IN
        \E p \in Pre(k, e), s \in SidesOf(e) :
-         IF e.res = "ok" THEN AcquireOK(e, k, p, s)
-         ELSE SetLease(k, p, s, p.lk[s]) /\ UNCHANGED owners
+         CASE e.res = "ok" -> AcquireTakes(e, k, p, s)
+           [] e.res = "fail" -> NoEffect(k, p, s) /\ UNCHANGED owners
+           [] OTHER -> \/ NoEffect(k, p, s) /\ UNCHANGED owners
+                       \/ AcquireTakes(e, k, p, s)
     /\ UNCHANGED res
 
-\* A release or renew that failed although the lease was surely valid and
-\* owned by its client breaks the rules.
-FailOK(ls, e) == ~(Owns(ls, e) /\ e.ret < ls.lo)
+\* A release or renew takes effect: its client holds the lease, and at its
+\* instant the lease may still be valid.
+Holds(e, ls) == Owns(ls, e) /\ At(e) <= e.ret /\ ~SurelyExpired(ls, At(e))
 
 ReleaseEv(e) ==
     /\ e.kind = "release"
     /\ LET k == e.k IN
        \E p \in Pre(k, e), s \in SidesOf(e) :
          LET ls == p.lk[s]
-             took == Owns(ls, e) /\ ~SurelyExpired(ls, e.call)
              \* one hold fewer; the last one frees the key
              after == IF ls.n > 1 THEN [ls EXCEPT !.n = @ - 1] ELSE NoLease
-         IN CASE e.res = "ok" -> took /\ SetLease(k, p, s, after)
-              [] e.res = "fail" -> FailOK(ls, e) /\ SetLease(k, p, s, ls)
-              [] OTHER -> \/ SetLease(k, p, s, ls)
-                          \/ took /\ SetLease(k, p, s, after)
+             takes == Holds(e, ls) /\ SetLease(k, p, s, after) /\ SetNow(e, At(e))
+         IN CASE e.res = "ok" -> takes
+              [] e.res = "fail" -> NoEffect(k, p, s)
+              [] OTHER -> NoEffect(k, p, s) \/ takes
     /\ UNCHANGED <<owners, res>>
 
 RenewEv(e) ==
@@ -162,50 +193,60 @@ RenewEv(e) ==
     /\ LET k == e.k IN
        \E p \in Pre(k, e), s \in SidesOf(e) :
          LET ls == p.lk[s]
-             took == Owns(ls, e) /\ ~SurelyExpired(ls, e.call)
-         \* The lock's expiry only grows (luaExtend): a renew with a shorter
-         \* TTL than another hold's does not shorten the lease.
-         IN CASE e.res = "ok" -> took /\ SetLease(k, p, s, [ls EXCEPT !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)])
-              [] e.res = "fail" -> FailOK(ls, e) /\ SetLease(k, p, s, ls)
-              [] OTHER -> \/ SetLease(k, p, s, ls)
-                          \/ took /\ SetLease(k, p, s, [ls EXCEPT !.hi = Never])
+             \* The lock's expiry only grows (luaExtend): a renew with a
+             \* shorter TTL than another hold's does not shorten the lease.
+             takes == /\ Holds(e, ls)
+                      /\ SetLease(k, p, s, [ls EXCEPT !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)])
+                      /\ SetNow(e, At(e))
+         IN CASE e.res = "ok" -> takes
+              [] e.res = "fail" -> NoEffect(k, p, s)
+              [] OTHER -> NoEffect(k, p, s) \/ takes
     /\ UNCHANGED <<owners, res>>
 
-\* The resource takes op e on key k (the fence rises to (tok, c)).
-Fenced(e) == Accepts(TRUE, TRUE, e.tok, e.c, res[e.k].maxTok, res[e.k].owner)
+\* The resource takes op e on key k: its token is not below the highest
+\* it took (fencing-order). The equal-token tie-break of FencingRule is the
+\* token-owner rule here: an accepted op must carry its own client's token
+\* (e.foreign), as docs/DESIGN.md states it; an unknown op is not held to it.
+Fenced(e) == Accepts(TRUE, FALSE, e.tok, e.c, res[e.k].maxTok, res[e.k].owner)
 Raise(e, val) ==
-    res' = [res EXCEPT ![e.k] = [maxTok |-> e.tok, owner |-> e.c, val |-> val]]
+    res' = [res EXCEPT ![e.k] = [maxTok |-> Max2(e.tok, res[e.k].maxTok), owner |-> e.c, val |-> val]]
 
 WriteEv(e) ==
     /\ e.kind = "write"
     /\ LET apply == /\ Fenced(e)
                     /\ e.prev < 0 \/ e.prev = res[e.k].val
                     /\ Raise(e, e.val)
-       IN CASE e.res = "ok" -> apply
-            [] e.res = "rejected" -> ~Fenced(e) /\ UNCHANGED res
+       IN CASE e.res = "ok" -> ~e.foreign /\ apply
+            [] e.res = "rejected" -> UNCHANGED res
             [] OTHER -> UNCHANGED res \/ apply
-    /\ UNCHANGED <<lock, issued, owners>>
+    /\ UNCHANGED <<lock, issued, owners, now>>
 
+\* An unknown read observed nothing and changes nothing.
 ReadEv(e) ==
     /\ e.kind = "read"
-    /\ CASE e.res = "ok" -> Fenced(e) /\ e.val = res[e.k].val /\ Raise(e, res[e.k].val)
-         [] e.res = "rejected" -> ~Fenced(e) /\ UNCHANGED res
-         [] OTHER -> UNCHANGED res \/ (Fenced(e) /\ Raise(e, res[e.k].val))
-    /\ UNCHANGED <<lock, issued, owners>>
+    /\ IF e.res = "ok"
+       THEN ~e.foreign /\ Fenced(e) /\ e.val = res[e.k].val /\ Raise(e, res[e.k].val)
+       ELSE UNCHANGED res
+    /\ UNCHANGED <<lock, issued, owners, now>>
 
 \* Fault windows are read through the events' win flags; the event itself
 \* is a no-op.
 FaultEv(e) ==
     /\ e.kind = "fault"
-    /\ UNCHANGED <<lock, issued, owners, res>>
+    /\ UNCHANGED <<lock, issued, owners, res, now>>
 
 -----------------------------------------------------------------------------
+\* Real-time order (docs/DESIGN.md): a precedes b when a returned before b
+\* was called, or at b's call if a took time (an op whose return equals its
+\* call is concurrent with the ops called at that instant).
+Precedes(a, b) == a.ret < b.call \/ (a.ret = b.call /\ a.ret > a.call)
+
 \* The events that may be taken next: pending, within l's window, and not
-\* after a pending event that returned before they were called.
+\* after a pending event that precedes them.
 Ready ==
     { i \in l..Trace[l].upto :
         /\ i \notin taken
-        /\ \A j \in l..(i - 1) : j \in taken \/ Trace[j].ret >= Trace[i].call }
+        /\ \A j \in l..(i - 1) : j \in taken \/ ~Precedes(Trace[j], Trace[i]) }
 
 \* The first pending event once the events in t are taken.
 FirstPending(t) ==
@@ -227,8 +268,15 @@ Next == l <= Len(Trace) /\ \E i \in Ready : Take(i)
 
 Spec == Init /\ [][Next]_vars
 
-\* The trace view: the state the rules read (all of it).
-TraceView == vars
+\* The last event of each key (0: none).
+LastOf == [k \in KeyIds |-> LET is == {i \in 1..Len(Trace) : Trace[i].k = k}
+                             IN IF is = {} THEN 0 ELSE CHOOSE i \in is : \A j \in is : j <= i]
+
+\* The trace view: the state the rules read. A key whose events were all
+\* taken is read no more (keys are independent), so its state is left out:
+\* the orders of one key do not multiply the states of the next.
+TraceView == <<l, taken, [k \in KeyIds |-> IF LastOf[k] < l THEN <<>>
+                            ELSE <<lock[k], issued[k], owners[k], split[k], res[k], now[k]>>]>>
 
 \* The whole trace was taken.
 TraceAccepted == l = Len(Trace) + 1

@@ -65,6 +65,12 @@ type Result struct {
 	States int
 	// Elapsed is TLC's wall time.
 	Elapsed time.Duration
+	// Windowed: some op overlaps a failover window, where the model lets
+	// two masters serve it (trace.Trace.Windowed).
+	Windowed bool
+	// Bounded: trace.MaxAhead cut some event's lookahead, so a rejection
+	// may come from the bound (trace.Trace.Bounded).
+	Bounded bool
 }
 
 var (
@@ -149,7 +155,7 @@ func (v *Validator) Validate(ctx context.Context, ops []history.Op) (Result, err
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	out, runErr := cmd.CombinedOutput()
-	res := Result{Elapsed: time.Since(start)}
+	res := Result{Elapsed: time.Since(start), Windowed: tr.Windowed(), Bounded: tr.Bounded}
 	if m := reStates.FindAllSubmatch(out, -1); len(m) > 0 {
 		res.States, _ = strconv.Atoi(string(bytes.ReplaceAll(m[len(m)-1][1], []byte(","), nil)))
 	}

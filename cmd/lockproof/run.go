@@ -22,7 +22,6 @@ import (
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/runner"
@@ -217,10 +216,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "lockproof run: --tla-jar: %v\n", err)
 			return exitEnvironment
 		}
-		traces = map[string]runner.TraceCheck{zoo.FencedName: func(ctx context.Context, ops []history.Op) (bool, int, error) {
-			res, err := v.Validate(ctx, ops)
-			return res.Accepted, res.Line, err
-		}}
+		traces = map[string]runner.TraceCheck{zoo.FencedName: v.Validate}
 	}
 	cfg := runner.Config{
 		Trace: traces, Kind: kind,

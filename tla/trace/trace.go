@@ -44,6 +44,12 @@ type Event struct {
 	Value  int    // write: value written; read: value observed; 0 is "" (never written)
 	Prev   int    // write with prev: the value its writer read; -1 without prev
 	Fault  string // fault: the fault kind, the first word of its name
+	// Foreign says, of a resource op, that its token belongs to another
+	// client: by docs/DESIGN.md's token-owner rule, the client of the
+	// first ok acquire (by call) that returned it, else of the first ok
+	// resource op (by call) that carried it. The owner is a fact of the
+	// whole history, not of one order, so the converter finds it.
+	Foreign bool
 	// Win says that the op overlaps a failover window (a fault of kind
 	// WindowFault): a second master may have served it, and the master it
 	// talked to may have lost what it did.
@@ -78,6 +84,11 @@ type Trace struct {
 	Tokens  []uint64 // Tokens[i] is token i+1, ascending
 	Values  []string // Values[i] is value i+1; value 0 is ""
 	Never   int      // the tick that stands for "never" (after every real tick)
+	// Bounded says that MaxAhead cut the lookahead of some event: more
+	// than MaxAhead later events of its key were called before it
+	// returned. A rejection of a bounded trace may come from the bound
+	// (some order beyond it might be accepted); an acceptance stands.
+	Bounded bool
 	// Skewed says that the history has a window of SkewWindowFault: the
 	// trace spec then lets the promoted master's fences start anywhere
 	// (each master's still rise, and no fence has two owners), as the lock
@@ -165,7 +176,11 @@ func lease(op history.Op, drift int64) (lo, hi int64, loOK, hiOK bool) {
 		return 0, 0, false, false
 	}
 	ttl := satMul(op.TTLMillis, 1_000_000)
-	d := satMul(ttl/1_000_000, drift) + (ttl%1_000_000)*drift/1_000_000
+	// d = ceil(ttl × drift / 10^6): surely valid until call + floor(T(1−d))
+	// and surely expired after return + ceil(T(1+d)), as docs/DESIGN.md
+	// ("Time") and the checker count them (a TTL in whole milliseconds and
+	// a drift in ppm make d whole: the rounding is for the rule's sake).
+	d := satMul(ttl/1_000_000, drift) + ((ttl%1_000_000)*drift+999_999)/1_000_000
 	lo, loOK = satAdd(op.Call, ttl-d), true
 	if op.Completed {
 		hi, hiOK = satAdd(op.Return, satAdd(ttl, d)), true
@@ -218,7 +233,7 @@ func (c *converter) collect(ops []history.Op, drift int64) error {
 		if op.Completed {
 			c.times = append(c.times, op.Return)
 		}
-		if op.Result == history.OK && (op.Kind == history.Acquire || op.Kind == history.Renew) {
+		if hasLease(op) {
 			lo, hi, loOK, hiOK := lease(*op, drift)
 			if loOK {
 				c.times = append(c.times, lo)
@@ -240,15 +255,23 @@ func (c *converter) collect(ops []history.Op, drift int64) error {
 	return nil
 }
 
-// needsToken rejects the ops a fenced-lock trace cannot do without a token.
+// hasLease says that op may have taken or renewed a lease: an ok or
+// unknown acquire or renew (an unknown one may have taken effect).
+func hasLease(op *history.Op) bool {
+	return (op.Result == history.OK || op.Result == history.Unknown) && (op.Kind == history.Acquire || op.Kind == history.Renew)
+}
+
+// needsToken rejects the ops a fenced-lock trace cannot do without a token:
+// an ok acquire, and a resource op that may have reached the resource (a
+// fenced workload sends its lease's token with every one).
 func needsToken(op *history.Op) error {
 	if op.HasToken {
 		return nil
 	}
 	switch {
 	case op.Kind == history.Acquire && op.Result == history.OK,
-		(op.Kind == history.Write || op.Kind == history.Read) &&
-			(op.Result == history.OK || op.Result == history.Rejected):
+		op.Kind == history.Write,
+		op.Kind == history.Read && (op.Result == history.OK || op.Result == history.Rejected):
 		return fmt.Errorf("convert: line %d: %s %s without token: %w", op.Line, op.Result, op.Kind, ErrNotFenced)
 	}
 	return nil
@@ -311,7 +334,7 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 		if op.HasPrev {
 			e.Prev = c.values[op.Prev]
 		}
-		if op.Result == history.OK && (op.Kind == history.Acquire || op.Kind == history.Renew) {
+		if hasLease(&op) {
 			lo, hi, loOK, hiOK := lease(op, drift)
 			if loOK {
 				e.Lo = c.tick(lo)
@@ -350,7 +373,8 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 			}
 		}
 	}
-	tr.Events = order(events)
+	markForeign(events)
+	tr.Events, tr.Bounded = order(events)
 	return tr
 }
 
@@ -362,11 +386,51 @@ func sortedKeys(m map[string]int) []string {
 	return out
 }
 
+// markForeign sets Foreign on the resource ops whose token another client
+// owns: per key, the owner of a token is the client of its first ok
+// acquire by call, else of its first ok resource op by call.
+func markForeign(events []Event) {
+	byCall := slices.Clone(events)
+	slices.SortFunc(byCall, byCallOrder)
+	type kt struct{ key, tok int }
+	owner := map[kt]int{}
+	for _, pass := range []func(e Event) bool{
+		func(e Event) bool { return e.Kind == string(history.Acquire) },
+		func(e Event) bool { return e.Kind == string(history.Write) || e.Kind == string(history.Read) },
+	} {
+		for _, e := range byCall {
+			if e.Result == string(history.OK) && e.Token > 0 && pass(e) {
+				if _, ok := owner[kt{e.Key, e.Token}]; !ok {
+					owner[kt{e.Key, e.Token}] = e.Client
+				}
+			}
+		}
+	}
+	for i, e := range events {
+		if (e.Kind == string(history.Write) || e.Kind == string(history.Read)) && e.Token > 0 {
+			events[i].Foreign = owner[kt{e.Key, e.Token}] != e.Client
+		}
+	}
+}
+
+// byCallOrder orders events as docs/DESIGN.md's "by call": by call, then
+// return (never returned last: Return is then the trace's Never, above
+// every tick), then line.
+func byCallOrder(a, b Event) int {
+	return cmp.Or(cmp.Compare(a.Call, b.Call), cmp.Compare(a.Return, b.Return), cmp.Compare(a.Line, b.Line))
+}
+
+// Windowed reports whether some event overlaps a failover window
+// (Event.Win): the model lets two masters serve it.
+func (t *Trace) Windowed() bool {
+	return slices.ContainsFunc(t.Events, func(e Event) bool { return e.Win })
+}
+
 // order arranges events into one sequence: faults first (the spec reads
 // nothing from their place), then each key's events by call, and sets each
-// event's Upto.
-func order(events []Event) []Event {
-	out := make([]Event, 0, len(events))
+// event's Upto; bounded says that MaxAhead cut some event's.
+func order(events []Event) (out []Event, bounded bool) {
+	out = make([]Event, 0, len(events))
 	byKey := map[int][]Event{}
 	var keys []int
 	for _, e := range events {
@@ -379,17 +443,14 @@ func order(events []Event) []Event {
 		}
 		byKey[e.Key] = append(byKey[e.Key], e)
 	}
-	byCall := func(a, b Event) int {
-		return cmp.Or(cmp.Compare(a.Call, b.Call), cmp.Compare(a.Line, b.Line))
-	}
-	slices.SortFunc(out, byCall)
+	slices.SortFunc(out, byCallOrder)
 	for i := range out {
 		out[i].Upto = i + 1
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
 		evs := byKey[k]
-		slices.SortFunc(evs, byCall)
+		slices.SortFunc(evs, byCallOrder)
 		base := len(out)
 		for i := range evs {
 			// The events called before this one returned may go first.
@@ -397,9 +458,10 @@ func order(events []Event) []Event {
 			for j+1 < len(evs) && j-i < MaxAhead && evs[j+1].Call <= evs[i].Return {
 				j++
 			}
+			bounded = bounded || j+1 < len(evs) && j-i == MaxAhead && evs[j+1].Call <= evs[i].Return
 			evs[i].Upto = base + j + 1
 		}
 		out = append(out, evs...)
 	}
-	return out
+	return out, bounded
 }

@@ -327,6 +327,70 @@ func TestLeaseBounds(t *testing.T) {
 	}
 }
 
+// An unknown acquire or renew may have taken effect: it has lease bounds
+// too (hi Never when it never returned); a failed one has none.
+func TestUnknownLeaseBounds(t *testing.T) {
+	ops := []history.Op{
+		{Line: 1, Client: "a", Kind: history.Acquire, Key: "k", Call: 0, Return: 2e6, Completed: true, Result: history.Unknown, TTLMillis: 200},
+		{Line: 2, Client: "a", Kind: history.Renew, Key: "k", Call: 3e6, Result: history.Unknown, TTLMillis: 200, Token: 1, HasToken: true},
+		{Line: 3, Client: "b", Kind: history.Acquire, Key: "k", Call: 4e6, Return: 5e6, Completed: true, Result: history.Fail, TTLMillis: 200},
+	}
+	tr := mustConvert(t, ops)
+	checkTrace(t, ops, tr)
+	if e := event(tr, 1); e.Lo == tr.Never || e.Hi == tr.Never {
+		t.Errorf("unknown acquire: lo %d hi %d; want both finite", e.Lo, e.Hi)
+	}
+	if e := event(tr, 2); e.Lo == tr.Never || e.Hi != tr.Never {
+		t.Errorf("never-returned renew: lo %d hi %d; want lo finite, hi Never", e.Lo, e.Hi)
+	}
+	if e := event(tr, 3); e.Lo != tr.Never || e.Hi != tr.Never {
+		t.Errorf("failed acquire: lo %d hi %d; want Never", e.Lo, e.Hi)
+	}
+}
+
+// Foreign marks the resource ops whose token another client owns: the
+// client of the token's first ok acquire by call, else of its first ok
+// resource op by call; an acquire later in the file but earlier by call
+// decides.
+func TestForeign(t *testing.T) {
+	w := func(line int, c string, call int64, tok uint64, res history.Result) history.Op {
+		return history.Op{Line: line, Client: c, Kind: history.Write, Key: "k", Call: call, Return: call + 1, Completed: true,
+			Result: res, Token: tok, HasToken: true, Value: c, HasValue: true}
+	}
+	ops := []history.Op{
+		w(1, "a", 10, 1, history.OK),      // b's token 1 (b's acquire is earlier by call)
+		w(2, "b", 20, 1, history.OK),      // its own
+		w(3, "c", 30, 2, history.Unknown), // token 2 has no acquire; c's unknown write does not own it
+		w(4, "d", 40, 2, history.OK),      // the first ok op with 2: d owns it
+		w(5, "c", 50, 2, history.OK),      // d's
+		{Line: 6, Client: "b", Kind: history.Acquire, Key: "k", Call: 5, Return: 6, Completed: true, Result: history.OK, TTLMillis: 100, Token: 1, HasToken: true},
+		w(7, "a", 60, 1, history.Rejected), // b's: marked, though a rejected op is not judged
+	}
+	tr := mustConvert(t, ops)
+	for line, want := range map[int]bool{1: true, 2: false, 3: true, 4: false, 5: true, 6: false, 7: true} {
+		if got := event(tr, line).Foreign; got != want {
+			t.Errorf("line %d: foreign %v, want %v", line, got, want)
+		}
+	}
+}
+
+// Bounded says that MaxAhead cut a lookahead, and only then.
+func TestBounded(t *testing.T) {
+	long := func(n int) []history.Op {
+		ops := []history.Op{{Line: 1, Client: "a", Kind: history.Write, Key: "k", Call: 0, Result: history.Unknown, Token: 1, HasToken: true, Value: "v", HasValue: true}}
+		for i := range n {
+			ops = append(ops, history.Op{Line: i + 2, Client: "b", Kind: history.Acquire, Key: "k", Call: int64(10 * (i + 1)), Return: int64(10*(i+1) + 5), Completed: true, Result: history.Fail, TTLMillis: 1000})
+		}
+		return ops
+	}
+	if tr := mustConvert(t, long(MaxAhead)); tr.Bounded {
+		t.Errorf("%d ops after a never-returned one: bounded; want not", MaxAhead)
+	}
+	if tr := mustConvert(t, long(MaxAhead+1)); !tr.Bounded {
+		t.Errorf("%d ops after a never-returned one: not bounded; want bounded", MaxAhead+1)
+	}
+}
+
 // Huge times, tokens and TTLs still give small integers.
 func TestIntegerRanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -420,6 +484,9 @@ func TestBadInput(t *testing.T) {
 		{"ok acquire without token", func(o *history.Op) { o.HasToken, o.Token = false, 0 }, ErrNotFenced, "line 4"},
 		{"rejected write without token", func(o *history.Op) {
 			o.Kind, o.Result, o.TTLMillis, o.HasToken, o.Value, o.HasValue = history.Write, history.Rejected, 0, false, "v", true
+		}, ErrNotFenced, "line 4"},
+		{"unknown write without token", func(o *history.Op) {
+			o.Kind, o.Result, o.TTLMillis, o.HasToken, o.Value, o.HasValue = history.Write, history.Unknown, 0, false, "v", true
 		}, ErrNotFenced, "line 4"},
 		{"unknown op", func(o *history.Op) { o.Kind = "steal" }, history.ErrBadInput, "line 4"},
 		{"return before call", func(o *history.Op) { o.Call = 5 }, history.ErrBadInput, "line 4"},

@@ -45,9 +45,9 @@ func (t *Trace) WriteModule(w io.Writer, name, source string) error {
 	for i, e := range t.Events {
 		fmt.Fprintf(bw, "%s%d, kind |-> %q, res |-> %q, c |-> %d, k |-> %d, tok |-> %d, "+
 			"call |-> %d, ret |-> %d, lo |-> %d, hi |-> %d, val |-> %d, prev |-> %d, fault |-> %s, "+
-			"win |-> %s, upto |-> %d]",
+			"win |-> %s, foreign |-> %s, upto |-> %d]",
 			EventPrefix, e.Line, e.Kind, e.Result, e.Client, e.Key, e.Token,
-			e.Call, e.Return, e.Lo, e.Hi, e.Value, e.Prev, tlaString(e.Fault), tlaBool(e.Win), e.Upto)
+			e.Call, e.Return, e.Lo, e.Hi, e.Value, e.Prev, tlaString(e.Fault), tlaBool(e.Win), tlaBool(e.Foreign), e.Upto)
 		if i < len(t.Events)-1 {
 			bw.WriteByte(',')
 		}
@@ -62,21 +62,22 @@ func (t *Trace) WriteModule(w io.Writer, name, source string) error {
 
 // jsonEvent is one line of WriteNDJSON.
 type jsonEvent struct {
-	Line   int    `json:"line"`
-	Kind   string `json:"kind"`
-	Result string `json:"res"`
-	Client int    `json:"c"`
-	Key    int    `json:"k"`
-	Token  int    `json:"tok"`
-	Call   int    `json:"call"`
-	Return int    `json:"ret"`
-	Lo     int    `json:"lo"`
-	Hi     int    `json:"hi"`
-	Value  int    `json:"val"`
-	Prev   int    `json:"prev"`
-	Fault  string `json:"fault"`
-	Win    bool   `json:"win"`
-	Upto   int    `json:"upto"`
+	Line    int    `json:"line"`
+	Kind    string `json:"kind"`
+	Result  string `json:"res"`
+	Client  int    `json:"c"`
+	Key     int    `json:"k"`
+	Token   int    `json:"tok"`
+	Call    int    `json:"call"`
+	Return  int    `json:"ret"`
+	Lo      int    `json:"lo"`
+	Hi      int    `json:"hi"`
+	Value   int    `json:"val"`
+	Prev    int    `json:"prev"`
+	Fault   string `json:"fault"`
+	Foreign bool   `json:"foreign"`
+	Win     bool   `json:"win"`
+	Upto    int    `json:"upto"`
 }
 
 // WriteNDJSON writes the events of t as JSON Lines, one event per line in
