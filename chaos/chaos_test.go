@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -298,6 +299,11 @@ func TestFencedUnderFaults(t *testing.T) {
 				t.Skip(f.Available(e.Kind()))
 			}
 			sc := chaos.Scenario{Lock: "fenced", Fault: fault, Seed: *flagSeed, Duration: duration()}
+			if fault == chaos.FaultPauseClient {
+				// The paused holder's late write, refused, is the event
+				// the test needs: wait for it rather than a fixed time.
+				sc.Until = refused
+			}
 			out, res := runAndCheck(t, e, sc)
 			t.Logf("%s", describe(out, res))
 			exp := runner.Expected(sc.Lock, fault)
@@ -360,7 +366,11 @@ func TestFencedPauseProcess(t *testing.T) {
 	sc := chaos.Scenario{Lock: "fenced", Fault: chaos.FaultPauseProcess, Seed: *flagSeed, Duration: duration(),
 		// Deadlines outlast the 1.5s pause: an op in flight when the process
 		// froze completes when it thaws, and its next op comes late.
-		Workload: workload.Config{Hold: 200 * time.Millisecond, OpTimeout: 3 * time.Second}}
+		Workload: workload.Config{Hold: 200 * time.Millisecond, OpTimeout: 3 * time.Second},
+		// The frozen child's refused late op is the event the test needs.
+		Until: func(ops []history.Op) bool {
+			return slices.ContainsFunc(ops, func(o history.Op) bool { return o.Client == "p0" && o.Result == history.Rejected })
+		}}
 	out, res := runAndCheck(t, e, sc)
 	t.Logf("%s", describe(out, res))
 	checkResource(t, out, res, checker.OK)
@@ -391,7 +401,7 @@ func TestSeedReplaysChoicesAndRedlock(t *testing.T) {
 	e := openEnv(t, env.Spec{Replicas: -1, Sentinels: 1, Redlock: 3})
 	run := func(lock, fault string, seed uint64, prefix string) (chaos.Outcome, *checker.Result) {
 		return runAndCheck(t, e, chaos.Scenario{Lock: lock, Fault: fault, Seed: seed, Duration: time.Second,
-			KeyPrefix: prefix, Clients: 4})
+			KeyPrefix: prefix, Clients: 4, Until: granted})
 	}
 	a, _ := run("fenced", chaos.FaultClockSkew, 7, "a-")
 	b, _ := run("fenced", chaos.FaultClockSkew, 7, "b-")
@@ -451,6 +461,16 @@ func TestClientsLeave(t *testing.T) {
 	if res.Of(contract.PropLease).Verdict != checker.OK || res.Of(contract.PropLiveness).Verdict != checker.OK {
 		t.Errorf("lease %s, liveness %s; want ok (the liveness rule checked the left holders)\n%s", res.Of(contract.PropLease).Verdict, res.Of(contract.PropLiveness).Verdict, describe(out, res))
 	}
+}
+
+// refused reports whether ops have a resource op refused for a stale token.
+func refused(ops []history.Op) bool {
+	return slices.ContainsFunc(ops, func(o history.Op) bool { return o.Result == history.Rejected })
+}
+
+// granted reports whether ops have an ok acquire.
+func granted(ops []history.Op) bool {
+	return slices.ContainsFunc(ops, func(o history.Op) bool { return o.Kind == history.Acquire && o.Result == history.OK })
 }
 
 // leftHolderExamined reports whether ops give the liveness rule a left
