@@ -44,6 +44,12 @@ func TestValidate(t *testing.T) {
 		{"ok-fenced-handoff.jsonl", true, 0},
 		{"violated-two-holders.jsonl", false, 2},
 		{"violated-failover-deleted-release.jsonl", false, 7},
+		// Where the model judged more than the contract (a failed renew of an
+		// owned lease, an unjustified rejection) or less (a release before
+		// its acquire's earliest instant): fixed in the model, issue 24.
+		{"ok-chaos-fenced-renew-refused-mid-release.jsonl", true, 0},
+		{"ok-renew-refused-nested-hold.jsonl", true, 0},
+		{"violated-release-before-its-grant.jsonl", false, 3},
 	} {
 		res, err := v.Validate(context.Background(), readHistory(t, tc.file))
 		if err != nil {
