@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
@@ -20,16 +21,17 @@ import (
 // TestModelDifferential: the TLA+ trace model (tla/TraceFencedLock.tla) and
 // the checker, two verifiers of docs/DESIGN.md, agree on random fenced
 // histories from the differential generator (genHistory, with a token on
-// every op that a fenced history must carry), as tla.Result.Disagreement
-// states the agreement. It needs TLC ($TLA2TOOLS_JAR) and is skipped
-// without it.
+// every op that a fenced history carries, and in one history of four a
+// failover or failover-skew window), as tla.Result.Disagreement states the
+// agreement. It needs TLC ($TLA2TOOLS_JAR) and is skipped without it.
 //
 // TLC starts a JVM per run, so histories are batched: each is given keys
-// of its own (keys are independent objects for both verifiers), the ones
-// the checker passes go into one trace that the model must accept whole,
-// and each one the checker refuses is validated alone and must be
-// rejected. A batch the model rejects names the history its refused line
-// is in.
+// of its own and a time of its own (keys are independent objects for both
+// verifiers, and a window reaches only its own history's ops), the ones
+// the checker passes go into one trace that the model must accept whole
+// (a window only widens what the model accepts), and each one the checker
+// refuses is validated alone and judged by Disagreement. A batch the
+// model rejects names the history its refused line is in.
 var modelSeed = flag.Uint64("model.seed", 2026, "seed of TestModelDifferential's histories")
 
 func TestModelDifferential(t *testing.T) {
@@ -41,15 +43,18 @@ func TestModelDifferential(t *testing.T) {
 	if err := v.Available(); err != nil {
 		t.Fatalf("TLA2TOOLS_JAR=%s: %v", jar, err)
 	}
-	passes, refusals := 600, 40
+	passes, refusals := 600, 48
 	if testing.Short() {
-		passes, refusals = 200, 12
+		passes, refusals = 200, 16
 	}
 	const batch = 100
 	r := rand.New(rand.NewPCG(*modelSeed, 24))
+	type verdicts struct{ lease, resource Verdict }
 	var passed, refused [][]history.Op
+	var refusedV []verdicts
+	windowed := 0
 	for tries := 0; (len(passed) < passes || len(refused) < refusals) && tries < 100*(passes+refusals); tries++ {
-		ops := fenced(r, genHistory(r))
+		ops := withWindow(r, fenced(r, genHistory(r)))
 		if _, err := trace.Convert(ops, trace.Options{}); err != nil {
 			t.Fatalf("convert a generated history: %v", err)
 		}
@@ -58,29 +63,36 @@ func TestModelDifferential(t *testing.T) {
 			t.Fatal(err)
 		}
 		lease, resource := res.Of(contract.PropLease).Verdict, res.Of(contract.PropResource).Verdict
+		win := ops[len(ops)-1].Kind == history.Fault
 		switch {
 		case lease == Unknown || resource == Unknown:
+		case lease == Violated && resource != Violated && win:
+			// The model may accept it (two masters) or not: both agree.
 		case lease == Violated || resource == Violated:
 			if len(refused) < refusals {
-				refused = append(refused, ops)
+				refused, refusedV = append(refused, ops), append(refusedV, verdicts{lease, resource})
 			}
 		case len(passed) < passes:
 			passed = append(passed, ops)
+			if win {
+				windowed++
+			}
 		}
 	}
-	if len(passed) < passes || len(refused) < refusals {
-		t.Fatalf("the generator gave %d passed and %d refused histories; want %d and %d", len(passed), len(refused), passes, refusals)
+	if len(passed) < passes || len(refused) < refusals || windowed < passes/8 {
+		t.Fatalf("the generator gave %d passed (%d with a window) and %d refused histories; want %d (%d) and %d",
+			len(passed), windowed, len(refused), passes, passes/8, refusals)
 	}
 	type job struct {
-		hs       [][]history.Op
-		violated bool
+		hs [][]history.Op
+		v  *verdicts // the checker's verdicts on a refused history
 	}
 	var jobs []job
 	for i := 0; i < len(passed); i += batch {
 		jobs = append(jobs, job{hs: passed[i:min(i+batch, len(passed))]})
 	}
-	for _, h := range refused {
-		jobs = append(jobs, job{hs: [][]history.Op{h}, violated: true})
+	for i, h := range refused {
+		jobs = append(jobs, job{hs: [][]history.Op{h}, v: &refusedV[i]})
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -96,13 +108,14 @@ func TestModelDifferential(t *testing.T) {
 				switch {
 				case err != nil:
 					t.Errorf("validate: %v", err)
-				case j.violated && res.Accepted:
-					t.Errorf("the checker refuses this history, the model accepts it:\n%s", dump(j.hs[0]))
-				case !j.violated && !res.Accepted:
+				case j.v != nil:
+					if err := res.Disagreement(j.v.lease, j.v.resource); err != nil {
+						t.Errorf("%v (lease %s, resource %s):\n%s", err, j.v.lease, j.v.resource, dump(j.hs[0]))
+					}
+				case !res.Accepted:
 					h := j.hs[owner[res.Line]]
-					c, _ := Check(context.Background(), h, Options{})
-					t.Errorf("the checker passes this history (lease %s, resource %s), the model refuses its line %d:\n%s",
-						c.Of(contract.PropLease).Verdict, c.Of(contract.PropResource).Verdict, res.Line-firstLine(owner, res.Line)+1, dump(h))
+					t.Errorf("the checker passes this history, the model refuses its line %d:\n%s",
+						res.Line-firstLine(owner, res.Line)+1, dump(h))
 				}
 				mu.Unlock()
 			}
@@ -114,8 +127,28 @@ func TestModelDifferential(t *testing.T) {
 	close(work)
 	wg.Wait()
 	if !t.Failed() {
-		t.Logf("%d histories the checker passes (in batches of %d), %d it refuses: model and checker agree on all", len(passed), batch, len(refused))
+		t.Logf("%d histories the checker passes (%d with a failover window; in batches of %d), %d it refuses: model and checker agree on all",
+			len(passed), windowed, batch, len(refused))
 	}
+}
+
+// withWindow adds, to one history in four, a failover window (one in
+// three of them failover-skew) over a stretch of its ops, as its last line.
+func withWindow(r *rand.Rand, ops []history.Op) []history.Op {
+	if r.IntN(4) > 0 || len(ops) == 0 {
+		return ops
+	}
+	a, b := ops[r.IntN(len(ops))], ops[r.IntN(len(ops))]
+	call := min(a.Call, b.Call)
+	name := "failover partition"
+	if r.IntN(3) == 0 {
+		name = "failover-skew partition"
+	}
+	w := history.Op{Line: len(ops) + 1, Kind: history.Fault, Name: name, Call: call, Return: call + int64(r.IntN(200))*int64(time.Millisecond), Completed: r.IntN(5) > 0}
+	if !w.Completed {
+		w.Return = 0
+	}
+	return append(ops, w)
 }
 
 // fenced gives every op that a fenced history carries a token (ok
@@ -135,12 +168,21 @@ func fenced(r *rand.Rand, ops []history.Op) []history.Op {
 }
 
 // joinHistories puts histories side by side in one, each on keys of its
-// own, lines renumbered; owner maps a joined line to its history's index.
+// own and an hour of its own (a failover window, with the trace's settle
+// time after it, reaches no other history's ops), lines renumbered; owner
+// maps a joined line to its history's index.
 func joinHistories(hs [][]history.Op) (ops []history.Op, owner map[int]int) {
 	owner = map[int]int{}
 	for i, h := range hs {
+		shift := int64(i) * int64(time.Hour)
 		for _, o := range h {
-			o.Key = fmt.Sprintf("h%d-%s", i, o.Key)
+			o.Call += shift
+			if o.Completed {
+				o.Return += shift
+			}
+			if o.Kind != history.Fault {
+				o.Key = fmt.Sprintf("h%d-%s", i, o.Key)
+			}
 			o.Line = len(ops) + 1
 			owner[o.Line] = i
 			ops = append(ops, o)
