@@ -48,12 +48,12 @@ func (e *ParseError) Unwrap() error { return ErrBadInput }
 //     need client, key and result and carry no name;
 //   - result is ok, fail or unknown for acquire, release and renew; ok,
 //     rejected or unknown for write and read;
-//   - call and return are not negative and return is not before call;
+//   - call and return are in [0, MaxTime) and return is not before call;
 //   - an op that never completed (no return) has result unknown. A completed
 //     op may be unknown too: a client that timed out returned without
 //     learning the outcome;
 //   - token only on acquire, release, renew, write and read;
-//   - ttl_ms only on acquire and renew, and not negative;
+//   - ttl_ms only on acquire and renew, in [0, MaxTTLMillis];
 //   - value only on write and read; a write always carries it, and so does an
 //     ok read ("" when the resource was never written);
 //   - prev only on write; wait only on acquire.
@@ -63,6 +63,17 @@ func (op Op) Validate() error {
 	}
 	return nil
 }
+
+// MaxTime bounds the times of a history (ns, exclusive): 2^61, about 73
+// years from its start. A time and a lease length added stay below 2^62,
+// so no sum the checker forms reaches the values it keeps for "never", and
+// a history near the bound is judged as the same history near 0 is. A
+// later time is bad input, never a silent pass.
+const MaxTime = int64(1) << 61
+
+// MaxTTLMillis bounds ttl_ms: 2^40 ms, about 34 years (twice it in ns,
+// the most a drift below 1 can stretch it, stays below 2^61).
+const MaxTTLMillis = int64(1) << 40
 
 func bad(field, format string, args ...any) *fieldError {
 	return &fieldError{field: field, msg: fmt.Sprintf(format, args...)}
@@ -116,9 +127,15 @@ func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 	if o.Call < 0 {
 		return bad("call", "negative time %d", o.Call)
 	}
+	if o.Call >= MaxTime {
+		return bad("call", "time %d is not below %d (2^61 ns, about 73 years from the history's start)", o.Call, MaxTime)
+	}
 	if o.Completed {
 		if o.Return < 0 {
 			return bad("return", "negative time %d", o.Return)
+		}
+		if o.Return >= MaxTime {
+			return bad("return", "time %d is not below %d (2^61 ns, about 73 years from the history's start)", o.Return, MaxTime)
 		}
 		if o.Return < o.Call {
 			return bad("return", "%d is before call %d", o.Return, o.Call)
@@ -134,6 +151,9 @@ func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 	}
 	if o.TTLMillis < 0 {
 		return bad("ttl_ms", "negative lease length %s", strconv.FormatInt(o.TTLMillis, 10))
+	}
+	if o.TTLMillis > MaxTTLMillis {
+		return bad("ttl_ms", "lease length %d is above %d (2^40 ms, about 34 years)", o.TTLMillis, MaxTTLMillis)
 	}
 	if o.HasValue && o.Kind != Write && o.Kind != Read {
 		return bad("value", "only write and read carry a value, not %s", o.Kind)
