@@ -274,7 +274,7 @@ func bruteForce(ops []history.Op, drift float64, slack int64) [3]Verdict {
 					exempt := false
 					if a.client == b.client && a.tok == b.tok {
 						for _, x := range lease {
-							if x.client == a.client && x.call <= b.call && x.result != history.Fail &&
+							if x != b && x.client == a.client && x.call <= b.call && x.result != history.Fail &&
 								((x.kind == history.Acquire && x.hasTok && x.tok == a.tok) ||
 									(x.kind == history.Renew && (!x.hasTok || x.tok == a.tok))) &&
 								plus(x.ret, x.expireFor) >= b.call {

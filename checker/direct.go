@@ -85,7 +85,7 @@ func (c *run) tokenChecks(k *keyOps) []Violation {
 			}
 			i++
 		}
-		if best != nil && best.token >= b.token && !(best.client == b.client && best.token == b.token && c.mayHold(k, b.client, b.token, b.call)) {
+		if best != nil && best.token >= b.token && !(best.client == b.client && best.token == b.token && c.mayHold(k, b)) {
 			vs = append(vs, c.violation(PropLease, RuleTokenOrder, k.key,
 				fmt.Sprintf("%s got token %d, not above token %d of %s, which returned before it was called",
 					c.p.describe(b), b.token, best.token, c.p.describe(best)), best, b))
@@ -260,16 +260,18 @@ func (c *run) liveness(k *keyOps) ([]Violation, bool) {
 // return at one instant both ways).
 func precedes(a, b *lop) bool { return a.ret < b.call || a.ret == b.call && a.ret > a.call }
 
-// mayHold reports whether client may still hold a lease with token tok at
-// time t: one of its ok or unknown acquires with that token, or renews with
-// that token or none, was called at or before t and its lease is not surely
-// expired at t.
-func (c *run) mayHold(k *keyOps, client int32, tok uint64, t int64) bool {
+// mayHold reports whether b's client may still hold a lease with b's
+// token when b is called: one of its ok or unknown acquires with that token
+// other than b itself, or renews with that token or none, was called at or
+// before b and its lease is not surely expired at b's call. (b counted, the
+// exemption would always hold.)
+func (c *run) mayHold(k *keyOps, b *lop) bool {
+	client, tok, t := b.client, b.token, b.call
 	for _, o := range k.lease {
 		if o.call > t {
 			break // by call
 		}
-		if o.client != client || o.result == history.Fail || (o.kind != history.Acquire && o.kind != history.Renew) {
+		if o == b || o.client != client || o.result == history.Fail || (o.kind != history.Acquire && o.kind != history.Renew) {
 			continue
 		}
 		if o.hasToken && o.token != tok {
@@ -313,8 +315,9 @@ type holdSpan struct {
 // holdSpans returns the spans of one client's lease ops (by call). An ok
 // release that brings the client's holds to zero, with no op of unknown
 // outcome since the span began, ends it at the release's return; otherwise
-// it lasts until its last acquire or renewal surely expired (inf when one
-// never returned). Failed ops are left out, and so are blocking acquires
+// it lasts until the latest surely-expired bound of its acquires and
+// renewals (inf when one never returned), and an acquire or renewal
+// called after that bound finds it over. Failed ops are left out, and so are blocking acquires
 // that never returned: a waiter that died in line is the lock's promise to
 // bound (WaitBound), not a holder.
 func holdSpans(ops []*lop) []*holdSpan {
@@ -330,8 +333,12 @@ func holdSpans(ops []*lop) []*holdSpan {
 		if o.result == history.Fail || (o.kind == history.Acquire && o.wait && o.ret == inf) {
 			continue
 		}
-		if cur != nil && uncertain && o.kind == history.Acquire && o.call > cur.end {
-			closeAt(cur.end, cur.last) // the uncertain lease surely expired before this acquire
+		if cur != nil && (o.kind == history.Acquire || o.kind == history.Renew) && o.call > cur.end {
+			// The span's lease surely expired before this op was called:
+			// from then on the client could not hold the key, so the span
+			// is over. A late renewal does not reopen it (it renews
+			// nothing), and a late acquire opens a span of its own.
+			closeAt(cur.end, cur.last)
 		}
 		switch o.kind {
 		case history.Acquire, history.Renew:

@@ -1,8 +1,11 @@
 package checker
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/lockproof/lockproof/history"
 )
 
 // TestWaiterLiveness pins the waiter-liveness rule (G3 for waiters) on both
@@ -82,5 +85,61 @@ func TestWaiterLiveness(t *testing.T) {
 			acq("b", 2, 400, ok, ttl(1000), tok(2), waits()),
 			rel("a", 100, 101, ok, tok(1)),
 		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+	})
+}
+
+// TestTokenOrderExemptionExcludesB: the direct token-order rule exempts a
+// client that gets its own token again only while another of its leases
+// with that token may still be valid; the new acquire itself never counts
+// (docs/DESIGN.md: the "may hold" exception excludes B). Run on the direct
+// rule alone, as when the search runs out of budget.
+func TestTokenOrderExemptionExcludesB(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ops  []history.Op
+		want bool
+	}{
+		{"own token again after the lease surely expired", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(5)),
+			acq("a", 500, 501, ok, ttl(100), tok(5)),
+		), true},
+		{"own token again while the lease may be valid", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(5)),
+			acq("a", 500, 501, ok, ttl(100), tok(5)),
+		), false},
+	} {
+		p, err := prepare(tc.ops, DefaultDrift)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &run{ctx: context.Background(), p: p}
+		vs := c.tokenChecks(p.keys[0])
+		if got := len(vs) > 0; got != tc.want {
+			t.Errorf("%s: token-order violations %v; want some: %v", tc.name, vs, tc.want)
+		}
+	}
+}
+
+// TestHoldSpansEndAtExpiry: a span whose lease surely expired is over; a
+// renewal called after that does not reopen it, and a later acquire opens
+// a span of its own (docs/DESIGN.md, waiter-liveness).
+func TestHoldSpansEndAtExpiry(t *testing.T) {
+	w100 := Options{WaitBound: 100 * time.Millisecond}
+	runRuleCases(t, []ruleCase{
+		{"a late unknown renewal does not excuse a late waiter", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			acq("b", 2, 400, fail, ttl(100), waits()),
+			renew("a", 300, 301, unknown, ttl(100), tok(1)),
+		), w100, want{lease: OK, resource: NA, liveness: Violated, prop: PropLiveness, rule: RuleWaiterLiveness, lines: []int{1, 2}}},
+		{"an acquire after the waiter returned does not stretch the span before it", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			acq("b", 2, 400, fail, ttl(100), waits()),
+			acq("a", 700, 701, ok, ttl(1000), tok(2)),
+		), w100, want{lease: OK, resource: NA, liveness: Violated, prop: PropLiveness, rule: RuleWaiterLiveness, lines: []int{1, 2}}},
+		{"a renewal in time keeps the span", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			acq("b", 2, 260, fail, ttl(100), waits()),
+			renew("a", 80, 81, ok, ttl(100), tok(1)),
+		), w100, want{lease: OK, resource: NA, liveness: OK}},
 	})
 }
