@@ -64,4 +64,9 @@ const (
 	Unknown Verdict = "unknown"
 	// NA: the history has nothing the property speaks about.
 	NA Verdict = "n/a"
+	// NotChecked: the row (or check.json) was written before the property
+	// existed, so nothing judged it. Readers fill it in for a property a
+	// file lacks; it is neither a pass nor a failure, never makes a row
+	// inconclusive, and is never written: a row leaves the property out.
+	NotChecked Verdict = "not checked"
 )

@@ -82,15 +82,26 @@ type Row struct {
 	SpecRecord
 }
 
-// Conclusive reports whether the row decides its properties: every
-// property has a known verdict, and neither the scenario nor its fault
-// failed (a fault that never ran proves nothing; an interrupted scenario
-// has an error). The cells count only conclusive rows as seeds.
+// Conclusive reports whether the row decides its properties: no property
+// has an unknown verdict, and neither the scenario nor its fault failed (a
+// fault that never ran proves nothing; an interrupted scenario has an
+// error). A property the row lacks, or reads as NotChecked, was added
+// after the row was written: it decides nothing either way, and leaves the
+// row conclusive on the others. The cells count only conclusive rows as
+// seeds.
 func (r *Row) Conclusive() bool {
+	decided := false
 	for _, id := range PropertyIDs() {
-		if v, ok := r.Verdicts[id]; !ok || v == Unknown {
+		switch v := r.Verdicts[id]; v {
+		case Unknown:
 			return false
+		case "", NotChecked:
+		default:
+			decided = true
 		}
+	}
+	if !decided {
+		return false // a row that judged nothing decides nothing
 	}
 	return r.Error == "" && r.FaultError == ""
 }

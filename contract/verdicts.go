@@ -47,7 +47,10 @@ type rowFields Row
 func (r Row) MarshalJSON() ([]byte, error) {
 	var ms []jsonobj.Member
 	for _, id := range PropertyIDs() {
-		ms = append(ms, jsonobj.Member{Key: id, Value: r.Verdicts[id]})
+		// A property the row predates stays out, as it was.
+		if v, ok := r.Verdicts[id]; ok && v != NotChecked {
+			ms = append(ms, jsonobj.Member{Key: id, Value: v})
+		}
 	}
 	return jsonobj.Marshal(rowFields(r), "ops", ms)
 }

@@ -39,11 +39,13 @@ type CellProperty struct {
 	// whose scenario or fault failed counts as Unknown, as summary.json's
 	// cells leave it out); Rate is Violated over the seeds that decided
 	// (Held + Violated + NA).
-	Held     int     `json:"held"`
-	Violated int     `json:"violated"`
-	Unknown  int     `json:"unknown,omitempty"`
-	NA       int     `json:"na,omitempty"`
-	Rate     float64 `json:"rate"`
+	Held     int `json:"held"`
+	Violated int `json:"violated"`
+	Unknown  int `json:"unknown,omitempty"`
+	NA       int `json:"na,omitempty"`
+	// NotChecked counts the seeds whose rows predate the property.
+	NotChecked int     `json:"not_checked,omitempty"`
+	Rate       float64 `json:"rate"`
 	// Promised is the detection rate the docs promise for a predicted
 	// break (0: no promise).
 	Promised float64 `json:"promised_rate,omitempty"`
@@ -152,6 +154,8 @@ func buildCells(r *Report, sum []*Cell) []*CellReport {
 					}
 				case p.Verdict == checker.Unknown:
 					cp.Unknown++
+				case p.Verdict == contract.NotChecked:
+					cp.NotChecked++ // newer than the row: not a decided seed
 				default:
 					cp.NA++
 				}

@@ -91,6 +91,8 @@ func verdictWord(v checker.Verdict) string {
 		return "unknown"
 	case checker.NA:
 		return "n/a"
+	case contract.NotChecked:
+		return "not checked"
 	}
 	return string(v)
 }
@@ -145,6 +147,8 @@ func cellText(p CellProperty) string {
 	n := p.Decided()
 	var s string
 	switch {
+	case n == 0 && p.Unknown == 0 && p.NotChecked > 0:
+		return "not checked"
 	case n == 0 && p.Unknown == 0:
 		return "not run"
 	case n == 0:

@@ -130,11 +130,12 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 	}
 	run := &Run{Dir: dir, Cells: sum.Cells}
 	seen := map[string]int{}
-	for i, s := range sum.Scenarios {
+	for i := range sum.Scenarios {
+		s := &sum.Scenarios[i]
 		if err := validateSummary(s); err != nil {
 			return nil, fmt.Errorf("%w: %s: scenario %d (%s/%s seed %d): %v", ErrBadRun, sumPath, i, s.Lock, s.Fault, s.Seed, err)
 		}
-		sc := &Scenario{ScenarioSummary: s}
+		sc := &Scenario{ScenarioSummary: *s}
 		sdir := path.Dir(s.History)
 		sc.ID = sdir
 		if sdir == "." {
@@ -158,7 +159,9 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 	return run, nil
 }
 
-func validateSummary(s ScenarioSummary) error {
+// validateSummary checks a row and fills in "not checked" for the
+// properties it predates.
+func validateSummary(s *ScenarioSummary) error {
 	if s.Lock == "" {
 		return errors.New("lock: missing")
 	}
@@ -172,9 +175,18 @@ func validateSummary(s ScenarioSummary) error {
 		return fmt.Errorf("history: %q is not a path inside the run directory", s.History)
 	}
 	// A property this reader does not know (a newer file's) is left alone,
-	// in the row as in expected (docs/DESIGN.md).
+	// in the row as in expected; one it knows that the row lacks was added
+	// after the file was written and reads "not checked" (docs/DESIGN.md).
 	for _, id := range propertyNames() {
-		if v := s.Verdicts[id]; !validVerdict(v) {
+		v, ok := s.Verdicts[id]
+		if !ok {
+			if s.Verdicts == nil {
+				s.Verdicts = contract.Verdicts{}
+			}
+			s.Verdicts[id] = contract.NotChecked
+			continue
+		}
+		if !validVerdict(v) {
 			return fmt.Errorf("%s: verdict %q (want ok, violated, unknown or n/a)", id, v)
 		}
 		if v := s.Expected[id]; v != "" && !validVerdict(v) {
@@ -210,6 +222,8 @@ func loadScenario(dir, sdir string, sc *Scenario) {
 		sc.Check = &res
 		for _, id := range propertyNames() {
 			switch pr := res.Of(id); {
+			case pr == nil && sc.Verdicts[id] == contract.NotChecked:
+				// Written before the property existed: both files lack it.
 			case pr == nil:
 				sc.Problems = append(sc.Problems, fmt.Sprintf("%s: no %s verdict", checkPath, id))
 			case pr.Verdict != sc.Verdicts[id]:

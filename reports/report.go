@@ -158,6 +158,8 @@ const (
 // cell (foundElsewhere) is as expected.
 func compare(v checker.Verdict, want Want, foundElsewhere bool) Outcome {
 	switch {
+	case v == contract.NotChecked:
+		return NoExpected // the property is newer than the row: nothing to compare
 	case v == checker.Unknown:
 		return Undecided
 	case want == WantMay:
