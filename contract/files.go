@@ -13,4 +13,6 @@ const (
 	HTMLFile          = "report.html"
 	JUnitFile         = "junit.xml"
 	JSONFile          = "report.json"
+	// DetectFile is the table `lockproof run --detect` writes.
+	DetectFile = "detect.md"
 )

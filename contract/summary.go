@@ -1,6 +1,9 @@
 package contract
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // Summary is summary.json, as `lockproof run --out DIR` writes it.
 type Summary struct {
@@ -106,12 +109,13 @@ func (r *Row) Conclusive() bool {
 	return r.Error == "" && r.FaultError == ""
 }
 
-// MedianMs is the median of detection times ds as the cells state it (the
-// upper one of an even count); false when ds is empty. It sorts ds in
-// place.
-func MedianMs(ds []int64) (int64, bool) {
+// Median is the one median of lockproof's numbers (the cells' detection
+// times, `run --detect`'s table): the upper one of an even count; false
+// when ds is empty. It sorts ds in place.
+func Median[T cmp.Ordered](ds []T) (T, bool) {
 	if len(ds) == 0 {
-		return 0, false
+		var zero T
+		return zero, false
 	}
 	slices.Sort(ds)
 	return ds[len(ds)/2], true

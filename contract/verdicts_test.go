@@ -93,14 +93,14 @@ func TestConclusive(t *testing.T) {
 	}
 }
 
-func TestMedianMs(t *testing.T) {
-	if _, ok := MedianMs(nil); ok {
+func TestMedian(t *testing.T) {
+	if _, ok := Median[int64](nil); ok {
 		t.Error("the median of nothing")
 	}
-	if m, _ := MedianMs([]int64{900, 100, 500}); m != 500 {
+	if m, _ := Median([]int64{900, 100, 500}); m != 500 {
 		t.Errorf("median %d, want 500", m)
 	}
-	if m, _ := MedianMs([]int64{400, 100}); m != 400 {
+	if m, _ := Median([]int64{400, 100}); m != 400 {
 		t.Errorf("median of two %d, want the upper one, 400", m)
 	}
 }

@@ -182,7 +182,7 @@ func buildCells(r *Report, sum []*Cell) []*CellReport {
 			if n := cp.Decided(); n > 0 {
 				cp.Rate = float64(cp.Violated) / float64(n)
 			}
-			if m, ok := contract.MedianMs(det); ok {
+			if m, ok := contract.Median(det); ok {
 				cp.DetectMedianMs = &m
 			}
 			c.Properties = append(c.Properties, cp)

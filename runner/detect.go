@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/zoo"
 )
 
@@ -116,21 +117,12 @@ func Detect(ctx context.Context, dc DetectConfig) ([]DetectRow, *Summary, error)
 			row.Times = append(row.Times, t)
 		}
 		if len(found) > 0 {
-			slices.Sort(found)
-			row.Median = median(found)
+			row.Median, _ = contract.Median(found) // sorts found
 			row.Max = found[len(found)-1]
 		}
 		rows = append(rows, row)
 	}
 	return rows, sum, nil
-}
-
-func median(s []time.Duration) time.Duration {
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // WriteDetectMarkdown writes rows as a Markdown table.

@@ -134,7 +134,7 @@ func cellsOf(reg *locker.Registry, rows []*Scenario) []*Cell {
 					det = append(det, d)
 				}
 			}
-			if m, ok := contract.MedianMs(det); ok {
+			if m, ok := contract.Median(det); ok {
 				c.DetectMedianMs[p] = m
 			}
 			c.Want[p] = exp.Want(p)

@@ -334,7 +334,7 @@ func runDetect(ctx context.Context, cfg runner.Config, f runFlags, stdout, stder
 	var b strings.Builder
 	runner.WriteDetectMarkdown(&b, rows, f.detectTarget)
 	fmt.Fprint(stdout, b.String())
-	p := filepath.Join(cfg.Out, "detect.md")
+	p := filepath.Join(cfg.Out, contract.DetectFile)
 	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
 		fmt.Fprintf(stderr, "lockproof run --detect: %v\n", err)
 		return exitUnknown
