@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/runner"
@@ -134,14 +135,25 @@ func TestRunPreflight(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want %d and one line naming both binaries", code, stdout, stderr, exitEnvironment)
 	}
 	_, err := preflight(context.Background(), env.Options{Kind: env.Docker, Docker: func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
-		DockerAvailable: func(context.Context) bool { return false }})
+		DockerAvailable: func(context.Context) bool { return false }}, "")
 	if err == nil || !strings.Contains(err.Error(), "Docker") {
 		t.Errorf("docker without an engine: %v", err)
 	}
 	_, err = preflight(context.Background(), env.Options{Docker: func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
-		DockerAvailable: func(context.Context) bool { return false }})
+		DockerAvailable: func(context.Context) bool { return false }}, "")
 	if err == nil || !strings.Contains(err.Error(), "redis-server") {
 		t.Errorf("neither processes nor docker: %v", err)
+	}
+	// Docker answers, but the local image has no redis-server to be built
+	// from (PATH has none): said up front, not as every scenario's error.
+	dockerUp := env.Options{Docker: func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
+		DockerAvailable: func(context.Context) bool { return true }}
+	kind, err := preflight(context.Background(), dockerUp, "")
+	if kind != env.Docker || err == nil || !strings.Contains(err.Error(), "apt-get install -y redis-server") || !strings.Contains(err.Error(), docker.ImageEnvVar) {
+		t.Errorf("docker without a redis-server to build from: %s, %v", kind, err)
+	}
+	if _, err := preflight(context.Background(), dockerUp, "redis:7"); err != nil {
+		t.Errorf("docker with an image named: %v", err)
 	}
 }
 

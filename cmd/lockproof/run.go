@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -195,7 +196,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// The library reads no environment variable: LOCKPROOF_REDIS_IMAGE is ours.
 	dockerOpts := docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: logger}
 	envOpts := env.Options{Kind: kind, Docker: docker.With(dockerOpts), DockerAvailable: docker.Available, BYO: byo, Logger: logger}
-	kind, err = preflight(ctx, envOpts)
+	kind, err = preflight(ctx, envOpts, dockerOpts.Image)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof run: environment: %v\n", err)
 		return exitEnvironment
@@ -454,7 +455,7 @@ func prepareOut(out string, force, resume bool) error {
 // preflight checks, before anything runs, that the environment the run
 // will open has what it needs: one clear message instead of one failure per
 // scenario.
-func preflight(ctx context.Context, o env.Options) (env.Kind, error) {
+func preflight(ctx context.Context, o env.Options, image string) (env.Kind, error) {
 	kind, err := env.Choose(ctx, o)
 	if err != nil {
 		return "", fmt.Errorf("%w (install redis-server and redis-sentinel, e.g. apt-get install -y redis-server redis-sentinel, or start Docker)", err)
@@ -473,6 +474,12 @@ func preflight(ctx context.Context, o env.Options) (env.Kind, error) {
 	case env.Docker:
 		if o.DockerAvailable != nil && !o.DockerAvailable(ctx) {
 			missing = append(missing, "no Docker engine answers (is the daemon running, and DOCKER_HOST right?)")
+		}
+		// The local image is built from the host's redis-server (nothing is
+		// pulled): without one, every scenario would end unknown with the
+		// build's error instead of this one line.
+		if _, err := exec.LookPath("redis-server"); err != nil && image == "" {
+			missing = append(missing, fmt.Sprintf("a redis-server on PATH to build the local Redis image from (apt-get install -y redis-server), or %s naming an image", docker.ImageEnvVar))
 		}
 	}
 	if len(missing) > 0 {
