@@ -52,29 +52,101 @@ func BenchmarkScale(b *testing.B) {
 				var wall time.Duration
 				var rss int64
 				for i := 0; i < b.N; i++ {
-					cmd := exec.Command(os.Args[0], "-test.run=^TestScaleChild$", "-test.v")
-					cmd.Env = append(os.Environ(), scaleHistoryEnv+"="+path)
-					start := time.Now()
-					out, err := cmd.CombinedOutput()
-					wall += time.Since(start)
-					if err != nil || !strings.Contains(string(out), "verdict "+want) {
-						b.Fatalf("child: %v, want verdict %s:\n%s", err, want, out)
-					}
-					// The child's own high-water mark: the parent's rusage
-					// would start from the parent's RSS at fork.
-					if _, after, ok := strings.Cut(string(out), "peak-rss-kib "); ok {
-						kib, err := strconv.ParseInt(strings.Fields(after)[0], 10, 64)
-						if err != nil {
-							b.Fatalf("child's peak RSS: %v", err)
-						}
-						rss = max(rss, kib)
-					}
+					w, r := checkInChild(b, path, want)
+					wall += w
+					rss = max(rss, r)
 				}
 				b.ReportMetric(wall.Seconds()/float64(b.N), "wall-s")
 				b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
 			})
 		}
 	}
+}
+
+// BenchmarkScaleCrashed measures issue 27's crashed-clients shape: one key,
+// clean hand-offs by 8 clients, and clients that crashed in the middle of a
+// section (an acquire and a write that never returned), clean and with a
+// mutual-exclusion violation at the end (two ok acquires of two clients
+// whose leases overlap). The fast path's search of a chunk without a
+// linearization used to try every order of the never-returned ops: 400 ops
+// with 16 crashed clients took about a minute and 4 GB, against 0.1 s for
+// the clean twin.
+//
+//	go test ./checker -run '^$' -bench ScaleCrashed -benchtime 1x
+func BenchmarkScaleCrashed(b *testing.B) {
+	for _, c := range []struct{ ops, crashed int }{{400, 16}, {100_000, 2_000}} {
+		for _, bad := range []bool{false, true} {
+			name := fmt.Sprintf("ops=%d/crashed=%d/%s", c.ops, c.crashed, map[bool]string{false: "clean", true: "mutual-exclusion"}[bad])
+			b.Run(name, func(b *testing.B) {
+				want := map[bool]string{false: "ok", true: "violated"}[bad]
+				path := filepath.Join(b.TempDir(), "history.jsonl")
+				if err := history.WriteFile(path, crashedHistory(c.ops, c.crashed, bad)); err != nil {
+					b.Fatal(err)
+				}
+				wall, rss := checkInChild(b, path, want)
+				b.ReportMetric(wall.Seconds(), "wall-s")
+				b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
+			})
+		}
+	}
+}
+
+// crashedHistory is BenchmarkScaleCrashed's shape: about n ops on one key,
+// crashed clients (each an acquire and a write that never returned) spread
+// over the first third, and with violation two overlapping ok acquires of
+// two clients at the end.
+func crashedHistory(n, crashed int, violation bool) []history.Op {
+	const us = int64(time.Microsecond)
+	var ops []history.Op
+	add := func(o history.Op) { o.Line = len(ops) + 1; ops = append(ops, o) }
+	sections := n / 3
+	every := max(1, sections/3/max(crashed, 1))
+	val, t := "", int64(0)
+	for i, tok := 0, uint64(1); len(ops) < n-2; i, tok = i+1, tok+1 {
+		if crashed > 0 && i%every == every/2 {
+			crashed--
+			x := fmt.Sprintf("x%d", i)
+			add(history.Op{Client: x, Kind: history.Acquire, Key: "k", Call: t, Result: history.Unknown, TTLMillis: 100})
+			add(history.Op{Client: x, Kind: history.Write, Key: "k", Call: t + 1, Result: history.Unknown, Token: 1e9 + tok, HasToken: true, Value: x, HasValue: true})
+		}
+		c := fmt.Sprintf("c%d", i%8)
+		v := fmt.Sprintf("v%d", tok)
+		add(history.Op{Client: c, Kind: history.Acquire, Key: "k", Call: t, Return: t + 1000*us, Completed: true, Result: history.OK, TTLMillis: 100, Token: tok, HasToken: true})
+		add(history.Op{Client: c, Kind: history.Write, Key: "k", Call: t + 2000*us, Return: t + 3000*us, Completed: true, Result: history.OK, Token: tok, HasToken: true, Value: v, HasValue: true, Prev: val, HasPrev: true})
+		add(history.Op{Client: c, Kind: history.Release, Key: "k", Call: t + 4000*us, Return: t + 5000*us, Completed: true, Result: history.OK, Token: tok, HasToken: true})
+		val, t = v, t+10_000*us
+	}
+	if violation {
+		tok := uint64(len(ops))
+		add(history.Op{Client: "a", Kind: history.Acquire, Key: "k", Call: t, Return: t + 1000*us, Completed: true, Result: history.OK, TTLMillis: 10_000, Token: 1e8 + tok, HasToken: true})
+		add(history.Op{Client: "b", Kind: history.Acquire, Key: "k", Call: t + 2000*us, Return: t + 3000*us, Completed: true, Result: history.OK, TTLMillis: 10_000, Token: 1e8 + tok + 1, HasToken: true})
+	}
+	return ops
+}
+
+// checkInChild checks the history at path in a child process (this test
+// binary, TestScaleChild) and returns its wall time and peak RSS (KiB: the
+// child's own high-water mark, as the parent's rusage would start from the
+// parent's RSS at fork), failing unless the verdict is want.
+func checkInChild(b *testing.B, path, want string) (time.Duration, int64) {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestScaleChild$", "-test.v")
+	cmd.Env = append(os.Environ(), scaleHistoryEnv+"="+path)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	wall := time.Since(start)
+	if err != nil || !strings.Contains(string(out), "verdict "+want) {
+		b.Fatalf("child: %v, want verdict %s:\n%s", err, want, out)
+	}
+	var rss int64
+	if _, after, ok := strings.Cut(string(out), "peak-rss-kib "); ok {
+		kib, err := strconv.ParseInt(strings.Fields(after)[0], 10, 64)
+		if err != nil {
+			b.Fatalf("child's peak RSS: %v", err)
+		}
+		rss = kib
+	}
+	return wall, rss
 }
 
 // spoilOneRead changes the value of the first ok read in the second half.
