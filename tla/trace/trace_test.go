@@ -397,12 +397,12 @@ func TestIntegerRanges(t *testing.T) {
 	var ops []history.Op
 	clients := []string{"zed", "alpha", "mid", "ü"}
 	for i := range 300 {
-		call := rng.Int64N(math.MaxInt64 / 2)
+		call := rng.Int64N(history.MaxTime - 1e9) // the largest times a history may hold
 		op := history.Op{Line: i + 1, Client: clients[i%len(clients)], Key: []string{"k1", "k2"}[i%2],
 			Call: call, Return: call + rng.Int64N(1e9), Completed: i%7 != 0, Token: rng.Uint64(), HasToken: true}
 		switch i % 3 {
 		case 0:
-			op.Kind, op.TTLMillis = history.Acquire, rng.Int64N(math.MaxInt64)
+			op.Kind, op.TTLMillis = history.Acquire, 1+rng.Int64N(history.MaxTTLMillis)
 		case 1:
 			op.Kind, op.Value, op.HasValue = history.Write, string(rune('a'+i%26))+"\"\\", true
 		default:
