@@ -394,9 +394,10 @@ func markForeign(events []Event) {
 	slices.SortFunc(byCall, byCallOrder)
 	type kt struct{ key, tok int }
 	owner := map[kt]int{}
+	resource := func(e Event) bool { return e.Kind == string(history.Write) || e.Kind == string(history.Read) }
 	for _, pass := range []func(e Event) bool{
 		func(e Event) bool { return e.Kind == string(history.Acquire) },
-		func(e Event) bool { return e.Kind == string(history.Write) || e.Kind == string(history.Read) },
+		resource,
 	} {
 		for _, e := range byCall {
 			if e.Result == string(history.OK) && e.Token > 0 && pass(e) {
@@ -407,7 +408,7 @@ func markForeign(events []Event) {
 		}
 	}
 	for i, e := range events {
-		if (e.Kind == string(history.Write) || e.Kind == string(history.Read)) && e.Token > 0 {
+		if resource(e) && e.Token > 0 {
 			events[i].Foreign = owner[kt{e.Key, e.Token}] != e.Client
 		}
 	}
