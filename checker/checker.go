@@ -87,6 +87,11 @@ type Options struct {
 	// acquires never returned). 0: the lock promises nothing and the
 	// waiter-liveness rule is off. See docs/DESIGN.md.
 	WaitBound time.Duration
+	// LossBound is what the lock promises about its loss notice: once
+	// another client took a key, a live holder is told (history op lost)
+	// within LossBound. 0: the lock promises nothing and the loss-notice
+	// rule is off. See docs/DESIGN.md (claims).
+	LossBound time.Duration
 	// Timeout bounds the whole Check, every key and every property, the
 	// explanations included; 0: no limit. What is not decided in time is
 	// unknown (a direct rule's violation found in time still counts).
@@ -116,6 +121,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.WaitBound < 0 {
 		return o, fmt.Errorf("%w: negative wait bound %v", ErrBadOptions, o.WaitBound)
+	}
+	if o.LossBound < 0 {
+		return o, fmt.Errorf("%w: negative loss bound %v", ErrBadOptions, o.LossBound)
 	}
 	if o.LivenessSlack < 0 {
 		return o, fmt.Errorf("%w: negative liveness slack %v", ErrBadOptions, o.LivenessSlack)
@@ -244,6 +252,7 @@ func checks() map[string]check {
 		contract.PropLease:    (*run).checkLease,
 		contract.PropResource: (*run).checkResource,
 		contract.PropLiveness: (*run).checkLiveness,
+		contract.PropClaims:   (*run).checkClaims,
 	}
 }
 
@@ -306,7 +315,8 @@ func (c *run) check() *Result {
 	out := &Result{
 		Counts: c.p.counts,
 		Options: OptionsUsed{Drift: c.opts.Drift, LivenessSlackMs: c.opts.LivenessSlack.Milliseconds(),
-			TimeoutMs: c.opts.Timeout.Milliseconds(), WaitBoundMs: c.opts.WaitBound.Milliseconds()},
+			TimeoutMs: c.opts.Timeout.Milliseconds(), WaitBoundMs: c.opts.WaitBound.Milliseconds(),
+			LossBoundMs: c.opts.LossBound.Milliseconds()},
 	}
 	var verdicts []Verdict
 	for p, prop := range props {

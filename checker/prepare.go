@@ -35,6 +35,12 @@ type lop struct {
 	hasPrev     bool
 
 	wait bool // a blocking acquire (history.Op.Wait)
+
+	// Claims (history.Op.ValidUntil, Lease, Checked).
+	validUntil int64
+	hasValid   bool
+	lease      uint64
+	checked    bool
 }
 
 func (o *lop) line() int { return lineOf(o.src, o.idx) }
@@ -49,6 +55,7 @@ type keyOps struct {
 	key      string
 	lease    []*lop // acquire, release, renew: all results
 	resource []*lop // write, read: all results
+	notices  []*lop // lost: loss notices
 }
 
 // prepared is a history ready for checking.
@@ -59,6 +66,9 @@ type prepared struct {
 	keys    []*keyOps
 	faults  []int // indices of fault ops
 	counts  Counts
+	// end is the latest instant the history shows (a call, a return, a
+	// fault window's end): a promise due after it was never due.
+	end int64
 }
 
 func satAdd(a, b int64) int64 {
@@ -102,6 +112,10 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 		if err := o.Validate(); err != nil {
 			return nil, fmt.Errorf("op %d: %w", i+1, err)
 		}
+		p.end = max(p.end, o.Call)
+		if o.Completed {
+			p.end = max(p.end, o.Return)
+		}
 		if o.Kind == history.Fault {
 			p.faults = append(p.faults, i)
 			p.counts.Faults++
@@ -120,7 +134,8 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 			p.keys = append(p.keys, k)
 		}
 		l := &lop{idx: i, src: o, kind: o.Kind, client: id, result: o.Result, call: o.Call, ret: inf,
-			token: o.Token, hasToken: o.HasToken, hasPrev: o.HasPrev, wait: o.Wait}
+			token: o.Token, hasToken: o.HasToken, hasPrev: o.HasPrev, wait: o.Wait,
+			validUntil: o.ValidUntil, hasValid: o.HasValid, lease: o.Lease, checked: o.Checked}
 		if o.Completed {
 			l.ret = o.Return
 		} else {
@@ -142,6 +157,8 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 			if o.Result == history.Rejected {
 				p.counts.Rejected++
 			}
+		case history.Lost:
+			k.notices = append(k.notices, l)
 		}
 	}
 	p.counts.Keys = len(p.keys)
@@ -149,6 +166,7 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 	for _, k := range p.keys {
 		byCall(k.lease)
 		byCall(k.resource)
+		byCall(k.notices)
 	}
 	return p, nil
 }

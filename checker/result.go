@@ -30,6 +30,7 @@ const (
 	PropLease    = contract.PropLeaseName
 	PropResource = contract.PropResourceName
 	PropLiveness = contract.PropLivenessName
+	PropClaims   = contract.PropClaimsName
 )
 
 // Rule names a violated rule within a property (Violation.Rule).
@@ -47,6 +48,11 @@ const (
 	// Liveness rule.
 	RuleLiveness       = "liveness"        // an acquire failed after a crashed holder's lease had surely expired
 	RuleWaiterLiveness = "waiter-liveness" // a waiter got the lock (or gave up) later than the lock's bound after it was surely free
+	// Claims rules (what the lock told its holder).
+	RuleClaimOverlap = "claim-overlap" // another client's lease took effect while a holder's claimed validity ran
+	RuleLossNotice   = "loss-notice"   // a live holder was not told within the lock's bound that another client took its key
+	RuleFalseNotice  = "false-notice"  // a lease was reported lost after its release had succeeded
+	RuleCheckedWrite = "checked-write" // a write made after a check that found the lease valid overlapped another holder's lease
 	// RuleLinearizability: no order of a key's ops satisfies the model, and
 	// the explanation could not single out the op at fault (e.g. it timed out).
 	RuleLinearizability = "linearizability"
@@ -144,6 +150,8 @@ type OptionsUsed struct {
 	TimeoutMs       int64   `json:"timeout_ms"`
 	// WaitBoundMs is Options.WaitBound (0: the waiter-liveness rule was off).
 	WaitBoundMs int64 `json:"wait_bound_ms,omitempty"`
+	// LossBoundMs is Options.LossBound (0: the loss-notice rule was off).
+	LossBoundMs int64 `json:"loss_bound_ms,omitempty"`
 }
 
 // Of returns the result of the property whose contract ID is id

@@ -6,6 +6,7 @@ const (
 	PropLease    = "lease"
 	PropResource = "resource"
 	PropLiveness = "liveness"
+	PropClaims   = "claims"
 )
 
 // Property display names: check.json's "property", the check command's
@@ -14,6 +15,7 @@ const (
 	PropLeaseName    = "lease mutual exclusion"
 	PropResourceName = "resource safety"
 	PropLivenessName = "liveness"
+	PropClaimsName   = "validity claims"
 )
 
 // Property is one property the checker decides and every stage reports.
@@ -38,6 +40,9 @@ func Properties() []Property {
 		{ID: PropResource, Name: PropResourceName, Guarantee: "G2", Letter: "R", Summary: "no stale write or read accepted"},
 		// V: a lock that is never freed (G3).
 		{ID: PropLiveness, Name: PropLivenessName, Guarantee: "G3", Letter: "V", Summary: "a lock nobody holds is granted"},
+		// C: what the lock tells the code holding it (validity, loss
+		// notice), the only guard a user without fencing has (G4).
+		{ID: PropClaims, Name: PropClaimsName, Guarantee: "G4", Letter: "C", Summary: "the lock's word to its holder is true"},
 	}
 }
 

@@ -35,6 +35,9 @@ const (
 	fPrev
 	fWait
 	fEvidence
+	fValid
+	fLease
+	fChecked
 )
 
 // decoder parses one history line at a time. It is a hand-written parser for
@@ -85,7 +88,7 @@ func blank(line []byte) bool {
 // parse decodes one line into o and validates it.
 func (d *decoder) parse(line []byte, o *Op) *fieldError {
 	d.b, d.i = line, 0
-	var seen uint16
+	var seen uint32
 	d.ws()
 	if d.i >= len(d.b) || d.b[d.i] != '{' {
 		return d.unexpected("'{' (one JSON object per line)")
@@ -148,7 +151,7 @@ func (d *decoder) parse(line []byte, o *Op) *fieldError {
 	return validate(o, seen&fCall != 0, seen&fTTL != 0)
 }
 
-func fieldBit(key []byte) uint16 {
+func fieldBit(key []byte) uint32 {
 	switch string(key) {
 	case "client":
 		return fClient
@@ -176,12 +179,18 @@ func fieldBit(key []byte) uint16 {
 		return fWait
 	case "evidence":
 		return fEvidence
+	case "valid_until":
+		return fValid
+	case "lease":
+		return fLease
+	case "checked":
+		return fChecked
 	}
 	return 0
 }
 
 // fieldName is the JSON name of a field bit.
-func fieldName(bit uint16) string {
+func fieldName(bit uint32) string {
 	switch bit {
 	case fClient:
 		return "client"
@@ -209,13 +218,19 @@ func fieldName(bit uint16) string {
 		return "wait"
 	case fEvidence:
 		return "evidence"
+	case fValid:
+		return "valid_until"
+	case fLease:
+		return "lease"
+	case fChecked:
+		return "checked"
 	}
 	return ""
 }
 
 // field decodes the value of the field bit (0: an extra field, skipped). A
 // null value counts as absent: its bit is cleared from seen.
-func (d *decoder) field(bit uint16, o *Op, seen *uint16) *fieldError {
+func (d *decoder) field(bit uint32, o *Op, seen *uint32) *fieldError {
 	if bit == 0 {
 		return d.skip(0)
 	}
@@ -224,11 +239,15 @@ func (d *decoder) field(bit uint16, o *Op, seen *uint16) *fieldError {
 		return nil
 	}
 	name := fieldName(bit)
-	if bit == fWait {
+	if bit == fWait || bit == fChecked {
 		switch {
 		case len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "true":
 			d.i += 4
-			o.Wait = true
+			if bit == fWait {
+				o.Wait = true
+			} else {
+				o.Checked = true
+			}
 		case len(d.b)-d.i >= 5 && string(d.b[d.i:d.i+5]) == "false":
 			d.i += 5
 		default:
@@ -293,13 +312,20 @@ func (d *decoder) field(bit uint16, o *Op, seen *uint16) *fieldError {
 	if !integer {
 		return &fieldError{field: name, msg: "want an integer, got " + text}
 	}
-	if bit == fToken {
+	if bit == fToken || bit == fLease {
 		if text[0] == '-' {
-			return &fieldError{field: name, msg: "negative token " + text}
+			return &fieldError{field: name, msg: "negative " + name + " " + text}
 		}
 		v, perr := strconv.ParseUint(text, 10, 64)
 		if perr != nil {
 			return &fieldError{field: name, msg: text + " is out of range"}
+		}
+		if bit == fLease {
+			if v == 0 {
+				return &fieldError{field: name, msg: "0 is not a lease number (they start at 1; leave the field out when unknown)"}
+			}
+			o.Lease = v
+			return nil
 		}
 		o.Token, o.HasToken = v, true
 		return nil
@@ -315,6 +341,8 @@ func (d *decoder) field(bit uint16, o *Op, seen *uint16) *fieldError {
 		o.Return, o.Completed = v, true
 	case fTTL:
 		o.TTLMillis = v
+	case fValid:
+		o.ValidUntil, o.HasValid = v, true
 	}
 	return nil
 }
@@ -334,7 +362,7 @@ func (d *decoder) interned(s []byte) string {
 }
 
 func kindOf(s []byte) Kind {
-	for _, k := range []Kind{Acquire, Release, Renew, Write, Read, Fault} {
+	for _, k := range []Kind{Acquire, Release, Renew, Write, Read, Fault, Lost} {
 		if string(s) == string(k) {
 			return k
 		}

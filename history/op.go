@@ -16,6 +16,11 @@ const (
 	Read    Kind = "read"
 	// Fault is a fault window (with Name); it is shown, never checked.
 	Fault Kind = "fault"
+	// Lost is a lease's loss notice: the instant the lock told its user
+	// (locker.Lease.Lost closed) that the lease is gone. Its call is that
+	// instant; it carries the lease it speaks of (Lease) when known. The
+	// claims property reads it; the models never see it.
+	Lost Kind = "lost"
 )
 
 // Result is the outcome of an operation: the "result" field.
@@ -65,6 +70,27 @@ type Op struct {
 	// it got the lock or gave up, rather than making one attempt. Only
 	// acquire ops carry it; the waiter-liveness rule reads it.
 	Wait bool
+
+	// ValidUntil ("valid_until"), meaningful only when HasValid: the
+	// instant, on the history's clock, until which the lock told its user
+	// the lease is valid (locker.Claimer), as read right after an ok
+	// acquire or renew, after a release that did not surely end the lease,
+	// or by the check before a write. The claims property holds the lock
+	// to it.
+	ValidUntil int64
+	HasValid   bool
+
+	// Lease ("lease"): which hold of its client the op is about, a number
+	// >= 1 unique per client (an acquire's own, and that of the hold a
+	// renew, release, write, read or loss notice acts on); 0: not said.
+	// A client's nested holds have numbers of their own, so a release of
+	// one is not taken for a release of another.
+	Lease uint64
+
+	// Checked ("checked": true), on a write: its client checked right
+	// before it that the lock still said the lease was valid (not lost,
+	// before its claimed validity), as users without fencing do.
+	Checked bool
 
 	// Line is the 1-based line the op was read from; 0 when not read from a file.
 	Line int

@@ -160,6 +160,17 @@ func TestReadRejects(t *testing.T) {
 		{"wait as a string", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"fail","wait":"true"}`, 1, "wait", "want true or false"},
 		{"prev on read", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"ok","value":"","prev":""}`, 1, "prev", "only write carries prev"},
 		{"prev on acquire", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","prev":"x"}`, 1, "prev", "only write carries prev"},
+		{"claim on read", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"ok","value":"","valid_until":9}`, 1, "valid_until", "only acquire, renew, release and write"},
+		{"negative claim", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","valid_until":-1}`, 1, "valid_until", "negative time -1"},
+		{"claim past MaxTime", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","valid_until":2305843009213693952}`, 1, "valid_until", "not below"},
+		{"lease zero", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","lease":0}`, 1, "lease", "0 is not a lease number"},
+		{"negative lease", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","lease":-3}`, 1, "lease", "negative lease -3"},
+		{"lease on fault", `{"op":"fault","name":"n","call":1,"lease":2}`, 1, "lease", "fault ops carry no lease"},
+		{"checked on read", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"ok","value":"","checked":true}`, 1, "checked", "only write carries checked"},
+		{"checked not a boolean", `{"client":"a","op":"write","key":"k","call":1,"return":2,"result":"ok","value":"","checked":"yes"}`, 1, "checked", "want true or false"},
+		{"lost not ok", `{"client":"a","op":"lost","key":"k","call":1,"return":1,"result":"unknown"}`, 1, "result", "a loss notice is ok"},
+		{"lost with a duration", `{"client":"a","op":"lost","key":"k","call":1,"return":5,"result":"ok"}`, 1, "return", "a loss notice is an instant"},
+		{"lost without return", `{"client":"a","op":"lost","key":"k","call":1,"result":"ok"}`, 1, "return", "must be unknown"},
 		{"duplicate field", `{"client":"a","client":"b","op":"acquire","key":"k","call":1,"return":2,"result":"ok"}`, 1, "client", "duplicate field"},
 	}
 	for _, c := range cases {
@@ -220,6 +231,10 @@ func TestReadAccepts(t *testing.T) {
 			Op{Client: "a", Kind: Acquire, Key: "k", Call: 1, Return: 2, Completed: true, Result: Fail, TTLMillis: 5, Wait: true}},
 		{"wait false is one attempt", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"fail","wait":false}`,
 			Op{Client: "a", Kind: Acquire, Key: "k", Call: 1, Return: 2, Completed: true, Result: Fail}},
+		{"claims, loss notice and checked write", `{"client":"a","op":"write","key":"k","call":1,"return":2,"result":"ok","value":"v","valid_until":7,"lease":3,"checked":true}`,
+			Op{Client: "a", Kind: Write, Key: "k", Call: 1, Return: 2, Completed: true, Result: OK, Value: "v", HasValue: true, ValidUntil: 7, HasValid: true, Lease: 3, Checked: true}},
+		{"loss notice", `{"client":"a","op":"lost","key":"k","call":4,"return":4,"result":"ok","token":2,"lease":1}`,
+			Op{Client: "a", Kind: Lost, Key: "k", Call: 4, Return: 4, Completed: true, Result: OK, Token: 2, HasToken: true, Lease: 1}},
 		{"max token", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","token":18446744073709551615}`,
 			Op{Client: "a", Kind: Acquire, Key: "k", Call: 1, Return: 2, Completed: true, Result: OK, Token: 1<<64 - 1, HasToken: true}},
 	}
@@ -296,6 +311,9 @@ func sampleOps() []Op {
 		{Client: "c", Kind: Renew, Key: "cart", Call: 8, Return: 9, Completed: true, Result: Unknown, TTLMillis: 50, Token: 1<<64 - 1, HasToken: true},
 		{Client: "c", Kind: Release, Key: "cart", Call: 9, Return: 9, Completed: true, Result: Fail},
 		{Client: "d", Kind: Acquire, Key: "cart", Call: 1, Return: 12, Completed: true, Result: Fail, TTLMillis: 200, Wait: true},
+		{Client: "e", Kind: Acquire, Key: "cart", Call: 13, Return: 14, Completed: true, Result: OK, TTLMillis: 200, ValidUntil: 200_000_013, HasValid: true, Lease: 1},
+		{Client: "e", Kind: Write, Key: "cart", Call: 15, Return: 16, Completed: true, Result: OK, Value: "e", HasValue: true, ValidUntil: 0, HasValid: true, Lease: 1, Checked: true},
+		{Client: "e", Kind: Lost, Key: "cart", Call: 17, Return: 17, Completed: true, Result: OK, Lease: 1<<64 - 1},
 	}
 }
 

@@ -43,7 +43,7 @@ func (e *ParseError) Unwrap() error { return ErrBadInput }
 // Validate checks op against the history contract and returns a *ParseError
 // naming the first field at fault (with op.Line), or nil. The rules:
 //
-//   - op is one of acquire, release, renew, write, read, fault;
+//   - op is one of acquire, release, renew, write, read, fault, lost;
 //   - a fault needs name and may carry client, key and a result; other ops
 //     need client, key and result and carry no name;
 //   - result is ok, fail or unknown for acquire, release and renew; ok,
@@ -56,7 +56,10 @@ func (e *ParseError) Unwrap() error { return ErrBadInput }
 //   - ttl_ms only on acquire and renew, in [0, MaxTTLMillis];
 //   - value only on write and read; a write always carries it, and so does an
 //     ok read ("" when the resource was never written);
-//   - prev only on write; wait only on acquire.
+//   - prev only on write; wait only on acquire;
+//   - a lost op (a loss notice) has result ok and completes at its call;
+//   - valid_until only on acquire, renew, release and write, in [0, MaxTime);
+//   - lease (>= 1) on any op but fault; checked only on write.
 func (op Op) Validate() error {
 	if err := validate(&op, true, op.TTLMillis != 0); err != nil {
 		return &ParseError{Line: op.Line, Field: err.field, Msg: err.msg}
@@ -83,11 +86,11 @@ func bad(field, format string, args ...any) *fieldError {
 // were present on the line (a zero value cannot tell).
 func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 	switch o.Kind {
-	case Acquire, Release, Renew, Write, Read, Fault:
+	case Acquire, Release, Renew, Write, Read, Fault, Lost:
 	case "":
-		return bad("op", "missing (want acquire, release, renew, write, read or fault)")
+		return bad("op", "missing (want acquire, release, renew, write, read, fault or lost)")
 	default:
-		return bad("op", "unknown operation %q (want acquire, release, renew, write, read or fault)", o.Kind)
+		return bad("op", "unknown operation %q (want acquire, release, renew, write, read, fault or lost)", o.Kind)
 	}
 	lockOp := o.Kind == Acquire || o.Kind == Release || o.Kind == Renew
 	if o.Kind == Fault {
@@ -115,9 +118,11 @@ func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 		switch {
 		case o.Result == "":
 			return bad("result", "missing")
+		case o.Kind == Lost && o.Result != OK:
+			return bad("result", "%q is not a result of lost (a loss notice is ok)", o.Result)
 		case lockOp && o.Result != OK && o.Result != Fail && o.Result != Unknown:
 			return bad("result", "%q is not a result of %s (want ok, fail or unknown)", o.Result, o.Kind)
-		case !lockOp && o.Result != OK && o.Result != Rejected && o.Result != Unknown:
+		case !lockOp && o.Kind != Lost && o.Result != OK && o.Result != Rejected && o.Result != Unknown:
 			return bad("result", "%q is not a result of %s (want ok, rejected or unknown)", o.Result, o.Kind)
 		}
 	}
@@ -171,6 +176,25 @@ func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 	}
 	if o.HasPrev && o.Kind != Write {
 		return bad("prev", "only write carries prev, not %s", o.Kind)
+	}
+	if o.Kind == Lost && (!o.Completed || o.Return != o.Call) {
+		return bad("return", "a loss notice is an instant: its return equals its call")
+	}
+	if o.HasValid {
+		switch {
+		case o.Kind != Acquire && o.Kind != Renew && o.Kind != Release && o.Kind != Write:
+			return bad("valid_until", "only acquire, renew, release and write carry a claimed validity, not %s", o.Kind)
+		case o.ValidUntil < 0:
+			return bad("valid_until", "negative time %d", o.ValidUntil)
+		case o.ValidUntil >= MaxTime:
+			return bad("valid_until", "time %d is not below %d (2^61 ns)", o.ValidUntil, MaxTime)
+		}
+	}
+	if o.Lease != 0 && o.Kind == Fault {
+		return bad("lease", "fault ops carry no lease")
+	}
+	if o.Checked && o.Kind != Write {
+		return bad("checked", "only write carries checked, not %s", o.Kind)
 	}
 	return nil
 }

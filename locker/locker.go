@@ -104,6 +104,18 @@ type Lease interface {
 	Lost() <-chan struct{}
 }
 
+// Claimer is a Lease that tells its user how long it is valid, as package
+// lock's ValidUntil, redsync's Until and bsm/redislock's TTL do: the code
+// under the lock trusts it, so the harness holds the lock to it (the claims
+// property, docs/DESIGN.md). ValidUntil is the instant, on the Locker's
+// clock (Deps.Clock), until which the lease is surely held; a zero time
+// says the lock claims nothing now (the lease ended, was released or is
+// lost). A lock that cannot say must not implement Claimer: the harness
+// then takes the user's own reckoning, the acquire's start plus its TTL.
+type Claimer interface {
+	ValidUntil() time.Time
+}
+
 // Reentrant is a Lease whose owner can acquire its lock again while holding
 // it: Reenter takes one more hold for ttl and returns it as a Lease of its
 // own (with the same fence). The lock is free only when every hold has been

@@ -55,6 +55,13 @@ type Entry struct {
 	// holds the lock to it (waiter liveness, docs/DESIGN.md); 0 promises
 	// nothing and leaves waiters unchecked.
 	WaitBound time.Duration
+	// LossBound is what the lock promises about its loss notice
+	// (Lease.Lost) for leases of ttl: once another client took the key, or
+	// Redis lost it, a live holder's Lost closes within LossBound(ttl) (a
+	// watchdog's next refused renewal, a validity deadline). The checker
+	// holds the lock to it (claims, rule loss-notice). nil promises
+	// nothing: a lock without a watchdog never learns of a loss.
+	LossBound func(ttl time.Duration) time.Duration
 	// Doc is one line saying what the lock is (shown by the CLI and reports).
 	Doc string
 
@@ -106,6 +113,9 @@ func (r *Registry) Add(e Entry) error {
 	case ProfileFenced, ProfileLease, ProfileNone:
 	default:
 		return fmt.Errorf("register lock %q: Profile %q: want %q, %q or %q: %w", e.Name, e.Profile, ProfileFenced, ProfileLease, ProfileNone, ErrInvalid)
+	}
+	if e.WaitBound < 0 {
+		return fmt.Errorf("register lock %q: WaitBound %v: must be >= 0: %w", e.Name, e.WaitBound, ErrInvalid)
 	}
 	if _, ok := r.Lookup(e.Name); ok {
 		return fmt.Errorf("register lock %q: the name is taken: %w", e.Name, ErrInvalid)

@@ -11,6 +11,7 @@ import (
 	"github.com/lockproof/lockproof/contract"
 
 	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -44,6 +45,7 @@ const (
 	PropLease    = contract.PropLease
 	PropResource = contract.PropResource
 	PropLiveness = contract.PropLiveness
+	PropClaims   = contract.PropClaims
 )
 
 // Want returns the prediction for the property of ID prop (PropLease, ...).
@@ -179,7 +181,7 @@ func Expected(lock, fault string) (e Expectation) {
 	e = allHold()
 	const blind = "a release retried after an unknown outcome deletes whatever lock holds the key, the next holder's included; the holders then overlap and their writes may conflict"
 	if blindRelease[lock] {
-		e.predict(WantMay, PropLease, PropResource)
+		e.predict(WantMay, PropLease, PropResource, PropClaims)
 		defer func() {
 			if !strings.Contains(e.Why, blind) {
 				e.Why = joinWhy(e.Why, blind)
@@ -193,8 +195,8 @@ func Expected(lock, fault string) (e Expectation) {
 		// tries in that window: 9 runs in 10 without a fault (3s runs).
 		// One run may miss it; a few seeds find it
 		// (TestHarnessCatchesTheOldLock).
-		e.predict(WantMay, PropLease)
-		e.Why = "a nested hold with a shorter TTL shortens the old lock's lease (fixed in package lock)"
+		e.predict(WantMay, PropLease, PropClaims)
+		e.Why = "a nested hold with a shorter TTL shortens the old lock's lease (fixed in package lock), while the outer hold still claims its validity"
 		if fault == chaos.FaultCrashClient {
 			// The old lock hands a waiter that died in line the whole TTL,
 			// and keeps a dead head of the queue first until its place
@@ -207,6 +209,21 @@ func Expected(lock, fault string) (e Expectation) {
 	switch fault {
 	case chaos.FaultNone:
 	case chaos.FaultPauseClient:
+		// Every holder checks its lease right before its write; the pause
+		// strikes after the check (the workload's LeaseCheckPoint, or while
+		// holding for fenced, whose check comes before the gate): the
+		// woken holder acts on a check another client's grant made false.
+		if lock == zoo.GetDelName || lock == zoo.SetNXName {
+			e.predict(WantMay, PropClaims)
+		} else {
+			e.predict(WantViolated, PropClaims)
+		}
+		defer func() {
+			const why = "the woken holder writes on a check that found its lease valid before the pause (claims: checked-write)"
+			if e.Want(PropClaims) == WantViolated {
+				e.Why = joinWhy(e.Why, why)
+			}
+		}()
 		switch {
 		case fencedLocks[lock]:
 			e.Rejected = true
@@ -236,7 +253,7 @@ func Expected(lock, fault string) (e Expectation) {
 	case chaos.FaultClockSkew:
 		if lock == zoo.GetSetName {
 			e.predict(WantViolated, PropLease)
-			e.predict(WantMay, PropResource)
+			e.predict(WantMay, PropResource, PropClaims)
 			e.Why = "the skewed client sees an unexpired lock as expired and takes it over; the two holders' writes may conflict"
 		}
 	case chaos.FaultFailover, chaos.FaultFailoverSkew:
@@ -256,18 +273,18 @@ func Expected(lock, fault string) (e Expectation) {
 		case zoo.RedlockName:
 			e.Why = "redlock's masters are independent of the failed-over one"
 		case zoo.FencedName, zoo.FencedV1Name:
-			e.predict(WantMay, PropLease)
-			e.Why = joinWhy(e.Why, "a lease in the replication gap is lost (G1 may break); fencing keeps the data safe")
+			e.predict(WantMay, PropLease, PropClaims)
+			e.Why = joinWhy(e.Why, "a lease in the replication gap is lost (G1 may break, and its holder's claim with it); fencing keeps the data safe")
 		case zoo.SetNXName:
-			e.predict(WantMay, PropLease, PropResource, PropLiveness)
+			e.predict(WantMay, PropLease, PropResource, PropLiveness, PropClaims)
 			e.Why = "leases in the replication gap are lost; a key without TTL may be stranded on the new master"
 		default:
-			e.predict(WantMay, PropLease, PropResource)
-			e.Why = "a lease in the replication gap is lost (G1 may break) and unfenced data may then be overwritten"
+			e.predict(WantMay, PropLease, PropResource, PropClaims)
+			e.Why = "a lease in the replication gap is lost (G1 may break, and its holder's claim with it) and unfenced data may then be overwritten"
 		}
 	case chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseServer:
 		if delNoOwner[lock] || checkThenDel[lock] || lock == zoo.GetSetName || lock == zoo.SetNXName {
-			e.predict(WantAny, PropLease, PropResource)
+			e.predict(WantAny, PropLease, PropResource, PropClaims)
 			e.Why = "a release delayed past the lease's expiry may delete the next holder's lock; whether a run lines it up depends on timing"
 		} else if fault == chaos.FaultPauseServer && unfencedOwnerChecked[lock] && lock != zoo.RedlockName {
 			// Seen once (lua, the 1-seed default run of 2026-11-24): an
@@ -352,18 +369,18 @@ func DecisiveScenarios() []Decisive {
 	return ds
 }
 
-// unfencedReadCommand is the Redis command of an unfenced resource read
-// (fencing.Redis.Read): a pause right after its reply lands exactly at the
-// workload's fault point, between the holder's read and its write.
-const unfencedReadCommand = "hmget"
+// leaseCheck is the workload's point between a holder's lease check and
+// its write (workload.LeaseCheckPoint): a pause right there is the GC
+// pause of the literature, and the woken holder writes on a stale check.
+const leaseCheck = workload.LeaseCheckPoint
 
 // faultPoint returns the fault point the matrix uses for lock under fault
 // (the zero Point for the fault's default: while the victim holds its lock).
 //
 //   - pause-client: get-del right after the GET of its release (between GET
 //     and DEL, where the literature's bug lies); the other locks without
-//     fencing right after their resource read (between read and write: a
-//     pause "while holding" can land after the write on a loaded machine);
+//     fencing right after their lease check, before their write (a pause
+//     "while holding" can land after the write on a loaded machine);
 //     fenced keeps the default (its fenced read is a script like its lock
 //     ops, and its late write is refused wherever the pause lands).
 //   - crash-client: setnx-expire right before its PEXPIRE, which it sends
@@ -380,7 +397,7 @@ func faultPoint(lock, fault string) gate.Point {
 			return gate.Point{}
 		}
 		if slices.Contains(Locks(), lock) {
-			return gate.Point{After: unfencedReadCommand}
+			return gate.Point{After: leaseCheck}
 		}
 	case chaos.FaultCrashClient:
 		if lock == zoo.SetNXExpireName {

@@ -128,7 +128,8 @@ func ms(n int64) int64 { return n * int64(time.Millisecond) }
 // fakeHistory is a small history per lock: "set-del" shows two holders
 // during a pause of client a (lease violated) and a's stale write, "lua" a stale unfenced write
 // (resource violated), "fenced" a rejected stale write, others a clean
-// hand-off. A fault window opens at 100ms.
+// hand-off; a's late writes were checked before the pause, as the
+// workload's are (claims violated). A fault window opens at 100ms.
 func fakeHistory(lock string) []history.Op {
 	ops := []history.Op{{Kind: history.Fault, Name: "pause-client a", Call: ms(100), Return: ms(800), Completed: true}}
 	op := func(o history.Op) { o.Completed = o.Return > 0; ops = append(ops, o) }
@@ -136,16 +137,16 @@ func fakeHistory(lock string) []history.Op {
 	case "set-del":
 		op(history.Op{Client: "a", Kind: history.Acquire, Key: "k", Call: ms(0), Return: ms(1), Result: history.OK, TTLMillis: 2000})
 		op(history.Op{Client: "b", Kind: history.Acquire, Key: "k", Call: ms(300), Return: ms(301), Result: history.OK, TTLMillis: 2000})
-		op(history.Op{Client: "a", Kind: history.Write, Key: "k", Call: ms(900), Return: ms(901), Result: history.OK, Value: "a1", HasValue: true})
+		op(history.Op{Client: "a", Kind: history.Write, Key: "k", Call: ms(900), Return: ms(901), Result: history.OK, Value: "a1", HasValue: true, Checked: true})
 	case "lua":
 		op(history.Op{Client: "a", Kind: history.Acquire, Key: "k", Call: ms(0), Return: ms(1), Result: history.OK, TTLMillis: 200})
 		op(history.Op{Client: "b", Kind: history.Acquire, Key: "k", Call: ms(400), Return: ms(401), Result: history.OK, TTLMillis: 2000})
-		op(history.Op{Client: "a", Kind: history.Write, Key: "k", Call: ms(900), Return: ms(901), Result: history.OK, Value: "a1", HasValue: true})
+		op(history.Op{Client: "a", Kind: history.Write, Key: "k", Call: ms(900), Return: ms(901), Result: history.OK, Value: "a1", HasValue: true, Checked: true})
 	case "fenced":
 		op(history.Op{Client: "a", Kind: history.Acquire, Key: "k", Call: ms(0), Return: ms(1), Result: history.OK, TTLMillis: 200, Token: 3, HasToken: true})
 		op(history.Op{Client: "b", Kind: history.Acquire, Key: "k", Call: ms(400), Return: ms(401), Result: history.OK, TTLMillis: 2000, Token: 4, HasToken: true})
 		op(history.Op{Client: "b", Kind: history.Write, Key: "k", Call: ms(500), Return: ms(501), Result: history.OK, Value: "b1", HasValue: true, Token: 4, HasToken: true})
-		op(history.Op{Client: "a", Kind: history.Write, Key: "k", Call: ms(900), Return: ms(901), Result: history.Rejected, Value: "a1", HasValue: true, Token: 3, HasToken: true})
+		op(history.Op{Client: "a", Kind: history.Write, Key: "k", Call: ms(900), Return: ms(901), Result: history.Rejected, Value: "a1", HasValue: true, Token: 3, HasToken: true, Checked: true})
 	default:
 		op(history.Op{Client: "a", Kind: history.Acquire, Key: "k", Call: ms(0), Return: ms(1), Result: history.OK, TTLMillis: 2000})
 		op(history.Op{Client: "a", Kind: history.Release, Key: "k", Call: ms(10), Return: ms(11), Result: history.OK})
@@ -289,7 +290,7 @@ func TestRunWritesTheContract(t *testing.T) {
 		if sc.Fault == chaos.FaultPauseClient {
 			wantClients = 5
 			if sc.Lock != "fenced" {
-				wantAfter = unfencedReadCommand
+				wantAfter = leaseCheck
 			}
 		}
 		f, _ := chaos.Lookup(sc.Fault)
@@ -366,7 +367,7 @@ func TestFaultPointReachesChaos(t *testing.T) {
 		got[sc.Lock+"/"+sc.Fault] = sc.Point.String()
 	}
 	want := map[string]string{
-		"setnx-expire/crash-client": "before pexpire", "setnx-expire/pause-client": "after " + unfencedReadCommand,
+		"setnx-expire/crash-client": "before pexpire", "setnx-expire/pause-client": "after " + leaseCheck,
 		"get-del/crash-client": "", "get-del/pause-client": "after get",
 	}
 	for k, w := range want {
@@ -524,7 +525,7 @@ func TestDetectRows(t *testing.T) {
 	}
 	var b strings.Builder
 	WriteDetectMarkdown(&b, rows, 10*time.Second)
-	if !strings.Contains(b.String(), "| set-del | pause-client (after hmget) | lease | 3 | 3 | 0.20s | 0.20s | 0 | 0 | yes |") ||
+	if !strings.Contains(b.String(), "| set-del | pause-client (after check) | lease | 3 | 3 | 0.20s | 0.20s | 0 | 0 | yes |") ||
 		!strings.Contains(b.String(), "| setnx | crash-client | liveness | 3 | 0 | - | - | 3 | 0 | **no** |") {
 		t.Errorf("markdown:\n%s", b.String())
 	}

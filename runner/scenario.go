@@ -68,12 +68,16 @@ func unknownResult(err error) *checker.Result {
 	return r
 }
 
-// checkOptions are the checker's options for s: the budget, and the bound
-// s's lock promises its waiters.
+// checkOptions are the checker's options for s: the budget, and the
+// bounds s's lock promises its waiters and its holders (loss notice, for
+// leases of s's TTL).
 func (m *matrix) checkOptions(s Spec) checker.Options {
 	o := checker.Options{Timeout: m.cfg.CheckTimeout}
 	if e, ok := m.cfg.Registry.Lookup(s.Lock); ok {
 		o.WaitBound = e.WaitBound
+		if e.LossBound != nil {
+			o.LossBound = e.LossBound(s.TTL)
+		}
 	}
 	return o
 }

@@ -17,7 +17,11 @@ import (
 // its OnRenew (when nil) by one that announces every watchdog renewal to
 // Deps.Observer.
 func FencedEntry(opts lock.Options) locker.Entry {
-	return locker.Entry{Name: FencedName, Profile: locker.ProfileFenced, WaitBound: opts.WaitBound(1),
+	var loss func(time.Duration) time.Duration
+	if opts.Watchdog {
+		loss = watchdogLossBound
+	}
+	return locker.Entry{Name: FencedName, Profile: locker.ProfileFenced, WaitBound: opts.WaitBound(1), LossBound: loss,
 		Doc: "the production lock: owner token, fence, TTL, watchdog, FIFO queue with hand-off, reentrancy",
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {
@@ -40,6 +44,12 @@ func FencedEntry(opts lock.Options) locker.Entry {
 			return &Fenced{name: FencedName, d: d, c: currentLock{c}}, nil
 		}}
 }
+
+// watchdogLossBound is the loss notice a watchdog renewing every TTL/3
+// promises: the next renewal finds the key gone or taken, within a third
+// of the TTL and that renewal's round trip; half the TTL leaves the round
+// trip a sixth of it (at least 50ms).
+func watchdogLossBound(ttl time.Duration) time.Duration { return max(ttl/2, ttl/3+50*time.Millisecond) }
 
 // FencedName is the registry name of the production lock (FencedEntry).
 const FencedName = "fenced"
@@ -101,6 +111,8 @@ type fencedHold interface {
 	Fence() uint64
 	Owner() string
 	Lost() <-chan struct{}
+	ValidUntil() time.Time
+	Context() context.Context
 	Release(ctx context.Context) error
 	Renew(ctx context.Context) error
 }
@@ -181,6 +193,16 @@ func (x *fencedLease) TTL() time.Duration                { return x.h.TTL() }
 func (x *fencedLease) Fence() (uint64, bool)             { return x.h.Fence(), true }
 func (x *fencedLease) Lost() <-chan struct{}             { return x.h.Lost() }
 func (x *fencedLease) Release(ctx context.Context) error { return mapLockErr(x.h.Release(ctx)) }
+
+// ValidUntil implements locker.Claimer with the lease's own word: its
+// ValidUntil while its Context is live, nothing once the Context is done
+// (the lock's doc: done when the lease is released or lost).
+func (x *fencedLease) ValidUntil() time.Time {
+	if x.h.Context().Err() != nil {
+		return time.Time{}
+	}
+	return x.h.ValidUntil()
+}
 
 func (x *fencedLease) Renew(ctx context.Context, ttl time.Duration) error {
 	if ttl != x.h.TTL() {

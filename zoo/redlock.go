@@ -149,7 +149,9 @@ func (r *Redlock) TryAcquire(ctx context.Context, key string, ttl time.Duration)
 	validity := ttl - time.Since(start) - drift
 	yes := count(votes, voteYes)
 	if yes >= r.quorum() && validity > 0 {
-		return r.lease(key, rk, token, ttl), nil
+		l := r.lease(key, rk, token, ttl)
+		l.set(start.Add(ttl - drift)) // Redlock's validity, as the algorithm tells its user
+		return l, nil
 	}
 	// Failed: unlock every instance, even those that said no (their reply may be lost).
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), per)
@@ -171,8 +173,9 @@ func (r *Redlock) TryAcquire(ctx context.Context, key string, ttl time.Duration)
 	return nil, fmt.Errorf("acquire %q: %s: %w", key, why, locker.ErrNotAcquired)
 }
 
-func (r *Redlock) lease(key, rk, token string, ttl time.Duration) *lease {
-	return &lease{key: key, ttl: ttl,
+func (r *Redlock) lease(key, rk, token string, ttl time.Duration) *claimingLease {
+	l := &claimingLease{}
+	l.lease = lease{key: key, ttl: ttl,
 		release: func(ctx context.Context) error {
 			votes := r.each(ctx, r.timeout(ttl), func(ctx context.Context, c redis.UniversalClient) vote {
 				cmd, err := runScript(ctx, c, unlockScript, []string{rk}, token)
@@ -184,7 +187,11 @@ func (r *Redlock) lease(key, rk, token string, ttl time.Duration) *lease {
 				}
 				return voteYes
 			})
-			return r.outcome("release", key, votes)
+			err := r.outcome("release", key, votes)
+			if !errors.Is(err, locker.ErrUnknownOutcome) {
+				l.set(time.Time{}) // released or refused: the lease claims nothing more
+			}
+			return err
 		},
 		renew: func(ctx context.Context, ttl time.Duration) error {
 			start := time.Now()
@@ -203,9 +210,14 @@ func (r *Redlock) lease(key, rk, token string, ttl time.Duration) *lease {
 				// Redlock calls this a failure, yet the keys were extended: the lock may be held.
 				return fmt.Errorf("renew %q: extended on a majority too late (validity gone): %w", key, locker.ErrUnknownOutcome)
 			}
-			return r.outcome("renew", key, votes)
+			err := r.outcome("renew", key, votes)
+			if err == nil {
+				l.set(start.Add(ttl - drift))
+			}
+			return err
 		},
 	}
+	return l
 }
 
 // outcome turns the votes of a release or extend into its error: done on a

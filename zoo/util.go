@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -99,6 +100,32 @@ func (l *lease) Renew(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	return l.renew(ctx, ttl)
+}
+
+// claimingLease is a lease that states its validity (locker.Claimer), for
+// the specimens whose algorithm computes one (Redlock's validity time).
+type claimingLease struct {
+	lease
+	mu    sync.Mutex
+	until time.Time
+}
+
+// ValidUntil implements locker.Claimer: the validity the algorithm last
+// computed (zero once released).
+func (l *claimingLease) ValidUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.until
+}
+
+// set records the validity the algorithm computed (a later one only: a
+// renewal never shortens what was claimed; zero ends the claim).
+func (l *claimingLease) set(t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t.IsZero() || t.After(l.until) {
+		l.until = t
+	}
 }
 
 // ms is a duration in whole milliseconds, at least 1.

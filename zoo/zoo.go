@@ -62,7 +62,9 @@ func Builtin() *locker.Registry {
 		{Name: GetDelName, Profile: locker.ProfileNone, Open: newGetDel, Doc: "owner token, GET then DEL (not atomic)"},
 		{Name: GetSetName, Profile: locker.ProfileNone, Open: newGetSet, Doc: "the GETSET timestamp recipe; trusts client clocks"},
 		{Name: LuaName, Profile: locker.ProfileLease, Open: newLua, Doc: "SET NX PX, owner-checked Lua release; no fencing"},
-		{Name: WatchdogName, Profile: locker.ProfileLease, Open: newWatchdog, Doc: "lua with a renewal every TTL/3; no fencing"},
+		// Its first failed renewal (TTL/3 in, given TTL/3 to answer) is its loss notice.
+		{Name: WatchdogName, Profile: locker.ProfileLease, Open: newWatchdog, Doc: "lua with a renewal every TTL/3; no fencing",
+			LossBound: func(ttl time.Duration) time.Duration { return ttl/3 + watchdogLossBound(ttl) }},
 		{Name: ReentrantName, Profile: locker.ProfileLease, Open: newReentrant, Doc: "Redisson's RLock: a hash with a hold count; no fencing"},
 		RedlockEntry(RedlockOptions{}),
 		{Name: LocalRedisName, Profile: locker.ProfileLease, Open: newLocalRedis, Doc: "Spring's RedisLockRegistry: a process-local lock, then the Redis key; no fencing"},

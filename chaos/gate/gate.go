@@ -255,6 +255,12 @@ func (g *Gate) after(ctx context.Context, names ...string) error {
 	return g.Wait(ctx)
 }
 
+// Pass is called by the client's own code at a named point of it that
+// sends no command (the workload's lease check before a write, "check"):
+// a PauseAfter or CrashAfter of that name strikes there, as after a
+// command's reply; then it waits at the gate like Wait.
+func (g *Gate) Pass(ctx context.Context, point string) error { return g.after(ctx, point) }
+
 // Hook returns the go-redis hook that makes every dial and command of a
 // client pass the gate (client.AddHook(g.Hook())).
 func (g *Gate) Hook() redis.Hook { return hook{g} }

@@ -359,6 +359,7 @@ func runChild(js string, locks *locker.Registry, stdin io.Reader, out, events io
 	}()
 	c.rec.Store(rec)
 	werr := w.worker(ctx, rec, c)
+	c.watchers.Wait()
 	return errors.Join(werr, rec.Close())
 }
 

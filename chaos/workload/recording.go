@@ -47,6 +47,13 @@ const (
 // gate decided (see crashed).
 func (r recording) lock(ctx context.Context, op history.Op, mode ctxMode, timeout time.Duration,
 	do func(ctx context.Context) error, edit func(*history.Op)) (history.Result, error) {
+	return r.lockEdit(ctx, op, mode, timeout, do, edit, nil)
+}
+
+// lockEdit is lock whose editUnknown fills in what was learnt when the
+// result is unknown (a release's remaining claim).
+func (r recording) lockEdit(ctx context.Context, op history.Op, mode ctxMode, timeout time.Duration,
+	do func(ctx context.Context) error, edit, editUnknown func(*history.Op)) (history.Result, error) {
 	p := r.rec.Invoke(op)
 	if r.invoked != nil {
 		invoked := p.Op()
@@ -66,7 +73,11 @@ func (r recording) lock(ctx context.Context, op history.Op, mode ctxMode, timeou
 		p.Withdraw()
 		return "", fmt.Errorf("%s %q: %w", op.Kind, op.Key, err)
 	}
-	if res != history.OK {
+	switch res {
+	case history.OK:
+	case history.Unknown:
+		edit = editUnknown
+	default:
 		edit = nil
 	}
 	return res, p.Complete(res, edit)

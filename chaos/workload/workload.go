@@ -7,8 +7,16 @@
 //
 //	acquire (one-shot, or blocking and maybe canceled while it waits)
 //	→ renew? → nested hold (shorter or longer TTL) and its release?
-//	→ long work? → read resource → (fault point) → write resource with token and prev
-//	→ release (maybe with a canceled or expiring context, then again)
+//	→ long work? → read resource → work → check the lease → (fault point)
+//	→ write resource with token and prev (skipped when the check found
+//	the lease gone) → release (maybe with a canceled or expiring context,
+//	then again after a pause)
+//
+// What the lock tells its holder is recorded too: the validity it claims
+// (locker.Claimer) after each ok acquire and renew and after a release
+// that left the lease claimed, the instant its loss notice (Lease.Lost)
+// fired, and on each write that the check before it was made. Each hold
+// has a number of its own (history.Op.Lease) on every op about it.
 //
 // What each section does is drawn from the client's seeded stream in the
 // shares of Config.Mix, Jepsen's generator in small: the same seed gives the
@@ -254,6 +262,8 @@ type Client struct {
 	onQueued func(op *history.Op, waiting bool)
 	stopped  atomic.Bool
 	rec      atomic.Pointer[history.Recorder] // set by Run: where background renewals are recorded
+	holds    uint64                           // the last hold number given (history.Op.Lease)
+	watchers sync.WaitGroup                   // loss-notice watchers (watchLoss)
 }
 
 // Holding reports whether the client holds its lock with its write ahead
@@ -531,6 +541,9 @@ func (w *Workload) Run(ctx context.Context, rec *history.Recorder) error {
 		}()
 	}
 	wg.Wait()
+	for _, c := range w.Clients {
+		c.watchers.Wait()
+	}
 	close(errs)
 	var all []error
 	for err := range errs {
@@ -576,7 +589,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	cfg, mix := w.cfg, w.cfg.Mix
 
 	// Acquire: one attempt, or wait in line (and maybe be canceled there).
-	acqOp := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds()}
+	acqOp := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Lease: c.nextHold()}
 	acquire, timeout := func(ctx context.Context) (locker.Lease, error) { return c.locker.TryAcquire(ctx, c.Key, cfg.TTL) }, cfg.OpTimeout
 	if waiter, ok := c.locker.(locker.Waiter); ok && c.chance(mix.Blocking) {
 		acqOp.Wait = true
@@ -604,14 +617,20 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		}
 	}
 	var lease locker.Lease
+	acqStart := c.Clock.Now()
 	res, err := c.recording(rec).lock(ctx, acqOp, ctxNormal, timeout, func(ctx context.Context) error {
 		var err error
 		lease, err = acquire(ctx)
 		return err
-	}, func(o *history.Op) { o.Token, o.HasToken = lease.Fence() })
+	}, func(o *history.Op) {
+		o.Token, o.HasToken = lease.Fence()
+		c.claim(rec, o, lease)
+	})
 	if err != nil || res != history.OK {
 		return err
 	}
+	h := held{lease: lease, id: acqOp.Lease, believed: c.reckon(lease, acqStart)}
+	h.released = c.watchLoss(ctx, rec, h)
 	if c.chance(mix.Leave) {
 		// Gone while holding: the lock must let the lease expire (a
 		// watchdog that outlived Close would keep the others out).
@@ -629,10 +648,15 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 
 	// Renew explicitly, by the lease's TTL.
 	if c.chance(mix.Renew) {
-		op := history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Token: token, HasToken: fenced}
-		if _, err := c.recording(rec).lock(ctx, op, ctxNormal, cfg.OpTimeout,
-			func(ctx context.Context) error { return lease.Renew(ctx, cfg.TTL) }, nil); err != nil {
+		op := history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Token: token, HasToken: fenced, Lease: h.id}
+		start := c.Clock.Now()
+		res, err := c.recording(rec).lock(ctx, op, ctxNormal, cfg.OpTimeout,
+			func(ctx context.Context) error { return lease.Renew(ctx, cfg.TTL) }, func(o *history.Op) { c.claim(rec, o, lease) })
+		if err != nil {
 			return err
+		}
+		if b := c.reckon(lease, start); res == history.OK && b.After(h.believed) {
+			h.believed = b
 		}
 	}
 
@@ -643,18 +667,23 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 			ttl = 2 * cfg.TTL
 		}
 		var inner locker.Lease
-		op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds()}
+		op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds(), Lease: c.nextHold()}
 		res, err := c.recording(rec).lock(ctx, op, ctxNormal, cfg.OpTimeout, func(ctx context.Context) error {
 			var err error
 			inner, err = r.Reenter(ctx, ttl)
 			return err
-		}, func(o *history.Op) { o.Token, o.HasToken = inner.Fence() })
+		}, func(o *history.Op) {
+			o.Token, o.HasToken = inner.Fence()
+			c.claim(rec, o, inner)
+		})
 		if err != nil {
 			return err
 		}
 		if res == history.OK {
+			in := held{lease: inner, id: op.Lease}
+			in.released = c.watchLoss(ctx, rec, in)
 			_ = sleepRand(ctx, c.rng, cfg.Hold)
-			if err := c.release(ctx, rec, inner, false, cfg.OpTimeout); err != nil {
+			if err := c.release(ctx, rec, in, false, cfg.OpTimeout); err != nil {
 				return err
 			}
 			// The outer hold outlives the nested one, as it does in code
@@ -671,7 +700,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 
 	// Read the resource under the lease.
 	var v fencing.Value
-	readOp := history.Op{Client: c.Name, Kind: history.Read, Key: c.Key, Token: token, HasToken: fenced}
+	readOp := history.Op{Client: c.Name, Kind: history.Read, Key: c.Key, Token: token, HasToken: fenced, Lease: h.id}
 	res, err = c.recording(rec).resource(ctx, readOp, cfg.OpTimeout, func(ctx context.Context) (err error) {
 		if fr, ok := resource.(FencedReader); ok && fenced {
 			v, err = fr.ReadFenced(ctx, c.Key, token, c.Name)
@@ -694,20 +723,28 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		case c.held <- struct{}{}:
 		default:
 		}
-		// Work, then the fault point: a paused client stops here, between its read and its write.
+		// Work, then check the lease as users without fencing do, then
+		// the fault point: a paused client stops here, between its check
+		// and its write (a frozen process cannot see time pass).
 		_ = sleepRand(ctx, c.rng, cfg.Hold)
-		if err := c.Gate.Wait(ctx); err != nil {
+		valid, claimed := c.check(h)
+		if err := c.Gate.Pass(ctx, LeaseCheckPoint); err != nil {
 			return errStop
 		}
 		// A pause that strikes from now on holds the write's command at the gate.
 		c.holding.Store(false)
-		val := fmt.Sprintf("%s-%d", c.Name, seq)
-		writeOp := history.Op{Client: c.Name, Kind: history.Write, Key: c.Key, Token: token, HasToken: fenced,
-			Value: val, Prev: v.Value, HasPrev: true}
-		if _, err := c.recording(rec).resource(ctx, writeOp, cfg.OpTimeout, func(ctx context.Context) error {
-			return resource.Write(ctx, c.Key, fencing.Write{Token: token, NoToken: !fenced, Owner: c.Name, Value: val})
-		}, nil); err != nil {
-			return err
+		if valid {
+			val := fmt.Sprintf("%s-%d", c.Name, seq)
+			writeOp := history.Op{Client: c.Name, Kind: history.Write, Key: c.Key, Token: token, HasToken: fenced,
+				Value: val, Prev: v.Value, HasPrev: true, Lease: h.id, Checked: true}
+			if !claimed.IsZero() {
+				writeOp.ValidUntil, writeOp.HasValid = c.onHistory(rec, claimed), true
+			}
+			if _, err := c.recording(rec).resource(ctx, writeOp, cfg.OpTimeout, func(ctx context.Context) error {
+				return resource.Write(ctx, c.Key, fencing.Write{Token: token, NoToken: !fenced, Owner: c.Name, Value: val})
+			}, nil); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -719,28 +756,145 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	// careful client stands, and a rushed release never sends its DEL
 	// after a pause (get-del × pause-client missed 3 seeds of 20 so).
 	rush := c.chance(mix.RushRelease) && !c.Gate.Armed()
-	return c.release(ctx, rec, lease, rush, cfg.OpTimeout)
+	return c.release(ctx, rec, h, rush, cfg.OpTimeout)
+}
+
+// LeaseCheckPoint is the point of the workload's own code (gate.Gate.Pass)
+// right after a holder checked its lease and before its write: a pause
+// there (pause-client, After LeaseCheckPoint) is the GC pause of the
+// literature, after the check and before the act.
+const LeaseCheckPoint = "check"
+
+// held is one hold the client has: the lease, its number in the history
+// (history.Op.Lease), and how long the client itself reckons it valid
+// when the lock states nothing (locker.Claimer): the start of the acquire
+// or renewal that last succeeded plus the lease's TTL, on c's clock.
+type held struct {
+	lease    locker.Lease
+	id       uint64
+	believed time.Time
+	// released tells the loss-notice watcher that the hold was released
+	// (watchLoss); nil: nothing watches.
+	released func()
+}
+
+// nextHold numbers the client's next hold.
+func (c *Client) nextHold() uint64 {
+	c.holds++
+	return c.holds
+}
+
+// reckon is how long a user reckons a lease valid that a successful call
+// started at start gave: start + TTL (never, for a lease without expiry).
+func (c *Client) reckon(l locker.Lease, start time.Time) time.Time {
+	if l.TTL() <= 0 {
+		return time.Time{}
+	}
+	return start.Add(l.TTL())
+}
+
+// check is what a user without fencing does right before a write: the
+// lease is valid when its loss notice has not fired and now is before the
+// validity the lock claims (locker.Claimer), or, when it claims nothing,
+// before the client's own reckoning. claimed is the lock's claim, zero
+// when it states none.
+func (c *Client) check(h held) (valid bool, claimed time.Time) {
+	select {
+	case <-h.lease.Lost():
+		return false, time.Time{}
+	default:
+	}
+	now := c.Clock.Now()
+	if cl, ok := h.lease.(locker.Claimer); ok {
+		claimed = cl.ValidUntil()
+		return !claimed.IsZero() && now.Before(claimed), claimed
+	}
+	return h.believed.IsZero() || now.Before(h.believed), time.Time{}
+}
+
+// onHistory converts an instant of c's clock to the history's clock.
+func (c *Client) onHistory(rec *history.Recorder, t time.Time) int64 {
+	v := rec.Now() + int64(t.Sub(c.Clock.Now()))
+	return min(max(v, 0), history.MaxTime-1)
+}
+
+// claim records on o the validity l claims now (locker.Claimer), when it
+// claims one.
+func (c *Client) claim(rec *history.Recorder, o *history.Op, l locker.Lease) {
+	cl, ok := l.(locker.Claimer)
+	if !ok {
+		return
+	}
+	if t := cl.ValidUntil(); !t.IsZero() {
+		o.ValidUntil, o.HasValid = c.onHistory(rec, t), true
+	}
+}
+
+// watchLoss records h's loss notice (a lost op) when Lease.Lost fires,
+// at the instant the client would see it: a paused client sees it when
+// it wakes, a crashed one never. It watches until the run ends, and for
+// two TTLs after the hold's release (a notice then is false: the
+// false-notice rule). Run waits for the watchers.
+func (c *Client) watchLoss(ctx context.Context, rec *history.Recorder, h held) (released func()) {
+	lost := h.lease.Lost()
+	stop := make(chan struct{})
+	var once sync.Once
+	released = func() {
+		once.Do(func() { time.AfterFunc(2*max(h.lease.TTL(), time.Second), func() { close(stop) }) })
+	}
+	if lost == nil {
+		return released
+	}
+	c.watchers.Add(1)
+	go func() {
+		defer c.watchers.Done()
+		select {
+		case <-lost:
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		}
+		if c.Gate.Wait(ctx) != nil || ctx.Err() != nil {
+			return // crashed, or the run is over
+		}
+		t := rec.Now()
+		token, fenced := h.lease.Fence()
+		_ = rec.Record(history.Op{Client: c.Name, Kind: history.Lost, Key: c.Key, Call: t, Return: t, Completed: true,
+			Result: history.OK, Token: token, HasToken: fenced, Lease: h.id})
+	}()
+	return released
 }
 
 // release releases l. A rushed release is sent with an already canceled
 // context or a 1ms deadline; when it did not surely happen (fail or
 // unknown), it is sent once more with the op timeout, as a careful caller
 // retries a release until it is done.
-func (c *Client) release(ctx context.Context, rec *history.Recorder, l locker.Lease, rush bool, timeout time.Duration) error {
+func (c *Client) release(ctx context.Context, rec *history.Recorder, h held, rush bool, timeout time.Duration) error {
+	l := h.lease
+	if h.released != nil {
+		defer h.released()
+	}
 	token, fenced := l.Fence()
-	op := history.Op{Client: c.Name, Kind: history.Release, Key: c.Key, Token: token, HasToken: fenced}
+	op := history.Op{Client: c.Name, Kind: history.Release, Key: c.Key, Token: token, HasToken: fenced, Lease: h.id}
 	do := func(ctx context.Context) error { return l.Release(ctx) }
+	// After a release that did not surely happen, what the lock still
+	// claims (nothing, for a lock that keeps its word: the claims property).
+	still := func(o *history.Op) { c.claim(rec, o, l) }
 	if rush {
 		mode := ctxCanceled
 		if c.rng.IntN(2) == 0 {
 			mode = ctxTiny
 		}
-		res, err := c.recording(rec).lock(ctx, op, mode, timeout, do, nil)
+		res, err := c.recording(rec).lockEdit(ctx, op, mode, timeout, do, nil, still)
 		if err != nil || res == history.OK {
 			return err
 		}
+		// A careful caller retries after a pause, in which a release that
+		// did happen hands the key on while the lock may still claim it.
+		_ = sleepRand(ctx, c.rng, 20*time.Millisecond)
 	}
-	_, err := c.recording(rec).lock(ctx, op, ctxNormal, timeout, do, nil)
+	_, err := c.recording(rec).lockEdit(ctx, op, ctxNormal, timeout, do, nil, still)
 	return err
 }
 

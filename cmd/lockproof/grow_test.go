@@ -11,7 +11,7 @@ import (
 
 // TestPropertiesCanGrow: a property added to contract.Properties (with its
 // check) leaves every committed run directory readable. The test makes a
-// copy of the module, adds a property "claims" there as a developer would
+// copy of the module, adds a property "grown" there as a developer would
 // (one entry, one check), builds that lockproof, and with it reports each
 // committed run and compares it with itself: the runs load, report with
 // the same exit code as today's lockproof, read the new property as "not
@@ -46,10 +46,10 @@ func TestPropertiesCanGrow(t *testing.T) {
 	// The new property: one entry in the contract, one check.
 	patch(t, filepath.Join(cp, "contract", "properties.go"),
 		"\t\t{ID: PropLiveness, Name: PropLivenessName,",
-		"\t\t{ID: \"claims\", Name: \"claims\", Guarantee: \"G4\", Letter: \"C\", Summary: \"what the lock tells its user is true\"},\n\t\t{ID: PropLiveness, Name: PropLivenessName,")
+		"\t\t{ID: \"grown\", Name: \"grown\", Guarantee: \"G9\", Letter: \"X\", Summary: \"a property added later\"},\n\t\t{ID: PropLiveness, Name: PropLivenessName,")
 	patch(t, filepath.Join(cp, "checker", "checker.go"),
 		"\t\tcontract.PropLiveness: (*run).checkLiveness,",
-		"\t\tcontract.PropLiveness: (*run).checkLiveness,\n\t\t\"claims\": (*run).checkLiveness,")
+		"\t\tcontract.PropLiveness: (*run).checkLiveness,\n\t\t\"grown\": (*run).checkLiveness,")
 	bin := filepath.Join(t.TempDir(), "lockproof")
 	if out, err := goCmd(cp, "build", "-o", bin, "./cmd/lockproof"); err != nil {
 		t.Fatalf("build the copy with a new property: %v\n%s", err, out)
@@ -68,11 +68,11 @@ func TestPropertiesCanGrow(t *testing.T) {
 		if code != want {
 			t.Errorf("%s: exit %d with the new property, %d without\nstdout %s\nstderr %s", fixture, code, want, out, errOut.String())
 		}
-		if strings.Contains(errOut.String(), "no claims verdict") || strings.Contains(string(out), "inconclusive") && want == exitOK {
+		if strings.Contains(errOut.String(), "no grown verdict") || strings.Contains(string(out), "inconclusive") && want == exitOK {
 			t.Errorf("%s: the new property made the old run inconclusive:\n%s%s", fixture, out, errOut.String())
 		}
 		md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
-		if !strings.Contains(string(md), "C claims G4") {
+		if !strings.Contains(string(md), "X grown G9") {
 			t.Errorf("%s: report.md does not list the new property", fixture)
 		}
 		page, _ := filepath.Glob(filepath.Join(dir, "*", "scenario.html"))

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	rs "github.com/go-redsync/redsync/v4"
@@ -102,9 +103,20 @@ func classify(err error, refusal error) error {
 }
 
 type lease struct {
-	m   *rs.Mutex
-	key string
-	ttl time.Duration
+	m     *rs.Mutex
+	key   string
+	ttl   time.Duration
+	ended atomic.Bool // released, or refused: the lease claims nothing more
+}
+
+// ValidUntil implements locker.Claimer with redsync's own word, Until():
+// the validity its last lock or extend computed (now + expiry − elapsed −
+// drift), until the lease is released.
+func (l *lease) ValidUntil() time.Time {
+	if l.ended.Load() {
+		return time.Time{}
+	}
+	return l.m.Until()
 }
 
 func (l *lease) Key() string           { return l.key }
@@ -114,12 +126,17 @@ func (l *lease) Lost() <-chan struct{} { return nil }
 func (l *lease) Release(ctx context.Context) error {
 	ok, err := l.m.UnlockContext(ctx)
 	if ok {
+		l.ended.Store(true)
 		return nil
 	}
 	if err == nil {
 		err = errors.New("redsync: unlock refused")
 	}
-	return fmt.Errorf("release %q: %w", l.key, classify(err, locker.ErrNotHeld))
+	err = classify(err, locker.ErrNotHeld)
+	if !errors.Is(err, locker.ErrUnknownOutcome) {
+		l.ended.Store(true)
+	}
+	return fmt.Errorf("release %q: %w", l.key, err)
 }
 
 // Renew extends by the TTL the lease was taken with (redsync's expiry is
@@ -138,4 +155,7 @@ func (l *lease) Renew(ctx context.Context, ttl time.Duration) error {
 	return fmt.Errorf("renew %q: %w", l.key, classify(err, locker.ErrNotHeld))
 }
 
-var _ locker.Locker = (*Locker)(nil)
+var (
+	_ locker.Locker  = (*Locker)(nil)
+	_ locker.Claimer = (*lease)(nil)
+)

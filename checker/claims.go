@@ -1,0 +1,289 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/lockproof/lockproof/history"
+)
+
+// checkClaims decides the claims property (G4) on a key: what the lock
+// told the code holding it. Its rules (docs/DESIGN.md, "Claims"):
+//
+//   - claim-overlap: a claimed validity (valid_until) never runs past the
+//     instant another client's lease took effect, unless the claiming hold
+//     was released or reported lost first;
+//   - checked-write: a write made after a check that found the lease valid
+//     never comes after another client took the key over;
+//   - loss-notice (Options.LossBound > 0): a live holder whose key another
+//     client took is told (op lost) within the bound;
+//   - false-notice: no lease is reported lost after its release succeeded.
+//
+// The verdict is n/a when the key has no claim, no checked write, no loss
+// notice, and no hold the loss-notice rule examined.
+func (c *run) checkClaims(k *keyOps) finding {
+	f := finding{verdict: NA}
+	cl := newClaimIndex(k)
+	examined := false
+	for _, o := range k.lease {
+		if isClaim(o) {
+			examined = true
+			f.violations = append(f.violations, c.claimOverlap(k, cl, o)...)
+		}
+	}
+	for _, w := range k.resource {
+		if w.kind == history.Write && w.checked {
+			examined = true
+			if w.hasValid {
+				f.violations = append(f.violations, c.claimOverlap(k, cl, w)...)
+			}
+			if v, ok := c.checkedWrite(k, cl, w); ok {
+				f.violations = append(f.violations, v)
+			}
+		}
+	}
+	for _, n := range k.notices {
+		examined = true
+		if v, ok := c.falseNotice(cl, n); ok {
+			f.violations = append(f.violations, v)
+		}
+	}
+	if c.opts.LossBound > 0 {
+		vs, ex := c.lossNotices(k, cl)
+		f.violations = append(f.violations, vs...)
+		examined = examined || ex
+	}
+	if examined {
+		f.verdict = OK
+	}
+	return f
+}
+
+// isClaim reports whether o states a validity the lock then stood by: an
+// ok acquire or renew, or a release that did not surely end the lease
+// (unknown) while the lock still claimed it valid.
+func isClaim(o *lop) bool {
+	if !o.hasValid {
+		return false
+	}
+	switch o.kind {
+	case history.Acquire, history.Renew:
+		return o.effective()
+	case history.Release:
+		return o.result == history.Unknown
+	}
+	return false
+}
+
+// claimIndex holds a key's ops by client for the claims rules.
+type claimIndex struct {
+	grants   []*lop             // ok acquires, by call
+	byRet    []*lop             // ok acquires, by return
+	releases map[int32][]*lop   // per client, by call
+	notices  map[int32][]*lop   // per client, by call
+	acquires map[int32][]*lop   // ok acquires per client, by call
+	last     map[int32]int64    // per client, the latest call of any op on the key
+	byLease  map[holdRef][]*lop // ok acquires per (client, lease)
+	// latestCall[i]: among byRet[:i+1], the grant called last and the one
+	// called last of another client; firstRet[i]: among grants[i:] (by
+	// call), the grant that returned first and the first of another client.
+	latestCall, firstRet []top2[*lop]
+}
+
+func clientOf(o *lop) int64 { return int64(o.client) }
+
+// holdRef names one hold of a client (history.Op.Lease).
+type holdRef struct {
+	client int32
+	lease  uint64
+}
+
+func newClaimIndex(k *keyOps) *claimIndex {
+	cl := &claimIndex{releases: map[int32][]*lop{}, notices: map[int32][]*lop{}, acquires: map[int32][]*lop{},
+		last: map[int32]int64{}, byLease: map[holdRef][]*lop{}}
+	note := func(o *lop) { cl.last[o.client] = max(cl.last[o.client], o.call) }
+	for _, o := range k.lease {
+		note(o)
+		switch {
+		case o.kind == history.Acquire && o.effective():
+			cl.grants = append(cl.grants, o)
+			cl.acquires[o.client] = append(cl.acquires[o.client], o)
+			if o.lease != 0 {
+				r := holdRef{o.client, o.lease}
+				cl.byLease[r] = append(cl.byLease[r], o)
+			}
+		case o.kind == history.Release && o.result != history.Unknown || o.kind == history.Release && !o.hasValid:
+			// A release ends the claim unless it is unknown and the lock
+			// still claimed the lease valid after it (then it is a claim
+			// of its own: isClaim).
+			cl.releases[o.client] = append(cl.releases[o.client], o)
+		}
+	}
+	for _, o := range k.resource {
+		note(o)
+	}
+	for _, n := range k.notices {
+		note(n)
+		cl.notices[n.client] = append(cl.notices[n.client], n)
+	}
+	cl.byRet = append([]*lop(nil), cl.grants...)
+	sort.SliceStable(cl.byRet, func(i, j int) bool { return cl.byRet[i].ret < cl.byRet[j].ret })
+	cl.latestCall = prefixTop2(cl.byRet, func(o *lop) int64 { return o.call }, clientOf)
+	rev := slices.Clone(cl.grants)
+	slices.Reverse(rev)
+	cl.firstRet = prefixTop2(rev, func(o *lop) int64 { return -o.ret }, clientOf)
+	slices.Reverse(cl.firstRet)
+	return cl
+}
+
+// sameHold reports whether ops a and b of one client may be about the same
+// hold: they name the same lease, or one of them names none.
+func sameHold(a, b *lop) bool { return a.lease == 0 || b.lease == 0 || a.lease == b.lease }
+
+// endedBy returns a release or loss notice of o's hold by o's client
+// called in [o.call, t], or nil.
+func (cl *claimIndex) endedBy(o *lop, t int64) *lop {
+	for _, list := range [][]*lop{cl.releases[o.client], cl.notices[o.client]} {
+		i := sort.Search(len(list), func(i int) bool { return list[i].call >= o.call })
+		for _, r := range list[i:] {
+			if r.call > t {
+				break
+			}
+			if sameHold(o, r) {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// claimMade is when o's claim was made: a lock op's return (the claim is
+// read right after it); a checked write's call (the check just before it).
+func claimMade(o *lop) int64 {
+	if o.kind == history.Write {
+		return o.call
+	}
+	return o.ret
+}
+
+// claimOverlap checks one claim o: another client's ok acquire b called at
+// or after the claim was made and returning before the claimed validity
+// ran out took effect inside the claim, unless o's hold was released or
+// reported lost by b.return.
+func (c *run) claimOverlap(k *keyOps, cl *claimIndex, o *lop) []Violation {
+	made := claimMade(o)
+	if o.validUntil <= made || made == inf {
+		return nil
+	}
+	i := sort.Search(len(cl.grants), func(i int) bool { return cl.grants[i].call >= made })
+	for _, b := range cl.grants[i:] {
+		if b.call >= o.validUntil {
+			break
+		}
+		if b.client == o.client || b.ret >= o.validUntil {
+			continue
+		}
+		if cl.endedBy(o, b.ret) != nil {
+			continue
+		}
+		return []Violation{c.violation(PropClaims, RuleClaimOverlap, k.key,
+			fmt.Sprintf("%s told %q its lease was valid until %s, but %s took the key at %s at the latest, while that claim still ran (%s earlier), and the hold was neither released nor reported lost before",
+				c.p.describe(o), c.p.clients[o.client], fmtTime(o.validUntil), c.p.describe(b), fmtTime(b.ret),
+				fmtTime(o.validUntil-b.ret)), o, b)}
+	}
+	return nil
+}
+
+// ownGrant returns the ok acquire of the hold w acts on: the one of its
+// lease, else the client's ok acquire that returned last at or before
+// w.call.
+func (cl *claimIndex) ownGrant(w *lop) *lop {
+	var own *lop
+	list := cl.acquires[w.client]
+	if w.lease != 0 {
+		if l := cl.byLease[holdRef{w.client, w.lease}]; len(l) > 0 {
+			list = l
+		}
+	}
+	for _, a := range list {
+		if a.ret <= w.call && (own == nil || a.ret > own.ret) {
+			own = a
+		}
+	}
+	return own
+}
+
+// checkedWrite flags a checked write w by client c when another client's
+// ok acquire b has b.return <= w.call and b.call >= own.return, own being
+// the ok acquire of w's hold: the key had passed on before the write was
+// sent, so the check that found the lease valid was wrong by then (a pause
+// between the check and the write, or a claim the lock could not keep).
+func (c *run) checkedWrite(k *keyOps, cl *claimIndex, w *lop) (Violation, bool) {
+	own := cl.ownGrant(w)
+	if own == nil {
+		return Violation{}, false
+	}
+	// The other client's grant returned by w.call that was called last.
+	n := sort.Search(len(cl.byRet), func(i int) bool { return cl.byRet[i].ret > w.call })
+	if n == 0 {
+		return Violation{}, false
+	}
+	if b := cl.latestCall[n-1].except(int64(w.client), clientOf); b != nil && b.call >= own.ret {
+		return c.violation(PropClaims, RuleCheckedWrite, k.key,
+			fmt.Sprintf("%s was sent after its client's check found the lease of %s valid, yet %s had taken the key before the write was sent: the holder acted on a lease that was gone",
+				c.p.describe(w), c.p.describe(own), c.p.describe(b)), own, b, w), true
+	}
+	return Violation{}, false
+}
+
+// falseNotice flags a loss notice n of a hold whose release had returned
+// ok before it: the lease was not lost, it was given up, and the user's
+// loss handling ran for nothing (or on the next hold's work).
+func (c *run) falseNotice(cl *claimIndex, n *lop) (Violation, bool) {
+	if n.lease == 0 {
+		return Violation{}, false
+	}
+	for _, r := range cl.releases[n.client] {
+		if r.lease == n.lease && r.effective() && r.ret <= n.call {
+			return c.violation(PropClaims, RuleFalseNotice, r.src.Key,
+				fmt.Sprintf("%s reported the lease lost at %s, after %s had released it", c.p.describe(n), fmtTime(n.call), c.p.describe(r)), r, n), true
+		}
+	}
+	return Violation{}, false
+}
+
+// lossNotices checks the loss-notice rule: for each ok acquire h by c, the
+// first ok acquire b by another client called at or after h returned took
+// c's key; unless c released or was told of the loss of h by b.return +
+// LossBound, c is late when it still ran after that deadline (an op called
+// after it), the history reaches it, and no fault window was open between
+// b.return and the deadline (a paused or cut-off client is excused).
+func (c *run) lossNotices(k *keyOps, cl *claimIndex) (vs []Violation, examined bool) {
+	bound := int64(c.opts.LossBound)
+	for _, h := range cl.grants {
+		if h.ret == inf {
+			continue
+		}
+		i := sort.Search(len(cl.grants), func(i int) bool { return cl.grants[i].call >= h.ret })
+		if i == len(cl.grants) {
+			continue
+		}
+		b := cl.firstRet[i].except(int64(h.client), clientOf)
+		if b == nil || b.ret == inf {
+			continue
+		}
+		deadline := satAdd(b.ret, bound)
+		if deadline > c.p.end || cl.last[h.client] <= deadline {
+			continue // not due within the history, or the client no longer ran
+		}
+		examined = true
+		if cl.endedBy(h, deadline) != nil || c.faultDuring(b.ret, deadline) {
+			continue
+		}
+		vs = append(vs, c.violation(PropClaims, RuleLossNotice, k.key,
+			fmt.Sprintf("%s took the key from %s at %s at the latest, and %q, still running, was not told of the loss within the lock's bound %s (by %s)",
+				c.p.describe(b), c.p.describe(h), fmtTime(b.ret), c.p.clients[h.client], fmtTime(bound), fmtTime(deadline)), h, b))
+	}
+	return vs, examined
+}

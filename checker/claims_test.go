@@ -1,0 +1,194 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/history"
+)
+
+func claim(ms float64) opt {
+	return func(o *history.Op) { o.ValidUntil, o.HasValid = int64(ms*float64(msNs)), true }
+}
+func hold(n uint64) opt { return func(o *history.Op) { o.Lease = n } }
+func checkedFirst() opt { return func(o *history.Op) { o.Checked = true } }
+
+// lost is a loss notice of c at ms.
+func lost(c string, ms float64, opts ...opt) history.Op {
+	return mk(history.Lost, c, "k", ms, ms, ok, opts...)
+}
+
+// claimCase is a hand-made history with its claims verdict and, when
+// violated, the rule and lines of a violation it must report.
+type claimCase struct {
+	name    string
+	ops     []history.Op
+	opts    Options
+	verdict Verdict
+	rule    string
+	lines   []int
+}
+
+func TestClaims(t *testing.T) {
+	notice := Options{LossBound: 50 * time.Millisecond}
+	cases := []claimCase{
+		{"honest hand-off", lined(
+			acq("a", 0, 1, ok, ttl(1000), claim(990), hold(1)),
+			rel("a", 5, 6, ok, hold(1)),
+			acq("b", 7, 8, ok, ttl(1000), claim(997), hold(1)),
+		), Options{}, OK, "", nil},
+		{"no claim, no checked write: nothing to judge", lined(
+			acq("a", 0, 1, ok, ttl(1000)),
+			rel("a", 5, 6, ok),
+		), Options{}, NA, "", nil},
+		// G1 holds (a's lease surely expired at 102ms), but a was told 200ms.
+		{"a claim twice the TTL", lined(
+			acq("a", 0, 1, ok, ttl(100), claim(200), hold(1)),
+			acq("b", 150, 151, ok, ttl(100), hold(1)),
+		), Options{}, Violated, RuleClaimOverlap, []int{1, 2}},
+		// The waiter's lease counts from the attempt that picked the lock
+		// up (about its return), so its claim runs past what G1 can
+		// prove from its call: the claim catches a grant at 1.1s.
+		{"a blocking acquire's claim counts from its pickup", lined(
+			acq("a", 0, 500, ok, ttl(1000), claim(1490), hold(1), waits()),
+			acq("b", 1100, 1101, ok, ttl(1000), hold(1)),
+		), Options{}, Violated, RuleClaimOverlap, []int{1, 2}},
+		{"a released claim is over", lined(
+			acq("a", 0, 1, ok, ttl(100), claim(200), hold(1)),
+			rel("a", 50, 51, ok, hold(1)),
+			acq("b", 150, 151, ok, ttl(100), hold(1)),
+		), Options{}, OK, "", nil},
+		{"a claim reported lost is over", lined(
+			acq("a", 0, 1, ok, ttl(100), claim(200), hold(1)),
+			lost("a", 120, hold(1)),
+			acq("b", 150, 151, ok, ttl(100), hold(1)),
+		), Options{}, OK, "", nil},
+		{"releasing a nested hold does not end the outer claim", lined(
+			acq("a", 0, 1, ok, ttl(1000), claim(990), hold(1)),
+			acq("a", 2, 3, ok, ttl(100), claim(101), hold(2)),
+			rel("a", 10, 11, ok, hold(2)),
+			acq("b", 50, 51, ok, ttl(1000), hold(1)),
+		), Options{}, Violated, RuleClaimOverlap, []int{1, 4}},
+		{"without lease numbers any release ends the claim", lined(
+			acq("a", 0, 1, ok, ttl(1000), claim(990)),
+			acq("a", 2, 3, ok, ttl(100), claim(101)),
+			rel("a", 10, 11, ok),
+			acq("b", 50, 51, ok, ttl(1000)),
+		), Options{}, OK, "", nil},
+		// The release took effect (b got the key) but the lock still
+		// claimed the lease valid after it.
+		{"an unknown release that still claims", lined(
+			acq("a", 0, 1, ok, ttl(1000), claim(990), hold(1)),
+			rel("a", 10, 11, unknown, claim(990), hold(1)),
+			acq("b", 20, 21, ok, ttl(1000), hold(1)),
+		), Options{}, Violated, RuleClaimOverlap, []int{2, 3}},
+		{"an unknown release that withdrew the claim", lined(
+			acq("a", 0, 1, ok, ttl(1000), claim(990), hold(1)),
+			rel("a", 10, 11, unknown, hold(1)),
+			acq("b", 20, 21, ok, ttl(1000), hold(1)),
+		), Options{}, OK, "", nil},
+		{"a renewal's claim", lined(
+			acq("a", 0, 1, ok, ttl(100), claim(99), hold(1)),
+			renew("a", 50, 51, ok, ttl(100), claim(300), hold(1)),
+			acq("b", 200, 201, ok, ttl(100), hold(1)),
+		), Options{}, Violated, RuleClaimOverlap, []int{2, 3}},
+		// A paused holder: its check found the lease valid, then it slept
+		// past the hand-off and wrote.
+		{"a checked write after the key passed on", lined(
+			acq("a", 0, 1, ok, ttl(100), claim(99), hold(1)),
+			acq("b", 150, 151, ok, ttl(100), hold(1)),
+			wr("a", 300, 301, rej, "a1", checkedFirst(), claim(99), hold(1)),
+		), Options{}, Violated, RuleCheckedWrite, []int{1, 2, 3}},
+		{"a checked write within the lease", lined(
+			acq("a", 0, 1, ok, ttl(100), claim(99), hold(1)),
+			wr("a", 30, 31, ok, "a1", checkedFirst(), claim(99), hold(1)),
+			rel("a", 40, 41, ok, hold(1)),
+			acq("b", 150, 151, ok, ttl(100), hold(1)),
+		), Options{}, OK, "", nil},
+		{"a loss notice after the release", lined(
+			acq("a", 0, 1, ok, ttl(100), claim(99), hold(1)),
+			rel("a", 5, 6, ok, hold(1)),
+			lost("a", 7, hold(1)),
+		), Options{}, Violated, RuleFalseNotice, []int{2, 3}},
+		{"a loss notice of another hold after a release", lined(
+			acq("a", 0, 1, ok, ttl(100), claim(99), hold(1)),
+			acq("a", 2, 3, ok, ttl(100), claim(99), hold(2)),
+			rel("a", 5, 6, ok, hold(1)),
+			lost("a", 7, hold(2)),
+		), Options{}, OK, "", nil},
+		// Redis forgot a's key (no fault line): b took it at 101ms.
+		{"the loss told within the bound", lined(
+			acq("a", 0, 1, ok, ttl(1000), hold(1)),
+			acq("b", 100, 101, ok, ttl(1000), hold(1)),
+			lost("a", 130, hold(1)),
+			rd("a", 200, 201, ok, ""),
+		), notice, OK, "", nil},
+		{"the loss told late", lined(
+			acq("a", 0, 1, ok, ttl(1000), hold(1)),
+			acq("b", 100, 101, ok, ttl(1000), hold(1)),
+			lost("a", 180, hold(1)),
+			rd("a", 200, 201, ok, ""),
+		), notice, Violated, RuleLossNotice, []int{1, 2}},
+		{"the loss never told", lined(
+			acq("a", 0, 1, ok, ttl(1000), hold(1)),
+			acq("b", 100, 101, ok, ttl(1000), hold(1)),
+			rd("a", 200, 201, ok, ""),
+		), notice, Violated, RuleLossNotice, []int{1, 2}},
+		{"a holder in a fault window is excused", lined(
+			acq("a", 0, 1, ok, ttl(1000), hold(1)),
+			fault("pause-client a", 90, 400),
+			acq("b", 100, 101, ok, ttl(1000), hold(1)),
+			rd("a", 410, 411, ok, ""),
+		), notice, OK, "", nil},
+		{"a holder that stopped is not examined", lined(
+			acq("a", 0, 1, ok, ttl(1000), hold(1)),
+			acq("b", 100, 101, ok, ttl(1000), hold(1)),
+			rel("b", 300, 301, ok, hold(1)),
+		), notice, NA, "", nil},
+		{"a lock without a loss bound is not held to one", lined(
+			acq("a", 0, 1, ok, ttl(1000), hold(1)),
+			acq("b", 100, 101, ok, ttl(1000), hold(1)),
+			rd("a", 200, 201, ok, ""),
+		), Options{}, NA, "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, ops := range [][]history.Op{tc.ops, reversed(tc.ops)} {
+				r, err := Check(context.Background(), ops, tc.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				assertClaims(t, r, tc)
+			}
+		})
+	}
+}
+
+func reversed(ops []history.Op) []history.Op {
+	rev := slices.Clone(ops)
+	slices.Reverse(rev)
+	return rev
+}
+
+func assertClaims(t *testing.T, r *Result, tc claimCase) {
+	t.Helper()
+	pr := r.Of(contract.PropClaims)
+	b, _ := json.MarshalIndent(pr, "", "  ")
+	if pr.Verdict != tc.verdict {
+		t.Fatalf("claims verdict %s, want %s\n%s", pr.Verdict, tc.verdict, b)
+	}
+	if tc.rule == "" {
+		return
+	}
+	for _, v := range pr.Violations {
+		if v.Rule == tc.rule && reflect.DeepEqual(v.Lines, tc.lines) {
+			return
+		}
+	}
+	t.Errorf("no %s violation on lines %v:\n%s", tc.rule, tc.lines, b)
+}
