@@ -189,7 +189,7 @@ func SharedSpec() env.Spec { return env.Spec{Redlock: 3, DownAfter: 3 * time.Sec
 func Catalogue() []Fault {
 	return []Fault{
 		noneFault(), latencyFault(), partitionFault(), pauseClientFault(), pauseServerFault(),
-		failoverFault(), crashClientFault(), clockSkewFault(), failoverSkewFault(),
+		failoverFault(), crashClientFault(), clockSkewFault(), failoverSkewFault(), keyLossFault(),
 		resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
 	}
 }

@@ -44,6 +44,7 @@ const (
 	FaultPauseProcess = contract.FaultPauseProcess
 	FaultKillProcess  = contract.FaultKillProcess
 	FaultFailoverSkew = contract.FaultFailoverSkew
+	FaultKeyLoss      = contract.FaultKeyLoss
 )
 
 // ErrScenario wraps errors about a bad Scenario.

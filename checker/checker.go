@@ -90,7 +90,7 @@ type Options struct {
 	// LossBound is what the lock promises about its loss notice: once
 	// another client took a key, a live holder is told (history op lost)
 	// within LossBound. 0: the lock promises nothing and the loss-notice
-	// rule is off. See docs/DESIGN.md (claims).
+	// rule is off. See docs/DESIGN.md (loss notice).
 	LossBound time.Duration
 	// Timeout bounds the whole Check, every key and every property, the
 	// explanations included; 0: no limit. What is not decided in time is
@@ -253,6 +253,7 @@ func checks() map[string]check {
 		contract.PropResource: (*run).checkResource,
 		contract.PropLiveness: (*run).checkLiveness,
 		contract.PropClaims:   (*run).checkClaims,
+		contract.PropNotice:   (*run).checkNotice,
 	}
 }
 

@@ -8,20 +8,16 @@ import (
 	"github.com/lockproof/lockproof/history"
 )
 
-// checkClaims decides the claims property (G4) on a key: what the lock
-// told the code holding it. Its rules (docs/DESIGN.md, "Claims"):
+// checkClaims decides the claims property (G4) on a key: the validity the
+// lock told the code holding it. Its rules (docs/DESIGN.md, "Claims"):
 //
 //   - claim-overlap: a claimed validity (valid_until) never runs past the
 //     instant another client's lease took effect, unless the claiming hold
 //     was released or reported lost first;
 //   - checked-write: a write made after a check that found the lease valid
-//     never comes after another client took the key over;
-//   - loss-notice (Options.LossBound > 0): a live holder whose key another
-//     client took is told (op lost) within the bound;
-//   - false-notice: no lease is reported lost after its release succeeded.
+//     never comes after another client took the key over.
 //
-// The verdict is n/a when the key has no claim, no checked write, no loss
-// notice, and no hold the loss-notice rule examined.
+// The verdict is n/a when the key has no claim and no checked write.
 func (c *run) checkClaims(k *keyOps) finding {
 	f := finding{verdict: NA}
 	cl := newClaimIndex(k)
@@ -43,8 +39,26 @@ func (c *run) checkClaims(k *keyOps) finding {
 			}
 		}
 	}
+	if examined {
+		f.verdict = OK
+	}
+	return f
+}
+
+// checkNotice decides the loss-notice property (G4) on a key: whether the
+// lock tells its holder when the lease is gone, and only then:
+//
+//   - loss-notice (Options.LossBound > 0): a live holder whose key another
+//     client took is told (op lost) within the bound;
+//   - false-notice: no lease is reported lost after its release succeeded.
+//
+// The verdict is n/a when the key has no loss notice and no hold the
+// loss-notice rule examined.
+func (c *run) checkNotice(k *keyOps) finding {
+	f := finding{verdict: NA}
+	cl := newClaimIndex(k)
+	examined := len(k.notices) > 0
 	for _, n := range k.notices {
-		examined = true
 		if v, ok := c.falseNotice(cl, n); ok {
 			f.violations = append(f.violations, v)
 		}
@@ -246,7 +260,7 @@ func (c *run) falseNotice(cl *claimIndex, n *lop) (Violation, bool) {
 	}
 	for _, r := range cl.releases[n.client] {
 		if r.lease == n.lease && r.effective() && r.ret <= n.call {
-			return c.violation(PropClaims, RuleFalseNotice, r.src.Key,
+			return c.violation(PropNotice, RuleFalseNotice, r.src.Key,
 				fmt.Sprintf("%s reported the lease lost at %s, after %s had released it", c.p.describe(n), fmtTime(n.call), c.p.describe(r)), r, n), true
 		}
 	}
@@ -281,7 +295,7 @@ func (c *run) lossNotices(k *keyOps, cl *claimIndex) (vs []Violation, examined b
 		if cl.endedBy(h, deadline) != nil || c.faultDuring(b.ret, deadline) {
 			continue
 		}
-		vs = append(vs, c.violation(PropClaims, RuleLossNotice, k.key,
+		vs = append(vs, c.violation(PropNotice, RuleLossNotice, k.key,
 			fmt.Sprintf("%s took the key from %s at %s at the latest, and %q, still running, was not told of the loss within the lock's bound %s (by %s)",
 				c.p.describe(b), c.p.describe(h), fmtTime(b.ret), c.p.clients[h.client], fmtTime(bound), fmtTime(deadline)), h, b))
 	}

@@ -31,6 +31,7 @@ const (
 	PropResource = contract.PropResourceName
 	PropLiveness = contract.PropLivenessName
 	PropClaims   = contract.PropClaimsName
+	PropNotice   = contract.PropNoticeName
 )
 
 // Rule names a violated rule within a property (Violation.Rule).

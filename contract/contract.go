@@ -32,6 +32,9 @@ const (
 	// FaultFailoverSkew is a failover to a replica whose clock runs behind
 	// the old master's: clock skew between Redis nodes.
 	FaultFailoverSkew = "failover-skew"
+	// FaultKeyLoss deletes a holder's lock keys: Redis forgets the lock
+	// while its holder lives.
+	FaultKeyLoss = "key-loss"
 )
 
 // FaultKind is the fault name a history fault op's name starts with.

@@ -7,6 +7,7 @@ const (
 	PropResource = "resource"
 	PropLiveness = "liveness"
 	PropClaims   = "claims"
+	PropNotice   = "notice"
 )
 
 // Property display names: check.json's "property", the check command's
@@ -16,6 +17,7 @@ const (
 	PropResourceName = "resource safety"
 	PropLivenessName = "liveness"
 	PropClaimsName   = "validity claims"
+	PropNoticeName   = "loss notice"
 )
 
 // Property is one property the checker decides and every stage reports.
@@ -42,7 +44,9 @@ func Properties() []Property {
 		{ID: PropLiveness, Name: PropLivenessName, Guarantee: "G3", Letter: "V", Summary: "a lock nobody holds is granted"},
 		// C: what the lock tells the code holding it (validity, loss
 		// notice), the only guard a user without fencing has (G4).
-		{ID: PropClaims, Name: PropClaimsName, Guarantee: "G4", Letter: "C", Summary: "the lock's word to its holder is true"},
+		{ID: PropClaims, Name: PropClaimsName, Guarantee: "G4", Letter: "C", Summary: "the validity the lock tells its holder is true"},
+		// N: a holder is told when its lease is gone (a watchdog's lock).
+		{ID: PropNotice, Name: PropNoticeName, Guarantee: "G4", Letter: "N", Summary: "a holder is told, in time, that its lease is gone"},
 	}
 }
 

@@ -120,6 +120,13 @@ var checkThenDel = map[string]bool{zoo.GetDelName: true, zoo.LocalRedisName: tru
 // shipped lock before its review's fixes (zoo/internal/fencedv1).
 var fencedLocks = map[string]bool{zoo.FencedName: true, zoo.FencedV1Name: true}
 
+// reportsLoss reports whether the built-in lock promises a loss notice
+// (locker.Entry.LossBound: it renews in the background and says so).
+func reportsLoss(lock string) bool {
+	e, _ := zoo.Builtin().Lookup(lock)
+	return e.LossBound != nil
+}
+
 // delNoOwner are the locks whose release may delete another client's lock.
 var delNoOwner = map[string]bool{zoo.SetNXExpireName: true, zoo.SetDelName: true, zoo.GetDelName: true}
 
@@ -281,6 +288,22 @@ func Expected(lock, fault string) (e Expectation) {
 		default:
 			e.predict(WantMay, PropLease, PropResource, PropClaims)
 			e.Why = "a lease in the replication gap is lost (G1 may break, and its holder's claim with it) and unfenced data may then be overwritten"
+		}
+	case chaos.FaultKeyLoss:
+		// Redis forgot the holder's lock: the next client takes the key
+		// while the holder works on, believing it holds.
+		e.predict(WantMay, PropLease, PropClaims)
+		e.Why = joinWhy(e.Why, "Redis forgot the holder's lock: another client may take the key while the holder works on (G1 may break, and the holder's claim and its check before writing with it)")
+		if fencedLocks[lock] {
+			e.Why = joinWhy(e.Why, "fencing refuses the old holder's late ops")
+		} else {
+			e.predict(WantMay, PropResource)
+			e.Why = joinWhy(e.Why, "the old holder's unfenced write may overwrite the new holder's")
+		}
+		if reportsLoss(lock) {
+			e.Why = joinWhy(e.Why, "its watchdog's next renewal finds the key gone and tells the holder within the lock's bound (loss notice)")
+		} else {
+			e.Why = joinWhy(e.Why, "it runs no watchdog: the holder is never told")
 		}
 	case chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseServer:
 		if delNoOwner[lock] || checkThenDel[lock] || lock == zoo.GetSetName || lock == zoo.SetNXName {

@@ -1,0 +1,63 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/nemesis"
+)
+
+// keyLossFault: Redis forgets a lock while its holder lives, the one case
+// where the lock's loss notice is the holder's only warning. It is an
+// operator's DEL of every key of the holder's lock, on the master and on
+// Redlock's masters (a restart without persistence, or an eviction, leaves
+// the same state behind). The window is the instant of the DEL: the holder
+// runs on, unpaused and connected, so the loss-notice rule holds a lock
+// with a watchdog to its bound from the next grant on.
+func keyLossFault() Fault {
+	return Fault{Name: FaultKeyLoss, Doc: "an operator's DEL of a holder's lock keys while it holds (Redis forgets the lock)", Matrix: true,
+		strike: func(s *striking) (armed, error) {
+			victim := s.victim
+			topo := s.env.Topology()
+			m, err := env.Master(s.ctx, topo)
+			if err != nil {
+				return armed{}, fmt.Errorf("key-loss: %w", err)
+			}
+			nodes := []string{m.Upstream}
+			for _, n := range topo.Redlock {
+				nodes = append(nodes, n.Upstream)
+			}
+			kl := &nemesis.KeyLoss{Client: victim.Name, Key: victim.Key, Nodes: nodes}
+			// Strike while the victim holds and its keys are there: a
+			// holder that worked briefly may be gone by the time we look.
+			for {
+				if err := bounded(s.ctx, victim.WaitHolding); err != nil {
+					return armed{}, fmt.Errorf("key-loss: %w", err)
+				}
+				ok, err := kl.Present(s.ctx)
+				if err != nil {
+					return armed{}, fmt.Errorf("key-loss: %w", err)
+				}
+				if ok && victim.Holding() {
+					return armed{fault: kl}, nil
+				}
+				if err := sleepCtx(s.ctx, time.Millisecond); err != nil {
+					return armed{}, fmt.Errorf("key-loss: %w", err)
+				}
+			}
+		}}
+}
+
+// sleepCtx waits d, or until ctx is done (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,151 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/chaos/env"
+)
+
+// KeyLoss makes Redis forget a lock while its holder lives: an operator's
+// DEL of every key of the lock on the nodes that hold it (the lock's own
+// key, its fence counter, its queue: whatever the lock stores under the
+// key's name). The holder is not told: only its lock can find out (a
+// watchdog's next renewal), which is what the fault tests. Stop heals
+// nothing: what is deleted stays deleted, as an operator's mistake does.
+type KeyLoss struct {
+	// Client is the holder (for the fault's name).
+	Client string
+	// Key is the lock key as the workload names it; every Redis key that
+	// contains it, not followed by a digit (k1 is not k10), is deleted.
+	Key string
+	// Nodes are the addresses (direct, not proxied) of the nodes that
+	// hold the lock's keys: the master, or Redlock's masters.
+	Nodes []string
+
+	mu sync.Mutex
+	ev Evidence
+}
+
+// Name is "key-loss <client> <key>".
+func (k *KeyLoss) Name() string { return "key-loss " + k.Client + " " + k.Key }
+
+// Start deletes the lock's keys on every node and records, as evidence,
+// the keys found before and those left after.
+func (k *KeyLoss) Start(ctx context.Context) error {
+	var before, after []string
+	var deleted int64
+	var errs []error
+	for _, addr := range k.Nodes {
+		c := env.AdminClient(addr)
+		keys, err := k.keys(ctx, c.Scan, addr)
+		if err == nil && len(keys) > 0 {
+			var n int64
+			n, err = c.Del(ctx, keys...).Result()
+			deleted += n
+		}
+		left, lerr := k.keys(ctx, c.Scan, addr)
+		errs = append(errs, err, lerr, c.Close())
+		before, after = append(before, keys...), append(after, left...)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	// After the DEL a new holder may already have made the key again:
+	// the keys after are shown, the DEL's count is the proof.
+	k.ev = Evidence{Bit: deleted > 0,
+		Text: fmt.Sprintf("%s's lock %s forgotten: %d keys deleted; before %s, right after %s", k.Client, k.Key, deleted, list(before), list(after))}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("key-loss %s: %w", k.Key, err)
+	}
+	return nil
+}
+
+// Present reports whether some key of the lock exists on one of the nodes:
+// a strike waits for it, since a holder may release before the DEL.
+func (k *KeyLoss) Present(ctx context.Context) (bool, error) {
+	for _, addr := range k.Nodes {
+		c := env.AdminClient(addr)
+		keys, err := k.keys(ctx, c.Scan, addr)
+		_ = c.Close()
+		if err != nil || len(keys) > 0 {
+			return len(keys) > 0, err
+		}
+	}
+	return false, nil
+}
+
+// keys lists the keys of the lock on one node (SCAN, then the digit rule).
+func (k *KeyLoss) keys(ctx context.Context, scan scanFunc, addr string) ([]string, error) {
+	var out []string
+	var cursor uint64
+	for {
+		ks, next, err := scan(ctx, cursor, "*"+globEscape(k.Key)+"*", 1000).Result()
+		if err != nil {
+			return out, fmt.Errorf("scan %s: %w", addr, err)
+		}
+		for _, key := range ks {
+			if k.owns(key) {
+				out = append(out, key)
+			}
+		}
+		if cursor = next; cursor == 0 {
+			slices.Sort(out)
+			return out, nil
+		}
+	}
+}
+
+// owns reports whether redis key belongs to the lock: it contains Key
+// somewhere not followed by a digit.
+func (k *KeyLoss) owns(key string) bool {
+	for i := 0; ; {
+		j := strings.Index(key[i:], k.Key)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(k.Key)
+		if end == len(key) || key[end] < '0' || key[end] > '9' {
+			return true
+		}
+		i += j + 1
+	}
+}
+
+// Stop does nothing: the keys stay deleted.
+func (k *KeyLoss) Stop(context.Context) error { return nil }
+
+// Evidence implements Witness: the keys before and right after; Bit when
+// the DEL deleted some.
+func (k *KeyLoss) Evidence() Evidence {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.ev
+}
+
+func list(keys []string) string {
+	if len(keys) == 0 {
+		return "none"
+	}
+	return "[" + strings.Join(keys, " ") + "]"
+}
+
+// globEscape escapes the glob characters of Redis's MATCH.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// scanFunc is redis.Client.Scan.
+type scanFunc func(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
