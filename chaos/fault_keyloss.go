@@ -18,8 +18,13 @@ import (
 // with a watchdog to its bound from the next grant on.
 func keyLossFault() Fault {
 	return Fault{Name: FaultKeyLoss, Doc: "an operator's DEL of a holder's lock keys while it holds (Redis forgets the lock)", Matrix: true,
+		// Holders work up to 2s between read and write (four TTLs,
+		// renewed by a watchdog where the lock has one): a victim that
+		// releases soon after the DEL learns of the loss from its release,
+		// and the loss notice has nothing left to tell. A longer run
+		// leaves room for the struck hold and what follows it.
+		Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
 		strike: func(s *striking) (armed, error) {
-			victim := s.victim
 			topo := s.env.Topology()
 			m, err := env.Master(s.ctx, topo)
 			if err != nil {
@@ -29,22 +34,26 @@ func keyLossFault() Fault {
 			for _, n := range topo.Redlock {
 				nodes = append(nodes, n.Upstream)
 			}
-			kl := &nemesis.KeyLoss{Client: victim.Name, Key: victim.Key, Nodes: nodes}
-			// Strike while the victim holds and its keys are there: a
-			// holder that worked briefly may be gone by the time we look.
+			// Strike the first client found holding, with its keys there
+			// (a holder that worked briefly may be gone by the time we
+			// look): waiting for one chosen client could outlast the run
+			// when holds are long.
 			for {
-				if err := bounded(s.ctx, victim.WaitHolding); err != nil {
-					return armed{}, fmt.Errorf("key-loss: %w", err)
-				}
-				ok, err := kl.Present(s.ctx)
-				if err != nil {
-					return armed{}, fmt.Errorf("key-loss: %w", err)
-				}
-				if ok && victim.Holding() {
-					return armed{fault: kl}, nil
+				for _, c := range s.wl.Clients {
+					if !c.Holding() {
+						continue
+					}
+					kl := &nemesis.KeyLoss{Client: c.Name, Key: c.Key, Nodes: nodes}
+					ok, err := kl.Present(s.ctx)
+					if err != nil {
+						return armed{}, fmt.Errorf("key-loss: %w", err)
+					}
+					if ok && c.Holding() {
+						return armed{fault: kl}, nil
+					}
 				}
 				if err := sleepCtx(s.ctx, time.Millisecond); err != nil {
-					return armed{}, fmt.Errorf("key-loss: %w", err)
+					return armed{}, fmt.Errorf("key-loss: no client held its lock: %w", err)
 				}
 			}
 		}}

@@ -128,12 +128,6 @@ func sameLinesAsCheck(t *testing.T, out string, s *runner.Scenario) {
 		t.Errorf("%s: %v", s.ID(), err)
 		return
 	}
-	e, _ := zoo.Builtin().Lookup(s.Lock)
-	fromFile, err := checker.Check(context.Background(), ops, checker.Options{Timeout: time.Minute, WaitBound: e.WaitBound})
-	if err != nil {
-		t.Errorf("%s: check the file: %v", s.ID(), err)
-		return
-	}
 	b, err := os.ReadFile(filepath.Join(out, filepath.Dir(s.History), reports.CheckFile))
 	if err != nil {
 		t.Errorf("%s: %v", s.ID(), err)
@@ -142,6 +136,14 @@ func sameLinesAsCheck(t *testing.T, out string, s *runner.Scenario) {
 	var fromRun checker.Result
 	if err := json.Unmarshal(b, &fromRun); err != nil {
 		t.Errorf("%s: %s: %v", s.ID(), reports.CheckFile, err)
+		return
+	}
+	// The bounds the run's lock promised, as check.json records them.
+	used := fromRun.Options
+	fromFile, err := checker.Check(context.Background(), ops, checker.Options{Timeout: time.Minute,
+		WaitBound: time.Duration(used.WaitBoundMs) * time.Millisecond, LossBound: time.Duration(used.LossBoundMs) * time.Millisecond})
+	if err != nil {
+		t.Errorf("%s: check the file: %v", s.ID(), err)
 		return
 	}
 	cited := func(r *checker.Result) []string {

@@ -267,12 +267,32 @@ func (c *run) falseNotice(cl *claimIndex, n *lop) (Violation, bool) {
 	return Violation{}, false
 }
 
+// healedAfter is t, or the end of the fault windows open at t when later
+// (inf when one never closed): when the faults under way at t had healed.
+func (c *run) healedAfter(t int64) int64 {
+	for changed := true; changed && t != inf; {
+		changed = false
+		for _, i := range c.p.faults {
+			f := &c.p.ops[i]
+			end := inf
+			if f.Completed {
+				end = f.Return
+			}
+			if f.Call <= t && end > t {
+				t, changed = end, true
+			}
+		}
+	}
+	return t
+}
+
 // lossNotices checks the loss-notice rule: for each ok acquire h by c, the
 // first ok acquire b by another client called at or after h returned took
 // c's key; unless c released or was told of the loss of h by b.return +
 // LossBound, c is late when it still ran after that deadline (an op called
-// after it), the history reaches it, and no fault window was open between
-// b.return and the deadline (a paused or cut-off client is excused).
+// after it), the history reaches it, and no fault window opened before it
+// (a paused or cut-off client is excused). A fault window open at
+// b.return moves the start of the bound to its end.
 func (c *run) lossNotices(k *keyOps, cl *claimIndex) (vs []Violation, examined bool) {
 	bound := int64(c.opts.LossBound)
 	for _, h := range cl.grants {
@@ -287,12 +307,16 @@ func (c *run) lossNotices(k *keyOps, cl *claimIndex) (vs []Violation, examined b
 		if b == nil || b.ret == inf {
 			continue
 		}
-		deadline := satAdd(b.ret, bound)
+		// The bound runs from when the faults open at b.return healed (a
+		// paused or cut-off holder cannot be told before), and a fault
+		// that opens before it is due excuses the holder.
+		start := c.healedAfter(b.ret)
+		deadline := satAdd(start, bound)
 		if deadline > c.p.end || cl.last[h.client] <= deadline {
 			continue // not due within the history, or the client no longer ran
 		}
 		examined = true
-		if cl.endedBy(h, deadline) != nil || c.faultDuring(b.ret, deadline) {
+		if cl.endedBy(h, deadline) != nil || c.faultDuring(start+1, deadline) {
 			continue
 		}
 		vs = append(vs, c.violation(PropNotice, RuleLossNotice, k.key,

@@ -140,11 +140,31 @@ func TestClaims(t *testing.T) {
 			acq("b", 100, 101, ok, ttl(1000), hold(1)),
 			rd("a", 200, 201, ok, ""),
 		), notice, Violated, RuleLossNotice, []int{1, 2}, true},
-		{"a holder in a fault window is excused", lined(
+		{"a holder in a fault window is not due before it heals", lined(
 			acq("a", 0, 1, ok, ttl(1000), hold(1)),
 			fault("pause-client a", 90, 400),
 			acq("b", 100, 101, ok, ttl(1000), hold(1)),
 			rd("a", 410, 411, ok, ""),
+		), notice, NA, "", nil, true},
+		{"a fault opening before the notice is due excuses it", lined(
+			acq("a", 0, 1, ok, ttl(1000), hold(1)),
+			acq("b", 100, 101, ok, ttl(1000), hold(1)),
+			fault("partition a", 120, 400),
+			rd("a", 410, 411, ok, ""),
+		), notice, OK, "", nil, true},
+		{"the bound runs from the end of a fault open at the take-over", lined(
+			acq("a", 0, 1, ok, ttl(1000), hold(1)),
+			fault("key-loss a", 99, 102),
+			acq("b", 100, 101, ok, ttl(1000), hold(1)),
+			lost("a", 200, hold(1)),
+			rd("a", 300, 301, ok, ""),
+		), notice, Violated, RuleLossNotice, []int{1, 3}, true},
+		{"a notice within the bound from the fault's end", lined(
+			acq("a", 0, 1, ok, ttl(1000), hold(1)),
+			fault("pause-client a", 90, 400),
+			acq("b", 100, 101, ok, ttl(1000), hold(1)),
+			lost("a", 430, hold(1)),
+			rd("a", 500, 501, ok, ""),
 		), notice, OK, "", nil, true},
 		{"a holder that stopped is not examined", lined(
 			acq("a", 0, 1, ok, ttl(1000), hold(1)),

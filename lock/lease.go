@@ -32,6 +32,13 @@ type Lease struct {
 	validUntil time.Time // local monotonic clock
 	done       bool      // released or lost
 	released   bool      // ended by Release
+	// releasing counts the Release calls in flight: a loss found meanwhile
+	// (a watchdog renewal that lost the race with the release's script,
+	// the validity deadline) waits for them in pendingLoss, and is
+	// dropped when the release ends the lease. Without it, a Release that
+	// succeeds could close Lost on the lease it released.
+	releasing   int
+	pendingLoss string
 	expiry     *time.Timer
 	wd         *time.Timer        // next watchdog renewal; nil without watchdog
 	wdCtx      context.Context    // canceled when the lease ends
@@ -172,16 +179,22 @@ func (l *Lease) Context() context.Context {
 //   - ErrNotHeld: the lock expired or was taken, or this lease was already
 //     released or lost. The lease has ended.
 //   - ErrUnknownOutcome: the reply was lost; the release may or may not have
-//     happened. The lease stays as it was (its watchdog keeps running), so
-//     Release can be called again: a retry of a release that had happened
-//     finds the hold gone (ErrNotHeld), one that had not releases it. (A
-//     retry cannot tell holds apart: for a nested hold, a retry after an
-//     unknown outcome may release the owner's other hold.)
+//     happened. The lease ends here (the work under it must stop: the lock
+//     may be another client's already), but Release can be called again: a
+//     retry of a release that had happened finds the hold gone
+//     (ErrNotHeld), one that had not releases it. (A retry cannot tell
+//     holds apart: for a nested hold, a retry after an unknown outcome may
+//     release the owner's other hold.)
 //   - the ctx error, when ctx was done before anything was sent: nothing
 //     happened, the lease is unchanged; call again with a live ctx.
 //
-// Only a release that definitely happened (nil) or definitely could not
-// (ErrNotHeld) ends the lease: it stops the watchdog and cancels Context.
+// A release that definitely happened (nil), definitely could not
+// (ErrNotHeld), or may have happened (ErrUnknownOutcome) ends the lease:
+// it stops the watchdog and cancels Context (an unknown outcome with a
+// cause wrapping ErrUnknownOutcome), and the lease no longer claims to be
+// valid: the lock may already be another client's. Lost is not closed by a
+// release, nor by a loss found while the release was in flight. After an
+// unknown outcome, Release may be called again (see above).
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return fmt.Errorf("release: lease is nil: %w", ErrInvalid)
@@ -198,20 +211,28 @@ func (l *Lease) Release(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("release %q: nothing sent: %w", l.key, context.Cause(ctx))
 	}
+	l.mu.Lock()
+	l.releasing++
+	l.mu.Unlock()
 	reply, err := l.c.run(ctx, releaseScript, []string{l.keys.Lock, l.keys.Fence, l.keys.Queue, l.keys.QueueDeadlines},
 		l.owner, l.keys.Channel, l.c.opts.HandoffTTL.Milliseconds())
 	if err != nil {
 		var ns errNotSent
 		if outcomeUnknown(err) && !errors.As(err, &ns) {
-			return unknown(ctx, "release", l.key, err)
+			err = unknown(ctx, "release", l.key, err)
+			l.endRelease(err)
+			return err
 		}
+		l.endRelease(nil)
 		return fmt.Errorf("release %q: %w", l.key, err)
 	}
 	vals, _ := reply.([]any)
 	if len(vals) == 0 {
+		l.endRelease(nil)
 		return fmt.Errorf("release %q: unexpected reply %v", l.key, reply)
 	}
 	l.mu.Lock()
+	l.releasing--
 	l.released = true
 	l.finishLocked(ErrReleased)
 	l.mu.Unlock()
@@ -229,6 +250,28 @@ func (l *Lease) Release(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// endRelease ends a Release call that did not surely release: with an
+// unknown outcome (cause) the lease ends, since the release may have
+// happened; with none (nothing happened) a loss found meanwhile is
+// reported now.
+func (l *Lease) endRelease(cause error) {
+	l.mu.Lock()
+	l.releasing--
+	pending := l.pendingLoss
+	if l.releasing == 0 {
+		l.pendingLoss = ""
+	}
+	if cause != nil {
+		l.finishLocked(cause)
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	if pending != "" {
+		l.lose(pending)
+	}
 }
 
 // Renew extends the lease by its TTL from now. Errors: ErrNotHeld when the
@@ -305,6 +348,11 @@ func (l *Lease) lose(why string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
+		return
+	}
+	if l.releasing > 0 {
+		// A release is in flight: it decides (see Lease.releasing).
+		l.pendingLoss = why
 		return
 	}
 	cause := fmt.Errorf("lease %q fence %d: %s: %w", l.key, l.fence, why, ErrLost)

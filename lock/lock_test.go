@@ -677,7 +677,22 @@ func testAmbiguousOutcome(t *testing.T, ctxTimeouts bool) {
 	if !errors.Is(err, lock.ErrUnknownOutcome) || errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("release with lost reply: err = %v, want ErrUnknownOutcome", err)
 	}
+	// The release may have happened: the lease no longer vouches for
+	// itself (the next waiter may hold the lock already), without calling
+	// itself lost.
+	if l.Context().Err() == nil || !errors.Is(context.Cause(l.Context()), lock.ErrUnknownOutcome) {
+		t.Errorf("after a release of unknown outcome Context is live (cause %v); want it done with ErrUnknownOutcome", context.Cause(l.Context()))
+	}
+	select {
+	case <-l.Lost():
+		t.Error("a release of unknown outcome closed Lost")
+	default:
+	}
 	resume()
+	// It can be retried: the first one happened, or this one does.
+	if err := l.Release(ctxT(t)); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("retried release: %v", err)
+	}
 }
 
 // TestReplicaAcks: with one real replica, asking for one ack succeeds;

@@ -9,6 +9,7 @@ import (
 	"github.com/lockproof/lockproof/lock"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/zoo/internal/fencedv1"
+	"github.com/lockproof/lockproof/zoo/internal/fencedv2"
 )
 
 // FencedEntry is the production lock (package lock) with opts, as the
@@ -74,6 +75,39 @@ func fencedV1Entry() locker.Entry {
 			return &Fenced{name: FencedV1Name, d: d, c: v1Lock{c}}, nil
 		}}
 }
+
+// fencedV2Entry is "fenced-v2": package lock as it was before the fixes of
+// the review of what it tells its user (zoo/internal/fencedv2), with its
+// watchdog on as "fenced" runs, kept to show that the harness catches its
+// defects.
+func fencedV2Entry() locker.Entry {
+	return locker.Entry{Name: FencedV2Name, Profile: locker.ProfileFenced, WaitBound: fencedv2.Options{}.WaitBound(1),
+		LossBound: watchdogLossBound,
+		Doc:       "package lock before its second review's fixes (frozen copy): a release of unknown outcome keeps claiming the lease, a release racing the watchdog reports the lease lost",
+		Open: func(d locker.Deps) (locker.Locker, error) {
+			if err := needRedis(d); err != nil {
+				return nil, err
+			}
+			opts := fencedv2.Options{Watchdog: true, Logger: d.Logger,
+				OnRenew: func(key string, fence uint64, ttl time.Duration) func(error) {
+					done := d.Observe(unprefix(d.Prefix, key), ttl, fence, true)
+					return func(err error) { done(mapLockErr(err)) }
+				}}
+			c, err := fencedv2.New(d.Redis, opts)
+			if err != nil {
+				return nil, mapLockErr(err)
+			}
+			return &Fenced{name: FencedV2Name, d: d, c: v2Lock{c}}, nil
+		}}
+}
+
+type v2Lock struct{ c *fencedv2.Client }
+
+func (l v2Lock) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string) (fencedHold, error) {
+	return acquireOn(ctx, key, ttl, wait, owner, l.c.TryAcquire, l.c.Acquire, fencedv2.WithTTL, fencedv2.WithOwner)
+}
+
+func (l v2Lock) close() error { return l.c.Close() }
 
 func unprefix(prefix, key string) string { return key[min(len(prefix), len(key)):] }
 
@@ -225,13 +259,14 @@ func mapLockErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, lock.ErrUnknownOutcome), errors.Is(err, lock.ErrReplicaAcks),
-		errors.Is(err, fencedv1.ErrUnknownOutcome), errors.Is(err, fencedv1.ErrReplicaAcks):
+		errors.Is(err, fencedv1.ErrUnknownOutcome), errors.Is(err, fencedv1.ErrReplicaAcks),
+		errors.Is(err, fencedv2.ErrUnknownOutcome), errors.Is(err, fencedv2.ErrReplicaAcks):
 		s = locker.ErrUnknownOutcome
-	case errors.Is(err, lock.ErrNotAcquired), errors.Is(err, fencedv1.ErrNotAcquired):
+	case errors.Is(err, lock.ErrNotAcquired), errors.Is(err, fencedv1.ErrNotAcquired), errors.Is(err, fencedv2.ErrNotAcquired):
 		s = locker.ErrNotAcquired
-	case errors.Is(err, lock.ErrNotHeld), errors.Is(err, fencedv1.ErrNotHeld):
+	case errors.Is(err, lock.ErrNotHeld), errors.Is(err, fencedv1.ErrNotHeld), errors.Is(err, fencedv2.ErrNotHeld):
 		s = locker.ErrNotHeld
-	case errors.Is(err, lock.ErrInvalid), errors.Is(err, fencedv1.ErrInvalid):
+	case errors.Is(err, lock.ErrInvalid), errors.Is(err, fencedv1.ErrInvalid), errors.Is(err, fencedv2.ErrInvalid):
 		s = locker.ErrInvalid
 	default:
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,10 +18,10 @@ import (
 	"github.com/lockproof/lockproof/zoo"
 )
 
-var singleInstance = []string{"setnx", "setnx-expire", "set-del", "get-del", "getset", "lua", "watchdog", "reentrant", "local-redis", "fenced", "fenced-v1"}
+var singleInstance = []string{"setnx", "setnx-expire", "set-del", "get-del", "getset", "lua", "watchdog", "reentrant", "local-redis", "fenced", "fenced-v1", "fenced-v2"}
 
 func TestNames(t *testing.T) {
-	want := []string{"setnx", "setnx-expire", "set-del", "get-del", "getset", "lua", "watchdog", "reentrant", "redlock", "local-redis", "fenced", "fenced-v1"}
+	want := []string{"setnx", "setnx-expire", "set-del", "get-del", "getset", "lua", "watchdog", "reentrant", "redlock", "local-redis", "fenced", "fenced-v1", "fenced-v2"}
 	if got := zoo.Builtin().Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -41,7 +42,7 @@ func TestAcquireRefuseRelease(t *testing.T) {
 			if la.Key() != "k" {
 				t.Fatalf("Key() = %q", la.Key())
 			}
-			if _, ok := la.Fence(); ok != (name == "fenced" || name == "fenced-v1") {
+			if _, ok := la.Fence(); ok != strings.HasPrefix(name, "fenced") {
 				t.Fatalf("Fence ok = %v", ok)
 			}
 			wantTTL := 10 * time.Second

@@ -47,6 +47,7 @@ const (
 	RedlockName     = "redlock"
 	LocalRedisName  = "local-redis"
 	FencedV1Name    = "fenced-v1"
+	FencedV2Name    = "fenced-v2"
 )
 
 // Builtin returns a new registry of every lock lockproof knows by name, in
@@ -70,6 +71,7 @@ func Builtin() *locker.Registry {
 		{Name: LocalRedisName, Profile: locker.ProfileLease, Open: newLocalRedis, Doc: "Spring's RedisLockRegistry: a process-local lock, then the Redis key; no fencing"},
 		FencedEntry(lock.Options{Watchdog: true}),
 		fencedV1Entry(),
+		fencedV2Entry(),
 	} {
 		if err := r.Add(e); err != nil {
 			panic(err) // the entries above are constants of this package

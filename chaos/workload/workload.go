@@ -890,9 +890,10 @@ func (c *Client) release(ctx context.Context, rec *history.Recorder, h held, rus
 		if err != nil || res == history.OK {
 			return err
 		}
-		// A careful caller retries after a pause, in which a release that
-		// did happen hands the key on while the lock may still claim it.
-		_ = sleepRand(ctx, c.rng, 20*time.Millisecond)
+		// A careful caller retries after a backoff (up to a fifth of the
+		// TTL), in which a release that did happen hands the key on while
+		// the lock may still claim it.
+		_ = sleepRand(ctx, c.rng, max(l.TTL()/5, 20*time.Millisecond))
 	}
 	_, err := c.recording(rec).lockEdit(ctx, op, ctxNormal, timeout, do, nil, still)
 	return err

@@ -1,0 +1,131 @@
+package fencedv2
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// RenewFor extends the lease to ttl from now and makes ttl its TTL (the
+// watchdog renews by it from then on). Like every renewal it never
+// shortens the lock: a shorter ttl than the lock has left keeps the lock's
+// expiry (another hold may need it), and only the lease's own ValidUntil
+// is counted from ttl. Errors as Renew's; ttl must be at least MinTTL.
+func (l *Lease) RenewFor(ctx context.Context, ttl time.Duration) error {
+	if l == nil {
+		return fmt.Errorf("renew: lease is nil: %w", ErrInvalid)
+	}
+	if ctx == nil {
+		return fmt.Errorf("renew %q: ctx is nil: %w", l.key, ErrInvalid)
+	}
+	if err := checkTTL("RenewFor ttl", ttl); err != nil {
+		return fmt.Errorf("renew %q: %w", l.key, err)
+	}
+	return l.renew(ctx, ttl)
+}
+
+// TTLLeft returns how long the lock has left in Redis (PTTL), as long as
+// this lease's owner holds it; ErrNotHeld otherwise. It is Redis's view,
+// which can be longer than ValidUntil (ValidUntil allows for clock drift
+// and counts from the acquire's start) but never describes a lock held by
+// someone else.
+func (l *Lease) TTLLeft(ctx context.Context) (time.Duration, error) {
+	if l == nil {
+		return 0, fmt.Errorf("ttl: lease is nil: %w", ErrInvalid)
+	}
+	if ctx == nil {
+		return 0, fmt.Errorf("ttl %q: ctx is nil: %w", l.key, ErrInvalid)
+	}
+	reply, err := l.c.run(ctx, ttlScript, []string{l.keys.Lock}, l.owner)
+	if err != nil {
+		return 0, fmt.Errorf("ttl %q: %w", l.key, err)
+	}
+	ms, _ := reply.(int64)
+	if ms < 0 {
+		return 0, fmt.Errorf("ttl %q: expired or taken by another owner: %w", l.key, ErrNotHeld)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// reportRelease calls Hooks.OnRelease for a Release that ended the lease.
+func (l *Lease) reportRelease(err error) {
+	if h := l.c.opts.Hooks.OnRelease; h != nil {
+		h(l.key, time.Since(l.born), err)
+	}
+}
+
+// Info is what Inspect sees of a lock.
+type Info struct {
+	// Held: someone holds the lock; Owner, Holds and Fence describe the
+	// holder, TTL how long the lock has left in Redis.
+	Held  bool
+	Owner string
+	Holds int64
+	Fence uint64
+	TTL   time.Duration
+	// Waiting is how many waiters are in line (dead ones not yet dropped
+	// included).
+	Waiting int64
+}
+
+// Inspect returns the state of key's lock, read atomically: its holder,
+// hold count, fence, time left, and the length of its queue. It changes
+// nothing.
+func (c *Client) Inspect(ctx context.Context, key string) (Info, error) {
+	if c == nil || ctx == nil || key == "" {
+		return Info{}, fmt.Errorf("inspect %q: client, ctx and key are required: %w", key, ErrInvalid)
+	}
+	k := RedisKeys(key)
+	reply, err := c.run(ctx, inspectScript, []string{k.Lock, k.Queue})
+	if err != nil {
+		return Info{}, fmt.Errorf("inspect %q: %w", key, err)
+	}
+	vals, _ := reply.([]any)
+	if len(vals) != 5 {
+		return Info{}, fmt.Errorf("inspect %q: unexpected reply %v", key, reply)
+	}
+	var in Info
+	in.Owner, _ = vals[0].(string)
+	in.Held = in.Owner != ""
+	in.Holds, _ = vals[1].(int64)
+	if f, _ := vals[2].(string); f != "" {
+		_, _ = fmt.Sscan(f, &in.Fence)
+	}
+	if ms, _ := vals[3].(int64); ms > 0 {
+		in.TTL = time.Duration(ms) * time.Millisecond
+	}
+	in.Waiting, _ = vals[4].(int64)
+	return in, nil
+}
+
+// ForceUnlock frees key's lock whoever holds it, for an operator clearing a
+// lock whose holder is known to be gone: the lock passes to the first
+// waiter (hand-off lease, as a release), or is deleted. The fence counter
+// is kept, so fences stay monotonic: the holder's lease is lost, and its
+// late writes are refused by fenced resources. It reports whether a lock
+// was held.
+func (c *Client) ForceUnlock(ctx context.Context, key string) (bool, error) {
+	if c == nil || ctx == nil || key == "" {
+		return false, fmt.Errorf("force-unlock %q: client, ctx and key are required: %w", key, ErrInvalid)
+	}
+	k := RedisKeys(key)
+	reply, err := c.run(ctx, forceUnlockScript, []string{k.Lock, k.Fence, k.Queue, k.QueueDeadlines},
+		k.Channel, c.opts.HandoffTTL.Milliseconds())
+	if err != nil {
+		if outcomeUnknown(err) {
+			return false, unknown(ctx, "force-unlock", key, err)
+		}
+		return false, fmt.Errorf("force-unlock %q: %w", key, err)
+	}
+	vals, _ := reply.([]any)
+	if len(vals) == 0 {
+		return false, fmt.Errorf("force-unlock %q: unexpected reply %v", key, reply)
+	}
+	held, _ := vals[0].(int64)
+	if len(vals) > 1 {
+		if msg, _ := vals[1].(string); msg != "" {
+			c.notes.deliverLocal(k.Channel, msg)
+		}
+	}
+	return held == 1, nil
+}
