@@ -39,10 +39,10 @@ type Lease struct {
 	// succeeds could close Lost on the lease it released.
 	releasing   int
 	pendingLoss string
-	expiry     *time.Timer
-	wd         *time.Timer        // next watchdog renewal; nil without watchdog
-	wdCtx      context.Context    // canceled when the lease ends
-	stopWD     context.CancelFunc // cancels wdCtx
+	expiry      *time.Timer
+	wd          *time.Timer        // next watchdog renewal; nil without watchdog
+	wdCtx       context.Context    // canceled when the lease ends
+	stopWD      context.CancelFunc // cancels wdCtx
 }
 
 func newLease(c *Client, key string, keys Keys, owner string, fence uint64, holds int64, cfg callConfig, start time.Time) *Lease {
