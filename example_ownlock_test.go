@@ -30,7 +30,7 @@ func (l *myLock) Name() string { return "mylock" }
 func (l *myLock) Close() error { return nil } // the Redis client belongs to the harness
 
 func (l *myLock) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
-	token := rand.Text()
+	token, start := rand.Text(), time.Now()
 	ok, err := l.rdb.SetNX(ctx, l.prefix+key, token, ttl).Result()
 	switch {
 	case err != nil:
@@ -38,7 +38,7 @@ func (l *myLock) TryAcquire(ctx context.Context, key string, ttl time.Duration) 
 	case !ok:
 		return nil, fmt.Errorf("acquire %q: %w", key, locker.ErrNotAcquired)
 	}
-	return &myLease{l: l, key: key, token: token, ttl: ttl}, nil
+	return &myLease{l: l, key: key, token: token, ttl: ttl, valid: start.Add(ttl)}, nil
 }
 
 type myLease struct {
@@ -46,12 +46,17 @@ type myLease struct {
 	key   string
 	token string
 	ttl   time.Duration
+	valid time.Time // counted from before the request: Redis's TTL starts later
 }
 
 func (m *myLease) Key() string           { return m.key }
 func (m *myLease) TTL() time.Duration    { return m.ttl }
 func (m *myLease) Fence() (uint64, bool) { return 0, false } // no fencing token
 func (m *myLease) Lost() <-chan struct{} { return nil }      // never learns of a loss
+
+// ValidUntil (locker.Claimer, optional) is what your lock tells the code
+// holding it; the harness holds your lock to it (the claims property).
+func (m *myLease) ValidUntil() time.Time { return m.valid }
 
 func (m *myLease) Release(ctx context.Context) error {
 	n, err := unlockScript.Run(ctx, m.l.rdb, []string{m.l.prefix + m.key}, m.token).Int()
@@ -61,10 +66,12 @@ func (m *myLease) Release(ctx context.Context) error {
 	if n == 0 {
 		return fmt.Errorf("release %q: %w", m.key, locker.ErrNotHeld)
 	}
+	m.valid = time.Time{} // released: it claims nothing more
 	return nil
 }
 
 func (m *myLease) Renew(ctx context.Context, ttl time.Duration) error {
+	start := time.Now()
 	n, err := extendScript.Run(ctx, m.l.rdb, []string{m.l.prefix + m.key}, m.token, ttl.Milliseconds()).Int()
 	if err != nil {
 		return outcome(err)
@@ -72,6 +79,7 @@ func (m *myLease) Renew(ctx context.Context, ttl time.Duration) error {
 	if n == 0 {
 		return fmt.Errorf("renew %q: %w", m.key, locker.ErrNotHeld)
 	}
+	m.valid = start.Add(ttl)
 	return nil
 }
 
@@ -102,7 +110,7 @@ func TestMyLockUnderChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range res.Summary.Scenarios {
-		t.Logf("%s: %v", s.ID(), s.Verdicts) // map[lease:ok liveness:n/a resource:violated]
+		t.Logf("%s: %v", s.ID(), s.Verdicts) // map[claims:violated lease:ok liveness:n/a notice:n/a resource:violated]
 	}
 	if res.Status != 0 {
 		t.Errorf("verdicts not as the lock's profile predicts (status %d): see %s/report.md", res.Status, res.Dir)

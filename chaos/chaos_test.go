@@ -445,7 +445,7 @@ func TestClientsLeave(t *testing.T) {
 	}
 	last := map[string]history.Op{}
 	for _, o := range out.Ops {
-		if o.Kind != history.Fault && (last[o.Client].Call < o.Call || last[o.Client].Client == "") {
+		if o.Kind != history.Fault && o.Kind != history.Lost && (last[o.Client].Call < o.Call || last[o.Client].Client == "") {
 			last[o.Client] = o
 		}
 	}
@@ -480,7 +480,7 @@ func granted(ops []history.Op) bool {
 func leftHolderExamined(ops []history.Op) bool {
 	last := map[string]history.Op{}
 	for _, o := range ops {
-		if o.Kind == history.Fault {
+		if o.Kind == history.Fault || o.Kind == history.Lost { // a loss notice is not a lock op
 			continue
 		}
 		if l, ok := last[o.Client]; !ok || l.Call < o.Call {

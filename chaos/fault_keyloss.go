@@ -34,13 +34,14 @@ func keyLossFault() Fault {
 			for _, n := range topo.Redlock {
 				nodes = append(nodes, n.Upstream)
 			}
-			// Strike the first client found holding, with its keys there
+			// Strike the first client found working under its lock (before
+			// its lease check), with its keys there
 			// (a holder that worked briefly may be gone by the time we
 			// look): waiting for one chosen client could outlast the run
 			// when holds are long.
 			for {
 				for _, c := range s.wl.Clients {
-					if !c.Holding() {
+					if !c.Working() {
 						continue
 					}
 					kl := &nemesis.KeyLoss{Client: c.Name, Key: c.Key, Nodes: nodes}
@@ -48,7 +49,7 @@ func keyLossFault() Fault {
 					if err != nil {
 						return armed{}, fmt.Errorf("key-loss: %w", err)
 					}
-					if ok && c.Holding() {
+					if ok && c.Working() {
 						return armed{fault: kl}, nil
 					}
 				}

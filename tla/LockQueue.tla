@@ -42,6 +42,8 @@
 (*   "noconfirm"   a waiter trusts the hand-off message and counts its   *)
 (*                 full TTL without confirming                            *)
 (*   "retrycount"  a retried acquire counts a second hold                 *)
+(*   "fromreply"   the client counts its claimed validity from the reply  *)
+(*                 instead of from its request (needs Flight > 0)         *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets, TLC
 
@@ -52,13 +54,14 @@ CONSTANTS
     QTTLs,     \* the queue TTLs (ticks) a waiter may use
     HO,        \* the hand-off lease (ticks)
     MaxHolds,  \* bound on a client's nested holds
+    Flight,    \* ticks a fresh acquire's reply may spend in flight (0: none)
     Bug        \* see above
 
-Bugs == {"none", "shorten", "fullhandoff", "queuettl", "noconfirm", "retrycount"}
+Bugs == {"none", "shorten", "fullhandoff", "queuettl", "noconfirm", "retrycount", "fromreply"}
 
 ASSUME None \notin Clients
 ASSUME TTLs \subseteq Nat \ {0} /\ TTLs # {} /\ QTTLs \subseteq Nat \ {0} /\ QTTLs # {}
-ASSUME HO \in Nat \ {0} /\ MaxHolds \in Nat \ {0}
+ASSUME HO \in Nat \ {0} /\ MaxHolds \in Nat \ {0} /\ Flight \in Nat
 ASSUME Bug \in Bugs
 
 Max(S) == CHOOSE x \in S : \A y \in S : y <= x
@@ -74,13 +77,17 @@ VARIABLES
     qdl,    \* per client: ticks until its place in the queue expires
     qleft,  \* ticks until the queue keys expire (0: no queue key)
     pc,     \* per client: "idle", "waiting", "retry" (an acquire's reply
-            \* was lost: it retries with the same token), "holding", "dead"
+            \* was lost: it retries with the same token), "replying" (a
+            \* grant's reply is in flight), "holding", "dead"
     holds,  \* per client: the holds it believes it has
-    mine,   \* per client: ticks its longest hold believes it is valid for
+    mine,   \* per client: the client's belief, what the lock claims to it
+            \* (ValidUntil): ticks its longest hold is valid for; 0 once
+            \* released or told lost (its loss notice)
     wttl,   \* per client: the lease TTL of its pending acquire
-    wqt     \* per client: the queue TTL it uses
+    wqt,    \* per client: the queue TTL it uses
+    flight  \* per client: ticks its grant's reply has been in flight
 
-vars == <<key, queue, qdl, qleft, pc, holds, mine, wttl, wqt>>
+vars == <<key, queue, qdl, qleft, pc, holds, mine, wttl, wqt, flight>>
 
 NoKey == [owner |-> None, n |-> 0, left |-> 0, prov |-> FALSE]
 
@@ -89,7 +96,8 @@ TypeOK ==
                 left : 0..TTLMax, prov : BOOLEAN]
     /\ queue \in Seq(Clients) /\ Len(queue) <= Cardinality(Clients)
     /\ qdl \in [Clients -> 0..QMax] /\ qleft \in 0..QMax
-    /\ pc \in [Clients -> {"idle", "waiting", "retry", "holding", "dead"}]
+    /\ pc \in [Clients -> {"idle", "waiting", "retry", "replying", "holding", "dead"}]
+    /\ flight \in [Clients -> 0..Flight]
     /\ holds \in [Clients -> 0..MaxHolds]
     /\ mine \in [Clients -> 0..TTLMax]
     /\ wttl \in [Clients -> TTLs] /\ wqt \in [Clients -> QTTLs]
@@ -99,6 +107,7 @@ Init ==
     /\ pc = [c \in Clients |-> "idle"]
     /\ holds = [c \in Clients |-> 0] /\ mine = [c \in Clients |-> 0]
     /\ wttl = [c \in Clients |-> TTLMax] /\ wqt = [c \in Clients |-> QMax]
+    /\ flight = [c \in Clients |-> 0]
 
 InQueue(c) == \E i \in 1..Len(queue) : queue[i] = c
 Without(q, c) == SelectSeq(q, LAMBDA m : m # c)
@@ -179,8 +188,24 @@ Acquire(c) ==
                     /\ mine' = [mine EXCEPT ![c] = t]
                  \/ /\ pc' = [pc EXCEPT ![c] = "retry"]
                     /\ UNCHANGED <<holds, mine>>
+                 \/ /\ Flight > 0
+                    /\ pc' = [pc EXCEPT ![c] = "replying"]
+                    /\ UNCHANGED <<holds, mine>>
             ELSE /\ pc' = [pc EXCEPT ![c] = IF wait THEN "waiting" ELSE "idle"]
                  /\ UNCHANGED <<holds, mine>>
+    /\ UNCHANGED flight
+
+\* The grant's reply arrives after flight[c] ticks: the lock claims the
+\* lease valid for its TTL counted from the request, so for what is left
+\* of it ("fromreply": for the whole TTL, counted from the reply).
+Reply(c) ==
+    /\ pc[c] = "replying"
+    /\ pc' = [pc EXCEPT ![c] = "holding"]
+    /\ holds' = [holds EXCEPT ![c] = 1]
+    /\ mine' = [mine EXCEPT ![c] = IF Bug = "fromreply" THEN wttl[c]
+                                   ELSE Max2(wttl[c] - flight[c], 0)]
+    /\ flight' = [flight EXCEPT ![c] = 0]
+    /\ UNCHANGED <<key, queue, qdl, qleft, wttl, wqt>>
 
 \* A waiter tries again (woken by the hand-off message, the holder's TTL,
 \* or its refresh timer), or a client whose reply was lost retries: the
@@ -195,7 +220,7 @@ Retry(c) ==
                  /\ mine' = [mine EXCEPT ![c] = wttl[c]]
             ELSE /\ pc' = [pc EXCEPT ![c] = IF pc[c] = "retry" THEN "idle" ELSE "waiting"]
                  /\ UNCHANGED <<holds, mine>>
-    /\ UNCHANGED <<wttl, wqt>>
+    /\ UNCHANGED <<wttl, wqt, flight>>
 
 \* The earlier waiter ("noconfirm"): the hand-off message alone makes it a
 \* holder, for its full TTL.
@@ -205,7 +230,7 @@ TrustHandoff(c) ==
     /\ pc' = [pc EXCEPT ![c] = "holding"]
     /\ holds' = [holds EXCEPT ![c] = 1]
     /\ mine' = [mine EXCEPT ![c] = wttl[c]]
-    /\ UNCHANGED <<key, queue, qdl, qleft, wttl, wqt>>
+    /\ UNCHANGED <<key, queue, qdl, qleft, wttl, wqt, flight>>
 
 \* A nested acquire (TryAcquire WithOwner) while the outer hold is valid.
 Reenter(c) ==
@@ -214,7 +239,7 @@ Reenter(c) ==
          /\ AcquireScript(c, t, wqt[c], FALSE, TRUE, TRUE)
          /\ holds' = [holds EXCEPT ![c] = @ + 1]
          /\ mine' = [mine EXCEPT ![c] = Max2(@, t)]
-    /\ UNCHANGED <<pc, wttl, wqt>>
+    /\ UNCHANGED <<pc, wttl, wqt, flight>>
 
 \* The watchdog renews one hold (its TTL t); if the key is not its own the
 \* client learns it lost the lock.
@@ -229,7 +254,7 @@ Renew(c) ==
             /\ holds' = [holds EXCEPT ![c] = 0]
             /\ mine' = [mine EXCEPT ![c] = 0]
             /\ UNCHANGED key
-    /\ UNCHANGED <<queue, qdl, qleft, wttl, wqt>>
+    /\ UNCHANGED <<queue, qdl, qleft, wttl, wqt, flight>>
 
 \* Release of one hold.  A token that does not own the key changes nothing
 \* (the hold was lost); the last hold hands the lock on or deletes it.
@@ -243,7 +268,7 @@ Release(c) ==
     /\ holds' = [holds EXCEPT ![c] = IF key.owner = c THEN @ - 1 ELSE 0]
     /\ pc' = [pc EXCEPT ![c] = IF holds'[c] = 0 THEN "idle" ELSE "holding"]
     /\ mine' = [mine EXCEPT ![c] = IF holds'[c] = 0 THEN 0 ELSE @]
-    /\ UNCHANGED <<qdl, wttl, wqt>>
+    /\ UNCHANGED <<qdl, wttl, wqt, flight>>
 
 \* A waiter gives up (its ctx ended): leaveScript.  A lock it was handed
 \* goes to the next waiter.
@@ -254,7 +279,7 @@ GiveUp(c) ==
        THEN key' = HandoffKey(q) /\ SetQueue(HandoffQueue(q), qleft)
        ELSE SetQueue(q, qleft) /\ UNCHANGED key
     /\ pc' = [pc EXCEPT ![c] = "idle"]
-    /\ UNCHANGED <<qdl, holds, mine, wttl, wqt>>
+    /\ UNCHANGED <<qdl, holds, mine, wttl, wqt, flight>>
 
 \* A client dies wherever it is; a dead waiter stays in the queue.
 Crash(c) ==
@@ -262,6 +287,7 @@ Crash(c) ==
     /\ pc' = [pc EXCEPT ![c] = "dead"]
     /\ holds' = [holds EXCEPT ![c] = 0]
     /\ mine' = [mine EXCEPT ![c] = 0]
+    /\ flight' = [flight EXCEPT ![c] = 0]
     /\ UNCHANGED <<key, queue, qdl, qleft, wttl, wqt>>
 
 \* One tick.  Timing assumptions: a live waiter refreshes its place before
@@ -272,6 +298,8 @@ Tick ==
     /\ \A c \in Clients : pc[c] = "waiting" =>
          /\ InQueue(c) => qdl[c] > 1
          /\ key.owner = c => key.left > 1
+    /\ \A c \in Clients : pc[c] = "replying" => flight[c] < Flight
+    /\ flight' = [c \in Clients |-> IF pc[c] = "replying" THEN flight[c] + 1 ELSE 0]
     /\ key' = IF key.left > 1 THEN [key EXCEPT !.left = @ - 1] ELSE NoKey
     /\ qdl' = [c \in Clients |-> IF qdl[c] > 0 THEN qdl[c] - 1 ELSE 0]
     /\ IF qleft > 1 THEN qleft' = qleft - 1 /\ UNCHANGED queue
@@ -281,7 +309,7 @@ Tick ==
 
 Next ==
     \/ \E c \in Clients :
-         \/ Acquire(c) \/ Retry(c) \/ TrustHandoff(c) \/ Reenter(c)
+         \/ Acquire(c) \/ Reply(c) \/ Retry(c) \/ TrustHandoff(c) \/ Reenter(c)
          \/ Renew(c) \/ Release(c) \/ GiveUp(c) \/ Crash(c)
     \/ Tick
 
@@ -291,7 +319,7 @@ Next ==
 Fairness ==
     /\ SF_vars(Tick)
     /\ \A c \in Clients :
-         /\ WF_vars(Retry(c)) /\ WF_vars(Release(c))
+         /\ WF_vars(Retry(c)) /\ WF_vars(Release(c)) /\ WF_vars(Reply(c))
          /\ SF_vars(Release(c) /\ holds[c] = 1)
 
 Spec == Init /\ [][Next]_vars /\ Fairness
@@ -299,11 +327,14 @@ Spec == Init /\ [][Next]_vars /\ Fairness
 -----------------------------------------------------------------------------
 (* Invariants.                                                             *)
 
-\* G1 for every hold: while a client believes a hold is valid, the key is
-\* its own and lives at least that long.  (Two clients cannot both believe:
+\* G1 for every hold, and the claims property's claim-overlap: while the
+\* lock tells a client a hold is valid (its belief, mine), the key is its
+\* own and lives at least that long, so no other client's lease takes
+\* effect inside the claim.  (Two clients cannot both believe:
 \* the key has one owner.)  Breaks with "shorten" (a short nested TTL
-\* shortens the outer hold) and "noconfirm" (a provisional hand-off lease
-\* believed for a full TTL).
+\* shortens the outer hold), "noconfirm" (a provisional hand-off lease
+\* believed for a full TTL) and "fromreply" (a claim counted from the
+\* reply: the key may expire, and pass on, while the reply is in flight).
 HoldsValid ==
     \A c \in Clients : mine[c] > 0 => key.owner = c /\ key.left >= mine[c]
 

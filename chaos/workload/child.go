@@ -66,12 +66,25 @@ type Proc struct {
 }
 
 // readEvents follows the child's events (fd 3): "waiting <op>" when it
-// starts waiting in line, "done" when that wait ends.
+// starts waiting in line, "done" when that wait ends, "holding" when it
+// holds with its check behind and its write ahead, "free" when that ends.
 func (p *Proc) readEvents(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
+		switch string(line) {
+		case "holding":
+			p.holding.Store(true)
+			select {
+			case p.held <- struct{}{}:
+			default:
+			}
+			continue
+		case "free":
+			p.holding.Store(false)
+			continue
+		}
 		if js, ok := bytes.CutPrefix(line, []byte("waiting ")); ok {
 			var op history.Op
 			if err := op.UnmarshalJSON(js); err != nil {
@@ -235,19 +248,6 @@ func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
 			errs = append(errs, fmt.Errorf("child line %q: %w", sc.Text(), err))
 			continue
 		}
-		// Holding, for a fault that waits for it, means holding with the
-		// write ahead (see Client.WaitHolding): from the read's completion
-		// until the write's or the release's.
-		switch {
-		case op.Kind == history.Read && op.Result == history.OK:
-			p.holding.Store(true)
-			select {
-			case p.held <- struct{}{}:
-			default:
-			}
-		case op.Kind == history.Write || op.Kind == history.Release:
-			p.holding.Store(false)
-		}
 		if in := p.inflight.Load(); in != nil && op.Kind == history.Acquire && op.Call == in.Call {
 			p.inflight.Store(nil) // it returned after all
 		}
@@ -348,6 +348,17 @@ func runChild(js string, locks *locker.Registry, stdin io.Reader, out, events io
 				line = append(line, '\n')
 			}
 			_, _ = events.Write(line)
+		}
+		// And when it holds with its check behind and its write ahead
+		// (see Client.WaitHolding): a SIGSTOP then lands between the two.
+		c.onHolding = func(holding bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			line := "free\n"
+			if holding {
+				line = "holding\n"
+			}
+			_, _ = io.WriteString(events, line)
 		}
 	}
 	rec := history.NewRecorder(out, history.Options{Base: time.Unix(0, spec.Base)})

@@ -7,9 +7,9 @@
 //
 //	acquire (one-shot, or blocking and maybe canceled while it waits)
 //	→ renew? → nested hold (shorter or longer TTL) and its release?
-//	→ long work? → read resource → work → check the lease → (fault point)
-//	→ write resource with token and prev (skipped when the check found
-//	the lease gone) → release (maybe with a canceled or expiring context,
+//	→ long work? → read resource → work → check the lease (valid long
+//	enough for the write) → (fault point) → write resource with token and
+//	prev (skipped when the check found the lease gone) → release (maybe with a canceled or expiring context,
 //	then again after a pause)
 //
 // What the lock tells its holder is recorded too: the validity it claims
@@ -254,20 +254,47 @@ type Client struct {
 	unfenced fencing.Resource // for leases without one
 	rng      *rand.Rand
 	holding  atomic.Bool
+	working  atomic.Bool // between its read and its lease check (Working)
 	held     chan struct{}              // signalled (non-blocking) when the client holds with its write ahead
 	waiting  atomic.Bool                // a blocking acquire is in line (see FirstQueued)
 	invoked  atomic.Pointer[history.Op] // the lock op in flight, as invoked
 	// onQueued, when set (a child process), is told when the client starts
 	// and stops waiting in line, with the blocking acquire as invoked.
 	onQueued func(op *history.Op, waiting bool)
+	// onHolding, when set (a child process), is told when the client
+	// starts and stops holding with its write ahead (Holding).
+	onHolding func(holding bool)
 	stopped  atomic.Bool
 	rec      atomic.Pointer[history.Recorder] // set by Run: where background renewals are recorded
 	holds    uint64                           // the last hold number given (history.Op.Lease)
 	watchers sync.WaitGroup                   // loss-notice watchers (watchLoss)
+	gone     chan struct{}                    // closed when the client leaves for good (Mix.Leave)
+}
+
+// Working reports whether the client holds its lock and works on what it
+// read, before its lease check (a key lost now leaves a holder that only
+// its lock's loss notice can warn).
+func (c *Client) Working() bool { return c.working.Load() }
+
+// setHolding marks the client holding with its write ahead, or not, and
+// tells whoever waits for it (WaitHolding, the parent of a child process).
+func (c *Client) setHolding(h bool) {
+	if c.holding.Swap(h) == h {
+		return
+	}
+	if h {
+		select {
+		case c.held <- struct{}{}:
+		default:
+		}
+	}
+	if c.onHolding != nil {
+		c.onHolding(h)
+	}
 }
 
 // Holding reports whether the client holds its lock with its write ahead
-// (between its read and its write's command).
+// (between its lease check and its write's command).
 func (c *Client) Holding() bool { return c.holding.Load() }
 
 // CanWait reports whether the client's lock has a blocking acquire
@@ -321,7 +348,7 @@ const queuedAfter = 20 * time.Millisecond
 func (c *Client) Stopped() bool { return c.stopped.Load() }
 
 // WaitHolding waits until the client holds its lock with its resource write
-// still ahead (between its read and its write), bounded by ctx: a pause or
+// still ahead (between its lease check and its write), bounded by ctx: a pause or
 // crash that strikes then leaves a holder whose late write must be refused.
 func (c *Client) WaitHolding(ctx context.Context) error {
 	for {
@@ -435,7 +462,7 @@ func (w *Workload) newClient(ctx context.Context, e env.Env, topo env.Topology, 
 func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error) {
 	var err error
 	c := &Client{Name: name, Key: key, Gate: gate.New(), Clock: &gate.Clock{},
-		rng: rand.New(rand.NewPCG(w.cfg.Seed, idx)), held: make(chan struct{}, 1)}
+		rng: rand.New(rand.NewPCG(w.cfg.Seed, idx)), held: make(chan struct{}, 1), gone: make(chan struct{})}
 	to := w.cfg.OpTimeout
 	c.lockRDB = redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName: rt.MasterName, SentinelAddrs: rt.Sentinels, Dialer: rt.Dial,
@@ -637,6 +664,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		if err := c.locker.Close(); err != nil {
 			cfg.Logger.Warn("close on leave", "client", c.Name, "err", err)
 		}
+		close(c.gone) // nobody is left to hear a loss notice
 		return errStop
 	}
 	token, fenced := lease.Fence()
@@ -644,7 +672,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	if fenced {
 		resource = c.fenced
 	}
-	defer c.holding.Store(false)
+	defer c.setHolding(false)
 
 	// Renew explicitly, by the lease's TTL.
 	if c.chance(mix.Renew) {
@@ -714,25 +742,30 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	}
 
 	if res == history.OK {
-		// Holding, with the write ahead: a fault that waits for the client
-		// to hold strikes here. (Signalled from the acquire on, a pause could
-		// land after the write, and the woken client would only release: no
-		// late write, nothing for the fence to refuse.)
-		c.holding.Store(true)
-		select {
-		case c.held <- struct{}{}:
-		default:
-		}
-		// Work, then check the lease as users without fencing do, then
-		// the fault point: a paused client stops here, between its check
-		// and its write (a frozen process cannot see time pass).
+		// Work on what was read, then check the lease as users without
+		// fencing do, leaving room for the write to come (gap, a twentieth
+		// to a tenth of the TTL: long enough for a fault that waits for
+		// the holder to strike in it): the lease must stay valid until
+		// the write is sent.
+		c.working.Store(true)
 		_ = sleepRand(ctx, c.rng, cfg.Hold)
-		valid, claimed := c.check(h)
+		c.working.Store(false)
+		gap := cfg.TTL/20 + time.Duration(c.rng.Int64N(int64(cfg.TTL/20)+1))
+		valid, claimed := c.check(h, gap)
+		if valid {
+			// Holding, with the write ahead and the check behind: a fault
+			// that waits for the client to hold strikes here, between the
+			// check and the act (the GC pause of the literature: a frozen
+			// process cannot see time pass).
+			c.setHolding(true)
+			_ = sleepFor(ctx, gap) // preparing the write
+		}
+		// The fault point: a paused client stops here, after its check.
 		if err := c.Gate.Pass(ctx, LeaseCheckPoint); err != nil {
 			return errStop
 		}
 		// A pause that strikes from now on holds the write's command at the gate.
-		c.holding.Store(false)
+		c.setHolding(false)
 		if valid {
 			val := fmt.Sprintf("%s-%d", c.Name, seq)
 			writeOp := history.Op{Client: c.Name, Kind: history.Write, Key: c.Key, Token: token, HasToken: fenced,
@@ -794,22 +827,23 @@ func (c *Client) reckon(l locker.Lease, start time.Time) time.Time {
 }
 
 // check is what a user without fencing does right before a write: the
-// lease is valid when its loss notice has not fired and now is before the
-// validity the lock claims (locker.Claimer), or, when it claims nothing,
-// before the client's own reckoning. claimed is the lock's claim, zero
-// when it states none.
-func (c *Client) check(h held) (valid bool, claimed time.Time) {
+// lease is valid when its loss notice has not fired and it stays valid
+// for margin more (the time the write still needs before it is sent):
+// by the validity the lock claims (locker.Claimer), or, when it claims
+// nothing, by the client's own reckoning. claimed is the lock's claim,
+// zero when it states none.
+func (c *Client) check(h held, margin time.Duration) (valid bool, claimed time.Time) {
 	select {
 	case <-h.lease.Lost():
 		return false, time.Time{}
 	default:
 	}
-	now := c.Clock.Now()
+	until := c.Clock.Now().Add(margin)
 	if cl, ok := h.lease.(locker.Claimer); ok {
 		claimed = cl.ValidUntil()
-		return !claimed.IsZero() && now.Before(claimed), claimed
+		return !claimed.IsZero() && until.Before(claimed), claimed
 	}
-	return h.believed.IsZero() || now.Before(h.believed), time.Time{}
+	return h.believed.IsZero() || until.Before(h.believed), time.Time{}
 }
 
 // onHistory converts an instant of c's clock to the history's clock.
@@ -851,6 +885,8 @@ func (c *Client) watchLoss(ctx context.Context, rec *history.Recorder, h held) (
 		select {
 		case <-lost:
 		case <-stop:
+			return
+		case <-c.gone:
 			return
 		case <-ctx.Done():
 			return
@@ -930,7 +966,14 @@ func sleepRand(ctx context.Context, rng *rand.Rand, max time.Duration) error {
 	if max <= 0 {
 		return ctx.Err()
 	}
-	d := time.Duration(rng.Int64N(int64(max) + 1))
+	return sleepFor(ctx, time.Duration(rng.Int64N(int64(max)+1)))
+}
+
+// sleepFor waits d, or until ctx is done (its error).
+func sleepFor(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
