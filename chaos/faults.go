@@ -190,7 +190,7 @@ func Catalogue() []Fault {
 	return []Fault{
 		noneFault(), latencyFault(), partitionFault(), pauseClientFault(), pauseServerFault(),
 		failoverFault(), crashClientFault(), clockSkewFault(), failoverSkewFault(), keyLossFault(),
-		resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
+		crowdFault(), resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
 	}
 }
 

@@ -21,8 +21,8 @@ func TestCatalogue(t *testing.T) {
 			t.Errorf("fault %s listed twice", f.Name)
 		}
 		seen[f.Name] = true
-		if (f.strike == nil) != (f.Name == FaultNone) {
-			t.Errorf("fault %s: only none strikes nothing", f.Name)
+		if (f.strike == nil) != (f.Name == FaultNone || f.Name == FaultCrowd) {
+			t.Errorf("fault %s: only none and crowd (a workload shape) strike nothing", f.Name)
 		}
 		if f.Scope != ScopeFresh && f.Env != nil {
 			t.Errorf("fault %s: an environment of its own (Env) needs ScopeFresh", f.Name)

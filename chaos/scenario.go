@@ -45,6 +45,7 @@ const (
 	FaultKillProcess  = contract.FaultKillProcess
 	FaultFailoverSkew = contract.FaultFailoverSkew
 	FaultKeyLoss      = contract.FaultKeyLoss
+	FaultCrowd        = contract.FaultCrowd
 )
 
 // ErrScenario wraps errors about a bad Scenario.

@@ -141,7 +141,8 @@ func sameLinesAsCheck(t *testing.T, out string, s *runner.Scenario) {
 	// The bounds the run's lock promised, as check.json records them.
 	used := fromRun.Options
 	fromFile, err := checker.Check(context.Background(), ops, checker.Options{Timeout: time.Minute,
-		WaitBound: time.Duration(used.WaitBoundMs) * time.Millisecond, LossBound: time.Duration(used.LossBoundMs) * time.Millisecond})
+		WaitBound: time.Duration(used.WaitBoundMs) * time.Millisecond, LossBound: time.Duration(used.LossBoundMs) * time.Millisecond,
+		Fair: used.Fair, Bypass: used.Bypass})
 	if err != nil {
 		t.Errorf("%s: check the file: %v", s.ID(), err)
 		return

@@ -92,6 +92,12 @@ type Options struct {
 	// within LossBound. 0: the lock promises nothing and the loss-notice
 	// rule is off. See docs/DESIGN.md (loss notice).
 	LossBound time.Duration
+	// Fair says the lock declares a fair queue: waiters are served in the
+	// order they joined, but for at most Bypass waiters that joined later
+	// (0: strict FIFO). false: the fairness property is n/a, and waiter
+	// liveness counts every other client's hold as one ahead of a waiter.
+	Fair   bool
+	Bypass int
 	// Timeout bounds the whole Check, every key and every property, the
 	// explanations included; 0: no limit. What is not decided in time is
 	// unknown (a direct rule's violation found in time still counts).
@@ -121,6 +127,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.WaitBound < 0 {
 		return o, fmt.Errorf("%w: negative wait bound %v", ErrBadOptions, o.WaitBound)
+	}
+	if o.Bypass < 0 {
+		return o, fmt.Errorf("%w: negative bypass %d", ErrBadOptions, o.Bypass)
 	}
 	if o.LossBound < 0 {
 		return o, fmt.Errorf("%w: negative loss bound %v", ErrBadOptions, o.LossBound)
@@ -254,6 +263,7 @@ func checks() map[string]check {
 		contract.PropLiveness: (*run).checkLiveness,
 		contract.PropClaims:   (*run).checkClaims,
 		contract.PropNotice:   (*run).checkNotice,
+		contract.PropFairness: (*run).checkFairness,
 	}
 }
 
@@ -317,7 +327,7 @@ func (c *run) check() *Result {
 		Counts: c.p.counts,
 		Options: OptionsUsed{Drift: c.opts.Drift, LivenessSlackMs: c.opts.LivenessSlack.Milliseconds(),
 			TimeoutMs: c.opts.Timeout.Milliseconds(), WaitBoundMs: c.opts.WaitBound.Milliseconds(),
-			LossBoundMs: c.opts.LossBound.Milliseconds()},
+			LossBoundMs: c.opts.LossBound.Milliseconds(), Fair: c.opts.Fair, Bypass: c.opts.Bypass},
 	}
 	var verdicts []Verdict
 	for p, prop := range props {

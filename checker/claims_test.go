@@ -184,7 +184,11 @@ func TestClaims(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				assertClaims(t, r, tc)
+				prop := contract.PropClaims
+				if tc.notice {
+					prop = contract.PropNotice
+				}
+				assertClaims(t, r, tc, prop)
 			}
 		})
 	}
@@ -196,12 +200,8 @@ func reversed(ops []history.Op) []history.Op {
 	return rev
 }
 
-func assertClaims(t *testing.T, r *Result, tc claimCase) {
+func assertClaims(t *testing.T, r *Result, tc claimCase, prop string) {
 	t.Helper()
-	prop := contract.PropClaims
-	if tc.notice {
-		prop = contract.PropNotice
-	}
 	pr := r.Of(prop)
 	b, _ := json.MarshalIndent(pr, "", "  ")
 	if pr.Verdict != tc.verdict {

@@ -382,8 +382,10 @@ func holdSpans(ops []*lop) []*holdSpan {
 // acquire x that returned (ok: it got the lock; fail: it gave up) is a
 // violation when x.ret > max(x.call, F) + WaitBound, where F is the latest
 // end of the hold spans (holdSpans) of the other clients that began before
-// x.ret: from F on no other client may have held the key, so the lock owed
-// x the key within its bound. A span without an end (an op that never
+// x.ret (for a lock with a fair queue, Options.Fair, and a waiter that
+// says when it was in line: by that instant): from F on no other client
+// may have held the key (ahead of x), so the lock owed x the key within
+// its bound. A span without an end (an op that never
 // returned) leaves x unchecked, and so does a fault window open at any
 // instant from max(x.call, F) to x.ret: a lock cannot serve a waiter while
 // Redis is frozen or cut off, and its promise is for a working deployment
@@ -423,7 +425,14 @@ func (c *run) waiterLiveness(k *keyOps) ([]Violation, bool) {
 	checked := false
 	for _, x := range waits {
 		f, last := int64(math.MinInt64), (*lop)(nil)
-		if n := sort.Search(len(spans), func(i int) bool { return spans[i].start >= x.ret }); n > 0 {
+		// The holds ahead of x: for a lock with a fair queue only those
+		// begun by the time x was surely in line (a later joiner served
+		// first does not excuse x's wait: that is how starvation hides).
+		ahead := x.ret
+		if c.opts.Fair && x.inLine != inf {
+			ahead = min(ahead, x.inLine+1)
+		}
+		if n := sort.Search(len(spans), func(i int) bool { return spans[i].start >= ahead }); n > 0 {
 			if s := pre[n-1].except(int64(x.client), clientOf); s != nil {
 				f, last = s.end, s.last
 			}

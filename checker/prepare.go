@@ -41,6 +41,7 @@ type lop struct {
 	hasValid   bool
 	lease      uint64
 	checked    bool
+	inLine     int64 // a waiter surely in line by then (history.Op.InLine); inf: not said
 }
 
 func (o *lop) line() int { return lineOf(o.src, o.idx) }
@@ -135,7 +136,10 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 		}
 		l := &lop{idx: i, src: o, kind: o.Kind, client: id, result: o.Result, call: o.Call, ret: inf,
 			token: o.Token, hasToken: o.HasToken, hasPrev: o.HasPrev, wait: o.Wait,
-			validUntil: o.ValidUntil, hasValid: o.HasValid, lease: o.Lease, checked: o.Checked}
+			validUntil: o.ValidUntil, hasValid: o.HasValid, lease: o.Lease, checked: o.Checked, inLine: inf}
+		if o.HasInLine {
+			l.inLine = o.InLine
+		}
 		if o.Completed {
 			l.ret = o.Return
 		} else {

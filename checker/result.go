@@ -32,6 +32,7 @@ const (
 	PropLiveness = contract.PropLivenessName
 	PropClaims   = contract.PropClaimsName
 	PropNotice   = contract.PropNoticeName
+	PropFairness = contract.PropFairnessName
 )
 
 // Rule names a violated rule within a property (Violation.Rule).
@@ -53,6 +54,8 @@ const (
 	RuleClaimOverlap = "claim-overlap" // another client's lease took effect while a holder's claimed validity ran
 	RuleLossNotice   = "loss-notice"   // a live holder was not told within the lock's bound that another client took its key
 	RuleFalseNotice  = "false-notice"  // a lease was reported lost after its release had succeeded
+	// Fairness rule.
+	RuleOvertaken    = "overtaken"     // a waiter was overtaken by more waiters that joined after it than the lock allows
 	RuleCheckedWrite = "checked-write" // a write made after a check that found the lease valid overlapped another holder's lease
 	// RuleLinearizability: no order of a key's ops satisfies the model, and
 	// the explanation could not single out the op at fault (e.g. it timed out).
@@ -153,6 +156,10 @@ type OptionsUsed struct {
 	WaitBoundMs int64 `json:"wait_bound_ms,omitempty"`
 	// LossBoundMs is Options.LossBound (0: the loss-notice rule was off).
 	LossBoundMs int64 `json:"loss_bound_ms,omitempty"`
+	// Fair and Bypass are Options.Fair and Options.Bypass (Fair false:
+	// the fairness property was n/a).
+	Fair   bool `json:"fair,omitempty"`
+	Bypass int  `json:"bypass,omitempty"`
 }
 
 // Of returns the result of the property whose contract ID is id

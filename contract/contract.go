@@ -35,6 +35,8 @@ const (
 	// FaultKeyLoss deletes a holder's lock keys: Redis forgets the lock
 	// while its holder lives.
 	FaultKeyLoss = "key-loss"
+	// FaultCrowd is no fault but a crowd of clients on one key.
+	FaultCrowd = "crowd"
 )
 
 // FaultKind is the fault name a history fault op's name starts with.

@@ -8,6 +8,7 @@ const (
 	PropLiveness = "liveness"
 	PropClaims   = "claims"
 	PropNotice   = "notice"
+	PropFairness = "fairness"
 )
 
 // Property display names: check.json's "property", the check command's
@@ -18,6 +19,7 @@ const (
 	PropLivenessName = "liveness"
 	PropClaimsName   = "validity claims"
 	PropNoticeName   = "loss notice"
+	PropFairnessName = "fair queue"
 )
 
 // Property is one property the checker decides and every stage reports.
@@ -47,6 +49,9 @@ func Properties() []Property {
 		{ID: PropClaims, Name: PropClaimsName, Guarantee: "G4", Letter: "C", Summary: "the validity the lock tells its holder is true"},
 		// N: a holder is told when its lease is gone (a watchdog's lock).
 		{ID: PropNotice, Name: PropNoticeName, Guarantee: "G4", Letter: "N", Summary: "a holder is told, in time, that its lease is gone"},
+		// F: whom a lock with a fair queue serves first (G3: a waiter
+		// served behind everyone who came later waits without bound).
+		{ID: PropFairness, Name: PropFairnessName, Guarantee: "G3", Letter: "F", Summary: "waiters are served in the order they joined"},
 	}
 }
 

@@ -38,6 +38,7 @@ const (
 	fValid
 	fLease
 	fChecked
+	fInLine
 )
 
 // decoder parses one history line at a time. It is a hand-written parser for
@@ -185,6 +186,8 @@ func fieldBit(key []byte) uint32 {
 		return fLease
 	case "checked":
 		return fChecked
+	case "in_line":
+		return fInLine
 	}
 	return 0
 }
@@ -224,6 +227,8 @@ func fieldName(bit uint32) string {
 		return "lease"
 	case fChecked:
 		return "checked"
+	case fInLine:
+		return "in_line"
 	}
 	return ""
 }
@@ -343,6 +348,8 @@ func (d *decoder) field(bit uint32, o *Op, seen *uint32) *fieldError {
 		o.TTLMillis = v
 	case fValid:
 		o.ValidUntil, o.HasValid = v, true
+	case fInLine:
+		o.InLine, o.HasInLine = v, true
 	}
 	return nil
 }

@@ -7,12 +7,12 @@ import (
 
 // AppendJSON appends op to dst as one JSON object in the contract's field
 // order (client, op, key, name, evidence, call, return, result, ttl_ms,
-// token, value, prev, wait, valid_until, lease, checked), without a trailing newline, and returns the extended buffer.
+// token, value, prev, wait, valid_until, in_line, lease, checked), without a trailing newline, and returns the extended buffer.
 //
 // Optional fields are written only when present: client, key, name and result
 // when not empty, return when Completed, ttl_ms when not 0, token when
 // HasToken, value when HasValue, prev when HasPrev, wait and checked when
-// true, valid_until when HasValid, lease when not 0. AppendJSON does not
+// true, valid_until when HasValid, in_line when HasInLine, lease when not 0. AppendJSON does not
 // validate op; Writer.WriteOp does.
 func AppendJSON(dst []byte, op Op) []byte {
 	dst = append(dst, '{')
@@ -75,6 +75,10 @@ func AppendJSON(dst []byte, op Op) []byte {
 	if op.HasValid {
 		dst = append(dst, `,"valid_until":`...)
 		dst = strconv.AppendInt(dst, op.ValidUntil, 10)
+	}
+	if op.HasInLine {
+		dst = append(dst, `,"in_line":`...)
+		dst = strconv.AppendInt(dst, op.InLine, 10)
 	}
 	if op.Lease != 0 {
 		dst = append(dst, `,"lease":`...)

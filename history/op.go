@@ -87,6 +87,13 @@ type Op struct {
 	// one is not taken for a release of another.
 	Lease uint64
 
+	// InLine ("in_line"), meaningful only when HasInLine: on a blocking
+	// acquire, the instant (history clock) by which the waiter was surely
+	// in line, as its lock said (locker.InLine). The fairness property
+	// judges a waiter only when it has one.
+	InLine    int64
+	HasInLine bool
+
 	// Checked ("checked": true), on a write: its client checked right
 	// before it that the lock still said the lease was valid (not lost,
 	// before its claimed validity), as users without fencing do.

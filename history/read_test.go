@@ -168,6 +168,9 @@ func TestReadRejects(t *testing.T) {
 		{"lease on fault", `{"op":"fault","name":"n","call":1,"lease":2}`, 1, "lease", "fault ops carry no lease"},
 		{"checked on read", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"ok","value":"","checked":true}`, 1, "checked", "only write carries checked"},
 		{"checked not a boolean", `{"client":"a","op":"write","key":"k","call":1,"return":2,"result":"ok","value":"","checked":"yes"}`, 1, "checked", "want true or false"},
+		{"in_line on a one-shot acquire", `{"client":"a","op":"acquire","key":"k","call":1,"return":9,"result":"ok","in_line":3}`, 1, "in_line", "only a blocking acquire"},
+		{"in_line before the call", `{"client":"a","op":"acquire","key":"k","call":4,"return":9,"result":"ok","wait":true,"in_line":3}`, 1, "in_line", "before call"},
+		{"in_line after the return", `{"client":"a","op":"acquire","key":"k","call":1,"return":9,"result":"fail","wait":true,"in_line":10}`, 1, "in_line", "after return"},
 		{"lost not ok", `{"client":"a","op":"lost","key":"k","call":1,"return":1,"result":"unknown"}`, 1, "result", "a loss notice is ok"},
 		{"lost with a duration", `{"client":"a","op":"lost","key":"k","call":1,"return":5,"result":"ok"}`, 1, "return", "a loss notice is an instant"},
 		{"lost without return", `{"client":"a","op":"lost","key":"k","call":1,"result":"ok"}`, 1, "return", "must be unknown"},
@@ -314,6 +317,7 @@ func sampleOps() []Op {
 		{Client: "e", Kind: Acquire, Key: "cart", Call: 13, Return: 14, Completed: true, Result: OK, TTLMillis: 200, ValidUntil: 200_000_013, HasValid: true, Lease: 1},
 		{Client: "e", Kind: Write, Key: "cart", Call: 15, Return: 16, Completed: true, Result: OK, Value: "e", HasValue: true, ValidUntil: 0, HasValid: true, Lease: 1, Checked: true},
 		{Client: "e", Kind: Lost, Key: "cart", Call: 17, Return: 17, Completed: true, Result: OK, Lease: 1<<64 - 1},
+		{Client: "f", Kind: Acquire, Key: "cart", Call: 18, Return: 30, Completed: true, Result: OK, TTLMillis: 200, Wait: true, InLine: 19, HasInLine: true, Lease: 1},
 	}
 }
 

@@ -59,7 +59,9 @@ func (e *ParseError) Unwrap() error { return ErrBadInput }
 //   - prev only on write; wait only on acquire;
 //   - a lost op (a loss notice) has result ok and completes at its call;
 //   - valid_until only on acquire, renew, release and write, in [0, MaxTime);
-//   - lease (>= 1) on any op but fault; checked only on write.
+//   - lease (>= 1) on any op but fault; checked only on write;
+//   - in_line only on a blocking acquire (wait), from its call to its
+//     return.
 func (op Op) Validate() error {
 	if err := validate(&op, true, op.TTLMillis != 0); err != nil {
 		return &ParseError{Line: op.Line, Field: err.field, Msg: err.msg}
@@ -195,6 +197,18 @@ func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 	}
 	if o.Checked && o.Kind != Write {
 		return bad("checked", "only write carries checked, not %s", o.Kind)
+	}
+	if o.HasInLine {
+		switch {
+		case o.Kind != Acquire || !o.Wait:
+			return bad("in_line", "only a blocking acquire (wait) is in line")
+		case o.InLine < o.Call:
+			return bad("in_line", "%d is before call %d", o.InLine, o.Call)
+		case o.Completed && o.InLine > o.Return:
+			return bad("in_line", "%d is after return %d", o.InLine, o.Return)
+		case o.InLine >= MaxTime:
+			return bad("in_line", "time %d is not below %d (2^61 ns)", o.InLine, MaxTime)
+		}
 	}
 	return nil
 }

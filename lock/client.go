@@ -170,6 +170,9 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	if !wait {
 		return nil, fmt.Errorf("%s %q: %w", op, key, ErrNotAcquired)
 	}
+	if cfg.queued != nil {
+		cfg.queued() // the attempt above put us in line
+	}
 
 	// Wait: subscribe (shared per Client), then retry on each wake-up.
 	w := c.notes.join(a.keys.Channel, owner)
@@ -186,17 +189,22 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	}
 	backoff := time.Millisecond
 	refresh := c.opts.QueueTTL / 3
+	// The attempt that refreshes our place in line is due refresh after
+	// the last one, whatever wakes us meanwhile: a deadline reset at each
+	// hand-off to another waiter would never come under churn, and we
+	// would drop out of line (review defect 1).
+	refreshAt := start.Add(refresh)
 	other := false
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		if !retryNow {
-			d := refresh
+			d := time.Until(refreshAt)
 			if other {
 				// The lock was handed to another waiter: if that one died in
 				// line it never picks it up, and the hand-off lease runs out;
 				// look again then rather than at the next refresh.
-				d, other = c.opts.HandoffTTL+5*time.Millisecond, false
+				d, other = min(d, c.opts.HandoffTTL+5*time.Millisecond), false
 			}
 			if !w.subscribed() {
 				// No confirmed subscription (a SUBSCRIBE lost in a network
@@ -235,6 +243,7 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 		}
 		retryNow = false
 		start = time.Now()
+		refreshAt = start.Add(refresh)
 		res, err = a.try(ctx, mode)
 		if err != nil || res.ok {
 			return a.finish(ctx, start, res, err, true)

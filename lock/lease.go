@@ -276,7 +276,10 @@ func (l *Lease) endRelease(cause error) {
 
 // Renew extends the lease by its TTL from now. Errors: ErrNotHeld when the
 // lock expired or was taken (the lease is then lost) or the lease already
-// ended; ErrUnknownOutcome when the reply was lost (the lease is unchanged).
+// ended; ErrUnknownOutcome when the reply was lost (the lease is unchanged),
+// or when Redis renewed the lock but the lease ended here meanwhile (lost
+// by its validity deadline, or released): the key is then held a TTL more
+// by this owner, and Release frees it.
 func (l *Lease) Renew(ctx context.Context) error {
 	if l == nil {
 		return fmt.Errorf("renew: lease is nil: %w", ErrInvalid)
@@ -317,7 +320,12 @@ func (l *Lease) renew(ctx context.Context, ttl time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
-		return fmt.Errorf("renew %q: lease ended (%v): %w", l.key, context.Cause(l.ctx), ErrNotHeld)
+		// Redis did renew the key, but the lease ended here meanwhile (its
+		// validity deadline passed, or a Release ended it): not ErrNotHeld,
+		// which says the renewal had no effect, and a history that believes
+		// it sees the owner's later release as one after the lease expired.
+		return fmt.Errorf("renew %q: Redis renewed the lock, but the lease had ended meanwhile (%v): %w",
+			l.key, context.Cause(l.ctx), ErrUnknownOutcome)
 	}
 	l.ttl = ttl
 	if v := l.deadline(start, ttl); v.After(l.validUntil) {

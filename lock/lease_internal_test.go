@@ -66,3 +66,44 @@ func TestReleaseWinsOverALossFoundMeanwhile(t *testing.T) {
 		t.Fatalf("Context cause %v; want ErrReleased", context.Cause(l.Context()))
 	}
 }
+
+// TestRenewAppliedAfterTheLeaseEnded: a renewal that Redis applies while
+// the lease ends here (its validity deadline passes, a Release ends it)
+// took effect: it is reported unknown, not refused (ErrNotHeld says it had
+// no effect, and the history then shows the owner's later release as one
+// after its lease surely expired: found by the reset fault).
+func TestRenewAppliedAfterTheLeaseEnded(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, err := New(rdb, Options{TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := c.TryAcquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // half the TTL gone: a renewal shows in the key's TTL
+	if err := p.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Resume() })
+	done := make(chan error, 1)
+	go func() { done <- l.Renew(ctx) }()
+	time.Sleep(50 * time.Millisecond) // the renewal is sent and waits for the frozen server
+	l.lose("validity deadline passed without a renewal")
+	if err := p.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	err = <-done
+	if !errors.Is(err, ErrUnknownOutcome) || errors.Is(err, ErrNotHeld) {
+		t.Fatalf("renew applied after the lease ended: %v; want ErrUnknownOutcome, not ErrNotHeld", err)
+	}
+	if ttl := rdb.PTTL(ctx, RedisKeys("k").Lock).Val(); ttl < 1500*time.Millisecond {
+		t.Fatalf("the key's TTL is %v: the renewal did not take effect, the test proves nothing", ttl)
+	}
+}

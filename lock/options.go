@@ -189,6 +189,16 @@ type callConfig struct {
 	ownerSet bool
 	watchdog bool
 	retry    RetryStrategy
+	queued   func()
+}
+
+// WithQueued makes Acquire call fn once it is in line: when the attempt
+// that joined the queue has returned, having found the lock taken (not
+// when the first attempt took the lock, nor with WithRetry, which never
+// queues). For measuring time in line, and for the harness, which judges
+// who was served first; fn must return quickly.
+func WithQueued(fn func()) AcquireOption {
+	return func(c *callConfig) { c.queued = fn }
 }
 
 // WithRetry makes Acquire retry one-shot attempts spaced by s instead of

@@ -83,6 +83,16 @@ type Waiter interface {
 	Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error)
 }
 
+// InLine is a Waiter that says when a blocking acquire is in line:
+// AcquireInLine is Acquire that calls inLine once, when the attempt that
+// put the caller in line has returned having found the lock taken (never
+// when it took the lock at once). The harness records that instant, and
+// judges a lock's fair queue (locker.Entry.Fair) only for waiters whose
+// lock says it: a later caller may otherwise have joined first.
+type InLine interface {
+	AcquireInLine(ctx context.Context, key string, ttl time.Duration, inLine func()) (Lease, error)
+}
+
 // Lease is one hold of a lock.
 //
 // Fence returns the fencing token and ok=true for locks that issue one;

@@ -62,10 +62,22 @@ type Entry struct {
 	// holds the lock to it (claims, rule loss-notice). nil promises
 	// nothing: a lock without a watchdog never learns of a loss.
 	LossBound func(ttl time.Duration) time.Duration
+	// Fair is what the lock promises about the order of its waiters
+	// (locker.Waiter): nil promises none. The checker holds the lock to it
+	// (the fairness property, and waiter liveness counting only the holds
+	// ahead of a waiter).
+	Fair *FairQueue
 	// Doc is one line saying what the lock is (shown by the CLI and reports).
 	Doc string
 
 	_ struct{} // entries are built with field names
+}
+
+// FairQueue is a lock's promise of a fair queue: a live waiter is served
+// before everyone who joined the line after it, but for at most Bypass of
+// them (0: strict FIFO).
+type FairQueue struct {
+	Bypass int
 }
 
 // validName reports whether name is lowercase letters, digits and dashes,
@@ -116,6 +128,9 @@ func (r *Registry) Add(e Entry) error {
 	}
 	if e.WaitBound < 0 {
 		return fmt.Errorf("register lock %q: WaitBound %v: must be >= 0: %w", e.Name, e.WaitBound, ErrInvalid)
+	}
+	if e.Fair != nil && e.Fair.Bypass < 0 {
+		return fmt.Errorf("register lock %q: Fair.Bypass %d: must be >= 0: %w", e.Name, e.Fair.Bypass, ErrInvalid)
 	}
 	if _, ok := r.Lookup(e.Name); ok {
 		return fmt.Errorf("register lock %q: the name is taken: %w", e.Name, ErrInvalid)

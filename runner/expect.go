@@ -47,6 +47,7 @@ const (
 	PropLiveness = contract.PropLiveness
 	PropClaims   = contract.PropClaims
 	PropNotice   = contract.PropNotice
+	PropFairness = contract.PropFairness
 )
 
 // Want returns the prediction for the property of ID prop (PropLease, ...).
@@ -214,6 +215,13 @@ func Expected(lock, fault string) (e Expectation) {
 			e.Why += "; a waiter that died in line holds the old lock up for a TTL (waiter liveness)"
 		}
 	}
+	if lock == zoo.FencedV1Name || lock == zoo.FencedV2Name {
+		// The old locks' waiters drop out of line under churn (a hand-off
+		// to another waiter put off the attempt that refreshes their
+		// place): later joiners are served first.
+		e.predict(WantMay, PropFairness)
+		e.Why = joinWhy(e.Why, "under churn a waiter drops out of line and later joiners are served first (fair queue)")
+	}
 	if lock == zoo.FencedV2Name {
 		// Both need a rushed release (the workload's rush-release share)
 		// or a release landing on a watchdog renewal: most runs show one.
@@ -221,7 +229,7 @@ func Expected(lock, fault string) (e Expectation) {
 		e.Why = joinWhy(e.Why, "a release of unknown outcome that did hand the lock on leaves the old lock claiming the lease (claims); a release racing its watchdog reports the released lease lost (loss notice)")
 	}
 	switch fault {
-	case chaos.FaultNone:
+	case chaos.FaultNone, chaos.FaultCrowd:
 	case chaos.FaultPauseClient:
 		// Every holder checks its lease right before its write; the pause
 		// strikes after the check (the workload's LeaseCheckPoint, or while
@@ -287,8 +295,8 @@ func Expected(lock, fault string) (e Expectation) {
 		case zoo.RedlockName:
 			e.Why = "redlock's masters are independent of the failed-over one"
 		case zoo.FencedName, zoo.FencedV1Name, zoo.FencedV2Name:
-			e.predict(WantMay, PropLease, PropClaims)
-			e.Why = joinWhy(e.Why, "a lease in the replication gap is lost (G1 may break, and its holder's claim with it); fencing keeps the data safe")
+			e.predict(WantMay, PropLease, PropClaims, PropFairness)
+			e.Why = joinWhy(e.Why, "a lease in the replication gap is lost (G1 may break, and its holder's claim with it), and so are places in line (later joiners may be served first); fencing keeps the data safe")
 		case zoo.SetNXName:
 			e.predict(WantMay, PropLease, PropResource, PropLiveness, PropClaims)
 			e.Why = "leases in the replication gap are lost; a key without TTL may be stranded on the new master"
@@ -302,7 +310,10 @@ func Expected(lock, fault string) (e Expectation) {
 		e.predict(WantMay, PropLease, PropClaims)
 		e.Why = joinWhy(e.Why, "Redis forgot the holder's lock: another client may take the key while the holder works on (G1 may break, and the holder's claim and its check before writing with it)")
 		if fencedLocks[lock] {
-			e.Why = joinWhy(e.Why, "fencing refuses the old holder's late ops")
+			// The DEL takes the queue too: the waiters in line lose their
+			// places, and later joiners may be served first.
+			e.predict(WantMay, PropFairness, PropLiveness)
+			e.Why = joinWhy(e.Why, "fencing refuses the old holder's late ops; the queue is deleted with the lock, so waiters lose their places (fair queue and waiter liveness may break)")
 		} else {
 			e.predict(WantMay, PropResource)
 			e.Why = joinWhy(e.Why, "the old holder's unfenced write may overwrite the new holder's")
@@ -312,7 +323,7 @@ func Expected(lock, fault string) (e Expectation) {
 		} else {
 			e.Why = joinWhy(e.Why, "it runs no watchdog: the holder is never told")
 		}
-	case chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseServer:
+	case chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseServer, chaos.FaultReset:
 		if delNoOwner[lock] || checkThenDel[lock] || lock == zoo.GetSetName || lock == zoo.SetNXName {
 			e.predict(WantAny, PropLease, PropResource, PropClaims)
 			e.Why = "a release delayed past the lease's expiry may delete the next holder's lock; whether a run lines it up depends on timing"

@@ -78,6 +78,9 @@ func (m *matrix) checkOptions(s Spec) checker.Options {
 		if e.LossBound != nil {
 			o.LossBound = e.LossBound(s.TTL)
 		}
+		if e.Fair != nil {
+			o.Fair, o.Bypass = true, e.Fair.Bypass
+		}
 	}
 	return o
 }

@@ -23,7 +23,8 @@ func FencedEntry(opts lock.Options) locker.Entry {
 		loss = watchdogLossBound
 	}
 	return locker.Entry{Name: FencedName, Profile: locker.ProfileFenced, WaitBound: opts.WaitBound(1), LossBound: loss,
-		Doc: "the production lock: owner token, fence, TTL, watchdog, FIFO queue with hand-off, reentrancy",
+		Fair: &locker.FairQueue{}, // strict FIFO: a hand-off goes to the head of the line
+		Doc:  "the production lock: owner token, fence, TTL, watchdog, FIFO queue with hand-off, reentrancy",
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {
 				return nil, err
@@ -60,7 +61,7 @@ const FencedName = "fenced"
 // the harness catches its defects.
 func fencedV1Entry() locker.Entry {
 	// It claims what the shipped lock claims, its promise to waiters too.
-	return locker.Entry{Name: FencedV1Name, Profile: locker.ProfileFenced, WaitBound: lock.Options{}.WaitBound(1),
+	return locker.Entry{Name: FencedV1Name, Profile: locker.ProfileFenced, WaitBound: lock.Options{}.WaitBound(1), Fair: &locker.FairQueue{},
 		Doc: "package lock before its review's fixes (frozen copy): a nested hold with a shorter TTL shortens the lease",
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {
@@ -82,8 +83,8 @@ func fencedV1Entry() locker.Entry {
 // defects.
 func fencedV2Entry() locker.Entry {
 	return locker.Entry{Name: FencedV2Name, Profile: locker.ProfileFenced, WaitBound: fencedv2.Options{}.WaitBound(1),
-		LossBound: watchdogLossBound,
-		Doc:       "package lock before its second review's fixes (frozen copy): a release of unknown outcome keeps claiming the lease, a release racing the watchdog reports the lease lost",
+		LossBound: watchdogLossBound, Fair: &locker.FairQueue{},
+		Doc: "package lock before its second review's fixes (frozen copy): a release of unknown outcome keeps claiming the lease, a release racing the watchdog reports the lease lost",
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {
 				return nil, err
@@ -103,8 +104,12 @@ func fencedV2Entry() locker.Entry {
 
 type v2Lock struct{ c *fencedv2.Client }
 
-func (l v2Lock) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string) (fencedHold, error) {
-	return acquireOn(ctx, key, ttl, wait, owner, l.c.TryAcquire, l.c.Acquire, fencedv2.WithTTL, fencedv2.WithOwner)
+func (l v2Lock) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string, inLine func()) (fencedHold, error) {
+	var extra []fencedv2.AcquireOption
+	if inLine != nil {
+		extra = append(extra, fencedv2.WithQueued(inLine))
+	}
+	return acquireOn(ctx, key, ttl, wait, owner, l.c.TryAcquire, l.c.Acquire, fencedv2.WithTTL, fencedv2.WithOwner, extra...)
 }
 
 func (l v2Lock) close() error { return l.c.Close() }
@@ -134,8 +139,9 @@ type Fenced struct {
 // fencedClient is what the adapter uses of a lock client: package lock's,
 // or the frozen copy's.
 type fencedClient interface {
-	// acquire runs Acquire (wait) or TryAcquire, as owner when owner != "".
-	acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string) (fencedHold, error)
+	// acquire runs Acquire (wait) or TryAcquire, as owner when owner != "",
+	// telling inLine (when not nil) when a wait is in line.
+	acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string, inLine func()) (fencedHold, error)
 	close() error
 }
 
@@ -153,15 +159,19 @@ type fencedHold interface {
 
 type currentLock struct{ c *lock.Client }
 
-func (l currentLock) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string) (fencedHold, error) {
-	return acquireOn(ctx, key, ttl, wait, owner, l.c.TryAcquire, l.c.Acquire, lock.WithTTL, lock.WithOwner)
+func (l currentLock) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string, inLine func()) (fencedHold, error) {
+	var extra []lock.AcquireOption
+	if inLine != nil {
+		extra = append(extra, lock.WithQueued(inLine))
+	}
+	return acquireOn(ctx, key, ttl, wait, owner, l.c.TryAcquire, l.c.Acquire, lock.WithTTL, lock.WithOwner, extra...)
 }
 
 func (l currentLock) close() error { return l.c.Close() }
 
 type v1Lock struct{ c *fencedv1.Client }
 
-func (l v1Lock) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string) (fencedHold, error) {
+func (l v1Lock) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string, _ func()) (fencedHold, error) {
 	return acquireOn(ctx, key, ttl, wait, owner, l.c.TryAcquire, l.c.Acquire, fencedv1.WithTTL, fencedv1.WithOwner)
 }
 
@@ -170,8 +180,8 @@ func (l v1Lock) close() error { return l.c.Close() }
 // acquireOn runs a lock package's TryAcquire (or Acquire, to wait) with its
 // TTL option and, when owner is set, its owner option.
 func acquireOn[O any, L fencedHold](ctx context.Context, key string, ttl time.Duration, wait bool, owner string,
-	try, block func(context.Context, string, ...O) (L, error), withTTL func(time.Duration) O, withOwner func(string) O) (fencedHold, error) {
-	opts := []O{withTTL(ttl)}
+	try, block func(context.Context, string, ...O) (L, error), withTTL func(time.Duration) O, withOwner func(string) O, extra ...O) (fencedHold, error) {
+	opts := append([]O{withTTL(ttl)}, extra...)
 	if owner != "" {
 		opts = append(opts, withOwner(owner))
 	}
@@ -195,20 +205,26 @@ func (f *Fenced) Close() error { return f.c.close() }
 
 // TryAcquire makes one lock.Client.TryAcquire with ttl.
 func (f *Fenced) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
-	return f.acquire(ctx, key, ttl, false, "")
+	return f.acquire(ctx, key, ttl, false, "", nil)
 }
 
 // Acquire is lock.Client.Acquire with ttl: it queues FIFO and waits for the
 // hand-off until ctx is done.
 func (f *Fenced) Acquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
-	return f.acquire(ctx, key, ttl, true, "")
+	return f.acquire(ctx, key, ttl, true, "", nil)
 }
 
-func (f *Fenced) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string) (locker.Lease, error) {
+// AcquireInLine is Acquire telling inLine when it is in line
+// (lock.WithQueued; fenced-v1, which cannot say, never calls it).
+func (f *Fenced) AcquireInLine(ctx context.Context, key string, ttl time.Duration, inLine func()) (locker.Lease, error) {
+	return f.acquire(ctx, key, ttl, true, "", inLine)
+}
+
+func (f *Fenced) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string, inLine func()) (locker.Lease, error) {
 	if err := checkArgs(ctx, key, ttl, true); err != nil {
 		return nil, err
 	}
-	h, err := f.c.acquire(ctx, f.d.Prefix+key, ttl, wait, owner)
+	h, err := f.c.acquire(ctx, f.d.Prefix+key, ttl, wait, owner, inLine)
 	if err != nil {
 		return nil, mapLockErr(err)
 	}
@@ -248,7 +264,7 @@ func (x *fencedLease) Renew(ctx context.Context, ttl time.Duration) error {
 // Reenter acquires the lock again as the lease's owner (lock.WithOwner),
 // with its own ttl: one more hold, the same fence.
 func (x *fencedLease) Reenter(ctx context.Context, ttl time.Duration) (locker.Lease, error) {
-	return x.f.acquire(ctx, x.key, ttl, false, x.h.Owner())
+	return x.f.acquire(ctx, x.key, ttl, false, x.h.Owner(), nil)
 }
 
 // mapLockErr adds locker's sentinel to an error of package lock (or of its

@@ -47,13 +47,14 @@ const (
 // gate decided (see crashed).
 func (r recording) lock(ctx context.Context, op history.Op, mode ctxMode, timeout time.Duration,
 	do func(ctx context.Context) error, edit func(*history.Op)) (history.Result, error) {
-	return r.lockEdit(ctx, op, mode, timeout, do, edit, nil)
+	return r.lockEdit(ctx, op, mode, timeout, do, edit, nil, nil)
 }
 
 // lockEdit is lock whose editUnknown fills in what was learnt when the
-// result is unknown (a release's remaining claim).
+// result is unknown (a release's remaining claim), and whose always fills
+// in what was learnt whatever the result (a waiter's instant in line).
 func (r recording) lockEdit(ctx context.Context, op history.Op, mode ctxMode, timeout time.Duration,
-	do func(ctx context.Context) error, edit, editUnknown func(*history.Op)) (history.Result, error) {
+	do func(ctx context.Context) error, edit, editUnknown, always func(*history.Op)) (history.Result, error) {
 	p := r.rec.Invoke(op)
 	if r.invoked != nil {
 		invoked := p.Op()
@@ -80,7 +81,14 @@ func (r recording) lockEdit(ctx context.Context, op history.Op, mode ctxMode, ti
 	default:
 		edit = nil
 	}
-	return res, p.Complete(res, edit)
+	return res, p.Complete(res, func(o *history.Op) {
+		if always != nil {
+			always(o)
+		}
+		if edit != nil {
+			edit(o)
+		}
+	})
 }
 
 // resource records one resource operation (a read or a write): it

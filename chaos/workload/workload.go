@@ -254,7 +254,7 @@ type Client struct {
 	unfenced fencing.Resource // for leases without one
 	rng      *rand.Rand
 	holding  atomic.Bool
-	working  atomic.Bool // between its read and its lease check (Working)
+	working  atomic.Bool                // between its read and its lease check (Working)
 	held     chan struct{}              // signalled (non-blocking) when the client holds with its write ahead
 	waiting  atomic.Bool                // a blocking acquire is in line (see FirstQueued)
 	invoked  atomic.Pointer[history.Op] // the lock op in flight, as invoked
@@ -264,11 +264,11 @@ type Client struct {
 	// onHolding, when set (a child process), is told when the client
 	// starts and stops holding with its write ahead (Holding).
 	onHolding func(holding bool)
-	stopped  atomic.Bool
-	rec      atomic.Pointer[history.Recorder] // set by Run: where background renewals are recorded
-	holds    uint64                           // the last hold number given (history.Op.Lease)
-	watchers sync.WaitGroup                   // loss-notice watchers (watchLoss)
-	gone     chan struct{}                    // closed when the client leaves for good (Mix.Leave)
+	stopped   atomic.Bool
+	rec       atomic.Pointer[history.Recorder] // set by Run: where background renewals are recorded
+	holds     uint64                           // the last hold number given (history.Op.Lease)
+	watchers  sync.WaitGroup                   // loss-notice watchers (watchLoss)
+	gone      chan struct{}                    // closed when the client leaves for good (Mix.Leave)
 }
 
 // Working reports whether the client holds its lock and works on what it
@@ -618,16 +618,31 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	// Acquire: one attempt, or wait in line (and maybe be canceled there).
 	acqOp := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Lease: c.nextHold()}
 	acquire, timeout := func(ctx context.Context) (locker.Lease, error) { return c.locker.TryAcquire(ctx, c.Key, cfg.TTL) }, cfg.OpTimeout
+	var inLineAt atomic.Int64 // when the lock said the waiter is in line (locker.InLine); 0: it did not
 	if waiter, ok := c.locker.(locker.Waiter); ok && c.chance(mix.Blocking) {
 		acqOp.Wait = true
 		acquire = func(ctx context.Context) (locker.Lease, error) {
-			// In line once the first attempt is over (see FirstQueued).
-			t := time.AfterFunc(queuedAfter, func() {
+			inLine := func() {
 				c.waiting.Store(true)
 				if c.onQueued != nil {
 					c.onQueued(c.invoked.Load(), true)
 				}
-			})
+			}
+			if il, ok := c.locker.(locker.InLine); ok {
+				// The lock says when the waiter is in line.
+				defer func() {
+					if inLineAt.Load() != 0 && c.onQueued != nil {
+						c.onQueued(nil, false)
+					}
+					c.waiting.Store(false)
+				}()
+				return il.AcquireInLine(ctx, c.Key, cfg.TTL, func() {
+					inLineAt.Store(max(rec.Now(), 1))
+					inLine()
+				})
+			}
+			// In line once the first attempt is over (see FirstQueued).
+			t := time.AfterFunc(queuedAfter, inLine)
 			defer func() {
 				if !t.Stop() && c.onQueued != nil {
 					c.onQueued(nil, false)
@@ -645,13 +660,17 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	}
 	var lease locker.Lease
 	acqStart := c.Clock.Now()
-	res, err := c.recording(rec).lock(ctx, acqOp, ctxNormal, timeout, func(ctx context.Context) error {
+	res, err := c.recording(rec).lockEdit(ctx, acqOp, ctxNormal, timeout, func(ctx context.Context) error {
 		var err error
 		lease, err = acquire(ctx)
 		return err
 	}, func(o *history.Op) {
 		o.Token, o.HasToken = lease.Fence()
 		c.claim(rec, o, lease)
+	}, nil, func(o *history.Op) {
+		if t := inLineAt.Load(); t != 0 {
+			o.InLine, o.HasInLine = min(max(t, o.Call), o.Return), true
+		}
 	})
 	if err != nil || res != history.OK {
 		return err
@@ -922,7 +941,7 @@ func (c *Client) release(ctx context.Context, rec *history.Recorder, h held, rus
 		if c.rng.IntN(2) == 0 {
 			mode = ctxTiny
 		}
-		res, err := c.recording(rec).lockEdit(ctx, op, mode, timeout, do, nil, still)
+		res, err := c.recording(rec).lockEdit(ctx, op, mode, timeout, do, nil, still, nil)
 		if err != nil || res == history.OK {
 			return err
 		}
@@ -931,7 +950,7 @@ func (c *Client) release(ctx context.Context, rec *history.Recorder, h held, rus
 		// the lock may still claim it.
 		_ = sleepRand(ctx, c.rng, max(l.TTL()/5, 20*time.Millisecond))
 	}
-	_, err := c.recording(rec).lockEdit(ctx, op, ctxNormal, timeout, do, nil, still)
+	_, err := c.recording(rec).lockEdit(ctx, op, ctxNormal, timeout, do, nil, still, nil)
 	return err
 }
 

@@ -32,6 +32,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Var(&maxHeap, "max-heap", "heap budget of the check, e.g. 512MiB or 8GiB (0: none); past it the check stops, unknown (exit 3)")
 	slack := fs.Duration("slack", checker.DefaultLivenessSlack, "liveness slack after a crashed holder's lease surely expired")
 	waitBound := fs.Duration("wait-bound", 0, "what the lock promises waiters: a blocking acquire gets the key within this of it being surely free (0: no promise, the waiter-liveness rule is off)")
+	fairBypass := fs.Int("fair-bypass", -1, "the lock declares a fair queue: a waiter is overtaken by at most this many waiters that joined after it (0: strict FIFO; -1: no fair queue, the fairness property is n/a)")
 	lossBound := fs.Duration("loss-bound", 0, "what the lock promises its holders: a live holder is told (op lost) within this of another client taking its key (0: no promise, the loss-notice rule is off)")
 	htmlPath := fs.String("html", "", "write Porcupine's HTML visualization to this path")
 	jsonPath := fs.String("json", "", "write the check result (check.json format) to this path")
@@ -75,7 +76,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return exitBadInput
 	}
-	opts := checker.Options{Drift: *drift, Timeout: left(*timeout, start), LivenessSlack: *slack, WaitBound: *waitBound, LossBound: *lossBound, MaxHeap: uint64(maxHeap)}
+	opts := checker.Options{Drift: *drift, Timeout: left(*timeout, start), LivenessSlack: *slack, WaitBound: *waitBound, LossBound: *lossBound, MaxHeap: uint64(maxHeap),
+		Fair: *fairBypass >= 0, Bypass: max(*fairBypass, 0)}
 	res, err := checker.Check(ctx, ops, opts)
 	if err != nil {
 		fmt.Fprintf(stdout, "bad input: %s: %v\n", path, err)

@@ -170,6 +170,9 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	if !wait {
 		return nil, fmt.Errorf("%s %q: %w", op, key, ErrNotAcquired)
 	}
+	if cfg.queued != nil {
+		cfg.queued() // the attempt above put us in line
+	}
 
 	// Wait: subscribe (shared per Client), then retry on each wake-up.
 	w := c.notes.join(a.keys.Channel, owner)

@@ -1,0 +1,66 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/lockproof/lockproof/history"
+)
+
+// checkFairness decides the fairness property on a key (Options.Fair): a
+// live waiter is overtaken by at most Options.Bypass waiters that joined
+// the line after it while it stayed there (rule overtaken). A blocking
+// acquire x that returned (ok or fail) and says when it was surely in line
+// (in_line) is overtaken by a blocking acquire y of another client that
+// returned ok when y.call > x.in_line (y joined after x) and y.return <
+// x.return (y was granted while x was still in line: x could not have been
+// granted first, or y would have had to wait for x's release, which comes
+// after x.return). Waits without in_line, and waits with a fault window
+// open at any instant of them, are not judged. n/a when the lock declares
+// no fair queue or no wait was judged.
+func (c *run) checkFairness(k *keyOps) finding {
+	f := finding{verdict: NA}
+	if !c.opts.Fair {
+		return f
+	}
+	var waits, grants []*lop // by call
+	for _, o := range k.lease {
+		if o.kind != history.Acquire || !o.wait || o.ret == inf {
+			continue
+		}
+		if (o.result == history.OK || o.result == history.Fail) && o.inLine != inf {
+			waits = append(waits, o)
+		}
+		if o.result == history.OK {
+			grants = append(grants, o)
+		}
+	}
+	for _, x := range waits {
+		if c.faultDuring(x.call, x.ret) {
+			continue
+		}
+		f.verdict = OK
+		i := sort.Search(len(grants), func(i int) bool { return grants[i].call > x.inLine })
+		var over []*lop
+		for _, y := range grants[i:] {
+			if y.call >= x.ret {
+				break
+			}
+			if y.client != x.client && y.ret < x.ret {
+				over = append(over, y)
+			}
+		}
+		if len(over) <= c.opts.Bypass {
+			continue
+		}
+		y := over[c.opts.Bypass]
+		what := "got the lock"
+		if x.result == history.Fail {
+			what = "gave up waiting"
+		}
+		f.violations = append(f.violations, c.violation(PropFairness, RuleOvertaken, k.key,
+			fmt.Sprintf("%s %s at %s after %d waiters that joined the line after it had been served (the lock allows %d), %s among them",
+				c.p.describe(x), what, fmtTime(x.ret), len(over), c.opts.Bypass, c.p.describe(y)), x, y))
+	}
+	return f
+}

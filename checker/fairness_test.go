@@ -1,0 +1,121 @@
+package checker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/history"
+)
+
+func TestFairness(t *testing.T) {
+	fifo := Options{Fair: true}
+	cases := []struct {
+		name    string
+		ops     []history.Op
+		opts    Options
+		verdict Verdict
+		lines   []int
+	}{
+		{"served in the order they joined", lined(
+			acq("h", 0, 1, ok, ttl(1000)),
+			acq("x", 10, 300, ok, ttl(1000), waits(), inLine(12)),
+			acq("y", 100, 500, ok, ttl(1000), waits(), inLine(101)),
+			rel("h", 290, 291, ok),
+			rel("x", 490, 491, ok),
+		), fifo, OK, nil},
+		{"a later waiter served first", lined(
+			acq("h", 0, 1, ok, ttl(1000)),
+			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12)),
+			acq("y", 100, 300, ok, ttl(1000), waits()),
+			rel("h", 290, 291, ok),
+			rel("y", 590, 591, ok),
+		), fifo, Violated, []int{2, 3}},
+		{"one bypass allowed", lined(
+			acq("h", 0, 1, ok, ttl(1000)),
+			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12)),
+			acq("y", 100, 300, ok, ttl(1000), waits()),
+			rel("h", 290, 291, ok),
+			rel("y", 590, 591, ok),
+		), Options{Fair: true, Bypass: 1}, OK, nil},
+		{"a waiter giving up after being overtaken", lined(
+			acq("h", 0, 1, ok, ttl(1000)),
+			acq("x", 10, 600, fail, ttl(1000), waits(), inLine(12)),
+			acq("y", 100, 300, ok, ttl(1000), waits()),
+			rel("h", 290, 291, ok),
+		), fifo, Violated, []int{2, 3}},
+		{"called before the waiter was surely in line: not surely later", lined(
+			acq("h", 0, 1, ok, ttl(1000)),
+			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(50)),
+			acq("y", 40, 300, ok, ttl(1000), waits()),
+			rel("h", 290, 291, ok),
+			rel("y", 590, 591, ok),
+		), fifo, OK, nil},
+		{"a waiter that does not say when it was in line is not judged", lined(
+			acq("h", 0, 1, ok, ttl(1000)),
+			acq("x", 10, 600, ok, ttl(1000), waits()),
+			acq("y", 100, 300, ok, ttl(1000), waits()),
+			rel("h", 290, 291, ok),
+			rel("y", 590, 591, ok),
+		), fifo, NA, nil},
+		{"a lock without a fair queue", lined(
+			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12)),
+			acq("y", 100, 300, ok, ttl(1000), waits()),
+		), Options{}, NA, nil},
+		{"a wait under a fault is not judged", lined(
+			fault("partition x", 5, 700),
+			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12)),
+			acq("y", 100, 300, ok, ttl(1000), waits()),
+		), fifo, NA, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, ops := range [][]history.Op{tc.ops, reversed(tc.ops)} {
+				r, err := Check(context.Background(), ops, tc.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				assertClaims(t, r, claimCase{verdict: tc.verdict, rule: ruleIf(tc.lines, RuleOvertaken), lines: tc.lines}, contract.PropFairness)
+			}
+		})
+	}
+}
+
+func inLine(ms float64) opt {
+	return func(o *history.Op) { o.InLine, o.HasInLine = int64(ms*float64(msNs)), true }
+}
+
+func ruleIf(lines []int, rule string) string {
+	if lines == nil {
+		return ""
+	}
+	return rule
+}
+
+// A waiter starved behind later joiners: waiter liveness counts only the
+// holds ahead of it when the lock declares a fair queue.
+func TestWaiterLivenessCountsOnlyTheHoldsAhead(t *testing.T) {
+	ops := lined(
+		acq("h", 0, 1, ok, ttl(1000)),
+		acq("x", 10, 2000, ok, ttl(1000), waits(), inLine(12)),
+		rel("h", 100, 101, ok),
+		acq("y", 200, 210, ok, ttl(1000), waits()),
+		rel("y", 900, 901, ok),
+		acq("z", 905, 910, ok, ttl(1000)),
+		rel("z", 1900, 1901, ok),
+	)
+	bound := 350 * time.Millisecond
+	for _, c := range []struct {
+		fair bool
+		want Verdict
+	}{{false, OK}, {true, Violated}} {
+		r, err := Check(context.Background(), ops, Options{WaitBound: bound, Fair: c.fair, Bypass: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Of(contract.PropLiveness).Verdict; got != c.want {
+			t.Errorf("fair %v: liveness %s, want %s", c.fair, got, c.want)
+		}
+	}
+}
