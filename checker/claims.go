@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -184,18 +185,21 @@ func claimMade(o *lop) int64 {
 // claimOverlap checks one claim o: another client's ok acquire b called at
 // or after the claim was made and returning before the claimed validity
 // ran out took effect inside the claim, unless o's hold was released or
-// reported lost by b.return.
+// reported lost by b.return. The claim is held to its length less the
+// drift (Options.Drift): the lock server's clock may run that much fast,
+// so a claim of exactly the TTL from the request is not a lie.
 func (c *run) claimOverlap(k *keyOps, cl *claimIndex, o *lop) []Violation {
 	made := claimMade(o)
 	if o.validUntil <= made || made == inf {
 		return nil
 	}
+	until := o.validUntil - int64(math.Ceil(float64(o.validUntil-made)*c.opts.Drift))
 	i := sort.Search(len(cl.grants), func(i int) bool { return cl.grants[i].call >= made })
 	for _, b := range cl.grants[i:] {
-		if b.call >= o.validUntil {
+		if b.call >= until {
 			break
 		}
-		if b.client == o.client || b.ret >= o.validUntil {
+		if b.client == o.client || b.ret >= until {
 			continue
 		}
 		if cl.endedBy(o, b.ret) != nil {

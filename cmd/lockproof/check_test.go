@@ -41,9 +41,9 @@ func TestCheckExamples(t *testing.T) {
 		code int
 		line string
 	}{
-		"ok-fenced-handoff.jsonl":                     {0, "ok: lease ok, resource ok, liveness n/a, claims n/a (8 ops, 1 keys)"},
-		"ok-paused-holder-write-rejected.jsonl":       {0, "ok: lease ok, resource ok, liveness n/a, claims n/a (8 ops, 1 keys)"},
-		"ok-unknown-acquire.jsonl":                    {0, "ok: lease ok, resource n/a, liveness n/a, claims n/a (3 ops, 1 keys)"},
+		"ok-fenced-handoff.jsonl":                     {0, "ok: lease ok, resource ok, liveness n/a, claims n/a, notice n/a, fairness n/a (8 ops, 1 keys)"},
+		"ok-paused-holder-write-rejected.jsonl":       {0, "ok: lease ok, resource ok, liveness n/a, claims n/a, notice n/a, fairness n/a (8 ops, 1 keys)"},
+		"ok-unknown-acquire.jsonl":                    {0, "ok: lease ok, resource n/a, liveness n/a, claims n/a, notice n/a, fairness n/a (3 ops, 1 keys)"},
 		"violated-two-holders.jsonl":                  {1, "violated: lease mutual exclusion: lines 1,2: "},
 		"violated-paused-holder-write-accepted.jsonl": {1, "violated: resource safety: lines 6,7: "},
 	}

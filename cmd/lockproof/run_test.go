@@ -76,8 +76,13 @@ func TestRunSmallMatrix(t *testing.T) {
 	first := map[string]string{} // lock/fault: its first scenario with a violation
 	for _, sc := range run.Scenarios {
 		k := sc.Lock + "/" + sc.Fault
-		if _, ok := first[k]; !ok && (sc.Verdicts[contract.PropLease] == "violated" || sc.Verdicts[contract.PropResource] == "violated" || sc.Verdicts[contract.PropLiveness] == "violated") {
-			first[k] = sc.ID
+		if _, ok := first[k]; ok {
+			continue
+		}
+		for _, p := range contract.PropertyIDs() {
+			if sc.Verdicts[p] == "violated" {
+				first[k] = sc.ID
+			}
 		}
 	}
 	if first["lua/pause-client"] == "" {
