@@ -622,33 +622,32 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	if waiter, ok := c.locker.(locker.Waiter); ok && c.chance(mix.Blocking) {
 		acqOp.Wait = true
 		acquire = func(ctx context.Context) (locker.Lease, error) {
-			inLine := func() {
+			// In line when the lock says so (locker.InLine), or else once
+			// the first attempt is surely over (see FirstQueued).
+			var marked atomic.Bool
+			mark := func() {
+				if marked.Swap(true) {
+					return
+				}
 				c.waiting.Store(true)
 				if c.onQueued != nil {
 					c.onQueued(c.invoked.Load(), true)
 				}
 			}
-			if il, ok := c.locker.(locker.InLine); ok {
-				// The lock says when the waiter is in line.
-				defer func() {
-					if inLineAt.Load() != 0 && c.onQueued != nil {
-						c.onQueued(nil, false)
-					}
-					c.waiting.Store(false)
-				}()
-				return il.AcquireInLine(ctx, c.Key, cfg.TTL, func() {
-					inLineAt.Store(max(rec.Now(), 1))
-					inLine()
-				})
-			}
-			// In line once the first attempt is over (see FirstQueued).
-			t := time.AfterFunc(queuedAfter, inLine)
+			t := time.AfterFunc(queuedAfter, mark)
 			defer func() {
-				if !t.Stop() && c.onQueued != nil {
+				t.Stop()
+				if marked.Swap(true) && c.onQueued != nil {
 					c.onQueued(nil, false)
 				}
 				c.waiting.Store(false)
 			}()
+			if il, ok := c.locker.(locker.InLine); ok {
+				return il.AcquireInLine(ctx, c.Key, cfg.TTL, func() {
+					inLineAt.Store(max(rec.Now(), 1))
+					mark()
+				})
+			}
 			return waiter.Acquire(ctx, c.Key, cfg.TTL)
 		}
 		// A waiter waits long enough for the lock's promise to waiters to
