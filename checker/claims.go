@@ -100,6 +100,9 @@ type claimIndex struct {
 	acquires map[int32][]*lop   // ok acquires per client, by call
 	last     map[int32]int64    // per client, the latest call of any op on the key
 	byLease  map[holdRef][]*lop // ok acquires per (client, lease)
+	// unknownClaims: per client, its releases of unknown outcome after
+	// which the lock still claimed the lease (isClaim), by call.
+	unknownClaims map[int32][]*lop
 	// latestCall[i]: among byRet[:i+1], the grant called last and the one
 	// called last of another client; firstRet[i]: among grants[i:] (by
 	// call), the grant that returned first and the first of another client.
@@ -116,7 +119,7 @@ type holdRef struct {
 
 func newClaimIndex(k *keyOps) *claimIndex {
 	cl := &claimIndex{releases: map[int32][]*lop{}, notices: map[int32][]*lop{}, acquires: map[int32][]*lop{},
-		last: map[int32]int64{}, byLease: map[holdRef][]*lop{}}
+		last: map[int32]int64{}, byLease: map[holdRef][]*lop{}, unknownClaims: map[int32][]*lop{}}
 	note := func(o *lop) { cl.last[o.client] = max(cl.last[o.client], o.call) }
 	for _, o := range k.lease {
 		note(o)
@@ -128,7 +131,9 @@ func newClaimIndex(k *keyOps) *claimIndex {
 				r := holdRef{o.client, o.lease}
 				cl.byLease[r] = append(cl.byLease[r], o)
 			}
-		case o.kind == history.Release && o.result != history.Unknown || o.kind == history.Release && !o.hasValid:
+		case o.kind == history.Release && o.result == history.Unknown && o.hasValid:
+			cl.unknownClaims[o.client] = append(cl.unknownClaims[o.client], o)
+		case o.kind == history.Release:
 			// A release ends the claim unless it is unknown and the lock
 			// still claimed the lease valid after it (then it is a claim
 			// of its own: isClaim).
@@ -173,6 +178,18 @@ func (cl *claimIndex) endedBy(o *lop, t int64) *lop {
 	return nil
 }
 
+// claimingRelease returns a release of o's hold with an unknown outcome
+// after which the lock still claimed the lease valid, called in [o.call,
+// t], or nil: it explains why a claim the user gave up still ran.
+func (cl *claimIndex) claimingRelease(o *lop, t int64) *lop {
+	for _, r := range cl.unknownClaims[o.client] {
+		if r.call >= o.call && r.call <= t && sameHold(o, r) {
+			return r
+		}
+	}
+	return nil
+}
+
 // claimMade is when o's claim was made: a lock op's return (the claim is
 // read right after it); a checked write's call (the check just before it).
 func claimMade(o *lop) int64 {
@@ -205,10 +222,15 @@ func (c *run) claimOverlap(k *keyOps, cl *claimIndex, o *lop) []Violation {
 		if cl.endedBy(o, b.ret) != nil {
 			continue
 		}
-		return []Violation{c.violation(PropClaims, RuleClaimOverlap, k.key,
-			fmt.Sprintf("%s told %q its lease was valid until %s, but %s took the key at %s at the latest, while that claim still ran (%s earlier), and the hold was neither released nor reported lost before",
-				c.p.describe(o), c.p.clients[o.client], fmtTime(o.validUntil), c.p.describe(b), fmtTime(b.ret),
-				fmtTime(o.validUntil-b.ret)), o, b)}
+		why := fmt.Sprintf("%s told %q its lease was valid until %s, but %s took the key at %s at the latest, while that claim still ran (%s earlier), and the hold was neither released nor reported lost before",
+			c.p.describe(o), c.p.clients[o.client], fmtTime(o.validUntil), c.p.describe(b), fmtTime(b.ret),
+			fmtTime(o.validUntil-b.ret))
+		cited := []*lop{o, b}
+		if r := cl.claimingRelease(o, b.ret); r != nil {
+			why += fmt.Sprintf(" (%s had an unknown outcome, and the lock still claimed the lease valid after it)", c.p.describe(r))
+			cited = append(cited, r)
+		}
+		return []Violation{c.violation(PropClaims, RuleClaimOverlap, k.key, why, cited...)}
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ func TestClaims(t *testing.T) {
 			acq("a", 0, 1, ok, ttl(1000), claim(990), hold(1)),
 			rel("a", 10, 11, unknown, claim(990), hold(1)),
 			acq("b", 20, 21, ok, ttl(1000), hold(1)),
-		), Options{}, Violated, RuleClaimOverlap, []int{2, 3}, false},
+		), Options{}, Violated, RuleClaimOverlap, []int{1, 2, 3}, false},
 		{"an unknown release that withdrew the claim", lined(
 			acq("a", 0, 1, ok, ttl(1000), claim(990), hold(1)),
 			rel("a", 10, 11, unknown, hold(1)),
