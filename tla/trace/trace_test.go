@@ -524,3 +524,27 @@ func TestTokenlessFailures(t *testing.T) {
 	tr := mustConvert(t, ops)
 	checkTrace(t, ops, tr)
 }
+
+// TestLossNoticesLeftOut: a history's loss notices (lost ops) and the
+// claims fields are what the lock told its holder: the trace spec does not
+// describe them, and the trace is the one of the same history without them.
+func TestLossNoticesLeftOut(t *testing.T) {
+	for _, f := range samples(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			ops := read(t, f)
+			want := module(t, mustConvert(t, ops))
+			var with []history.Op
+			for i, o := range ops {
+				with = append(with, o)
+				if o.Kind == history.Acquire && o.Result == history.OK && o.Completed {
+					with[len(with)-1].ValidUntil, with[len(with)-1].HasValid, with[len(with)-1].Lease = o.Return+1, true, uint64(i+1)
+					with = append(with, history.Op{Client: o.Client, Kind: history.Lost, Key: o.Key, Call: o.Return, Return: o.Return,
+						Completed: true, Result: history.OK, Lease: uint64(i + 1), Line: o.Line})
+				}
+			}
+			if got := module(t, mustConvert(t, with)); got != want {
+				t.Fatalf("with loss notices and claims the trace differs:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
