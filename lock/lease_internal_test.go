@@ -107,3 +107,52 @@ func TestRenewAppliedAfterTheLeaseEnded(t *testing.T) {
 		t.Fatalf("the key's TTL is %v: the renewal did not take effect, the test proves nothing", ttl)
 	}
 }
+
+// TestWaiterKeepsItsPlaceUnderChurn: hand-offs to other waiters, one after
+// another faster than a hand-off lease, do not keep a waiter from the
+// attempt that refreshes its place in line (review defect 1: each one put
+// the attempt off again, the place expired after QueueTTL, and the waiter
+// dropped out of line behind everyone who came later).
+func TestWaiterKeepsItsPlaceUnderChurn(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	opts := Options{TTL: time.Minute, QueueTTL: 300 * time.Millisecond, HandoffTTL: 100 * time.Millisecond}
+	holder, err := New(rdb, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Close() })
+	waiter, err := New(rdb, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = waiter.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := holder.TryAcquire(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	keys := RedisKeys("k")
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _, _ = waiter.Acquire(wctx, "k") }()
+	for rdb.ZCard(ctx, keys.Queue).Val() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A second of hand-offs to somebody else, every 30 ms.
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(30 * time.Millisecond) {
+		waiter.notes.deliverLocal(keys.Channel, "someone-else:1")
+	}
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadlines, err := rdb.ZRangeWithScores(ctx, keys.QueueDeadlines, 0, -1).Result()
+	if err != nil || len(deadlines) != 1 {
+		t.Fatalf("queue deadlines %v, %v; want the waiter's", deadlines, err)
+	}
+	if left := time.Duration(int64(deadlines[0].Score)-now.UnixMilli()) * time.Millisecond; left <= 0 {
+		t.Fatalf("the waiter's place expired %v ago under churn: it never refreshed it", -left)
+	}
+}
