@@ -9,8 +9,8 @@
 //	→ renew? → nested hold (shorter or longer TTL) and its release?
 //	→ long work? → read resource → work → check the lease (valid long
 //	enough for the write) → (fault point) → write resource with token and
-//	prev (skipped when the check found the lease gone) → release (maybe with a canceled or expiring context,
-//	then again after a pause)
+//	prev (skipped when the check found the lease gone) → release (maybe
+//	with a canceled or expiring context, then again after a pause)
 //
 // What the lock tells its holder is recorded too: the validity it claims
 // (locker.Claimer) after each ok acquire and renew and after a release
