@@ -59,6 +59,7 @@ func (m *myLease) Lost() <-chan struct{} { return nil }      // never learns of 
 func (m *myLease) ValidUntil() time.Time { return m.valid }
 
 func (m *myLease) Release(ctx context.Context) error {
+	m.valid = time.Time{} // from the first try on: a lost reply may hide a release that happened
 	n, err := unlockScript.Run(ctx, m.l.rdb, []string{m.l.prefix + m.key}, m.token).Int()
 	if err != nil {
 		return outcome(err)
@@ -66,7 +67,6 @@ func (m *myLease) Release(ctx context.Context) error {
 	if n == 0 {
 		return fmt.Errorf("release %q: %w", m.key, locker.ErrNotHeld)
 	}
-	m.valid = time.Time{} // released: it claims nothing more
 	return nil
 }
 

@@ -177,6 +177,9 @@ func (r *Redlock) lease(key, rk, token string, ttl time.Duration) *claimingLease
 	l := &claimingLease{}
 	l.lease = lease{key: key, ttl: ttl,
 		release: func(ctx context.Context) error {
+			// From the first try on the lease claims nothing: a release of
+			// unknown outcome may have freed the lock for the next holder.
+			l.set(time.Time{})
 			votes := r.each(ctx, r.timeout(ttl), func(ctx context.Context, c redis.UniversalClient) vote {
 				cmd, err := runScript(ctx, c, unlockScript, []string{rk}, token)
 				if err != nil {
@@ -187,11 +190,7 @@ func (r *Redlock) lease(key, rk, token string, ttl time.Duration) *claimingLease
 				}
 				return voteYes
 			})
-			err := r.outcome("release", key, votes)
-			if !errors.Is(err, locker.ErrUnknownOutcome) {
-				l.set(time.Time{}) // released or refused: the lease claims nothing more
-			}
-			return err
+			return r.outcome("release", key, votes)
 		},
 		renew: func(ctx context.Context, ttl time.Duration) error {
 			start := time.Now()

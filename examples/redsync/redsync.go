@@ -106,12 +106,13 @@ type lease struct {
 	m     *rs.Mutex
 	key   string
 	ttl   time.Duration
-	ended atomic.Bool // released, or refused: the lease claims nothing more
+	ended atomic.Bool // a release was tried: the lease claims nothing more
 }
 
 // ValidUntil implements locker.Claimer with redsync's own word, Until():
 // the validity its last lock or extend computed (now + expiry − elapsed −
-// drift), until the lease is released.
+// drift), until a release is tried: one whose outcome is unknown may have
+// freed the lock, and the next holder may hold it already.
 func (l *lease) ValidUntil() time.Time {
 	if l.ended.Load() {
 		return time.Time{}
@@ -124,19 +125,15 @@ func (l *lease) TTL() time.Duration    { return l.ttl }
 func (l *lease) Fence() (uint64, bool) { return 0, false }
 func (l *lease) Lost() <-chan struct{} { return nil }
 func (l *lease) Release(ctx context.Context) error {
+	l.ended.Store(true)
 	ok, err := l.m.UnlockContext(ctx)
 	if ok {
-		l.ended.Store(true)
 		return nil
 	}
 	if err == nil {
 		err = errors.New("redsync: unlock refused")
 	}
-	err = classify(err, locker.ErrNotHeld)
-	if !errors.Is(err, locker.ErrUnknownOutcome) {
-		l.ended.Store(true)
-	}
-	return fmt.Errorf("release %q: %w", l.key, err)
+	return fmt.Errorf("release %q: %w", l.key, classify(err, locker.ErrNotHeld))
 }
 
 // Renew extends by the TTL the lease was taken with (redsync's expiry is
