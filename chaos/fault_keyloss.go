@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -39,6 +38,8 @@ func keyLossFault() Fault {
 			// (a holder that worked briefly may be gone by the time we
 			// look): waiting for one chosen client could outlast the run
 			// when holds are long.
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
 			for {
 				for _, c := range s.wl.Clients {
 					if !c.Working() {
@@ -53,21 +54,11 @@ func keyLossFault() Fault {
 						return armed{fault: kl}, nil
 					}
 				}
-				if err := sleepCtx(s.ctx, time.Millisecond); err != nil {
-					return armed{}, fmt.Errorf("key-loss: no client held its lock: %w", err)
+				select {
+				case <-tick.C:
+				case <-s.ctx.Done():
+					return armed{}, fmt.Errorf("key-loss: no client held its lock: %w", s.ctx.Err())
 				}
 			}
 		}}
-}
-
-// sleepCtx waits d, or until ctx is done (its error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

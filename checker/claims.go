@@ -21,7 +21,7 @@ import (
 // The verdict is n/a when the key has no claim and no checked write.
 func (c *run) checkClaims(k *keyOps) finding {
 	f := finding{verdict: NA}
-	cl := newClaimIndex(k)
+	cl := k.claimIndex()
 	examined := false
 	for _, o := range k.lease {
 		if isClaim(o) {
@@ -57,7 +57,7 @@ func (c *run) checkClaims(k *keyOps) finding {
 // loss-notice rule examined.
 func (c *run) checkNotice(k *keyOps) finding {
 	f := finding{verdict: NA}
-	cl := newClaimIndex(k)
+	cl := k.claimIndex()
 	examined := len(k.notices) > 0
 	for _, n := range k.notices {
 		if v, ok := c.falseNotice(cl, n); ok {
@@ -115,6 +115,13 @@ func clientOf(o *lop) int64 { return int64(o.client) }
 type holdRef struct {
 	client int32
 	lease  uint64
+}
+
+// claimIndex returns the key's claim index, built once for both
+// properties that read it (their checks may run at once).
+func (k *keyOps) claimIndex() *claimIndex {
+	k.claimsOnce.Do(func() { k.claims = newClaimIndex(k) })
+	return k.claims
 }
 
 func newClaimIndex(k *keyOps) *claimIndex {

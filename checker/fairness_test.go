@@ -69,17 +69,12 @@ func TestFairness(t *testing.T) {
 			acq("y", 100, 300, ok, ttl(1000), waits()),
 		), fifo, NA, nil},
 	}
+	var props []claimCase
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			for _, ops := range [][]history.Op{tc.ops, reversed(tc.ops)} {
-				r, err := Check(context.Background(), ops, tc.opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				assertClaims(t, r, claimCase{verdict: tc.verdict, rule: ruleIf(tc.lines, RuleOvertaken), lines: tc.lines}, contract.PropFairness)
-			}
-		})
+		props = append(props, claimCase{name: tc.name, ops: tc.ops, opts: tc.opts, verdict: tc.verdict,
+			rule: ruleIf(tc.lines, RuleOvertaken), lines: tc.lines, prop: contract.PropFairness})
 	}
+	runPropCases(t, props)
 }
 
 func inLine(ms float64) opt {

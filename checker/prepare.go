@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/lockproof/lockproof/history"
@@ -57,6 +58,9 @@ type keyOps struct {
 	lease    []*lop // acquire, release, renew: all results
 	resource []*lop // write, read: all results
 	notices  []*lop // lost: loss notices
+
+	claimsOnce sync.Once   // builds claims
+	claims     *claimIndex // the claims and loss-notice rules' index (claimIndex)
 }
 
 // prepared is a history ready for checking.

@@ -8,22 +8,38 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/internal/redistest"
 )
+
+// startRedis starts a real redis-server for the test and a client of it
+// that sends each command once.
+func startRedis(t *testing.T) (*redisproc.Process, *redis.Client) {
+	t.Helper()
+	p := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return p, rdb
+}
+
+// newClient is New, closed when the test ends.
+func newClient(t *testing.T, rdb *redis.Client, opts Options) *Client {
+	t.Helper()
+	c, err := New(rdb, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
 
 // TestReleaseWinsOverALossFoundMeanwhile: a loss found while a Release is
 // in flight (a watchdog renewal whose script ran after the release's, the
 // validity deadline) does not close Lost on the lease the release then
 // reports released (review defect 6: 106 of 3,000 released leases).
 func TestReleaseWinsOverALossFoundMeanwhile(t *testing.T) {
-	p := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	c, err := New(rdb, Options{TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	p, rdb := startRedis(t)
+	c := newClient(t, rdb, Options{TTL: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	l, err := c.TryAcquire(ctx, "k")
@@ -73,14 +89,8 @@ func TestReleaseWinsOverALossFoundMeanwhile(t *testing.T) {
 // no effect, and the history then shows the owner's later release as one
 // after its lease surely expired: found by the reset fault).
 func TestRenewAppliedAfterTheLeaseEnded(t *testing.T) {
-	p := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	c, err := New(rdb, Options{TTL: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	p, rdb := startRedis(t)
+	c := newClient(t, rdb, Options{TTL: 2 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	l, err := c.TryAcquire(ctx, "k")
@@ -114,20 +124,9 @@ func TestRenewAppliedAfterTheLeaseEnded(t *testing.T) {
 // the attempt off again, the place expired after QueueTTL, and the waiter
 // dropped out of line behind everyone who came later).
 func TestWaiterKeepsItsPlaceUnderChurn(t *testing.T) {
-	p := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
+	_, rdb := startRedis(t)
 	opts := Options{TTL: time.Minute, QueueTTL: 300 * time.Millisecond, HandoffTTL: 100 * time.Millisecond}
-	holder, err := New(rdb, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = holder.Close() })
-	waiter, err := New(rdb, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = waiter.Close() })
+	holder, waiter := newClient(t, rdb, opts), newClient(t, rdb, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := holder.TryAcquire(ctx, "k"); err != nil {

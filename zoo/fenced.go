@@ -34,10 +34,7 @@ func FencedEntry(opts lock.Options) locker.Entry {
 				opts.Logger = d.Logger
 			}
 			if opts.OnRenew == nil {
-				opts.OnRenew = func(key string, fence uint64, ttl time.Duration) func(error) {
-					done := d.Observe(unprefix(d.Prefix, key), ttl, fence, true)
-					return func(err error) { done(mapLockErr(err)) }
-				}
+				opts.OnRenew = observeRenewals(d)
 			}
 			c, err := lock.New(d.Redis, opts)
 			if err != nil {
@@ -89,11 +86,7 @@ func fencedV2Entry() locker.Entry {
 			if err := needRedis(d); err != nil {
 				return nil, err
 			}
-			opts := fencedv2.Options{Watchdog: true, Logger: d.Logger,
-				OnRenew: func(key string, fence uint64, ttl time.Duration) func(error) {
-					done := d.Observe(unprefix(d.Prefix, key), ttl, fence, true)
-					return func(err error) { done(mapLockErr(err)) }
-				}}
+			opts := fencedv2.Options{Watchdog: true, Logger: d.Logger, OnRenew: observeRenewals(d)}
 			c, err := fencedv2.New(d.Redis, opts)
 			if err != nil {
 				return nil, mapLockErr(err)
@@ -113,6 +106,16 @@ func (l v2Lock) acquire(ctx context.Context, key string, ttl time.Duration, wait
 }
 
 func (l v2Lock) close() error { return l.c.Close() }
+
+// observeRenewals is an OnRenew hook (package lock's, or its frozen
+// copies') that announces every watchdog renewal of a client to
+// d.Observer, with the key as the harness names it.
+func observeRenewals(d locker.Deps) func(key string, fence uint64, ttl time.Duration) func(error) {
+	return func(key string, fence uint64, ttl time.Duration) func(error) {
+		done := d.Observe(unprefix(d.Prefix, key), ttl, fence, true)
+		return func(err error) { done(mapLockErr(err)) }
+	}
+}
 
 func unprefix(prefix, key string) string { return key[min(len(prefix), len(key)):] }
 

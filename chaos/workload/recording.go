@@ -47,14 +47,18 @@ const (
 // gate decided (see crashed).
 func (r recording) lock(ctx context.Context, op history.Op, mode ctxMode, timeout time.Duration,
 	do func(ctx context.Context) error, edit func(*history.Op)) (history.Result, error) {
-	return r.lockEdit(ctx, op, mode, timeout, do, edit, nil, nil)
+	return r.lockEdit(ctx, op, mode, timeout, do, func(o *history.Op, res history.Result) {
+		if res == history.OK && edit != nil {
+			edit(o)
+		}
+	})
 }
 
-// lockEdit is lock whose editUnknown fills in what was learnt when the
-// result is unknown (a release's remaining claim), and whose always fills
-// in what was learnt whatever the result (a waiter's instant in line).
+// lockEdit is lock whose edit fills in what was learnt for every result it
+// records, told the result (a release's remaining claim when unknown, a
+// waiter's instant in line whatever the result).
 func (r recording) lockEdit(ctx context.Context, op history.Op, mode ctxMode, timeout time.Duration,
-	do func(ctx context.Context) error, edit, editUnknown, always func(*history.Op)) (history.Result, error) {
+	do func(ctx context.Context) error, edit func(o *history.Op, res history.Result)) (history.Result, error) {
 	p := r.rec.Invoke(op)
 	if r.invoked != nil {
 		invoked := p.Op()
@@ -74,21 +78,7 @@ func (r recording) lockEdit(ctx context.Context, op history.Op, mode ctxMode, ti
 		p.Withdraw()
 		return "", fmt.Errorf("%s %q: %w", op.Kind, op.Key, err)
 	}
-	switch res {
-	case history.OK:
-	case history.Unknown:
-		edit = editUnknown
-	default:
-		edit = nil
-	}
-	return res, p.Complete(res, func(o *history.Op) {
-		if always != nil {
-			always(o)
-		}
-		if edit != nil {
-			edit(o)
-		}
-	})
+	return res, p.Complete(res, func(o *history.Op) { edit(o, res) })
 }
 
 // resource records one resource operation (a read or a write): it

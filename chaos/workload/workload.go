@@ -663,12 +663,13 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		var err error
 		lease, err = acquire(ctx)
 		return err
-	}, func(o *history.Op) {
-		o.Token, o.HasToken = lease.Fence()
-		c.claim(rec, o, lease)
-	}, nil, func(o *history.Op) {
+	}, func(o *history.Op, res history.Result) {
 		if t := inLineAt.Load(); t != 0 {
 			o.InLine, o.HasInLine = min(max(t, o.Call), o.Return), true
+		}
+		if res == history.OK {
+			o.Token, o.HasToken = lease.Fence()
+			c.claim(rec, o, lease)
 		}
 	})
 	if err != nil || res != history.OK {
@@ -934,13 +935,17 @@ func (c *Client) release(ctx context.Context, rec *history.Recorder, h held, rus
 	do := func(ctx context.Context) error { return l.Release(ctx) }
 	// After a release that did not surely happen, what the lock still
 	// claims (nothing, for a lock that keeps its word: the claims property).
-	still := func(o *history.Op) { c.claim(rec, o, l) }
+	still := func(o *history.Op, res history.Result) {
+		if res == history.Unknown {
+			c.claim(rec, o, l)
+		}
+	}
 	if rush {
 		mode := ctxCanceled
 		if c.rng.IntN(2) == 0 {
 			mode = ctxTiny
 		}
-		res, err := c.recording(rec).lockEdit(ctx, op, mode, timeout, do, nil, still, nil)
+		res, err := c.recording(rec).lockEdit(ctx, op, mode, timeout, do, still)
 		if err != nil || res == history.OK {
 			return err
 		}
@@ -949,7 +954,7 @@ func (c *Client) release(ctx context.Context, rec *history.Recorder, h held, rus
 		// the lock may still claim it.
 		_ = sleepRand(ctx, c.rng, max(l.TTL()/5, 20*time.Millisecond))
 	}
-	_, err := c.recording(rec).lockEdit(ctx, op, ctxNormal, timeout, do, nil, still, nil)
+	_, err := c.recording(rec).lockEdit(ctx, op, ctxNormal, timeout, do, still)
 	return err
 }
 
