@@ -1,9 +1,11 @@
 package chaos
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 )
 
@@ -52,6 +54,36 @@ func resetFault() Fault {
 	return Fault{Name: FaultReset, Doc: "half the clients' connections (pub/sub included) reset for 3 TTLs", Matrix: true,
 		strike: func(s *striking) (armed, error) {
 			return armed{fault: cut(nemesis.Reset(fmt.Sprintf("reset %v", s.names), s.proxies), s.names), window: 3 * s.sc.TTL}, nil
+		}}
+}
+
+// ErrCannotChangeACL: lockproof does not change the ACL of a
+// bring-your-own deployment (pubsub-reset refuses SUBSCRIBE through it).
+var ErrCannotChangeACL = errors.New("lockproof does not change the ACL of a bring-your-own deployment, which pubsub-reset needs")
+
+// pubsubResetFault kills the subscriptions a waiter hears its hand-off
+// on, and nothing else: the master drops its pub/sub connections while it
+// refuses SUBSCRIBE (nemesis.PubSubReset), every half TTL for 3 TTLs.
+// Unlike reset, the clients' commands pass, so a waiter that still
+// believes in its dead subscription sleeps through its hand-off while it
+// could poll (package lock's review defect 3). It acts on the master every
+// scenario shares, so it runs alone; on a deployment lockproof does not
+// run, it would change the operator's ACL.
+func pubsubResetFault() Fault {
+	return Fault{Name: FaultPubSubReset, Doc: "the master drops its pub/sub connections while it refuses SUBSCRIBE, every TTL/2 for 3 TTLs (subscriptions die, commands pass)",
+		Matrix: true, Scope: ScopeServers, Linger: true,
+		Needs: func(k env.Kind) error {
+			if k == env.BYO {
+				return ErrCannotChangeACL
+			}
+			return nil
+		},
+		strike: func(s *striking) (armed, error) {
+			m, err := env.Master(s.ctx, s.env.Topology())
+			if err != nil {
+				return armed{}, fmt.Errorf("pubsub-reset: %w", err)
+			}
+			return armed{fault: &nemesis.PubSubReset{Node: m.Upstream, Every: s.sc.TTL / 2, Refuse: s.sc.TTL / 5}, window: 3 * s.sc.TTL}, nil
 		}}
 }
 

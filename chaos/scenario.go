@@ -46,6 +46,7 @@ const (
 	FaultFailoverSkew = contract.FaultFailoverSkew
 	FaultKeyLoss      = contract.FaultKeyLoss
 	FaultCrowd        = contract.FaultCrowd
+	FaultPubSubReset  = contract.FaultPubSubReset
 )
 
 // ErrScenario wraps errors about a bad Scenario.

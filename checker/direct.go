@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -288,10 +289,16 @@ func (c *run) mayHold(k *keyOps, b *lop) bool {
 }
 
 // faultDuring reports whether a fault window of the history was open at
-// some instant of [from, to] (a window that never closed is open to the end).
+// some instant of [from, to] (a window that never closed is open to the
+// end). A fault that leaves Redis answering every client
+// (contract.KeepsServing: pub/sub connections dropped) counts as none:
+// the lock owes its promises through it.
 func (c *run) faultDuring(from, to int64) bool {
 	for _, i := range c.p.faults {
 		f := &c.p.ops[i]
+		if contract.KeepsServing(contract.FaultKind(f.Name)) {
+			continue
+		}
 		end := inf
 		if f.Completed {
 			end = f.Return

@@ -70,6 +70,12 @@ func TestWaiterLiveness(t *testing.T) {
 			rel("a", 100, 101, ok, tok(1)),
 			fault("pause-server m", 150, 350),
 		), w100, want{lease: OK, resource: NA, liveness: NA}},
+		{"a window of a fault that keeps Redis serving excuses nothing", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			acq("b", 2, 400, ok, ttl(1000), tok(2), waits()),
+			rel("a", 100, 101, ok, tok(1)),
+			fault("pubsub-reset m", 150, 350),
+		), w100, want{lease: OK, resource: NA, liveness: Violated, prop: PropLiveness, rule: RuleWaiterLiveness, lines: []int{2, 3}}},
 		{"a fault window before the wait excuses nothing", lined(
 			fault("crash-client d", 0, 1),
 			acq("a", 2, 3, ok, ttl(1000), tok(1)),

@@ -37,7 +37,17 @@ const (
 	FaultKeyLoss = "key-loss"
 	// FaultCrowd is no fault but a crowd of clients on one key.
 	FaultCrowd = "crowd"
+	// FaultPubSubReset drops the master's pub/sub connections while it
+	// refuses SUBSCRIBE: subscriptions die, commands pass.
+	FaultPubSubReset = "pubsub-reset"
 )
+
+// KeepsServing reports whether the deployment answers every client's
+// commands as usual through the window of a fault of kind (FaultKind of
+// its op's name): the lock's promises to waiters and holders stand then,
+// and such a window excuses no late hand-off or loss notice. Only
+// pubsub-reset so far: it kills subscriptions, and commands pass.
+func KeepsServing(kind string) bool { return kind == FaultPubSubReset }
 
 // FaultKind is the fault name a history fault op's name starts with.
 func FaultKind(opName string) string {

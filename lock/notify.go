@@ -2,8 +2,10 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,8 +20,17 @@ import (
 // waiter in line ("" when none); the notifier wakes that waiter only.
 //
 // One goroutine (manage) sends SUBSCRIBE/UNSUBSCRIBE so that they stay in
-// order; one goroutine (receive) reads confirmations and messages. Both start
-// with the first wait and stop with close.
+// order; one goroutine per connection (receive) reads confirmations and
+// messages. manage starts with the first wait and stops with close.
+//
+// A subscription can die without a word to go-redis's own helpers: a
+// dropped connection whose re-SUBSCRIBE Redis refused (an ACL change, a
+// proxy that restarts) is never subscribed again, and a half-open one
+// never errs. So receive reads errors itself and pings a quiet connection;
+// on an error, or a ping left unanswered, it drops the connection, marks
+// every channel unsubscribed (its waiters poll, and it wakes them: a
+// hand-off may have been published meanwhile), and manage subscribes
+// anew on a fresh connection, with a backoff (review defect 3).
 type notifier struct {
 	rdb redis.UniversalClient
 	log *slog.Logger
@@ -31,7 +42,19 @@ type notifier struct {
 	chans   map[string]*chanState
 	kick    chan struct{}
 	done    chan struct{}
+	// backoff is the wait before a fresh connection after a dead one;
+	// it doubles while connections keep dying unconfirmed.
+	backoff time.Duration
 }
+
+// Pub/sub health: the first reconnection waits minBackoff, later ones up
+// to maxBackoff; a connection quiet for pingEvery is pinged, and it is
+// dead when the ping's answer has not come pingEvery later.
+const (
+	minBackoff = 10 * time.Millisecond
+	maxBackoff = time.Second
+	pingEvery  = 3 * time.Second
+)
 
 type chanState struct {
 	refs      int  // waiters registered
@@ -218,11 +241,11 @@ func (w *waiter) awaitSubscribed(ctx context.Context, bound time.Duration) error
 }
 
 // subscribed reports whether the waiter's channel is subscribed and
-// confirmed: whether a message can reach it.
+// confirmed: whether a message can reach it. After close, never.
 func (w *waiter) subscribed() bool {
 	w.n.mu.Lock()
 	defer w.n.mu.Unlock()
-	return w.st.isReady()
+	return !w.n.closed && w.st.isReady()
 }
 
 // manage sends SUBSCRIBE and UNSUBSCRIBE, in order, as waiters come and go.
@@ -257,7 +280,20 @@ func (n *notifier) manage() {
 		if ps == nil && len(sub) > 0 {
 			ps = n.rdb.Subscribe(context.Background())
 			n.ps = ps
-			go n.receive(ps.ChannelWithSubscriptions())
+			go n.receive(ps)
+		}
+		if ps == nil {
+			// Nothing to unsubscribe from: the connection died, and with
+			// it every subscription.
+			for _, ch := range unsub {
+				st := n.chans[ch]
+				st.inflight--
+				st.update()
+				if st.refs == 0 && !st.active && st.inflight == 0 {
+					delete(n.chans, ch)
+				}
+			}
+			unsub = nil
 		}
 		n.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -275,18 +311,40 @@ func (n *notifier) manage() {
 	}
 }
 
-// receive handles confirmations and messages until the PubSub is closed.
-func (n *notifier) receive(msgs <-chan any) {
-	for m := range msgs {
+// receive handles confirmations and messages of ps until it is closed or
+// found dead (see notifier).
+func (n *notifier) receive(ps *redis.PubSub) {
+	pinged := false
+	for {
+		m, err := ps.ReceiveTimeout(context.Background(), pingEvery)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && !pinged && n.current(ps) {
+				// Quiet: ask. The answer (a Pong) is read by this loop.
+				ctx, cancel := context.WithTimeout(context.Background(), pingEvery)
+				err = ps.Ping(ctx)
+				cancel()
+				if err == nil {
+					pinged = true
+					continue
+				}
+			}
+			n.dead(ps, err)
+			return
+		}
+		pinged = false
 		switch m := m.(type) {
 		case *redis.Subscription:
 			n.mu.Lock()
-			if st := n.chans[m.Channel]; st != nil {
+			if st := n.chans[m.Channel]; st != nil && n.ps == ps {
 				if st.inflight > 0 {
 					st.inflight--
 				}
 				st.active = m.Kind == "subscribe"
 				st.update()
+				if st.active {
+					n.backoff = 0 // a connection that works
+				}
 				if st.refs == 0 && !st.requested && !st.active && st.inflight == 0 {
 					delete(n.chans, m.Channel)
 				}
@@ -304,6 +362,48 @@ func (n *notifier) receive(msgs <-chan any) {
 			n.mu.Unlock()
 		}
 	}
+}
+
+// current reports whether ps is the notifier's connection (not closed,
+// not replaced).
+func (n *notifier) current(ps *redis.PubSub) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return !n.closed && n.ps == ps
+}
+
+// dead drops ps, which failed with err (or was closed): every channel is
+// unsubscribed, its waiters are woken to look at once and then poll, and
+// manage subscribes again on a fresh connection after the backoff.
+func (n *notifier) dead(ps *redis.PubSub, err error) {
+	n.mu.Lock()
+	if n.closed || n.ps != ps {
+		n.mu.Unlock()
+		_ = ps.Close()
+		return
+	}
+	n.ps = nil
+	for ch, st := range n.chans {
+		st.active, st.requested, st.inflight = false, false, 0
+		st.update()
+		if st.refs == 0 {
+			delete(n.chans, ch)
+			continue
+		}
+		for w := range st.waiters {
+			w.deliver("") // a plain wake-up: a hand-off may have been lost
+		}
+	}
+	n.backoff = min(max(2*n.backoff, minBackoff), maxBackoff)
+	wait := n.backoff
+	n.mu.Unlock()
+	n.log.Warn("lock: pub/sub connection lost; waiters poll until it is back", "err", err, "retry_in", wait)
+	_ = ps.Close()
+	time.AfterFunc(wait, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		n.kickLocked()
+	})
 }
 
 // deliverLocal passes a hand-off message at once to the waiter it names if
@@ -332,6 +432,11 @@ func (n *notifier) close() error {
 		case <-st.ready:
 		default:
 			close(st.ready)
+		}
+		// Waits in progress poll from now on (subscribed is false): wake
+		// them to look at once and pick their new period.
+		for w := range st.waiters {
+			w.deliver("")
 		}
 	}
 	n.mu.Unlock()

@@ -85,3 +85,79 @@ func TestWaiterWithoutPubSubGetsItsHandoff(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWaiterHearsAfterItsSubscriptionDies: a waiter whose pub/sub
+// connection Redis dropped, at a moment when it refused SUBSCRIBE (an ACL
+// rollout, a proxy that restarts: go-redis then never subscribes again),
+// and a waiter whose Client was closed while it waited, still pick up the
+// lock a release hands them, within seconds against a minute of TTL and
+// queue refresh (review defect 3: the old notifier kept taking the dead
+// subscription for a live one, and the waiter slept a third of its queue
+// TTL, 20s here, through its hand-off).
+func TestWaiterHearsAfterItsSubscriptionDies(t *testing.T) {
+	opts := lock.Options{TTL: time.Minute, QueueTTL: time.Minute}
+	for _, tc := range []struct {
+		name string
+		kill func(t *testing.T, admin *redis.Client, waiter *lock.Client)
+	}{
+		{"pubsub-reset", func(t *testing.T, admin *redis.Client, _ *lock.Client) {
+			refuseSubscribe(t, admin, true)
+			defer refuseSubscribe(t, admin, false)
+			if n, err := admin.ClientKillByFilter(ctxT(t), "TYPE", "pubsub").Result(); err != nil || n == 0 {
+				t.Fatalf("CLIENT KILL TYPE pubsub: %d killed, %v", n, err)
+			}
+			// go-redis reconnects at once and sends SUBSCRIBE again: let
+			// Redis refuse it before it may pass.
+			time.Sleep(200 * time.Millisecond)
+		}},
+		{"client-closed", func(t *testing.T, _ *redis.Client, waiter *lock.Client) {
+			if err := waiter.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := redistest.Start(t)
+			admin := newRDB(t, p)
+			holder := newLocks(t, newRDB(t, p), opts)
+			waiter := newLocks(t, newRDB(t, p), opts)
+			l := mustAcquire(t, holder, "k")
+			got := make(chan error, 1)
+			go func() {
+				// Seconds, against the 20s the old waiter slept.
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				wl, err := waiter.Acquire(ctx, "k")
+				if err == nil {
+					err = wl.Release(ctxT(t))
+				}
+				got <- err
+			}()
+			ch := lock.RedisKeys("k").Channel
+			eventually(t, "the waiter to queue and subscribe", func() bool {
+				subs, err := admin.PubSubNumSub(ctxT(t), ch).Result()
+				return err == nil && subs[ch] == 1 && queueLen(t, admin, "k") == 1
+			})
+			tc.kill(t, admin, waiter)
+			if err := l.Release(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-got; err != nil {
+				t.Fatalf("the waiter missed its hand-off: %v", err)
+			}
+		})
+	}
+}
+
+// refuseSubscribe makes Redis refuse (or accept again) SUBSCRIBE from
+// the default user.
+func refuseSubscribe(t *testing.T, admin *redis.Client, refuse bool) {
+	t.Helper()
+	sign := "+"
+	if refuse {
+		sign = "-"
+	}
+	if err := admin.Do(context.Background(), "ACL", "SETUSER", "default", sign+"subscribe").Err(); err != nil {
+		t.Fatalf("ACL SETUSER default %ssubscribe: %v", sign, err)
+	}
+}

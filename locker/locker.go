@@ -93,6 +93,19 @@ type InLine interface {
 	AcquireInLine(ctx context.Context, key string, ttl time.Duration, inLine func()) (Lease, error)
 }
 
+// Owned is a Locker whose acquires may name their owner, as package
+// lock's WithOwner and Redisson's thread id do: AcquireAs is TryAcquire
+// (wait false) or the blocking Acquire (wait true, telling inLine as
+// InLine does when inLine is not nil) as owner. Acquires of one owner on a
+// key are holds of that owner: the lock is free when each is released, a
+// waiter handed the lock holds it once, and a lease of the owner that was
+// lost must not release or renew a later hold of the same owner. The
+// harness gives each client an owner of its own, and keeps it across
+// holds, lost ones included.
+type Owned interface {
+	AcquireAs(ctx context.Context, key string, ttl time.Duration, owner string, wait bool, inLine func()) (Lease, error)
+}
+
 // Lease is one hold of a lock.
 //
 // Fence returns the fencing token and ok=true for locks that issue one;

@@ -230,6 +230,24 @@ func Expected(lock, fault string) (e Expectation) {
 	}
 	switch fault {
 	case chaos.FaultNone, chaos.FaultCrowd:
+	case chaos.FaultPubSubReset:
+		// Only the fenced locks wait on pub/sub; the others poll and do
+		// not notice. The old locks' notifier takes a dropped subscription
+		// whose re-SUBSCRIBE was refused for a live one: a waiter sleeps
+		// through its hand-off until its next look (a third of the queue
+		// TTL, or the holder's TTL), its provisional lease runs out, and
+		// the waiters behind it are served first.
+		switch lock {
+		case zoo.FencedV2Name:
+			// 4 of 4 seeds showed the fair queue broken, 3 of 4 a waiter
+			// served late (2026-11-25).
+			e.predict(WantViolated, PropFairness)
+			e.predict(WantMay, PropLiveness)
+			e.Why = joinWhy(e.Why, "the old lock's waiters take a dead subscription for a live one and sleep through their hand-offs: later joiners are served first (fair queue), and the waiter late (waiter liveness)")
+		case zoo.FencedV1Name:
+			e.predict(WantMay, PropLiveness)
+			e.Why = joinWhy(e.Why, "the old lock's waiters take a dead subscription for a live one and may sleep through their hand-offs (waiter liveness)")
+		}
 	case chaos.FaultPauseClient:
 		// Every holder checks its lease right before its write; the pause
 		// strikes after the check (the workload's LeaseCheckPoint, or while

@@ -414,8 +414,9 @@ func TestAvailableFaults(t *testing.T) {
 		t.Errorf("docker: %v, left %v; want all but failover-skew, and why", docker, left)
 	}
 	byo, left := AvailableFaults(env.BYO)
-	if slices.Contains(byo, chaos.FaultPauseServer) || len(left) != 2 {
-		t.Errorf("byo: %v, left %v; want neither pause-server nor failover-skew", byo, left)
+	if slices.Contains(byo, chaos.FaultPauseServer) || slices.Contains(byo, chaos.FaultPubSubReset) || len(left) != 3 ||
+		!errors.Is(left[2], chaos.ErrCannotChangeACL) {
+		t.Errorf("byo: %v, left %v; want neither pause-server, failover-skew nor pubsub-reset", byo, left)
 	}
 }
 

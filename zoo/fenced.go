@@ -64,9 +64,10 @@ func fencedV1Entry() locker.Entry {
 			if err := needRedis(d); err != nil {
 				return nil, err
 			}
-			// The queue deadline the shipped lock uses (the old one defaulted
-			// to the lease TTL): the same configuration, the old algorithm.
-			c, err := fencedv1.New(d.Redis, fencedv1.Options{Logger: d.Logger, QueueTTL: lock.DefaultQueueTTL})
+			// The queue deadline the shipped lock runs with here (the old one
+			// defaulted to the lease TTL): the same configuration, the old
+			// algorithm.
+			c, err := fencedv1.New(d.Redis, fencedv1.Options{Logger: d.Logger, QueueTTL: HarnessQueueTTL})
 			if err != nil {
 				return nil, mapLockErr(err)
 			}
@@ -86,7 +87,7 @@ func fencedV2Entry() locker.Entry {
 			if err := needRedis(d); err != nil {
 				return nil, err
 			}
-			opts := fencedv2.Options{Watchdog: true, Logger: d.Logger, OnRenew: observeRenewals(d)}
+			opts := fencedv2.Options{Watchdog: true, QueueTTL: HarnessQueueTTL, Logger: d.Logger, OnRenew: observeRenewals(d)}
 			c, err := fencedv2.New(d.Redis, opts)
 			if err != nil {
 				return nil, mapLockErr(err)
@@ -215,6 +216,15 @@ func (f *Fenced) TryAcquire(ctx context.Context, key string, ttl time.Duration) 
 // hand-off until ctx is done.
 func (f *Fenced) Acquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
 	return f.acquire(ctx, key, ttl, true, "", nil)
+}
+
+// AcquireAs is TryAcquire or Acquire as owner (lock.WithOwner):
+// locker.Owned.
+func (f *Fenced) AcquireAs(ctx context.Context, key string, ttl time.Duration, owner string, wait bool, inLine func()) (locker.Lease, error) {
+	if owner == "" {
+		return nil, fmt.Errorf("acquire %q as owner: owner is empty: %w", key, locker.ErrInvalid)
+	}
+	return f.acquire(ctx, key, ttl, wait, owner, inLine)
 }
 
 // AcquireInLine is Acquire telling inLine when it is in line

@@ -14,6 +14,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/chaos/internal/chaostest"
 	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/internal/redistest"
 )
 
 // fencedClient talks to the fenced node through the client's own proxy.
@@ -268,5 +269,47 @@ func TestFailoverModes(t *testing.T) {
 				t.Fatalf("Check after a second failover: %v; want ErrFailedOverAgain", err)
 			}
 		})
+	}
+}
+
+// TestPubSubReset: the fault drops a go-redis subscription at a moment
+// when Redis refuses SUBSCRIBE, and go-redis never subscribes again: the
+// subscriber hears nothing after the heal unless it subscribes anew
+// (which a fresh subscriber can: the heal gives SUBSCRIBE back). Commands
+// pass throughout. This is the behaviour the fault relies on.
+func TestPubSubReset(t *testing.T) {
+	p := redistest.Start(t)
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: p.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	ps := c.Subscribe(ctx, "ch")
+	t.Cleanup(func() { _ = ps.Close() })
+	if _, err := ps.Receive(ctx); err != nil { // the confirmation
+		t.Fatal(err)
+	}
+	f := &nemesis.PubSubReset{Node: p.Addr, Every: 200 * time.Millisecond, Refuse: 100 * time.Millisecond}
+	r := &rec{}
+	if err := nemesis.Apply(ctx, r, f, 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if ev := f.Evidence(); !ev.Bit || !strings.Contains(ev.Text, "1 pub/sub connections before") {
+		t.Errorf("evidence %+v: want a dropped connection of the 1 there was", ev)
+	}
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Errorf("a command after the fault: %v", err)
+	}
+	if n, err := c.Publish(ctx, "ch", "hello").Result(); err != nil || n != 0 {
+		t.Errorf("PUBLISH reached %d subscribers (%v): go-redis subscribed again; the fault strands nobody", n, err)
+	}
+	fresh := c.Subscribe(ctx, "ch")
+	t.Cleanup(func() { _ = fresh.Close() })
+	if _, err := fresh.Receive(ctx); err != nil {
+		t.Fatalf("a fresh SUBSCRIBE after the heal: %v", err)
+	}
+	if n, err := c.Publish(ctx, "ch", "hello").Result(); err != nil || n != 1 {
+		t.Errorf("PUBLISH after a fresh SUBSCRIBE reached %d subscribers (%v), want 1", n, err)
+	}
+	if len(r.evidences) != 1 || r.evidences[0] == "" {
+		t.Errorf("recorded windows %v", r.evidences)
 	}
 }
