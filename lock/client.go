@@ -431,7 +431,7 @@ func (a *attempt) gaveUp(ctx context.Context, cause error) error {
 // releaseBestEffort releases the lock if the attempt's token holds it.
 func (a *attempt) releaseBestEffort(ctx context.Context) error {
 	_, err := a.c.run(ctx, releaseScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines},
-		a.owner, a.keys.Channel, a.c.opts.HandoffTTL.Milliseconds())
+		a.owner, a.keys.Channel, "", a.c.opts.HandoffTTL.Milliseconds())
 	if err != nil {
 		a.c.opts.Logger.Warn("lock: cleanup release failed", "key", a.key, "ttl", a.cfg.ttl, "err", err)
 	}

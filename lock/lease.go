@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -215,7 +216,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.releasing++
 	l.mu.Unlock()
 	reply, err := l.c.run(ctx, releaseScript, []string{l.keys.Lock, l.keys.Fence, l.keys.Queue, l.keys.QueueDeadlines},
-		l.owner, l.keys.Channel, l.c.opts.HandoffTTL.Milliseconds())
+		l.owner, l.keys.Channel, strconv.FormatUint(l.fence, 10), l.c.opts.HandoffTTL.Milliseconds())
 	if err != nil {
 		var ns errNotSent
 		if outcomeUnknown(err) && !errors.As(err, &ns) {
@@ -306,7 +307,7 @@ func (l *Lease) renew(ctx context.Context, ttl time.Duration) error {
 		return fmt.Errorf("renew %q: %w", l.key, context.Cause(ctx))
 	}
 	start := time.Now()
-	reply, err := l.c.run(ctx, renewScript, []string{l.keys.Lock}, l.owner, ttl.Milliseconds())
+	reply, err := l.c.run(ctx, renewScript, []string{l.keys.Lock}, l.owner, ttl.Milliseconds(), strconv.FormatUint(l.fence, 10))
 	if err != nil {
 		if outcomeUnknown(err) {
 			return unknown(ctx, "renew", l.key, err)

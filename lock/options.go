@@ -218,7 +218,11 @@ func WithTTL(ttl time.Duration) AcquireOption {
 // When that owner already holds the lock, the acquire is reentrant: it
 // increments the hold count, keeps the fence, and returns a new Lease for the
 // extra hold; the lock is freed only when every hold has been released.
-// Pass a held lease's Owner() to re-enter it.
+// Pass a held lease's Owner() to re-enter it. A waiter WithOwner that is
+// handed the lock holds it once. A lease of the owner that was lost (it
+// expired, or Redis forgot it) cannot release or renew a later hold of the
+// same owner: its Release and Renew return ErrNotHeld (the scripts check
+// the fence along with the owner).
 //
 // Because the hold count changes, an acquire WithOwner whose outcome is
 // unknown is not cleaned up: the caller, who knows the token, decides.

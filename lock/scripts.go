@@ -15,7 +15,9 @@ import "github.com/lockproof/lockproof/internal/rediscmd"
 //   - grant gives the lock to tok: fence = max(counter+1, server µs), read
 //     and written by one SET ... PX ... GET in the usual case that the clock
 //     is ahead, then HSET o, n, f (every field of the hash, so no DEL is
-//     needed) and PEXPIRE. The counter lives an hour (or two TTLs, if
+//     needed; the hash never exists when grant runs outside a hand-off)
+//     and PEXPIRE. A hand-off (handed) also sets p, the mark of a
+//     provisional hold that its owner's pickup confirms. The counter lives an hour (or two TTLs, if
 //     longer) past the last grant: a lock name used once does not leave a
 //     key behind for good, and tokens stay monotonic, because a fence is
 //     never more than a few µs ahead of the server clock that issued it, so
@@ -42,7 +44,7 @@ local function clock()
   us = tonumber(uss)
   now = math.floor(us / 1000)
 end
-local function grant(tok, ttl)
+local function grant(tok, ttl, handed)
   if not us then clock() end
   local f, fs = us, uss
   local life = math.max(2 * tonumber(ttl), 3600000)
@@ -51,7 +53,11 @@ local function grant(tok, ttl)
     f, fs = prev, string.format('%.0f', prev)
     redis.call('SET', KEYS[2], fs, 'PX', life)
   end
-  redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs)
+  if handed then
+    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'p', 1)
+  else
+    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs)
+  end
   redis.call('PEXPIRE', KEYS[1], ttl)
   return f, fs
 end
@@ -92,7 +98,7 @@ local function handoff(chan)
     redis.call('ZREM', KEYS[4], head)
     local ttl, tok = string.match(head, '^(%d+):(.+)$')
     if tok then
-      local _, fs = grant(tok, math.min(tonumber(ttl), ho))
+      local _, fs = grant(tok, math.min(tonumber(ttl), ho), true)
       local msg = tok .. ':' .. fs
       redis.call('PUBLISH', chan, msg)
       return msg
@@ -109,7 +115,8 @@ end
 // acquireScript: KEYS lock, fence, queue, queue deadlines.
 // ARGV token, ttl ms, mode ("w": join the queue on failure, "t": don't),
 // queue ttl ms, reentrant ("1": same owner increments the hold count,
-// "0": same owner is an idempotent retry, or a hand-off being picked up),
+// unless it picks up a hand-off; "0": same owner is an idempotent retry,
+// or a hand-off being picked up),
 // channel, hand-off lease ms.
 // Returns {1, fence, holds} when acquired, {0, pttl of the lock} when not.
 //
@@ -134,8 +141,14 @@ clock()
 dropDead()
 local owner = redis.call('HGET', KEYS[1], 'o')
 if owner == ARGV[1] then
-  local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
-  if ARGV[5] == '1' then n = redis.call('HINCRBY', KEYS[1], 'n', 1) end
+  local n
+  if redis.call('HDEL', KEYS[1], 'p') == 0 and ARGV[5] == '1' then
+    n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+  else
+    -- the pickup of a hand-off (which confirms the provisional hold: a
+    -- WithOwner waiter must not count twice), or an idempotent retry
+    n = tonumber(redis.call('HGET', KEYS[1], 'n'))
+  end
   extend(ARGV[2])
   return {1, tonumber(redis.call('HGET', KEYS[1], 'f')), n}
 end
@@ -163,8 +176,10 @@ return {0, redis.call('PTTL', KEYS[1])}
 `)
 
 // releaseScript: KEYS lock, fence, queue, queue deadlines. ARGV token,
-// channel, hand-off lease ms.
-// Returns {-1} when the token does not hold the lock, {remaining holds}
+// channel, fence ("": any), hand-off lease ms.
+// Returns {-1} when the token does not hold the lock, or holds it under
+// another fence (a newer hold of the same WithOwner token, taken after
+// this lease was lost: review defect 4), {remaining holds}
 // otherwise. At zero holds it hands the lock to the first waiter, publishing
 // "<token>:<fence>" on the channel, and returns {0, that message}; with
 // nobody waiting it deletes the lock and returns {0, ""}. The waiter gets a
@@ -175,8 +190,8 @@ return {0, redis.call('PTTL', KEYS[1])}
 // only when a queue exists does it read the clock and drop expired waiters
 // before the hand-off.
 var releaseScript = rediscmd.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'o', 'n')
-if h[1] ~= ARGV[1] then return {-1} end
+local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'f')
+if h[1] ~= ARGV[1] or (ARGV[3] ~= '' and h[3] ~= ARGV[3]) then return {-1} end
 if (tonumber(h[2]) or 1) > 1 then return {redis.call('HINCRBY', KEYS[1], 'n', -1)} end
 if redis.call('EXISTS', KEYS[3]) == 0 then
   redis.call('DEL', KEYS[1])
@@ -188,10 +203,12 @@ dropDead()
 return {0, handoff(ARGV[2])}
 `)
 
-// renewScript: KEYS lock. ARGV token, ttl ms. Returns 1 when renewed (the
-// key now lives at least ttl more), 0 when not held.
+// renewScript: KEYS lock. ARGV token, ttl ms, fence. Returns 1 when
+// renewed (the key now lives at least ttl more), 0 when not held (or held
+// under another fence: a newer hold of the same owner).
 var renewScript = rediscmd.NewScript(luaExtend + `
-if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then
+local h = redis.call('HMGET', KEYS[1], 'o', 'f')
+if h[1] == ARGV[1] and h[2] == ARGV[3] then
   extend(ARGV[2])
   return 1
 end

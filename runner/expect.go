@@ -222,6 +222,15 @@ func Expected(lock, fault string) (e Expectation) {
 		e.predict(WantMay, PropFairness)
 		e.Why = joinWhy(e.Why, "under churn a waiter drops out of line and later joiners are served first (fair queue)")
 	}
+	if lock == zoo.FencedV1Name || lock == zoo.FencedV2Name {
+		// The workload's owned acquires (workload.Mix.Owner): an owner
+		// handed the lock in line counts it twice, and its one release
+		// leaves the lock held for its TTL (the next acquire as that
+		// owner then gets the same token again, and waiters wait);
+		// and a lost lease's release frees the owner's newer hold.
+		e.predict(WantMay, PropLease, PropLiveness)
+		e.Why = joinWhy(e.Why, "an owner handed the lock in line counts it twice: its one release leaves the lock held (lease: the owner's next acquire gets the same token; waiter liveness), and a lost lease's release frees the owner's newer hold (lease: not-owner)")
+	}
 	if lock == zoo.FencedV2Name {
 		// Both need a rushed release (the workload's rush-release share)
 		// or a release landing on a watchdog renewal: most runs show one.

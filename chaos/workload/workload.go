@@ -167,6 +167,14 @@ type Mix struct {
 	// or a 1ms deadline (half); a release that did not surely happen is
 	// sent again with the op timeout, as a careful caller retries.
 	RushRelease float64
+	// Owner: sections that acquire as the client's own owner
+	// (locker.Owned: one owner per client, kept across its holds), with
+	// a blocking or a one-shot acquire as the other shares say. When such
+	// a holder finds its lease gone at its check before the write, it
+	// acquires again as the same owner before it releases the lost lease,
+	// as code that defers a release and retries does: the lost lease's
+	// release must not free the newer hold.
+	Owner float64
 	// Leave: sections after whose acquire the client leaves for good,
 	// holding: it closes its Locker (watchdogs stop, leases stay until
 	// they expire) and stops. Default 0: a fault that waits for a client
@@ -178,7 +186,7 @@ type Mix struct {
 
 // DefaultMix is the mix `go test ./chaos` and `lockproof run` use.
 func DefaultMix() Mix {
-	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.4, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1}
+	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.4, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1, Owner: 0.3}
 }
 
 // share is one choice of a Mix by its name (the CLI's --mix).
@@ -189,7 +197,7 @@ type share struct {
 
 func (m *Mix) shares() []share {
 	return []share{{"blocking", &m.Blocking}, {"cancel", &m.Cancel}, {"reenter", &m.Reenter}, {"renew", &m.Renew},
-		{"long-work", &m.LongWork}, {"rush-release", &m.RushRelease}, {"leave", &m.Leave}}
+		{"long-work", &m.LongWork}, {"rush-release", &m.RushRelease}, {"owner", &m.Owner}, {"leave", &m.Leave}}
 }
 
 func (m *Mix) validate() error {
@@ -618,6 +626,17 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	// Acquire: one attempt, or wait in line (and maybe be canceled there).
 	acqOp := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Lease: c.nextHold()}
 	acquire, timeout := func(ctx context.Context) (locker.Lease, error) { return c.locker.TryAcquire(ctx, c.Key, cfg.TTL) }, cfg.OpTimeout
+	// As the client's own owner (locker.Owned); only a lock that has
+	// owners draws this choice, so other locks' seeds replay as before.
+	owned, _ := c.locker.(locker.Owned)
+	if owned != nil && !c.chance(mix.Owner) {
+		owned = nil
+	}
+	if owned != nil {
+		acquire = func(ctx context.Context) (locker.Lease, error) {
+			return owned.AcquireAs(ctx, c.Key, cfg.TTL, c.owner(), false, nil)
+		}
+	}
 	var inLineAt atomic.Int64 // when the lock said the waiter is in line (locker.InLine); 0: it did not
 	if waiter, ok := c.locker.(locker.Waiter); ok && c.chance(mix.Blocking) {
 		acqOp.Wait = true
@@ -642,11 +661,18 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 				}
 				c.waiting.Store(false)
 			}()
+			inLine := func() {
+				inLineAt.Store(max(rec.Now(), 1))
+				mark()
+			}
+			if owned != nil {
+				if _, ok := c.locker.(locker.InLine); !ok {
+					inLine = nil // a lock that cannot say when it is in line
+				}
+				return owned.AcquireAs(ctx, c.Key, cfg.TTL, c.owner(), true, inLine)
+			}
 			if il, ok := c.locker.(locker.InLine); ok {
-				return il.AcquireInLine(ctx, c.Key, cfg.TTL, func() {
-					inLineAt.Store(max(rec.Now(), 1))
-					mark()
-				})
+				return il.AcquireInLine(ctx, c.Key, cfg.TTL, inLine)
 			}
 			return waiter.Acquire(ctx, c.Key, cfg.TTL)
 		}
@@ -760,6 +786,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		return err
 	}
 
+	gone := false // the check before the write found the lease gone
 	if res == history.OK {
 		// Work on what was read, then check the lease as users without
 		// fencing do, leaving room for the write to come (gap, a twentieth
@@ -771,6 +798,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		c.working.Store(false)
 		gap := cfg.TTL/20 + time.Duration(c.rng.Int64N(int64(cfg.TTL/20)+1))
 		valid, claimed := c.check(h, gap)
+		gone = !valid
 		if valid {
 			// Holding, with the write ahead and the check behind: a fault
 			// that waits for the client to hold strikes here, between the
@@ -808,8 +836,52 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	// careful client stands, and a rushed release never sends its DEL
 	// after a pause (get-del × pause-client missed 3 seeds of 20 so).
 	rush := c.chance(mix.RushRelease) && !c.Gate.Armed()
+	if gone && owned != nil {
+		return w.again(ctx, rec, c, owned, h)
+	}
 	return c.release(ctx, rec, h, rush, cfg.OpTimeout)
 }
+
+// again is what a holder acquiring as its own owner (Mix.Owner) does when
+// its check found the lease gone: it acquires again as the same owner
+// (one attempt), then releases the lost lease, as code whose release was
+// deferred does, and, holding anew, works and releases the new hold. The
+// lost lease's release must fail and leave the new hold alone (package
+// lock's review defect 4: it freed it).
+func (w *Workload) again(ctx context.Context, rec *history.Recorder, c *Client, owned locker.Owned, lost held) error {
+	cfg := w.cfg
+	var nl locker.Lease
+	op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Lease: c.nextHold()}
+	start := c.Clock.Now()
+	res, err := c.recording(rec).lock(ctx, op, ctxNormal, cfg.OpTimeout, func(ctx context.Context) error {
+		var err error
+		nl, err = owned.AcquireAs(ctx, c.Key, cfg.TTL, c.owner(), false, nil)
+		return err
+	}, func(o *history.Op) {
+		o.Token, o.HasToken = nl.Fence()
+		c.claim(rec, o, nl)
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.release(ctx, rec, lost, false, cfg.OpTimeout); err != nil {
+		return err
+	}
+	if res != history.OK {
+		return nil
+	}
+	h := held{lease: nl, id: op.Lease, believed: c.reckon(nl, start)}
+	h.released = c.watchLoss(ctx, rec, h)
+	_ = sleepRand(ctx, c.rng, cfg.Hold)
+	if err := c.Gate.Wait(ctx); err != nil {
+		return errStop
+	}
+	return c.release(ctx, rec, h, false, cfg.OpTimeout)
+}
+
+// owner is the client's own owner for locker.Owned: one per client, the
+// same for each of its holds.
+func (c *Client) owner() string { return c.Name + "-owner" }
 
 // LeaseCheckPoint is the point of the workload's own code (gate.Gate.Pass)
 // right after a holder checked its lease and before its write: a pause

@@ -1,0 +1,97 @@
+package lock_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/lock"
+)
+
+// TestOwnerWaiterCountsOnceOnPickup: a waiter acquiring WithOwner that is
+// handed the lock holds it once, and its one Release frees it (review
+// defect 2: the pickup attempt counted as a reentrant acquire, Holds was
+// 2, and the lock stayed held for its TTL after the only Release).
+func TestOwnerWaiterCountsOnceOnPickup(t *testing.T) {
+	p := redistest.Start(t)
+	opts := lock.Options{TTL: time.Minute}
+	holder, waiter, other := newLocks(t, newRDB(t, p), opts), newLocks(t, newRDB(t, p), opts), newLocks(t, newRDB(t, p), opts)
+	l := mustAcquire(t, holder, "k")
+	got := make(chan *lock.Lease, 1)
+	go func() {
+		wl, err := waiter.Acquire(ctxT(t), "k", lock.WithOwner("worker-1"))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- wl
+	}()
+	eventually(t, "the waiter to queue", func() bool { return queueLen(t, newRDB(t, p), "k") == 1 })
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	wl := <-got
+	if wl == nil {
+		t.FailNow()
+	}
+	if n := wl.Holds(); n != 1 {
+		t.Errorf("Holds() = %d after a hand-off, want 1", n)
+	}
+	if err := wl.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	ol, err := other.TryAcquire(ctxT(t), "k")
+	if err != nil {
+		t.Fatalf("after the owner's only Release the lock is still held: %v", err)
+	}
+	_ = ol.Release(ctxT(t))
+
+	// A nested hold of the same owner still counts: the hand-off mark
+	// is confirmed once.
+	a := mustAcquire(t, waiter, "k", lock.WithOwner("worker-1"))
+	b := mustAcquire(t, waiter, "k", lock.WithOwner("worker-1"))
+	if b.Holds() != 2 {
+		t.Errorf("a nested hold: Holds() = %d, want 2", b.Holds())
+	}
+	for _, x := range []*lock.Lease{b, a} {
+		if err := x.Release(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReleaseOfALostLeaseSparesTheNewerHold: an owner whose lease expired
+// and who acquired the lock again (the same WithOwner token) cannot free
+// or renew the newer hold through the lost lease: Release and Renew of
+// the lost one return ErrNotHeld, and the newer hold keeps the lock
+// (review defect 4: the owner-only check let the lost lease's Release
+// free it, and another client took the key while the newer hold claimed
+// seconds more).
+func TestReleaseOfALostLeaseSparesTheNewerHold(t *testing.T) {
+	p := redistest.Start(t)
+	c, other := newLocks(t, newRDB(t, p), lock.Options{}), newLocks(t, newRDB(t, p), lock.Options{})
+	old := mustAcquire(t, c, "k", lock.WithOwner("worker-1"), lock.WithTTL(100*time.Millisecond))
+	eventually(t, "the lease to expire", func() bool {
+		n, err := newRDB(t, p).Exists(ctxT(t), lock.RedisKeys("k").Lock).Result()
+		return err == nil && n == 0
+	})
+	newer := mustAcquire(t, c, "k", lock.WithOwner("worker-1"), lock.WithTTL(time.Minute))
+	if err := old.Renew(ctxT(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Renew of the lost lease: %v, want ErrNotHeld", err)
+	}
+	if err := old.Release(ctxT(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Release of the lost lease: %v, want ErrNotHeld", err)
+	}
+	if ol, err := other.TryAcquire(ctxT(t), "k"); !errors.Is(err, lock.ErrNotAcquired) {
+		if ol != nil {
+			_ = ol.Release(ctxT(t))
+		}
+		t.Errorf("another client's TryAcquire while the newer hold is valid: %v, want ErrNotAcquired", err)
+	}
+	if newer.Context().Err() != nil {
+		t.Error("the newer hold's Context ended")
+	}
+	if err := newer.Release(ctxT(t)); err != nil {
+		t.Errorf("the newer hold's Release: %v", err)
+	}
+}
