@@ -148,7 +148,9 @@ func TestHarnessCatchesALockThatLies(t *testing.T) {
 // every release under latency; the lock shipped now passes them all.
 func TestHarnessCatchesTheSecondReview(t *testing.T) {
 	mix := workload.DefaultMix()
-	mix.Blocking, mix.Cancel, mix.RushRelease = 1, 0, 1
+	// No owned sections: an owner's defects of the old lock (caught by
+	// TestHarnessCatchesTheOwnerDefects) break G1 first.
+	mix.Blocking, mix.Cancel, mix.RushRelease, mix.Owner = 1, 0, 1, 0
 	var specs []runner.Spec
 	for seed := uint64(1); seed <= 8; seed++ {
 		specs = append(specs, runner.Spec{Lock: zoo.FencedV2Name, Fault: chaos.FaultLatency, Seed: seed},
@@ -271,5 +273,36 @@ func TestHarnessCatchesTheOwnerDefects(t *testing.T) {
 			t.Errorf("fenced-v2's defect %q was not caught on any of 3 seeds", d)
 		}
 		t.Logf("%s: caught on %d of 3 seeds", d, caught[d])
+	}
+}
+
+// TestRestartForgetsTheLock: the restart fault crashes the node that holds
+// a working client's lock and starts it again empty (the master, or one of
+// redlock's masters), and each lock keeps what its row of the table
+// predicts: the fenced lock's watchdog tells the holder within its bound
+// (notice), fencing keeps the data safe, and its waiters are served; the
+// lua lock never learns of it; redlock keeps its majority on the other two
+// masters (G1 holds). Fenced histories go through trace validation too.
+func TestRestartForgetsTheLock(t *testing.T) {
+	var specs []runner.Spec
+	for _, l := range []string{zoo.FencedName, zoo.LuaName, zoo.RedlockName} {
+		specs = append(specs, runner.Spec{Lock: l, Fault: chaos.FaultRestart, Seed: 1})
+	}
+	rows := zooRunIn(t, zooDir(t), specs)
+	for _, sp := range specs {
+		s := rows[sp.ID()]
+		t.Logf("%s: %s", sp.ID(), s.FaultEvidence)
+		if !strings.Contains(s.FaultEvidence, "crashed and restarted without persistence") || strings.Contains(s.FaultEvidence, "keys before none") {
+			t.Errorf("%s: the restart did not bite: %q", sp.ID(), s.FaultEvidence)
+		}
+		exp := runner.Expected(sp.Lock, sp.Fault)
+		for _, p := range contract.PropertyIDs() {
+			if !exp.Want(p).Matches(s.Verdict(p)) {
+				t.Errorf("%s: %s %s, predicted %s", sp.ID(), p, s.Verdict(p), exp.Want(p))
+			}
+		}
+	}
+	if v := rows[specs[0].ID()].Verdict(contract.PropNotice); v != checker.OK {
+		t.Errorf("fenced: loss notice %s, want ok: its watchdog must find the lock gone", v)
 	}
 }

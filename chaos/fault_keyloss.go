@@ -33,32 +33,83 @@ func keyLossFault() Fault {
 			for _, n := range topo.Redlock {
 				nodes = append(nodes, n.Upstream)
 			}
-			// Strike the first client found working under its lock (before
-			// its lease check), with its keys there
-			// (a holder that worked briefly may be gone by the time we
-			// look): waiting for one chosen client could outlast the run
-			// when holds are long.
-			tick := time.NewTicker(time.Millisecond)
-			defer tick.Stop()
-			for {
-				for _, c := range s.wl.Clients {
-					if !c.Working() {
-						continue
-					}
-					kl := &nemesis.KeyLoss{Client: c.Name, Key: c.Key, Nodes: nodes}
-					ok, err := kl.Present(s.ctx)
-					if err != nil {
-						return armed{}, fmt.Errorf("key-loss: %w", err)
-					}
-					if ok && c.Working() {
-						return armed{fault: kl}, nil
-					}
-				}
-				select {
-				case <-tick.C:
-				case <-s.ctx.Done():
-					return armed{}, fmt.Errorf("key-loss: no client held its lock: %w", s.ctx.Err())
+			kl, err := holderKeys(s, nodes)
+			if err != nil {
+				return armed{}, fmt.Errorf("key-loss: %w", err)
+			}
+			return armed{fault: kl}, nil
+		}}
+}
+
+// restartFault: Redis forgets every lock at once, the master crashed and
+// restarted without persistence (same address, empty data set; on Docker,
+// the container killed and started again), while a client works under its
+// lock; for Redlock, the one of its masters found holding the lock. It
+// acts on servers every scenario shares, so it runs alone; the window is
+// the restart.
+func restartFault() Fault {
+	return Fault{Name: FaultRestart, Doc: "the master (for redlock, one of its masters) crashes and restarts without persistence while a client holds (Redis forgets every lock)",
+		Scope: ScopeServers, Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
+		Needs: func(k env.Kind) error {
+			if k == env.BYO {
+				return ErrCannotPauseServers
+			}
+			return nil
+		},
+		strike: func(s *striking) (armed, error) {
+			topo := s.env.Topology()
+			m, err := env.Master(s.ctx, topo)
+			if err != nil {
+				return armed{}, fmt.Errorf("restart: %w", err)
+			}
+			nodes := append([]env.Node{m}, topo.Redlock...)
+			addrs := make([]string, len(nodes))
+			for i, n := range nodes {
+				addrs[i] = n.Upstream
+			}
+			kl, err := holderKeys(s, addrs)
+			if err != nil {
+				return armed{}, fmt.Errorf("restart: %w", err)
+			}
+			// The node to restart: the first that holds the lock's keys
+			// (the master, or for Redlock one of its masters).
+			for _, n := range nodes {
+				one := &nemesis.KeyLoss{Client: kl.Client, Key: kl.Key, Nodes: []string{n.Upstream}}
+				if ok, err := one.Present(s.ctx); err != nil {
+					return armed{}, fmt.Errorf("restart: %w", err)
+				} else if ok {
+					return armed{fault: &nemesis.Restart{Lock: one, Env: s.env, NodeID: n.ID}}, nil
 				}
 			}
+			return armed{}, fmt.Errorf("restart: %s's lock %s left every node before the strike: %w", kl.Client, kl.Key, ErrNoBite)
 		}}
+}
+
+// holderKeys waits for the first client found working under its lock
+// (before its lease check) with its keys on nodes (a holder that worked
+// briefly may be gone by the time we look), and returns its lock's keys:
+// waiting for one chosen client could outlast the run when holds are long.
+func holderKeys(s *striking, nodes []string) (*nemesis.KeyLoss, error) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, c := range s.wl.Clients {
+			if !c.Working() {
+				continue
+			}
+			kl := &nemesis.KeyLoss{Client: c.Name, Key: c.Key, Nodes: nodes}
+			ok, err := kl.Present(s.ctx)
+			if err != nil {
+				return nil, err
+			}
+			if ok && c.Working() {
+				return kl, nil
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-s.ctx.Done():
+			return nil, fmt.Errorf("no client held its lock: %w", s.ctx.Err())
+		}
+	}
 }

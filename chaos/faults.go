@@ -190,7 +190,7 @@ func Catalogue() []Fault {
 	return []Fault{
 		noneFault(), latencyFault(), partitionFault(), pauseClientFault(), pauseServerFault(),
 		failoverFault(), crashClientFault(), clockSkewFault(), failoverSkewFault(), keyLossFault(),
-		pubsubResetFault(), crowdFault(), resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
+		pubsubResetFault(), crowdFault(), restartFault(), resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
 	}
 }
 

@@ -47,6 +47,7 @@ const (
 	FaultKeyLoss      = contract.FaultKeyLoss
 	FaultCrowd        = contract.FaultCrowd
 	FaultPubSubReset  = contract.FaultPubSubReset
+	FaultRestart      = contract.FaultRestart
 )
 
 // ErrScenario wraps errors about a bad Scenario.

@@ -40,6 +40,9 @@ const (
 	// FaultPubSubReset drops the master's pub/sub connections while it
 	// refuses SUBSCRIBE: subscriptions die, commands pass.
 	FaultPubSubReset = "pubsub-reset"
+	// FaultRestart crashes the master and restarts it without
+	// persistence: Redis forgets every lock while their holders live.
+	FaultRestart = "restart"
 )
 
 // KeepsServing reports whether the deployment answers every client's

@@ -331,9 +331,16 @@ func Expected(lock, fault string) (e Expectation) {
 			e.predict(WantMay, PropLease, PropResource, PropClaims)
 			e.Why = "a lease in the replication gap is lost (G1 may break, and its holder's claim with it) and unfenced data may then be overwritten"
 		}
-	case chaos.FaultKeyLoss:
+	case chaos.FaultKeyLoss, chaos.FaultRestart:
+		if fault == chaos.FaultRestart && lock == zoo.RedlockName {
+			// One master of three forgets the lock; the two others still
+			// hold it, so nobody gets a majority until it expires.
+			e.Why = "one of redlock's three masters forgets the lock: the other two keep it, so no other client gets a majority (G1 holds)"
+			break
+		}
 		// Redis forgot the holder's lock: the next client takes the key
-		// while the holder works on, believing it holds.
+		// while the holder works on, believing it holds. (A restart
+		// also cuts every connection for a moment.)
 		e.predict(WantMay, PropLease, PropClaims)
 		e.Why = joinWhy(e.Why, "Redis forgot the holder's lock: another client may take the key while the holder works on (G1 may break, and the holder's claim and its check before writing with it)")
 		if fencedLocks[lock] {

@@ -418,6 +418,9 @@ func TestAvailableFaults(t *testing.T) {
 		!errors.Is(left[2], chaos.ErrCannotChangeACL) {
 		t.Errorf("byo: %v, left %v; want neither pause-server, failover-skew nor pubsub-reset", byo, left)
 	}
+	if f, _ := chaos.Lookup(chaos.FaultRestart); !errors.Is(f.Available(env.BYO), chaos.ErrCannotPauseServers) {
+		t.Errorf("restart on byo: %v, want ErrCannotPauseServers", f.Available(env.BYO))
+	}
 }
 
 func TestRegressionsRoundTrip(t *testing.T) {

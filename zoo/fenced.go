@@ -64,10 +64,11 @@ func fencedV1Entry() locker.Entry {
 			if err := needRedis(d); err != nil {
 				return nil, err
 			}
-			// The queue deadline the shipped lock runs with here (the old one
-			// defaulted to the lease TTL): the same configuration, the old
-			// algorithm.
-			c, err := fencedv1.New(d.Redis, fencedv1.Options{Logger: d.Logger, QueueTTL: HarnessQueueTTL})
+			// The shipped lock's default queue deadline (the old one
+			// defaulted to the lease TTL): the configuration its defects
+			// were caught with (TestHarnessCatchesTheOldLock), not the
+			// longer one the harness gives the later locks.
+			c, err := fencedv1.New(d.Redis, fencedv1.Options{Logger: d.Logger, QueueTTL: lock.DefaultQueueTTL})
 			if err != nil {
 				return nil, mapLockErr(err)
 			}

@@ -149,3 +149,69 @@ func globEscape(s string) string {
 
 // scanFunc is redis.Client.Scan.
 type scanFunc func(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
+
+// Restart makes Redis forget every lock at once: the master crashes
+// (SIGKILL, or the container is killed) and starts again at the same
+// address without persistence, its data set empty, as a node without
+// AOF or RDB does after a crash; its replicas resync the empty data set
+// from it. The holder of Key lives on, unpaused and connected once the
+// master answers again. Evidence: the holder's lock keys before the crash
+// and after the restart. It acts on the master every scenario shares, so
+// the fault runs alone. Stop heals nothing: the master is back at Start's
+// end, and what it forgot stays forgotten.
+type Restart struct {
+	// Lock names the holder and the lock whose keys are the evidence
+	// (its Nodes are the master's direct address).
+	Lock *KeyLoss
+	// Env runs the master, NodeID.
+	Env    env.Env
+	NodeID string
+}
+
+// Name is "restart <node> (<client> <key>)".
+func (r *Restart) Name() string {
+	return "restart " + r.NodeID + " (" + r.Lock.Client + " " + r.Lock.Key + ")"
+}
+
+// Start kills the master and starts it again, empty, and waits until it
+// answers PING.
+func (r *Restart) Start(ctx context.Context) error {
+	before, berr := r.listKeys(ctx)
+	if err := r.Env.Kill(ctx, r.NodeID); err != nil {
+		return fmt.Errorf("restart %s: %w", r.NodeID, err)
+	}
+	if err := r.Env.Restart(ctx, r.NodeID); err != nil {
+		return fmt.Errorf("restart %s: %w", r.NodeID, err)
+	}
+	after, aerr := r.listKeys(ctx)
+	r.Lock.mu.Lock()
+	// The restart empties the data set: keys after it are new ones (a
+	// client that took the lock at once), shown, not counted.
+	r.Lock.ev = Evidence{Bit: len(before) > 0,
+		Text: fmt.Sprintf("%s crashed and restarted without persistence while %s held %s: its keys before %s, after the restart %s",
+			r.NodeID, r.Lock.Client, r.Lock.Key, list(before), list(after))}
+	r.Lock.mu.Unlock()
+	if err := errors.Join(berr, aerr); err != nil {
+		return fmt.Errorf("restart %s: %w", r.NodeID, err)
+	}
+	return nil
+}
+
+func (r *Restart) listKeys(ctx context.Context) ([]string, error) {
+	var all []string
+	var errs []error
+	for _, addr := range r.Lock.Nodes {
+		c := env.AdminClient(addr)
+		keys, err := r.Lock.keys(ctx, c.Scan, addr)
+		errs = append(errs, err, c.Close())
+		all = append(all, keys...)
+	}
+	return all, errors.Join(errs...)
+}
+
+// Stop does nothing: the master is back, without what it forgot.
+func (r *Restart) Stop(context.Context) error { return nil }
+
+// Evidence implements Witness: the holder's lock keys before the crash
+// and after the restart; Bit when the restart lost some.
+func (r *Restart) Evidence() Evidence { return r.Lock.Evidence() }
