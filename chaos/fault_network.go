@@ -17,19 +17,22 @@ func noneFault() Fault {
 	return Fault{Name: FaultNone, Doc: "no fault: the baseline", Matrix: true}
 }
 
-// crowdFault is no fault but a crowd: 20 clients churn on one key, with
-// short holds and hardly a pause between attempts, so that the line is
-// never empty and every hand-off has waiters behind it (starvation,
-// waiters dropped from the line, every waiter woken per hand-off).
-// Operations may take 5 s: a waiter stays in line past the lock's queue
-// deadline, where a waiter that never refreshes its place drops out.
+// crowdFault is no fault but a crowd: 32 clients churn on one key, with
+// brief sections (holds ≤5 ms, no nested hold, long work or renewal) and
+// hardly a pause between attempts, so that the line is never empty,
+// every hand-off has waiters behind it, and hand-offs follow each other
+// faster than a hand-off lease (starvation: a waiter whose refresh is
+// put off by each hand-off to another drops from the line; waiters
+// dropped from the line; every waiter woken per hand-off). Operations may
+// take 5 s: a waiter stays in line past the lock's queue deadline (a
+// line of 31 at ~50 ms a section is 1.5 s).
 //
-// Not in the default matrix: the checker's search on a key that 20
+// Not in the default matrix: the checker's search on a key that 32
 // clients share with unknown outcomes straddling every hand-off is what
 // issue 27 ("crowded keys") is about; a run names it.
 func crowdFault() Fault {
-	return Fault{Name: FaultCrowd, Doc: "no fault: 20 clients churn on one key (holds ≤5 ms, thinking ≤2 ms, waits up to 5 s)",
-		Shape:    WorkloadShape{Clients: 20, Hold: 5 * time.Millisecond, Think: 2 * time.Millisecond, OpTimeout: 5 * time.Second},
+	return Fault{Name: FaultCrowd, Doc: "no fault: 32 clients churn on one key (brief sections, holds ≤5 ms, thinking ≤2 ms, waits up to 5 s)",
+		Shape:    WorkloadShape{Clients: 32, Hold: 5 * time.Millisecond, Think: 2 * time.Millisecond, OpTimeout: 5 * time.Second, Brief: true},
 		Duration: 6 * time.Second}
 }
 

@@ -56,6 +56,10 @@ const (
 type WorkloadShape struct {
 	Clients                int
 	Hold, Think, OpTimeout time.Duration
+	// Brief: sections take no nested hold, do no long work and no
+	// explicit renewal (the mix's Reenter, LongWork and Renew are 0):
+	// each is as short as Hold and the lease check allow, for churn.
+	Brief bool
 }
 
 // defaultShape is the workload most faults get: chaos's defaults.

@@ -180,6 +180,14 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 	wc.Lock, wc.Keys, wc.Clients, wc.TTL, wc.Seed, wc.KeyPrefix = sc.Lock, sc.Keys, sc.Clients, sc.TTL, sc.Seed, sc.KeyPrefix
 	fault, _ := Lookup(sc.Fault) // known: withDefaults
 	wc.Processes = max(wc.Processes, fault.Processes)
+	if fault.Shape.Brief {
+		mix := workload.DefaultMix()
+		if wc.Mix != nil {
+			mix = *wc.Mix
+		}
+		mix.Reenter, mix.LongWork, mix.Renew = 0, 0, 0
+		wc.Mix = &mix
+	}
 	if wc.Logger == nil {
 		wc.Logger = sc.Logger
 	}

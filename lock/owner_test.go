@@ -1,7 +1,9 @@
 package lock_test
 
 import (
+	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,5 +95,55 @@ func TestReleaseOfALostLeaseSparesTheNewerHold(t *testing.T) {
 	}
 	if err := newer.Release(ctxT(t)); err != nil {
 		t.Errorf("the newer hold's Release: %v", err)
+	}
+}
+
+// TestOwnerGivingUpPassesAHandOffOn: a waiter WithOwner that gives up
+// after a release handed it the lock (before it picked the lock up)
+// passes the lock on to the next waiter, as a fresh token's waiter does.
+// Before, the provisional hold stayed the owner's: the next waiter waited
+// out the hand-off lease, and the owner's next acquire, even a TryAcquire,
+// took the lock ahead of the line (the crowd scenario showed it as a
+// fair-queue violation of the fixed lock, once under load).
+func TestOwnerGivingUpPassesAHandOffOn(t *testing.T) {
+	p := redistest.Start(t)
+	// A long hand-off lease, and a waiter that hears no pub/sub: it polls
+	// every half hand-off lease, so the test cancels it before it looks.
+	opts := lock.Options{TTL: time.Minute, QueueTTL: time.Minute, HandoffTTL: 4 * time.Second}
+	holder, next := newLocks(t, newRDB(t, p), opts), newLocks(t, newRDB(t, p), opts)
+	var eaten atomic.Int64
+	owner := newLocks(t, deafRDB(t, p, &eaten), opts)
+	admin := newRDB(t, p)
+
+	l := mustAcquire(t, holder, "k")
+	octx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := owner.Acquire(octx, "k", lock.WithOwner("worker-1"))
+		gaveUp <- err
+	}()
+	eventually(t, "the owner to queue", func() bool { return queueLen(t, admin, "k") == 1 && eaten.Load() > 0 })
+	got := make(chan error, 1)
+	go func() {
+		nl, err := next.Acquire(ctxT(t), "k")
+		if err == nil {
+			err = nl.Release(ctxT(t))
+		}
+		got <- err
+	}()
+	eventually(t, "the next waiter to queue", func() bool { return queueLen(t, admin, "k") == 2 })
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("the owner's wait: %v, want ErrNotAcquired", err)
+	}
+	if o, err := admin.HGet(ctxT(t), lock.RedisKeys("k").Lock, "o").Result(); err == nil && o == "worker-1" {
+		t.Fatal("the owner gave up, yet the lock handed to it stays its own")
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the next waiter: %v", err)
 	}
 }

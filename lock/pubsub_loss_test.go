@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/lock"
 )
@@ -30,6 +31,22 @@ func (c subscribeEater) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
+// deafRDB is a client of p whose every SUBSCRIBE is swallowed
+// (subscribeEater), counted in eaten.
+func deafRDB(t *testing.T, p *redisproc.Process, eaten *atomic.Int64) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return subscribeEater{Conn: c, eaten: eaten}, nil
+		}})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
 // TestWaiterWithoutPubSubGetsItsHandoff: a waiter whose SUBSCRIBE was lost
 // (the chaos nightly found it: fenced × partition, waiters on the clients
 // the partition cut never got the hand-off after it healed) still picks up
@@ -41,16 +58,7 @@ func TestWaiterWithoutPubSubGetsItsHandoff(t *testing.T) {
 	opts := lock.Options{TTL: time.Minute, QueueTTL: time.Minute}
 	holder := newLocks(t, newRDB(t, p), opts)
 	var eaten atomic.Int64
-	lossy := redis.NewClient(&redis.Options{Addr: p.Addr,
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return subscribeEater{Conn: c, eaten: &eaten}, nil
-		}})
-	t.Cleanup(func() { _ = lossy.Close() })
-	waiter := newLocks(t, lossy, opts)
+	waiter := newLocks(t, deafRDB(t, p, &eaten), opts)
 
 	l := mustAcquire(t, holder, "k")
 	type result struct {

@@ -217,15 +217,18 @@ return 0
 
 // leaveScript: KEYS lock, fence, queue, queue deadlines. ARGV token, channel,
 // ttl ms, "1" when the token is fresh (not given WithOwner), hand-off lease ms. A waiter that
-// gives up leaves the queue; if the lock was already handed to its fresh
-// token, it passes the lock on to the next waiter.
+// gives up leaves the queue; if the lock was already handed to it, it passes
+// the lock on to the next waiter: a fresh token holds nothing else, and an
+// owner's hold still marked provisional (p) is that hand-off, not picked up
+// (an owner's confirmed hold is never touched: it is some other Lease's).
 var leaveScript = rediscmd.NewScript(luaPrelude + luaQueue + `
 clock()
 dropDead()
 local member = ARGV[3] .. ':' .. ARGV[1]
 redis.call('ZREM', KEYS[3], member)
 redis.call('ZREM', KEYS[4], member)
-if ARGV[4] == '1' and redis.call('HGET', KEYS[1], 'o') == ARGV[1] then
+local h = redis.call('HMGET', KEYS[1], 'o', 'p')
+if h[1] == ARGV[1] and (ARGV[4] == '1' or h[2]) then
   handoff(ARGV[2])
   return 1
 end

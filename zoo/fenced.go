@@ -64,10 +64,8 @@ func fencedV1Entry() locker.Entry {
 			if err := needRedis(d); err != nil {
 				return nil, err
 			}
-			// The shipped lock's default queue deadline (the old one
-			// defaulted to the lease TTL): the configuration its defects
-			// were caught with (TestHarnessCatchesTheOldLock), not the
-			// longer one the harness gives the later locks.
+			// The queue deadline the shipped lock uses (the old one defaulted
+			// to the lease TTL): the same configuration, the old algorithm.
 			c, err := fencedv1.New(d.Redis, fencedv1.Options{Logger: d.Logger, QueueTTL: lock.DefaultQueueTTL})
 			if err != nil {
 				return nil, mapLockErr(err)
@@ -88,7 +86,7 @@ func fencedV2Entry() locker.Entry {
 			if err := needRedis(d); err != nil {
 				return nil, err
 			}
-			opts := fencedv2.Options{Watchdog: true, QueueTTL: HarnessQueueTTL, Logger: d.Logger, OnRenew: observeRenewals(d)}
+			opts := fencedv2.Options{Watchdog: true, Logger: d.Logger, OnRenew: observeRenewals(d)}
 			c, err := fencedv2.New(d.Redis, opts)
 			if err != nil {
 				return nil, mapLockErr(err)

@@ -69,7 +69,7 @@ func Builtin() *locker.Registry {
 		{Name: ReentrantName, Profile: locker.ProfileLease, Open: newReentrant, Doc: "Redisson's RLock: a hash with a hold count; no fencing"},
 		RedlockEntry(RedlockOptions{}),
 		{Name: LocalRedisName, Profile: locker.ProfileLease, Open: newLocalRedis, Doc: "Spring's RedisLockRegistry: a process-local lock, then the Redis key; no fencing"},
-		FencedEntry(lock.Options{Watchdog: true, QueueTTL: HarnessQueueTTL}),
+		FencedEntry(lock.Options{Watchdog: true}),
 		fencedV1Entry(),
 		fencedV2Entry(),
 	} {
@@ -79,14 +79,6 @@ func Builtin() *locker.Registry {
 	}
 	return r
 }
-
-// HarnessQueueTTL is the queue TTL the harness runs the fenced locks
-// with (three times the default): a waiter refreshes its place every
-// QueueTTL/3, and the lock's wait bound does not depend on it, so a
-// waiter that sleeps through a hand-off it did not hear waits a second
-// here, well past the bound, where the default's third of a second could
-// hide it (package lock's review defect 3).
-const HarnessQueueTTL = 3 * time.Second
 
 // needRedis checks Deps.Redis.
 func needRedis(d locker.Deps) error {
