@@ -3,14 +3,17 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/chaos/workload"
 )
 
 func crashClientFault() Fault {
-	return Fault{Name: FaultCrashClient, Doc: "a holder crashes for good (or right after, or before, a named command), then a waiter in line", Matrix: true,
-		Takes: PointAfterOrBefore, strike: strikeCrashClient}
+	// Five clients: the holder and two waiters die, two live waiters
+	// are left to be served.
+	return Fault{Name: FaultCrashClient, Doc: "a holder crashes for good (or right after, or before, a named command), then two waiters in line, one after the other", Matrix: true,
+		Takes: PointAfterOrBefore, Shape: WorkloadShape{Clients: 5}, strike: strikeCrashClient}
 }
 
 func strikeCrashClient(s *striking) (armed, error) {
@@ -21,7 +24,10 @@ func strikeCrashClient(s *striking) (armed, error) {
 	// Crash the victim while it holds its lock. For a lock that waits in
 	// line, then crash another client while it waits there (behind the dead
 	// holder's lease): a dead waiter first in line, which must not hold up
-	// the live ones for long once the lease expires (waiter liveness).
+	// the live ones for long once the lease expires (waiter liveness); and,
+	// with two live clients left to wait, a TTL later a second one: several
+	// clients die in line in one scenario, one dead head at a time (the
+	// lock's wait bound allows one dead waiter ahead).
 	holdCrash := func(ctx context.Context) error {
 		if err := bounded(ctx, victim.WaitHolding); err != nil {
 			return err
@@ -31,21 +37,37 @@ func strikeCrashClient(s *striking) (armed, error) {
 	}
 	steps, name := []func(context.Context) error{holdCrash}, "crash-client "+victim.Name
 	if others := without(s.wl.Clients, victim); victim.CanWait() && len(others) > 1 {
+		live := others
 		queuedCrash := func(ctx context.Context) error {
 			var waiter *workload.Client
 			err := bounded(ctx, func(ctx context.Context) (err error) {
-				waiter, err = workload.FirstQueued(ctx, others)
+				waiter, err = workload.FirstQueued(ctx, live)
 				return err
 			})
 			if err != nil {
 				return err
 			}
 			waiter.Gate.Crash()
+			live = without(live, waiter)
 			s.sc.Logger.Info("crashed while queued", "client", waiter.Name)
 			return nil
 		}
 		steps = append(steps, queuedCrash)
 		name = fmt.Sprintf("crash-client %s (holding), then a waiter in line", victim.Name)
+		if len(others) >= 4 {
+			later := func(ctx context.Context) error {
+				t := time.NewTimer(s.sc.TTL)
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				return queuedCrash(ctx)
+			}
+			steps = append(steps, later)
+			name = fmt.Sprintf("crash-client %s (holding), then two waiters in line, one after the other", victim.Name)
+		}
 	}
 	return armed{fault: &nemesis.CrashClients{Label: name, Steps: steps}}, nil
 }

@@ -1,11 +1,14 @@
 package chaos
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/locker"
 )
 
 // keyLossFault: Redis forgets a lock while its holder lives, the one case
@@ -82,6 +85,50 @@ func restartFault() Fault {
 				}
 			}
 			return armed{}, fmt.Errorf("restart: %s's lock %s left every node before the strike: %w", kl.Client, kl.Key, ErrNoBite)
+		}}
+}
+
+// forceUnlockFault: an operator force-unlocks a lock while its holder
+// works under it, through the lock's own API (locker.ForceUnlocker, run
+// on another client's Locker, as an operator's tool would); a lock
+// without one gets key-loss's DEL. It acts on one scenario's key only.
+func forceUnlockFault() Fault {
+	return Fault{Name: FaultForceUnlock, Doc: "an operator's force unlock, through the lock's own API, of a lock a client holds (a DEL for a lock without one)",
+		Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
+		strike: func(s *striking) (armed, error) {
+			m, err := env.Master(s.ctx, s.env.Topology())
+			if err != nil {
+				return armed{}, fmt.Errorf("force-unlock: %w", err)
+			}
+			nodes := []string{m.Upstream}
+			for _, n := range s.env.Topology().Redlock {
+				nodes = append(nodes, n.Upstream)
+			}
+			kl, err := holderKeys(s, nodes)
+			if err != nil {
+				return armed{}, fmt.Errorf("force-unlock: %w", err)
+			}
+			// The operator's tool: another client's Locker (any will do).
+			var tool locker.ForceUnlocker
+			for _, c := range s.wl.Clients {
+				if fu, ok := c.Locker().(locker.ForceUnlocker); ok && c.Name != kl.Client {
+					tool = fu
+					break
+				}
+			}
+			f := &nemesis.ForceUnlock{Lock: kl, Unlock: func(ctx context.Context) (bool, error) {
+				if tool != nil {
+					held, err := tool.ForceUnlock(ctx, kl.Key)
+					if !errors.Is(err, locker.ErrUnsupported) {
+						return held, err
+					}
+				}
+				if err := kl.Start(ctx); err != nil { // no force unlock: the operator's DEL
+					return false, err
+				}
+				return kl.Evidence().Bit, nil
+			}}
+			return armed{fault: f}, nil
 		}}
 }
 

@@ -194,7 +194,7 @@ func Catalogue() []Fault {
 	return []Fault{
 		noneFault(), latencyFault(), partitionFault(), pauseClientFault(), pauseServerFault(),
 		failoverFault(), crashClientFault(), clockSkewFault(), failoverSkewFault(), keyLossFault(),
-		pubsubResetFault(), crowdFault(), restartFault(), resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
+		pubsubResetFault(), crowdFault(), restartFault(), forceUnlockFault(), resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
 	}
 }
 

@@ -48,6 +48,7 @@ const (
 	FaultCrowd        = contract.FaultCrowd
 	FaultPubSubReset  = contract.FaultPubSubReset
 	FaultRestart      = contract.FaultRestart
+	FaultForceUnlock  = contract.FaultForceUnlock
 )
 
 // ErrScenario wraps errors about a bad Scenario.

@@ -40,6 +40,9 @@ const (
 	// FaultPubSubReset drops the master's pub/sub connections while it
 	// refuses SUBSCRIBE: subscriptions die, commands pass.
 	FaultPubSubReset = "pubsub-reset"
+	// FaultForceUnlock is an operator's force unlock of a held lock
+	// through the lock's own API.
+	FaultForceUnlock = "force-unlock"
 	// FaultRestart crashes the master and restarts it without
 	// persistence: Redis forgets every lock while their holders live.
 	FaultRestart = "restart"

@@ -435,11 +435,28 @@ func max2(a, b uint64) uint64 {
 
 // TestRedisPausedIsUnknown: a server that stops answering makes the write's
 // outcome unknown, never a stale refusal.
+//
+// Each call returns within its ctx, with go-redis clients that honour ctx
+// deadlines and with those that do not (ContextTimeoutEnabled false, a 10s
+// read timeout here): review defect 9, the scripts went straight to the
+// client and waited out its read timeout.
 func TestRedisPausedIsUnknown(t *testing.T) {
+	for _, ctxTimeouts := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) { testRedisPausedIsUnknown(t, ctxTimeouts) })
+	}
+}
+
+func testRedisPausedIsUnknown(t *testing.T, ctxTimeouts bool) {
 	p := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, ContextTimeoutEnabled: ctxTimeouts, MaxRetries: -1, ReadTimeout: 10 * time.Second})
 	t.Cleanup(func() { _ = rdb.Close() })
 	t.Cleanup(func() { _ = p.Resume() }) // runs before the server's stop, even on failure
+	within := func(what string, start time.Time) {
+		// 200ms asked; 10s is the read timeout a call that ignored it waits.
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("%s took %v with a 200ms ctx", what, d)
+		}
+	}
 	for _, mk := range []func(redis.UniversalClient, fencing.RedisOptions) (*fencing.Redis, error){fencing.NewRedis, fencing.NewUnfencedRedis} {
 		r, err := mk(rdb, fencing.RedisOptions{})
 		if err != nil {
@@ -452,20 +469,26 @@ func TestRedisPausedIsUnknown(t *testing.T) {
 			t.Fatal(err)
 		}
 		c, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		start := time.Now()
 		err = r.Write(c, "k", fencing.Write{Token: 2, Owner: "a", Value: "w"})
 		cancel()
+		within("write", start)
 		if !errors.Is(err, fencing.ErrUnknownOutcome) || errors.Is(err, fencing.ErrStaleToken) {
 			t.Errorf("write to paused server: %v, want ErrUnknownOutcome and not ErrStaleToken", err)
 		}
 		c, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+		start = time.Now()
 		_, err = r.Read(c, "k")
 		cancel()
+		within("read", start)
 		if !errors.Is(err, fencing.ErrUnknownOutcome) {
 			t.Errorf("read from paused server: %v, want ErrUnknownOutcome", err)
 		}
 		c, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+		start = time.Now()
 		_, err = r.ReadFenced(c, "k", 3, "a")
 		cancel()
+		within("fenced read", start)
 		if !errors.Is(err, fencing.ErrUnknownOutcome) || errors.Is(err, fencing.ErrStaleToken) {
 			t.Errorf("fenced read from paused server: %v, want ErrUnknownOutcome and not ErrStaleToken", err)
 		}

@@ -71,7 +71,10 @@ return {1, 0, ''}
 // lock's Redis fails over. Give the client ContextTimeoutEnabled so that
 // context deadlines bound each call.
 type Redis struct {
-	rdb    redis.UniversalClient
+	// send sends every command once, within its ctx even when rdb has
+	// ContextTimeoutEnabled false (review defect 9: the scripts went
+	// straight to rdb, and a 200ms ctx waited out a 5s read timeout).
+	send   *rediscmd.Sender
 	prefix string
 	fenced bool
 	write  *rediscmd.Script
@@ -96,7 +99,8 @@ func newRedis(rdb redis.UniversalClient, opts RedisOptions, fenced bool) (*Redis
 	if p == "" {
 		p = DefaultPrefix
 	}
-	return &Redis{rdb: rdb, prefix: p, fenced: fenced, write: rediscmd.NewScript(writeScript), read: rediscmd.NewScript(readScript)}, nil
+	return &Redis{send: rediscmd.NewSender(rdb), prefix: p, fenced: fenced,
+		write: rediscmd.NewScript(writeScript), read: rediscmd.NewScript(readScript)}, nil
 }
 
 // Write applies w to key if the fencing rule allows it (always, when unfenced).
@@ -113,12 +117,12 @@ func (r *Redis) Write(ctx context.Context, key string, w Write) error {
 	}
 	tok := strconv.FormatUint(token, 10)
 	if !r.fenced {
-		_, err := rediscmd.Do(ctx, r.rdb, "hset", r.prefix+key, "token", tok, "owner", w.Owner, "value", w.Value)
+		_, err := r.send.Do(ctx, "hset", r.prefix+key, "token", tok, "owner", w.Owner, "value", w.Value)
 		return classify("write", key, err)
 	}
 	// Sent once: resent after a lost reply, an applied write could be
 	// refused as stale (the fence moved on meanwhile) or applied twice.
-	cmd, err := r.write.Run(ctx, r.rdb, []string{r.prefix + key}, tok, w.Owner, w.Value)
+	cmd, err := r.send.RunCmd(ctx, r.write, []string{r.prefix + key}, tok, w.Owner, w.Value)
 	if err != nil {
 		return classify("write", key, err)
 	}
@@ -160,7 +164,7 @@ func (r *Redis) ReadFenced(ctx context.Context, key string, token uint64, owner 
 	if err := ctx.Err(); err != nil {
 		return Value{}, fmt.Errorf("read %q: %w", key, err)
 	}
-	cmd, err := r.read.Run(ctx, r.rdb, []string{r.prefix + key}, strconv.FormatUint(token, 10), owner)
+	cmd, err := r.send.RunCmd(ctx, r.read, []string{r.prefix + key}, strconv.FormatUint(token, 10), owner)
 	if err != nil {
 		return Value{}, classify("read", key, err)
 	}
@@ -192,7 +196,11 @@ func (r *Redis) Read(ctx context.Context, key string) (Value, error) {
 	if err := ctx.Err(); err != nil {
 		return Value{}, fmt.Errorf("read %q: %w", key, err)
 	}
-	res, err := r.rdb.HMGet(ctx, r.prefix+key, "value", "token", "owner").Result()
+	cmd, err := r.send.Do(ctx, "hmget", r.prefix+key, "value", "token", "owner")
+	if err != nil {
+		return Value{}, classify("read", key, err)
+	}
+	res, err := cmd.Slice()
 	if err != nil {
 		return Value{}, classify("read", key, err)
 	}

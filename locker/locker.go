@@ -106,6 +106,16 @@ type Owned interface {
 	AcquireAs(ctx context.Context, key string, ttl time.Duration, owner string, wait bool, inLine func()) (Lease, error)
 }
 
+// ForceUnlocker is a Locker with an operator's force unlock, as package
+// lock's ForceUnlock and Redisson's forceUnlock do: it frees key whoever
+// holds it (for an operator clearing a lock whose holder is believed
+// gone), and reports whether a lock was held. The harness's force-unlock
+// fault uses it while a client holds; a lock without it gets a DEL of its
+// keys instead.
+type ForceUnlocker interface {
+	ForceUnlock(ctx context.Context, key string) (held bool, err error)
+}
+
 // Lease is one hold of a lock.
 //
 // Fence returns the fencing token and ok=true for locks that issue one;

@@ -331,7 +331,7 @@ func Expected(lock, fault string) (e Expectation) {
 			e.predict(WantMay, PropLease, PropResource, PropClaims)
 			e.Why = "a lease in the replication gap is lost (G1 may break, and its holder's claim with it) and unfenced data may then be overwritten"
 		}
-	case chaos.FaultKeyLoss, chaos.FaultRestart:
+	case chaos.FaultKeyLoss, chaos.FaultRestart, chaos.FaultForceUnlock:
 		if fault == chaos.FaultRestart && lock == zoo.RedlockName {
 			// One master of three forgets the lock; the two others still
 			// hold it, so nobody gets a majority until it expires.

@@ -107,6 +107,10 @@ func (l v2Lock) acquire(ctx context.Context, key string, ttl time.Duration, wait
 
 func (l v2Lock) close() error { return l.c.Close() }
 
+func (l v2Lock) forceUnlock(ctx context.Context, key string) (bool, error) {
+	return l.c.ForceUnlock(ctx, key)
+}
+
 // observeRenewals is an OnRenew hook (package lock's, or its frozen
 // copies') that announces every watchdog renewal of a client to
 // d.Observer, with the key as the harness names it.
@@ -145,6 +149,7 @@ type fencedClient interface {
 	// acquire runs Acquire (wait) or TryAcquire, as owner when owner != "",
 	// telling inLine (when not nil) when a wait is in line.
 	acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string, inLine func()) (fencedHold, error)
+	forceUnlock(ctx context.Context, key string) (bool, error)
 	close() error
 }
 
@@ -172,6 +177,10 @@ func (l currentLock) acquire(ctx context.Context, key string, ttl time.Duration,
 
 func (l currentLock) close() error { return l.c.Close() }
 
+func (l currentLock) forceUnlock(ctx context.Context, key string) (bool, error) {
+	return l.c.ForceUnlock(ctx, key)
+}
+
 type v1Lock struct{ c *fencedv1.Client }
 
 func (l v1Lock) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string, _ func()) (fencedHold, error) {
@@ -179,6 +188,10 @@ func (l v1Lock) acquire(ctx context.Context, key string, ttl time.Duration, wait
 }
 
 func (l v1Lock) close() error { return l.c.Close() }
+
+func (l v1Lock) forceUnlock(context.Context, string) (bool, error) {
+	return false, fmt.Errorf("fenced-v1 has no ForceUnlock: %w", locker.ErrUnsupported)
+}
 
 // acquireOn runs a lock package's TryAcquire (or Acquire, to wait) with its
 // TTL option and, when owner is set, its owner option.
@@ -215,6 +228,16 @@ func (f *Fenced) TryAcquire(ctx context.Context, key string, ttl time.Duration) 
 // hand-off until ctx is done.
 func (f *Fenced) Acquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
 	return f.acquire(ctx, key, ttl, true, "", nil)
+}
+
+// ForceUnlock is lock.Client.ForceUnlock (locker.ForceUnlocker): the lock
+// passes to the first waiter, or is deleted; ErrUnsupported on fenced-v1.
+func (f *Fenced) ForceUnlock(ctx context.Context, key string) (bool, error) {
+	if ctx == nil || key == "" {
+		return false, fmt.Errorf("force-unlock %q: ctx and key are required: %w", key, locker.ErrInvalid)
+	}
+	held, err := f.c.forceUnlock(ctx, f.d.Prefix+key)
+	return held, mapLockErr(err)
 }
 
 // AcquireAs is TryAcquire or Acquire as owner (lock.WithOwner):
@@ -266,11 +289,20 @@ func (x *fencedLease) ValidUntil() time.Time {
 	return x.h.ValidUntil()
 }
 
+// Renew is Lease.Renew by the lease's TTL, or RenewFor with another ttl
+// (the lease's TTL from then on); fenced-v1, which has no RenewFor,
+// refuses another ttl with ErrUnsupported.
 func (x *fencedLease) Renew(ctx context.Context, ttl time.Duration) error {
-	if ttl != x.h.TTL() {
-		return fmt.Errorf("renew %q: ttl = %v: the fenced lock renews by its TTL %v: %w", x.key, ttl, x.h.TTL(), locker.ErrInvalid)
+	if ttl == x.h.TTL() {
+		return mapLockErr(x.h.Renew(ctx))
 	}
-	return mapLockErr(x.h.Renew(ctx))
+	rf, ok := x.h.(interface {
+		RenewFor(context.Context, time.Duration) error
+	})
+	if !ok {
+		return fmt.Errorf("renew %q: ttl = %v: this lock renews by its TTL %v only: %w", x.key, ttl, x.h.TTL(), locker.ErrUnsupported)
+	}
+	return mapLockErr(rf.RenewFor(ctx, ttl))
 }
 
 // Reenter acquires the lock again as the lease's owner (lock.WithOwner),

@@ -215,3 +215,45 @@ func (r *Restart) Stop(context.Context) error { return nil }
 // Evidence implements Witness: the holder's lock keys before the crash
 // and after the restart; Bit when the restart lost some.
 func (r *Restart) Evidence() Evidence { return r.Lock.Evidence() }
+
+// ForceUnlock is an operator's force unlock of a held lock through the
+// lock's own API (package lock's ForceUnlock, Redisson's forceUnlock):
+// Unlock frees the lock whoever holds it. Unlike key-loss's DEL, the lock
+// does what it does on a force unlock (package lock hands the lock to its
+// first waiter). Evidence: whether Unlock found the lock held, and the
+// lock's keys before and after. Stop heals nothing.
+type ForceUnlock struct {
+	// Lock names the holder and the lock whose keys are the evidence.
+	Lock *KeyLoss
+	// Unlock runs the lock's force unlock of Lock.Key.
+	Unlock func(ctx context.Context) (held bool, err error)
+}
+
+// Name is "force-unlock <client> <key>".
+func (f *ForceUnlock) Name() string { return "force-unlock " + f.Lock.Client + " " + f.Lock.Key }
+
+// Start force-unlocks the lock.
+func (f *ForceUnlock) Start(ctx context.Context) error {
+	before, berr := f.listKeys(ctx)
+	held, err := f.Unlock(ctx)
+	after, aerr := f.listKeys(ctx)
+	f.Lock.mu.Lock()
+	f.Lock.ev = Evidence{Bit: held,
+		Text: fmt.Sprintf("an operator force-unlocked %s while %s held it: held %v; keys before %s, right after %s",
+			f.Lock.Key, f.Lock.Client, held, list(before), list(after))}
+	f.Lock.mu.Unlock()
+	if err := errors.Join(err, berr, aerr); err != nil {
+		return fmt.Errorf("force-unlock %s: %w", f.Lock.Key, err)
+	}
+	return nil
+}
+
+func (f *ForceUnlock) listKeys(ctx context.Context) ([]string, error) {
+	return (&Restart{Lock: f.Lock}).listKeys(ctx)
+}
+
+// Stop does nothing: the lock stays unlocked.
+func (f *ForceUnlock) Stop(context.Context) error { return nil }
+
+// Evidence implements Witness: Bit when the lock was held.
+func (f *ForceUnlock) Evidence() Evidence { return f.Lock.Evidence() }

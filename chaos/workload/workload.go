@@ -284,6 +284,10 @@ type Client struct {
 // its lock's loss notice can warn).
 func (c *Client) Working() bool { return c.working.Load() }
 
+// Locker is the client's lock (an operator's fault may use it: a force
+// unlock goes through the lock's own API).
+func (c *Client) Locker() locker.Locker { return c.locker }
+
 // setHolding marks the client holding with its write ahead, or not, and
 // tells whoever waits for it (WaitHolding, the parent of a child process).
 func (c *Client) setHolding(h bool) {
@@ -472,20 +476,24 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	c := &Client{Name: name, Key: key, Gate: gate.New(), Clock: &gate.Clock{},
 		rng: rand.New(rand.NewPCG(w.cfg.Seed, idx)), held: make(chan struct{}, 1), gone: make(chan struct{})}
 	to := w.cfg.OpTimeout
+	// Every other client's go-redis ignores ctx deadlines (its read
+	// timeout alone bounds a call), as many users' clients do: a lock, or
+	// a resource, must then honour ctx itself.
+	ctxTimeouts := idx%2 == 0
 	c.lockRDB = redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName: rt.MasterName, SentinelAddrs: rt.Sentinels, Dialer: rt.Dial,
 		DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to,
-		MaxRetries: -1, ContextTimeoutEnabled: true, Protocol: 2,
+		MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2,
 	})
 	c.lockRDB.AddHook(c.Gate.Hook())
 	c.resRDB = redis.NewClient(&redis.Options{Addr: rt.Fenced, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
-		PoolTimeout: to, MaxRetries: -1, ContextTimeoutEnabled: true, Protocol: 2})
+		PoolTimeout: to, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
 	c.resRDB.AddHook(c.Gate.Hook())
 	deps := w.cfg.Deps
 	deps.Redis = c.lockRDB
 	for _, addr := range rt.Redlock {
 		r := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
-			PoolTimeout: to, MaxRetries: -1, ContextTimeoutEnabled: true, Protocol: 2})
+			PoolTimeout: to, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
 		r.AddHook(c.Gate.Hook())
 		c.redlock = append(c.redlock, r)
 		deps.Redlock = append(deps.Redlock, r)
@@ -719,12 +727,25 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	}
 	defer c.setHolding(false)
 
-	// Renew explicitly, by the lease's TTL.
+	// Renew explicitly: by the lease's TTL, or in every third section
+	// for twice it (package lock's RenewFor: the lease's TTL from then
+	// on, watchdog included). A lock that renews only by its own TTL
+	// says so (ErrUnsupported, or ErrInvalid for that ttl): the renewal
+	// is then withdrawn from the history.
 	if c.chance(mix.Renew) {
-		op := history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Token: token, HasToken: fenced, Lease: h.id}
+		rttl := cfg.TTL
+		if seq%3 == 0 { // by the section's number: the seed's draws stay as they were
+			rttl = 2 * cfg.TTL
+		}
+		op := history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: rttl.Milliseconds(), Token: token, HasToken: fenced, Lease: h.id}
 		start := c.Clock.Now()
-		res, err := c.recording(rec).lock(ctx, op, ctxNormal, cfg.OpTimeout,
-			func(ctx context.Context) error { return lease.Renew(ctx, cfg.TTL) }, func(o *history.Op) { c.claim(rec, o, lease) })
+		res, err := c.recording(rec).lock(ctx, op, ctxNormal, cfg.OpTimeout, func(ctx context.Context) error {
+			err := lease.Renew(ctx, rttl)
+			if rttl != cfg.TTL && errors.Is(err, locker.ErrInvalid) {
+				return fmt.Errorf("%w: %w", locker.ErrUnsupported, err)
+			}
+			return err
+		}, func(o *history.Op) { c.claim(rec, o, lease) })
 		if err != nil {
 			return err
 		}

@@ -140,7 +140,7 @@ func (l *lease) Release(ctx context.Context) error {
 // fixed per mutex); another ttl is refused with ErrInvalid.
 func (l *lease) Renew(ctx context.Context, ttl time.Duration) error {
 	if ttl != l.ttl {
-		return fmt.Errorf("renew %q: ttl = %v: redsync extends by its expiry %v: %w", l.key, ttl, l.ttl, locker.ErrInvalid)
+		return fmt.Errorf("renew %q: ttl = %v: redsync extends by its expiry %v: %w", l.key, ttl, l.ttl, locker.ErrUnsupported)
 	}
 	ok, err := l.m.ExtendContext(ctx)
 	if ok {

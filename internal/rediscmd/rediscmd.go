@@ -143,11 +143,21 @@ func (s *Sender) Process(ctx context.Context, cmd redis.Cmder) error {
 
 // Run runs script once (Script.Run), honouring ctx, and returns its reply.
 func (s *Sender) Run(ctx context.Context, script *Script, keys []string, args ...any) (any, error) {
-	cmd, err := script.runVia(ctx, s.Process, keys, args...)
+	cmd, err := s.RunCmd(ctx, script, keys, args...)
 	if err != nil {
 		return nil, err
 	}
 	return cmd.Val(), nil
+}
+
+// RunCmd is Run returning the command, for its typed accessors.
+func (s *Sender) RunCmd(ctx context.Context, script *Script, keys []string, args ...any) (*redis.Cmd, error) {
+	return script.runVia(ctx, s.Process, keys, args...)
+}
+
+// Do is the package's Do through s: sent once, within ctx.
+func (s *Sender) Do(ctx context.Context, args ...any) (*redis.Cmd, error) {
+	return doVia(ctx, s.Process, args...)
 }
 
 // RunWithWait runs script (one EVAL: a NOSCRIPT could not be answered with
