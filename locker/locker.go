@@ -106,6 +106,16 @@ type Owned interface {
 	AcquireAs(ctx context.Context, key string, ttl time.Duration, owner string, wait bool, inLine func()) (Lease, error)
 }
 
+// Retrier is a Locker that can acquire by one-shot attempts spaced by a
+// retry strategy (package lock's WithRetry, bsm/redislock's
+// RetryStrategy): AcquireRetry never joins a line; it returns when an
+// attempt took the lock, when the strategy gives up (ErrNotAcquired), or
+// when ctx is done. The harness records it as a one-shot acquire (it is
+// promised no wait bound: waiters in line go first).
+type Retrier interface {
+	AcquireRetry(ctx context.Context, key string, ttl time.Duration) (Lease, error)
+}
+
 // ForceUnlocker is a Locker with an operator's force unlock, as package
 // lock's ForceUnlock and Redisson's forceUnlock do: it frees key whoever
 // holds it (for an operator clearing a lock whose holder is believed

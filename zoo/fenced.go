@@ -111,6 +111,11 @@ func (l v2Lock) forceUnlock(ctx context.Context, key string) (bool, error) {
 	return l.c.ForceUnlock(ctx, key)
 }
 
+func (l v2Lock) acquireRetry(ctx context.Context, key string, ttl time.Duration) (fencedHold, error) {
+	return acquireOn(ctx, key, ttl, true, "", l.c.TryAcquire, l.c.Acquire, fencedv2.WithTTL, fencedv2.WithOwner,
+		fencedv2.WithRetry(fencedv2.ExponentialBackoff(retryMin, retryMax)))
+}
+
 // observeRenewals is an OnRenew hook (package lock's, or its frozen
 // copies') that announces every watchdog renewal of a client to
 // d.Observer, with the key as the harness names it.
@@ -150,8 +155,15 @@ type fencedClient interface {
 	// telling inLine (when not nil) when a wait is in line.
 	acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string, inLine func()) (fencedHold, error)
 	forceUnlock(ctx context.Context, key string) (bool, error)
+	// acquireRetry runs Acquire with the adapter's retry strategy
+	// (WithRetry: spaced one-shot attempts, never in line).
+	acquireRetry(ctx context.Context, key string, ttl time.Duration) (fencedHold, error)
 	close() error
 }
+
+// Retries of AcquireRetry: exponential from 2ms to 50ms, as a user
+// polling a busy lock would space them.
+const retryMin, retryMax = 2 * time.Millisecond, 50 * time.Millisecond
 
 // fencedHold is what the adapter uses of a lease; *lock.Lease has it.
 type fencedHold interface {
@@ -181,6 +193,11 @@ func (l currentLock) forceUnlock(ctx context.Context, key string) (bool, error) 
 	return l.c.ForceUnlock(ctx, key)
 }
 
+func (l currentLock) acquireRetry(ctx context.Context, key string, ttl time.Duration) (fencedHold, error) {
+	return acquireOn(ctx, key, ttl, true, "", l.c.TryAcquire, l.c.Acquire, lock.WithTTL, lock.WithOwner,
+		lock.WithRetry(lock.ExponentialBackoff(retryMin, retryMax)))
+}
+
 type v1Lock struct{ c *fencedv1.Client }
 
 func (l v1Lock) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string, _ func()) (fencedHold, error) {
@@ -191,6 +208,10 @@ func (l v1Lock) close() error { return l.c.Close() }
 
 func (l v1Lock) forceUnlock(context.Context, string) (bool, error) {
 	return false, fmt.Errorf("fenced-v1 has no ForceUnlock: %w", locker.ErrUnsupported)
+}
+
+func (l v1Lock) acquireRetry(context.Context, string, time.Duration) (fencedHold, error) {
+	return nil, fmt.Errorf("fenced-v1 has no WithRetry: %w", locker.ErrUnsupported)
 }
 
 // acquireOn runs a lock package's TryAcquire (or Acquire, to wait) with its
@@ -228,6 +249,20 @@ func (f *Fenced) TryAcquire(ctx context.Context, key string, ttl time.Duration) 
 // hand-off until ctx is done.
 func (f *Fenced) Acquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
 	return f.acquire(ctx, key, ttl, true, "", nil)
+}
+
+// AcquireRetry is lock.Client.Acquire WithRetry (locker.Retrier):
+// one-shot attempts spaced exponentially from 2ms to 50ms until one takes
+// the lock or ctx is done; ErrUnsupported on fenced-v1.
+func (f *Fenced) AcquireRetry(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
+	if err := checkArgs(ctx, key, ttl, true); err != nil {
+		return nil, err
+	}
+	h, err := f.c.acquireRetry(ctx, f.d.Prefix+key, ttl)
+	if err != nil {
+		return nil, mapLockErr(err)
+	}
+	return &fencedLease{f: f, key: key, h: h}, nil
 }
 
 // ForceUnlock is lock.Client.ForceUnlock (locker.ForceUnlocker): the lock

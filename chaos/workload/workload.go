@@ -646,7 +646,17 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		}
 	}
 	var inLineAt atomic.Int64 // when the lock said the waiter is in line (locker.InLine); 0: it did not
-	if waiter, ok := c.locker.(locker.Waiter); ok && c.chance(mix.Blocking) {
+	waiter, canWait := c.locker.(locker.Waiter)
+	blocking := canWait && c.chance(mix.Blocking)
+	if retrier, ok := c.locker.(locker.Retrier); ok && blocking && owned == nil && seq%4 == 1 {
+		// One blocking acquire in four, by the section's number (the
+		// seed's draws stay as they were), retries one-shot attempts
+		// (locker.Retrier) instead of waiting in line: recorded as a
+		// one-shot acquire, promised no wait bound.
+		blocking = false
+		acquire = func(ctx context.Context) (locker.Lease, error) { return retrier.AcquireRetry(ctx, c.Key, cfg.TTL) }
+	}
+	if blocking {
 		acqOp.Wait = true
 		acquire = func(ctx context.Context) (locker.Lease, error) {
 			// In line when the lock says so (locker.InLine), or else once
