@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -307,6 +308,9 @@ func (c *run) healedAfter(t int64) int64 {
 		changed = false
 		for _, i := range c.p.faults {
 			f := &c.p.ops[i]
+			if contract.KeepsServing(contract.FaultKind(f.Name)) {
+				continue // the holder could be told all along
+			}
 			end := inf
 			if f.Completed {
 				end = f.Return

@@ -455,6 +455,17 @@ func genHistory(r *rand.Rand) []history.Op {
 	return ops
 }
 
+// historyText is ops as a history file says them, for a failure's message.
+func historyText(ops []history.Op) string {
+	var b strings.Builder
+	w := history.NewWriter(&b)
+	for _, o := range ops {
+		_ = w.WriteOp(o)
+	}
+	_ = w.Flush()
+	return b.String()
+}
+
 // shifted returns ops with every time moved by d.
 func shifted(ops []history.Op, d int64) []history.Op {
 	out := slices.Clone(ops)
@@ -507,14 +518,8 @@ func TestDifferential(t *testing.T) {
 			counts[v]++
 		}
 		if got != want {
-			var b strings.Builder
-			w := history.NewWriter(&b)
-			for _, o := range ops {
-				_ = w.WriteOp(o)
-			}
-			_ = w.Flush()
 			t.Fatalf("history %d (chunks of %d): checker says (lease, resource, liveness) %v, brute force %v\n%s\nchecker: %s / %s / %s",
-				i, opts.chunkMin, got, want, b.String(), res.Of(contract.PropLease).Explanation, res.Of(contract.PropResource).Explanation, res.Of(contract.PropLiveness).Explanation)
+				i, opts.chunkMin, got, want, historyText(ops), res.Of(contract.PropLease).Explanation, res.Of(contract.PropResource).Explanation, res.Of(contract.PropLiveness).Explanation)
 		}
 	}
 	// The generator must reach every verdict, or the test proves little.
