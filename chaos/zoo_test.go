@@ -431,7 +431,9 @@ func TestHarnessCatchesTheOldLock(t *testing.T) {
 	var specs []runner.Spec
 	for seed := uint64(1); seed <= 8; seed++ {
 		for _, f := range []string{chaos.FaultNone, chaos.FaultCrashClient} {
-			specs = append(specs, runner.Spec{Lock: "fenced-v1", Fault: f, Seed: seed}, runner.Spec{Lock: "fenced", Fault: f, Seed: seed})
+			// Three clients, as the defects were caught with: one waiter
+			// dies in line, one lives behind it.
+			specs = append(specs, runner.Spec{Lock: "fenced-v1", Fault: f, Seed: seed, Clients: 3}, runner.Spec{Lock: "fenced", Fault: f, Seed: seed, Clients: 3})
 		}
 	}
 	dir := zooDir(t)

@@ -27,4 +27,7 @@ var (
 	ErrLost = errors.New("lease lost")
 	// ErrReleased is the cause of a lease's Context after Release.
 	ErrReleased = errors.New("lease released")
+	// ErrClosed: the Client was closed; it acquires nothing more. An
+	// acquire refused so also wraps ErrNotAcquired (nothing was taken).
+	ErrClosed = errors.New("lock client closed")
 )

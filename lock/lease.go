@@ -63,6 +63,13 @@ func newLease(c *Client, key string, keys Keys, owner string, fence uint64, hold
 	return l
 }
 
+// watched reports whether the lease's watchdog was started.
+func (l *Lease) watched() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.wd != nil
+}
+
 // StopWatchdog stops the lease's watchdog without releasing the lease: the
 // lock stays held in Redis until its TTL runs out, and the lease is lost
 // locally when its validity deadline passes. It models the renewing thread

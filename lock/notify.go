@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -441,9 +440,14 @@ func (n *notifier) close() error {
 	}
 	n.mu.Unlock()
 	if ps != nil {
-		if err := ps.Close(); err != nil {
-			return fmt.Errorf("lock: close subscription: %w", err)
-		}
+		// In the background: go-redis's Close waits for a SUBSCRIBE that
+		// is still dialing, up to its dial timeout against a frozen
+		// Redis, and Client.Close must not (review defect 7: 15s).
+		go func() {
+			if err := ps.Close(); err != nil {
+				n.log.Warn("lock: close subscription", "err", err)
+			}
+		}()
 	}
 	return nil
 }

@@ -652,8 +652,12 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		// One blocking acquire in four, by the section's number (the
 		// seed's draws stay as they were), retries one-shot attempts
 		// (locker.Retrier) instead of waiting in line: recorded as a
-		// one-shot acquire, promised no wait bound.
+		// one-shot acquire, promised no wait bound. It gives up after half
+		// a TTL: waiters in line go first, so a retrier may starve, and a
+		// long op would overlap more events than trace validation lets
+		// one stay pending (tla/trace.MaxAhead).
 		blocking = false
+		timeout = max(cfg.TTL/2, time.Millisecond)
 		acquire = func(ctx context.Context) (locker.Lease, error) { return retrier.AcquireRetry(ctx, c.Key, cfg.TTL) }
 	}
 	if blocking {
