@@ -68,6 +68,26 @@ type Info struct {
 	Waiting int64
 }
 
+// HoldsOf returns how many holds owner (a WithOwner token) has on key's
+// lock: 0 when another owner holds it, nobody does, or it was handed to
+// owner and not yet picked up. It is an owner-checked "is it held by me"
+// and hold count without a Lease (Redisson's isHeldByThread and
+// getHoldCount), read atomically; it changes nothing.
+func (c *Client) HoldsOf(ctx context.Context, key, owner string) (int64, error) {
+	if c == nil || ctx == nil || key == "" || owner == "" {
+		return 0, fmt.Errorf("holds %q: client, ctx, key and owner are required: %w", key, ErrInvalid)
+	}
+	reply, err := c.run(ctx, holdsScript, []string{RedisKeys(key).Lock}, owner)
+	if err != nil {
+		return 0, fmt.Errorf("holds %q: %w", key, err)
+	}
+	n, ok := reply.(int64)
+	if !ok {
+		return 0, fmt.Errorf("holds %q: unexpected reply %v", key, reply)
+	}
+	return n, nil
+}
+
 // Inspect returns the state of key's lock, read atomically: its holder,
 // hold count, fence, time left, and the length of its queue. It changes
 // nothing.

@@ -182,3 +182,29 @@ func TestHooks(t *testing.T) {
 		t.Fatalf("hooks saw %d acquired, %d refused, %d released, %d lost; want 2, 1, 1, 1", acquired, refused, released, lost)
 	}
 }
+
+// TestTakenError: a refused TryAcquire says how long the holder has left
+// (a retry-after hint, within the TTL), and an Acquire WithRetry whose
+// strategy gives up says it too; both still match ErrNotAcquired.
+func TestTakenError(t *testing.T) {
+	p := redistest.Start(t)
+	c := newLocks(t, newRDB(t, p), lock.Options{TTL: 10 * time.Second})
+	l := mustAcquire(t, c, "k")
+	defer func() { _ = l.Release(ctxT(t)) }()
+	for name, try := range map[string]func() error{
+		"TryAcquire": func() error { _, err := c.TryAcquire(ctxT(t), "k"); return err },
+		"WithRetry": func() error {
+			_, err := c.Acquire(ctxT(t), "k", lock.WithRetry(lock.LimitRetry(lock.LinearBackoff(time.Millisecond), 2)))
+			return err
+		},
+	} {
+		err := try()
+		var taken *lock.TakenError
+		if !errors.As(err, &taken) || !errors.Is(err, lock.ErrNotAcquired) {
+			t.Fatalf("%s: %v; want a *TakenError wrapping ErrNotAcquired", name, err)
+		}
+		if taken.Key != "k" || taken.RetryAfter <= 5*time.Second || taken.RetryAfter > 10*time.Second {
+			t.Errorf("%s: %+v; want key k and the holder's remaining TTL (5s..10s)", name, taken)
+		}
+	}
+}

@@ -183,7 +183,7 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 		return a.finish(ctx, start, res, err, wait)
 	}
 	if !wait {
-		return nil, fmt.Errorf("%s %q: %w", op, key, ErrNotAcquired)
+		return nil, &TakenError{Op: op, Key: key, RetryAfter: max(res.pttl, 0)}
 	}
 	if cfg.queued != nil {
 		cfg.queued() // the attempt above put us in line
@@ -280,7 +280,7 @@ func (a *attempt) retry(ctx context.Context) (*Lease, error) {
 		}
 		d := a.cfg.retry.NextBackoff()
 		if d <= 0 {
-			return nil, fmt.Errorf("%s %q: the retry strategy gave up: %w", a.op, a.key, ErrNotAcquired)
+			return nil, fmt.Errorf("the retry strategy gave up: %w", &TakenError{Op: a.op, Key: a.key, RetryAfter: max(res.pttl, 0)})
 		}
 		timer.Reset(d)
 		select {

@@ -1,6 +1,30 @@
 package lock
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// TakenError is the error of a TryAcquire, or of an Acquire WithRetry
+// whose strategy gave up, that found the lock held, or free with others
+// in line: RetryAfter is the holder's remaining TTL as Redis said it, a
+// hint for when to try again (0 when the lock was free and others were
+// first in line). It wraps ErrNotAcquired; get it with errors.As.
+type TakenError struct {
+	Op, Key    string
+	RetryAfter time.Duration
+}
+
+func (e *TakenError) Error() string {
+	if e.RetryAfter > 0 {
+		return fmt.Sprintf("%s %q: %v (held, %v left)", e.Op, e.Key, ErrNotAcquired, e.RetryAfter)
+	}
+	return fmt.Sprintf("%s %q: %v (others in line)", e.Op, e.Key, ErrNotAcquired)
+}
+
+// Unwrap makes errors.Is(err, ErrNotAcquired) hold.
+func (e *TakenError) Unwrap() error { return ErrNotAcquired }
 
 // Sentinel errors. Every error the package returns wraps at most one of the
 // outcome sentinels (ErrNotAcquired, ErrNotHeld, ErrUnknownOutcome,

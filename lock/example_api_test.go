@@ -36,6 +36,43 @@ func ExampleWithRetry() {
 	// Output: true
 }
 
+// Code that runs as a named owner asks whether it holds a lock, and how
+// many times, without the Lease at hand.
+func ExampleClient_HoldsOf() {
+	locks, done := exampleClient(lock.Options{TTL: time.Minute})
+	defer done()
+	ctx := context.Background()
+	outer, _ := locks.Acquire(ctx, "ledger", lock.WithOwner("worker-7"))
+	inner, _ := locks.Acquire(ctx, "ledger", lock.WithOwner("worker-7"))
+
+	n, _ := locks.HoldsOf(ctx, "ledger", "worker-7")
+	other, _ := locks.HoldsOf(ctx, "ledger", "worker-8")
+	fmt.Println(n, other)
+	_ = inner.Release(ctx)
+	_ = outer.Release(ctx)
+	n, _ = locks.HoldsOf(ctx, "ledger", "worker-7")
+	fmt.Println(n)
+	// Output:
+	// 2 0
+	// 0
+}
+
+// A busy lock says how long it stays busy: retry after that, not before.
+func ExampleTakenError() {
+	locks, done := exampleClient(lock.Options{TTL: time.Minute})
+	defer done()
+	ctx := context.Background()
+	held, _ := locks.Acquire(ctx, "invoice-42")
+	defer held.Release(ctx)
+
+	_, err := locks.TryAcquire(ctx, "invoice-42")
+	var taken *lock.TakenError
+	if errors.As(err, &taken) {
+		fmt.Println(errors.Is(err, lock.ErrNotAcquired), taken.RetryAfter > 50*time.Second)
+	}
+	// Output: true true
+}
+
 // An operator's view of a lock, and freeing it when its holder is known to
 // be gone (fences stay monotonic: the old holder's late writes are refused).
 func ExampleClient_ForceUnlock() {

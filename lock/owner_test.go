@@ -147,3 +147,51 @@ func TestOwnerGivingUpPassesAHandOffOn(t *testing.T) {
 		t.Fatalf("the next waiter: %v", err)
 	}
 }
+
+// TestHoldsOf: an owner's hold count, owner-checked and without a Lease:
+// nested holds count, another owner's and a hand-off not yet picked up do
+// not, and bad input names what is missing.
+func TestHoldsOf(t *testing.T) {
+	p := redistest.Start(t)
+	opts := lock.Options{TTL: time.Minute, QueueTTL: time.Minute, HandoffTTL: 4 * time.Second}
+	c := newLocks(t, newRDB(t, p), opts)
+	holds := func(owner string) int64 {
+		t.Helper()
+		n, err := c.HoldsOf(ctxT(t), "k", owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a := mustAcquire(t, c, "k", lock.WithOwner("w1"))
+	b := mustAcquire(t, c, "k", lock.WithOwner("w1"))
+	if holds("w1") != 2 || holds("w2") != 0 {
+		t.Fatalf("holds: w1 %d, w2 %d; want 2, 0", holds("w1"), holds("w2"))
+	}
+	_ = b.Release(ctxT(t))
+	// A hand-off to a deaf waiter (it polls every 2 s): handed, not held.
+	var eaten atomic.Int64
+	w := newLocks(t, deafRDB(t, p, &eaten), opts)
+	got := make(chan *lock.Lease, 1)
+	go func() {
+		l, err := w.Acquire(ctxT(t), "k", lock.WithOwner("w2"))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	eventually(t, "w2 to queue", func() bool { return queueLen(t, newRDB(t, p), "k") == 1 && eaten.Load() > 0 })
+	if err := a.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n := holds("w2"); n != 0 {
+		t.Errorf("a hand-off not yet picked up: HoldsOf = %d, want 0", n)
+	}
+	l := <-got
+	if n := holds("w2"); l == nil || n != 1 {
+		t.Errorf("after the pickup: HoldsOf = %d, want 1", n)
+	}
+	if _, err := c.HoldsOf(ctxT(t), "k", ""); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("HoldsOf without an owner: %v, want ErrInvalid", err)
+	}
+}

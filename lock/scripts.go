@@ -235,6 +235,15 @@ end
 return 0
 `)
 
+// holdsScript: KEYS lock. ARGV token. Returns the token's hold count: 0
+// when it does not hold the lock, or holds only a hand-off it has not
+// picked up (p).
+var holdsScript = rediscmd.NewScript(`
+local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'p')
+if h[1] ~= ARGV[1] or h[3] then return 0 end
+return tonumber(h[2]) or 1
+`)
+
 // ttlScript: KEYS lock. ARGV token. Returns the lock's PTTL (ms) when the
 // token holds it, -1 otherwise.
 var ttlScript = rediscmd.NewScript(`
