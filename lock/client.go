@@ -165,6 +165,9 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 		owner = newToken()
 	}
 	a := &attempt{c: c, key: key, keys: RedisKeys(key), owner: owner, cfg: cfg, op: op}
+	if cfg.ownerSet {
+		a.id = newToken() // names the hold this call adds, for undoScript
+	}
 
 	mode := "t"
 	if wait {
@@ -300,6 +303,10 @@ type attempt struct {
 	cfg   callConfig
 	op    string
 	acks  int64 // replica acks, when Options.ReplicaAcks > 0
+	// id names this call's attempts to the lock (r) when it acquires
+	// WithOwner, so that a lost reply's hold can be taken back; "" for a
+	// fresh token, which a release by token cleans up.
+	id string
 }
 
 func (a *attempt) scriptArgs(mode string) ([]string, []any) {
@@ -309,7 +316,7 @@ func (a *attempt) scriptArgs(mode string) ([]string, []any) {
 	}
 	return []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines},
 		[]any{a.owner, a.cfg.ttl.Milliseconds(), mode, a.c.opts.QueueTTL.Milliseconds(), reentrant,
-			a.keys.Channel, a.c.opts.HandoffTTL.Milliseconds()}
+			a.keys.Channel, a.id, a.c.opts.HandoffTTL.Milliseconds()}
 }
 
 // try runs the acquire script once (with WAIT when replica acks are asked for).
@@ -388,8 +395,9 @@ func (a *attempt) finish(ctx context.Context, start time.Time, res attemptResult
 }
 
 // cleanup runs after an acquire whose reply was lost (or, with queued, one
-// that failed surely): it releases the lock if this attempt got it (fresh
-// owner tokens only) and leaves the queue. It runs in the background so
+// that failed surely): it releases the lock if this attempt got it (a
+// WithOwner call takes back only the hold it added: undo) and leaves the
+// queue. It runs in the background so
 // that the call returns within its own deadline, and it tries again (Redis
 // may be frozen or cut off right now) until it is done or the attempt's
 // lease would have expired anyway: it leaves no held key behind.
@@ -397,12 +405,19 @@ func (a *attempt) cleanup(queued bool) {
 	go func() {
 		deadline := time.Now().Add(a.cfg.ttl)
 		pause := 50 * time.Millisecond
-		release, leave := !a.cfg.ownerSet, queued
+		release, leave := true, queued
 		for release || leave {
 			ctx, cancel := context.WithTimeout(context.Background(), cleanupLimit)
 			var errs []error
 			if release {
-				err := a.releaseBestEffort(ctx)
+				var err error
+				if a.cfg.ownerSet {
+					// The owner's other holds are its own Leases': take
+					// back only the hold this call added, if it did.
+					err = a.undo(ctx)
+				} else {
+					err = a.releaseBestEffort(ctx)
+				}
 				release = err != nil
 				errs = append(errs, err)
 			}
@@ -466,6 +481,17 @@ func (a *attempt) releaseBestEffort(ctx context.Context) error {
 	return err
 }
 
+// undo takes back the hold this WithOwner call added, if its lost reply
+// hid one and no later acquire of the owner added another since.
+func (a *attempt) undo(ctx context.Context) error {
+	_, err := a.c.run(ctx, undoScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines},
+		a.owner, a.id, a.keys.Channel, a.c.opts.HandoffTTL.Milliseconds())
+	if err != nil {
+		a.c.opts.Logger.Warn("lock: cleanup undo failed", "key", a.key, "ttl", a.cfg.ttl, "err", err)
+	}
+	return err
+}
+
 // leave takes the attempt's place out of the queue (and passes the lock on
 // if it was handed to the attempt's fresh token).
 func (a *attempt) leave(ctx context.Context) error {
@@ -474,7 +500,7 @@ func (a *attempt) leave(ctx context.Context) error {
 		fresh = "0"
 	}
 	_, err := a.c.run(ctx, leaveScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines},
-		a.owner, a.keys.Channel, a.cfg.ttl.Milliseconds(), fresh, a.c.opts.HandoffTTL.Milliseconds())
+		a.owner, a.keys.Channel, a.cfg.ttl.Milliseconds(), fresh, a.id, a.c.opts.HandoffTTL.Milliseconds())
 	return err
 }
 

@@ -224,8 +224,10 @@ func WithTTL(ttl time.Duration) AcquireOption {
 // same owner: its Release and Renew return ErrNotHeld (the scripts check
 // the fence along with the owner).
 //
-// Because the hold count changes, an acquire WithOwner whose outcome is
-// unknown is not cleaned up: the caller, who knows the token, decides.
+// An acquire WithOwner whose outcome is unknown takes back, in the
+// background, the hold it may have added (only that one: the owner's
+// other holds are its Leases'), unless another acquire of the owner added
+// a hold since; then the caller, who knows the token, decides.
 func WithOwner(owner string) AcquireOption {
 	return func(c *callConfig) { c.owner, c.ownerSet = owner, true }
 }

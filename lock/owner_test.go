@@ -195,3 +195,41 @@ func TestHoldsOf(t *testing.T) {
 		t.Errorf("HoldsOf without an owner: %v, want ErrInvalid", err)
 	}
 }
+
+// TestOwnerLostReplyLeavesNoOrphanHold: a reentrant acquire WithOwner
+// whose reply is lost (the server paused past its deadline, then resumed
+// to run it) adds a hold nobody has a Lease for; the lock takes it back in
+// the background, so the owner's one visible Release frees the lock
+// (review defect 11: the orphan hold kept it for its TTL, a minute here).
+func TestOwnerLostReplyLeavesNoOrphanHold(t *testing.T) {
+	p := redistest.Start(t)
+	c := newLocks(t, newRDB(t, p), lock.Options{TTL: time.Minute})
+	probe := newRDB(t, p)
+	outer := mustAcquire(t, c, "k", lock.WithOwner("w1"))
+	if err := p.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			_ = p.Resume()
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	_, err := c.Acquire(ctx, "k", lock.WithOwner("w1"))
+	cancel()
+	if !errors.Is(err, lock.ErrUnknownOutcome) {
+		t.Fatalf("the reentrant acquire with a lost reply: %v, want ErrUnknownOutcome", err)
+	}
+	resumed = true
+	if err := p.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := outer.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the lock to be free after the owner's only visible Release", func() bool {
+		n, err := probe.Exists(context.Background(), lock.RedisKeys("k").Lock).Result()
+		return err == nil && n == 0
+	})
+}

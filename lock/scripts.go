@@ -7,7 +7,11 @@ import "github.com/lockproof/lockproof/internal/rediscmd"
 
 // The scripts share two blocks of helpers; neither runs a command itself, so
 // a fast path pays only for the commands it needs. They expect KEYS lock,
-// fence, queue, queue deadlines. Queue members are "<ttl ms>:<owner token>".
+// fence, queue, queue deadlines. Queue members are "<ttl ms>:<owner token>",
+// or "<ttl ms>#<call id>:<owner token>" for a WithOwner call: each call
+// has a place of its own, so an owner's new wait never takes over a place
+// its earlier one left behind (a leave that timed out under load let the
+// owner's next wait jump the line: ZADD NX kept the old score).
 //
 // luaPrelude, at the top of each script (after the fast path in release):
 //   - clock sets us (µs, as a number and as the decimal string uss) and now
@@ -17,7 +21,9 @@ import "github.com/lockproof/lockproof/internal/rediscmd"
 //     is ahead, then HSET o, n, f (every field of the hash, so no DEL is
 //     needed; the hash never exists when grant runs outside a hand-off)
 //     and PEXPIRE. A hand-off (handed) also sets p, the mark of a
-//     provisional hold that its owner's pickup confirms. The counter lives an hour (or two TTLs, if
+//     provisional hold that its owner's pickup confirms. r is the id of
+//     the WithOwner attempt that added the last hold (rid; "" for none):
+//     undoScript takes that hold back when the attempt's reply was lost. The counter lives an hour (or two TTLs, if
 //     longer) past the last grant: a lock name used once does not leave a
 //     key behind for good, and tokens stay monotonic, because a fence is
 //     never more than a few µs ahead of the server clock that issued it, so
@@ -44,7 +50,7 @@ local function clock()
   us = tonumber(uss)
   now = math.floor(us / 1000)
 end
-local function grant(tok, ttl, handed)
+local function grant(tok, ttl, handed, rid)
   if not us then clock() end
   local f, fs = us, uss
   local life = math.max(2 * tonumber(ttl), 3600000)
@@ -54,9 +60,9 @@ local function grant(tok, ttl, handed)
     redis.call('SET', KEYS[2], fs, 'PX', life)
   end
   if handed then
-    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'p', 1)
+    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'p', 1, 'r', '')
   else
-    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs)
+    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'r', rid or '')
   end
   redis.call('PEXPIRE', KEYS[1], ttl)
   return f, fs
@@ -96,7 +102,7 @@ local function handoff(chan)
     end
     redis.call('ZREM', KEYS[3], head)
     redis.call('ZREM', KEYS[4], head)
-    local ttl, tok = string.match(head, '^(%d+):(.+)$')
+    local ttl, tok = string.match(head, '^(%d+)#?%x*:(.+)$')
     if tok then
       local _, fs = grant(tok, math.min(tonumber(ttl), ho), true)
       local msg = tok .. ':' .. fs
@@ -114,6 +120,8 @@ end
 
 // acquireScript: KEYS lock, fence, queue, queue deadlines.
 // ARGV token, ttl ms, mode ("w": join the queue on failure, "t": don't),
+// (then, after the reentrant flag and channel below, the attempt's id for
+// undoScript, "" for a fresh token),
 // queue ttl ms, reentrant ("1": same owner increments the hold count,
 // unless it picks up a hand-off; "0": same owner is an idempotent retry,
 // or a hand-off being picked up),
@@ -133,7 +141,7 @@ end
 // earlier fence as long as the servers' clocks agree within the failover time.
 var acquireScript = rediscmd.NewScript(luaPrelude + `
 if redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
-  local f = grant(ARGV[1], ARGV[2])
+  local f = grant(ARGV[1], ARGV[2], false, ARGV[7])
   return {1, f, 1}
 end
 ` + luaQueue + luaExtend + `
@@ -149,10 +157,12 @@ if owner == ARGV[1] then
     -- WithOwner waiter must not count twice), or an idempotent retry
     n = tonumber(redis.call('HGET', KEYS[1], 'n'))
   end
+  if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'r', ARGV[7]) end
   extend(ARGV[2])
   return {1, tonumber(redis.call('HGET', KEYS[1], 'f')), n}
 end
 local member = ARGV[2] .. ':' .. ARGV[1]
+if ARGV[7] ~= '' then member = ARGV[2] .. '#' .. ARGV[7] .. ':' .. ARGV[1] end
 if not owner then
   local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
   if head == nil or head == member then
@@ -160,7 +170,7 @@ if not owner then
       redis.call('ZREM', KEYS[3], member)
       redis.call('ZREM', KEYS[4], member)
     end
-    local f = grant(ARGV[1], ARGV[2])
+    local f = grant(ARGV[1], ARGV[2], false, ARGV[7])
     return {1, f, 1}
   end
   handoff(ARGV[6])
@@ -173,6 +183,32 @@ if ARGV[3] == 'w' then
   growExpire(KEYS[4], qttl)
 end
 return {0, redis.call('PTTL', KEYS[1])}
+`)
+
+// undoScript: KEYS lock, fence, queue, queue deadlines. ARGV token, the
+// attempt's id, channel, hand-off lease ms. A WithOwner acquire whose
+// reply was lost may have added a hold nobody has a Lease for (review
+// defect 11: an orphan hold only ForceUnlock removed): when the last hold
+// was added by that attempt (r), it takes that hold back, as a release of
+// it would. Returns 1 when it did, 0 otherwise (the attempt added nothing,
+// or a later one added a hold since: then nothing can tell them apart).
+var undoScript = rediscmd.NewScript(`
+local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'r')
+if h[1] ~= ARGV[1] or h[3] ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'r', '')
+if (tonumber(h[2]) or 1) > 1 then
+  redis.call('HINCRBY', KEYS[1], 'n', -1)
+  return 1
+end
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+` + luaPrelude + luaQueue + `
+clock()
+dropDead()
+handoff(ARGV[3])
+return 1
 `)
 
 // releaseScript: KEYS lock, fence, queue, queue deadlines. ARGV token,
@@ -216,7 +252,8 @@ return 0
 `)
 
 // leaveScript: KEYS lock, fence, queue, queue deadlines. ARGV token, channel,
-// ttl ms, "1" when the token is fresh (not given WithOwner), hand-off lease ms. A waiter that
+// ttl ms, "1" when the token is fresh (not given WithOwner), the call's id
+// ("" for a fresh token), hand-off lease ms. A waiter that
 // gives up leaves the queue; if the lock was already handed to it, it passes
 // the lock on to the next waiter: a fresh token holds nothing else, and an
 // owner's hold still marked provisional (p) is that hand-off, not picked up
@@ -225,6 +262,7 @@ var leaveScript = rediscmd.NewScript(luaPrelude + luaQueue + `
 clock()
 dropDead()
 local member = ARGV[3] .. ':' .. ARGV[1]
+if ARGV[5] ~= '' then member = ARGV[3] .. '#' .. ARGV[5] .. ':' .. ARGV[1] end
 redis.call('ZREM', KEYS[3], member)
 redis.call('ZREM', KEYS[4], member)
 local h = redis.call('HMGET', KEYS[1], 'o', 'p')
