@@ -27,16 +27,7 @@ func keyLossFault() Fault {
 		// leaves room for the struck hold and what follows it.
 		Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
 		strike: func(s *striking) (armed, error) {
-			topo := s.env.Topology()
-			m, err := env.Master(s.ctx, topo)
-			if err != nil {
-				return armed{}, fmt.Errorf("key-loss: %w", err)
-			}
-			nodes := []string{m.Upstream}
-			for _, n := range topo.Redlock {
-				nodes = append(nodes, n.Upstream)
-			}
-			kl, err := holderKeys(s, nodes)
+			kl, _, err := holderKeys(s)
 			if err != nil {
 				return armed{}, fmt.Errorf("key-loss: %w", err)
 			}
@@ -53,24 +44,9 @@ func keyLossFault() Fault {
 func restartFault() Fault {
 	return Fault{Name: FaultRestart, Doc: "the master (for redlock, one of its masters) crashes and restarts without persistence while a client holds (Redis forgets every lock)",
 		Scope: ScopeServers, Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
-		Needs: func(k env.Kind) error {
-			if k == env.BYO {
-				return ErrCannotPauseServers
-			}
-			return nil
-		},
+		Needs: needsOwnServers,
 		strike: func(s *striking) (armed, error) {
-			topo := s.env.Topology()
-			m, err := env.Master(s.ctx, topo)
-			if err != nil {
-				return armed{}, fmt.Errorf("restart: %w", err)
-			}
-			nodes := append([]env.Node{m}, topo.Redlock...)
-			addrs := make([]string, len(nodes))
-			for i, n := range nodes {
-				addrs[i] = n.Upstream
-			}
-			kl, err := holderKeys(s, addrs)
+			kl, nodes, err := holderKeys(s)
 			if err != nil {
 				return armed{}, fmt.Errorf("restart: %w", err)
 			}
@@ -96,15 +72,7 @@ func forceUnlockFault() Fault {
 	return Fault{Name: FaultForceUnlock, Doc: "an operator's force unlock, through the lock's own API, of a lock a client holds (a DEL for a lock without one)",
 		Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
 		strike: func(s *striking) (armed, error) {
-			m, err := env.Master(s.ctx, s.env.Topology())
-			if err != nil {
-				return armed{}, fmt.Errorf("force-unlock: %w", err)
-			}
-			nodes := []string{m.Upstream}
-			for _, n := range s.env.Topology().Redlock {
-				nodes = append(nodes, n.Upstream)
-			}
-			kl, err := holderKeys(s, nodes)
+			kl, _, err := holderKeys(s)
 			if err != nil {
 				return armed{}, fmt.Errorf("force-unlock: %w", err)
 			}
@@ -133,10 +101,21 @@ func forceUnlockFault() Fault {
 }
 
 // holderKeys waits for the first client found working under its lock
-// (before its lease check) with its keys on nodes (a holder that worked
-// briefly may be gone by the time we look), and returns its lock's keys:
-// waiting for one chosen client could outlast the run when holds are long.
-func holderKeys(s *striking, nodes []string) (*nemesis.KeyLoss, error) {
+// (before its lease check) with its keys on the lock's nodes, the master
+// and Redlock's masters (a holder that worked briefly may be gone by the
+// time we look), and returns its lock's keys and those nodes: waiting for
+// one chosen client could outlast the run when holds are long.
+func holderKeys(s *striking) (*nemesis.KeyLoss, []env.Node, error) {
+	topo := s.env.Topology()
+	m, err := env.Master(s.ctx, topo)
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes := append([]env.Node{m}, topo.Redlock...)
+	addrs := make([]string, len(nodes))
+	for i, n := range nodes {
+		addrs[i] = n.Upstream
+	}
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -144,19 +123,19 @@ func holderKeys(s *striking, nodes []string) (*nemesis.KeyLoss, error) {
 			if !c.Working() {
 				continue
 			}
-			kl := &nemesis.KeyLoss{Client: c.Name, Key: c.Key, Nodes: nodes}
+			kl := &nemesis.KeyLoss{Client: c.Name, Key: c.Key, Nodes: addrs}
 			ok, err := kl.Present(s.ctx)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if ok && c.Working() {
-				return kl, nil
+				return kl, nodes, nil
 			}
 		}
 		select {
 		case <-tick.C:
 		case <-s.ctx.Done():
-			return nil, fmt.Errorf("no client held its lock: %w", s.ctx.Err())
+			return nil, nil, fmt.Errorf("no client held its lock: %w", s.ctx.Err())
 		}
 	}
 }

@@ -74,15 +74,19 @@ func pauseProcessFault() Fault {
 		}}
 }
 
+// needsOwnServers is the Needs of a fault that stops or restarts servers:
+// not on a bring-your-own deployment, whose servers lockproof does not run.
+func needsOwnServers(k env.Kind) error {
+	if k == env.BYO {
+		return ErrCannotPauseServers
+	}
+	return nil
+}
+
 func pauseServerFault() Fault {
 	return Fault{Name: FaultPauseServer, Doc: "the master frozen (SIGSTOP, docker pause) for 1.5 TTLs, shorter than Sentinel's down-after", Matrix: true,
 		Scope: ScopeServers,
-		Needs: func(k env.Kind) error {
-			if k == env.BYO {
-				return ErrCannotPauseServers
-			}
-			return nil
-		},
+		Needs: needsOwnServers,
 		strike: func(s *striking) (armed, error) {
 			m, err := env.Master(s.ctx, s.env.Topology())
 			if err != nil {

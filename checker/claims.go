@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -306,11 +305,8 @@ func (c *run) falseNotice(cl *claimIndex, n *lop) (Violation, bool) {
 func (c *run) healedAfter(t int64) int64 {
 	for changed := true; changed && t != inf; {
 		changed = false
-		for _, i := range c.p.faults {
+		for _, i := range c.p.excusing { // a fault that keeps Redis serving: the holder could be told
 			f := &c.p.ops[i]
-			if contract.KeepsServing(contract.FaultKind(f.Name)) {
-				continue // the holder could be told all along
-			}
 			end := inf
 			if f.Completed {
 				end = f.Return

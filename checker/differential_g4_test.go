@@ -49,7 +49,6 @@ func g4Brute(ops []history.Op, drift float64, bound int64, fair bool, b int) g4V
 			faults = append(faults, o)
 		}
 	}
-	openAt := func(f history.Op, t int64) bool { return f.Call <= t && ret(f) >= t }
 	keys := map[string]bool{}
 	for _, o := range ops {
 		if o.Kind != history.Fault {
@@ -228,7 +227,6 @@ func g4Brute(ops []history.Op, drift float64, bound int64, fair bool, b int) g4V
 				mark(2, true)
 			}
 		}
-		_ = openAt
 	}
 	return v
 }

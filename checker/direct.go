@@ -6,7 +6,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -294,11 +293,8 @@ func (c *run) mayHold(k *keyOps, b *lop) bool {
 // (contract.KeepsServing: pub/sub connections dropped) counts as none:
 // the lock owes its promises through it.
 func (c *run) faultDuring(from, to int64) bool {
-	for _, i := range c.p.faults {
+	for _, i := range c.p.excusing {
 		f := &c.p.ops[i]
-		if contract.KeepsServing(contract.FaultKind(f.Name)) {
-			continue
-		}
 		end := inf
 		if f.Completed {
 			end = f.Return

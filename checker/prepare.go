@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -70,7 +71,11 @@ type prepared struct {
 	values  []string // index = value id; values[0] = ""
 	keys    []*keyOps
 	faults  []int // indices of fault ops
-	counts  Counts
+	// excusing are the faults whose windows excuse a late waiter, an
+	// overtaken one or a late loss notice: all but those that leave Redis
+	// answering every client (contract.KeepsServing).
+	excusing []int
+	counts   Counts
 	// end is the latest instant the history shows (a call, a return, a
 	// fault window's end): a promise due after it was never due.
 	end int64
@@ -123,6 +128,9 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 		}
 		if o.Kind == history.Fault {
 			p.faults = append(p.faults, i)
+			if !contract.KeepsServing(contract.FaultKind(o.Name)) {
+				p.excusing = append(p.excusing, i)
+			}
 			p.counts.Faults++
 			continue
 		}

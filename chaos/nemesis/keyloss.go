@@ -54,12 +54,10 @@ func (k *KeyLoss) Start(ctx context.Context) error {
 		errs = append(errs, err, lerr, c.Close())
 		before, after = append(before, keys...), append(after, left...)
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
 	// After the DEL a new holder may already have made the key again:
 	// the keys after are shown, the DEL's count is the proof.
-	k.ev = Evidence{Bit: deleted > 0,
-		Text: fmt.Sprintf("%s's lock %s forgotten: %d keys deleted; before %s, right after %s", k.Client, k.Key, deleted, list(before), list(after))}
+	k.record(Evidence{Bit: deleted > 0,
+		Text: fmt.Sprintf("%s's lock %s forgotten: %d keys deleted; before %s, right after %s", k.Client, k.Key, deleted, list(before), list(after))})
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("key-loss %s: %w", k.Key, err)
 	}
@@ -115,6 +113,27 @@ func (k *KeyLoss) owns(key string) bool {
 		}
 		i += j + 1
 	}
+}
+
+// allKeys lists the lock's keys on every node.
+func (k *KeyLoss) allKeys(ctx context.Context) ([]string, error) {
+	var all []string
+	var errs []error
+	for _, addr := range k.Nodes {
+		c := env.AdminClient(addr)
+		keys, err := k.keys(ctx, c.Scan, addr)
+		errs = append(errs, err, c.Close())
+		all = append(all, keys...)
+	}
+	return all, errors.Join(errs...)
+}
+
+// record sets the evidence (Restart and ForceUnlock, built on KeyLoss,
+// record theirs here too).
+func (k *KeyLoss) record(ev Evidence) {
+	k.mu.Lock()
+	k.ev = ev
+	k.mu.Unlock()
 }
 
 // Stop does nothing: the keys stay deleted.
@@ -176,37 +195,23 @@ func (r *Restart) Name() string {
 // Start kills the master and starts it again, empty, and waits until it
 // answers PING.
 func (r *Restart) Start(ctx context.Context) error {
-	before, berr := r.listKeys(ctx)
+	before, berr := r.Lock.allKeys(ctx)
 	if err := r.Env.Kill(ctx, r.NodeID); err != nil {
 		return fmt.Errorf("restart %s: %w", r.NodeID, err)
 	}
 	if err := r.Env.Restart(ctx, r.NodeID); err != nil {
 		return fmt.Errorf("restart %s: %w", r.NodeID, err)
 	}
-	after, aerr := r.listKeys(ctx)
-	r.Lock.mu.Lock()
+	after, aerr := r.Lock.allKeys(ctx)
 	// The restart empties the data set: keys after it are new ones (a
 	// client that took the lock at once), shown, not counted.
-	r.Lock.ev = Evidence{Bit: len(before) > 0,
+	r.Lock.record(Evidence{Bit: len(before) > 0,
 		Text: fmt.Sprintf("%s crashed and restarted without persistence while %s held %s: its keys before %s, after the restart %s",
-			r.NodeID, r.Lock.Client, r.Lock.Key, list(before), list(after))}
-	r.Lock.mu.Unlock()
+			r.NodeID, r.Lock.Client, r.Lock.Key, list(before), list(after))})
 	if err := errors.Join(berr, aerr); err != nil {
 		return fmt.Errorf("restart %s: %w", r.NodeID, err)
 	}
 	return nil
-}
-
-func (r *Restart) listKeys(ctx context.Context) ([]string, error) {
-	var all []string
-	var errs []error
-	for _, addr := range r.Lock.Nodes {
-		c := env.AdminClient(addr)
-		keys, err := r.Lock.keys(ctx, c.Scan, addr)
-		errs = append(errs, err, c.Close())
-		all = append(all, keys...)
-	}
-	return all, errors.Join(errs...)
 }
 
 // Stop does nothing: the master is back, without what it forgot.
@@ -234,22 +239,16 @@ func (f *ForceUnlock) Name() string { return "force-unlock " + f.Lock.Client + "
 
 // Start force-unlocks the lock.
 func (f *ForceUnlock) Start(ctx context.Context) error {
-	before, berr := f.listKeys(ctx)
+	before, berr := f.Lock.allKeys(ctx)
 	held, err := f.Unlock(ctx)
-	after, aerr := f.listKeys(ctx)
-	f.Lock.mu.Lock()
-	f.Lock.ev = Evidence{Bit: held,
+	after, aerr := f.Lock.allKeys(ctx)
+	f.Lock.record(Evidence{Bit: held,
 		Text: fmt.Sprintf("an operator force-unlocked %s while %s held it: held %v; keys before %s, right after %s",
-			f.Lock.Key, f.Lock.Client, held, list(before), list(after))}
-	f.Lock.mu.Unlock()
+			f.Lock.Key, f.Lock.Client, held, list(before), list(after))})
 	if err := errors.Join(err, berr, aerr); err != nil {
 		return fmt.Errorf("force-unlock %s: %w", f.Lock.Key, err)
 	}
 	return nil
-}
-
-func (f *ForceUnlock) listKeys(ctx context.Context) ([]string, error) {
-	return (&Restart{Lock: f.Lock}).listKeys(ctx)
 }
 
 // Stop does nothing: the lock stays unlocked.
