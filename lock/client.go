@@ -212,17 +212,26 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	// hand-off to another waiter would never come under churn, and we
 	// would drop out of line (review defect 1).
 	refreshAt := start.Add(refresh)
-	other := false
+	// freeAt is when the lock may be free next, as far as we know: the
+	// expiry our last attempt saw, or the one a pickup announced (zero:
+	// free, or unknown). guard is set while a hand-off to another waiter
+	// (handed: its fence) is not known to be picked up: if that waiter
+	// died in line, its hand-off lease runs out then, and somebody must
+	// look. A pickup's message clears it, so a live line runs no script
+	// between two hand-offs whatever its length (review defect 8: every
+	// waiter looked one hand-off lease after every hand-off).
+	var freeAt, guard time.Time
+	var handed, lastPicked uint64
+	if res.pttl > 0 {
+		freeAt = start.Add(res.pttl)
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		if !retryNow {
 			d := time.Until(refreshAt)
-			if other {
-				// The lock was handed to another waiter: if that one died in
-				// line it never picks it up, and the hand-off lease runs out;
-				// look again then rather than at the next refresh.
-				d, other = min(d, c.opts.HandoffTTL+5*time.Millisecond), false
+			if !guard.IsZero() {
+				d = min(d, time.Until(guard))
 			}
 			if !w.subscribed() {
 				// No confirmed subscription (a SUBSCRIBE lost in a network
@@ -234,16 +243,16 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 				d = min(d, c.opts.HandoffTTL/2)
 			}
 			switch {
-			case res.pttl > 0:
-				d = min(d, res.pttl)
+			case !freeAt.IsZero():
+				d = min(d, time.Until(freeAt))
 				backoff = time.Millisecond
-			default:
+			case guard.IsZero():
 				// Free but someone else is first in line (or a key without TTL):
 				// jittered exponential backoff, capped by the refresh period.
 				d = min(d, backoff/2+rand.N(backoff/2+1))
 				backoff = min(2*backoff, refresh)
 			}
-			timer.Reset(d)
+			timer.Reset(max(d, 0))
 			select {
 			case <-ctx.Done():
 				return nil, a.gaveUp(ctx, context.Cause(ctx))
@@ -253,8 +262,21 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 				// full TTL. The lease's validity counts from that attempt's
 				// start, not from an earlier one, and WAIT covers it.
 			case <-w.wake:
-			case <-w.other:
-				other = true
+			case f := <-w.other:
+				// The lock was handed to another waiter (the holder's
+				// expiry no longer says anything). A copy delivered in
+				// this process can come after the pickup it led to:
+				// hand-offs already picked up are ignored.
+				if f == 0 || f > lastPicked {
+					guard, handed, freeAt = time.Now().Add(c.opts.HandoffTTL+5*time.Millisecond), f, time.Time{}
+				}
+				continue
+			case p := <-w.picked:
+				lastPicked = max(lastPicked, p.fence)
+				if p.fence >= handed {
+					guard = time.Time{}
+				}
+				freeAt = time.Now().Add(p.ttl)
 				continue
 			case <-timer.C:
 			}
@@ -262,9 +284,14 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 		retryNow = false
 		start = time.Now()
 		refreshAt = start.Add(refresh)
+		guard = time.Time{}
 		res, err = a.try(ctx, mode)
 		if err != nil || res.ok {
 			return a.finish(ctx, start, res, err, true)
+		}
+		freeAt = time.Time{}
+		if res.pttl > 0 {
+			freeAt = start.Add(res.pttl)
 		}
 	}
 }

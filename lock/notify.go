@@ -90,11 +90,33 @@ type waiter struct {
 	st    *chanState
 	wake  chan struct{} // buffered(1): look again (the lock may be free)
 	grant chan uint64   // buffered(1): a release handed the lock to this waiter, with this fence
-	other chan struct{} // buffered(1): the lock was handed to another waiter
+	// other and picked hold the newest message of their kind (a newer
+	// one replaces an unread one): the lock was handed to another waiter
+	// with this fence (0: unreadable), or a hand-off was picked up.
+	other  chan uint64
+	picked chan pickup
 }
 
-// deliver passes a message ("<token>:<fence>" for a hand-off, anything else
-// a plain wake-up) to the waiter it names. Called with n.mu held.
+// pickup is a "+<fence>/<ttl ms>" message: the hand-off with this fence was
+// picked up, and the lock is held for at least ttl from its publication.
+type pickup struct {
+	fence uint64
+	ttl   time.Duration
+}
+
+// offer puts v in ch (buffered(1)), replacing an unread value: the reader
+// wants the newest. Called with n.mu held, so nobody else sends meanwhile.
+func offer[T any](ch chan T, v T) {
+	select {
+	case <-ch:
+	default:
+	}
+	ch <- v
+}
+
+// deliver passes a message ("<token>:<fence>" for a hand-off,
+// "+<fence>/<ttl>" for its pickup, anything else a plain wake-up) to the
+// waiter. Called with n.mu held.
 func (w *waiter) deliver(payload string) {
 	if payload == "" {
 		select {
@@ -103,18 +125,24 @@ func (w *waiter) deliver(payload string) {
 		}
 		return
 	}
+	if rest, ok := strings.CutPrefix(payload, "+"); ok {
+		fs, ttls, _ := strings.Cut(rest, "/")
+		fence, ferr := strconv.ParseUint(fs, 10, 64)
+		ms, terr := strconv.ParseInt(ttls, 10, 64)
+		if ferr == nil && terr == nil && ms > 0 {
+			offer(w.picked, pickup{fence: fence, ttl: time.Duration(ms) * time.Millisecond})
+		}
+		return
+	}
 	i := strings.LastIndexByte(payload, ':')
 	if i < 0 {
 		return
 	}
+	fence, err := strconv.ParseUint(payload[i+1:], 10, 64)
 	if payload[:i] != w.token {
-		select {
-		case w.other <- struct{}{}:
-		default:
-		}
+		offer(w.other, fence) // 0 when unreadable: then no pickup matches it
 		return
 	}
-	fence, err := strconv.ParseUint(payload[i+1:], 10, 64)
 	if err != nil {
 		select {
 		case w.wake <- struct{}{}:
@@ -181,7 +209,8 @@ func (n *notifier) join(ch, token string) *waiter {
 		st = &chanState{ready: make(chan struct{}), waiters: make(map[*waiter]struct{})}
 		n.chans[ch] = st
 	}
-	w := &waiter{n: n, ch: ch, token: token, st: st, wake: make(chan struct{}, 1), grant: make(chan uint64, 1), other: make(chan struct{}, 1)}
+	w := &waiter{n: n, ch: ch, token: token, st: st, wake: make(chan struct{}, 1), grant: make(chan uint64, 1),
+		other: make(chan uint64, 1), picked: make(chan pickup, 1)}
 	st.refs++
 	st.waiters[w] = struct{}{}
 	if !n.closed {

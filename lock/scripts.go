@@ -2,8 +2,9 @@ package lock
 
 import "github.com/lockproof/lockproof/internal/rediscmd"
 
-// The lock is a hash at Keys.Lock: o = owner token, n = hold count, f = fence.
-// The Lua scripts below are the only code that writes it.
+// The lock is a hash at Keys.Lock: o = owner token, n = hold count, f = fence,
+// p = a hand-off not yet picked up, r = the WithOwner call that added the
+// last hold. The Lua scripts below are the only code that writes it.
 
 // The scripts share two blocks of helpers; neither runs a command itself, so
 // a fast path pays only for the commands it needs. They expect KEYS lock,
@@ -36,6 +37,13 @@ import "github.com/lockproof/lockproof/internal/rediscmd"
 //     block the queue for long).
 //   - handoff grants the lock to the first waiter and publishes
 //     "<token>:<fence>" on chan, or deletes the lock when nobody waits.
+//
+// The pickup of a hand-off publishes "+<fence>/<ttl ms>": the waiters
+// still in line learn that the new holder is alive and holds the lock for
+// at least ttl, so none of them has to run a script to find out (review
+// defect 8: every hand-off made every waiter look one hand-off lease
+// later, work that grew with the line). The message has no ':', which
+// older clients ignore.
 //
 // The scripts need Redis >= 6.2 (SET ... GET). They read TIME before
 // writing, which Redis replicates correctly since 5.0 (effects replication
@@ -150,7 +158,8 @@ dropDead()
 local owner = redis.call('HGET', KEYS[1], 'o')
 if owner == ARGV[1] then
   local n
-  if redis.call('HDEL', KEYS[1], 'p') == 0 and ARGV[5] == '1' then
+  local picked = redis.call('HDEL', KEYS[1], 'p') == 1
+  if not picked and ARGV[5] == '1' then
     n = redis.call('HINCRBY', KEYS[1], 'n', 1)
   else
     -- the pickup of a hand-off (which confirms the provisional hold: a
@@ -159,7 +168,13 @@ if owner == ARGV[1] then
   end
   if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'r', ARGV[7]) end
   extend(ARGV[2])
-  return {1, tonumber(redis.call('HGET', KEYS[1], 'f')), n}
+  local fs = redis.call('HGET', KEYS[1], 'f')
+  if picked then
+    -- the line learns that the hand-off was picked up, and for how long
+    -- the lock is held at least: nobody has to look (review defect 8)
+    redis.call('PUBLISH', ARGV[6], '+' .. fs .. '/' .. ARGV[2])
+  end
+  return {1, tonumber(fs), n}
 end
 local member = ARGV[2] .. ':' .. ARGV[1]
 if ARGV[7] ~= '' then member = ARGV[2] .. '#' .. ARGV[7] .. ':' .. ARGV[1] end
@@ -224,7 +239,10 @@ return 1
 //
 // Fast path: the last hold released with no queue key is HMGET, EXISTS, DEL;
 // only when a queue exists does it read the clock and drop expired waiters
-// before the hand-off.
+// before the hand-off. (A "somebody may be in line" field in the hash would
+// save the EXISTS, but a waiter of an older version of the lock, or one a
+// test or an operator put in line, would not set it, and a release would
+// then skip its hand-off.)
 var releaseScript = rediscmd.NewScript(`
 local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'f')
 if h[1] ~= ARGV[1] or (ARGV[3] ~= '' and h[3] ~= ARGV[3]) then return {-1} end
