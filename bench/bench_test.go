@@ -57,7 +57,7 @@ func BenchmarkUncontendedLockproof(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = c.Close() })
+	b.Cleanup(func() { _ = c.Close(context.Background()) })
 	benchPairs(b, lockproofHandle{c, "bench"})
 }
 

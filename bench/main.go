@@ -289,7 +289,7 @@ func mainErr() error {
 	if err != nil {
 		return err
 	}
-	defer lc.Close()
+	defer lc.Close(context.Background())
 	rs := redsync.New(goredis.NewPool(rdb))
 	rl := redislock.New(rdb)
 	impls := []impl{

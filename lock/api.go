@@ -57,7 +57,9 @@ func (l *Lease) reportRelease(err error) {
 // Info is what Inspect sees of a lock.
 type Info struct {
 	// Held: someone holds the lock; Owner, Holds and Fence describe the
-	// holder, TTL how long the lock has left in Redis.
+	// holder, TTL how long the lock has left in Redis. Owner is the token
+	// as Redis stores it: "<Client.ID>/<token>" unless the holder's
+	// Client shares owners (Options.SharedOwners).
 	Held  bool
 	Owner string
 	Holds int64
@@ -66,18 +68,21 @@ type Info struct {
 	// Waiting is how many waiters are in line (dead ones not yet dropped
 	// included).
 	Waiting int64
+	// Metadata is what the holder stored WithMetadata ("" for none, and
+	// while a hand-off is not yet picked up).
+	Metadata string
 }
 
-// HoldsOf returns how many holds owner (a WithOwner token) has on key's
-// lock: 0 when another owner holds it, nobody does, or it was handed to
-// owner and not yet picked up. It is an owner-checked "is it held by me"
+// HoldsOf returns how many holds owner (a WithOwner token, of this Client
+// unless Options.SharedOwners) has on key's lock: 0 when another owner
+// holds it, nobody does, or it was handed to owner and not yet picked up. It is an owner-checked "is it held by me"
 // and hold count without a Lease (Redisson's isHeldByThread and
 // getHoldCount), read atomically; it changes nothing.
 func (c *Client) HoldsOf(ctx context.Context, key, owner string) (int64, error) {
 	if c == nil || ctx == nil || key == "" || owner == "" {
 		return 0, fmt.Errorf("holds %q: client, ctx, key and owner are required: %w", key, ErrInvalid)
 	}
-	reply, err := c.run(ctx, holdsScript, []string{RedisKeys(key).Lock}, owner)
+	reply, err := c.run(ctx, holdsScript, []string{RedisKeys(key).Lock}, c.token(owner))
 	if err != nil {
 		return 0, fmt.Errorf("holds %q: %w", key, err)
 	}
@@ -101,10 +106,11 @@ func (c *Client) Inspect(ctx context.Context, key string) (Info, error) {
 		return Info{}, fmt.Errorf("inspect %q: %w", key, err)
 	}
 	vals, _ := reply.([]any)
-	if len(vals) != 5 {
+	if len(vals) != 6 {
 		return Info{}, fmt.Errorf("inspect %q: unexpected reply %v", key, reply)
 	}
 	var in Info
+	in.Metadata, _ = vals[5].(string)
 	in.Owner, _ = vals[0].(string)
 	in.Held = in.Owner != ""
 	in.Holds, _ = vals[1].(int64)

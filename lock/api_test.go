@@ -82,8 +82,8 @@ func TestInspectTTLAndForceUnlock(t *testing.T) {
 	}()
 	eventually(t, "the waiter to queue", func() bool { return queueLen(t, rdb, "k") == 1 })
 	in, err := c.Inspect(ctxT(t), "k")
-	if err != nil || !in.Held || in.Owner != l.Owner() || in.Holds != 2 || in.Fence != l.Fence() || in.TTL < 30*time.Second || in.Waiting != 1 {
-		t.Fatalf("Inspect = %+v, %v; want held by %s, 2 holds, fence %d, about a minute, 1 waiting", in, err, l.Owner(), l.Fence())
+	if err != nil || !in.Held || in.Owner != c.ID()+"/"+l.Owner() || in.Holds != 2 || in.Fence != l.Fence() || in.TTL < 30*time.Second || in.Waiting != 1 {
+		t.Fatalf("Inspect = %+v, %v; want held by %s/%s, 2 holds, fence %d, about a minute, 1 waiting", in, err, c.ID(), l.Owner(), l.Fence())
 	}
 	held, err := c.ForceUnlock(ctxT(t), "k")
 	if err != nil || !held {

@@ -23,7 +23,7 @@ func benchClient(b *testing.B, opts lock.Options) (*lock.Client, *redis.Client) 
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = c.Close() })
+	b.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c, rdb
 }
 

@@ -22,11 +22,17 @@ type Client struct {
 	// cmds sends the scripts: each at most once, honouring ctx.
 	cmds *rediscmd.Sender
 
+	// id scopes the Client's owner tokens in Redis (Options.SharedOwners).
+	id string
+
 	// watched are the leases whose watchdog runs, so that Close can stop
 	// them; closed refuses new watchdogs after Close.
 	wmu     sync.Mutex
 	watched map[*Lease]struct{}
 	closed  bool
+	// bg counts background work Close waits for: cleanups after acquires
+	// that gave up or lost their reply, and the pub/sub connection's close.
+	bg sync.WaitGroup
 }
 
 // New returns a Client over rdb. The Client does not own rdb: closing the
@@ -39,8 +45,28 @@ func New(rdb redis.UniversalClient, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock.New: %w", err)
 	}
-	c := &Client{opts: o, notes: newNotifier(rdb, o.Logger), cmds: rediscmd.NewSender(rdb)}
+	c := &Client{opts: o, cmds: rediscmd.NewSender(rdb), id: newToken()[:16]}
+	c.notes = newNotifier(rdb, o.Logger, &c.bg)
 	return c, nil
+}
+
+// ID returns the Client's random ID. Unless Options.SharedOwners, Redis
+// stores every owner token of the Client as "<ID>/<token>" (Inspect's
+// Info.Owner shows it), so that the same WithOwner token given to two
+// Clients names two owners.
+func (c *Client) ID() string {
+	if c == nil {
+		return ""
+	}
+	return c.id
+}
+
+// token is owner as Redis stores it (see ID).
+func (c *Client) token(owner string) string {
+	if c.opts.SharedOwners {
+		return owner
+	}
+	return c.id + "/" + owner
 }
 
 // isNil reports whether v is nil or a typed nil (rediscmd.IsNil).
@@ -54,9 +80,18 @@ func isNil(v any) bool { return rediscmd.IsNil(v) }
 // wrapping ErrClosed and ErrNotAcquired; a wait in progress that gets the
 // lock after Close gives it back (its watchdog could not run) with the
 // same error.
-func (c *Client) Close() error {
+//
+// Close then waits, until ctx ends, for the Client's background work: the
+// cleanups of acquires that gave up or lost their reply (each gives up
+// within the TTL of its call), and the close of the pub/sub connection.
+// When ctx ends first it returns ctx's cause, and the work goes on
+// without it. Calling Close again waits again.
+func (c *Client) Close(ctx context.Context) error {
 	if c == nil {
 		return nil
+	}
+	if ctx == nil {
+		return fmt.Errorf("close: ctx is nil: %w", ErrInvalid)
 	}
 	c.wmu.Lock()
 	c.closed = true
@@ -69,7 +104,18 @@ func (c *Client) Close() error {
 	for _, l := range leases {
 		l.StopWatchdog()
 	}
-	return c.notes.close()
+	err := c.notes.close()
+	done := make(chan struct{})
+	go func() {
+		c.bg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return err
+	case <-ctx.Done():
+		return errors.Join(err, fmt.Errorf("close: background cleanups still running: %w", context.Cause(ctx)))
+	}
 }
 
 // watch adds l to the leases whose watchdog Close stops; false after Close.
@@ -160,11 +206,11 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 		// for, and the lease was lost one TTL later.
 		return nil, fmt.Errorf("%s %q: %w: %w", op, key, ErrNotAcquired, ErrClosed)
 	}
-	owner := cfg.owner
+	given := cfg.owner
 	if !cfg.ownerSet {
-		owner = newToken()
+		given = newToken()
 	}
-	a := &attempt{c: c, key: key, keys: RedisKeys(key), owner: owner, cfg: cfg, op: op}
+	a := &attempt{c: c, key: key, keys: RedisKeys(key), owner: c.token(given), given: given, cfg: cfg, op: op}
 	if cfg.ownerSet {
 		a.id = newToken() // names the hold this call adds, for undoScript
 	}
@@ -193,7 +239,7 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	}
 
 	// Wait: subscribe (shared per Client), then retry on each wake-up.
-	w := c.notes.join(a.keys.Channel, owner)
+	w := c.notes.join(a.keys.Channel, a.owner)
 	defer c.notes.leave(w)
 	retryNow := !snap.current(c.notes, w)
 	if retryNow {
@@ -298,23 +344,42 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 
 // retry is Acquire with a RetryStrategy: one-shot attempts (the attempt
 // never joins the queue) spaced as the strategy says, until one gets the
-// lock, fails surely, or the strategy stops (ErrNotAcquired) or ctx ends.
+// lock, the strategy gives up (on a taken lock: a *TakenError, wrapping
+// ErrNotAcquired; on an error: that error, see ErrorAwareStrategy) or ctx
+// ends. Every attempt uses the call's owner token, so an attempt after
+// one whose reply was lost picks up what that one may have taken; only a
+// WithOwner call, whose attempts add holds, stops at an unknown outcome.
 func (a *attempt) retry(ctx context.Context) (*Lease, error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		start := time.Now()
 		res, err := a.try(ctx, "t")
-		if err != nil || res.ok {
+		if res.ok {
 			return a.finish(ctx, start, res, err, false)
 		}
-		d := a.cfg.retry.NextBackoff()
+		var ns errNotSent
+		if err != nil && (errors.As(err, &ns) || (outcomeUnknown(err) && a.cfg.ownerSet)) {
+			return a.finish(ctx, start, res, err, false)
+		}
+		why := err
+		if err == nil {
+			why = &TakenError{Op: a.op, Key: a.key, RetryAfter: max(res.pttl, 0)}
+		}
+		d := nextAfter(a.cfg.retry, why)
 		if d <= 0 {
-			return nil, fmt.Errorf("the retry strategy gave up: %w", &TakenError{Op: a.op, Key: a.key, RetryAfter: max(res.pttl, 0)})
+			if err != nil {
+				return a.finish(ctx, start, res, err, false)
+			}
+			return nil, fmt.Errorf("the retry strategy gave up: %w", why)
 		}
 		timer.Reset(d)
 		select {
 		case <-ctx.Done():
+			if err != nil && outcomeUnknown(err) {
+				// The last attempt may have taken the lock.
+				return a.finish(ctx, start, res, err, false)
+			}
 			return nil, fmt.Errorf("%s %q: %w: %w", a.op, a.key, ErrNotAcquired, context.Cause(ctx))
 		case <-timer.C:
 		}
@@ -326,7 +391,8 @@ type attempt struct {
 	c     *Client
 	key   string
 	keys  Keys
-	owner string
+	owner string // as Redis stores it (Client.token)
+	given string // as the caller gave it, or the fresh token
 	cfg   callConfig
 	op    string
 	acks  int64 // replica acks, when Options.ReplicaAcks > 0
@@ -343,7 +409,7 @@ func (a *attempt) scriptArgs(mode string) ([]string, []any) {
 	}
 	return []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines},
 		[]any{a.owner, a.cfg.ttl.Milliseconds(), mode, a.c.opts.QueueTTL.Milliseconds(), reentrant,
-			a.keys.Channel, a.id, a.c.opts.HandoffTTL.Milliseconds()}
+			a.keys.Channel, a.id, a.cfg.metadata, a.c.opts.HandoffTTL.Milliseconds()}
 }
 
 // try runs the acquire script once (with WAIT when replica acks are asked for).
@@ -405,7 +471,7 @@ func (a *attempt) finish(ctx context.Context, start time.Time, res attemptResult
 		return nil, fmt.Errorf("%s %q: %d of %d replicas acknowledged within %v: %w",
 			a.op, a.key, a.acks, a.c.opts.ReplicaAcks, a.c.replicaTimeout(a.cfg.ttl), ErrReplicaAcks)
 	}
-	l := newLease(a.c, a.key, a.keys, a.owner, res.fence, res.holds, a.cfg, start)
+	l := newLease(a.c, a.key, a.keys, a.owner, a.given, res.fence, res.holds, a.cfg, start)
 	if a.cfg.watchdog && !l.watched() {
 		// Close ran while this acquire was in flight: the watchdog asked
 		// for will not run, so give the lock back rather than hand out a
@@ -429,7 +495,9 @@ func (a *attempt) finish(ctx context.Context, start time.Time, res attemptResult
 // may be frozen or cut off right now) until it is done or the attempt's
 // lease would have expired anyway: it leaves no held key behind.
 func (a *attempt) cleanup(queued bool) {
+	a.c.bg.Add(1)
 	go func() {
+		defer a.c.bg.Done()
 		deadline := time.Now().Add(a.cfg.ttl)
 		pause := 50 * time.Millisecond
 		release, leave := true, queued

@@ -25,7 +25,7 @@ func TestAcquireAfterClose(t *testing.T) {
 	opts := lock.Options{TTL: 10 * time.Second, Watchdog: true}
 	holder, other := newLocks(t, newRDB(t, p), opts), newLocks(t, newRDB(t, p), opts)
 	closed := newLocks(t, newRDB(t, p), opts)
-	if err := closed.Close(); err != nil {
+	if err := closed.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for name, acquire := range map[string]func() (*lock.Lease, error){
@@ -52,7 +52,7 @@ func TestAcquireAfterClose(t *testing.T) {
 		got <- err
 	}()
 	eventually(t, "the waiter to queue", func() bool { return queueLen(t, newRDB(t, p), "k") == 1 })
-	if err := waiter.Close(); err != nil {
+	if err := waiter.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Release(ctxT(t)); err != nil {
@@ -97,12 +97,15 @@ func TestCloseDoesNotWaitForADial(t *testing.T) {
 	go func() { _, _ = waiter.Acquire(ctx, "k") }()
 	eventually(t, "the subscription's dial", func() bool { return dials.Load() > 1 })
 	closed := make(chan error, 1)
-	go func() { closed <- waiter.Close() }()
-	// Seconds, where the old Close waited for the dial (here, for good).
+	cctx, ccancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer ccancel()
+	go func() { closed <- waiter.Close(cctx) }()
+	// Close returns within its ctx, where the old Close waited for the
+	// dial (here, for good); the connection's close goes on without it.
 	select {
 	case err := <-closed:
-		if err != nil {
-			t.Fatal(err)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close = %v; want its ctx's deadline (the connection's close still waits for the dial)", err)
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatal("Close still blocked after 3s while a subscription was dialing")

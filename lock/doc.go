@@ -72,10 +72,26 @@
 // ignores context deadlines, and the lock runs each command in a helper
 // goroutine to honour them, which costs a goroutine switch per round trip.
 //
-// # Reentrancy
+// # Reentrancy and identity
 //
-// Acquiring WithOwner(lease.Owner()) while that owner holds the lock
-// increments a hold count (the lock key is a hash {o: owner, n: holds,
-// f: fence}) and returns a new Lease with the same fence; the lock is freed
-// when every hold has been released.
+// Lease.Reenter takes one more hold of a held lock (the lock key is a hash
+// {o: owner, n: holds, f: fence, ...}) and returns a new Lease with the
+// same fence; the lock is freed when every hold has been released. It
+// refuses (ErrNotHeld) once the outer lease's hold is gone, rather than
+// take a fresh hold nothing outer protects. Acquiring WithOwner(token)
+// names an owner across calls: it re-enters a lock that owner holds. An
+// owner token belongs to its Client (Redis stores "<Client.ID>/<token>"),
+// so two processes that pick the same token still exclude each other;
+// Options.SharedOwners opts out. WithMetadata stores who holds a lock and
+// why, for Inspect; Client.HoldsOf counts an owner's holds.
+//
+// # Retries, deadlines, shutdown
+//
+// Acquire waits in line; WithRetry makes spaced one-shot attempts instead,
+// as a RetryStrategy says: LinearBackoff, ExponentialBackoff, LimitRetry,
+// Jitter (spread the waits), RetryIf and ErrorAwareStrategy (see the
+// error: a refused connection, a taken lock as *TakenError with the
+// holder's remaining TTL). Lease.WithValidity bounds one downstream call
+// by the lease's validity deadline. Client.Close(ctx) stops watchdogs and
+// the subscription, then waits within ctx for background cleanups.
 package lock

@@ -19,7 +19,7 @@ func exampleClient(opts lock.Options) (*lock.Client, func()) {
 	if err != nil {
 		panic(err)
 	}
-	return c, func() { _ = c.Close(); _ = rdb.Close() }
+	return c, func() { _ = c.Close(context.Background()); _ = rdb.Close() }
 }
 
 // Bounded attempts instead of a place in line: try three more times, 10ms
@@ -120,4 +120,91 @@ func ExampleHooks() {
 	_ = lease.Release(ctx)
 	fmt.Println(waits, holds)
 	// Output: 1 1
+}
+
+// Nested work takes a hold of its own on the lock the outer lease holds,
+// and only while that lease's hold stands: on a lost lease, Reenter says
+// ErrNotHeld instead of taking a fresh hold that nothing outer protects.
+func ExampleLease_Reenter() {
+	locks, done := exampleClient(lock.Options{TTL: time.Minute})
+	defer done()
+	ctx := context.Background()
+	outer, _ := locks.Acquire(ctx, "invoice-42")
+	inner, err := outer.Reenter(ctx)
+	fmt.Println(err, inner.Holds(), inner.Fence() == outer.Fence())
+	_ = inner.Release(ctx)
+	_ = outer.Release(ctx)
+
+	_, err = outer.Reenter(ctx) // the outer lease has ended
+	fmt.Println(errors.Is(err, lock.ErrNotHeld))
+	// Output:
+	// <nil> 2 true
+	// true
+}
+
+// Who holds a lock, and why: metadata stored with the hold, for operators.
+func ExampleWithMetadata() {
+	locks, done := exampleClient(lock.Options{TTL: time.Minute})
+	defer done()
+	ctx := context.Background()
+	l, _ := locks.Acquire(ctx, "nightly-export", lock.WithMetadata("host=db-7 job=export"))
+	defer l.Release(ctx)
+
+	info, _ := locks.Inspect(ctx, "nightly-export")
+	fmt.Println(info.Metadata)
+	// Output: host=db-7 job=export
+}
+
+// Retries that see the error: keep trying through refused connections
+// (a failover), spread out so that callers who failed together do not
+// come back together, but stop at once when the lock is simply taken.
+func ExampleRetryIf() {
+	locks, done := exampleClient(lock.Options{TTL: time.Minute})
+	defer done()
+	ctx := context.Background()
+	held, _ := locks.Acquire(ctx, "rebuild")
+	defer held.Release(ctx)
+
+	notTaken := func(err error) bool { return !errors.Is(err, lock.ErrNotAcquired) }
+	strategy := lock.Jitter(lock.RetryIf(lock.LimitRetry(lock.ExponentialBackoff(10*time.Millisecond, time.Second), 5), notTaken), 0.5)
+	_, err := locks.Acquire(ctx, "rebuild", lock.WithRetry(strategy))
+	var taken *lock.TakenError
+	fmt.Println(errors.As(err, &taken))
+	// Output: true
+}
+
+// A downstream call bounded by the lease: its ctx ends at the lease's
+// validity deadline as it stands, or when the lease ends.
+func ExampleLease_WithValidity() {
+	locks, done := exampleClient(lock.Options{TTL: time.Minute})
+	defer done()
+	ctx := context.Background()
+	l, _ := locks.Acquire(ctx, "payout")
+
+	call, cancel := l.WithValidity(ctx)
+	deadline, _ := call.Deadline()
+	fmt.Println(deadline.Equal(l.ValidUntil()))
+	_ = l.Release(ctx)
+	<-call.Done()
+	fmt.Println(errors.Is(context.Cause(call), lock.ErrReleased))
+	cancel()
+	// Output:
+	// true
+	// true
+}
+
+// Close stops the client's watchdogs and subscription, then waits, within
+// its ctx, for the client's background cleanups.
+func ExampleClient_Close() {
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("LOCKPROOF_EXAMPLE_REDIS")})
+	defer rdb.Close()
+	locks, _ := lock.New(rdb, lock.Options{TTL: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fmt.Println(locks.Close(ctx))
+	_, err := locks.TryAcquire(ctx, "anything")
+	fmt.Println(errors.Is(err, lock.ErrClosed))
+	// Output:
+	// <nil>
+	// true
 }

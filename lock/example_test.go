@@ -22,7 +22,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	defer locks.Close()
+	defer locks.Close(context.Background())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

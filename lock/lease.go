@@ -18,7 +18,9 @@ type Lease struct {
 	c     *Client
 	key   string
 	keys  Keys
-	owner string
+	owner string // as Redis stores it (Client.token)
+	given string // as the caller gave it (WithOwner), or the fresh token
+	md    string // WithMetadata's
 	fence uint64
 	holds int64
 	ttl   time.Duration
@@ -46,9 +48,9 @@ type Lease struct {
 	stopWD      context.CancelFunc // cancels wdCtx
 }
 
-func newLease(c *Client, key string, keys Keys, owner string, fence uint64, holds int64, cfg callConfig, start time.Time) *Lease {
+func newLease(c *Client, key string, keys Keys, owner, given string, fence uint64, holds int64, cfg callConfig, start time.Time) *Lease {
 	l := &Lease{
-		c: c, key: key, keys: keys, owner: owner, fence: fence, holds: holds,
+		c: c, key: key, keys: keys, owner: owner, given: given, md: cfg.metadata, fence: fence, holds: holds,
 		ttl: cfg.ttl, drift: c.opts.Drift, lost: make(chan struct{}), born: start,
 	}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
@@ -108,13 +110,24 @@ func (l *Lease) Key() string {
 	return l.key
 }
 
-// Owner returns the owner token (128 random bits, hex, unless given WithOwner).
-// Pass it to WithOwner to re-enter the lock.
+// Owner returns the owner token (128 random bits, hex, unless given
+// WithOwner), as it was given: Redis stores it behind the Client's ID
+// unless Options.SharedOwners. WithOwner(l.Owner()) on the same Client
+// re-enters the lock as that owner; Reenter does so only while this
+// lease's own hold stands.
 func (l *Lease) Owner() string {
 	if l == nil {
 		return ""
 	}
-	return l.owner
+	return l.given
+}
+
+// Metadata returns what the acquire stored WithMetadata ("" for none).
+func (l *Lease) Metadata() string {
+	if l == nil {
+		return ""
+	}
+	return l.md
 }
 
 // Fence returns the fencing token. Fences of successive holders of a key
@@ -172,7 +185,11 @@ func (l *Lease) Lost() <-chan struct{} {
 
 // Context returns a context to run the guarded work under. It is canceled
 // when the lease is lost (context.Cause wraps ErrLost) or released (cause
-// ErrReleased). It carries no deadline: loss is signaled by cancellation.
+// ErrReleased). It carries no deadline: the lease's validity moves with
+// every renewal, and a context's deadline must not move (a child made
+// with context.WithTimeout under a deadline that later moved on would
+// outlive its own timeout). To bound one downstream call by the lease's
+// validity as it stands, use WithValidity.
 func (l *Lease) Context() context.Context {
 	if l == nil {
 		ctx, cancel := context.WithCancelCause(context.Background())
@@ -438,4 +455,81 @@ func unknown(ctx context.Context, op, key string, err error) error {
 		return fmt.Errorf("%s %q: %w: %w (%w)", op, key, ErrUnknownOutcome, err, cerr)
 	}
 	return fmt.Errorf("%s %q: %w: %w", op, key, ErrUnknownOutcome, err)
+}
+
+// WithValidity returns a child of parent that ends at the lease's validity
+// deadline as it stands now (ValidUntil; context.Cause wraps
+// context.DeadlineExceeded and ErrLost), or when the lease ends (lost or
+// released: Context's cause), or with parent, whichever comes first. Make
+// one per downstream call (a query, a write to a fenced resource): its
+// deadline does not follow later renewals, so a call made under it never
+// outlives the validity the lease had when the call began. Call cancel
+// when the call is done.
+func (l *Lease) WithValidity(parent context.Context) (context.Context, context.CancelFunc) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	lease := l.Context()
+	ctx, cancelCause := context.WithCancelCause(parent)
+	stop := context.AfterFunc(lease, func() { cancelCause(context.Cause(lease)) })
+	ctx, cancelDeadline := context.WithDeadlineCause(ctx, l.ValidUntil(),
+		fmt.Errorf("lease %q: validity deadline passed: %w (%w)", l.Key(), context.DeadlineExceeded, ErrLost))
+	return ctx, func() {
+		stop()
+		cancelDeadline()
+		cancelCause(context.Canceled)
+	}
+}
+
+// Reenter takes one more hold of this lease's lock for its owner, as
+// WithOwner(l.Owner()) would, but only while this lease's own hold
+// stands: when the lease was lost (the lock expired, was taken, or was
+// handed on) it returns ErrNotHeld instead of a fresh hold that no outer
+// lease protects. It never waits. The new Lease shares this one's owner
+// and fence and has a hold of its own (Release it); opts may set its TTL
+// (WithTTL), watchdog (WithWatchdog) and metadata (WithMetadata), and not
+// its owner. A reply lost (ErrUnknownOutcome) takes back, in the
+// background, the hold it may have added, as an acquire WithOwner does.
+func (l *Lease) Reenter(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
+	if l == nil {
+		return nil, fmt.Errorf("reenter: lease is nil: %w", ErrInvalid)
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("reenter %q: ctx is nil: %w", l.key, ErrInvalid)
+	}
+	cfg, err := l.c.callConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("reenter %q: %w", l.key, err)
+	}
+	if cfg.ownerSet {
+		return nil, fmt.Errorf("reenter %q: WithOwner: the owner is the lease's: %w", l.key, ErrInvalid)
+	}
+	if !cfg.ttlSet {
+		cfg.ttl = l.TTL()
+	}
+	cfg.owner, cfg.ownerSet = l.given, true
+	if l.c.isClosed() {
+		return nil, fmt.Errorf("reenter %q: %w: %w", l.key, ErrNotAcquired, ErrClosed)
+	}
+	select {
+	case <-l.ctx.Done():
+		return nil, fmt.Errorf("reenter %q: the lease ended (%w): %w", l.key, context.Cause(l.ctx), ErrNotHeld)
+	default:
+	}
+	a := &attempt{c: l.c, key: l.key, keys: l.keys, owner: l.owner, given: l.given, cfg: cfg, op: "reenter", id: newToken()}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("reenter %q: nothing sent: %w", l.key, context.Cause(ctx))
+	}
+	start := time.Now()
+	reply, err := l.c.run(ctx, reenterScript, []string{l.keys.Lock},
+		l.owner, strconv.FormatUint(l.fence, 10), cfg.ttl.Milliseconds(), a.id, cfg.metadata)
+	if err != nil {
+		return a.finish(ctx, start, attemptResult{}, err, false)
+	}
+	n, _ := reply.(int64)
+	if n <= 0 {
+		return nil, fmt.Errorf("reenter %q: the lease's hold is gone (expired, taken or handed on): %w", l.key, ErrNotHeld)
+	}
+	a.acks = int64(l.c.opts.ReplicaAcks) // a nested hold rides on the acknowledged outer one
+	return a.finish(ctx, start, attemptResult{ok: true, fence: l.fence, holds: n}, nil, false)
 }

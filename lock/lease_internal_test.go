@@ -29,7 +29,7 @@ func newClient(t *testing.T, rdb *redis.Client, opts Options) *Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c
 }
 

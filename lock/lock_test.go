@@ -35,7 +35,7 @@ func newLocks(t *testing.T, rdb redis.UniversalClient, opts lock.Options) *lock.
 	if err != nil {
 		t.Fatalf("lock.New: %v", err)
 	}
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c
 }
 
@@ -346,7 +346,7 @@ func TestCloseStopsWatchdogs(t *testing.T) {
 	eventually(t, "the lease whose watchdog stopped to expire", func() bool {
 		return rdb.Exists(context.Background(), lock.RedisKeys("one").Lock).Val() == 0
 	})
-	if err := c.Close(); err != nil {
+	if err := c.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	at := renewals.Load()

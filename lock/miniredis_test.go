@@ -23,7 +23,7 @@ func TestExpiryFastForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	ctx := context.Background()
 	l, err := c.TryAcquire(ctx, "k")
 	if err != nil {

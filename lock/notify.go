@@ -33,6 +33,8 @@ import (
 type notifier struct {
 	rdb redis.UniversalClient
 	log *slog.Logger
+	// bg is the Client's count of background work (Client.Close waits).
+	bg *sync.WaitGroup
 
 	mu      sync.Mutex
 	ps      *redis.PubSub
@@ -115,8 +117,8 @@ func offer[T any](ch chan T, v T) {
 }
 
 // deliver passes a message ("<token>:<fence>" for a hand-off,
-// "+<fence>/<ttl>" for its pickup, anything else a plain wake-up) to the
-// waiter. Called with n.mu held.
+// "+<fence>/<ttl>" for its pickup: no ':', whatever the token, anything
+// else a plain wake-up) to the waiter. Called with n.mu held.
 func (w *waiter) deliver(payload string) {
 	if payload == "" {
 		select {
@@ -125,7 +127,7 @@ func (w *waiter) deliver(payload string) {
 		}
 		return
 	}
-	if rest, ok := strings.CutPrefix(payload, "+"); ok {
+	if rest, ok := strings.CutPrefix(payload, "+"); ok && !strings.Contains(payload, ":") {
 		fs, ttls, _ := strings.Cut(rest, "/")
 		fence, ferr := strconv.ParseUint(fs, 10, 64)
 		ms, terr := strconv.ParseInt(ttls, 10, 64)
@@ -156,10 +158,11 @@ func (w *waiter) deliver(payload string) {
 	}
 }
 
-func newNotifier(rdb redis.UniversalClient, log *slog.Logger) *notifier {
+func newNotifier(rdb redis.UniversalClient, log *slog.Logger, bg *sync.WaitGroup) *notifier {
 	return &notifier{
 		rdb:   rdb,
 		log:   log,
+		bg:    bg,
 		chans: make(map[string]*chanState),
 		kick:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
@@ -472,7 +475,9 @@ func (n *notifier) close() error {
 		// In the background: go-redis's Close waits for a SUBSCRIBE that
 		// is still dialing, up to its dial timeout against a frozen
 		// Redis, and Client.Close must not (review defect 7: 15s).
+		n.bg.Add(1)
 		go func() {
+			defer n.bg.Done()
 			if err := ps.Close(); err != nil {
 				n.log.Warn("lock: close subscription", "err", err)
 			}

@@ -1,8 +1,10 @@
 package lock
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 )
 
@@ -26,6 +28,8 @@ const (
 	DefaultHandoffTTL = 100 * time.Millisecond
 	// maxOwnerLen bounds owner tokens given with WithOwner.
 	maxOwnerLen = 256
+	// MaxMetadataLen bounds the metadata given WithMetadata (bytes).
+	MaxMetadataLen = 4096
 )
 
 // Options configure a Client. The zero value is usable.
@@ -73,6 +77,17 @@ type Options struct {
 	OnRenew func(key string, fence uint64, ttl time.Duration) (done func(err error))
 	// Hooks report what happens to locks, for metrics and logs.
 	Hooks Hooks
+	// SharedOwners makes a WithOwner token name the same owner in every
+	// Client that is given it, in any process: an acquire WithOwner("job")
+	// re-enters a lock that another process holds as "job". That is
+	// rarely wanted, and one id reused by two processes (a hostname, a
+	// job name) then silently means no exclusion between them; so by
+	// default (false) an owner token belongs to the Client it was given
+	// to (Redis stores it behind the Client's random ID, see Client.ID),
+	// and two Clients that use the same token still exclude each other.
+	// Set it only when holds must be shared across Clients on purpose,
+	// and with Clients whose Options agree on it.
+	SharedOwners bool
 }
 
 // Hooks are called as locks are acquired, released and lost, on the
@@ -135,6 +150,90 @@ func (l *limitRetry) NextBackoff() time.Duration {
 // LimitRetry gives up after n retries of s (n+1 attempts in all).
 func LimitRetry(s RetryStrategy, n int) RetryStrategy { return &limitRetry{s: s, left: n} }
 
+func (l *limitRetry) NextBackoffAfter(err error) time.Duration {
+	if l.left <= 0 {
+		return 0
+	}
+	l.left--
+	return nextAfter(l.s, err)
+}
+
+// ErrorAwareStrategy is a RetryStrategy that sees why the last attempt
+// failed. Acquire WithRetry calls NextBackoffAfter instead of NextBackoff
+// when the strategy has it, with a *TakenError when the lock was taken,
+// and with the attempt's error when it failed: one that surely had no
+// effect (a Redis error reply, a refused connection), or, for a call
+// without WithOwner, one whose outcome is unknown (the next attempt, by
+// the same owner token, picks up what a lost reply may have taken). It
+// returns the wait before the next attempt, or 0 (or less) to give up
+// with that error. Without it, an Acquire WithRetry gives up on the first
+// error that is not a taken lock.
+type ErrorAwareStrategy interface {
+	RetryStrategy
+	NextBackoffAfter(err error) time.Duration
+}
+
+// nextAfter is s's next wait after an attempt that failed with err: an
+// ErrorAwareStrategy decides; any other strategy retries a taken lock only.
+func nextAfter(s RetryStrategy, err error) time.Duration {
+	if ea, ok := s.(ErrorAwareStrategy); ok {
+		return ea.NextBackoffAfter(err)
+	}
+	var taken *TakenError
+	if errors.As(err, &taken) {
+		return s.NextBackoff()
+	}
+	return 0
+}
+
+type retryIf struct {
+	s  RetryStrategy
+	ok func(error) bool
+}
+
+func (r retryIf) NextBackoff() time.Duration { return r.s.NextBackoff() }
+
+func (r retryIf) NextBackoffAfter(err error) time.Duration {
+	if !r.ok(err) {
+		return 0
+	}
+	return r.s.NextBackoff()
+}
+
+// RetryIf retries as s does after every failed attempt whose error
+// retryable accepts (a taken lock is a *TakenError, which wraps
+// ErrNotAcquired), and gives up at once on any other: for example, keep
+// trying through a failover's refused connections, but not when a Redis
+// error reply says the script cannot run.
+func RetryIf(s RetryStrategy, retryable func(err error) bool) ErrorAwareStrategy {
+	return retryIf{s: s, ok: retryable}
+}
+
+type jitter struct {
+	s    RetryStrategy
+	frac float64
+}
+
+func (j jitter) spread(d time.Duration) time.Duration {
+	if d <= 0 || j.frac <= 0 {
+		return d
+	}
+	cut := time.Duration(float64(d) * min(j.frac, 1))
+	return max(d-cut+rand.N(cut+1), 1) // never 0: that would mean "give up"
+}
+
+func (j jitter) NextBackoff() time.Duration { return j.spread(j.s.NextBackoff()) }
+
+func (j jitter) NextBackoffAfter(err error) time.Duration { return j.spread(nextAfter(j.s, err)) }
+
+// Jitter spreads s's waits: each wait d becomes a uniform draw from
+// [d×(1−fraction), d] (fraction 1 is "full jitter", 0 changes nothing;
+// it is clamped to [0, 1]), so that callers who failed together do not
+// retry together. A give-up (0) stays one.
+func Jitter(s RetryStrategy, fraction float64) ErrorAwareStrategy {
+	return jitter{s: s, frac: max(fraction, 0)}
+}
+
 func (o Options) normalize() (Options, error) {
 	if o.TTL == 0 {
 		o.TTL = DefaultTTL
@@ -190,6 +289,17 @@ type callConfig struct {
 	watchdog bool
 	retry    RetryStrategy
 	queued   func()
+	metadata string
+}
+
+// WithMetadata stores md with the lock while this call's hold stands
+// (Inspect returns it; so does the Lease's Metadata): who holds it and
+// why, for operators (redislock's Metadata, redsync's WithValue). A
+// reentrant acquire with metadata replaces the lock's; without, it keeps
+// it. A hand-off stores the waiter's metadata when it is picked up. At
+// most MaxMetadataLen bytes.
+func WithMetadata(md string) AcquireOption {
+	return func(c *callConfig) { c.metadata = md }
 }
 
 // WithQueued makes Acquire call fn once it is in line: when the attempt
@@ -252,6 +362,9 @@ func (c *Client) callConfig(opts []AcquireOption) (callConfig, error) {
 	}
 	if cfg.ownerSet && (cfg.owner == "" || len(cfg.owner) > maxOwnerLen) {
 		return cfg, fmt.Errorf("WithOwner: owner must be 1..%d bytes, got %d: %w", maxOwnerLen, len(cfg.owner), ErrInvalid)
+	}
+	if len(cfg.metadata) > MaxMetadataLen {
+		return cfg, fmt.Errorf("WithMetadata: %d bytes, at most %d: %w", len(cfg.metadata), MaxMetadataLen, ErrInvalid)
 	}
 	return cfg, nil
 }

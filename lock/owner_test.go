@@ -155,9 +155,15 @@ func TestHoldsOf(t *testing.T) {
 	p := redistest.Start(t)
 	opts := lock.Options{TTL: time.Minute, QueueTTL: time.Minute, HandoffTTL: 4 * time.Second}
 	c := newLocks(t, newRDB(t, p), opts)
+	var eaten atomic.Int64
+	w2c := newLocks(t, deafRDB(t, p, &eaten), opts)
 	holds := func(owner string) int64 {
 		t.Helper()
-		n, err := c.HoldsOf(ctxT(t), "k", owner)
+		on := c
+		if owner == "w2" {
+			on = w2c // an owner token belongs to its Client (Options.SharedOwners)
+		}
+		n, err := on.HoldsOf(ctxT(t), "k", owner)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,8 +176,7 @@ func TestHoldsOf(t *testing.T) {
 	}
 	_ = b.Release(ctxT(t))
 	// A hand-off to a deaf waiter (it polls every 2 s): handed, not held.
-	var eaten atomic.Int64
-	w := newLocks(t, deafRDB(t, p, &eaten), opts)
+	w := w2c
 	got := make(chan *lock.Lease, 1)
 	go func() {
 		l, err := w.Acquire(ctxT(t), "k", lock.WithOwner("w2"))

@@ -119,7 +119,7 @@ func TestWaiterHearsAfterItsSubscriptionDies(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}},
 		{"client-closed", func(t *testing.T, _ *redis.Client, waiter *lock.Client) {
-			if err := waiter.Close(); err != nil {
+			if err := waiter.Close(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		}},

@@ -58,7 +58,7 @@ local function clock()
   us = tonumber(uss)
   now = math.floor(us / 1000)
 end
-local function grant(tok, ttl, handed, rid)
+local function grant(tok, ttl, handed, rid, md)
   if not us then clock() end
   local f, fs = us, uss
   local life = math.max(2 * tonumber(ttl), 3600000)
@@ -68,7 +68,9 @@ local function grant(tok, ttl, handed, rid)
     redis.call('SET', KEYS[2], fs, 'PX', life)
   end
   if handed then
-    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'p', 1, 'r', '')
+    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'p', 1, 'r', '', 'm', '')
+  elseif md and md ~= '' then
+    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'r', rid or '', 'm', md)
   else
     redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'r', rid or '')
   end
@@ -133,7 +135,8 @@ end
 // queue ttl ms, reentrant ("1": same owner increments the hold count,
 // unless it picks up a hand-off; "0": same owner is an idempotent retry,
 // or a hand-off being picked up),
-// channel, hand-off lease ms.
+// channel, metadata ("": none; a reentrant acquire or a pickup without
+// keeps the lock's), hand-off lease ms.
 // Returns {1, fence, holds} when acquired, {0, pttl of the lock} when not.
 //
 // Fast path: when neither the lock nor the queue exists (uncontended), it
@@ -149,7 +152,7 @@ end
 // earlier fence as long as the servers' clocks agree within the failover time.
 var acquireScript = rediscmd.NewScript(luaPrelude + `
 if redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
-  local f = grant(ARGV[1], ARGV[2], false, ARGV[7])
+  local f = grant(ARGV[1], ARGV[2], false, ARGV[7], ARGV[8])
   return {1, f, 1}
 end
 ` + luaQueue + luaExtend + `
@@ -167,6 +170,7 @@ if owner == ARGV[1] then
     n = tonumber(redis.call('HGET', KEYS[1], 'n'))
   end
   if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'r', ARGV[7]) end
+  if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'm', ARGV[8]) end
   extend(ARGV[2])
   local fs = redis.call('HGET', KEYS[1], 'f')
   if picked then
@@ -185,7 +189,7 @@ if not owner then
       redis.call('ZREM', KEYS[3], member)
       redis.call('ZREM', KEYS[4], member)
     end
-    local f = grant(ARGV[1], ARGV[2], false, ARGV[7])
+    local f = grant(ARGV[1], ARGV[2], false, ARGV[7], ARGV[8])
     return {1, f, 1}
   end
   handoff(ARGV[6])
@@ -310,10 +314,10 @@ return -1
 `)
 
 // inspectScript: KEYS lock, queue. Returns {owner or ”, holds, fence or ”,
-// pttl, queue length}.
+// pttl, queue length, metadata or ”}.
 var inspectScript = rediscmd.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'f')
-return {h[1] or '', tonumber(h[2] or '0'), h[3] or '', redis.call('PTTL', KEYS[1]), redis.call('ZCARD', KEYS[2])}
+local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'f', 'm')
+return {h[1] or '', tonumber(h[2] or '0'), h[3] or '', redis.call('PTTL', KEYS[1]), redis.call('ZCARD', KEYS[2]), h[4] or ''}
 `)
 
 // forceUnlockScript: KEYS lock, fence, queue, queue deadlines. ARGV
@@ -325,4 +329,20 @@ local held = redis.call('EXISTS', KEYS[1])
 clock()
 dropDead()
 return {held, handoff(ARGV[1])}
+`)
+
+// reenterScript: KEYS lock. ARGV token, fence, ttl ms, the call's id,
+// metadata ("": keep the lock's). Lease.Reenter: a nested hold for the
+// holder of the lease with this fence, and for nobody else. Returns the
+// new hold count, or 0 when the token does not hold the lock under that
+// fence (the outer lease was lost: the old way, WithOwner, took a fresh
+// hold then, which no outer lease protects).
+var reenterScript = rediscmd.NewScript(luaExtend + `
+local h = redis.call('HMGET', KEYS[1], 'o', 'f', 'p')
+if h[1] ~= ARGV[1] or h[2] ~= ARGV[2] or h[3] then return 0 end
+local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('HSET', KEYS[1], 'r', ARGV[4])
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'm', ARGV[5]) end
+extend(ARGV[3])
+return n
 `)

@@ -187,7 +187,13 @@ func (l currentLock) acquire(ctx context.Context, key string, ttl time.Duration,
 	return acquireOn(ctx, key, ttl, wait, owner, l.c.TryAcquire, l.c.Acquire, lock.WithTTL, lock.WithOwner, extra...)
 }
 
-func (l currentLock) close() error { return l.c.Close() }
+// close waits a second at most for the lock's background cleanups: a
+// scenario's end must not wait for a frozen Redis.
+func (l currentLock) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return l.c.Close(ctx)
+}
 
 func (l currentLock) forceUnlock(ctx context.Context, key string) (bool, error) {
 	return l.c.ForceUnlock(ctx, key)
@@ -340,10 +346,27 @@ func (x *fencedLease) Renew(ctx context.Context, ttl time.Duration) error {
 	return mapLockErr(rf.RenewFor(ctx, ttl))
 }
 
-// Reenter acquires the lock again as the lease's owner (lock.WithOwner),
-// with its own ttl: one more hold, the same fence.
+// Reenter takes one more hold with its own ttl and the same fence: the
+// production lock's Lease.Reenter, which refuses (ErrNotAcquired, as
+// locker.Reentrant asks) once this lease's hold is gone; the frozen
+// copies, which have none, acquire again as the lease's owner
+// (WithOwner), which takes a fresh hold then.
 func (x *fencedLease) Reenter(ctx context.Context, ttl time.Duration) (locker.Lease, error) {
-	return x.f.acquire(ctx, x.key, ttl, false, x.h.Owner(), nil)
+	l, ok := x.h.(*lock.Lease)
+	if !ok {
+		return x.f.acquire(ctx, x.key, ttl, false, x.h.Owner(), nil)
+	}
+	if err := checkArgs(ctx, x.key, ttl, true); err != nil {
+		return nil, err
+	}
+	h, err := l.Reenter(ctx, lock.WithTTL(ttl))
+	if errors.Is(err, lock.ErrNotHeld) {
+		return nil, fmt.Errorf("%w: %w", locker.ErrNotAcquired, err)
+	}
+	if err != nil {
+		return nil, mapLockErr(err)
+	}
+	return &fencedLease{f: x.f, key: x.key, h: h}, nil
 }
 
 // mapLockErr adds locker's sentinel to an error of package lock (or of its

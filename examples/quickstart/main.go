@@ -43,7 +43,7 @@ func decrementStock(ctx context.Context, lockAddr, dataAddr, sku string, initial
 	if err != nil {
 		return 0, err
 	}
-	defer locks.Close()
+	defer locks.Close(context.Background()) // waits for the lock's background cleanups
 	dataRDB := redis.NewClient(&redis.Options{Addr: dataAddr, ContextTimeoutEnabled: true})
 	defer dataRDB.Close()
 	stock, err := fencing.NewRedis(dataRDB, fencing.RedisOptions{})
