@@ -46,7 +46,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("lock.New: %w", err)
 	}
 	c := &Client{opts: o, cmds: rediscmd.NewSender(rdb), id: newToken()[:16]}
-	c.notes = newNotifier(rdb, o.Logger, &c.bg)
+	c.notes = newNotifier(rdb, o.Logger, &c.bg, o.HandoffTTL)
 	return c, nil
 }
 
@@ -258,16 +258,11 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	// hand-off to another waiter would never come under churn, and we
 	// would drop out of line (review defect 1).
 	refreshAt := start.Add(refresh)
-	// freeAt is when the lock may be free next, as far as we know: the
-	// expiry our last attempt saw, or the one a pickup announced (zero:
-	// free, or unknown). guard is set while a hand-off to another waiter
-	// (handed: its fence) is not known to be picked up: if that waiter
-	// died in line, its hand-off lease runs out then, and somebody must
-	// look. A pickup's message clears it, so a live line runs no script
-	// between two hand-offs whatever its length (review defect 8: every
-	// waiter looked one hand-off lease after every hand-off).
-	var freeAt, guard time.Time
-	var handed, lastPicked uint64
+	// freeAt is when the lock may be free next, as far as our last
+	// attempt saw (zero: free, or no TTL). The notifier watches over
+	// hand-offs to other waiters and wakes us if one is not picked up
+	// (see notifier.dispatch): we do not look after each (review defect 8).
+	var freeAt time.Time
 	if res.pttl > 0 {
 		freeAt = start.Add(res.pttl)
 	}
@@ -276,9 +271,6 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	for {
 		if !retryNow {
 			d := time.Until(refreshAt)
-			if !guard.IsZero() {
-				d = min(d, time.Until(guard))
-			}
 			if !w.subscribed() {
 				// No confirmed subscription (a SUBSCRIBE lost in a network
 				// partition is never confirmed, and nothing re-sends it): no
@@ -288,11 +280,10 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 				// pub/sub.
 				d = min(d, c.opts.HandoffTTL/2)
 			}
-			switch {
-			case !freeAt.IsZero():
+			if !freeAt.IsZero() {
 				d = min(d, time.Until(freeAt))
 				backoff = time.Millisecond
-			case guard.IsZero():
+			} else {
 				// Free but someone else is first in line (or a key without TTL):
 				// jittered exponential backoff, capped by the refresh period.
 				d = min(d, backoff/2+rand.N(backoff/2+1))
@@ -308,29 +299,12 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 				// full TTL. The lease's validity counts from that attempt's
 				// start, not from an earlier one, and WAIT covers it.
 			case <-w.wake:
-			case f := <-w.other:
-				// The lock was handed to another waiter (the holder's
-				// expiry no longer says anything). A copy delivered in
-				// this process can come after the pickup it led to:
-				// hand-offs already picked up are ignored.
-				if f == 0 || f > lastPicked {
-					guard, handed, freeAt = time.Now().Add(c.opts.HandoffTTL+5*time.Millisecond), f, time.Time{}
-				}
-				continue
-			case p := <-w.picked:
-				lastPicked = max(lastPicked, p.fence)
-				if p.fence >= handed {
-					guard = time.Time{}
-				}
-				freeAt = time.Now().Add(p.ttl)
-				continue
 			case <-timer.C:
 			}
 		}
 		retryNow = false
 		start = time.Now()
 		refreshAt = start.Add(refresh)
-		guard = time.Time{}
 		res, err = a.try(ctx, mode)
 		if err != nil || res.ok {
 			return a.finish(ctx, start, res, err, true)

@@ -111,3 +111,41 @@ func TestHandoffWorkIsFlat(t *testing.T) {
 		t.Fatalf("scripts per acquisition grow with the line: %.2f with 2 waiters, %.2f with 16", few, many)
 	}
 }
+
+// TestLineLooksWhenAHandoffIsNotPickedUp: the line no longer looks after
+// each hand-off (TestHandoffWorkIsFlat), so somebody must look when the
+// recipient died in line: a waiter already in line behind it gets the lock
+// once the hand-off lease runs out, not at its next refresh (20 s here)
+// nor when the old holder's minute would have ended.
+func TestLineLooksWhenAHandoffIsNotPickedUp(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	keys := lock.RedisKeys("k")
+	opts := lock.Options{TTL: time.Minute, QueueTTL: time.Minute, HandoffTTL: 200 * time.Millisecond}
+	holder, live := newLocks(t, rdb, opts), newLocks(t, newRDB(t, p), opts)
+	l := mustAcquire(t, holder, "k")
+	// The dead waiter, first in line; the live one joins behind it.
+	if err := rdb.ZAdd(ctxT(t), keys.Queue, redis.Z{Score: 1, Member: "60000:dead"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZAdd(ctxT(t), keys.QueueDeadlines, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "60000:dead"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		ll, err := live.Acquire(ctx, "k")
+		if err == nil {
+			err = ll.Release(context.Background())
+		}
+		got <- err
+	}()
+	eventually(t, "the live waiter to queue", func() bool { return queueLen(t, rdb, "k") == 2 })
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter behind a dead recipient: %v (want the lock once the hand-off lease ran out)", err)
+	}
+}

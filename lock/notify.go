@@ -35,6 +35,8 @@ type notifier struct {
 	log *slog.Logger
 	// bg is the Client's count of background work (Client.Close waits).
 	bg *sync.WaitGroup
+	// handoff is the Client's hand-off lease (Options.HandoffTTL).
+	handoff time.Duration
 
 	mu      sync.Mutex
 	ps      *redis.PubSub
@@ -66,6 +68,11 @@ type chanState struct {
 	gen       uint64    // messages received so far
 	recent    [8]string // the payloads of the last messages, by gen % 8
 	waiters   map[*waiter]struct{}
+	// handed and picked are the fences of the last hand-off and of the
+	// last pickup heard of; watch wakes every waiter when the lock may be
+	// free without a word (see dispatch).
+	handed, picked uint64
+	watch          *time.Timer
 }
 
 func (s *chanState) isReady() bool { return s.active && s.inflight == 0 }
@@ -92,38 +99,42 @@ type waiter struct {
 	st    *chanState
 	wake  chan struct{} // buffered(1): look again (the lock may be free)
 	grant chan uint64   // buffered(1): a release handed the lock to this waiter, with this fence
-	// other and picked hold the newest message of their kind (a newer
-	// one replaces an unread one): the lock was handed to another waiter
-	// with this fence (0: unreadable), or a hand-off was picked up.
-	other  chan uint64
-	picked chan pickup
 }
 
-// pickup is a "+<fence>/<ttl ms>" message: the hand-off with this fence was
-// picked up, and the lock is held for at least ttl from its publication.
-type pickup struct {
-	fence uint64
-	ttl   time.Duration
-}
-
-// offer puts v in ch (buffered(1)), replacing an unread value: the reader
-// wants the newest. Called with n.mu held, so nobody else sends meanwhile.
-func offer[T any](ch chan T, v T) {
+// deliver wakes the waiter: with a hand-off's fence (the lock was handed
+// to it), or plainly (ok false: look again). Called with n.mu held.
+func (w *waiter) deliver(fence uint64, ok bool) {
+	if ok {
+		select {
+		case w.grant <- fence:
+		default:
+		}
+		return
+	}
 	select {
-	case <-ch:
+	case w.wake <- struct{}{}:
 	default:
 	}
-	ch <- v
 }
 
-// deliver passes a message ("<token>:<fence>" for a hand-off,
-// "+<fence>/<ttl>" for its pickup: no ':', whatever the token, anything
-// else a plain wake-up) to the waiter. Called with n.mu held.
-func (w *waiter) deliver(payload string) {
+// dispatch handles a message on st's channel: "<token>:<fence>", a
+// hand-off, wakes the waiter it names; "+<fence>/<ttl ms>" (no ':',
+// whatever the token), the pickup of a hand-off, wakes nobody; "" wakes
+// every waiter.
+//
+// The channel, not each waiter, watches over a hand-off to another
+// waiter (review defect 8: every waiter woke on every hand-off and ran a
+// script one hand-off lease later, work that grew with the line): a
+// hand-off arms the channel's watch for one hand-off lease, its pickup
+// moves it to when the new holder's lease may run out (a holder that
+// crashes wakes the line then), and when the watch fires, every waiter
+// looks (a recipient that died in line never picks up). A live line thus
+// wakes one waiter per hand-off, whatever its length. Called with n.mu
+// held.
+func (n *notifier) dispatch(st *chanState, payload string) {
 	if payload == "" {
-		select {
-		case w.wake <- struct{}{}:
-		default:
+		for w := range st.waiters {
+			w.deliver(0, false)
 		}
 		return
 	}
@@ -131,8 +142,12 @@ func (w *waiter) deliver(payload string) {
 		fs, ttls, _ := strings.Cut(rest, "/")
 		fence, ferr := strconv.ParseUint(fs, 10, 64)
 		ms, terr := strconv.ParseInt(ttls, 10, 64)
-		if ferr == nil && terr == nil && ms > 0 {
-			offer(w.picked, pickup{fence: fence, ttl: time.Duration(ms) * time.Millisecond})
+		if ferr != nil || terr != nil || ms <= 0 {
+			return
+		}
+		st.picked = max(st.picked, fence)
+		if fence >= st.handed {
+			n.watch(st, time.Duration(ms)*time.Millisecond)
 		}
 		return
 	}
@@ -140,32 +155,55 @@ func (w *waiter) deliver(payload string) {
 	if i < 0 {
 		return
 	}
+	tok := payload[:i]
 	fence, err := strconv.ParseUint(payload[i+1:], 10, 64)
-	if payload[:i] != w.token {
-		offer(w.other, fence) // 0 when unreadable: then no pickup matches it
-		return
-	}
-	if err != nil {
-		select {
-		case w.wake <- struct{}{}:
-		default:
+	for w := range st.waiters {
+		if w.token == tok {
+			w.deliver(fence, err == nil)
 		}
-		return
 	}
-	select {
-	case w.grant <- fence:
-	default:
+	// A copy delivered in this process can come after the pickup it led
+	// to: a hand-off already picked up arms nothing.
+	if err != nil || fence > st.picked {
+		st.handed = fence
+		n.watch(st, n.handoff+5*time.Millisecond)
 	}
 }
 
-func newNotifier(rdb redis.UniversalClient, log *slog.Logger, bg *sync.WaitGroup) *notifier {
+// drop forgets channel ch (nobody waits on it) and stops its watch.
+// Called with n.mu held.
+func (n *notifier) drop(ch string) {
+	if st := n.chans[ch]; st != nil && st.watch != nil {
+		st.watch.Stop()
+	}
+	delete(n.chans, ch)
+}
+
+// watch (re)arms st's watch to wake every waiter after d. Called with
+// n.mu held.
+func (n *notifier) watch(st *chanState, d time.Duration) {
+	if st.watch != nil {
+		st.watch.Reset(d)
+		return
+	}
+	st.watch = time.AfterFunc(d, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		for w := range st.waiters {
+			w.deliver(0, false)
+		}
+	})
+}
+
+func newNotifier(rdb redis.UniversalClient, log *slog.Logger, bg *sync.WaitGroup, handoff time.Duration) *notifier {
 	return &notifier{
-		rdb:   rdb,
-		log:   log,
-		bg:    bg,
-		chans: make(map[string]*chanState),
-		kick:  make(chan struct{}, 1),
-		done:  make(chan struct{}),
+		rdb:     rdb,
+		log:     log,
+		bg:      bg,
+		handoff: handoff,
+		chans:   make(map[string]*chanState),
+		kick:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
 	}
 }
 
@@ -212,8 +250,7 @@ func (n *notifier) join(ch, token string) *waiter {
 		st = &chanState{ready: make(chan struct{}), waiters: make(map[*waiter]struct{})}
 		n.chans[ch] = st
 	}
-	w := &waiter{n: n, ch: ch, token: token, st: st, wake: make(chan struct{}, 1), grant: make(chan uint64, 1),
-		other: make(chan uint64, 1), picked: make(chan pickup, 1)}
+	w := &waiter{n: n, ch: ch, token: token, st: st, wake: make(chan struct{}, 1), grant: make(chan uint64, 1)}
 	st.refs++
 	st.waiters[w] = struct{}{}
 	if !n.closed {
@@ -237,7 +274,7 @@ func (n *notifier) leave(w *waiter) {
 		if w.st.requested {
 			n.kickLocked()
 		} else if !w.st.active && w.st.inflight == 0 {
-			delete(n.chans, w.ch)
+			n.drop(w.ch)
 		}
 	}
 }
@@ -321,7 +358,7 @@ func (n *notifier) manage() {
 				st.inflight--
 				st.update()
 				if st.refs == 0 && !st.active && st.inflight == 0 {
-					delete(n.chans, ch)
+					n.drop(ch)
 				}
 			}
 			unsub = nil
@@ -377,7 +414,7 @@ func (n *notifier) receive(ps *redis.PubSub) {
 					n.backoff = 0 // a connection that works
 				}
 				if st.refs == 0 && !st.requested && !st.active && st.inflight == 0 {
-					delete(n.chans, m.Channel)
+					n.drop(m.Channel)
 				}
 			}
 			n.mu.Unlock()
@@ -386,9 +423,7 @@ func (n *notifier) receive(ps *redis.PubSub) {
 			if st := n.chans[m.Channel]; st != nil {
 				st.gen++
 				st.recent[st.gen%uint64(len(st.recent))] = m.Payload
-				for w := range st.waiters {
-					w.deliver(m.Payload)
-				}
+				n.dispatch(st, m.Payload)
 			}
 			n.mu.Unlock()
 		}
@@ -418,12 +453,10 @@ func (n *notifier) dead(ps *redis.PubSub, err error) {
 		st.active, st.requested, st.inflight = false, false, 0
 		st.update()
 		if st.refs == 0 {
-			delete(n.chans, ch)
+			n.drop(ch)
 			continue
 		}
-		for w := range st.waiters {
-			w.deliver("") // a plain wake-up: a hand-off may have been lost
-		}
+		n.dispatch(st, "") // a plain wake-up: a hand-off may have been lost
 	}
 	n.backoff = min(max(2*n.backoff, minBackoff), maxBackoff)
 	wait := n.backoff
@@ -443,9 +476,7 @@ func (n *notifier) deliverLocal(ch, payload string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if st := n.chans[ch]; st != nil {
-		for w := range st.waiters {
-			w.deliver(payload)
-		}
+		n.dispatch(st, payload)
 	}
 }
 
@@ -466,9 +497,7 @@ func (n *notifier) close() error {
 		}
 		// Waits in progress poll from now on (subscribed is false): wake
 		// them to look at once and pick their new period.
-		for w := range st.waiters {
-			w.deliver("")
-		}
+		n.dispatch(st, "")
 	}
 	n.mu.Unlock()
 	if ps != nil {
