@@ -2,7 +2,11 @@ package contract
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Summary is summary.json, as `lockproof run --out DIR` writes it.
@@ -11,6 +15,43 @@ type Summary struct {
 	// Cells sum the seeds of each lock × fault up (absent in files written
 	// before cells were: the reports then sum them up themselves).
 	Cells []*Cell `json:"cells,omitempty"`
+	// Shard says which part of a plan the run holds (`run --shard K/N`);
+	// absent for a whole plan, and for a merge of every shard.
+	Shard *Shard `json:"shard,omitempty"`
+}
+
+// Shard is one of Count parts of a run's plan: the plan's lock × fault
+// cells, in plan order, cut into Count contiguous runs of cells (Range),
+// the Index-th of which (1-based) this run holds. A cell is never split:
+// its seeds are judged together (Cell). Cells is the plan's cell count.
+// Merging the Count shards in Index order gives the rows and cells of the
+// whole plan in plan order.
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+	Cells int `json:"cells"`
+}
+
+// ErrBadShard: a shard that is not "K/N" with 1 <= K <= N.
+var ErrBadShard = errors.New("bad shard")
+
+// ParseShard reads "K/N" (1 <= K <= N).
+func ParseShard(s string) (Shard, error) {
+	k, n, ok := strings.Cut(s, "/")
+	ki, kerr := strconv.Atoi(k)
+	ni, nerr := strconv.Atoi(n)
+	if !ok || kerr != nil || nerr != nil || ni < 1 || ki < 1 || ki > ni {
+		return Shard{}, fmt.Errorf("%w: %q: want K/N with 1 <= K <= N, e.g. 2/4", ErrBadShard, s)
+	}
+	return Shard{Index: ki, Count: ni}, nil
+}
+
+// String is "K/N".
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// Range is the cells [lo, hi) of a plan of cells cells that the shard holds.
+func (s Shard) Range(cells int) (lo, hi int) {
+	return (s.Index - 1) * cells / s.Count, s.Index * cells / s.Count
 }
 
 // Row is one scenario of summary.json: the one row type every stage

@@ -66,6 +66,9 @@ type Run struct {
 	Scenarios []*Scenario
 	// Cells are summary.json's cells (nil in files written before them).
 	Cells []*Cell
+	// Shard is the part of a plan the run holds (`run --shard`); nil for
+	// a whole plan.
+	Shard *contract.Shard
 }
 
 // Scenario is one scenario of a run with what its directory holds.
@@ -128,7 +131,7 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 	if err := json.Unmarshal(data, &sum); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadRun, sumPath, err)
 	}
-	run := &Run{Dir: dir, Cells: sum.Cells}
+	run := &Run{Dir: dir, Cells: sum.Cells, Shard: sum.Shard}
 	seen := map[string]int{}
 	for i := range sum.Scenarios {
 		s := &sum.Scenarios[i]

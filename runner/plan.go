@@ -128,6 +128,44 @@ type Config struct {
 	Trace map[string]TraceCheck
 	// Logger receives details; nil discards.
 	Logger *slog.Logger
+	// Shard, when set, runs one part of the plan (contract.Shard: a
+	// contiguous run of its lock × fault cells, never a cell split), for
+	// a nightly fanned out over CI runners; Merge puts the parts' run
+	// directories together. Nil runs the whole plan.
+	Shard *contract.Shard
+}
+
+// shardOf is the part of specs that c.Shard holds, and the shard as the
+// summary records it (nil for the whole plan). A shard that holds no
+// cell (more shards than cells) is bad configuration.
+func (c Config) shardOf(specs []Spec) ([]Spec, *contract.Shard, error) {
+	if c.Shard == nil {
+		return specs, nil, nil
+	}
+	sh := *c.Shard
+	if sh.Count < 1 || sh.Index < 1 || sh.Index > sh.Count {
+		return nil, nil, fmt.Errorf("%w: shard %s: want K/N with 1 <= K <= N", ErrBadConfig, sh)
+	}
+	type cell struct{ lock, fault string }
+	index := map[cell]int{}
+	for _, s := range specs {
+		k := cell{s.Lock, s.Fault}
+		if _, ok := index[k]; !ok {
+			index[k] = len(index)
+		}
+	}
+	sh.Cells = len(index)
+	lo, hi := sh.Range(sh.Cells)
+	var out []Spec
+	for _, s := range specs {
+		if i := index[cell{s.Lock, s.Fault}]; i >= lo && i < hi {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil, fmt.Errorf("%w: shard %s of a plan of %d cells holds none (use fewer shards)", ErrBadConfig, sh, sh.Cells)
+	}
+	return out, &sh, nil
 }
 
 func (c Config) specs() ([]Spec, error) {

@@ -34,6 +34,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -46,6 +47,10 @@ import (
 // are errors of Run.
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	specs, err := cfg.specs()
+	if err != nil {
+		return nil, err
+	}
+	specs, shard, err := cfg.shardOf(specs)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +83,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
-	m := &matrix{cfg: cfg, specs: specs, rows: make([]*Scenario, len(specs)), runCtx: ctx}
+	m := &matrix{cfg: cfg, specs: specs, rows: make([]*Scenario, len(specs)), runCtx: ctx, shard: shard}
 	defer m.closeShared()
 	if cfg.Resume {
 		if err := m.resume(); err != nil {
@@ -203,6 +208,7 @@ type matrix struct {
 	runCtx context.Context
 	cfg    Config
 	specs  []Spec
+	shard  *contract.Shard // the part of the plan run (Config.Shard), nil: all
 
 	mu       sync.Mutex
 	rows     []*Scenario

@@ -45,6 +45,9 @@ type Summary struct {
 	// Cells sum the seeds of each lock × fault up (additive to the
 	// contract: tools that read only scenarios are unaffected).
 	Cells []*Cell `json:"cells,omitempty"`
+	// Shard is the part of the plan the run holds (Config.Shard); nil for
+	// a whole plan or a merge (contract.Summary's).
+	Shard *contract.Shard `json:"shard,omitempty"`
 }
 
 // Cell is one lock × fault over its seeds (reports.Cell).
@@ -78,7 +81,7 @@ func (s *Summary) Status() int {
 func (m *matrix) summary() *Summary {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := &Summary{Scenarios: []*Scenario{}, Cells: m.cells}
+	s := &Summary{Scenarios: []*Scenario{}, Cells: m.cells, Shard: m.shard}
 	for _, r := range m.rows {
 		if r != nil {
 			s.Scenarios = append(s.Scenarios, r)
@@ -204,7 +207,7 @@ func ReadSummary(dir string) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := &Summary{Cells: run.Cells}
+	sum := &Summary{Cells: run.Cells, Shard: run.Shard}
 	for _, sc := range run.Scenarios {
 		sum.Scenarios = append(sum.Scenarios, &Scenario{Row: sc.ScenarioSummary})
 	}

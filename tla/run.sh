@@ -5,6 +5,8 @@
 #   tla/run.sh                 all configs and all traces
 #   tla/run.sh NAME...         only these configs (FencedLock_liveness, ...) and no traces
 #   tla/run.sh --traces FILE...  only trace validation of these histories
+#   tla/run.sh --jar           print the path of the verified jar (download
+#                              it if needed), and check nothing
 #
 # A config whose name contains "_unsafe" must report a violation (of the
 # invariant its "\* expect: NAME" line names, when it has one); every other
@@ -88,6 +90,11 @@ find_jar() {
   echo "run.sh: $jar: sha256 verified" >&2
 }
 
+if [ "${1:-}" = "--jar" ]; then
+  find_jar
+  echo "$jar"
+  exit 0
+fi
 command -v java >/dev/null 2>&1 || no_tlc "no java on PATH"
 find_jar
 command -v timeout >/dev/null 2>&1 || { echo "run.sh: need timeout(1)" >&2; exit 1; }

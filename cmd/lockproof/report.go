@@ -9,11 +9,12 @@ import (
 	"path/filepath"
 
 	"github.com/lockproof/lockproof/reports"
+	"github.com/lockproof/lockproof/runner"
 )
 
 // reportCommand is `lockproof report DIR` and `lockproof report --compare OLD NEW`.
 func reportCommand() command {
-	return command{summary: "render the report of a finished run DIR (report.md, report.html, junit.xml, report.json); --compare OLD NEW", run: runReport}
+	return command{summary: "render the report of a finished run DIR (report.md, report.html, junit.xml, report.json); --compare OLD NEW; --merge --out DIR SHARD...", run: runReport}
 }
 
 // runReport renders a run directory's report into it, or compares two runs.
@@ -24,14 +25,33 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	compare := fs.Bool("compare", false, "compare two runs: lockproof report --compare OLD NEW")
+	merge := fs.Bool("merge", false, "merge the run directories of a plan's shards (lockproof run --shard K/N) into --out, and report it: lockproof report --merge --out DIR SHARD...")
+	out := fs.String("out", "", "with --merge: the run directory to write (new or empty)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproof report DIR\n       lockproof report --compare OLD NEW")
+		fmt.Fprintln(stderr, "usage: lockproof report DIR\n       lockproof report --compare OLD NEW\n       lockproof report --merge --out DIR SHARD...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		return exitBadInput
+	}
+	if *merge {
+		if *compare || *out == "" || fs.NArg() == 0 {
+			fmt.Fprintln(stderr, "lockproof report --merge: want --out DIR and the shards' run directories (and not --compare)")
+			fs.Usage()
+			return exitBadInput
+		}
+		if _, err := runner.Merge(*out, fs.Args(), true); err != nil {
+			fmt.Fprintf(stderr, "lockproof report --merge: %v\n", err)
+			return exitBadInput
+		}
+		fmt.Fprintf(stdout, "merged %d shards into %s\n", fs.NArg(), *out)
+		return runReport(ctx, []string{*out}, stdout, stderr)
+	}
+	if *out != "" {
+		fmt.Fprintln(stderr, "lockproof report: --out goes with --merge")
 		return exitBadInput
 	}
 	if *compare {

@@ -54,6 +54,7 @@ type runFlags struct {
 	keepAll              bool
 	mix                  string
 	tlaJar               string
+	shard                string
 }
 
 // runRun runs the matrix. Exit codes: 0 every verdict as expected, 1 some
@@ -90,6 +91,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.verbose, "v", false, "log details to stderr")
 	fs.BoolVar(&f.force, "force", false, "clear --out first when it is not empty")
 	fs.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out (same flags): run only what it did not")
+	fs.StringVar(&f.shard, "shard", "", `run part K of N of the plan ("K/N": the K-th of N contiguous runs of its lock × fault cells), for a nightly fanned out over CI runners; merge the parts with "lockproof report --merge"`)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lockproof run [--locks L,..] [--faults F,..] [--seeds 1-10] [--duration D] [--provider process|docker|byo] [--out DIR]")
 		fmt.Fprintln(stderr, "       lockproof run --detect [--seeds 1-20] [--locks L,..]")
@@ -181,6 +183,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.resume && (f.detect || f.regression != "") {
 		return bad("--resume continues a matrix run: not with --detect or --regression")
 	}
+	var shard *contract.Shard
+	if f.shard != "" {
+		if f.detect || f.regression != "" {
+			return bad("--shard splits a matrix run: not with --detect or --regression")
+		}
+		sh, err := contract.ParseShard(f.shard)
+		if err != nil {
+			return bad("--shard: %v", err)
+		}
+		shard = &sh
+	}
 	if err := prepareOut(f.out, f.force, f.resume); err != nil {
 		return bad("%v", err)
 	}
@@ -223,7 +236,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Trace: traces, Kind: kind,
 		Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
 		Duration: f.duration, TTL: f.ttl, Clients: f.clients, Hold: f.hold, Think: f.think, Parallel: f.parallel,
-		Out: f.out, CheckTimeout: f.checkTimeout, Progress: stderr, NoReport: f.noReport, KeepAll: f.keepAll, Logger: logger,
+		Out: f.out, CheckTimeout: f.checkTimeout, Progress: stderr, NoReport: f.noReport, KeepAll: f.keepAll, Logger: logger, Shard: shard,
 		Open: func(ctx context.Context, spec env.Spec) (env.Env, error) {
 			o := envOpts
 			o.Spec = spec

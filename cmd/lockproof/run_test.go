@@ -42,6 +42,9 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--no-such-flag"}, "no-such-flag"},
 		{[]string{"--mix", "nap=0.5"}, "--mix"},
 		{[]string{"--mix", "blocking=2"}, "blocking"},
+		{[]string{"--shard", "3/2"}, "--shard"},
+		{[]string{"--shard", "1/2", "--detect"}, "--shard"},
+		{[]string{"--locks", "lua", "--faults", "none", "--shard", "1/2"}, "holds none"},
 	} {
 		code, _, stderr := runRunArgs(t, append(tc.args, "--out", t.TempDir())...)
 		if code != exitBadInput || !strings.Contains(stderr, tc.want) {
@@ -119,6 +122,48 @@ func TestRunSmallMatrix(t *testing.T) {
 		if s.Lock == "lua" && s.Fault == "pause-client" && s.Verdicts[contract.PropResource] != "violated" {
 			t.Errorf("%s: resource %s; want violated (unfenced data under a pause)", s.ID(), s.Verdicts[contract.PropResource])
 		}
+	}
+}
+
+// TestRunShardsAndMerge: a small real matrix run as two shards (one lock
+// each) and merged by "report --merge" exits as a whole run would, with
+// every scenario and the report in the merged directory.
+func TestRunShardsAndMerge(t *testing.T) {
+	redistest.Require(t, true)
+	base := t.TempDir()
+	var shards []string
+	for _, k := range []string{"1/2", "2/2"} {
+		out := filepath.Join(base, "shard"+strings.ReplaceAll(k, "/", "of"))
+		code, stdout, stderr := runRunArgs(t, "--locks", "lua,fenced", "--faults", "none", "--seeds", "1", "--shard", k, "--no-report", "--out", out)
+		if code != exitOK {
+			t.Fatalf("shard %s: exit %d\n%s\n%s", k, code, stdout, stderr)
+		}
+		shards = append(shards, out)
+	}
+	merged := filepath.Join(base, "merged")
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), append([]string{"report", "--merge", "--out", merged}, shards...), &out, &errb)
+	if code != exitOK {
+		t.Fatalf("report --merge: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	run, err := reports.Load(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Scenarios) != 2 || run.Scenarios[0].Lock != "lua" || run.Scenarios[1].Lock != "fenced" || run.Shard != nil {
+		t.Fatalf("merged: %d scenarios, shard %v; want lua then fenced, no shard", len(run.Scenarios), run.Shard)
+	}
+	for _, sc := range run.Scenarios {
+		if len(sc.Problems) > 0 {
+			t.Errorf("%s: %v", sc.ID, sc.Problems)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(merged, "report.md")); err != nil {
+		t.Errorf("no report: %v", err)
+	}
+	code = dispatch(context.Background(), []string{"report", "--merge", "--out", filepath.Join(base, "again"), shards[0]}, &out, &errb)
+	if code != exitBadInput {
+		t.Errorf("a merge with a shard missing: exit %d; want 2", code)
 	}
 }
 
