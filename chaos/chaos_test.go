@@ -25,6 +25,7 @@ import (
 	"github.com/lockproof/lockproof/fencing"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/tla"
 	"github.com/lockproof/lockproof/tla/trace"
@@ -200,6 +201,9 @@ func runAndCheck(t *testing.T, e env.Env, sc chaos.Scenario) (chaos.Outcome, *ch
 	dir := outDir(t, fmt.Sprintf("%s-%s-%d", sc.Lock, sc.Fault, sc.Seed))
 	ctx, cancel := context.WithTimeout(context.Background(), sc.Duration+60*time.Second)
 	defer cancel()
+	if sc.Workload.Locks == nil {
+		sc.Workload.Locks = zoo.Builtin() // chaos has no registry of its own
+	}
 	out, err := chaos.Run(ctx, e, sc, dir)
 	if err != nil {
 		t.Fatalf("run: %v (history %s)", err, out.History)
@@ -345,7 +349,7 @@ func TestFencedFailoverLosesLease(t *testing.T) {
 	for i := 0; i < seeds && !violated; i++ {
 		seed := *flagSeed + uint64(i)
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-			e := openEnv(t, chaos.FreshSpec("fenced"))
+			e := openEnv(t, chaos.FreshSpec(locker.Needs{}))
 			sc := chaos.Scenario{Lock: "fenced", Fault: chaos.FaultFailover, Seed: seed, Duration: duration() + 2*time.Second}
 			out, res := runAndCheck(t, e, sc)
 			t.Logf("%s", describe(out, res))
@@ -549,7 +553,7 @@ func TestFencedFailoverSkew(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	e := openEnv(t, f.FreshSpec("fenced"))
+	e := openEnv(t, f.FreshSpec(locker.Needs{}))
 	sc := chaos.Scenario{Lock: "fenced", Fault: chaos.FaultFailoverSkew, Seed: *flagSeed, Duration: f.DefaultDuration()}
 	out, res := runAndCheck(t, e, sc)
 	t.Logf("%s\nevidence: %s", describe(out, res), out.FaultEvidence)

@@ -13,6 +13,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redisproc"
+	"github.com/lockproof/lockproof/locker"
 )
 
 // SkewBehind is how far the replicas' clocks run behind the master's under
@@ -29,8 +30,8 @@ func failoverSkewFault() Fault {
 	return Fault{Name: FaultFailoverSkew, Matrix: true,
 		Doc:   fmt.Sprintf("a failover (as failover) to a replica whose clock runs %v behind the old master's", SkewBehind),
 		Scope: ScopeFresh, Duration: 6*time.Second + SkewBehind,
-		Env: func(lock string) env.Spec {
-			s := FreshSpec(lock)
+		Env: func(needs locker.Needs) env.Spec {
+			s := FreshSpec(needs)
 			s.ReplicaClockBehind = SkewBehind
 			return s
 		},

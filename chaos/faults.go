@@ -14,7 +14,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/chaos/workload"
-	"github.com/lockproof/lockproof/zoo"
+	"github.com/lockproof/lockproof/locker"
 )
 
 // Scope says what a fault acts on, and so how a run schedules it.
@@ -99,8 +99,8 @@ type Fault struct {
 	// the summary.json contract); the others run when named.
 	Matrix bool
 	// Env is the topology of a ScopeFresh fault's environment for a lock
-	// (nil: FreshSpec).
-	Env func(lock string) env.Spec
+	// with these needs (nil: FreshSpec).
+	Env func(needs locker.Needs) env.Spec
 	// Needs says why the fault cannot run on an environment of kind k
 	// (nil: it can, or k is unknown), e.g. a paused server on a deployment
 	// lockproof does not run. Nil means it runs anywhere.
@@ -158,16 +158,18 @@ func (f Fault) WorkloadShape() WorkloadShape {
 }
 
 // FreshSpec is the topology of the fault's own environment, for ScopeFresh
-// faults: FreshSpec, and what the fault's Env adds.
-func (f Fault) FreshSpec(lock string) env.Spec {
+// faults, for a lock with these needs (its locker.Entry's): FreshSpec, and
+// what the fault's Env adds.
+func (f Fault) FreshSpec(needs locker.Needs) env.Spec {
 	if f.Env != nil {
-		return f.Env(lock)
+		return f.Env(needs)
 	}
-	return FreshSpec(lock)
+	return FreshSpec(needs)
 }
 
 // FreshSpec is the topology of a fresh environment: a quick Sentinel
-// (down-after 1s, failover timeout 2s), and Redlock's masters for redlock.
+// (down-after 1s, failover timeout 2s), and independent masters for a lock
+// that needs them (locker.Needs Redlock: a user's Redlock as well as ours).
 //
 // Why not quicker: with down-after 500ms the Sentinels, which reset their
 // view of the new master at the switch, often marked it down again within a
@@ -175,9 +177,9 @@ func (f Fault) FreshSpec(lock string) env.Spec {
 // and 1 of 3 failover runs on 2 cores; none of 5 at 1s). A run that fails
 // over twice saw three masters, which its fault does not stand for: Run
 // then reports nemesis.ErrFailedOverAgain.
-func FreshSpec(lock string) env.Spec {
+func FreshSpec(needs locker.Needs) env.Spec {
 	s := env.Spec{DownAfter: time.Second, FailoverTimeout: 2 * time.Second}
-	if lock == zoo.RedlockName {
+	if needs.Redlock {
 		s.Redlock = 3
 	}
 	return s

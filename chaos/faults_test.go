@@ -9,6 +9,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/locker"
 )
 
 func TestCatalogue(t *testing.T) {
@@ -46,7 +47,7 @@ func TestAvailable(t *testing.T) {
 			t.Errorf("failover-skew on %s: %v; want ErrNeedsProcesses", k, err)
 		}
 	}
-	if s := skew.FreshSpec("fenced"); s.ReplicaClockBehind != SkewBehind || s.DownAfter != FreshSpec("fenced").DownAfter {
+	if s := skew.FreshSpec(locker.Needs{}); s.ReplicaClockBehind != SkewBehind || s.DownAfter != FreshSpec(locker.Needs{}).DownAfter {
 		t.Errorf("failover-skew's environment %+v: want the fresh one with replicas %v behind", s, SkewBehind)
 	}
 	pause, _ := Lookup(FaultPauseServer)

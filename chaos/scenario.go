@@ -26,7 +26,6 @@ import (
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
-	"github.com/lockproof/lockproof/zoo"
 )
 
 // The fault names (package contract spells them).
@@ -61,7 +60,8 @@ var ErrNoBite = errors.New("the fault did not bite")
 
 // Scenario is one run: a lock under one fault.
 type Scenario struct {
-	// Lock is the specimen name; default "fenced".
+	// Lock is the name of the lock in Workload.Locks; required (the
+	// caller says which lock: chaos imports no registry of its own).
 	Lock string
 	// Fault is one of Faults(); default "none".
 	Fault string
@@ -125,7 +125,7 @@ type Outcome struct {
 
 func (s Scenario) withDefaults() (Scenario, error) {
 	if s.Lock == "" {
-		s.Lock = zoo.FencedName
+		return s, errors.New("scenario: Lock is required")
 	}
 	if s.Fault == "" {
 		s.Fault = FaultNone

@@ -14,6 +14,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/reports"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // runPlan runs the small matrix of these tests (3 locks × 2 faults × 2
@@ -155,5 +156,28 @@ func TestParseShard(t *testing.T) {
 		if next != 10 {
 			t.Fatalf("%d shards cover %d of 10 cells", n, next)
 		}
+	}
+}
+
+// TestFreshEnvironmentFromTheLocksNeeds: a fresh environment (failover)
+// has the independent masters a lock needs by its locker.Entry, whatever
+// the lock is called: a user's Redlock under another name gets them too
+// (chaos.FreshSpec once looked for the name "redlock").
+func TestFreshEnvironmentFromTheLocksNeeds(t *testing.T) {
+	reg := zoo.Builtin()
+	redlock, _ := reg.Lookup(zoo.RedlockName)
+	mine := redlock
+	mine.Name = "my-redlock"
+	if err := reg.Add(mine); err != nil {
+		t.Fatal(err)
+	}
+	var opened []env.Spec
+	var mu sync.Mutex
+	if _, err := Run(context.Background(), Config{Locks: []string{"my-redlock", "lua"}, Faults: []string{chaos.FaultFailover},
+		Seeds: []uint64{1}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: (&fakeRunner{}).run, Registry: reg, NoReport: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(opened) != 2 || opened[0].Redlock != 3 || opened[1].Redlock != 0 {
+		t.Fatalf("fresh environments %+v; want 3 masters for my-redlock (Needs.Redlock), none for lua", opened)
 	}
 }

@@ -269,8 +269,9 @@ func (m *matrix) runFresh(ctx context.Context, i int) {
 	start := time.Now()
 	s := m.specs[i]
 	octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	f, _ := chaos.Lookup(s.Fault) // known: specs
-	e, err := m.cfg.Open(octx, f.FreshSpec(s.Lock))
+	f, _ := chaos.Lookup(s.Fault)             // known: specs
+	entry, _ := m.cfg.Registry.Lookup(s.Lock) // known: Run
+	e, err := m.cfg.Open(octx, f.FreshSpec(entry.Needs))
 	cancel()
 	if err != nil {
 		m.finish(i, m.failed(s, fmt.Errorf("open a fresh environment: %w", err)), start)

@@ -288,7 +288,8 @@ func (p *Proc) close() error {
 // MaybeChild runs this process as a workload child client when ChildEnv is
 // set (it then never returns), and returns at once otherwise. Programs that
 // run workloads with Config.Processes > 0 call it first in main or TestMain,
-// with the registry their locks are in (nil: zoo.Builtin()).
+// with the registry their locks are in (required: zoo.Builtin() for
+// lockproof's own).
 func MaybeChild(locks *locker.Registry) {
 	js := os.Getenv(ChildEnv)
 	if js == "" {

@@ -47,7 +47,6 @@ import (
 	"github.com/lockproof/lockproof/fencing"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/locker"
-	"github.com/lockproof/lockproof/zoo"
 )
 
 // ErrConfig wraps every error about a bad Config.
@@ -55,10 +54,11 @@ var ErrConfig = errors.New("bad workload config")
 
 // Config is the shape of a workload.
 type Config struct {
-	// Lock is the name of the lock in Locks; default "fenced".
+	// Lock is the name of the lock in Locks; required.
 	Lock string
-	// Locks is the registry Lock is looked up in; nil means zoo.Builtin().
-	// A child-process client (Processes) looks its lock up in the registry
+	// Locks is the registry Lock is looked up in; required (zoo.Builtin()
+	// for lockproof's own locks: the workload imports no registry). A
+	// child-process client (Processes) looks its lock up in the registry
 	// its program passes to MaybeChild.
 	Locks *locker.Registry
 	// Mix is the operation mix; nil means DefaultMix().
@@ -99,7 +99,10 @@ type Config struct {
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Lock == "" {
-		c.Lock = zoo.FencedName
+		return c, fmt.Errorf("%w: Lock is required", ErrConfig)
+	}
+	if c.Locks == nil {
+		return c, fmt.Errorf("%w: Locks (the registry Lock is in) is required", ErrConfig)
 	}
 	if c.Keys == 0 {
 		c.Keys = 1
@@ -121,9 +124,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Locks == nil {
-		c.Locks = zoo.Builtin()
 	}
 	if c.Mix == nil {
 		m := DefaultMix()

@@ -14,22 +14,30 @@ import (
 )
 
 func TestConfigErrorsNameTheField(t *testing.T) {
+	reg, err := locker.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(c Config) Config { c.Lock, c.Locks = "fenced", reg; return c }
 	for _, tc := range []struct {
 		cfg   Config
 		field string
 	}{
-		{Config{Keys: -1}, "Keys"},
-		{Config{Clients: -2}, "Clients"},
-		{Config{TTL: time.Microsecond}, "TTL"},
-		{Config{Hold: -time.Second}, "Hold"},
+		{with(Config{Keys: -1}), "Keys"},
+		{with(Config{Clients: -2}), "Clients"},
+		{with(Config{TTL: time.Microsecond}), "TTL"},
+		{with(Config{Hold: -time.Second}), "Hold"},
+		// No lock or registry of the workload's own: the caller says.
+		{Config{Locks: reg}, "Lock"},
+		{Config{Lock: "fenced"}, "Locks"},
 	} {
 		_, err := tc.cfg.withDefaults()
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%+v: %v; want ErrConfig naming %s", tc.cfg, err, tc.field)
 		}
 	}
-	c, err := Config{}.withDefaults()
-	if err != nil || c.Lock != "fenced" || c.Keys != 1 || c.Clients != 3 || c.TTL <= 0 || c.OpTimeout <= 0 {
+	c, err := with(Config{}).withDefaults()
+	if err != nil || c.Keys != 1 || c.Clients != 3 || c.TTL <= 0 || c.OpTimeout <= 0 {
 		t.Fatalf("defaults = %+v, %v", c, err)
 	}
 }
