@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -83,8 +84,9 @@ func (m *myLease) Renew(ctx context.Context, ttl time.Duration) error {
 	return nil
 }
 
-// outcome tells "surely not" from "maybe": Redis answered with an error, or
-// nothing was sent (the context already done), or the reply was lost.
+// outcome tells "surely not" from "maybe" (package locker's rule): a Redis
+// error reply, or a closed client, surely had no effect; anything else,
+// a context error included, may have (the command may have been sent).
 func outcome(err error) error {
 	var rerr redis.Error
 	if errors.As(err, &rerr) || errors.Is(err, redis.ErrClosed) {
@@ -111,6 +113,10 @@ func TestMyLockUnderChaos(t *testing.T) {
 	}
 	for _, s := range res.Summary.Scenarios {
 		t.Logf("%s: %v", s.ID(), s.Verdicts) // map[claims:violated lease:ok liveness:n/a notice:n/a resource:violated]
+	}
+	// One verdict: a paused holder's late write gets in (no fencing tokens).
+	if v, err := res.Verdict("mylock", "pause-client", 1, lockproof.Resource); err != nil || v != contract.Violated {
+		t.Errorf("mylock × pause-client: resource %s, %v; want violated", v, err)
 	}
 	if res.Status != 0 {
 		t.Errorf("verdicts not as the lock's profile predicts (status %d): see %s/report.md", res.Status, res.Dir)

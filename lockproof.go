@@ -21,9 +21,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/rediscmd"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/zoo"
@@ -79,6 +83,38 @@ type Result struct {
 	// verdict as the locks' profiles predict, 1 some verdict not, 3 some
 	// verdict unknown or a scenario (or its fault) failed.
 	Status int
+}
+
+// Property is a property a verdict is about: the keys of a row's Verdicts
+// and summary.json's columns (docs/DESIGN.md says what each checks).
+type Property string
+
+// The properties, in summary order (contract.Properties).
+const (
+	Lease    Property = contract.PropLease    // G1: one holder at a time
+	Resource Property = contract.PropResource // G2: no stale write or read accepted
+	Liveness Property = contract.PropLiveness // G3: a lock nobody holds is granted
+	Claims   Property = contract.PropClaims   // G4: the validity the lock tells its holder is true
+	Notice   Property = contract.PropNotice   // G4: a holder is told, in time, that its lease is gone
+	Fairness Property = contract.PropFairness // G3: waiters are served in the order they joined
+)
+
+// Verdict is the verdict on property p of lock under fault with seed:
+// contract.OK, contract.Violated, contract.Unknown (not decided: never a
+// pass), or contract.NA ("n/a": the scenario held nothing the property
+// judges, e.g. notice for a lock that states no LossBound, fairness for
+// one without Entry.Fair, liveness when no holder stopped holding). An
+// error says the run has no such scenario or the row no such property.
+func (r *Result) Verdict(lock, fault string, seed uint64, p Property) (contract.Verdict, error) {
+	s := r.Scenario(lock, fault, seed)
+	if s == nil {
+		return contract.Unknown, fmt.Errorf("no scenario %s × %s seed %d in this run", lock, fault, seed)
+	}
+	v, ok := s.Verdicts[string(p)]
+	if !ok {
+		return contract.Unknown, fmt.Errorf("scenario %s: no verdict on %q (properties: %v)", s.ID(), p, contract.PropertyIDs())
+	}
+	return v, nil
 }
 
 // Scenario returns the row of lock under fault with seed, or nil.
@@ -145,6 +181,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// go-redis logs reconnects and Sentinel switches through its package
+	// logger, to stderr by default: a run's are the run's logger's (debug).
+	redis.SetLogger(rediscmd.SlogLogger{L: logger})
 	out := opts.Out
 	if out == "" {
 		if out, err = os.MkdirTemp("", "lockproof-run-"); err != nil {

@@ -111,3 +111,19 @@ func TestREADMEShowsTheExample(t *testing.T) {
 		t.Error("README.md does not hold example_ownlock_test.go verbatim in a go code block (section \"Run your own lock\")")
 	}
 }
+
+// TestPropertiesAreTheContracts: lockproof's typed property IDs are the
+// contract's, every one of them, in its order (a property added to the
+// contract fails here until it has its ID).
+func TestPropertiesAreTheContracts(t *testing.T) {
+	got := []lockproof.Property{lockproof.Lease, lockproof.Resource, lockproof.Liveness, lockproof.Claims, lockproof.Notice, lockproof.Fairness}
+	want := contract.PropertyIDs()
+	if len(got) != len(want) {
+		t.Fatalf("%d typed properties, the contract has %d (%v)", len(got), len(want), want)
+	}
+	for i, p := range got {
+		if string(p) != want[i] {
+			t.Errorf("property %d: %q, the contract's is %q", i, p, want[i])
+		}
+	}
+}

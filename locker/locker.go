@@ -23,7 +23,10 @@
 //   - ErrUnsupported: the algorithm has no such operation; nothing was sent
 //     and nothing is recorded.
 //   - ErrInvalid: bad input (a bug of the caller; the workload stops).
-//   - a context error: unknown (a deadline that struck mid-command).
+//   - a context error: unknown, since the command may have been sent (a
+//     deadline that struck mid-command). The one exception is a blocking
+//     acquire whose context ended while it waited in line with no command
+//     in flight: it surely holds nothing, and returns ErrNotAcquired.
 //   - anything else: surely no effect (a Redis error reply, a failed dial,
 //     a closed client).
 package locker

@@ -23,6 +23,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/rediscmd"
 	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/runner"
@@ -205,7 +206,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	// go-redis logs reconnects and Sentinel switches through its own logger:
 	// keep them for -v only.
-	redis.SetLogger(redisLogger{logger})
+	redis.SetLogger(rediscmd.SlogLogger{L: logger})
 	// The library reads no environment variable: LOCKPROOF_REDIS_IMAGE is ours.
 	dockerOpts := docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: logger}
 	envOpts := env.Options{Kind: kind, Docker: docker.With(dockerOpts), DockerAvailable: docker.Available, BYO: byo, Logger: logger}
@@ -405,12 +406,6 @@ func runRegressions(ctx context.Context, cfg runner.Config, f runFlags, stdout, 
 }
 
 // redisLogger sends go-redis's internal log lines to slog at debug level.
-type redisLogger struct{ l *slog.Logger }
-
-func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	r.l.DebugContext(ctx, fmt.Sprintf(format, v...), "from", "go-redis")
-}
-
 // readBYO reads an env.BYOConfig from a JSON file (unknown fields refused).
 func readBYO(p string) (*env.BYOConfig, error) {
 	fh, err := os.Open(p)
