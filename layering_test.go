@@ -68,6 +68,15 @@ func TestLayering(t *testing.T) {
 			}
 		}
 	}
+	// The user's front door pulls in no Docker: a module that runs only
+	// local processes must not get testcontainers and its dependencies in
+	// its go.mod (68 requires with it, 21 without); Options.Docker takes
+	// docker.New from those who want it.
+	for _, imp := range imports[mod] {
+		if under(imp, "chaos/docker") {
+			t.Errorf("the root package imports %s: a processes-only user module would pull testcontainers", imp)
+		}
+	}
 	if checked < 6 {
 		t.Fatalf("only %d packages checked: the rules match nothing (go list output %q)", checked, out)
 	}

@@ -6,9 +6,10 @@
 //
 // A run starts real Redis (a master, two replicas, three Sentinels, three
 // independent masters for Redlock-style locks, and a Redis for the fenced
-// resource) as local processes, or as Docker containers where redis-server is
-// not installed, every client behind Toxiproxy proxies of its own, and runs
-// each chosen lock under each chosen fault for each seed.
+// resource) as local processes, or as Docker containers (Options.Docker)
+// where redis-server is not installed, every client behind Toxiproxy
+// proxies of its own, and runs each chosen lock under each chosen fault for
+// each seed.
 package lockproof
 
 import (
@@ -23,7 +24,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
@@ -52,8 +52,17 @@ type Options struct {
 	// Out is the run directory; "" makes a new temporary one (Result.Dir).
 	Out string
 	// Provider is the environment: env.Process, env.Docker, or "" for
-	// local processes when redis-server is on PATH, else Docker.
+	// local processes when redis-server is on PATH, else Docker (when
+	// offered: Docker).
 	Provider env.Kind
+	// Docker offers the Docker environment: docker.New from package
+	// github.com/lockproof/lockproof/chaos/docker (testcontainers). Nil:
+	// local processes only, and a module that runs only those does not
+	// pull testcontainers and its dependencies into its go.sum.
+	Docker env.Constructor
+	// DockerAvailable reports whether Docker answers (docker.Available);
+	// nil: assume it does when Docker is set.
+	DockerAvailable func(ctx context.Context) bool
 	// Duration is each scenario's workload duration; 0 takes the matrix's
 	// (3s, failover 6s).
 	Duration time.Duration
@@ -190,7 +199,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			return nil, fmt.Errorf("run directory: %w", err)
 		}
 	}
-	envOpts := env.Options{Kind: opts.Provider, Docker: docker.New, DockerAvailable: docker.Available, Logger: logger}
+	envOpts := env.Options{Kind: opts.Provider, Docker: opts.Docker, DockerAvailable: opts.DockerAvailable, Logger: logger}
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	kind, err := env.Choose(cctx, envOpts)
 	cancel()
