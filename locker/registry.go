@@ -69,6 +69,15 @@ type Entry struct {
 	Fair *FairQueue
 	// Doc is one line saying what the lock is (shown by the CLI and reports).
 	Doc string
+	// Predict states what the lock is known to do under fault, beyond
+	// what its Profile claims: it gets the prediction the matrix makes
+	// from the profile (for a built-in lock, lockproof's expectation
+	// table) and returns it amended. A variant known to break its lease
+	// under pause-client says so (p.Set(contract.WantViolated,
+	// contract.PropLease); p.Because("...")): the break is then "as
+	// expected" in its cell, instead of failing the whole run. Nil keeps
+	// the profile's prediction.
+	Predict func(fault string, p Prediction) Prediction
 
 	_ struct{} // entries are built with field names
 }

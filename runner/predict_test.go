@@ -1,0 +1,100 @@
+package runner
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/locker"
+	"github.com/lockproof/lockproof/zoo"
+)
+
+// TestALockStatesItsOwnPredictions: a user's deliberately broken variant
+// beside the honest lock, in one run. Without predictions of its own the
+// variant's breaks fail the run (status 1); stating them (Entry.Predict)
+// makes them expected in its cells, the honest lock still held to its
+// profile, and the run passes.
+func TestALockStatesItsOwnPredictions(t *testing.T) {
+	open := func(locker.Deps) (locker.Locker, error) { return nil, nil }
+	// The variant's runs show set-del's history (two holders, a stale
+	// write); the honest lock's show the fenced lock's.
+	like := map[string]string{"variant": zoo.SetDelName, "honest": zoo.FencedName}
+	fr := &fakeRunner{}
+	run := func(ctx context.Context, e env.Env, sc chaos.Scenario, dir string) (chaos.Outcome, error) {
+		sc.Lock = like[sc.Lock]
+		return fr.run(ctx, e, sc, dir)
+	}
+	predicts := func(fault string, p locker.Prediction) locker.Prediction {
+		if fault == chaos.FaultPauseClient {
+			p.Set(contract.WantViolated, contract.PropLease, contract.PropResource, contract.PropClaims)
+			p.Rejected = false // its stale writes get in
+			p.Because("the variant's release deletes the key without an owner check")
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name    string
+		predict func(string, locker.Prediction) locker.Prediction
+		status  int
+	}{
+		{"no predictions of its own", nil, contract.ExitViolation},
+		{"its own predictions", predicts, contract.ExitOK},
+	} {
+		reg := zoo.Builtin()
+		for _, e := range []locker.Entry{
+			{Name: "variant", Profile: locker.ProfileFenced, Open: open, Predict: tc.predict},
+			{Name: "honest", Profile: locker.ProfileFenced, Open: open},
+		} {
+			if err := reg.Add(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var opened []env.Spec
+		var mu sync.Mutex
+		sum, err := Run(context.Background(), Config{Locks: []string{"variant", "honest"}, Faults: []string{chaos.FaultPauseClient},
+			Seeds: []uint64{1}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: run, Registry: reg, NoReport: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sum.Status(); got != tc.status {
+			for _, s := range sum.Scenarios {
+				t.Logf("%s: %v expected %v mismatches %v", s.ID(), s.Verdicts, s.Expected, s.Mismatches)
+			}
+			t.Errorf("%s: status %d; want %d", tc.name, got, tc.status)
+		}
+		if tc.predict != nil {
+			for _, c := range sum.Cells {
+				if c.Lock == "variant" && c.Why == "" {
+					t.Errorf("the variant's cell says no why")
+				}
+			}
+		}
+	}
+}
+
+// TestALockOutsideTheTableGetsItsProfile: a lock the expectation table has
+// no row for, built-in or not, is predicted by the profile it claims:
+// ProfileNone predicts nothing (a new built-in lock was once predicted ok
+// everywhere whatever it claimed).
+func TestALockOutsideTheTableGetsItsProfile(t *testing.T) {
+	reg := zoo.Builtin()
+	open := func(locker.Deps) (locker.Locker, error) { return nil, nil }
+	for _, e := range []locker.Entry{{Name: "claims-nothing", Profile: locker.ProfileNone, Open: open},
+		{Name: "lease-like", Profile: locker.ProfileLease, Open: open}} {
+		if err := reg.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := expectedOf(reg, "claims-nothing", chaos.FaultNone).Want(contract.PropLease); w != contract.WantAny {
+		t.Errorf("ProfileNone: lease %s under none; want no prediction", w)
+	}
+	if w := expectedOf(reg, "lease-like", chaos.FaultPauseClient).Want(contract.PropResource); w != contract.WantViolated {
+		t.Errorf("ProfileLease: resource %s under pause-client; want violated (the lua lock's row)", w)
+	}
+	if w := expectedOf(reg, zoo.FencedName, chaos.FaultPauseClient).Want(contract.PropResource); w != contract.WantOK {
+		t.Errorf("fenced: resource %s under pause-client; want ok (its row)", w)
+	}
+}
