@@ -1,5 +1,7 @@
 package contract
 
+import "fmt"
+
 // The files of a run directory (docs/DESIGN.md): summary.json at its root,
 // one directory per scenario with its history, check and pages, and the
 // rendered reports at the root.
@@ -16,3 +18,9 @@ const (
 	// DetectFile is the table `lockproof run --detect` writes.
 	DetectFile = "detect.md"
 )
+
+// ScenarioID names a scenario and its directory in a run directory:
+// <lock>-<fault>-<seed>.
+func ScenarioID(lock, fault string, seed int64) string {
+	return fmt.Sprintf("%s-%s-%d", lock, fault, seed)
+}

@@ -142,7 +142,7 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 		sdir := path.Dir(s.History)
 		sc.ID = sdir
 		if sdir == "." {
-			sc.ID = fmt.Sprintf("%s-%s-%d", s.Lock, s.Fault, s.Seed)
+			sc.ID = contract.ScenarioID(s.Lock, s.Fault, s.Seed)
 		}
 		if j, dup := seen[sc.ID]; dup {
 			return nil, fmt.Errorf("%w: %s: scenarios %d and %d share the directory %s", ErrBadRun, sumPath, j, i, sc.ID)

@@ -32,16 +32,6 @@ const (
 // amendments come from its locker.Entry Predict).
 type Expectation = locker.Prediction
 
-// Property IDs (contract.PropLease, ...), in summary order.
-const (
-	PropLease    = contract.PropLease
-	PropResource = contract.PropResource
-	PropLiveness = contract.PropLiveness
-	PropClaims   = contract.PropClaims
-	PropNotice   = contract.PropNotice
-	PropFairness = contract.PropFairness
-)
-
 // noPrediction is an expectation of WantAny for every property.
 func noPrediction(why string) Expectation { return Expectation{Why: why} }
 
@@ -164,7 +154,7 @@ func Expected(lock, fault string) (e Expectation) {
 	e = allHold()
 	const blind = "a release retried after an unknown outcome deletes whatever lock holds the key, the next holder's included; the holders then overlap and their writes may conflict"
 	if blindRelease[lock] {
-		e.Set(WantMay, PropLease, PropResource, PropClaims)
+		e.Set(WantMay, contract.PropLease, contract.PropResource, contract.PropClaims)
 		defer func() {
 			if !strings.Contains(e.Why, blind) {
 				e.Why = joinWhy(e.Why, blind)
@@ -178,14 +168,14 @@ func Expected(lock, fault string) (e Expectation) {
 		// tries in that window: 9 runs in 10 without a fault (3s runs).
 		// One run may miss it; a few seeds find it
 		// (TestHarnessCatchesTheOldLock).
-		e.Set(WantMay, PropLease, PropClaims)
+		e.Set(WantMay, contract.PropLease, contract.PropClaims)
 		e.Why = "a nested hold with a shorter TTL shortens the old lock's lease (fixed in package lock), while the outer hold still claims its validity"
 		if fault == chaos.FaultCrashClient {
 			// The old lock hands a waiter that died in line the whole TTL,
 			// and keeps a dead head of the queue first until its place
 			// expires: a live waiter behind it is served late (waiter
 			// liveness), when the crash lines it up.
-			e.Set(WantMay, PropLiveness)
+			e.Set(WantMay, contract.PropLiveness)
 			e.Why += "; a waiter that died in line holds the old lock up for a TTL (waiter liveness)"
 		}
 	}
@@ -193,7 +183,7 @@ func Expected(lock, fault string) (e Expectation) {
 		// The old locks' waiters drop out of line under churn (a hand-off
 		// to another waiter put off the attempt that refreshes their
 		// place): later joiners are served first.
-		e.Set(WantMay, PropFairness)
+		e.Set(WantMay, contract.PropFairness)
 		e.Why = joinWhy(e.Why, "under churn a waiter drops out of line and later joiners are served first (fair queue)")
 	}
 	if lock == zoo.FencedV1Name || lock == zoo.FencedV2Name {
@@ -202,13 +192,13 @@ func Expected(lock, fault string) (e Expectation) {
 		// leaves the lock held for its TTL (the next acquire as that
 		// owner then gets the same token again, and waiters wait);
 		// and a lost lease's release frees the owner's newer hold.
-		e.Set(WantMay, PropLease, PropLiveness)
+		e.Set(WantMay, contract.PropLease, contract.PropLiveness)
 		e.Why = joinWhy(e.Why, "an owner handed the lock in line counts it twice: its one release leaves the lock held (lease: the owner's next acquire gets the same token; waiter liveness), and a lost lease's release frees the owner's newer hold (lease: not-owner)")
 	}
 	if lock == zoo.FencedV2Name {
 		// Both need a rushed release (the workload's rush-release share)
 		// or a release landing on a watchdog renewal: most runs show one.
-		e.Set(WantMay, PropClaims, PropNotice)
+		e.Set(WantMay, contract.PropClaims, contract.PropNotice)
 		e.Why = joinWhy(e.Why, "a release of unknown outcome that did hand the lock on leaves the old lock claiming the lease (claims); a release racing its watchdog reports the released lease lost (loss notice)")
 	}
 	switch fault {
@@ -224,11 +214,11 @@ func Expected(lock, fault string) (e Expectation) {
 		case zoo.FencedV2Name:
 			// 4 of 4 seeds showed the fair queue broken, 3 of 4 a waiter
 			// served late (2026-11-25).
-			e.Set(WantViolated, PropFairness)
-			e.Set(WantMay, PropLiveness)
+			e.Set(WantViolated, contract.PropFairness)
+			e.Set(WantMay, contract.PropLiveness)
 			e.Why = joinWhy(e.Why, "the old lock's waiters take a dead subscription for a live one and sleep through their hand-offs: later joiners are served first (fair queue), and the waiter late (waiter liveness)")
 		case zoo.FencedV1Name:
-			e.Set(WantMay, PropLiveness)
+			e.Set(WantMay, contract.PropLiveness)
 			e.Why = joinWhy(e.Why, "the old lock's waiters take a dead subscription for a live one and may sleep through their hand-offs (waiter liveness)")
 		}
 	case chaos.FaultPauseClient:
@@ -237,13 +227,13 @@ func Expected(lock, fault string) (e Expectation) {
 		// holding for fenced, whose check comes before the gate): the
 		// woken holder acts on a check another client's grant made false.
 		if lock == zoo.GetDelName || lock == zoo.SetNXName {
-			e.Set(WantMay, PropClaims)
+			e.Set(WantMay, contract.PropClaims)
 		} else {
-			e.Set(WantViolated, PropClaims)
+			e.Set(WantViolated, contract.PropClaims)
 		}
 		defer func() {
 			const why = "the woken holder writes on a check that found its lease valid before the pause (claims: checked-write)"
-			if e.Want(PropClaims) == WantViolated {
+			if e.Want(contract.PropClaims) == WantViolated {
 				e.Why = joinWhy(e.Why, why)
 			}
 		}()
@@ -252,31 +242,31 @@ func Expected(lock, fault string) (e Expectation) {
 			e.Rejected = true
 			e.Why = joinWhy(e.Why, "fencing refuses the paused holder's late ops (rejected > 0)")
 		case lock == zoo.SetNXName:
-			e.Set(WantViolated, PropLease)
+			e.Set(WantViolated, contract.PropLease)
 			e.Why = "setnx ignores the TTL asked for: nobody takes the paused holder's lock over, but its release after the asked TTL is, against the contract, a release of an expired lease (rule not-owner)"
 		case lock == zoo.GetDelName:
-			e.Set(WantViolated, PropLease)
-			e.Set(WantMay, PropResource)
+			e.Set(WantViolated, contract.PropLease)
+			e.Set(WantMay, contract.PropResource)
 			e.Why = "paused between the GET and the DEL of its release, the holder wakes and deletes the next holder's lock; a third client then takes it while the second still works: their writes may conflict"
 		case delNoOwner[lock]:
-			e.Set(WantViolated, PropLease, PropResource)
+			e.Set(WantViolated, contract.PropLease, contract.PropResource)
 			e.Why = "the woken holder writes stale data and its DEL deletes the next holder's lock"
 		case lock == zoo.GetSetName:
-			e.Set(WantViolated, PropResource)
+			e.Set(WantViolated, contract.PropResource)
 			e.Why = "the woken holder's unfenced write is stale; its release checks its own clock, so the pause alone does not break G1"
 		case unfencedOwnerChecked[lock]:
-			e.Set(WantViolated, PropResource)
+			e.Set(WantViolated, contract.PropResource)
 			e.Why = "G1 holds (owner-checked release) but the woken holder's unfenced write is stale"
 		}
 	case chaos.FaultCrashClient:
 		if lock == zoo.SetNXName || lock == zoo.SetNXExpireName {
-			e.Set(WantViolated, PropLiveness)
+			e.Set(WantViolated, contract.PropLiveness)
 			e.Why = "the crashed holder's key has no TTL: nobody frees it"
 		}
 	case chaos.FaultClockSkew:
 		if lock == zoo.GetSetName {
-			e.Set(WantViolated, PropLease)
-			e.Set(WantMay, PropResource, PropClaims)
+			e.Set(WantViolated, contract.PropLease)
+			e.Set(WantMay, contract.PropResource, contract.PropClaims)
 			e.Why = "the skewed client sees an unexpired lock as expired and takes it over; the two holders' writes may conflict"
 		}
 	case chaos.FaultFailover, chaos.FaultFailoverSkew:
@@ -288,7 +278,7 @@ func Expected(lock, fault string) (e Expectation) {
 			// to the skew longer: a waiter may be served later than the
 			// lock's waiter bound once the fault window has closed.
 			defer func() {
-				e.Set(WantMay, PropLiveness)
+				e.Set(WantMay, contract.PropLiveness)
 				e.Why = joinWhy(e.Why, "the promoted replica's clock is behind: its clock-based fences fall below the old master's, so the resource refuses new holders until that clock catches up (the stall the fault evidence measures; data stays safe); expiries and queue deadlines written by the old master's clock last up to the skew longer there, so a waiter may be served later than the lock promises (waiter liveness may break)")
 			}()
 		}
@@ -296,13 +286,13 @@ func Expected(lock, fault string) (e Expectation) {
 		case zoo.RedlockName:
 			e.Why = "redlock's masters are independent of the failed-over one"
 		case zoo.FencedName, zoo.FencedV1Name, zoo.FencedV2Name:
-			e.Set(WantMay, PropLease, PropClaims, PropFairness)
+			e.Set(WantMay, contract.PropLease, contract.PropClaims, contract.PropFairness)
 			e.Why = joinWhy(e.Why, "a lease in the replication gap is lost (G1 may break, and its holder's claim with it), and so are places in line (later joiners may be served first); fencing keeps the data safe")
 		case zoo.SetNXName:
-			e.Set(WantMay, PropLease, PropResource, PropLiveness, PropClaims)
+			e.Set(WantMay, contract.PropLease, contract.PropResource, contract.PropLiveness, contract.PropClaims)
 			e.Why = "leases in the replication gap are lost; a key without TTL may be stranded on the new master"
 		default:
-			e.Set(WantMay, PropLease, PropResource, PropClaims)
+			e.Set(WantMay, contract.PropLease, contract.PropResource, contract.PropClaims)
 			e.Why = "a lease in the replication gap is lost (G1 may break, and its holder's claim with it) and unfenced data may then be overwritten"
 		}
 	case chaos.FaultKeyLoss, chaos.FaultRestart, chaos.FaultForceUnlock:
@@ -315,15 +305,15 @@ func Expected(lock, fault string) (e Expectation) {
 		// Redis forgot the holder's lock: the next client takes the key
 		// while the holder works on, believing it holds. (A restart
 		// also cuts every connection for a moment.)
-		e.Set(WantMay, PropLease, PropClaims)
+		e.Set(WantMay, contract.PropLease, contract.PropClaims)
 		e.Why = joinWhy(e.Why, "Redis forgot the holder's lock: another client may take the key while the holder works on (G1 may break, and the holder's claim and its check before writing with it)")
 		if fencedLocks[lock] {
 			// The DEL takes the queue too: the waiters in line lose their
 			// places, and later joiners may be served first.
-			e.Set(WantMay, PropFairness, PropLiveness)
+			e.Set(WantMay, contract.PropFairness, contract.PropLiveness)
 			e.Why = joinWhy(e.Why, "fencing refuses the old holder's late ops; the queue is deleted with the lock, so waiters lose their places (fair queue and waiter liveness may break)")
 		} else {
-			e.Set(WantMay, PropResource)
+			e.Set(WantMay, contract.PropResource)
 			e.Why = joinWhy(e.Why, "the old holder's unfenced write may overwrite the new holder's")
 		}
 		if reportsLoss(lock) {
@@ -333,7 +323,7 @@ func Expected(lock, fault string) (e Expectation) {
 		}
 	case chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseServer, chaos.FaultReset:
 		if delNoOwner[lock] || checkThenDel[lock] || lock == zoo.GetSetName || lock == zoo.SetNXName {
-			e.Set(WantAny, PropLease, PropResource, PropClaims)
+			e.Set(WantAny, contract.PropLease, contract.PropResource, contract.PropClaims)
 			e.Why = "a release delayed past the lease's expiry may delete the next holder's lock; whether a run lines it up depends on timing"
 		} else if fault == chaos.FaultPauseServer && unfencedOwnerChecked[lock] && lock != zoo.RedlockName {
 			// Seen once (lua, the 1-seed default run of 2026-11-24): an
@@ -341,7 +331,7 @@ func Expected(lock, fault string) (e Expectation) {
 			// 750ms later, past its 500ms TTL; another client took the key
 			// at the thaw, and the first one's unfenced write then lost the
 			// second one's update. G1 held (the first lease had expired).
-			e.Set(WantAny, PropResource)
+			e.Set(WantAny, contract.PropResource)
 			e.Why = joinWhy(e.Why, "a grant the frozen master executed just before the freeze reaches its client after the lease expired; that client's unfenced write may then overwrite the next holder's (timing: the grant must land just before the freeze)")
 		}
 	default:
@@ -419,17 +409,17 @@ type Decisive struct {
 // (with rejected > 0), which must hold, not break.
 func DecisiveScenarios() []Decisive {
 	ds := []Decisive{
-		{Lock: zoo.SetNXName, Fault: chaos.FaultCrashClient, Property: PropLiveness},
-		{Lock: zoo.SetNXExpireName, Fault: chaos.FaultCrashClient, Property: PropLiveness},
-		{Lock: zoo.SetDelName, Fault: chaos.FaultPauseClient, Property: PropLease},
-		{Lock: zoo.GetDelName, Fault: chaos.FaultPauseClient, Property: PropLease},
-		{Lock: zoo.GetSetName, Fault: chaos.FaultClockSkew, Property: PropLease},
-		{Lock: zoo.LuaName, Fault: chaos.FaultPauseClient, Property: PropResource},
-		{Lock: zoo.WatchdogName, Fault: chaos.FaultPauseClient, Property: PropResource},
-		{Lock: zoo.ReentrantName, Fault: chaos.FaultPauseClient, Property: PropResource},
-		{Lock: zoo.RedlockName, Fault: chaos.FaultPauseClient, Property: PropResource},
-		{Lock: zoo.LocalRedisName, Fault: chaos.FaultPauseClient, Property: PropResource},
-		{Lock: zoo.FencedName, Fault: chaos.FaultPauseClient, Property: PropResource},
+		{Lock: zoo.SetNXName, Fault: chaos.FaultCrashClient, Property: contract.PropLiveness},
+		{Lock: zoo.SetNXExpireName, Fault: chaos.FaultCrashClient, Property: contract.PropLiveness},
+		{Lock: zoo.SetDelName, Fault: chaos.FaultPauseClient, Property: contract.PropLease},
+		{Lock: zoo.GetDelName, Fault: chaos.FaultPauseClient, Property: contract.PropLease},
+		{Lock: zoo.GetSetName, Fault: chaos.FaultClockSkew, Property: contract.PropLease},
+		{Lock: zoo.LuaName, Fault: chaos.FaultPauseClient, Property: contract.PropResource},
+		{Lock: zoo.WatchdogName, Fault: chaos.FaultPauseClient, Property: contract.PropResource},
+		{Lock: zoo.ReentrantName, Fault: chaos.FaultPauseClient, Property: contract.PropResource},
+		{Lock: zoo.RedlockName, Fault: chaos.FaultPauseClient, Property: contract.PropResource},
+		{Lock: zoo.LocalRedisName, Fault: chaos.FaultPauseClient, Property: contract.PropResource},
+		{Lock: zoo.FencedName, Fault: chaos.FaultPauseClient, Property: contract.PropResource},
 	}
 	for i := range ds {
 		ds[i].Point = faultPoint(ds[i].Lock, ds[i].Fault)

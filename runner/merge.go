@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/reports"
 )
 
@@ -69,7 +70,7 @@ func Merge(out string, dirs []string, noReport bool) (*Summary, error) {
 		for _, r := range p.sum.Scenarios {
 			id := r.ID()
 			if id == "." {
-				id = fmt.Sprintf("%s-%s-%d", r.Lock, r.Fault, r.Seed)
+				id = contract.ScenarioID(r.Lock, r.Fault, r.Seed)
 			}
 			if prev, dup := ids[id]; dup {
 				return nil, fmt.Errorf("%w: scenario %s is in %s and in %s", ErrBadMerge, id, prev, p.dir)

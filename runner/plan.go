@@ -61,7 +61,7 @@ func specOf(r SpecRecord, lock, fault string, seed uint64) Spec {
 }
 
 // ID names the scenario and its directory: <lock>-<fault>-<seed>.
-func (s Spec) ID() string { return fmt.Sprintf("%s-%s-%d", s.Lock, s.Fault, s.Seed) }
+func (s Spec) ID() string { return contract.ScenarioID(s.Lock, s.Fault, int64(s.Seed)) }
 
 // DefaultTTL is the lease length of the matrix's scenarios (chaos's default).
 const DefaultTTL = 500 * time.Millisecond

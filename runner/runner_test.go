@@ -39,14 +39,14 @@ func TestExpectedTable(t *testing.T) {
 		lock, fault, prop string
 		want              Want
 	}{
-		{"setnx", chaos.FaultCrashClient, PropLiveness, WantViolated},
-		{"setnx-expire", chaos.FaultCrashClient, PropLiveness, WantViolated},
-		{"set-del", chaos.FaultPauseClient, PropLease, WantViolated},
-		{"get-del", chaos.FaultPauseClient, PropLease, WantViolated},
-		{"getset", chaos.FaultClockSkew, PropLease, WantViolated},
-		{"lua", chaos.FaultFailover, PropLease, WantMay},
-		{"fenced", chaos.FaultFailover, PropLease, WantMay},
-		{"fenced", chaos.FaultFailover, PropResource, WantOK},
+		{"setnx", chaos.FaultCrashClient, contract.PropLiveness, WantViolated},
+		{"setnx-expire", chaos.FaultCrashClient, contract.PropLiveness, WantViolated},
+		{"set-del", chaos.FaultPauseClient, contract.PropLease, WantViolated},
+		{"get-del", chaos.FaultPauseClient, contract.PropLease, WantViolated},
+		{"getset", chaos.FaultClockSkew, contract.PropLease, WantViolated},
+		{"lua", chaos.FaultFailover, contract.PropLease, WantMay},
+		{"fenced", chaos.FaultFailover, contract.PropLease, WantMay},
+		{"fenced", chaos.FaultFailover, contract.PropResource, WantOK},
 	}
 	for _, m := range must {
 		if got := Expected(m.lock, m.fault).Want(m.prop); got != m.want {
@@ -55,21 +55,21 @@ func TestExpectedTable(t *testing.T) {
 	}
 	for _, l := range []string{"lua", "watchdog", "reentrant", "redlock"} {
 		e := Expected(l, chaos.FaultPauseClient)
-		if e.Want(PropLease) != WantOK || e.Want(PropResource) != WantViolated {
+		if e.Want(contract.PropLease) != WantOK || e.Want(contract.PropResource) != WantViolated {
 			t.Errorf("Expected(%s, pause-client) = %+v; want lease ok, resource violated", l, e)
 		}
 	}
 	for _, f := range Faults() {
 		e := Expected("fenced", f)
-		if e.Want(PropResource) != WantOK {
-			t.Errorf("fenced under %s: resource %s; want ok (G2 holds under every fault)", f, e.Want(PropResource))
+		if e.Want(contract.PropResource) != WantOK {
+			t.Errorf("fenced under %s: resource %s; want ok (G2 holds under every fault)", f, e.Want(contract.PropResource))
 		}
 		if e.Rejected != (f == chaos.FaultPauseClient) {
 			t.Errorf("fenced under %s: Rejected = %v", f, e.Rejected)
 		}
 		for _, l := range Locks() {
 			e := Expected(l, f)
-			plain := e.Want(PropLease) == WantOK && e.Want(PropResource) == WantOK && e.Want(PropLiveness) == WantOK && !e.Rejected
+			plain := e.Want(contract.PropLease) == WantOK && e.Want(contract.PropResource) == WantOK && e.Want(contract.PropLiveness) == WantOK && !e.Rejected
 			if !plain && e.Why == "" {
 				t.Errorf("Expected(%s, %s) = %+v has no Why", l, f, e)
 			}
@@ -78,18 +78,18 @@ func TestExpectedTable(t *testing.T) {
 			// locks whose release deletes the key blindly: a release
 			// retried after an unknown outcome may delete the next
 			// holder's lock (found by the 10-seed nightly).
-			blind := blindRelease[l] && e.Want(PropLease) == WantMay && e.Want(PropResource) == WantMay && e.Want(PropLiveness) == WantOK
+			blind := blindRelease[l] && e.Want(contract.PropLease) == WantMay && e.Want(contract.PropResource) == WantMay && e.Want(contract.PropLiveness) == WantOK
 			if f == chaos.FaultNone && !plain && l != "fenced-v1" && l != "fenced-v2" && !blind {
 				t.Errorf("Expected(%s, none) = %+v; want ok everywhere", l, e)
 			}
 			// A blind release breaks nothing for sure under any fault
 			// but the ones that line it up (never "ok" for G1).
-			if blindRelease[l] && e.Want(PropLease) == WantOK {
+			if blindRelease[l] && e.Want(contract.PropLease) == WantOK {
 				t.Errorf("Expected(%s, %s) = %+v; a blind release may break G1 anywhere", l, f, e)
 			}
 		}
 	}
-	if e := Expected("nope", chaos.FaultNone); e.Want(PropLease) != WantAny {
+	if e := Expected("nope", chaos.FaultNone); e.Want(contract.PropLease) != WantAny {
 		t.Errorf("unknown lock: %+v; want any", e)
 	}
 	// The decisive scenario of each lock is one its expectation says breaks
@@ -247,17 +247,17 @@ func TestRunWritesTheContract(t *testing.T) {
 		byID[s.ID()] = s
 	}
 	sd := byID["set-del-pause-client-1"]
-	if sd.Verdict(PropLease) != checker.Violated || sd.Expected[PropLease] != checker.Violated || !sd.AsExpected {
+	if sd.Verdict(contract.PropLease) != checker.Violated || sd.Expected[contract.PropLease] != checker.Violated || !sd.AsExpected {
 		t.Errorf("set-del pause-client: %+v", sd)
 	}
-	if sd.DetectMs[PropLease] != 200 { // b's acquire at 300ms completes the violation; the fault began at 100ms
+	if sd.DetectMs[contract.PropLease] != 200 { // b's acquire at 300ms completes the violation; the fault began at 100ms
 		t.Errorf("set-del detection = %v; want lease 200ms", sd.DetectMs)
 	}
 	if _, err := os.Stat(filepath.Join(out, sd.ID(), "porcupine.html")); err != nil {
 		t.Errorf("violated scenario without porcupine.html: %v", err)
 	}
 	fe := byID["fenced-pause-client-2"]
-	if fe.Rejected != 1 || fe.Verdict(PropResource) != checker.OK || !fe.AsExpected {
+	if fe.Rejected != 1 || fe.Verdict(contract.PropResource) != checker.OK || !fe.AsExpected {
 		t.Errorf("fenced pause-client: %+v", fe)
 	}
 	if _, err := os.Stat(filepath.Join(out, fe.ID(), "porcupine.html")); err == nil {
@@ -265,7 +265,7 @@ func TestRunWritesTheContract(t *testing.T) {
 	}
 	// Under failover, "may" properties give no summary expectation.
 	fo := byID["lua-failover-1"]
-	if fo.Expected[PropLease] != "" || !slices.Contains(fo.MayViolate, PropLease) || !fo.AsExpected {
+	if fo.Expected[contract.PropLease] != "" || !slices.Contains(fo.MayViolate, contract.PropLease) || !fo.AsExpected {
 		t.Errorf("lua failover: %+v", fo)
 	}
 	// Every fake history shows what its lock is expected to show under
@@ -327,7 +327,7 @@ func TestRunStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := sum.Scenarios[0]
-	if st := sum.Status(); st != 3 || s.Verdict(PropLease) != checker.Unknown || !strings.Contains(s.Error, "boom") {
+	if st := sum.Status(); st != 3 || s.Verdict(contract.PropLease) != checker.Unknown || !strings.Contains(s.Error, "boom") {
 		t.Fatalf("Status() = %d, scenario %+v; want 3, unknown verdicts and the error", st, s)
 	}
 	// The report of such a run is inconclusive, never a pass.
@@ -429,7 +429,7 @@ func TestRegressionsRoundTrip(t *testing.T) {
 	sum := &Summary{Scenarios: []*Scenario{
 		{Row: contract.Row{Lock: "set-del", Fault: "pause-client", Seed: 3,
 			Verdicts: verdicts(checker.Violated, checker.OK, checker.NA), History: "set-del-pause-client-3/history.jsonl",
-			FaultStartMs: &start, DetectMs: map[string]int64{PropLease: 1510}, FaultName: "pause-client c0-1",
+			FaultStartMs: &start, DetectMs: map[string]int64{contract.PropLease: 1510}, FaultName: "pause-client c0-1",
 			SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}}},
 		{Row: contract.Row{Lock: "lua", Fault: "none", Seed: 1,
 			Verdicts: verdicts(checker.OK, checker.OK, checker.NA), History: "lua-none-1/history.jsonl", SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}}},
@@ -443,7 +443,7 @@ func TestRegressionsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Spec{Lock: "set-del", Fault: "pause-client", Seed: 3, Duration: 3 * time.Second, TTL: 500 * time.Millisecond}
-	if r.Spec() != want || r.Property != PropLease || r.DetectMs != 1510 || r.FaultStartMs != 835 {
+	if r.Spec() != want || r.Property != contract.PropLease || r.DetectMs != 1510 || r.FaultStartMs != 835 {
 		t.Errorf("loaded %+v; spec %+v", r, r.Spec())
 	}
 	all, err := LoadRegressions(dir)
@@ -466,11 +466,11 @@ func TestRegressionsRoundTrip(t *testing.T) {
 	// Several violated scenarios get one file each; the property is the one
 	// expected to break (set-del under pause-client: lease, also when the
 	// resource broke too).
-	sum.Scenarios[1].Verdicts[PropResource] = checker.Violated
-	sum.Scenarios[0].Verdicts[PropResource] = checker.Violated
+	sum.Scenarios[1].Verdicts[contract.PropResource] = checker.Violated
+	sum.Scenarios[0].Verdicts[contract.PropResource] = checker.Violated
 	regs, err := regressionsFrom("found", sum)
-	if err != nil || len(regs) != 2 || regs[0].Name != "found-set-del-pause-client-3" || regs[0].Property != PropLease ||
-		regs[1].Name != "found-lua-none-1" || regs[1].Property != PropResource {
+	if err != nil || len(regs) != 2 || regs[0].Name != "found-set-del-pause-client-3" || regs[0].Property != contract.PropLease ||
+		regs[1].Name != "found-lua-none-1" || regs[1].Property != contract.PropResource {
 		t.Errorf("regressionsFrom = %+v, %v", regs, err)
 	}
 }
@@ -481,8 +481,8 @@ func TestReplay(t *testing.T) {
 	var mu sync.Mutex
 	fr := &fakeRunner{}
 	regs := []Regression{
-		{Name: "a", Lock: "set-del", Fault: "pause-client", Seed: 4, SpecRecord: SpecRecord{DurationMs: 2000, TTLMs: 300}, Property: PropLease},
-		{Name: "b", Lock: "lua", Fault: "pause-client", Seed: 4, SpecRecord: SpecRecord{DurationMs: 2000, TTLMs: 300}, Property: PropLease},
+		{Name: "a", Lock: "set-del", Fault: "pause-client", Seed: 4, SpecRecord: SpecRecord{DurationMs: 2000, TTLMs: 300}, Property: contract.PropLease},
+		{Name: "b", Lock: "lua", Fault: "pause-client", Seed: 4, SpecRecord: SpecRecord{DurationMs: 2000, TTLMs: 300}, Property: contract.PropLease},
 	}
 	res, err := Replay(context.Background(), Config{Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true}, regs)
 	if err != nil {
@@ -565,7 +565,7 @@ func TestErrorIsNeverAsExpected(t *testing.T) {
 			t.Errorf("row with error %q / fault error %q: as expected %v, unknown %v, status %d; want false, true, 3",
 				row.Error, row.FaultError, row.AsExpected, row.Unknown(), sum.Status())
 		}
-		row.Verdicts[PropResource] = checker.Violated // a contradiction found despite the error still counts
+		row.Verdicts[contract.PropResource] = checker.Violated // a contradiction found despite the error still counts
 		judge(nil, row)
 		if sum.Status() != 1 {
 			t.Errorf("violated row with an error: status %d, want 1", sum.Status())
@@ -583,7 +583,7 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 		r := (&matrix{}).newRow(Spec{Lock: "set-del", Fault: chaos.FaultPauseClient, Seed: uint64(seed)})
 		r.Verdicts = verdicts(lease, checker.Violated, checker.NA)
 		if lease == checker.Violated {
-			r.DetectMs = map[string]int64{PropLease: det}
+			r.DetectMs = map[string]int64{contract.PropLease: det}
 		}
 		judge(nil, r)
 		return r
@@ -597,10 +597,10 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 		t.Fatalf("%d cells; want 1", len(cells))
 	}
 	c := cells[0]
-	if !c.AsExpected || c.Seeds != 3 || c.Found[PropLease] != 2 || c.Rate[PropLease] != 2.0/3 || c.DetectMedianMs[PropLease] != 1500 {
+	if !c.AsExpected || c.Seeds != 3 || c.Found[contract.PropLease] != 2 || c.Rate[contract.PropLease] != 2.0/3 || c.DetectMedianMs[contract.PropLease] != 1500 {
 		t.Fatalf("cell = %+v; want as expected, lease found 2 of 3, median 1500ms", c)
 	}
-	if !rows[1].AsExpected || !slices.Equal(rows[1].FoundElsewhere, []string{PropLease}) || len(rows[1].Mismatches) != 0 {
+	if !rows[1].AsExpected || !slices.Equal(rows[1].FoundElsewhere, []string{contract.PropLease}) || len(rows[1].Mismatches) != 0 {
 		t.Fatalf("seed 2 after judging the cell: %+v", rows[1])
 	}
 
@@ -612,10 +612,10 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 	judge(nil, failed)
 	missed := row(5, checker.OK, 0)
 	c = cellsOf(nil, []*Scenario{failed, missed})[0]
-	if c.Seeds != 1 || c.Found[PropLease] != 0 || c.Rate[PropLease] != 0 || c.DetectMedianMs[PropLease] != 0 {
+	if c.Seeds != 1 || c.Found[contract.PropLease] != 0 || c.Rate[contract.PropLease] != 0 || c.DetectMedianMs[contract.PropLease] != 0 {
 		t.Fatalf("cell with a failed seed = %+v; want 1 seed, lease found on none", c)
 	}
-	if !slices.Equal(missed.FoundElsewhere, []string{PropLease}) {
+	if !slices.Equal(missed.FoundElsewhere, []string{contract.PropLease}) {
 		t.Fatalf("the seed that missed it: %+v; want found elsewhere", missed)
 	}
 
@@ -646,7 +646,7 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 			r := (&matrix{}).newRow(Spec{Lock: lock, Fault: fault, Seed: uint64(i + 1)})
 			r.Verdicts = verdicts(checker.OK, checker.Violated, checker.NA)
 			if i < found {
-				r.Verdicts[PropLease] = checker.Violated
+				r.Verdicts[contract.PropLease] = checker.Violated
 			}
 			judge(nil, r)
 			rs = append(rs, r)
@@ -670,7 +670,7 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 		c := cellsOf(nil, rs)[0]
 		sum := &Summary{Scenarios: rs, Cells: []*Cell{c}}
 		got := len(c.Regressions) > 0
-		if got != tc.regression || (c.Promised[PropLease] == promisedRate) != tc.wantPromised {
+		if got != tc.regression || (c.Promised[contract.PropLease] == promisedRate) != tc.wantPromised {
 			t.Errorf("%s × %s found %d of %d: regressions %v, promised %v; want regression %v",
 				tc.lock, tc.fault, tc.found, tc.seeds, c.Regressions, c.Promised, tc.regression)
 		}
@@ -748,5 +748,5 @@ func TestTraceValidation(t *testing.T) {
 
 // verdicts are a row's verdicts on lease, resource and liveness.
 func verdicts(lease, resource, liveness checker.Verdict) contract.Verdicts {
-	return contract.Verdicts{PropLease: lease, PropResource: resource, PropLiveness: liveness}
+	return contract.Verdicts{contract.PropLease: lease, contract.PropResource: resource, contract.PropLiveness: liveness}
 }

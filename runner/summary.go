@@ -23,7 +23,7 @@ type Scenario struct {
 // ID is the scenario's directory name.
 func (s *Scenario) ID() string { return path.Dir(s.History) }
 
-// Verdict returns the verdict of the property of ID prop (PropLease,
+// Verdict returns the verdict of the property of ID prop (contract.PropLease,
 // ...); unknown when the row has none.
 func (s *Scenario) Verdict(prop string) checker.Verdict {
 	if v, ok := s.Verdicts[prop]; ok {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/reports"
 )
@@ -28,7 +29,7 @@ func TestTrimKeepsTheEvidence(t *testing.T) {
 		r := (&matrix{}).newRow(Spec{Lock: lock, Fault: fault, Seed: seed})
 		r.Verdicts = verdicts(lease, checker.Violated, checker.NA)
 		if lock == "fenced" {
-			r.Verdicts[PropResource] = checker.OK
+			r.Verdicts[contract.PropResource] = checker.OK
 		}
 		judge(nil, r)
 		dir := filepath.Join(out, r.ID())
