@@ -46,21 +46,25 @@ func restartFault() Fault {
 		Scope: ScopeServers, Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
 		Needs: needsOwnServers,
 		strike: func(s *striking) (armed, error) {
-			kl, nodes, err := holderKeys(s)
-			if err != nil {
-				return armed{}, fmt.Errorf("restart: %w", err)
-			}
-			// The node to restart: the first that holds the lock's keys
-			// (the master, or for Redlock one of its masters).
-			for _, n := range nodes {
-				one := &nemesis.KeyLoss{Client: kl.Client, Key: kl.Key, Nodes: []string{n.Upstream}}
-				if ok, err := one.Present(s.ctx); err != nil {
+			for {
+				kl, nodes, err := holderKeys(s)
+				if err != nil {
 					return armed{}, fmt.Errorf("restart: %w", err)
-				} else if ok {
-					return armed{fault: &nemesis.Restart{Lock: one, Env: s.env, NodeID: n.ID}}, nil
 				}
+				// The node to restart: the first that holds the lock's keys
+				// (the master, or for Redlock one of its masters).
+				for _, n := range nodes {
+					one := &nemesis.KeyLoss{Client: kl.Client, Key: kl.Key, Nodes: []string{n.Upstream}}
+					if ok, err := one.Present(s.ctx); err != nil {
+						return armed{}, fmt.Errorf("restart: %w", err)
+					} else if ok {
+						return armed{fault: &nemesis.Restart{Lock: one, Env: s.env, NodeID: n.ID}}, nil
+					}
+				}
+				// The holder released between the two looks (a loaded
+				// machine, a brief hold): find a holder again, until the
+				// strike's time runs out (holderKeys then says so).
 			}
-			return armed{}, fmt.Errorf("restart: %s's lock %s left every node before the strike: %w", kl.Client, kl.Key, ErrNoBite)
 		}}
 }
 

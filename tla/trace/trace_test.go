@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -284,6 +285,19 @@ func TestFailoverWindows(t *testing.T) {
 	}
 	if !tr.Skewed || !event(tr, 2).Win || !event(tr, 3).Win || event(tr, 4).Win {
 		t.Errorf("failover-skew window: skewed %v, wins %v %v %v; want true true true false", tr.Skewed, event(tr, 2).Win, event(tr, 3).Win, event(tr, 4).Win)
+	}
+	// Redis forgetting the lock (key-loss, a restart without persistence,
+	// a force-unlock) opens the same window, unskewed: the master after the
+	// loss starts without the lease, with fences above the lost ones.
+	for _, kind := range []string{contract.FaultKeyLoss, contract.FaultRestart, contract.FaultForceUnlock} {
+		ops[5].Name = kind + " c0-1 k"
+		ktr, err := Convert(ops, Options{Settle: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ktr.Skewed || !event(ktr, 2).Win || !event(ktr, 3).Win || event(ktr, 4).Win || event(ktr, 1).Win {
+			t.Errorf("%s window: skewed %v, wins %v %v %v %v; want false, false true true false", kind, ktr.Skewed, event(ktr, 1).Win, event(ktr, 2).Win, event(ktr, 3).Win, event(ktr, 4).Win)
+		}
 	}
 	var b strings.Builder
 	if err := tr.WriteModule(&b, ModuleName, "test"); err != nil || !strings.Contains(b.String(), "\nSkewed == TRUE\n") {
