@@ -516,8 +516,8 @@ func (l *Lease) WithValidity(parent context.Context) (context.Context, context.C
 // Reenter takes one more hold of this lease's lock for its owner, as
 // WithOwner(l.Owner()) would, but only while this lease's own hold
 // stands: when the lease was lost (the lock expired, was taken, or was
-// handed on) it returns ErrNotHeld instead of a fresh hold that no outer
-// lease protects. It never waits. The new Lease shares this one's owner
+// handed on), or its validity ran out, it returns ErrNotHeld instead of a
+// fresh hold that no outer lease protects. It never waits. The new Lease shares this one's owner
 // and fence and has a hold of its own (Release it); opts may set its TTL
 // (WithTTL), watchdog (WithWatchdog) and metadata (WithMetadata), and not
 // its owner. A reply lost (ErrUnknownOutcome) takes back, in the
@@ -547,6 +547,12 @@ func (l *Lease) Reenter(ctx context.Context, opts ...AcquireOption) (*Lease, err
 	case <-l.ctx.Done():
 		return nil, fmt.Errorf("reenter %q: the lease ended (%w): %w", l.key, context.Cause(l.ctx), ErrNotHeld)
 	default:
+	}
+	if !time.Now().Before(l.ValidUntil()) {
+		// Its validity ran out, though the timer that loses it may not
+		// have fired yet and Redis may keep the key a little longer (the
+		// drift allowance): the lease vouches for nothing now.
+		return nil, fmt.Errorf("reenter %q: the lease's validity ran out: %w", l.key, ErrNotHeld)
 	}
 	a := &attempt{c: l.c, key: l.key, keys: l.keys, owner: l.owner, given: l.given, cfg: cfg, op: "reenter", id: newToken()}
 	if err := ctx.Err(); err != nil {
