@@ -295,15 +295,15 @@ func describe(out chaos.Outcome, res *checker.Result) string {
 // on one environment and checks what the guarantees predict.
 func TestFencedUnderFaults(t *testing.T) {
 	e := openEnv(t, env.Spec{DownAfter: 3 * time.Second})
-	faults := []string{chaos.FaultNone, chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseClient,
-		chaos.FaultPauseServer, chaos.FaultCrashClient, chaos.FaultClockSkew}
+	faults := []string{contract.FaultNone, contract.FaultLatency, contract.FaultPartition, contract.FaultPauseClient,
+		contract.FaultPauseServer, contract.FaultCrashClient, contract.FaultClockSkew}
 	for _, fault := range faults {
 		t.Run(fault, func(t *testing.T) {
 			if f, _ := chaos.Lookup(fault); f.Available(e.Kind()) != nil {
 				t.Skip(f.Available(e.Kind()))
 			}
 			sc := chaos.Scenario{Lock: "fenced", Fault: fault, Seed: *flagSeed, Duration: duration()}
-			if fault == chaos.FaultPauseClient {
+			if fault == contract.FaultPauseClient {
 				// The paused holder's late write, refused, is the event
 				// the test needs: wait for it rather than a fixed time.
 				sc.Until = refused
@@ -313,7 +313,7 @@ func TestFencedUnderFaults(t *testing.T) {
 			exp := runner.Expected(sc.Lock, fault)
 			checkResource(t, out, res, exp.Want(contract.PropResource).Verdict())
 			switch fault {
-			case chaos.FaultNone, chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseClient:
+			case contract.FaultNone, contract.FaultLatency, contract.FaultPartition, contract.FaultPauseClient:
 				if res.Of(contract.PropLease).Verdict != checker.OK {
 					t.Errorf("lease exclusivity %s; want ok\n%s", res.Of(contract.PropLease).Verdict, describe(out, res))
 				}
@@ -324,10 +324,10 @@ func TestFencedUnderFaults(t *testing.T) {
 			if res.Counts.LeaseOps == 0 || res.Counts.ResourceOps == 0 {
 				t.Errorf("the workload did nothing: %+v", res.Counts)
 			}
-			if fault != chaos.FaultNone && res.Counts.Faults != 1 {
+			if fault != contract.FaultNone && res.Counts.Faults != 1 {
 				t.Errorf("history has %d fault windows; want 1", res.Counts.Faults)
 			}
-			if fault == chaos.FaultPauseClient && res.Counts.Rejected == 0 {
+			if fault == contract.FaultPauseClient && res.Counts.Rejected == 0 {
 				t.Errorf("pause-client: no write of the paused holder was rejected: the fault did not bite\n%s", describe(out, res))
 			}
 		})
@@ -350,7 +350,7 @@ func TestFencedFailoverLosesLease(t *testing.T) {
 		seed := *flagSeed + uint64(i)
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
 			e := openEnv(t, chaos.FreshSpec(locker.Needs{}))
-			sc := chaos.Scenario{Lock: "fenced", Fault: chaos.FaultFailover, Seed: seed, Duration: duration() + 2*time.Second}
+			sc := chaos.Scenario{Lock: "fenced", Fault: contract.FaultFailover, Seed: seed, Duration: duration() + 2*time.Second}
 			out, res := runAndCheck(t, e, sc)
 			t.Logf("%s", describe(out, res))
 			checkResource(t, out, res, checker.OK)
@@ -367,7 +367,7 @@ func TestFencedFailoverLosesLease(t *testing.T) {
 // stays exclusive.
 func TestFencedPauseProcess(t *testing.T) {
 	e := openEnv(t, env.Spec{Replicas: -1, Sentinels: 1})
-	sc := chaos.Scenario{Lock: "fenced", Fault: chaos.FaultPauseProcess, Seed: *flagSeed, Duration: duration(),
+	sc := chaos.Scenario{Lock: "fenced", Fault: contract.FaultPauseProcess, Seed: *flagSeed, Duration: duration(),
 		// Deadlines outlast the 1.5s pause: an op in flight when the process
 		// froze completes when it thaws, and its next op comes late.
 		Workload: workload.Config{Hold: 200 * time.Millisecond, OpTimeout: 3 * time.Second},
@@ -407,12 +407,12 @@ func TestSeedReplaysChoicesAndRedlock(t *testing.T) {
 		return runAndCheck(t, e, chaos.Scenario{Lock: lock, Fault: fault, Seed: seed, Duration: time.Second,
 			KeyPrefix: prefix, Clients: 4, Until: granted})
 	}
-	a, _ := run("fenced", chaos.FaultClockSkew, 7, "a-")
-	b, _ := run("fenced", chaos.FaultClockSkew, 7, "b-")
+	a, _ := run("fenced", contract.FaultClockSkew, 7, "a-")
+	b, _ := run("fenced", contract.FaultClockSkew, 7, "b-")
 	if a.FaultName == "" || a.FaultName != b.FaultName {
 		t.Errorf("seed 7 chose %q, then %q; want the same victim", a.FaultName, b.FaultName)
 	}
-	out, res := run("redlock", chaos.FaultNone, 1, "r-")
+	out, res := run("redlock", contract.FaultNone, 1, "r-")
 	ok := 0
 	for _, op := range out.Ops {
 		if op.Kind == "acquire" && op.Result == "ok" {
@@ -440,7 +440,7 @@ func TestClientsLeave(t *testing.T) {
 	e := openEnv(t, env.Spec{Replicas: -1, Sentinels: 1})
 	mix := workload.DefaultMix()
 	mix.Leave = 0.02
-	sc := chaos.Scenario{Lock: "fenced", Fault: chaos.FaultNone, Seed: *flagSeed, Duration: duration(), Clients: 5,
+	sc := chaos.Scenario{Lock: "fenced", Fault: contract.FaultNone, Seed: *flagSeed, Duration: duration(), Clients: 5,
 		Workload: workload.Config{Mix: &mix}, Until: leftHolderExamined, MaxDuration: time.Minute}
 	out, res := runAndCheck(t, e, sc)
 	t.Logf("%s", describe(out, res))
@@ -511,7 +511,7 @@ func leftHolderExamined(ops []history.Op) bool {
 // the live clients are not held up past the lock's promise to waiters.
 func TestFencedKillProcess(t *testing.T) {
 	e := openEnv(t, env.Spec{Replicas: -1, Sentinels: 1})
-	sc := chaos.Scenario{Lock: "fenced", Fault: chaos.FaultKillProcess, Seed: *flagSeed, Duration: duration()}
+	sc := chaos.Scenario{Lock: "fenced", Fault: contract.FaultKillProcess, Seed: *flagSeed, Duration: duration()}
 	entry, _ := zoo.Builtin().Lookup("fenced")
 	sc.Workload.WaitTimeout = 2 * entry.WaitBound
 	out, _ := runAndCheck(t, e, sc)
@@ -541,7 +541,7 @@ func TestFencedKillProcess(t *testing.T) {
 // Data stays safe (G2); the fault's evidence shows the skew read off the
 // promoted node and the fences that went back.
 func TestFencedFailoverSkew(t *testing.T) {
-	f, _ := chaos.Lookup(chaos.FaultFailoverSkew)
+	f, _ := chaos.Lookup(contract.FaultFailoverSkew)
 	kind, err := env.Choose(context.Background(), env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Docker: docker.With(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}),
 		DockerAvailable: docker.Available, BYO: env.BYOFromEnviron(os.Getenv)})
 	if err == nil {
@@ -554,7 +554,7 @@ func TestFencedFailoverSkew(t *testing.T) {
 		t.Skip(err)
 	}
 	e := openEnv(t, f.FreshSpec(locker.Needs{}))
-	sc := chaos.Scenario{Lock: "fenced", Fault: chaos.FaultFailoverSkew, Seed: *flagSeed, Duration: f.DefaultDuration()}
+	sc := chaos.Scenario{Lock: "fenced", Fault: contract.FaultFailoverSkew, Seed: *flagSeed, Duration: f.DefaultDuration()}
 	out, res := runAndCheck(t, e, sc)
 	t.Logf("%s\nevidence: %s", describe(out, res), out.FaultEvidence)
 	checkResource(t, out, res, checker.OK)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
@@ -100,10 +99,10 @@ func TestHarnessCatchesALockThatLies(t *testing.T) {
 	var specs []runner.Spec
 	for seed := uint64(1); seed <= 4; seed++ {
 		specs = append(specs,
-			runner.Spec{Lock: "fenced-stretched", Fault: chaos.FaultCrashClient, Seed: seed},
-			runner.Spec{Lock: zoo.FencedName, Fault: chaos.FaultCrashClient, Seed: seed},
-			runner.Spec{Lock: "watchdog-deaf", Fault: chaos.FaultKeyLoss, Seed: seed},
-			runner.Spec{Lock: zoo.WatchdogName, Fault: chaos.FaultKeyLoss, Seed: seed})
+			runner.Spec{Lock: "fenced-stretched", Fault: contract.FaultCrashClient, Seed: seed},
+			runner.Spec{Lock: zoo.FencedName, Fault: contract.FaultCrashClient, Seed: seed},
+			runner.Spec{Lock: "watchdog-deaf", Fault: contract.FaultKeyLoss, Seed: seed},
+			runner.Spec{Lock: zoo.WatchdogName, Fault: contract.FaultKeyLoss, Seed: seed})
 	}
 	dir := zooDir(t)
 	rows := zooRunIn(t, dir, specs, func(c *runner.Config) { c.Registry = reg; c.Trace = nil })
@@ -153,8 +152,8 @@ func TestHarnessCatchesTheSecondReview(t *testing.T) {
 	mix.Blocking, mix.Cancel, mix.RushRelease, mix.Owner = 1, 0, 1, 0
 	var specs []runner.Spec
 	for seed := uint64(1); seed <= 8; seed++ {
-		specs = append(specs, runner.Spec{Lock: zoo.FencedV2Name, Fault: chaos.FaultLatency, Seed: seed},
-			runner.Spec{Lock: zoo.FencedName, Fault: chaos.FaultLatency, Seed: seed})
+		specs = append(specs, runner.Spec{Lock: zoo.FencedV2Name, Fault: contract.FaultLatency, Seed: seed},
+			runner.Spec{Lock: zoo.FencedName, Fault: contract.FaultLatency, Seed: seed})
 	}
 	dir := zooDir(t)
 	rows := zooRunIn(t, dir, specs, func(c *runner.Config) { c.Mix = &mix })
@@ -194,8 +193,8 @@ func TestHarnessCatchesTheSecondReview(t *testing.T) {
 func TestHarnessCatchesAMissedHandOff(t *testing.T) {
 	var specs []runner.Spec
 	for seed := uint64(1); seed <= 3; seed++ {
-		specs = append(specs, runner.Spec{Lock: zoo.FencedV2Name, Fault: chaos.FaultPubSubReset, Seed: seed},
-			runner.Spec{Lock: zoo.FencedName, Fault: chaos.FaultPubSubReset, Seed: seed})
+		specs = append(specs, runner.Spec{Lock: zoo.FencedV2Name, Fault: contract.FaultPubSubReset, Seed: seed},
+			runner.Spec{Lock: zoo.FencedName, Fault: contract.FaultPubSubReset, Seed: seed})
 	}
 	rows := zooRunIn(t, zooDir(t), specs)
 	caught := 0
@@ -239,8 +238,8 @@ func TestHarnessCatchesTheOwnerDefects(t *testing.T) {
 	var specs []runner.Spec
 	for seed := uint64(1); seed <= 3; seed++ {
 		for _, l := range []string{zoo.FencedV2Name, zoo.FencedName} {
-			specs = append(specs, runner.Spec{Lock: l, Fault: chaos.FaultNone, Seed: seed},
-				runner.Spec{Lock: l, Fault: chaos.FaultKeyLoss, Seed: seed, Clients: 1})
+			specs = append(specs, runner.Spec{Lock: l, Fault: contract.FaultNone, Seed: seed},
+				runner.Spec{Lock: l, Fault: contract.FaultKeyLoss, Seed: seed, Clients: 1})
 		}
 	}
 	dir := zooDir(t)
@@ -262,9 +261,9 @@ func TestHarnessCatchesTheOwnerDefects(t *testing.T) {
 			continue
 		}
 		switch {
-		case sp.Fault == chaos.FaultNone && (strings.Contains(string(b), checker.RuleTokenOrder) || strings.Contains(string(b), checker.RuleWaiterLiveness)):
+		case sp.Fault == contract.FaultNone && (strings.Contains(string(b), checker.RuleTokenOrder) || strings.Contains(string(b), checker.RuleWaiterLiveness)):
 			caught["pickup counted twice"]++
-		case sp.Fault == chaos.FaultKeyLoss && strings.Contains(string(b), checker.RuleNotOwner):
+		case sp.Fault == contract.FaultKeyLoss && strings.Contains(string(b), checker.RuleNotOwner):
 			caught["lost lease frees the newer hold"]++
 		}
 	}
@@ -288,17 +287,17 @@ func TestHarnessCatchesTheOwnerDefects(t *testing.T) {
 func TestRedisForgetsTheLock(t *testing.T) {
 	var specs []runner.Spec
 	for _, l := range []string{zoo.FencedName, zoo.LuaName, zoo.RedlockName} {
-		specs = append(specs, runner.Spec{Lock: l, Fault: chaos.FaultRestart, Seed: 1})
+		specs = append(specs, runner.Spec{Lock: l, Fault: contract.FaultRestart, Seed: 1})
 	}
 	for _, l := range []string{zoo.FencedName, zoo.LuaName} {
-		specs = append(specs, runner.Spec{Lock: l, Fault: chaos.FaultForceUnlock, Seed: 1})
+		specs = append(specs, runner.Spec{Lock: l, Fault: contract.FaultForceUnlock, Seed: 1})
 	}
 	rows := zooRunIn(t, zooDir(t), specs)
 	for _, sp := range specs {
 		s := rows[sp.ID()]
 		t.Logf("%s: %s", sp.ID(), s.FaultEvidence)
 		bit := "crashed and restarted without persistence"
-		if sp.Fault == chaos.FaultForceUnlock {
+		if sp.Fault == contract.FaultForceUnlock {
 			bit = "held true"
 		}
 		if !strings.Contains(s.FaultEvidence, bit) || strings.Contains(s.FaultEvidence, "keys before none") {
@@ -327,8 +326,8 @@ func TestRedisForgetsTheLock(t *testing.T) {
 func TestHarnessCatchesStarvation(t *testing.T) {
 	var specs []runner.Spec
 	for seed := uint64(1); seed <= 2; seed++ {
-		specs = append(specs, runner.Spec{Lock: zoo.FencedV2Name, Fault: chaos.FaultCrowd, Seed: seed},
-			runner.Spec{Lock: zoo.FencedName, Fault: chaos.FaultCrowd, Seed: seed})
+		specs = append(specs, runner.Spec{Lock: zoo.FencedV2Name, Fault: contract.FaultCrowd, Seed: seed},
+			runner.Spec{Lock: zoo.FencedName, Fault: contract.FaultCrowd, Seed: seed})
 	}
 	dir := zooDir(t)
 	// One crowd at a time: 64 clients at once on two cores starve each

@@ -5,10 +5,11 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/contract"
 )
 
 func failoverFault() Fault {
-	return Fault{Name: FaultFailover, Doc: "the master cut off from its replicas and Sentinels (split brain) until Sentinel promotes a replica; writes in the replication gap are lost", Matrix: true,
+	return Fault{Name: contract.FaultFailover, Doc: "the master cut off from its replicas and Sentinels (split brain) until Sentinel promotes a replica; writes in the replication gap are lost", Matrix: true,
 		Scope: ScopeFresh, Duration: 6 * time.Second,
 		strike: func(s *striking) (armed, error) {
 			return armed{fault: failover(s), window: s.sc.TTL}, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/locker"
@@ -27,7 +28,7 @@ const SkewBehind = 3 * time.Second
 var ErrNeedsProcesses = errors.New("needs the process environment, which starts redis-server with a shifted clock (datefudge)")
 
 func failoverSkewFault() Fault {
-	return Fault{Name: FaultFailoverSkew, Matrix: true,
+	return Fault{Name: contract.FaultFailoverSkew, Matrix: true,
 		Doc:   fmt.Sprintf("a failover (as failover) to a replica whose clock runs %v behind the old master's", SkewBehind),
 		Scope: ScopeFresh, Duration: 6*time.Second + SkewBehind,
 		Env: func(needs locker.Needs) env.Spec {
@@ -59,7 +60,7 @@ type skewedFailover struct {
 // Name is the failover's, under this fault's name ("failover-skew
 // partition"): tla/trace reads the window's kind off its first word.
 func (f *skewedFailover) Name() string {
-	return FaultFailoverSkew + strings.TrimPrefix(f.Failover.Name(), FaultFailover)
+	return contract.FaultFailoverSkew + strings.TrimPrefix(f.Failover.Name(), contract.FaultFailover)
 }
 
 // Start fails the master over, then reads the promoted node's clock.

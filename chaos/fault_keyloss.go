@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -19,7 +20,7 @@ import (
 // runs on, unpaused and connected, so the loss-notice rule holds a lock
 // with a watchdog to its bound from the next grant on.
 func keyLossFault() Fault {
-	return Fault{Name: FaultKeyLoss, Doc: "an operator's DEL of a holder's lock keys while it holds (Redis forgets the lock)", Matrix: true,
+	return Fault{Name: contract.FaultKeyLoss, Doc: "an operator's DEL of a holder's lock keys while it holds (Redis forgets the lock)", Matrix: true,
 		// Holders work up to 2s between read and write (four TTLs,
 		// renewed by a watchdog where the lock has one): a victim that
 		// releases soon after the DEL learns of the loss from its release,
@@ -42,7 +43,7 @@ func keyLossFault() Fault {
 // acts on servers every scenario shares, so it runs alone; the window is
 // the restart.
 func restartFault() Fault {
-	return Fault{Name: FaultRestart, Doc: "the master (for redlock, one of its masters) crashes and restarts without persistence while a client holds (Redis forgets every lock)",
+	return Fault{Name: contract.FaultRestart, Doc: "the master (for redlock, one of its masters) crashes and restarts without persistence while a client holds (Redis forgets every lock)",
 		Scope: ScopeServers, Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
 		Needs: needsOwnServers,
 		strike: func(s *striking) (armed, error) {
@@ -73,7 +74,7 @@ func restartFault() Fault {
 // on another client's Locker, as an operator's tool would); a lock
 // without one gets key-loss's DEL. It acts on one scenario's key only.
 func forceUnlockFault() Fault {
-	return Fault{Name: FaultForceUnlock, Doc: "an operator's force unlock, through the lock's own API, of a lock a client holds (a DEL for a lock without one)",
+	return Fault{Name: contract.FaultForceUnlock, Doc: "an operator's force unlock, through the lock's own API, of a lock a client holds (a DEL for a lock without one)",
 		Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
 		strike: func(s *striking) (armed, error) {
 			kl, _, err := holderKeys(s)

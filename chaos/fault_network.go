@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/contract"
 )
 
 // The network faults act on the proxies of about half the scenario's
@@ -14,7 +15,7 @@ import (
 // clients' traffic is their evidence (networkBite).
 
 func noneFault() Fault {
-	return Fault{Name: FaultNone, Doc: "no fault: the baseline", Matrix: true}
+	return Fault{Name: contract.FaultNone, Doc: "no fault: the baseline", Matrix: true}
 }
 
 // crowdFault is no fault but a crowd: 32 clients churn on one key, with
@@ -31,13 +32,13 @@ func noneFault() Fault {
 // clients share with unknown outcomes straddling every hand-off is what
 // issue 27 ("crowded keys") is about; a run names it.
 func crowdFault() Fault {
-	return Fault{Name: FaultCrowd, Doc: "no fault: 32 clients churn on one key (brief sections, holds ≤5 ms, thinking ≤2 ms, waits up to 5 s)",
+	return Fault{Name: contract.FaultCrowd, Doc: "no fault: 32 clients churn on one key (brief sections, holds ≤5 ms, thinking ≤2 ms, waits up to 5 s)",
 		Shape:    WorkloadShape{Clients: 32, Hold: 5 * time.Millisecond, Think: 2 * time.Millisecond, OpTimeout: 5 * time.Second, Brief: true},
 		Duration: 6 * time.Second}
 }
 
 func latencyFault() Fault {
-	return Fault{Name: FaultLatency, Doc: "20±10 ms added each way to half the clients' traffic, for half the run", Matrix: true,
+	return Fault{Name: contract.FaultLatency, Doc: "20±10 ms added each way to half the clients' traffic, for half the run", Matrix: true,
 		strike: func(s *striking) (armed, error) {
 			f := cut(nemesis.Latency(fmt.Sprintf("latency %v", s.names), s.proxies, 20*time.Millisecond, 10*time.Millisecond), s.names)
 			return armed{fault: f, window: s.sc.Duration / 2}, nil
@@ -45,7 +46,7 @@ func latencyFault() Fault {
 }
 
 func partitionFault() Fault {
-	return Fault{Name: FaultPartition, Doc: "half the clients cut off from Redis (their traffic held) for 3 TTLs", Matrix: true,
+	return Fault{Name: contract.FaultPartition, Doc: "half the clients cut off from Redis (their traffic held) for 3 TTLs", Matrix: true,
 		strike: func(s *striking) (armed, error) {
 			return armed{fault: cut(nemesis.Partition(fmt.Sprintf("partition %v", s.names), s.proxies), s.names), window: 3 * s.sc.TTL}, nil
 		}}
@@ -54,7 +55,7 @@ func partitionFault() Fault {
 func resetFault() Fault {
 	// In the default matrix: a reset also drops the pub/sub connection a
 	// waiter hears its hand-off on.
-	return Fault{Name: FaultReset, Doc: "half the clients' connections (pub/sub included) reset for 3 TTLs", Matrix: true,
+	return Fault{Name: contract.FaultReset, Doc: "half the clients' connections (pub/sub included) reset for 3 TTLs", Matrix: true,
 		strike: func(s *striking) (armed, error) {
 			return armed{fault: cut(nemesis.Reset(fmt.Sprintf("reset %v", s.names), s.proxies), s.names), window: 3 * s.sc.TTL}, nil
 		}}
@@ -73,7 +74,7 @@ var ErrCannotChangeACL = errors.New("lockproof does not change the ACL of a brin
 // scenario shares, so it runs alone; on a deployment lockproof does not
 // run, it would change the operator's ACL.
 func pubsubResetFault() Fault {
-	return Fault{Name: FaultPubSubReset, Doc: "the master drops its pub/sub connections while it refuses SUBSCRIBE, every TTL/2 for 3 TTLs (subscriptions die, commands pass)",
+	return Fault{Name: contract.FaultPubSubReset, Doc: "the master drops its pub/sub connections while it refuses SUBSCRIBE, every TTL/2 for 3 TTLs (subscriptions die, commands pass)",
 		Matrix: true, Scope: ScopeServers, Linger: true,
 		Needs: func(k env.Kind) error {
 			if k == env.BYO {
@@ -91,7 +92,7 @@ func pubsubResetFault() Fault {
 }
 
 func bandwidthFault() Fault {
-	return Fault{Name: FaultBandwidth, Doc: "half the clients' traffic throttled to 1 KB/s for 3 TTLs",
+	return Fault{Name: contract.FaultBandwidth, Doc: "half the clients' traffic throttled to 1 KB/s for 3 TTLs",
 		strike: func(s *striking) (armed, error) {
 			return armed{fault: cut(nemesis.Bandwidth(fmt.Sprintf("bandwidth %v", s.names), s.proxies, 1), s.names), window: 3 * s.sc.TTL}, nil
 		}}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/gate"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/locker"
 )
@@ -22,7 +23,7 @@ func TestCatalogue(t *testing.T) {
 			t.Errorf("fault %s listed twice", f.Name)
 		}
 		seen[f.Name] = true
-		if (f.strike == nil) != (f.Name == FaultNone || f.Name == FaultCrowd) {
+		if (f.strike == nil) != (f.Name == contract.FaultNone || f.Name == contract.FaultCrowd) {
 			t.Errorf("fault %s: only none and crowd (a workload shape) strike nothing", f.Name)
 		}
 		if f.Scope != ScopeFresh && f.Env != nil {
@@ -41,7 +42,7 @@ func TestCatalogue(t *testing.T) {
 }
 
 func TestAvailable(t *testing.T) {
-	skew, _ := Lookup(FaultFailoverSkew)
+	skew, _ := Lookup(contract.FaultFailoverSkew)
 	for _, k := range []env.Kind{env.Docker, env.BYO} {
 		if err := skew.Available(k); !errors.Is(err, ErrNeedsProcesses) {
 			t.Errorf("failover-skew on %s: %v; want ErrNeedsProcesses", k, err)
@@ -50,7 +51,7 @@ func TestAvailable(t *testing.T) {
 	if s := skew.FreshSpec(locker.Needs{}); s.ReplicaClockBehind != SkewBehind || s.DownAfter != FreshSpec(locker.Needs{}).DownAfter {
 		t.Errorf("failover-skew's environment %+v: want the fresh one with replicas %v behind", s, SkewBehind)
 	}
-	pause, _ := Lookup(FaultPauseServer)
+	pause, _ := Lookup(contract.FaultPauseServer)
 	if err := pause.Available(env.BYO); !errors.Is(err, ErrCannotPauseServers) {
 		t.Errorf("pause-server on byo: %v", err)
 	}
@@ -103,13 +104,13 @@ func TestCheckPoint(t *testing.T) {
 			t.Errorf("%s: after and before: %v", f.Name, err)
 		}
 	}
-	if f, _ := Lookup(FaultPauseClient); f.Takes != PointAfter {
+	if f, _ := Lookup(contract.FaultPauseClient); f.Takes != PointAfter {
 		t.Errorf("pause-client takes %d, want PointAfter", f.Takes)
 	}
-	if f, _ := Lookup(FaultCrashClient); f.Takes != PointAfterOrBefore {
+	if f, _ := Lookup(contract.FaultCrashClient); f.Takes != PointAfterOrBefore {
 		t.Errorf("crash-client takes %d, want PointAfterOrBefore", f.Takes)
 	}
-	_, err := Scenario{Lock: "lua", Fault: FaultLatency, Point: after}.withDefaults()
+	_, err := Scenario{Lock: "lua", Fault: contract.FaultLatency, Point: after}.withDefaults()
 	if !errors.Is(err, ErrScenario) || !errors.Is(err, gate.ErrBadPoint) {
 		t.Errorf("latency with a fault point: %v; want ErrScenario and gate.ErrBadPoint", err)
 	}

@@ -28,28 +28,6 @@ import (
 	"github.com/lockproof/lockproof/history"
 )
 
-// The fault names (package contract spells them).
-const (
-	FaultNone         = contract.FaultNone
-	FaultLatency      = contract.FaultLatency
-	FaultPartition    = contract.FaultPartition
-	FaultPauseClient  = contract.FaultPauseClient
-	FaultPauseServer  = contract.FaultPauseServer
-	FaultFailover     = contract.FaultFailover
-	FaultCrashClient  = contract.FaultCrashClient
-	FaultClockSkew    = contract.FaultClockSkew
-	FaultReset        = contract.FaultReset
-	FaultBandwidth    = contract.FaultBandwidth
-	FaultPauseProcess = contract.FaultPauseProcess
-	FaultKillProcess  = contract.FaultKillProcess
-	FaultFailoverSkew = contract.FaultFailoverSkew
-	FaultKeyLoss      = contract.FaultKeyLoss
-	FaultCrowd        = contract.FaultCrowd
-	FaultPubSubReset  = contract.FaultPubSubReset
-	FaultRestart      = contract.FaultRestart
-	FaultForceUnlock  = contract.FaultForceUnlock
-)
-
 // ErrScenario wraps errors about a bad Scenario.
 var ErrScenario = errors.New("bad scenario")
 
@@ -128,7 +106,7 @@ func (s Scenario) withDefaults() (Scenario, error) {
 		return s, errors.New("scenario: Lock is required")
 	}
 	if s.Fault == "" {
-		s.Fault = FaultNone
+		s.Fault = contract.FaultNone
 	}
 	if s.Duration == 0 {
 		s.Duration = 4 * time.Second

@@ -271,8 +271,8 @@ func TestZooFailover(t *testing.T) {
 		t.Run(lock, func(t *testing.T) {
 			found := false
 			for seed := uint64(1); seed <= uint64(*zooSeeds) && !found; seed++ {
-				rows := zooRun(t, []runner.Spec{{Lock: lock, Fault: chaos.FaultFailover, Seed: seed}})
-				s := rows[runner.Spec{Lock: lock, Fault: chaos.FaultFailover, Seed: seed}.ID()]
+				rows := zooRun(t, []runner.Spec{{Lock: lock, Fault: contract.FaultFailover, Seed: seed}})
+				s := rows[runner.Spec{Lock: lock, Fault: contract.FaultFailover, Seed: seed}.ID()]
 				t.Log(zooDescribe(s))
 				found = s.Verdict(contract.PropLease) == checker.Violated
 				if lock == "fenced" && s.Verdict(contract.PropResource) != checker.OK {
@@ -340,7 +340,7 @@ func TestFencedDrivesEveryPath(t *testing.T) {
 	// holder and a waiter in line), and with one client left nobody waits,
 	// so a run whose only waiter to give up had not done so before the
 	// crashes never would (seen under load: a minute with none).
-	rows := zooRunIn(t, dir, []runner.Spec{{Lock: "fenced", Fault: chaos.FaultCrashClient, Seed: 1, Clients: 5}},
+	rows := zooRunIn(t, dir, []runner.Spec{{Lock: "fenced", Fault: contract.FaultCrashClient, Seed: 1, Clients: 5}},
 		func(c *runner.Config) {
 			c.Mix = &mix
 			c.Runner = func(ctx context.Context, e env.Env, sc chaos.Scenario, dir string) (chaos.Outcome, error) {
@@ -354,7 +354,7 @@ func TestFencedDrivesEveryPath(t *testing.T) {
 				return chaos.Run(ctx, e, sc, dir)
 			}
 		})
-	s := rows[runner.Spec{Lock: "fenced", Fault: chaos.FaultCrashClient, Seed: 1}.ID()]
+	s := rows[runner.Spec{Lock: "fenced", Fault: contract.FaultCrashClient, Seed: 1}.ID()]
 	t.Log(zooDescribe(s))
 	ops, err := history.ReadFile(filepath.Join(dir, s.History))
 	if err != nil {
@@ -430,7 +430,7 @@ func missingPaths(count map[string]int) []string {
 func TestHarnessCatchesTheOldLock(t *testing.T) {
 	var specs []runner.Spec
 	for seed := uint64(1); seed <= 8; seed++ {
-		for _, f := range []string{chaos.FaultNone, chaos.FaultCrashClient} {
+		for _, f := range []string{contract.FaultNone, contract.FaultCrashClient} {
 			// Three clients, as the defects were caught with: one waiter
 			// dies in line, one lives behind it.
 			specs = append(specs, runner.Spec{Lock: "fenced-v1", Fault: f, Seed: seed, Clients: 3}, runner.Spec{Lock: "fenced", Fault: f, Seed: seed, Clients: 3})
@@ -458,9 +458,9 @@ func TestHarnessCatchesTheOldLock(t *testing.T) {
 			t.Fatal(err)
 		}
 		switch {
-		case sp.Fault == chaos.FaultNone && s.Verdict(contract.PropLease) == checker.Violated && strings.Contains(string(b), checker.RuleMutualExclusion):
+		case sp.Fault == contract.FaultNone && s.Verdict(contract.PropLease) == checker.Violated && strings.Contains(string(b), checker.RuleMutualExclusion):
 			caught["nested hold shortens the lease"] = true
-		case sp.Fault == chaos.FaultCrashClient && s.Verdict(contract.PropLiveness) == checker.Violated && strings.Contains(string(b), checker.RuleWaiterLiveness):
+		case sp.Fault == contract.FaultCrashClient && s.Verdict(contract.PropLiveness) == checker.Violated && strings.Contains(string(b), checker.RuleWaiterLiveness):
 			caught["dead waiter holds the lock up"] = true
 		}
 	}

@@ -170,7 +170,7 @@ func Expected(lock, fault string) (e Expectation) {
 		// (TestHarnessCatchesTheOldLock).
 		e.Set(WantMay, contract.PropLease, contract.PropClaims)
 		e.Why = "a nested hold with a shorter TTL shortens the old lock's lease (fixed in package lock), while the outer hold still claims its validity"
-		if fault == chaos.FaultCrashClient {
+		if fault == contract.FaultCrashClient {
 			// The old lock hands a waiter that died in line the whole TTL,
 			// and keeps a dead head of the queue first until its place
 			// expires: a live waiter behind it is served late (waiter
@@ -202,8 +202,8 @@ func Expected(lock, fault string) (e Expectation) {
 		e.Why = joinWhy(e.Why, "a release of unknown outcome that did hand the lock on leaves the old lock claiming the lease (claims); a release racing its watchdog reports the released lease lost (loss notice)")
 	}
 	switch fault {
-	case chaos.FaultNone, chaos.FaultCrowd:
-	case chaos.FaultPubSubReset:
+	case contract.FaultNone, contract.FaultCrowd:
+	case contract.FaultPubSubReset:
 		// Only the fenced locks wait on pub/sub; the others poll and do
 		// not notice. The old locks' notifier takes a dropped subscription
 		// whose re-SUBSCRIBE was refused for a live one: a waiter sleeps
@@ -221,7 +221,7 @@ func Expected(lock, fault string) (e Expectation) {
 			e.Set(WantMay, contract.PropLiveness)
 			e.Why = joinWhy(e.Why, "the old lock's waiters take a dead subscription for a live one and may sleep through their hand-offs (waiter liveness)")
 		}
-	case chaos.FaultPauseClient:
+	case contract.FaultPauseClient:
 		// Every holder checks its lease right before its write; the pause
 		// strikes after the check (the workload's LeaseCheckPoint, or while
 		// holding for fenced, whose check comes before the gate): the
@@ -258,19 +258,19 @@ func Expected(lock, fault string) (e Expectation) {
 			e.Set(WantViolated, contract.PropResource)
 			e.Why = "G1 holds (owner-checked release) but the woken holder's unfenced write is stale"
 		}
-	case chaos.FaultCrashClient:
+	case contract.FaultCrashClient:
 		if lock == zoo.SetNXName || lock == zoo.SetNXExpireName {
 			e.Set(WantViolated, contract.PropLiveness)
 			e.Why = "the crashed holder's key has no TTL: nobody frees it"
 		}
-	case chaos.FaultClockSkew:
+	case contract.FaultClockSkew:
 		if lock == zoo.GetSetName {
 			e.Set(WantViolated, contract.PropLease)
 			e.Set(WantMay, contract.PropResource, contract.PropClaims)
 			e.Why = "the skewed client sees an unexpired lock as expired and takes it over; the two holders' writes may conflict"
 		}
-	case chaos.FaultFailover, chaos.FaultFailoverSkew:
-		if fault == chaos.FaultFailoverSkew && fencedLocks[lock] {
+	case contract.FaultFailover, contract.FaultFailoverSkew:
+		if fault == contract.FaultFailoverSkew && fencedLocks[lock] {
 			// Redis replicates expiries as absolute times (PX as PXAT),
 			// and the queue's deadlines are the old master's clock
 			// readings, so on a promoted node whose clock is behind, the
@@ -295,8 +295,8 @@ func Expected(lock, fault string) (e Expectation) {
 			e.Set(WantMay, contract.PropLease, contract.PropResource, contract.PropClaims)
 			e.Why = "a lease in the replication gap is lost (G1 may break, and its holder's claim with it) and unfenced data may then be overwritten"
 		}
-	case chaos.FaultKeyLoss, chaos.FaultRestart, chaos.FaultForceUnlock:
-		if fault == chaos.FaultRestart && lock == zoo.RedlockName {
+	case contract.FaultKeyLoss, contract.FaultRestart, contract.FaultForceUnlock:
+		if fault == contract.FaultRestart && lock == zoo.RedlockName {
 			// One master of three forgets the lock; the two others still
 			// hold it, so nobody gets a majority until it expires.
 			e.Why = "one of redlock's three masters forgets the lock: the other two keep it, so no other client gets a majority (G1 holds)"
@@ -321,11 +321,11 @@ func Expected(lock, fault string) (e Expectation) {
 		} else {
 			e.Why = joinWhy(e.Why, "it runs no watchdog: the holder is never told")
 		}
-	case chaos.FaultLatency, chaos.FaultPartition, chaos.FaultPauseServer, chaos.FaultReset:
+	case contract.FaultLatency, contract.FaultPartition, contract.FaultPauseServer, contract.FaultReset:
 		if delNoOwner[lock] || checkThenDel[lock] || lock == zoo.GetSetName || lock == zoo.SetNXName {
 			e.Set(WantAny, contract.PropLease, contract.PropResource, contract.PropClaims)
 			e.Why = "a release delayed past the lease's expiry may delete the next holder's lock; whether a run lines it up depends on timing"
-		} else if fault == chaos.FaultPauseServer && unfencedOwnerChecked[lock] && lock != zoo.RedlockName {
+		} else if fault == contract.FaultPauseServer && unfencedOwnerChecked[lock] && lock != zoo.RedlockName {
 			// Seen once (lua, the 1-seed default run of 2026-11-24): an
 			// acquire the master executed just before it froze got its reply
 			// 750ms later, past its 500ms TTL; another client took the key
@@ -409,17 +409,17 @@ type Decisive struct {
 // (with rejected > 0), which must hold, not break.
 func DecisiveScenarios() []Decisive {
 	ds := []Decisive{
-		{Lock: zoo.SetNXName, Fault: chaos.FaultCrashClient, Property: contract.PropLiveness},
-		{Lock: zoo.SetNXExpireName, Fault: chaos.FaultCrashClient, Property: contract.PropLiveness},
-		{Lock: zoo.SetDelName, Fault: chaos.FaultPauseClient, Property: contract.PropLease},
-		{Lock: zoo.GetDelName, Fault: chaos.FaultPauseClient, Property: contract.PropLease},
-		{Lock: zoo.GetSetName, Fault: chaos.FaultClockSkew, Property: contract.PropLease},
-		{Lock: zoo.LuaName, Fault: chaos.FaultPauseClient, Property: contract.PropResource},
-		{Lock: zoo.WatchdogName, Fault: chaos.FaultPauseClient, Property: contract.PropResource},
-		{Lock: zoo.ReentrantName, Fault: chaos.FaultPauseClient, Property: contract.PropResource},
-		{Lock: zoo.RedlockName, Fault: chaos.FaultPauseClient, Property: contract.PropResource},
-		{Lock: zoo.LocalRedisName, Fault: chaos.FaultPauseClient, Property: contract.PropResource},
-		{Lock: zoo.FencedName, Fault: chaos.FaultPauseClient, Property: contract.PropResource},
+		{Lock: zoo.SetNXName, Fault: contract.FaultCrashClient, Property: contract.PropLiveness},
+		{Lock: zoo.SetNXExpireName, Fault: contract.FaultCrashClient, Property: contract.PropLiveness},
+		{Lock: zoo.SetDelName, Fault: contract.FaultPauseClient, Property: contract.PropLease},
+		{Lock: zoo.GetDelName, Fault: contract.FaultPauseClient, Property: contract.PropLease},
+		{Lock: zoo.GetSetName, Fault: contract.FaultClockSkew, Property: contract.PropLease},
+		{Lock: zoo.LuaName, Fault: contract.FaultPauseClient, Property: contract.PropResource},
+		{Lock: zoo.WatchdogName, Fault: contract.FaultPauseClient, Property: contract.PropResource},
+		{Lock: zoo.ReentrantName, Fault: contract.FaultPauseClient, Property: contract.PropResource},
+		{Lock: zoo.RedlockName, Fault: contract.FaultPauseClient, Property: contract.PropResource},
+		{Lock: zoo.LocalRedisName, Fault: contract.FaultPauseClient, Property: contract.PropResource},
+		{Lock: zoo.FencedName, Fault: contract.FaultPauseClient, Property: contract.PropResource},
 	}
 	for i := range ds {
 		ds[i].Point = faultPoint(ds[i].Lock, ds[i].Fault)
@@ -447,7 +447,7 @@ const leaseCheck = workload.LeaseCheckPoint
 //     also strike after SETNXs that failed).
 func faultPoint(lock, fault string) gate.Point {
 	switch fault {
-	case chaos.FaultPauseClient:
+	case contract.FaultPauseClient:
 		switch {
 		case lock == zoo.GetDelName:
 			return gate.Point{After: "get"}
@@ -457,7 +457,7 @@ func faultPoint(lock, fault string) gate.Point {
 		if slices.Contains(Locks(), lock) {
 			return gate.Point{After: leaseCheck}
 		}
-	case chaos.FaultCrashClient:
+	case contract.FaultCrashClient:
 		if lock == zoo.SetNXExpireName {
 			return gate.Point{Before: "pexpire"}
 		}

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/reports"
@@ -25,7 +24,7 @@ func runPlan(t *testing.T, out string, shard *contract.Shard) *Summary {
 	var mu sync.Mutex
 	fr := &fakeRunner{}
 	sum, err := Run(context.Background(), Config{
-		Locks: []string{"set-del", "lua", "fenced"}, Faults: []string{chaos.FaultPauseClient, chaos.FaultFailover},
+		Locks: []string{"set-del", "lua", "fenced"}, Faults: []string{contract.FaultPauseClient, contract.FaultFailover},
 		Seeds: []uint64{1, 2}, Out: out, Open: fakeOpener(&opened, &mu), Runner: fr.run, Shard: shard,
 	})
 	if err != nil {
@@ -127,7 +126,7 @@ func TestMergedShardsEqualOneRun(t *testing.T) {
 	if _, err := Merge(merged, dirs, true); !errors.Is(err, ErrBadMerge) {
 		t.Errorf("merge into a non-empty directory: %v; want ErrBadMerge", err)
 	}
-	if _, err := Run(context.Background(), Config{Locks: []string{"fenced"}, Faults: []string{chaos.FaultPauseClient}, Seeds: []uint64{1},
+	if _, err := Run(context.Background(), Config{Locks: []string{"fenced"}, Faults: []string{contract.FaultPauseClient}, Seeds: []uint64{1},
 		Out: t.TempDir(), Open: fakeOpener(new([]env.Spec), new(sync.Mutex)), Runner: (&fakeRunner{}).run, Shard: &contract.Shard{Index: 1, Count: 2}}); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("an empty shard: %v; want ErrBadConfig", err)
 	}
@@ -173,7 +172,7 @@ func TestFreshEnvironmentFromTheLocksNeeds(t *testing.T) {
 	}
 	var opened []env.Spec
 	var mu sync.Mutex
-	if _, err := Run(context.Background(), Config{Locks: []string{"my-redlock", "lua"}, Faults: []string{chaos.FaultFailover},
+	if _, err := Run(context.Background(), Config{Locks: []string{"my-redlock", "lua"}, Faults: []string{contract.FaultFailover},
 		Seeds: []uint64{1}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: (&fakeRunner{}).run, Registry: reg, NoReport: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestALockStatesItsOwnPredictions(t *testing.T) {
 		return fr.run(ctx, e, sc, dir)
 	}
 	predicts := func(fault string, p locker.Prediction) locker.Prediction {
-		if fault == chaos.FaultPauseClient {
+		if fault == contract.FaultPauseClient {
 			p.Set(contract.WantViolated, contract.PropLease, contract.PropResource, contract.PropClaims)
 			p.Rejected = false // its stale writes get in
 			p.Because("the variant's release deletes the key without an owner check")
@@ -54,7 +54,7 @@ func TestALockStatesItsOwnPredictions(t *testing.T) {
 		}
 		var opened []env.Spec
 		var mu sync.Mutex
-		sum, err := Run(context.Background(), Config{Locks: []string{"variant", "honest"}, Faults: []string{chaos.FaultPauseClient},
+		sum, err := Run(context.Background(), Config{Locks: []string{"variant", "honest"}, Faults: []string{contract.FaultPauseClient},
 			Seeds: []uint64{1}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: run, Registry: reg, NoReport: true})
 		if err != nil {
 			t.Fatal(err)
@@ -88,13 +88,13 @@ func TestALockOutsideTheTableGetsItsProfile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if w := expectedOf(reg, "claims-nothing", chaos.FaultNone).Want(contract.PropLease); w != contract.WantAny {
+	if w := expectedOf(reg, "claims-nothing", contract.FaultNone).Want(contract.PropLease); w != contract.WantAny {
 		t.Errorf("ProfileNone: lease %s under none; want no prediction", w)
 	}
-	if w := expectedOf(reg, "lease-like", chaos.FaultPauseClient).Want(contract.PropResource); w != contract.WantViolated {
+	if w := expectedOf(reg, "lease-like", contract.FaultPauseClient).Want(contract.PropResource); w != contract.WantViolated {
 		t.Errorf("ProfileLease: resource %s under pause-client; want violated (the lua lock's row)", w)
 	}
-	if w := expectedOf(reg, zoo.FencedName, chaos.FaultPauseClient).Want(contract.PropResource); w != contract.WantOK {
+	if w := expectedOf(reg, zoo.FencedName, contract.FaultPauseClient).Want(contract.PropResource); w != contract.WantOK {
 		t.Errorf("fenced: resource %s under pause-client; want ok (its row)", w)
 	}
 }

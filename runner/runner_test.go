@@ -39,14 +39,14 @@ func TestExpectedTable(t *testing.T) {
 		lock, fault, prop string
 		want              Want
 	}{
-		{"setnx", chaos.FaultCrashClient, contract.PropLiveness, WantViolated},
-		{"setnx-expire", chaos.FaultCrashClient, contract.PropLiveness, WantViolated},
-		{"set-del", chaos.FaultPauseClient, contract.PropLease, WantViolated},
-		{"get-del", chaos.FaultPauseClient, contract.PropLease, WantViolated},
-		{"getset", chaos.FaultClockSkew, contract.PropLease, WantViolated},
-		{"lua", chaos.FaultFailover, contract.PropLease, WantMay},
-		{"fenced", chaos.FaultFailover, contract.PropLease, WantMay},
-		{"fenced", chaos.FaultFailover, contract.PropResource, WantOK},
+		{"setnx", contract.FaultCrashClient, contract.PropLiveness, WantViolated},
+		{"setnx-expire", contract.FaultCrashClient, contract.PropLiveness, WantViolated},
+		{"set-del", contract.FaultPauseClient, contract.PropLease, WantViolated},
+		{"get-del", contract.FaultPauseClient, contract.PropLease, WantViolated},
+		{"getset", contract.FaultClockSkew, contract.PropLease, WantViolated},
+		{"lua", contract.FaultFailover, contract.PropLease, WantMay},
+		{"fenced", contract.FaultFailover, contract.PropLease, WantMay},
+		{"fenced", contract.FaultFailover, contract.PropResource, WantOK},
 	}
 	for _, m := range must {
 		if got := Expected(m.lock, m.fault).Want(m.prop); got != m.want {
@@ -54,7 +54,7 @@ func TestExpectedTable(t *testing.T) {
 		}
 	}
 	for _, l := range []string{"lua", "watchdog", "reentrant", "redlock"} {
-		e := Expected(l, chaos.FaultPauseClient)
+		e := Expected(l, contract.FaultPauseClient)
 		if e.Want(contract.PropLease) != WantOK || e.Want(contract.PropResource) != WantViolated {
 			t.Errorf("Expected(%s, pause-client) = %+v; want lease ok, resource violated", l, e)
 		}
@@ -64,7 +64,7 @@ func TestExpectedTable(t *testing.T) {
 		if e.Want(contract.PropResource) != WantOK {
 			t.Errorf("fenced under %s: resource %s; want ok (G2 holds under every fault)", f, e.Want(contract.PropResource))
 		}
-		if e.Rejected != (f == chaos.FaultPauseClient) {
+		if e.Rejected != (f == contract.FaultPauseClient) {
 			t.Errorf("fenced under %s: Rejected = %v", f, e.Rejected)
 		}
 		for _, l := range Locks() {
@@ -79,7 +79,7 @@ func TestExpectedTable(t *testing.T) {
 			// retried after an unknown outcome may delete the next
 			// holder's lock (found by the 10-seed nightly).
 			blind := blindRelease[l] && e.Want(contract.PropLease) == WantMay && e.Want(contract.PropResource) == WantMay && e.Want(contract.PropLiveness) == WantOK
-			if f == chaos.FaultNone && !plain && l != "fenced-v1" && l != "fenced-v2" && !blind {
+			if f == contract.FaultNone && !plain && l != "fenced-v1" && l != "fenced-v2" && !blind {
 				t.Errorf("Expected(%s, none) = %+v; want ok everywhere", l, e)
 			}
 			// A blind release breaks nothing for sure under any fault
@@ -89,7 +89,7 @@ func TestExpectedTable(t *testing.T) {
 			}
 		}
 	}
-	if e := Expected("nope", chaos.FaultNone); e.Want(contract.PropLease) != WantAny {
+	if e := Expected("nope", contract.FaultNone); e.Want(contract.PropLease) != WantAny {
 		t.Errorf("unknown lock: %+v; want any", e)
 	}
 	// The decisive scenario of each lock is one its expectation says breaks
@@ -194,7 +194,7 @@ func TestRunWritesTheContract(t *testing.T) {
 	var mu sync.Mutex
 	fr := &fakeRunner{}
 	sum, err := Run(context.Background(), Config{
-		Locks: []string{"set-del", "lua", "fenced"}, Faults: []string{chaos.FaultPauseClient, chaos.FaultFailover},
+		Locks: []string{"set-del", "lua", "fenced"}, Faults: []string{contract.FaultPauseClient, contract.FaultFailover},
 		Seeds: []uint64{1, 2}, Out: out, Open: fakeOpener(&opened, &mu), Runner: fr.run, Progress: &progress,
 	})
 	if err != nil {
@@ -287,7 +287,7 @@ func TestRunWritesTheContract(t *testing.T) {
 	}
 	for _, sc := range fr.seen {
 		wantAfter, wantClients := "", 3
-		if sc.Fault == chaos.FaultPauseClient {
+		if sc.Fault == contract.FaultPauseClient {
 			wantClients = 5
 			if sc.Lock != "fenced" {
 				wantAfter = leaseCheck
@@ -308,7 +308,7 @@ func TestRunStatus(t *testing.T) {
 	fr := &fakeRunner{}
 	// setnx's fake history is clean: under crash-client its liveness is
 	// expected to break, so the run does not match.
-	sum, err := Run(context.Background(), Config{Locks: []string{"setnx"}, Faults: []string{chaos.FaultCrashClient},
+	sum, err := Run(context.Background(), Config{Locks: []string{"setnx"}, Faults: []string{contract.FaultCrashClient},
 		Seeds: []uint64{1}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true})
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +321,7 @@ func TestRunStatus(t *testing.T) {
 	boom := func(ctx context.Context, e env.Env, sc chaos.Scenario, dir string) (chaos.Outcome, error) {
 		return chaos.Outcome{}, errors.New("boom")
 	}
-	sum, err = Run(context.Background(), Config{Locks: []string{"lua"}, Faults: []string{chaos.FaultNone},
+	sum, err = Run(context.Background(), Config{Locks: []string{"lua"}, Faults: []string{contract.FaultNone},
 		Seeds: []uint64{1}, Out: out, Open: fakeOpener(&opened, &mu), Runner: boom})
 	if err != nil {
 		t.Fatal(err)
@@ -340,7 +340,7 @@ func TestRunStatus(t *testing.T) {
 	}
 
 	failOpen := func(ctx context.Context, spec env.Spec) (env.Env, error) { return nil, errors.New("no redis") }
-	sum, err = Run(context.Background(), Config{Locks: []string{"lua"}, Faults: []string{chaos.FaultNone, chaos.FaultFailover},
+	sum, err = Run(context.Background(), Config{Locks: []string{"lua"}, Faults: []string{contract.FaultNone, contract.FaultFailover},
 		Seeds: []uint64{1}, Out: t.TempDir(), Open: failOpen, Runner: fr.run})
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +357,7 @@ func TestFaultPointReachesChaos(t *testing.T) {
 	var opened []env.Spec
 	var mu sync.Mutex
 	fr := &fakeRunner{}
-	_, err := Run(context.Background(), Config{Locks: []string{"setnx-expire", "get-del"}, Faults: []string{chaos.FaultCrashClient, chaos.FaultPauseClient},
+	_, err := Run(context.Background(), Config{Locks: []string{"setnx-expire", "get-del"}, Faults: []string{contract.FaultCrashClient, contract.FaultPauseClient},
 		Seeds: []uint64{1}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true, Parallel: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -389,8 +389,8 @@ func TestRunBadConfig(t *testing.T) {
 		{Specs: []Spec{{Lock: "lua", Fault: "pause-client", Point: gate.Point{Before: "get"}}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
 		{Specs: []Spec{{Lock: "lua", Fault: "no-such-fault"}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
 		// A fault the environment cannot run (chaos.Fault Available).
-		{Specs: []Spec{{Lock: "lua", Fault: chaos.FaultFailoverSkew}}, Kind: env.Docker, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
-		{Specs: []Spec{{Lock: "lua", Fault: chaos.FaultPauseServer}}, Kind: env.BYO, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
+		{Specs: []Spec{{Lock: "lua", Fault: contract.FaultFailoverSkew}}, Kind: env.Docker, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
+		{Specs: []Spec{{Lock: "lua", Fault: contract.FaultPauseServer}}, Kind: env.BYO, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
 	} {
 		if _, err := Run(context.Background(), c); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("Run(%+v) err = %v; want ErrBadConfig", c, err)
@@ -409,16 +409,16 @@ func TestAvailableFaults(t *testing.T) {
 		t.Errorf("unknown kind: %v, left %v; want every fault", all, left)
 	}
 	docker, left := AvailableFaults(env.Docker)
-	if slices.Contains(docker, chaos.FaultFailoverSkew) || len(docker) != len(Faults())-1 || len(left) != 1 ||
+	if slices.Contains(docker, contract.FaultFailoverSkew) || len(docker) != len(Faults())-1 || len(left) != 1 ||
 		!errors.Is(left[0], chaos.ErrNeedsProcesses) {
 		t.Errorf("docker: %v, left %v; want all but failover-skew, and why", docker, left)
 	}
 	byo, left := AvailableFaults(env.BYO)
-	if slices.Contains(byo, chaos.FaultPauseServer) || slices.Contains(byo, chaos.FaultPubSubReset) || len(left) != 3 ||
+	if slices.Contains(byo, contract.FaultPauseServer) || slices.Contains(byo, contract.FaultPubSubReset) || len(left) != 3 ||
 		!errors.Is(left[2], chaos.ErrCannotChangeACL) {
 		t.Errorf("byo: %v, left %v; want neither pause-server, failover-skew nor pubsub-reset", byo, left)
 	}
-	if f, _ := chaos.Lookup(chaos.FaultRestart); !errors.Is(f.Available(env.BYO), chaos.ErrCannotPauseServers) {
+	if f, _ := chaos.Lookup(contract.FaultRestart); !errors.Is(f.Available(env.BYO), chaos.ErrCannotPauseServers) {
 		t.Errorf("restart on byo: %v, want ErrCannotPauseServers", f.Available(env.BYO))
 	}
 }
@@ -544,7 +544,7 @@ func TestDetectRows(t *testing.T) {
 // with one exits 3 (1 if a verdict contradicts the expectation).
 func TestErrorIsNeverAsExpected(t *testing.T) {
 	good := func() *Scenario {
-		row := (&matrix{}).newRow(Spec{Lock: "fenced", Fault: chaos.FaultPauseClient, Seed: 1})
+		row := (&matrix{}).newRow(Spec{Lock: "fenced", Fault: contract.FaultPauseClient, Seed: 1})
 		row.Verdicts, row.Rejected = verdicts(checker.OK, checker.OK, checker.NA), 3
 		return row
 	}
@@ -580,7 +580,7 @@ func TestErrorIsNeverAsExpected(t *testing.T) {
 // fails its cell.
 func TestCellsJudgeOverSeeds(t *testing.T) {
 	row := func(seed int64, lease checker.Verdict, det int64) *Scenario {
-		r := (&matrix{}).newRow(Spec{Lock: "set-del", Fault: chaos.FaultPauseClient, Seed: uint64(seed)})
+		r := (&matrix{}).newRow(Spec{Lock: "set-del", Fault: contract.FaultPauseClient, Seed: uint64(seed)})
 		r.Verdicts = verdicts(lease, checker.Violated, checker.NA)
 		if lease == checker.Violated {
 			r.DetectMs = map[string]int64{contract.PropLease: det}
@@ -625,7 +625,7 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 	}
 
 	hold := func(seed uint64, lease checker.Verdict) *Scenario {
-		r := (&matrix{}).newRow(Spec{Lock: "fenced", Fault: chaos.FaultNone, Seed: seed})
+		r := (&matrix{}).newRow(Spec{Lock: "fenced", Fault: contract.FaultNone, Seed: seed})
 		r.Verdicts = verdicts(lease, checker.OK, checker.NA)
 		judge(nil, r)
 		return r
@@ -659,12 +659,12 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 		regression   bool
 		wantPromised bool
 	}{
-		{"set-del", chaos.FaultPauseClient, 9, 10, false, true},
-		{"set-del", chaos.FaultPauseClient, 6, 10, false, true}, // P(<=6) = 0.013
-		{"set-del", chaos.FaultPauseClient, 4, 10, true, true},  // P(<=4) = 1.5e-4
-		{"set-del", chaos.FaultPauseClient, 1, 1, false, true},
-		{"set-del", chaos.FaultPauseClient, 10, 20, true, true},
-		{"fenced", chaos.FaultFailover, 1, 10, false, false}, // lease may: no promise
+		{"set-del", contract.FaultPauseClient, 9, 10, false, true},
+		{"set-del", contract.FaultPauseClient, 6, 10, false, true}, // P(<=6) = 0.013
+		{"set-del", contract.FaultPauseClient, 4, 10, true, true},  // P(<=4) = 1.5e-4
+		{"set-del", contract.FaultPauseClient, 1, 1, false, true},
+		{"set-del", contract.FaultPauseClient, 10, 20, true, true},
+		{"fenced", contract.FaultFailover, 1, 10, false, false}, // lease may: no promise
 	} {
 		rs := rows(tc.lock, tc.fault, tc.found, tc.seeds)
 		c := cellsOf(nil, rs)[0]
@@ -712,7 +712,7 @@ func TestTraceValidation(t *testing.T) {
 		var got []int
 		fr := &fakeRunner{}
 		sum, err := Run(context.Background(), Config{
-			Locks: []string{"fenced", "lua"}, Faults: []string{chaos.FaultPauseClient}, Seeds: []uint64{1},
+			Locks: []string{"fenced", "lua"}, Faults: []string{contract.FaultPauseClient}, Seeds: []uint64{1},
 			Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true,
 			Trace: map[string]TraceCheck{"fenced": func(ctx context.Context, ops []history.Op) (tla.Result, error) {
 				mu.Lock()

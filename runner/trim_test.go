@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
@@ -45,12 +44,12 @@ func TestTrimKeepsTheEvidence(t *testing.T) {
 		return r
 	}
 	rows := []*Scenario{
-		row("set-del", chaos.FaultPauseClient, 1, checker.OK),       // first resource counterexample (lease: found elsewhere)
-		row("set-del", chaos.FaultPauseClient, 2, checker.Violated), // first lease counterexample
-		row("set-del", chaos.FaultPauseClient, 3, checker.Violated), // trimmed
-		row("fenced", chaos.FaultNone, 1, checker.OK),               // trimmed
-		row("fenced", chaos.FaultNone, 2, checker.OK),               // trimmed
-		row("fenced", chaos.FaultNone, 3, checker.Violated),         // not as expected: kept
+		row("set-del", contract.FaultPauseClient, 1, checker.OK),       // first resource counterexample (lease: found elsewhere)
+		row("set-del", contract.FaultPauseClient, 2, checker.Violated), // first lease counterexample
+		row("set-del", contract.FaultPauseClient, 3, checker.Violated), // trimmed
+		row("fenced", contract.FaultNone, 1, checker.OK),               // trimmed
+		row("fenced", contract.FaultNone, 2, checker.OK),               // trimmed
+		row("fenced", contract.FaultNone, 3, checker.Violated),         // not as expected: kept
 	}
 	cellsOf(nil, rows)
 	if err := trim(out, rows); err != nil {
