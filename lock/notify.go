@@ -189,9 +189,7 @@ func (n *notifier) watch(st *chanState, d time.Duration) {
 	st.watch = time.AfterFunc(d, func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		for w := range st.waiters {
-			w.deliver(0, false)
-		}
+		n.dispatch(st, "") // every waiter looks
 	})
 }
 

@@ -139,23 +139,23 @@ type limitRetry struct {
 	left int
 }
 
-func (l *limitRetry) NextBackoff() time.Duration {
+func (l *limitRetry) NextBackoff() time.Duration { return l.next(l.s.NextBackoff) }
+
+// next spends one retry and asks s for its wait, or gives up (0) when none
+// is left.
+func (l *limitRetry) next(wait func() time.Duration) time.Duration {
 	if l.left <= 0 {
 		return 0
 	}
 	l.left--
-	return l.s.NextBackoff()
+	return wait()
 }
 
 // LimitRetry gives up after n retries of s (n+1 attempts in all).
 func LimitRetry(s RetryStrategy, n int) RetryStrategy { return &limitRetry{s: s, left: n} }
 
 func (l *limitRetry) NextBackoffAfter(err error) time.Duration {
-	if l.left <= 0 {
-		return 0
-	}
-	l.left--
-	return nextAfter(l.s, err)
+	return l.next(func() time.Duration { return nextAfter(l.s, err) })
 }
 
 // ErrorAwareStrategy is a RetryStrategy that sees why the last attempt

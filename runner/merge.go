@@ -36,7 +36,11 @@ func Merge(out string, dirs []string, noReport bool) (*Summary, error) {
 	}
 	parts := make([]part, 0, len(dirs))
 	for _, d := range dirs {
-		if same, err := sameDir(d, out); err != nil || same {
+		same, err := sameDir(d, out)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadMerge, err)
+		}
+		if same {
 			return nil, fmt.Errorf("%w: %s is the output directory too", ErrBadMerge, d)
 		}
 		sum, err := ReadSummary(d)
