@@ -547,20 +547,36 @@ func TestCancelWhileWaiting(t *testing.T) {
 	go func() { _, err := c.Acquire(ctx, "k"); errc <- err }()
 	eventually(t, "the waiter to queue", func() bool { return queueLen(t, rdb, "k") == 1 })
 	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
+	err := <-errc
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled wait: err = %v, want context.Canceled", err)
 	}
-	if n := queueLen(t, rdb, "k"); n != 0 {
-		t.Fatalf("canceled waiter left %d queue entries", n)
-	}
+	leftLine(t, rdb, err, "canceled")
 
 	dctx, dcancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer dcancel()
-	if _, err := c.Acquire(dctx, "k"); !errors.Is(err, context.DeadlineExceeded) {
+	_, err = c.Acquire(dctx, "k")
+	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("wait past deadline: err = %v, want context.DeadlineExceeded", err)
 	}
-	if n := queueLen(t, rdb, "k"); n != 0 {
-		t.Fatalf("timed-out waiter left %d queue entries", n)
+	leftLine(t, rdb, err, "timed-out")
+}
+
+// leftLine checks that a waiter that gave up with err left the queue of
+// "k": at once when err says ErrNotAcquired (the leave is done), or, when
+// the leave outran its budget on a loaded machine (ErrUnknownOutcome: it
+// goes on in the background, as Acquire's doc says), once that is done.
+func leftLine(t *testing.T, rdb *redis.Client, err error, who string) {
+	t.Helper()
+	switch {
+	case errors.Is(err, lock.ErrNotAcquired):
+		if n := queueLen(t, rdb, "k"); n != 0 {
+			t.Fatalf("%s waiter left %d queue entries", who, n)
+		}
+	case errors.Is(err, lock.ErrUnknownOutcome):
+		eventually(t, who+" waiter's background leave", func() bool { return queueLen(t, rdb, "k") == 0 })
+	default:
+		t.Fatalf("%s waiter: %v, want ErrNotAcquired or ErrUnknownOutcome", who, err)
 	}
 }
 
