@@ -206,24 +206,35 @@ func claimMade(o *lop) int64 {
 	return o.ret
 }
 
-// claimOverlap checks one claim o: another client's ok acquire b called at
-// or after the claim was made and returning before the claimed validity
-// ran out took effect inside the claim, unless o's hold was released or
-// reported lost by b.return. The claim is held to its length less the
-// drift (Options.Drift): the lock server's clock may run that much fast,
-// so a claim of exactly the TTL from the request is not a lie.
+// claimOverlap checks one claim o: another client's ok acquire b returning
+// after the claim was made and before the claimed validity ran out, unless
+// o's hold was released or reported lost by b.return. Such a b took effect
+// inside the claim when it was called at or after the claim was made; when
+// it was called before (a waiter already in line, say) and its lease,
+// counted from its call, surely lasted past the claim's making, it held the
+// key at some instant of the claim either way: it took effect before the
+// claim was made and still held then (its release comes after its return),
+// or it took effect after. The claim is held to its length less the drift
+// (Options.Drift): the lock server's clock may run that much fast, so a
+// claim of exactly the TTL from the request is not a lie.
 func (c *run) claimOverlap(k *keyOps, cl *claimIndex, o *lop) []Violation {
 	made := claimMade(o)
 	if o.validUntil <= made || made == inf {
 		return nil
 	}
 	until := o.validUntil - int64(math.Ceil(float64(o.validUntil-made)*c.opts.Drift))
-	i := sort.Search(len(cl.grants), func(i int) bool { return cl.grants[i].call >= made })
-	for _, b := range cl.grants[i:] {
-		if b.call >= until {
+	i := sort.Search(len(cl.byRet), func(i int) bool { return cl.byRet[i].ret >= made })
+	for _, b := range cl.byRet[i:] {
+		if b.ret >= until {
 			break
 		}
-		if b.client == o.client || b.ret >= until {
+		if b.client == o.client {
+			continue
+		}
+		if b.call < made && (b.ret == made || made-b.call >= b.validFor) {
+			// Called before the claim, and its lease may have run
+			// out before the claim was made (validFor is inf without
+			// a TTL: such a lease lasts).
 			continue
 		}
 		if cl.endedBy(o, b.ret) != nil {

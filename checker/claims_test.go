@@ -94,6 +94,21 @@ func TestClaims(t *testing.T) {
 			rel("a", 10, 11, unknown, hold(1)),
 			acq("b", 20, 21, ok, ttl(1000), hold(1)),
 		), Options{}, OK, "", nil, ""},
+		// b waited in line from 5ms: its lease, counted from its call,
+		// lasts past 11ms, so it held the key at some instant of the
+		// claim made then (before it, it would still hold at 11ms).
+		{"a waiter in line served after an unknown release that still claims", lined(
+			acq("a", 0, 1, ok, ttl(1000), hold(1)),
+			acq("b", 5, 21, ok, ttl(1000), hold(1), waits()),
+			rel("a", 10, 11, unknown, claim(990), hold(1)),
+		), Options{}, Violated, RuleClaimOverlap, []int{2, 3}, ""},
+		// b was called at 5ms with a 4ms TTL: its lease may have run out
+		// before the claim was made at 11ms, so it proves nothing.
+		{"a waiter whose lease may have ended before the claim", lined(
+			acq("a", 0, 1, ok, ttl(1000), hold(1)),
+			acq("b", 5, 21, ok, ttl(4), hold(1), waits()),
+			rel("a", 10, 11, unknown, claim(990), hold(1)),
+		), Options{}, OK, "", nil, ""},
 		{"a renewal's claim", lined(
 			acq("a", 0, 1, ok, ttl(100), claim(99), hold(1)),
 			renew("a", 50, 51, ok, ttl(100), claim(300), hold(1)),

@@ -98,7 +98,11 @@ func g4Brute(ops []history.Op, drift float64, bound int64, fair bool, b int) g4V
 			}
 			less := o.ValidUntil - int64(math.Ceil(float64(o.ValidUntil-made)*drift))
 			for _, g := range on {
-				if okAcquire(g) && g.Client != o.Client && g.Call >= made && ret(g) < less && !ended(o, ret(g)) {
+				// g called before the claim counts when its lease, from
+				// its call, surely lasted past the claim's making.
+				lasted := ret(g) > made && (g.TTLMillis == 0 ||
+					made-g.Call < int64(math.Floor(float64(g.TTLMillis*int64(time.Millisecond))*(1-drift))))
+				if okAcquire(g) && g.Client != o.Client && (g.Call >= made || lasted) && ret(g) < less && !ended(o, ret(g)) {
 					mark(0, true)
 				}
 			}

@@ -34,8 +34,15 @@ type ctxMode int
 const (
 	ctxNormal   ctxMode = iota // a deadline of the op's timeout
 	ctxCanceled                // already canceled
-	ctxTiny                    // a 1ms deadline
+	ctxTiny                    // a short deadline (tinyDeadline)
 )
+
+// tinyDeadline is ctxTiny's deadline: long enough that the command is
+// written even on a busy machine (at 1ms a loaded CI runner often ran out
+// before sending, an unknown outcome that changed nothing), short enough to
+// cut a reply the latency fault holds back (10–30ms each way): the command
+// runs and its outcome is unknown, the case a careful caller must handle.
+const tinyDeadline = 5 * time.Millisecond
 
 // lock records one lock operation: it invokes op, runs do under a context
 // made per mode (cut from the run's ctx, so that an op in flight when the
@@ -109,7 +116,7 @@ func (r recording) resource(ctx context.Context, op history.Op, timeout time.Dur
 // from the run's ctx: an op in flight when the run ends still completes.
 func call(ctx context.Context, mode ctxMode, timeout time.Duration, do func(ctx context.Context) error) error {
 	if mode == ctxTiny {
-		timeout = time.Millisecond
+		timeout = tinyDeadline
 	}
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()

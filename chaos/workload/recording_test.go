@@ -39,7 +39,7 @@ func TestRecordingLock(t *testing.T) {
 	if r.invoked.Load() != nil {
 		t.Error("the op stays in flight after it completed")
 	}
-	// A canceled context is canceled before the call; a tiny one has 1ms.
+	// A canceled context is canceled before the call; a tiny one has tinyDeadline.
 	_, _ = r.lock(context.Background(), op, ctxCanceled, time.Second, func(ctx context.Context) error {
 		if ctx.Err() == nil {
 			t.Error("ctxCanceled: the call's context is live")
@@ -47,7 +47,7 @@ func TestRecordingLock(t *testing.T) {
 		return ctx.Err()
 	}, nil)
 	_, _ = r.lock(context.Background(), op, ctxTiny, time.Hour, func(ctx context.Context) error {
-		if d, ok := ctx.Deadline(); !ok || time.Until(d) > time.Millisecond {
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) > tinyDeadline {
 			t.Errorf("ctxTiny: deadline in %v", time.Until(d))
 		}
 		return nil

@@ -164,7 +164,7 @@ type Mix struct {
 	// TTL before the read (a lease must stay valid that long).
 	LongWork float64
 	// RushRelease: releases sent with an already canceled context (half)
-	// or a 1ms deadline (half); a release that did not surely happen is
+	// or a 5ms deadline (half); a release that did not surely happen is
 	// sent again with the op timeout, as a careful caller retries.
 	RushRelease float64
 	// Owner: sections that acquire as the client's own owner
@@ -1029,7 +1029,7 @@ func (c *Client) watchLoss(ctx context.Context, rec *history.Recorder, h held) (
 }
 
 // release releases l. A rushed release is sent with an already canceled
-// context or a 1ms deadline; when it did not surely happen (fail or
+// context or a 5ms deadline; when it did not surely happen (fail or
 // unknown), it is sent once more with the op timeout, as a careful caller
 // retries a release until it is done.
 func (c *Client) release(ctx context.Context, rec *history.Recorder, h held, rush bool, timeout time.Duration) error {
