@@ -1,0 +1,101 @@
+package runner
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/zoo"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite runner/testdata/predictions.json from the built-in locks' entries")
+
+// goldenCell is what the matrix predicts for one built-in lock under one
+// fault, and where the fault strikes it.
+type goldenCell struct {
+	Wants    map[string]contract.Want `json:"wants"`
+	Rejected bool                     `json:"rejected,omitempty"`
+	Why      string                   `json:"why,omitempty"`
+	Point    string                   `json:"point,omitempty"`
+}
+
+// goldenFile is every built-in lock's predictions and decisive scenario.
+type goldenFile struct {
+	Cells    map[string]map[string]goldenCell `json:"cells"` // lock, fault
+	Decisive []string                         `json:"decisive"`
+}
+
+func currentGolden() goldenFile {
+	g := goldenFile{Cells: map[string]map[string]goldenCell{}}
+	reg := zoo.Builtin()
+	faults := []string{"outside-the-contract"}
+	for _, f := range chaos.Catalogue() {
+		faults = append(faults, f.Name)
+	}
+	for _, l := range reg.Names() {
+		g.Cells[l] = map[string]goldenCell{}
+		for _, f := range faults {
+			e := expectedOf(reg, l, f)
+			g.Cells[l][f] = goldenCell{Wants: e.Wants, Rejected: e.Rejected, Why: e.Why, Point: faultPoint(l, f).String()}
+		}
+	}
+	for _, d := range DecisiveScenarios() {
+		g.Decisive = append(g.Decisive, d.Lock+" × "+d.Fault+" "+d.Property+" "+d.Point.String())
+	}
+	return g
+}
+
+// TestBuiltinPredictionsAreKept: the built-in locks' predictions, fault
+// points and decisive scenarios, as the specimens state them, equal the
+// committed file (go test ./runner -run TestBuiltinPredictionsAreKept
+// -update rewrites it; review the diff). A prediction changes on purpose,
+// never as a side effect of moving code.
+func TestBuiltinPredictionsAreKept(t *testing.T) {
+	path := filepath.Join("testdata", "predictions.json")
+	got, err := json.MarshalIndent(currentGolden(), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	if *updateGolden {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		var w goldenFile
+		if err := json.Unmarshal(want, &w); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		g := currentGolden()
+		for l, row := range w.Cells {
+			for f, c := range row {
+				gc := g.Cells[l][f]
+				gj, _ := json.Marshal(gc)
+				wj, _ := json.Marshal(c)
+				if string(gj) != string(wj) {
+					t.Errorf("%s × %s:\n got %s\nwant %s", l, f, gj, wj)
+				}
+			}
+		}
+		for l := range g.Cells {
+			if _, ok := w.Cells[l]; !ok {
+				t.Errorf("%s: not in %s", l, path)
+			}
+		}
+		gj, _ := json.Marshal(g.Decisive)
+		wj, _ := json.Marshal(w.Decisive)
+		if string(gj) != string(wj) {
+			t.Errorf("decisive scenarios:\n got %s\nwant %s", gj, wj)
+		}
+		t.Errorf("%s differs (run with -update to accept)", path)
+	}
+}
