@@ -11,9 +11,9 @@ import (
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/lockproof/lockproof/chaos/env"
-	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -35,7 +35,7 @@ const (
 	ScopeFresh
 )
 
-// PointKind says which fault points (gate.Point, Scenario.Point) a fault
+// PointKind says which fault points (contract.Point, Scenario.Point) a fault
 // takes: where in a client's commands it may strike.
 type PointKind int
 
@@ -67,10 +67,10 @@ var defaultShape = WorkloadShape{Clients: 3, Hold: 20 * time.Millisecond, Think:
 
 // Fault is one fault of the catalogue (Catalogue): everything lockproof
 // knows about it is here, so a new fault is one file holding its Fault
-// value and its nemesis, plus one entry in Catalogue. Its name is a
-// constant in package contract once another stage names it (the runner's
-// expectation table, the trace converter); its row in that table is
-// optional: without one, its verdicts get no prediction.
+// value and its nemesis, plus one entry in Catalogue; its name is a
+// constant in package contract. What locks do under it is predicted by the
+// runner's profile rows and the locks' own entries (locker.Entry.Predict);
+// until one says, its verdicts get no prediction.
 //
 // Modelled on etcd's tests/robustness failpoints: a value with a name, the
 // conditions it needs (Available) and the code that injects it.
@@ -125,16 +125,16 @@ func (f Fault) Available(k env.Kind) error {
 
 // CheckPoint reports whether the fault takes the fault point p: the zero
 // Point always; After for PointAfter and PointAfterOrBefore; Before for
-// PointAfterOrBefore only; never both (gate.Point.Check).
-func (f Fault) CheckPoint(p gate.Point) error {
+// PointAfterOrBefore only; never both (contract.Point.Check).
+func (f Fault) CheckPoint(p contract.Point) error {
 	if err := p.Check(); err != nil {
 		return err
 	}
 	switch {
 	case !p.IsZero() && f.Takes == PointNone:
-		return fmt.Errorf("%w: %s: fault %s strikes at its own moment and takes no fault point", gate.ErrBadPoint, p, f.Name)
+		return fmt.Errorf("%w: %s: fault %s strikes at its own moment and takes no fault point", contract.ErrBadPoint, p, f.Name)
 	case p.Before != "" && f.Takes != PointAfterOrBefore:
-		return fmt.Errorf("%w: %s: fault %s takes a point after a command, not before one", gate.ErrBadPoint, p, f.Name)
+		return fmt.Errorf("%w: %s: fault %s takes a point after a command, not before one", contract.ErrBadPoint, p, f.Name)
 	}
 	return nil
 }

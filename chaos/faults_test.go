@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/env"
-	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/locker"
@@ -89,9 +88,9 @@ func TestFencesBack(t *testing.T) {
 // Each fault takes the fault points its kind says, and only those; a
 // scenario with a point its fault does not take is refused before it runs.
 func TestCheckPoint(t *testing.T) {
-	after, before := gate.Point{After: "get"}, gate.Point{Before: "pexpire"}
+	after, before := contract.Point{After: "get"}, contract.Point{Before: "pexpire"}
 	for _, f := range Catalogue() {
-		if err := f.CheckPoint(gate.Point{}); err != nil {
+		if err := f.CheckPoint(contract.Point{}); err != nil {
 			t.Errorf("%s: the zero point: %v", f.Name, err)
 		}
 		if err := f.CheckPoint(after); (err == nil) != (f.Takes != PointNone) {
@@ -100,7 +99,7 @@ func TestCheckPoint(t *testing.T) {
 		if err := f.CheckPoint(before); (err == nil) != (f.Takes == PointAfterOrBefore) {
 			t.Errorf("%s (takes %d): before: %v", f.Name, f.Takes, err)
 		}
-		if err := f.CheckPoint(gate.Point{After: "get", Before: "del"}); !errors.Is(err, gate.ErrBadPoint) {
+		if err := f.CheckPoint(contract.Point{After: "get", Before: "del"}); !errors.Is(err, contract.ErrBadPoint) {
 			t.Errorf("%s: after and before: %v", f.Name, err)
 		}
 	}
@@ -111,7 +110,7 @@ func TestCheckPoint(t *testing.T) {
 		t.Errorf("crash-client takes %d, want PointAfterOrBefore", f.Takes)
 	}
 	_, err := Scenario{Lock: "lua", Fault: contract.FaultLatency, Point: after}.withDefaults()
-	if !errors.Is(err, ErrScenario) || !errors.Is(err, gate.ErrBadPoint) {
-		t.Errorf("latency with a fault point: %v; want ErrScenario and gate.ErrBadPoint", err)
+	if !errors.Is(err, ErrScenario) || !errors.Is(err, contract.ErrBadPoint) {
+		t.Errorf("latency with a fault point: %v; want ErrScenario and contract.ErrBadPoint", err)
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/env"
-	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
@@ -59,7 +58,7 @@ type Scenario struct {
 	// reply of Point.After (e.g. "setnx"), or right before it sends
 	// Point.Before (e.g. "pexpire": after a SETNX that succeeded, before its
 	// EXPIRE). The zero Point strikes while the victim holds its lock.
-	Point gate.Point
+	Point contract.Point
 	// KeyPrefix keeps scenarios that share an environment apart; default
 	// "<lock>-<fault>-<seed>-".
 	KeyPrefix string

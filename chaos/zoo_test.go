@@ -194,7 +194,7 @@ func zooDescribe(s *runner.Scenario) string {
 // (runner.DecisiveScenarios: the cheapest fault under which its known flaw
 // shows) and asserts what the guarantees predict: each broken specimen
 // breaks the property the literature says it breaks, and every other
-// verdict of the run is as the expectation table says; the fenced lock
+// verdict of the run is as the locks predict; the fenced lock
 // keeps resource safety with the paused holder's late ops refused.
 //
 // The faults are scheduled to bite in nearly every run (`lockproof run

@@ -48,6 +48,20 @@ const (
 	FaultRestart = "restart"
 )
 
+// Predicted reports whether DESIGN.md's guarantees say what a lock does
+// under fault: the faults its G1–G4 sections discuss. Under any other the
+// matrix makes no prediction (every verdict is as expected) until a lock
+// states one of its own.
+func Predicted(fault string) bool {
+	switch fault {
+	case FaultNone, FaultCrowd, FaultPubSubReset, FaultCrashClient, FaultClockSkew, FaultLatency, FaultPartition,
+		FaultReset, FaultPauseClient, FaultFailover, FaultFailoverSkew, FaultKeyLoss, FaultRestart,
+		FaultForceUnlock, FaultPauseServer:
+		return true
+	}
+	return false
+}
+
 // KeepsServing reports whether the deployment answers every client's
 // commands as usual through the window of a fault of kind (FaultKind of
 // its op's name): the lock's promises to waiters and holders stand then,

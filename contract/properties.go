@@ -36,8 +36,8 @@ type Property struct {
 // Properties lists the properties in summary order. Adding one is an
 // entry here plus its check (package checker's checks); every stage reads
 // this list: summary.json rows and check.json have one member per entry,
-// keyed by its ID, and the expectation table predicts ok for it until a
-// row says otherwise. An ID must not be the JSON name of a Row field.
+// keyed by its ID, and the predictions say ok for it until a profile or a
+// lock says otherwise. An ID must not be the JSON name of a Row field.
 func Properties() []Property {
 	return []Property{
 		{ID: PropLease, Name: PropLeaseName, Guarantee: "G1", Letter: "L", Summary: "one holder at a time"},

@@ -45,3 +45,16 @@ func (p *Prediction) Because(why string) {
 	}
 	p.Why += "; " + why
 }
+
+// AllHold returns the prediction that every property of the contract
+// holds (contract.PropertyIDs), the start of a row that then says what
+// breaks.
+func AllHold() Prediction {
+	var p Prediction
+	p.Set(contract.WantOK, contract.PropertyIDs()...)
+	return p
+}
+
+// NoPrediction returns the prediction of nothing (contract.WantAny for
+// every property), saying why.
+func NoPrediction(why string) Prediction { return Prediction{Why: why} }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/lockproof/lockproof/contract"
 )
 
 // Opener builds one Locker for one workload client from its Deps.
@@ -78,8 +80,30 @@ type Entry struct {
 	// expected" in its cell, instead of failing the whole run. Nil keeps
 	// the profile's prediction.
 	Predict func(fault string, p Prediction) Prediction
+	// FaultPoint is where a client fault (pause-client, crash-client)
+	// strikes the lock in the matrix: right after the reply to one of its
+	// commands (After "get"), right before one is sent (Before
+	// "pexpire"), or at a point of the workload (contract.LeaseCheckPoint).
+	// Nil, or the zero Point for a fault, takes the profile's: a pause
+	// right after the holder's lease check for a lock without fencing
+	// (where its late write is stale), the fault's own moment for a fenced
+	// one (its late write is refused wherever the pause lands).
+	FaultPoint func(fault string) contract.Point
+	// Decisive is the cheapest scenario that shows what the lock is
+	// known for: the fault under which the property breaks (or, for a
+	// correct lock, holds where the others break). The detection run
+	// (lockproof detect) measures it over seeds. Nil: none.
+	Decisive *Decisive
 
 	_ struct{} // entries are built with field names
+}
+
+// Decisive names a lock's decisive scenario (Entry.Decisive).
+type Decisive struct {
+	// Fault is the fault's name (contract.FaultPauseClient, ...).
+	Fault string
+	// Property is the property it decides (contract.PropLease, ...).
+	Property string
 }
 
 // FairQueue is a lock's promise of a fair queue: a live waiter is served
@@ -140,6 +164,9 @@ func (r *Registry) Add(e Entry) error {
 	}
 	if e.Fair != nil && e.Fair.Bypass < 0 {
 		return fmt.Errorf("register lock %q: Fair.Bypass %d: must be >= 0: %w", e.Name, e.Fair.Bypass, ErrInvalid)
+	}
+	if d := e.Decisive; d != nil && (d.Fault == "" || !slices.Contains(contract.PropertyIDs(), d.Property)) {
+		return fmt.Errorf("register lock %q: Decisive {Fault %q, Property %q}: want a fault and one of %v: %w", e.Name, d.Fault, d.Property, contract.PropertyIDs(), ErrInvalid)
 	}
 	if _, ok := r.Lookup(e.Name); ok {
 		return fmt.Errorf("register lock %q: the name is taken: %w", e.Name, ErrInvalid)

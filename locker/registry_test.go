@@ -38,6 +38,8 @@ func TestRegistry(t *testing.T) {
 		{locker.Entry{Name: "a", Open: open}, "taken"},
 		{locker.Entry{Name: "c"}, "Open is nil"},
 		{locker.Entry{Name: "c", Open: open, Profile: "strong"}, `"strong"`},
+		{locker.Entry{Name: "c", Open: open, Decisive: &locker.Decisive{Fault: "pause-client", Property: "safety"}}, `Property "safety"`},
+		{locker.Entry{Name: "c", Open: open, Decisive: &locker.Decisive{Property: "lease"}}, `Fault ""`},
 	} {
 		if err := r.Add(tc.e); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Add(%+v) = %v; want ErrInvalid naming %s", tc.e, err, tc.want)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/zoo"
@@ -30,7 +29,7 @@ type DetectConfig struct {
 type DetectRow struct {
 	Lock, Fault, Property string
 	// Point is the decisive scenario's fault point.
-	Point gate.Point
+	Point contract.Point
 	// Seeds run; Found: seeds that showed the violation; Misses: seeds that
 	// did not, or only after Target; Unknown: seeds whose verdict is unknown.
 	Seeds, Found, Misses, Unknown int

@@ -10,7 +10,6 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
-	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
@@ -30,7 +29,7 @@ type Spec struct {
 	// Point is the fault point of the faults that take one (pause-client,
 	// crash-client: chaos.Fault CheckPoint); the zero Point is the fault's
 	// default moment.
-	Point gate.Point
+	Point contract.Point
 	// Duration of the workload and TTL of the leases; 0 takes the matrix
 	// defaults (the fault's chaos.Fault DefaultDuration, chaos's TTL).
 	Duration, TTL time.Duration
@@ -40,6 +39,13 @@ type Spec struct {
 	// write, Think the time between two attempts, OpTimeout each operation;
 	// 0 takes the default for the fault (Shape).
 	Hold, Think, OpTimeout time.Duration
+
+	// What planning resolved the names to, as etcd's robustness
+	// scenarios carry their failpoint: nothing is looked up by name after
+	// Config.specs.
+	fault chaos.Fault
+	entry locker.Entry
+	exp   Expectation
 }
 
 // SpecRecord is how summary.json rows and saved regressions record a Spec's
@@ -55,7 +61,7 @@ func recordOf(s Spec) SpecRecord {
 // specOf is the Spec of lock, fault and seed with r's fault point, durations and shape.
 func specOf(r SpecRecord, lock, fault string, seed uint64) Spec {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	return Spec{Lock: lock, Fault: fault, Seed: seed, Point: gate.Point{After: r.After, Before: r.Before},
+	return Spec{Lock: lock, Fault: fault, Seed: seed, Point: contract.Point{After: r.After, Before: r.Before},
 		Duration: ms(r.DurationMs), TTL: ms(r.TTLMs), Clients: r.Clients, Hold: ms(r.HoldMs), Think: ms(r.ThinkMs),
 		OpTimeout: ms(r.OpTimeoutMs)}
 }
@@ -69,7 +75,8 @@ const DefaultTTL = 500 * time.Millisecond
 // Config is a matrix run.
 type Config struct {
 	// Specs are the scenarios, in order. When empty, Run runs Locks × Faults
-	// × Seeds (lock-major), each with faultPoint(lock, fault).
+	// × Seeds (lock-major), each where the lock's entry says the fault
+	// strikes it (locker.Entry.FaultPoint).
 	Specs  []Spec
 	Locks  []string
 	Faults []string
@@ -168,13 +175,19 @@ func (c Config) shardOf(specs []Spec) ([]Spec, *contract.Shard, error) {
 	return out, &sh, nil
 }
 
+// specs is the plan: c's scenarios, each with its lock's entry, its fault
+// and its prediction resolved once (c.Registry must be set).
 func (c Config) specs() ([]Spec, error) {
 	specs := c.Specs
 	if len(specs) == 0 {
 		for _, l := range c.Locks {
+			e, ok := c.Registry.Lookup(l)
+			if !ok {
+				return nil, fmt.Errorf("%w: lock %q is not in the registry (known: %v)", ErrBadConfig, l, c.Registry.Names())
+			}
 			for _, f := range c.Faults {
 				for _, s := range c.Seeds {
-					specs = append(specs, Spec{Lock: l, Fault: f, Seed: s, Point: faultPoint(l, f)})
+					specs = append(specs, Spec{Lock: l, Fault: f, Seed: s, Point: pointOf(e, f)})
 				}
 			}
 		}
@@ -198,6 +211,11 @@ func (c Config) specs() ([]Spec, error) {
 		if err := fault.CheckPoint(s.Point); err != nil {
 			return nil, fmt.Errorf("%w: scenario %s: %w", ErrBadConfig, s.ID(), err)
 		}
+		entry, ok := c.Registry.Lookup(s.Lock)
+		if !ok {
+			return nil, fmt.Errorf("%w: scenario %s: lock %q is not in the registry (known: %v)", ErrBadConfig, s.ID(), s.Lock, c.Registry.Names())
+		}
+		s.fault, s.entry, s.exp = fault, entry, predict(entry, s.Fault)
 		if seen[s.ID()] {
 			return nil, fmt.Errorf("%w: scenario %s given twice", ErrBadConfig, s.ID())
 		}

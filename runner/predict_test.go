@@ -75,11 +75,11 @@ func TestALockStatesItsOwnPredictions(t *testing.T) {
 	}
 }
 
-// TestALockOutsideTheTableGetsItsProfile: a lock the expectation table has
-// no row for, built-in or not, is predicted by the profile it claims:
-// ProfileNone predicts nothing (a new built-in lock was once predicted ok
-// everywhere whatever it claimed).
-func TestALockOutsideTheTableGetsItsProfile(t *testing.T) {
+// TestALockGetsItsProfile: a lock without predictions of its own, built-in
+// or not, is predicted by the profile it claims: ProfileNone predicts
+// nothing (a new built-in lock was once predicted ok everywhere whatever it
+// claimed).
+func TestALockGetsItsProfile(t *testing.T) {
 	reg := zoo.Builtin()
 	open := func(locker.Deps) (locker.Locker, error) { return nil, nil }
 	for _, e := range []locker.Entry{{Name: "claims-nothing", Profile: locker.ProfileNone, Open: open},
@@ -96,5 +96,56 @@ func TestALockOutsideTheTableGetsItsProfile(t *testing.T) {
 	}
 	if w := expectedOf(reg, zoo.FencedName, contract.FaultPauseClient).Want(contract.PropResource); w != contract.WantOK {
 		t.Errorf("fenced: resource %s under pause-client; want ok (its row)", w)
+	}
+}
+
+// TestALockCarriesItsFaultPointAndDecisiveScenario: what a lock's entry
+// says of itself reaches the plan: its fault point (else its profile's:
+// right after the lease check for a lock without fencing) and its decisive
+// scenario.
+func TestALockCarriesItsFaultPointAndDecisiveScenario(t *testing.T) {
+	reg := zoo.Builtin()
+	open := func(locker.Deps) (locker.Locker, error) { return nil, nil }
+	for _, e := range []locker.Entry{
+		{Name: "two-step", Profile: locker.ProfileLease, Open: open,
+			FaultPoint: func(fault string) contract.Point {
+				if fault == contract.FaultPauseClient {
+					return contract.Point{After: "get"}
+				}
+				return contract.Point{}
+			},
+			Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropLease}},
+		{Name: "plain-lease", Profile: locker.ProfileLease, Open: open},
+		{Name: "plain-fenced", Profile: locker.ProfileFenced, Open: open},
+	} {
+		if err := reg.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	specs, err := Config{Registry: reg, Locks: []string{"two-step", "plain-lease", "plain-fenced"},
+		Faults: []string{contract.FaultPauseClient}, Seeds: []uint64{1}}.specs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]contract.Point{"two-step": {After: "get"}, "plain-lease": {After: contract.LeaseCheckPoint}, "plain-fenced": {}}
+	for _, s := range specs {
+		if s.Point != want[s.Lock] {
+			t.Errorf("%s: fault point %q; want %q", s.Lock, s.Point, want[s.Lock])
+		}
+		if s.entry.Name != s.Lock || s.fault.Name != s.Fault {
+			t.Errorf("%s: planned with entry %q and fault %q", s.ID(), s.entry.Name, s.fault.Name)
+		}
+	}
+	var found bool
+	for _, d := range decisiveOf(reg) {
+		if d.Lock == "two-step" {
+			found = d.Fault == contract.FaultPauseClient && d.Property == contract.PropLease && d.Point == contract.Point{After: "get"}
+		}
+		if d.Lock == "plain-lease" {
+			t.Errorf("plain-lease states no decisive scenario, got %+v", d)
+		}
+	}
+	if !found {
+		t.Errorf("two-step's decisive scenario is missing or wrong: %+v", decisiveOf(reg))
 	}
 }

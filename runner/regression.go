@@ -92,7 +92,7 @@ func (r Regression) validate() error {
 // regressionsFrom makes one regression per scenario of sum that broke
 // something, named name (or name-<scenario> when there are several). Its
 // property is the first violated one (lease, resource, liveness) that the
-// expectation table says must break, else the first violated one.
+// lock's prediction says must break, else the first violated one.
 func regressionsFrom(name string, sum *Summary) ([]Regression, error) {
 	if err := CheckRegressionName(name); err != nil {
 		return nil, err

@@ -7,8 +7,9 @@
 // chaos produces histories, the checker judges them, reports renders them,
 // and this package plans, schedules and judges the runs around them.
 //
-// It also holds what the guarantees predict for every lock under every
-// fault (Expected, the one expectation table), measures how fast the
+// It also holds what the guarantees predict for a lock of each profile
+// under every fault (profilePrediction; a lock amends it in its own
+// locker.Entry), measures how fast the
 // harness finds each broken lock (Detect), and saves and replays violations
 // as named regressions.
 //
@@ -21,7 +22,7 @@
 // Files by job: plan.go (what to run), run.go (scheduling and
 // environments), scenario.go (one scenario: run, check, judge, validate the
 // trace), summary.go (summary.json and its cells), expect.go (the
-// expectation table), detect.go, regression.go, trim.go, seeds.go.
+// profiles' predictions), detect.go, regression.go, trim.go, seeds.go.
 package runner
 
 import (
@@ -46,6 +47,9 @@ import (
 // error; only bad configuration and a run directory that cannot be written
 // are errors of Run.
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
+	if cfg.Registry == nil {
+		cfg.Registry = zoo.Builtin()
+	}
 	specs, err := cfg.specs()
 	if err != nil {
 		return nil, err
@@ -62,14 +66,6 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	if cfg.Runner == nil {
 		cfg.Runner = chaos.Run
-	}
-	if cfg.Registry == nil {
-		cfg.Registry = zoo.Builtin()
-	}
-	for _, s := range specs {
-		if _, ok := cfg.Registry.Lookup(s.Lock); !ok {
-			return nil, fmt.Errorf("%w: scenario %s: lock %q is not in the registry (known: %v)", ErrBadConfig, s.ID(), s.Lock, cfg.Registry.Names())
-		}
 	}
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 3
@@ -99,8 +95,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		if m.rows[i] != nil {
 			continue // finished before (Resume)
 		}
-		f, _ := chaos.Lookup(s.Fault) // known: specs
-		switch f.Scope {
+		switch s.fault.Scope {
 		case chaos.ScopeFresh:
 			failover = append(failover, i)
 		case chaos.ScopeServers:
@@ -269,9 +264,7 @@ func (m *matrix) runFresh(ctx context.Context, i int) {
 	start := time.Now()
 	s := m.specs[i]
 	octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	f, _ := chaos.Lookup(s.Fault)             // known: specs
-	entry, _ := m.cfg.Registry.Lookup(s.Lock) // known: Run
-	e, err := m.cfg.Open(octx, f.FreshSpec(entry.Needs))
+	e, err := m.cfg.Open(octx, s.fault.FreshSpec(s.entry.Needs))
 	cancel()
 	if err != nil {
 		m.finish(i, m.failed(s, fmt.Errorf("open a fresh environment: %w", err)), start)

@@ -15,12 +15,12 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
-	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/tla"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // The contract's names are what the lock zoo and chaos accept.
@@ -59,6 +59,9 @@ func TestExpectedTable(t *testing.T) {
 			t.Errorf("Expected(%s, pause-client) = %+v; want lease ok, resource violated", l, e)
 		}
 	}
+	// The specimens whose release deletes the key without asking whose
+	// lock it is (zoo's blindRelease).
+	blindRelease := map[string]bool{zoo.SetNXName: true, zoo.SetNXExpireName: true, zoo.SetDelName: true, zoo.GetSetName: true}
 	for _, f := range Faults() {
 		e := Expected("fenced", f)
 		if e.Want(contract.PropResource) != WantOK {
@@ -290,11 +293,11 @@ func TestRunWritesTheContract(t *testing.T) {
 		if sc.Fault == contract.FaultPauseClient {
 			wantClients = 5
 			if sc.Lock != "fenced" {
-				wantAfter = leaseCheck
+				wantAfter = contract.LeaseCheckPoint
 			}
 		}
 		f, _ := chaos.Lookup(sc.Fault)
-		if sc.Point != (gate.Point{After: wantAfter}) || sc.Clients != wantClients || sc.TTL != DefaultTTL ||
+		if sc.Point != (contract.Point{After: wantAfter}) || sc.Clients != wantClients || sc.TTL != DefaultTTL ||
 			sc.Workload.Hold != f.WorkloadShape().Hold || sc.Workload.OpTimeout != f.WorkloadShape().OpTimeout {
 			t.Errorf("%s/%s: Point %+v, Clients %d, TTL %v, workload %+v", sc.Lock, sc.Fault, sc.Point, sc.Clients, sc.TTL, sc.Workload)
 		}
@@ -367,7 +370,7 @@ func TestFaultPointReachesChaos(t *testing.T) {
 		got[sc.Lock+"/"+sc.Fault] = sc.Point.String()
 	}
 	want := map[string]string{
-		"setnx-expire/crash-client": "before pexpire", "setnx-expire/pause-client": "after " + leaseCheck,
+		"setnx-expire/crash-client": "before pexpire", "setnx-expire/pause-client": "after " + contract.LeaseCheckPoint,
 		"get-del/crash-client": "", "get-del/pause-client": "after get",
 	}
 	for k, w := range want {
@@ -385,8 +388,8 @@ func TestRunBadConfig(t *testing.T) {
 		{Locks: []string{"lua"}, Faults: []string{"none"}, Seeds: []uint64{1}, Open: fakeOpener(&opened, &mu)}, // no Out
 		{Locks: []string{"lua"}, Faults: []string{"none"}, Seeds: []uint64{1}, Out: t.TempDir()},               // no Open
 		{Specs: []Spec{{Lock: "lua", Fault: "none"}, {Lock: "lua", Fault: "none"}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
-		{Specs: []Spec{{Lock: "lua", Fault: "none", Point: gate.Point{After: "get"}}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
-		{Specs: []Spec{{Lock: "lua", Fault: "pause-client", Point: gate.Point{Before: "get"}}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
+		{Specs: []Spec{{Lock: "lua", Fault: "none", Point: contract.Point{After: "get"}}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
+		{Specs: []Spec{{Lock: "lua", Fault: "pause-client", Point: contract.Point{Before: "get"}}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
 		{Specs: []Spec{{Lock: "lua", Fault: "no-such-fault"}}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
 		// A fault the environment cannot run (chaos.Fault Available).
 		{Specs: []Spec{{Lock: "lua", Fault: contract.FaultFailoverSkew}}, Kind: env.Docker, Out: t.TempDir(), Open: fakeOpener(&opened, &mu)},
@@ -443,7 +446,7 @@ func TestRegressionsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Spec{Lock: "set-del", Fault: "pause-client", Seed: 3, Duration: 3 * time.Second, TTL: 500 * time.Millisecond}
-	if r.Spec() != want || r.Property != contract.PropLease || r.DetectMs != 1510 || r.FaultStartMs != 835 {
+	if got := r.Spec(); got.ID() != want.ID() || recordOf(got) != recordOf(want) || r.Property != contract.PropLease || r.DetectMs != 1510 || r.FaultStartMs != 835 {
 		t.Errorf("loaded %+v; spec %+v", r, r.Spec())
 	}
 	all, err := LoadRegressions(dir)
@@ -544,12 +547,12 @@ func TestDetectRows(t *testing.T) {
 // with one exits 3 (1 if a verdict contradicts the expectation).
 func TestErrorIsNeverAsExpected(t *testing.T) {
 	good := func() *Scenario {
-		row := (&matrix{}).newRow(Spec{Lock: "fenced", Fault: contract.FaultPauseClient, Seed: 1})
+		row := (&matrix{}).newRow(resolved(Spec{Lock: "fenced", Fault: contract.FaultPauseClient, Seed: 1}))
 		row.Verdicts, row.Rejected = verdicts(checker.OK, checker.OK, checker.NA), 3
 		return row
 	}
 	row := good()
-	judge(nil, row)
+	judge(Expected(row.Lock, row.Fault), row)
 	if !row.AsExpected {
 		t.Fatalf("clean row not as expected: %+v", row.Mismatches)
 	}
@@ -559,14 +562,14 @@ func TestErrorIsNeverAsExpected(t *testing.T) {
 	} {
 		row := good()
 		spoil(row)
-		judge(nil, row)
+		judge(Expected(row.Lock, row.Fault), row)
 		sum := Summary{Scenarios: []*Scenario{good(), row}}
 		if row.AsExpected || !row.Unknown() || sum.Status() != 3 {
 			t.Errorf("row with error %q / fault error %q: as expected %v, unknown %v, status %d; want false, true, 3",
 				row.Error, row.FaultError, row.AsExpected, row.Unknown(), sum.Status())
 		}
 		row.Verdicts[contract.PropResource] = checker.Violated // a contradiction found despite the error still counts
-		judge(nil, row)
+		judge(Expected(row.Lock, row.Fault), row)
 		if sum.Status() != 1 {
 			t.Errorf("violated row with an error: status %d, want 1", sum.Status())
 		}
@@ -580,19 +583,19 @@ func TestErrorIsNeverAsExpected(t *testing.T) {
 // fails its cell.
 func TestCellsJudgeOverSeeds(t *testing.T) {
 	row := func(seed int64, lease checker.Verdict, det int64) *Scenario {
-		r := (&matrix{}).newRow(Spec{Lock: "set-del", Fault: contract.FaultPauseClient, Seed: uint64(seed)})
+		r := (&matrix{}).newRow(resolved(Spec{Lock: "set-del", Fault: contract.FaultPauseClient, Seed: uint64(seed)}))
 		r.Verdicts = verdicts(lease, checker.Violated, checker.NA)
 		if lease == checker.Violated {
 			r.DetectMs = map[string]int64{contract.PropLease: det}
 		}
-		judge(nil, r)
+		judge(Expected(r.Lock, r.Fault), r)
 		return r
 	}
 	rows := []*Scenario{row(1, checker.Violated, 1500), row(2, checker.OK, 0), row(3, checker.Violated, 1400)}
 	if rows[1].AsExpected {
 		t.Fatal("seed 2 missed a must-break property: not as expected on its own")
 	}
-	cells := cellsOf(nil, rows)
+	cells := cellsOf(rows, builtinExps(rows))
 	if len(cells) != 1 {
 		t.Fatalf("%d cells; want 1", len(cells))
 	}
@@ -609,9 +612,9 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 	// still settles the seeds that missed the break.
 	failed := row(4, checker.Violated, 900)
 	failed.FaultError = "the fault did not bite"
-	judge(nil, failed)
+	judge(Expected(failed.Lock, failed.Fault), failed)
 	missed := row(5, checker.OK, 0)
-	c = cellsOf(nil, []*Scenario{failed, missed})[0]
+	c = cellsOf([]*Scenario{failed, missed}, builtinExps([]*Scenario{failed, missed}))[0]
 	if c.Seeds != 1 || c.Found[contract.PropLease] != 0 || c.Rate[contract.PropLease] != 0 || c.DetectMedianMs[contract.PropLease] != 0 {
 		t.Fatalf("cell with a failed seed = %+v; want 1 seed, lease found on none", c)
 	}
@@ -620,17 +623,18 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 	}
 
 	none := []*Scenario{row(1, checker.OK, 0), row(2, checker.OK, 0)}
-	if c := cellsOf(nil, none)[0]; c.AsExpected || none[0].AsExpected || len(none[0].FoundElsewhere) != 0 {
+	if c := cellsOf(none, builtinExps(none))[0]; c.AsExpected || none[0].AsExpected || len(none[0].FoundElsewhere) != 0 {
 		t.Fatalf("a cell where no seed found the break: %+v, %+v; want not as expected", c, none[0])
 	}
 
 	hold := func(seed uint64, lease checker.Verdict) *Scenario {
-		r := (&matrix{}).newRow(Spec{Lock: "fenced", Fault: contract.FaultNone, Seed: seed})
+		r := (&matrix{}).newRow(resolved(Spec{Lock: "fenced", Fault: contract.FaultNone, Seed: seed}))
 		r.Verdicts = verdicts(lease, checker.OK, checker.NA)
-		judge(nil, r)
+		judge(Expected(r.Lock, r.Fault), r)
 		return r
 	}
-	if c := cellsOf(nil, []*Scenario{hold(1, checker.OK), hold(2, checker.Violated)})[0]; c.AsExpected {
+	rs := []*Scenario{hold(1, checker.OK), hold(2, checker.Violated)}
+	if c := cellsOf(rs, builtinExps(rs))[0]; c.AsExpected {
 		t.Fatalf("a must-hold property broken on one seed: cell %+v; want not as expected", c)
 	}
 }
@@ -643,12 +647,12 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 	rows := func(lock, fault string, found, seeds int) []*Scenario {
 		var rs []*Scenario
 		for i := range seeds {
-			r := (&matrix{}).newRow(Spec{Lock: lock, Fault: fault, Seed: uint64(i + 1)})
+			r := (&matrix{}).newRow(resolved(Spec{Lock: lock, Fault: fault, Seed: uint64(i + 1)}))
 			r.Verdicts = verdicts(checker.OK, checker.Violated, checker.NA)
 			if i < found {
 				r.Verdicts[contract.PropLease] = checker.Violated
 			}
-			judge(nil, r)
+			judge(Expected(r.Lock, r.Fault), r)
 			rs = append(rs, r)
 		}
 		return rs
@@ -667,7 +671,7 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 		{"fenced", contract.FaultFailover, 1, 10, false, false}, // lease may: no promise
 	} {
 		rs := rows(tc.lock, tc.fault, tc.found, tc.seeds)
-		c := cellsOf(nil, rs)[0]
+		c := cellsOf(rs, builtinExps(rs))[0]
 		sum := &Summary{Scenarios: rs, Cells: []*Cell{c}}
 		got := len(c.Regressions) > 0
 		if got != tc.regression || (c.Promised[contract.PropLease] == promisedRate) != tc.wantPromised {
@@ -749,4 +753,21 @@ func TestTraceValidation(t *testing.T) {
 // verdicts are a row's verdicts on lease, resource and liveness.
 func verdicts(lease, resource, liveness checker.Verdict) contract.Verdicts {
 	return contract.Verdicts{contract.PropLease: lease, contract.PropResource: resource, contract.PropLiveness: liveness}
+}
+
+// builtinExps is the prediction for each row's built-in lock (Expected).
+func builtinExps(rows []*Scenario) []Expectation {
+	exps := make([]Expectation, len(rows))
+	for i, r := range rows {
+		exps[i] = Expected(r.Lock, r.Fault)
+	}
+	return exps
+}
+
+// resolved is s as planning resolves it against the built-in locks.
+func resolved(s Spec) Spec {
+	s.entry, _ = zoo.Builtin().Lookup(s.Lock)
+	s.fault, _ = chaos.Lookup(s.Fault)
+	s.exp = predict(s.entry, s.Fault)
+	return s
 }

@@ -14,14 +14,13 @@ import (
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
-	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/tla"
 )
 
 // newRow is a summary row with the spec's identity and expectation.
 func (m *matrix) newRow(s Spec) *Scenario {
-	exp := expectedOf(m.cfg.Registry, s.Lock, s.Fault)
+	exp := s.exp
 	row := &Scenario{}
 	row.SpecRecord = recordOf(s)
 	row.Lock, row.Fault, row.Seed = s.Lock, s.Fault, int64(s.Seed)
@@ -72,15 +71,12 @@ func unknownResult(err error) *checker.Result {
 // bounds s's lock promises its waiters and its holders (loss notice, for
 // leases of s's TTL).
 func (m *matrix) checkOptions(s Spec) checker.Options {
-	o := checker.Options{Timeout: m.cfg.CheckTimeout}
-	if e, ok := m.cfg.Registry.Lookup(s.Lock); ok {
-		o.WaitBound = e.WaitBound
-		if e.LossBound != nil {
-			o.LossBound = e.LossBound(s.TTL)
-		}
-		if e.Fair != nil {
-			o.Fair, o.Bypass = true, e.Fair.Bypass
-		}
+	o := checker.Options{Timeout: m.cfg.CheckTimeout, WaitBound: s.entry.WaitBound}
+	if s.entry.LossBound != nil {
+		o.LossBound = s.entry.LossBound(s.TTL)
+	}
+	if s.entry.Fair != nil {
+		o.Fair, o.Bypass = true, s.entry.Fair.Bypass
 	}
 	return o
 }
@@ -88,8 +84,7 @@ func (m *matrix) checkOptions(s Spec) checker.Options {
 // waitTimeout is how long s's waiters wait: twice the promised bound, so
 // that a broken promise shows as a waiter served late or giving up.
 func (m *matrix) waitTimeout(s Spec) time.Duration {
-	e, _ := m.cfg.Registry.Lookup(s.Lock)
-	return 2 * e.WaitBound
+	return 2 * s.entry.WaitBound
 }
 
 // runOne runs, checks and files one scenario.
@@ -249,8 +244,7 @@ type TraceCheck func(ctx context.Context, ops []history.Op) (tla.Result, error)
 
 // judge compares a row's verdicts with the prediction, and a validated
 // trace with the model.
-func judge(reg *locker.Registry, row *Scenario) {
-	exp := expectedOf(reg, row.Lock, row.Fault)
+func judge(exp Expectation, row *Scenario) {
 	row.Mismatches = nil
 	for _, p := range contract.PropertyIDs() {
 		v, w := row.Verdict(p), exp.Want(p)
@@ -279,7 +273,7 @@ func (m *matrix) finish(i int, row *Scenario, start time.Time) {
 		row.Error = joinErr("interrupted: "+context.Cause(m.runCtx).Error(), row.Error)
 	}
 	row.ElapsedMs = time.Since(start).Milliseconds()
-	judge(m.cfg.Registry, row)
+	judge(m.specs[i].exp, row)
 	m.mu.Lock()
 	m.rows[i] = row
 	m.done++

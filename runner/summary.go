@@ -10,7 +10,6 @@ import (
 
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/reports"
 )
 
@@ -96,29 +95,35 @@ func (m *matrix) summary() *Summary {
 func (m *matrix) judgeCells() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.cells = cellsOf(m.cfg.Registry, m.rows)
+	exps := make([]Expectation, len(m.specs))
+	for i, s := range m.specs {
+		exps[i] = s.exp
+	}
+	m.cells = cellsOf(m.rows, exps)
 }
 
 // cellsOf judges rows by cell (see judgeCells) and returns the cells in
-// plan order.
-func cellsOf(reg *locker.Registry, rows []*Scenario) []*Cell {
+// plan order; exps[i] is the prediction for rows[i] (its spec's).
+func cellsOf(rows []*Scenario, exps []Expectation) []*Cell {
 	type id struct{ lock, fault string }
 	var order []id
 	byCell := map[id][]*Scenario{}
-	for _, r := range rows {
+	expOf := map[id]Expectation{}
+	for i, r := range rows {
 		if r == nil || r.NotRun {
 			continue
 		}
 		k := id{r.Lock, r.Fault}
 		if _, ok := byCell[k]; !ok {
 			order = append(order, k)
+			expOf[k] = exps[i]
 		}
 		byCell[k] = append(byCell[k], r)
 	}
 	var cells []*Cell
 	for _, k := range order {
 		rs := byCell[k]
-		exp := expectedOf(reg, k.lock, k.fault)
+		exp := expOf[k]
 		c := &Cell{Lock: k.lock, Fault: k.fault, Found: map[string]int{}, Rate: map[string]float64{}, DetectMedianMs: map[string]int64{},
 			Want: map[string]Want{}, Why: exp.Why}
 		for _, p := range contract.PropertyIDs() {

@@ -25,12 +25,12 @@ func TestTrimKeepsTheEvidence(t *testing.T) {
 		{Client: "a", Kind: history.Release, Key: "k", Call: 3, Return: 4, Completed: true, Result: history.OK, Token: 1, HasToken: true},
 	}
 	row := func(lock, fault string, seed uint64, lease checker.Verdict) *Scenario {
-		r := (&matrix{}).newRow(Spec{Lock: lock, Fault: fault, Seed: seed})
+		r := (&matrix{}).newRow(resolved(Spec{Lock: lock, Fault: fault, Seed: seed}))
 		r.Verdicts = verdicts(lease, checker.Violated, checker.NA)
 		if lock == "fenced" {
 			r.Verdicts[contract.PropResource] = checker.OK
 		}
-		judge(nil, r)
+		judge(Expected(r.Lock, r.Fault), r)
 		dir := filepath.Join(out, r.ID())
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -51,7 +51,7 @@ func TestTrimKeepsTheEvidence(t *testing.T) {
 		row("fenced", contract.FaultNone, 2, checker.OK),               // trimmed
 		row("fenced", contract.FaultNone, 3, checker.Violated),         // not as expected: kept
 	}
-	cellsOf(nil, rows)
+	cellsOf(rows, builtinExps(rows))
 	if err := trim(out, rows); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/lock"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/zoo/internal/fencedv1"
@@ -23,8 +24,12 @@ func FencedEntry(opts lock.Options) locker.Entry {
 		loss = watchdogLossBound
 	}
 	return locker.Entry{Name: FencedName, Profile: locker.ProfileFenced, WaitBound: opts.WaitBound(1), LossBound: loss,
-		Fair: &locker.FairQueue{}, // strict FIFO: a hand-off goes to the head of the line
-		Doc:  "the production lock: owner token, fence, TTL, watchdog, FIFO queue with hand-off, reentrancy",
+		// The fenced profile's predictions are its own; its resource
+		// safety under pause-client, where every other lock breaks, is
+		// what decides it.
+		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource},
+		Fair:     &locker.FairQueue{}, // strict FIFO: a hand-off goes to the head of the line
+		Doc:      "the production lock: owner token, fence, TTL, watchdog, FIFO queue with hand-off, reentrancy",
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {
 				return nil, err
@@ -60,6 +65,34 @@ func fencedV1Entry() locker.Entry {
 	// It claims what the shipped lock claims, its promise to waiters too.
 	return locker.Entry{Name: FencedV1Name, Profile: locker.ProfileFenced, WaitBound: lock.Options{}.WaitBound(1), Fair: &locker.FairQueue{},
 		Doc: "package lock before its review's fixes (frozen copy): a nested hold with a shorter TTL shortens the lease",
+		Predict: func(fault string, p locker.Prediction) locker.Prediction {
+			if !contract.Predicted(fault) {
+				return p
+			}
+			// The workload's nested holds with a fifth of the TTL shorten
+			// the old lock's lease (its PEXPIRE takes the nested TTL):
+			// another client takes the key while the outer lease is valid,
+			// when it tries in that window: 9 runs in 10 without a fault (3s
+			// runs). One run may miss it; a few seeds find it
+			// (TestHarnessCatchesTheOldLock).
+			mayBreak(&p, contract.PropLease, contract.PropClaims)
+			why := "a nested hold with a shorter TTL shortens the old lock's lease (fixed in package lock), while the outer hold still claims its validity"
+			if fault == contract.FaultCrashClient {
+				// The old lock hands a waiter that died in line the whole
+				// TTL, and keeps a dead head of the queue first until its
+				// place expires: a live waiter behind it is served late
+				// (waiter liveness), when the crash lines it up.
+				mayBreak(&p, contract.PropLiveness)
+				why += "; a waiter that died in line holds the old lock up for a TTL (waiter liveness)"
+			}
+			why += "; " + oldLineWhy(&p)
+			if fault == contract.FaultPubSubReset {
+				mayBreak(&p, contract.PropLiveness)
+				why += "; the old lock's waiters take a dead subscription for a live one and may sleep through their hand-offs (waiter liveness)"
+			}
+			before(&p, why)
+			return p
+		},
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {
 				return nil, err
@@ -82,6 +115,31 @@ func fencedV2Entry() locker.Entry {
 	return locker.Entry{Name: FencedV2Name, Profile: locker.ProfileFenced, WaitBound: fencedv2.Options{}.WaitBound(1),
 		LossBound: watchdogLossBound, Fair: &locker.FairQueue{},
 		Doc: "package lock before its second review's fixes (frozen copy): a release of unknown outcome keeps claiming the lease, a release racing the watchdog reports the lease lost",
+		Predict: func(fault string, p locker.Prediction) locker.Prediction {
+			if !contract.Predicted(fault) {
+				return p
+			}
+			why := oldLineWhy(&p)
+			// Both need a rushed release (the workload's rush-release
+			// share) or a release landing on a watchdog renewal: most runs
+			// show one.
+			mayBreak(&p, contract.PropClaims, contract.PropNotice)
+			why += "; a release of unknown outcome that did hand the lock on leaves the old lock claiming the lease (claims); a release racing its watchdog reports the released lease lost (loss notice)"
+			if fault == contract.FaultPubSubReset {
+				// Its notifier takes a dropped subscription whose
+				// re-SUBSCRIBE was refused for a live one: a waiter sleeps
+				// through its hand-off until its next look (a third of the
+				// queue TTL, or the holder's TTL), its provisional lease
+				// runs out, and the waiters behind it are served first. 4
+				// of 4 seeds showed the fair queue broken, 3 of 4 a waiter
+				// served late (2026-11-25).
+				p.Set(contract.WantViolated, contract.PropFairness)
+				mayBreak(&p, contract.PropLiveness)
+				why += "; the old lock's waiters take a dead subscription for a live one and sleep through their hand-offs: later joiners are served first (fair queue), and the waiter late (waiter liveness)"
+			}
+			before(&p, why)
+			return p
+		},
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {
 				return nil, err
@@ -93,6 +151,19 @@ func fencedV2Entry() locker.Entry {
 			}
 			return &Fenced{name: FencedV2Name, d: d, c: v2Lock{c}}, nil
 		}}
+}
+
+// oldLineWhy amends p with what both frozen copies do to their line and
+// their owners, and says it. Under churn a waiter drops out of line (a
+// hand-off to another waiter put off the attempt that refreshes its
+// place): later joiners are served first. With the workload's owned
+// acquires (workload.Mix.Owner), an owner handed the lock in line counts
+// it twice, and its one release leaves the lock held for its TTL (the next
+// acquire as that owner then gets the same token again, and waiters wait);
+// and a lost lease's release frees the owner's newer hold.
+func oldLineWhy(p *locker.Prediction) string {
+	mayBreak(p, contract.PropFairness, contract.PropLease, contract.PropLiveness)
+	return "under churn a waiter drops out of line and later joiners are served first (fair queue); an owner handed the lock in line counts it twice: its one release leaves the lock held (lease: the owner's next acquire gets the same token; waiter liveness), and a lost lease's release frees the owner's newer hold (lease: not-owner)"
 }
 
 type v2Lock struct{ c *fencedv2.Client }

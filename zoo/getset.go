@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -30,6 +31,24 @@ import (
 // holder's lock is taken over once it expires (liveness holds). Renew is
 // unsupported.
 type GetSet struct{ basic }
+
+// getSetEntry is "getset".
+func getSetEntry() locker.Entry {
+	return locker.Entry{Name: GetSetName, Profile: locker.ProfileLease, Open: newGetSet, Doc: "the GETSET timestamp recipe; trusts client clocks",
+		Decisive: &locker.Decisive{Fault: contract.FaultClockSkew, Property: contract.PropLease},
+		Predict: blindRelease(func(fault string, p *locker.Prediction) {
+			switch fault {
+			case contract.FaultPauseClient:
+				p.Set(contract.WantViolated, contract.PropResource, contract.PropClaims)
+				p.Why = "the woken holder's unfenced write is stale; its release checks its own clock, so the pause alone does not break G1"
+			case contract.FaultClockSkew:
+				p.Set(contract.WantViolated, contract.PropLease)
+				p.Why = "the skewed client sees an unexpired lock as expired and takes it over; the two holders' writes may conflict"
+			default:
+				delayedDelete(fault, p)
+			}
+		})}
+}
 
 func newGetSet(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {

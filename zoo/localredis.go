@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -39,6 +40,19 @@ type LocalRedis struct {
 
 	mu    sync.Mutex
 	local map[string]*localHold // held local locks by key
+}
+
+// localRedisEntry is "local-redis". Its release checks the owner (GET) and
+// deletes (UNLINK) in two commands: a delayed delete can remove the next
+// holder's lock.
+func localRedisEntry() locker.Entry {
+	return locker.Entry{Name: LocalRedisName, Profile: locker.ProfileLease, Open: newLocalRedis,
+		Doc:      "Spring's RedisLockRegistry: a process-local lock, then the Redis key; no fencing",
+		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource},
+		Predict: func(fault string, p locker.Prediction) locker.Prediction {
+			delayedDelete(fault, &p)
+			return p
+		}}
 }
 
 // localHold is the local ReentrantLock of one key while held.

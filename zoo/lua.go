@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -35,6 +36,12 @@ end`
 // locking", 2016). Replication is asynchronous, so a failover loses the lock
 // and grants it twice: G1 breaks under failover.
 type Lua struct{ basic }
+
+// luaEntry is "lua": the lease profile's predictions are its own.
+func luaEntry() locker.Entry {
+	return locker.Entry{Name: LuaName, Profile: locker.ProfileLease, Open: newLua, Doc: "SET NX PX, owner-checked Lua release; no fencing",
+		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource}}
+}
 
 func newLua(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
@@ -95,6 +102,14 @@ func (l *Lua) extend(ctx context.Context, key, token string, ttl time.Duration) 
 type Watchdog struct {
 	Lua
 	runs watchdogs
+}
+
+// watchdogEntry is "watchdog". Its first failed renewal (TTL/3 in, given
+// TTL/3 to answer) is its loss notice.
+func watchdogEntry() locker.Entry {
+	return locker.Entry{Name: WatchdogName, Profile: locker.ProfileLease, Open: newWatchdog, Doc: "lua with a renewal every TTL/3; no fencing",
+		LossBound: func(ttl time.Duration) time.Duration { return ttl/3 + watchdogLossBound(ttl) },
+		Decisive:  &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource}}
 }
 
 func newWatchdog(d locker.Deps) (locker.Locker, error) {

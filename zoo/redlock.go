@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -47,8 +48,27 @@ type RedlockOptions struct {
 // RedlockEntry is the redlock specimen with o (Builtin has it with the defaults).
 func RedlockEntry(o RedlockOptions) locker.Entry {
 	return locker.Entry{Name: RedlockName, Profile: locker.ProfileLease, Needs: locker.Needs{Redlock: true},
-		Doc:  "antirez's Redlock on independent masters; Kleppmann 2016: no fencing",
-		Open: func(d locker.Deps) (locker.Locker, error) { return newRedlock(d, o.Timeout) }}
+		Doc:      "antirez's Redlock on independent masters; Kleppmann 2016: no fencing",
+		Open:     func(d locker.Deps) (locker.Locker, error) { return newRedlock(d, o.Timeout) },
+		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource},
+		// It does not use the Sentinel-managed master the faults below
+		// strike: its own masters are independent.
+		Predict: func(fault string, p locker.Prediction) locker.Prediction {
+			switch fault {
+			case contract.FaultFailover, contract.FaultFailoverSkew:
+				p = locker.AllHold()
+				p.Why = "redlock's masters are independent of the failed-over one"
+			case contract.FaultRestart:
+				// One master of three forgets the lock; the two others
+				// still hold it, so nobody gets a majority until it
+				// expires.
+				p = locker.AllHold()
+				p.Why = "one of redlock's three masters forgets the lock: the other two keep it, so no other client gets a majority (G1 holds)"
+			case contract.FaultPauseServer:
+				p = locker.AllHold()
+			}
+			return p
+		}}
 }
 
 func newRedlock(d locker.Deps, timeout time.Duration) (locker.Locker, error) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -57,6 +58,12 @@ return 0`
 type Reentrant struct {
 	basic
 	owner string
+}
+
+// reentrantEntry is "reentrant".
+func reentrantEntry() locker.Entry {
+	return locker.Entry{Name: ReentrantName, Profile: locker.ProfileLease, Open: newReentrant, Doc: "Redisson's RLock: a hash with a hold count; no fencing",
+		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource}}
 }
 
 func newReentrant(d locker.Deps) (locker.Locker, error) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -72,6 +73,30 @@ func (b *basic) del(ctx context.Context, key string) error {
 // and Renew is unsupported.
 type SetNX struct{ basic }
 
+// setNXEntry is "setnx". It claims a lease (the history asks for a TTL)
+// and keeps none of it: its break is a crashed holder's key nobody frees.
+func setNXEntry() locker.Entry {
+	return locker.Entry{Name: SetNXName, Profile: locker.ProfileLease, Open: newSetNX, Doc: "SETNX without a TTL, DEL to release",
+		Decisive: &locker.Decisive{Fault: contract.FaultCrashClient, Property: contract.PropLiveness},
+		Predict: blindRelease(func(fault string, p *locker.Prediction) {
+			switch fault {
+			case contract.FaultPauseClient:
+				// Nobody takes a key without TTL over; the woken
+				// holder's write and DEL come after the TTL it asked.
+				p.Set(contract.WantViolated, contract.PropLease)
+				p.Why = "setnx ignores the TTL asked for: nobody takes the paused holder's lock over, but its release after the asked TTL is, against the contract, a release of an expired lease (rule not-owner)"
+			case contract.FaultCrashClient:
+				p.Set(contract.WantViolated, contract.PropLiveness)
+				p.Why = "the crashed holder's key has no TTL: nobody frees it"
+			case contract.FaultFailover, contract.FaultFailoverSkew:
+				p.Set(contract.WantMay, contract.PropLiveness)
+				p.Why = "leases in the replication gap are lost; a key without TTL may be stranded on the new master"
+			default:
+				delayedDelete(fault, p)
+			}
+		})}
+}
+
 func newSetNX(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
@@ -102,6 +127,35 @@ func (s *SetNX) TryAcquire(ctx context.Context, key string, ttl time.Duration) (
 // owner: a holder that wakes after its lease expired deletes the next
 // holder's lock (G1). Renew is unsupported.
 type SetNXExpire struct{ basic }
+
+// setNXExpireEntry is "setnx-expire". The matrix crashes it right before
+// its PEXPIRE, which it sends only after a SETNX that succeeded: the crash
+// between SETNX and EXPIRE that leaves a key without TTL (crashing after
+// the SETNX's reply would also strike after SETNXs that failed).
+func setNXExpireEntry() locker.Entry {
+	return locker.Entry{Name: SetNXExpireName, Profile: locker.ProfileLease, Open: newSetNXExpire, Doc: "SETNX, then EXPIRE as a second command",
+		Decisive: &locker.Decisive{Fault: contract.FaultCrashClient, Property: contract.PropLiveness},
+		FaultPoint: pointUnder(contract.FaultCrashClient, contract.Point{Before: "pexpire"}),
+		Predict: blindRelease(func(fault string, p *locker.Prediction) {
+			switch fault {
+			case contract.FaultPauseClient:
+				wokenDeletes(p)
+			case contract.FaultCrashClient:
+				p.Set(contract.WantViolated, contract.PropLiveness)
+				p.Why = "the crashed holder's key has no TTL: nobody frees it"
+			default:
+				delayedDelete(fault, p)
+			}
+		})}
+}
+
+// wokenDeletes is pause-client's prediction for a lock whose DEL has no
+// owner check: the woken holder writes stale data (resource) and deletes
+// the next holder's lock (lease).
+func wokenDeletes(p *locker.Prediction) {
+	p.Set(contract.WantViolated, contract.PropLease, contract.PropResource, contract.PropClaims)
+	p.Why = "the woken holder writes stale data and its DEL deletes the next holder's lock"
+}
 
 func newSetNXExpire(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
@@ -134,6 +188,19 @@ func (s *SetNXExpire) TryAcquire(ctx context.Context, key string, ttl time.Durat
 // breaks under pause-client (and latency). Renew is unsupported.
 type SetDel struct{ basic }
 
+// setDelEntry is "set-del".
+func setDelEntry() locker.Entry {
+	return locker.Entry{Name: SetDelName, Profile: locker.ProfileLease, Open: newSetDel, Doc: "SET NX PX, DEL without an owner check",
+		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropLease},
+		Predict: blindRelease(func(fault string, p *locker.Prediction) {
+			if fault == contract.FaultPauseClient {
+				wokenDeletes(p)
+				return
+			}
+			delayedDelete(fault, p)
+		})}
+}
+
 func newSetDel(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {
 		return nil, err
@@ -162,6 +229,24 @@ func (s *SetDel) TryAcquire(ctx context.Context, key string, ttl time.Duration) 
 // pause-client and latency (a holder paused or slowed between the two).
 // Renew is unsupported.
 type GetDel struct{ basic }
+
+// getDelEntry is "get-del". The matrix pauses it right after the GET of
+// its release: between GET and DEL, where the literature's bug lies.
+func getDelEntry() locker.Entry {
+	return locker.Entry{Name: GetDelName, Profile: locker.ProfileLease, Open: newGetDel, Doc: "owner token, GET then DEL (not atomic)",
+		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropLease},
+		FaultPoint: pointUnder(contract.FaultPauseClient, contract.Point{After: "get"}),
+		Predict: func(fault string, p locker.Prediction) locker.Prediction {
+			if fault == contract.FaultPauseClient {
+				p.Set(contract.WantViolated, contract.PropLease)
+				p.Set(contract.WantMay, contract.PropResource, contract.PropClaims)
+				p.Why = "paused between the GET and the DEL of its release, the holder wakes and deletes the next holder's lock; a third client then takes it while the second still works: their writes may conflict"
+				return p
+			}
+			delayedDelete(fault, &p)
+			return p
+		}}
+}
 
 func newGetDel(d locker.Deps) (locker.Locker, error) {
 	if err := needRedis(d); err != nil {

@@ -34,7 +34,7 @@ import (
 )
 
 // The built-in locks' names, spelled once: the registry's, summary.json's,
-// the CLI's and the expectation table's (FencedName is the shipped lock's).
+// the CLI's and the reports' (FencedName is the shipped lock's).
 const (
 	SetNXName       = "setnx"
 	SetNXExpireName = "setnx-expire"
@@ -57,18 +57,8 @@ const (
 func Builtin() *locker.Registry {
 	r := &locker.Registry{}
 	for _, e := range []locker.Entry{
-		{Name: SetNXName, Profile: locker.ProfileNone, Open: newSetNX, Doc: "SETNX without a TTL, DEL to release"},
-		{Name: SetNXExpireName, Profile: locker.ProfileNone, Open: newSetNXExpire, Doc: "SETNX, then EXPIRE as a second command"},
-		{Name: SetDelName, Profile: locker.ProfileNone, Open: newSetDel, Doc: "SET NX PX, DEL without an owner check"},
-		{Name: GetDelName, Profile: locker.ProfileNone, Open: newGetDel, Doc: "owner token, GET then DEL (not atomic)"},
-		{Name: GetSetName, Profile: locker.ProfileNone, Open: newGetSet, Doc: "the GETSET timestamp recipe; trusts client clocks"},
-		{Name: LuaName, Profile: locker.ProfileLease, Open: newLua, Doc: "SET NX PX, owner-checked Lua release; no fencing"},
-		// Its first failed renewal (TTL/3 in, given TTL/3 to answer) is its loss notice.
-		{Name: WatchdogName, Profile: locker.ProfileLease, Open: newWatchdog, Doc: "lua with a renewal every TTL/3; no fencing",
-			LossBound: func(ttl time.Duration) time.Duration { return ttl/3 + watchdogLossBound(ttl) }},
-		{Name: ReentrantName, Profile: locker.ProfileLease, Open: newReentrant, Doc: "Redisson's RLock: a hash with a hold count; no fencing"},
-		RedlockEntry(RedlockOptions{}),
-		{Name: LocalRedisName, Profile: locker.ProfileLease, Open: newLocalRedis, Doc: "Spring's RedisLockRegistry: a process-local lock, then the Redis key; no fencing"},
+		setNXEntry(), setNXExpireEntry(), setDelEntry(), getDelEntry(), getSetEntry(),
+		luaEntry(), watchdogEntry(), reentrantEntry(), RedlockEntry(RedlockOptions{}), localRedisEntry(),
 		FencedEntry(lock.Options{Watchdog: true}),
 		fencedV1Entry(),
 		fencedV2Entry(),

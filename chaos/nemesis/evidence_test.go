@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/gate"
 	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/contract"
 )
 
 // A pause bit when its gate held a call of the client; one that held
@@ -44,7 +45,7 @@ func TestClientFaultEvidence(t *testing.T) {
 		t.Errorf("a pause that held a call: %+v", ev)
 	}
 
-	armed := &nemesis.CrashClient{Client: "c", Gate: gate.New(), Point: gate.Point{After: "evalsha"}}
+	armed := &nemesis.CrashClient{Client: "c", Gate: gate.New(), Point: contract.Point{After: "evalsha"}}
 	_ = armed.Start(ctx)
 	if ev := armed.Evidence(); ev.Bit {
 		t.Errorf("an armed crash that never struck bit: %+v", ev)

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/internal/proc"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
@@ -209,7 +210,7 @@ func NodeProxies(nodeID string, links ...*env.Links) ([]*toxiclient.Proxy, error
 type PauseClient struct {
 	Client string
 	Gate   *gate.Gate
-	Point  gate.Point
+	Point  contract.Point
 
 	mu      sync.Mutex
 	armed   bool
@@ -271,7 +272,7 @@ func (f *PauseClient) Stop(ctx context.Context) error {
 type CrashClient struct {
 	Client string
 	Gate   *gate.Gate
-	Point  gate.Point
+	Point  contract.Point
 }
 
 // Name implements Fault.

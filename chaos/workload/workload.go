@@ -44,6 +44,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/gate"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/fencing"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/locker"
@@ -843,7 +844,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 			_ = sleepFor(ctx, gap) // preparing the write
 		}
 		// The fault point: a paused client stops here, after its check.
-		if err := c.Gate.Pass(ctx, LeaseCheckPoint); err != nil {
+		if err := c.Gate.Pass(ctx, contract.LeaseCheckPoint); err != nil {
 			return errStop
 		}
 		// A pause that strikes from now on holds the write's command at the gate.
@@ -917,12 +918,6 @@ func (w *Workload) again(ctx context.Context, rec *history.Recorder, c *Client, 
 // owner is the client's own owner for locker.Owned: one per client, the
 // same for each of its holds.
 func (c *Client) owner() string { return c.Name + "-owner" }
-
-// LeaseCheckPoint is the point of the workload's own code (gate.Gate.Pass)
-// right after a holder checked its lease and before its write: a pause
-// there (pause-client, After LeaseCheckPoint) is the GC pause of the
-// literature, after the check and before the act.
-const LeaseCheckPoint = "check"
 
 // held is one hold the client has: the lease, its number in the history
 // (history.Op.Lease), and how long the client itself reckons it valid

@@ -1,4 +1,4 @@
-package gate
+package contract
 
 import (
 	"errors"
@@ -12,14 +12,21 @@ import (
 // nothing of that command is sent). At most one is set. The zero Point
 // leaves the moment to the fault (while the victim holds its lock).
 //
-// It is the one fault-point type: the runner's Spec, chaos.Scenario and
-// the client faults of package nemesis carry it, and summary.json records
-// it as "after" and "before".
+// It is the one fault-point type: a lock's locker.Entry states its own
+// (FaultPoint), the runner's Spec, chaos.Scenario and the client faults of
+// package nemesis carry it, and summary.json records it as "after" and
+// "before".
 type Point struct {
 	After, Before string
 
 	_ struct{} // fields by name only
 }
+
+// LeaseCheckPoint is the point of the workload's own code (gate.Gate.Pass)
+// between a holder's check of its lease and its write: a pause right after
+// it (After LeaseCheckPoint) is the GC pause of the literature, whatever
+// the lock: the woken holder writes on a stale check.
+const LeaseCheckPoint = "check"
 
 // ErrBadPoint is returned (wrapped) for a Point that names no command where
 // one is needed, or both After and Before.
