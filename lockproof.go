@@ -22,12 +22,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/internal/rediscmd"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/zoo"
@@ -44,8 +41,9 @@ type Options struct {
 	// Builtins are names of built-in locks (zoo.Builtin: "fenced",
 	// "redlock", ...) to run beside yours, for comparison.
 	Builtins []string
-	// Faults are fault names of the default matrix (runner.Faults); default
-	// all of them but those the environment cannot run.
+	// Faults are fault names (chaos.Catalogue; runner.Faults is the default
+	// matrix); default the default matrix, less the faults the environment
+	// cannot run.
 	Faults []string
 	// Seeds are the runs of each lock × fault; default {1}.
 	Seeds []uint64
@@ -60,9 +58,9 @@ type Options struct {
 	// local processes only, and a module that runs only those does not
 	// pull testcontainers and its dependencies into its go.sum.
 	Docker env.Constructor
-	// DockerAvailable reports whether Docker answers (docker.Available);
-	// nil: assume it does when Docker is set.
-	DockerAvailable func(ctx context.Context) bool
+	// DockerCheck says what Docker lacks here (docker.Check: no engine
+	// answers, no image to start); nil: assume nothing when Docker is set.
+	DockerCheck func(ctx context.Context) error
 	// Duration is each scenario's workload duration; 0 takes the matrix's
 	// (3s, failover 6s).
 	Duration time.Duration
@@ -176,54 +174,29 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if len(locks) == 0 {
 		return nil, fmt.Errorf("%w: no locks (give Locks or Builtins)", runner.ErrBadConfig)
 	}
-	faults := opts.Faults
-	for _, f := range faults {
-		if !slices.Contains(runner.Faults(), f) {
-			return nil, fmt.Errorf("%w: Faults: %q is not a matrix fault (known: %v)", runner.ErrBadConfig, f, runner.Faults())
-		}
-	}
 	seeds := opts.Seeds
 	if len(seeds) == 0 {
 		seeds = []uint64{1}
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	// go-redis logs reconnects and Sentinel switches through its package
-	// logger, to stderr by default: a run's are the run's logger's (debug).
-	redis.SetLogger(rediscmd.SlogLogger{L: logger})
 	out := opts.Out
 	if out == "" {
 		if out, err = os.MkdirTemp("", "lockproof-run-"); err != nil {
 			return nil, fmt.Errorf("run directory: %w", err)
 		}
 	}
-	envOpts := env.Options{Kind: opts.Provider, Docker: opts.Docker, DockerAvailable: opts.DockerAvailable, Logger: logger}
-	cctx, cancel := context.WithTimeout(ctx, time.Minute)
-	kind, err := env.Choose(cctx, envOpts)
-	cancel()
-	if err != nil {
+	cfg := runner.Config{Locks: locks, Faults: opts.Faults, Seeds: seeds, Duration: opts.Duration, Registry: reg, Mix: opts.Mix,
+		Out: out, Progress: opts.Progress, Logger: opts.Logger, KeepAll: opts.KeepAll}
+	left, err := runner.Prepare(ctx, &cfg, env.Options{Kind: opts.Provider, Docker: opts.Docker, DockerCheck: opts.DockerCheck})
+	switch {
+	case errors.Is(err, env.ErrUnavailable):
 		return nil, fmt.Errorf("%w: %w", ErrEnvironment, err)
+	case err != nil:
+		return nil, err
 	}
-	if len(faults) == 0 {
-		// The default matrix, less the faults this environment cannot run
-		// (failover-skew needs the process environment).
-		var left []error
-		faults, left = runner.AvailableFaults(kind)
-		for _, err := range left {
-			logger.Warn("fault left out of the default matrix", "reason", err)
-		}
+	for _, err := range left { // failover-skew needs the process environment
+		cfg.Logger.Warn("fault left out of the default matrix", "reason", err)
 	}
-	sum, err := runner.Run(ctx, runner.Config{
-		Locks: locks, Faults: faults, Seeds: seeds, Duration: opts.Duration, Registry: reg, Mix: opts.Mix, Kind: kind,
-		Out: out, Progress: opts.Progress, Logger: logger, KeepAll: opts.KeepAll,
-		Open: func(ctx context.Context, spec env.Spec) (env.Env, error) {
-			o := envOpts
-			o.Spec = spec
-			return env.Open(ctx, o)
-		},
-	})
+	sum, err := runner.Run(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

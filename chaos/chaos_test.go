@@ -151,7 +151,7 @@ func openEnv(t *testing.T, spec env.Spec) env.Env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	opts := env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Spec: spec, Docker: docker.With(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}), DockerAvailable: docker.Available,
+	opts := env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Spec: spec, Docker: docker.With(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}), DockerCheck: docker.Check(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}),
 		BYO: env.BYOFromEnviron(os.Getenv)}
 	if _, err := env.Choose(ctx, opts); err != nil {
 		if redistest.InCI() {
@@ -543,7 +543,7 @@ func TestFencedKillProcess(t *testing.T) {
 func TestFencedFailoverSkew(t *testing.T) {
 	f, _ := chaos.Lookup(contract.FaultFailoverSkew)
 	kind, err := env.Choose(context.Background(), env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Docker: docker.With(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}),
-		DockerAvailable: docker.Available, BYO: env.BYOFromEnviron(os.Getenv)})
+		DockerCheck: docker.Check(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}), BYO: env.BYOFromEnviron(os.Getenv)})
 	if err == nil {
 		err = f.Available(kind)
 	}

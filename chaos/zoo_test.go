@@ -37,7 +37,7 @@ var (
 // neither redis-server nor Docker it skips the test, and fails it under CI=true.
 func zooOpener(t *testing.T) runner.Opener {
 	t.Helper()
-	o := env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Docker: docker.With(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}), DockerAvailable: docker.Available}
+	o := env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Docker: docker.With(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}), DockerCheck: docker.Check(docker.Options{Image: os.Getenv(docker.ImageEnvVar)})}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := env.Choose(ctx, o); err != nil {

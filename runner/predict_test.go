@@ -2,6 +2,9 @@ package runner
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -147,5 +150,32 @@ func TestALockCarriesItsFaultPointAndDecisiveScenario(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("two-step's decisive scenario is missing or wrong: %+v", decisiveOf(reg))
+	}
+}
+
+// TestPrepareIsOneFrontDoor: the CLI and lockproof.Run settle faults and
+// the environment in one place, one way: an unknown fault and a named
+// fault the environment cannot run are refused as bad configuration; no
+// faults is the default matrix less what the environment cannot run, each
+// left out with why; a machine without what the environment needs is
+// refused up front (env.ErrUnavailable).
+func TestPrepareIsOneFrontDoor(t *testing.T) {
+	ctx := context.Background()
+	byo := env.Options{Kind: env.BYO}
+	for _, faults := range [][]string{{"nope"}, {contract.FaultPauseServer}} {
+		cfg := Config{Faults: faults}
+		if _, err := Prepare(ctx, &cfg, byo); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), faults[0]) {
+			t.Errorf("faults %v on byo: %v; want ErrBadConfig naming it", faults, err)
+		}
+	}
+	var cfg Config
+	left, err := Prepare(ctx, &cfg, byo)
+	want, wantLeft := AvailableFaults(env.BYO)
+	if err != nil || !slices.Equal(cfg.Faults, want) || len(left) != len(wantLeft) || cfg.Kind != env.BYO || cfg.Open == nil || cfg.Logger == nil {
+		t.Errorf("default on byo: faults %v, left %v, kind %q, %v; want %v, %d left out", cfg.Faults, left, cfg.Kind, err, want, len(wantLeft))
+	}
+	t.Setenv("PATH", t.TempDir())
+	if _, err := Prepare(ctx, &Config{}, env.Options{Kind: env.Process}); !errors.Is(err, env.ErrUnavailable) || !strings.Contains(err.Error(), "redis-sentinel") {
+		t.Errorf("process without binaries: %v; want ErrUnavailable naming them", err)
 	}
 }

@@ -134,7 +134,7 @@ type SetNXExpire struct{ basic }
 // the SETNX's reply would also strike after SETNXs that failed).
 func setNXExpireEntry() locker.Entry {
 	return locker.Entry{Name: SetNXExpireName, Profile: locker.ProfileLease, Open: newSetNXExpire, Doc: "SETNX, then EXPIRE as a second command",
-		Decisive: &locker.Decisive{Fault: contract.FaultCrashClient, Property: contract.PropLiveness},
+		Decisive:   &locker.Decisive{Fault: contract.FaultCrashClient, Property: contract.PropLiveness},
 		FaultPoint: pointUnder(contract.FaultCrashClient, contract.Point{Before: "pexpire"}),
 		Predict: blindRelease(func(fault string, p *locker.Prediction) {
 			switch fault {
@@ -234,7 +234,7 @@ type GetDel struct{ basic }
 // its release: between GET and DEL, where the literature's bug lies.
 func getDelEntry() locker.Entry {
 	return locker.Entry{Name: GetDelName, Profile: locker.ProfileLease, Open: newGetDel, Doc: "owner token, GET then DEL (not atomic)",
-		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropLease},
+		Decisive:   &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropLease},
 		FaultPoint: pointUnder(contract.FaultPauseClient, contract.Point{After: "get"}),
 		Predict: func(fault string, p locker.Prediction) locker.Prediction {
 			if fault == contract.FaultPauseClient {

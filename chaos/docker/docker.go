@@ -48,6 +48,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -147,6 +148,26 @@ func With(o Options) env.Constructor {
 			return nil, err
 		}
 		return e, nil
+	}
+}
+
+// Check returns an env.Options DockerCheck for environments With(o): it
+// says what is missing, a Docker engine that answers (Available) or an
+// image to start (o.Image, else a redis-server on PATH to build the local
+// image from: nothing is pulled).
+func Check(o Options) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		var missing []string
+		if !Available(ctx) {
+			missing = append(missing, "no Docker engine answers (is the daemon running, and DOCKER_HOST right?)")
+		}
+		if _, err := exec.LookPath("redis-server"); err != nil && o.Image == "" {
+			missing = append(missing, fmt.Sprintf("a redis-server on PATH to build the local Redis image from (apt-get install -y redis-server), or %s naming an image", ImageEnvVar))
+		}
+		if len(missing) > 0 {
+			return errors.New(strings.Join(missing, "; "))
+		}
+		return nil
 	}
 }
 

@@ -94,7 +94,7 @@ func TestChoose(t *testing.T) {
 		t.Fatalf("no redis, no docker: %v; want ErrUnavailable", err)
 	}
 	docker := func(ctx context.Context, s env.Spec) (env.Env, error) { return nil, errors.New("unused") }
-	if k, err := env.Choose(ctx, env.Options{Docker: docker, DockerAvailable: func(context.Context) bool { return true }}); err != nil || k != env.Docker {
+	if k, err := env.Choose(ctx, env.Options{Docker: docker, DockerCheck: func(context.Context) error { return nil }}); err != nil || k != env.Docker {
 		t.Fatalf("no redis, docker reachable: %v, %v; want docker", k, err)
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"strings"
+
+	"github.com/lockproof/lockproof/internal/redisproc"
 )
 
 // EnvVar is the environment variable with which the CLI and the tests let
@@ -15,16 +18,17 @@ const EnvVar = "LOCKPROOF_ENV"
 // Options say which environment Open makes.
 type Options struct {
 	// Kind to open; "" picks Process when redis-server is on PATH, else
-	// Docker when Options.Docker is set and DockerAvailable says Docker is
-	// reachable.
+	// Docker when Options.Docker is set and DockerCheck finds nothing
+	// missing.
 	Kind Kind
 	// Spec is the topology (for BYO, only MasterName is used).
 	Spec Spec
 	// Docker makes the Docker environment; nil: Docker is not offered.
 	Docker Constructor
-	// DockerAvailable reports whether Docker is reachable; nil: assume it is
-	// when Docker is set.
-	DockerAvailable func(ctx context.Context) bool
+	// DockerCheck says what Docker lacks to run an environment here (no
+	// engine answers, no image to start: docker.Check); nil: assume
+	// nothing when Docker is set.
+	DockerCheck func(ctx context.Context) error
 	// BYO describes the existing deployment for Kind BYO.
 	BYO *BYOConfig
 	// Logger receives progress; nil uses slog.Default().
@@ -51,10 +55,47 @@ func Choose(ctx context.Context, o Options) (Kind, error) {
 			return Process, nil
 		}
 	}
-	if o.Docker != nil && (o.DockerAvailable == nil || o.DockerAvailable(ctx)) {
+	if o.Docker != nil && (o.DockerCheck == nil || o.DockerCheck(ctx) == nil) {
 		return Docker, nil
 	}
 	return "", fmt.Errorf("neither redis-server/redis-sentinel on PATH nor Docker reachable: %w", ErrUnavailable)
+}
+
+// InstallHint says how to get what the environments need.
+const InstallHint = "install redis-server and redis-sentinel, e.g. apt-get install -y redis-server redis-sentinel, or start Docker"
+
+// Preflight returns the kind Open would make after checking, before
+// anything runs, that it has what it needs: the process environment its
+// binaries and a free loopback port, the Docker one what DockerCheck asks.
+// One error (wrapping ErrUnavailable) names everything missing and how to
+// install it, instead of one failure per scenario later.
+func Preflight(ctx context.Context, o Options) (Kind, error) {
+	kind, err := Choose(ctx, o)
+	if err != nil {
+		return "", fmt.Errorf("%w (%s)", err, InstallHint)
+	}
+	var missing []string
+	switch kind {
+	case Process:
+		for _, sentinel := range []bool{false, true} {
+			if _, err := redisproc.Binary(sentinel); err != nil {
+				missing = append(missing, err.Error())
+			}
+		}
+		if _, err := redisproc.FreePort(); err != nil {
+			missing = append(missing, "no free loopback port: "+err.Error())
+		}
+	case Docker:
+		if o.DockerCheck != nil {
+			if err := o.DockerCheck(ctx); err != nil {
+				missing = append(missing, err.Error())
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return kind, fmt.Errorf("the %s environment needs: %s: %w", kind, strings.Join(missing, "; "), ErrUnavailable)
+	}
+	return kind, nil
 }
 
 // Open makes the environment o asks for (see Options.Kind).

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,25 +135,24 @@ func TestRunPreflight(t *testing.T) {
 		!strings.Contains(stderr, "redis-server") || !strings.Contains(stderr, "redis-sentinel") || stdout != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want %d and one line naming both binaries", code, stdout, stderr, exitEnvironment)
 	}
-	_, err := preflight(context.Background(), env.Options{Kind: env.Docker, Docker: func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
-		DockerAvailable: func(context.Context) bool { return false }}, "")
-	if err == nil || !strings.Contains(err.Error(), "Docker") {
+	noDocker := func(context.Context) error { return errors.New("no Docker engine answers") }
+	open := func(context.Context, env.Spec) (env.Env, error) { return nil, nil }
+	_, err := env.Preflight(context.Background(), env.Options{Kind: env.Docker, Docker: open, DockerCheck: noDocker})
+	if !errors.Is(err, env.ErrUnavailable) || !strings.Contains(err.Error(), "Docker") {
 		t.Errorf("docker without an engine: %v", err)
 	}
-	_, err = preflight(context.Background(), env.Options{Docker: func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
-		DockerAvailable: func(context.Context) bool { return false }}, "")
-	if err == nil || !strings.Contains(err.Error(), "redis-server") {
+	_, err = env.Preflight(context.Background(), env.Options{Docker: open, DockerCheck: noDocker})
+	if !errors.Is(err, env.ErrUnavailable) || !strings.Contains(err.Error(), "redis-server") {
 		t.Errorf("neither processes nor docker: %v", err)
 	}
-	// Docker answers, but the local image has no redis-server to be built
-	// from (PATH has none): said up front, not as every scenario's error.
-	dockerUp := env.Options{Docker: func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
-		DockerAvailable: func(context.Context) bool { return true }}
-	kind, err := preflight(context.Background(), dockerUp, "")
-	if kind != env.Docker || err == nil || !strings.Contains(err.Error(), "apt-get install -y redis-server") || !strings.Contains(err.Error(), docker.ImageEnvVar) {
-		t.Errorf("docker without a redis-server to build from: %s, %v", kind, err)
+	// Without a redis-server on PATH the local image has nothing to be
+	// built from: docker.Check says so up front (and that no engine
+	// answers, on a machine without one), not every scenario's error.
+	err = docker.Check(docker.Options{})(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "apt-get install -y redis-server") || !strings.Contains(err.Error(), docker.ImageEnvVar) {
+		t.Errorf("docker without a redis-server to build from: %v", err)
 	}
-	if _, err := preflight(context.Background(), dockerUp, "redis:7"); err != nil {
+	if err := docker.Check(docker.Options{Image: "redis:7"})(context.Background()); err != nil && strings.Contains(err.Error(), "redis-server") {
 		t.Errorf("docker with an image named: %v", err)
 	}
 }

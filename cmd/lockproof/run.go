@@ -10,12 +10,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/docker"
@@ -23,8 +20,6 @@ import (
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/internal/rediscmd"
-	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/tla"
@@ -204,26 +199,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	// go-redis logs reconnects and Sentinel switches through its own logger:
-	// keep them for -v only.
-	redis.SetLogger(rediscmd.SlogLogger{L: logger})
-	// The library reads no environment variable: LOCKPROOF_REDIS_IMAGE is ours.
-	dockerOpts := docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: logger}
-	envOpts := env.Options{Kind: kind, Docker: docker.With(dockerOpts), DockerAvailable: docker.Available, BYO: byo, Logger: logger}
-	kind, err = preflight(ctx, envOpts, dockerOpts.Image)
-	if err != nil {
-		fmt.Fprintf(stderr, "lockproof run: environment: %v\n", err)
-		return exitEnvironment
-	}
-	if allFaults {
-		// The default matrix, less the faults this environment cannot run,
-		// each said once; a fault named in --faults is refused instead.
-		var left []error
-		faults, left = runner.AvailableFaults(kind)
-		for _, err := range left {
-			fmt.Fprintf(stderr, "lockproof run: left out: %v\n", err)
-		}
-	}
 	var traces map[string]runner.TraceCheck
 	if f.tlaJar != "" {
 		v := &tla.Validator{Jar: f.tlaJar}
@@ -233,17 +208,30 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		traces = map[string]runner.TraceCheck{zoo.FencedName: v.Validate}
 	}
+	if allFaults {
+		faults = nil // the default matrix this environment can run (Prepare)
+	}
 	cfg := runner.Config{
-		Trace: traces, Kind: kind,
-		Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
+		Trace: traces, Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
 		Duration: f.duration, TTL: f.ttl, Clients: f.clients, Hold: f.hold, Think: f.think, Parallel: f.parallel,
 		Out: f.out, CheckTimeout: f.checkTimeout, Progress: stderr, NoReport: f.noReport, KeepAll: f.keepAll, Logger: logger, Shard: shard,
-		Open: func(ctx context.Context, spec env.Spec) (env.Env, error) {
-			o := envOpts
-			o.Spec = spec
-			return env.Open(ctx, o)
-		},
 	}
+	// The library reads no environment variable: LOCKPROOF_REDIS_IMAGE is ours.
+	dockerOpts := docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: logger}
+	left, err := runner.Prepare(ctx, &cfg, env.Options{Kind: kind, Docker: docker.With(dockerOpts), DockerCheck: docker.Check(dockerOpts), BYO: byo})
+	if err != nil {
+		if errors.Is(err, runner.ErrBadConfig) {
+			return bad("%v", err)
+		}
+		fmt.Fprintf(stderr, "lockproof run: environment: %v\n", err)
+		return exitEnvironment
+	}
+	// The default matrix's faults this environment cannot run, each said
+	// once; a fault named in --faults is refused instead.
+	for _, err := range left {
+		fmt.Fprintf(stderr, "lockproof run: left out: %v\n", err)
+	}
+	faults = cfg.Faults
 	start := time.Now()
 	switch {
 	case f.detect:
@@ -458,40 +446,4 @@ func prepareOut(out string, force, resume bool) error {
 		return fmt.Errorf("--out %s is not empty: pass --force to clear it, or --resume to continue the run it holds", out)
 	}
 	return nil
-}
-
-// preflight checks, before anything runs, that the environment the run
-// will open has what it needs: one clear message instead of one failure per
-// scenario.
-func preflight(ctx context.Context, o env.Options, image string) (env.Kind, error) {
-	kind, err := env.Choose(ctx, o)
-	if err != nil {
-		return "", fmt.Errorf("%w (install redis-server and redis-sentinel, e.g. apt-get install -y redis-server redis-sentinel, or start Docker)", err)
-	}
-	var missing []string
-	switch kind {
-	case env.Process:
-		for _, sentinel := range []bool{false, true} {
-			if _, err := redisproc.Binary(sentinel); err != nil {
-				missing = append(missing, err.Error())
-			}
-		}
-		if _, err := redisproc.FreePort(); err != nil {
-			missing = append(missing, "no free loopback port: "+err.Error())
-		}
-	case env.Docker:
-		if o.DockerAvailable != nil && !o.DockerAvailable(ctx) {
-			missing = append(missing, "no Docker engine answers (is the daemon running, and DOCKER_HOST right?)")
-		}
-		// The local image is built from the host's redis-server (nothing is
-		// pulled): without one, every scenario would end unknown with the
-		// build's error instead of this one line.
-		if _, err := exec.LookPath("redis-server"); err != nil && image == "" {
-			missing = append(missing, fmt.Sprintf("a redis-server on PATH to build the local Redis image from (apt-get install -y redis-server), or %s naming an image", docker.ImageEnvVar))
-		}
-	}
-	if len(missing) > 0 {
-		return kind, fmt.Errorf("the %s environment needs: %s", kind, strings.Join(missing, "; "))
-	}
-	return kind, nil
 }

@@ -1,0 +1,65 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/internal/rediscmd"
+)
+
+// Prepare is the one front door of a matrix run, which `lockproof run` and
+// lockproof.Run both go through before Run. It checks up front that the
+// environment eo asks for can run (env.Preflight: one error wrapping
+// env.ErrUnavailable that names what is missing and how to install it,
+// instead of one unknown verdict per scenario), settles cfg.Faults (each
+// a catalogue fault that environment can run; none given: the default
+// matrix, less the faults it cannot run, each returned in left with why),
+// and sets cfg.Kind and cfg.Open (eo with each scenario's topology).
+// go-redis's own log lines (reconnects, Sentinel switches) go to
+// cfg.Logger from then on: a run is quiet unless its logger says
+// otherwise.
+func Prepare(ctx context.Context, cfg *Config, eo env.Options) (left []error, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if eo.Logger == nil {
+		eo.Logger = cfg.Logger
+	}
+	redis.SetLogger(rediscmd.SlogLogger{L: cfg.Logger})
+	for _, f := range cfg.Faults {
+		if _, ok := chaos.Lookup(f); !ok {
+			return nil, fmt.Errorf("%w: fault %q: want one of %v", ErrBadConfig, f, chaos.Faults())
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	kind, err := env.Preflight(pctx, eo)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Faults) == 0 {
+		cfg.Faults, left = AvailableFaults(kind)
+	}
+	for _, name := range cfg.Faults {
+		f, _ := chaos.Lookup(name)
+		if err := f.Available(kind); err != nil {
+			return nil, fmt.Errorf("%w: fault %q: %w", ErrBadConfig, name, err)
+		}
+	}
+	cfg.Faults = slices.Clone(cfg.Faults)
+	cfg.Kind = kind
+	eo.Kind = kind
+	cfg.Open = func(ctx context.Context, spec env.Spec) (env.Env, error) {
+		o := eo
+		o.Spec = spec
+		return env.Open(ctx, o)
+	}
+	return left, nil
+}
