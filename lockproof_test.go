@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof"
-	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
 )
@@ -57,8 +56,8 @@ func TestRunCatchesABrokenUserLock(t *testing.T) {
 	var leaseHit, resHit bool
 	for _, s := range res.Summary.Scenarios {
 		t.Logf("%s: lease %s, resource %s, liveness %s, mismatches %v", s.ID(), s.Verdict(contract.PropLease), s.Verdict(contract.PropResource), s.Verdict(contract.PropLiveness), s.Mismatches)
-		leaseHit = leaseHit || s.Lock == "del-release" && s.Verdict(contract.PropLease) == checker.Violated && !s.AsExpected
-		resHit = resHit || s.Lock == "claims-fencing" && s.Verdict(contract.PropResource) == checker.Violated && !s.AsExpected
+		leaseHit = leaseHit || s.Lock == "del-release" && s.Verdict(contract.PropLease) == contract.Violated && !s.AsExpected
+		resHit = resHit || s.Lock == "claims-fencing" && s.Verdict(contract.PropResource) == contract.Violated && !s.AsExpected
 	}
 	if !leaseHit {
 		t.Error("the DEL release was not caught (lease violated, not as expected) on either seed")

@@ -266,7 +266,7 @@ func agreeWithModel(t *testing.T, ctx context.Context, ops []history.Op, res *ch
 // fencing's ReadFenced: with write-only fencing a read-modify-write loses
 // updates when holders overlap (failover) — see
 // docs/DESIGN.md (G2: reads are fenced like writes).
-func checkResource(t *testing.T, out chaos.Outcome, res *checker.Result, want checker.Verdict) {
+func checkResource(t *testing.T, out chaos.Outcome, res *checker.Result, want contract.Verdict) {
 	t.Helper()
 	if _, ok := any(&fencing.Redis{}).(workload.FencedReader); !ok {
 		t.Errorf("fencing.Redis has no ReadFenced: the workload's reads are not fenced")
@@ -314,11 +314,11 @@ func TestFencedUnderFaults(t *testing.T) {
 			checkResource(t, out, res, exp.Want(contract.PropResource).Verdict())
 			switch fault {
 			case contract.FaultNone, contract.FaultLatency, contract.FaultPartition, contract.FaultPauseClient:
-				if res.Of(contract.PropLease).Verdict != checker.OK {
+				if res.Of(contract.PropLease).Verdict != contract.OK {
 					t.Errorf("lease exclusivity %s; want ok\n%s", res.Of(contract.PropLease).Verdict, describe(out, res))
 				}
 			}
-			if res.Of(contract.PropLiveness).Verdict == checker.Violated {
+			if res.Of(contract.PropLiveness).Verdict == contract.Violated {
 				t.Errorf("liveness violated\n%s", describe(out, res))
 			}
 			if res.Counts.LeaseOps == 0 || res.Counts.ResourceOps == 0 {
@@ -353,8 +353,8 @@ func TestFencedFailoverLosesLease(t *testing.T) {
 			sc := chaos.Scenario{Lock: "fenced", Fault: contract.FaultFailover, Seed: seed, Duration: duration() + 2*time.Second}
 			out, res := runAndCheck(t, e, sc)
 			t.Logf("%s", describe(out, res))
-			checkResource(t, out, res, checker.OK)
-			violated = res.Of(contract.PropLease).Verdict == checker.Violated
+			checkResource(t, out, res, contract.OK)
+			violated = res.Of(contract.PropLease).Verdict == contract.Violated
 		})
 	}
 	if !violated {
@@ -377,8 +377,8 @@ func TestFencedPauseProcess(t *testing.T) {
 		}}
 	out, res := runAndCheck(t, e, sc)
 	t.Logf("%s", describe(out, res))
-	checkResource(t, out, res, checker.OK)
-	if res.Of(contract.PropLease).Verdict != checker.OK {
+	checkResource(t, out, res, contract.OK)
+	if res.Of(contract.PropLease).Verdict != contract.OK {
 		t.Errorf("lease exclusivity %s; want ok\n%s", res.Of(contract.PropLease).Verdict, describe(out, res))
 	}
 	var child, rejected int
@@ -422,7 +422,7 @@ func TestSeedReplaysChoicesAndRedlock(t *testing.T) {
 	if ok == 0 {
 		t.Fatalf("redlock acquired nothing\n%s", describe(out, res))
 	}
-	if res.Of(contract.PropLease).Verdict != checker.OK {
+	if res.Of(contract.PropLease).Verdict != contract.OK {
 		t.Errorf("redlock without faults: lease %s\n%s", res.Of(contract.PropLease).Verdict, describe(out, res))
 	}
 }
@@ -462,7 +462,7 @@ func TestClientsLeave(t *testing.T) {
 	if left == 0 {
 		t.Fatalf("no client left while holding (last ops %v)", last)
 	}
-	if res.Of(contract.PropLease).Verdict != checker.OK || res.Of(contract.PropLiveness).Verdict != checker.OK {
+	if res.Of(contract.PropLease).Verdict != contract.OK || res.Of(contract.PropLiveness).Verdict != contract.OK {
 		t.Errorf("lease %s, liveness %s; want ok (the liveness rule checked the left holders)\n%s", res.Of(contract.PropLease).Verdict, res.Of(contract.PropLiveness).Verdict, describe(out, res))
 	}
 }
@@ -529,7 +529,7 @@ func TestFencedKillProcess(t *testing.T) {
 	if dead != 1 {
 		t.Fatalf("%d never-returned blocking acquires of the killed child p0; want 1\n%s", dead, describe(out, res))
 	}
-	if res.Of(contract.PropLease).Verdict != checker.OK || res.Of(contract.PropLiveness).Verdict == checker.Violated || res.Of(contract.PropResource).Verdict != checker.OK {
+	if res.Of(contract.PropLease).Verdict != contract.OK || res.Of(contract.PropLiveness).Verdict == contract.Violated || res.Of(contract.PropResource).Verdict != contract.OK {
 		t.Errorf("verdicts lease %s, resource %s, liveness %s; want ok\n%s", res.Of(contract.PropLease).Verdict, res.Of(contract.PropResource).Verdict, res.Of(contract.PropLiveness).Verdict, describe(out, res))
 	}
 }
@@ -557,7 +557,7 @@ func TestFencedFailoverSkew(t *testing.T) {
 	sc := chaos.Scenario{Lock: "fenced", Fault: contract.FaultFailoverSkew, Seed: *flagSeed, Duration: f.DefaultDuration()}
 	out, res := runAndCheck(t, e, sc)
 	t.Logf("%s\nevidence: %s", describe(out, res), out.FaultEvidence)
-	checkResource(t, out, res, checker.OK)
+	checkResource(t, out, res, contract.OK)
 	if !strings.Contains(out.FaultEvidence, "clock read") || !strings.Contains(out.FaultEvidence, "grants got a fence below an earlier grant's") {
 		t.Errorf("evidence %q: want the promoted node's clock read behind and fences that went back", out.FaultEvidence)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
-	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -110,25 +109,25 @@ func TestHarnessCatchesALockThatLies(t *testing.T) {
 	for _, sp := range specs {
 		s := rows[sp.ID()]
 		t.Logf("%s: claims %s, notice %s", sp.ID(), s.Verdict(contract.PropClaims), s.Verdict(contract.PropNotice))
-		b, err := os.ReadFile(filepath.Join(dir, filepath.Dir(s.History), reports.CheckFile))
+		b, err := os.ReadFile(filepath.Join(dir, filepath.Dir(s.History), contract.CheckFile))
 		if err != nil {
 			t.Fatal(err)
 		}
 		switch sp.Lock {
 		case zoo.FencedName:
-			if s.Verdict(contract.PropClaims) != checker.OK {
+			if s.Verdict(contract.PropClaims) != contract.OK {
 				t.Errorf("%s: the honest lock's claims are %s", sp.ID(), s.Verdict(contract.PropClaims))
 			}
 		case zoo.WatchdogName:
-			if s.Verdict(contract.PropNotice) != checker.OK {
+			if s.Verdict(contract.PropNotice) != contract.OK {
 				t.Errorf("%s: the honest watchdog's loss notice is %s", sp.ID(), s.Verdict(contract.PropNotice))
 			}
 		case "fenced-stretched":
-			if s.Verdict(contract.PropClaims) == checker.Violated && strings.Contains(string(b), checker.RuleClaimOverlap) {
+			if s.Verdict(contract.PropClaims) == contract.Violated && strings.Contains(string(b), checker.RuleClaimOverlap) {
 				caught[sp.Lock] = true
 			}
 		case "watchdog-deaf":
-			if s.Verdict(contract.PropNotice) == checker.Violated && strings.Contains(string(b), checker.RuleLossNotice) {
+			if s.Verdict(contract.PropNotice) == contract.Violated && strings.Contains(string(b), checker.RuleLossNotice) {
 				caught[sp.Lock] = true
 			}
 		}
@@ -163,17 +162,17 @@ func TestHarnessCatchesTheSecondReview(t *testing.T) {
 		t.Logf("%s: claims %s, notice %s", sp.ID(), s.Verdict(contract.PropClaims), s.Verdict(contract.PropNotice))
 		if sp.Lock == zoo.FencedName {
 			for _, p := range []string{contract.PropClaims, contract.PropNotice} {
-				if s.Verdict(p) == checker.Violated {
+				if s.Verdict(p) == contract.Violated {
 					t.Errorf("%s: the fixed lock broke %s", sp.ID(), p)
 				}
 			}
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, filepath.Dir(s.History), reports.CheckFile))
+		b, err := os.ReadFile(filepath.Join(dir, filepath.Dir(s.History), contract.CheckFile))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Verdict(contract.PropClaims) == checker.Violated && strings.Contains(string(b), checker.RuleClaimOverlap) {
+		if s.Verdict(contract.PropClaims) == contract.Violated && strings.Contains(string(b), checker.RuleClaimOverlap) {
 			caught++
 		}
 	}
@@ -204,13 +203,13 @@ func TestHarnessCatchesAMissedHandOff(t *testing.T) {
 		if !strings.Contains(s.FaultEvidence, "dropped per round") {
 			t.Errorf("%s: no evidence of the fault: %q", sp.ID(), s.FaultEvidence)
 		}
-		bad := s.Verdict(contract.PropLiveness) == checker.Violated || s.Verdict(contract.PropFairness) == checker.Violated
+		bad := s.Verdict(contract.PropLiveness) == contract.Violated || s.Verdict(contract.PropFairness) == contract.Violated
 		switch {
 		case sp.Lock == zoo.FencedName && bad:
 			t.Errorf("%s: the fixed lock served a waiter late or out of turn", sp.ID())
 		case sp.Lock == zoo.FencedName:
 			for _, p := range []string{contract.PropLiveness, contract.PropFairness} {
-				if s.Verdict(p) != checker.OK {
+				if s.Verdict(p) != contract.OK {
 					t.Errorf("%s: the fixed lock's %s is %s, want ok (judged through the window)", sp.ID(), p, s.Verdict(p))
 				}
 			}
@@ -247,14 +246,14 @@ func TestHarnessCatchesTheOwnerDefects(t *testing.T) {
 	caught := map[string]int{}
 	for _, sp := range specs {
 		s := rows[sp.ID()]
-		b, err := os.ReadFile(filepath.Join(dir, filepath.Dir(s.History), reports.CheckFile))
+		b, err := os.ReadFile(filepath.Join(dir, filepath.Dir(s.History), contract.CheckFile))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("%s: lease %s, liveness %s", sp.ID(), s.Verdict(contract.PropLease), s.Verdict(contract.PropLiveness))
 		if sp.Lock == zoo.FencedName {
 			for _, p := range contract.PropertyIDs() {
-				if s.Verdict(p) == checker.Violated {
+				if s.Verdict(p) == contract.Violated {
 					t.Errorf("%s: the fixed lock broke %s", sp.ID(), p)
 				}
 			}
@@ -309,7 +308,7 @@ func TestRedisForgetsTheLock(t *testing.T) {
 				t.Errorf("%s: %s %s, predicted %s", sp.ID(), p, s.Verdict(p), exp.Want(p))
 			}
 		}
-		if sp.Lock == zoo.FencedName && s.Verdict(contract.PropNotice) != checker.OK {
+		if sp.Lock == zoo.FencedName && s.Verdict(contract.PropNotice) != contract.OK {
 			t.Errorf("%s: loss notice %s, want ok: the watchdog must find the lock gone", sp.ID(), s.Verdict(contract.PropNotice))
 		}
 	}
@@ -339,17 +338,17 @@ func TestHarnessCatchesStarvation(t *testing.T) {
 		t.Logf("%s: liveness %s, fairness %s", sp.ID(), s.Verdict(contract.PropLiveness), s.Verdict(contract.PropFairness))
 		if sp.Lock == zoo.FencedName {
 			for _, p := range []string{contract.PropLiveness, contract.PropFairness, contract.PropResource, contract.PropClaims, contract.PropNotice} {
-				if s.Verdict(p) != checker.OK {
+				if s.Verdict(p) != contract.OK {
 					t.Errorf("%s: the fixed lock's %s is %s, want ok", sp.ID(), p, s.Verdict(p))
 				}
 			}
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, filepath.Dir(s.History), reports.CheckFile))
+		b, err := os.ReadFile(filepath.Join(dir, filepath.Dir(s.History), contract.CheckFile))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Verdict(contract.PropFairness) == checker.Violated && strings.Contains(string(b), checker.RuleOvertaken) {
+		if s.Verdict(contract.PropFairness) == contract.Violated && strings.Contains(string(b), checker.RuleOvertaken) {
 			caught++
 		}
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redistest"
-	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -128,14 +127,14 @@ func sameLinesAsCheck(t *testing.T, out string, s *runner.Scenario) {
 		t.Errorf("%s: %v", s.ID(), err)
 		return
 	}
-	b, err := os.ReadFile(filepath.Join(out, filepath.Dir(s.History), reports.CheckFile))
+	b, err := os.ReadFile(filepath.Join(out, filepath.Dir(s.History), contract.CheckFile))
 	if err != nil {
 		t.Errorf("%s: %v", s.ID(), err)
 		return
 	}
 	var fromRun checker.Result
 	if err := json.Unmarshal(b, &fromRun); err != nil {
-		t.Errorf("%s: %s: %v", s.ID(), reports.CheckFile, err)
+		t.Errorf("%s: %s: %v", s.ID(), contract.CheckFile, err)
 		return
 	}
 	// The bounds the run's lock promised, as check.json records them.
@@ -156,7 +155,7 @@ func sameLinesAsCheck(t *testing.T, out string, s *runner.Scenario) {
 	undecided := map[string]bool{} // a search out of time may end either way the second time
 	for _, r := range []*checker.Result{&fromRun, fromFile} {
 		for _, pr := range r.Props {
-			if pr.Verdict == checker.Unknown {
+			if pr.Verdict == contract.Unknown {
 				undecided[pr.Property] = true
 			}
 		}
@@ -180,7 +179,7 @@ func sameLinesAsCheck(t *testing.T, out string, s *runner.Scenario) {
 		return out
 	}
 	if got, want := cited(&fromRun), cited(fromFile); !slices.Equal(got, want) {
-		t.Errorf("%s: %s cites\n%s\nbut check on %s cites\n%s", s.ID(), reports.CheckFile,
+		t.Errorf("%s: %s cites\n%s\nbut check on %s cites\n%s", s.ID(), contract.CheckFile,
 			strings.Join(got, "\n"), s.History, strings.Join(want, "\n"))
 	}
 }
@@ -215,7 +214,7 @@ func TestZooBreaks(t *testing.T) {
 	var again []runner.Spec
 	for _, d := range decisive {
 		s := rows[spec(d, 1).ID()]
-		if s != nil && runner.Expected(d.Lock, d.Fault).Want(d.Property) == runner.WantViolated && s.Verdict(d.Property) == checker.OK {
+		if s != nil && runner.Expected(d.Lock, d.Fault).Want(d.Property) == contract.WantViolated && s.Verdict(d.Property) == contract.OK {
 			t.Logf("%s: %s not violated on seed 1; trying seed 2", s.ID(), d.Property)
 			again = append(again, spec(d, 2))
 		}
@@ -241,12 +240,12 @@ func TestZooBreaks(t *testing.T) {
 			want := runner.Expected(d.Lock, d.Fault).Want(d.Property)
 			got := s.Verdict(d.Property)
 			switch want {
-			case runner.WantViolated:
-				if got != checker.Violated {
+			case contract.WantViolated:
+				if got != contract.Violated {
 					t.Errorf("%s %s under %s; want violated: the harness missed what %s is known to break", d.Property, got, d.Fault, d.Lock)
 				}
-			case runner.WantOK:
-				if got == checker.Violated || got == checker.Unknown {
+			case contract.WantOK:
+				if got == contract.Violated || got == contract.Unknown {
 					t.Errorf("%s %s under %s; want ok", d.Property, got, d.Fault)
 				}
 			}
@@ -274,8 +273,8 @@ func TestZooFailover(t *testing.T) {
 				rows := zooRun(t, []runner.Spec{{Lock: lock, Fault: contract.FaultFailover, Seed: seed}})
 				s := rows[runner.Spec{Lock: lock, Fault: contract.FaultFailover, Seed: seed}.ID()]
 				t.Log(zooDescribe(s))
-				found = s.Verdict(contract.PropLease) == checker.Violated
-				if lock == "fenced" && s.Verdict(contract.PropResource) != checker.OK {
+				found = s.Verdict(contract.PropLease) == contract.Violated
+				if lock == "fenced" && s.Verdict(contract.PropResource) != contract.OK {
 					t.Errorf("fenced resource safety %s under failover (seed %d); want ok", s.Verdict(contract.PropResource), seed)
 				}
 			}
@@ -365,7 +364,7 @@ func TestFencedDrivesEveryPath(t *testing.T) {
 	for _, what := range missingPaths(count) {
 		t.Errorf("the history shows no %s (%v)", what, count)
 	}
-	if s.Verdict(contract.PropLiveness) == checker.Violated || s.Verdict(contract.PropLease) == checker.Violated || s.Verdict(contract.PropResource) == checker.Violated {
+	if s.Verdict(contract.PropLiveness) == contract.Violated || s.Verdict(contract.PropLease) == contract.Violated || s.Verdict(contract.PropResource) == contract.Violated {
 		t.Errorf("the fenced lock broke a guarantee: %s", zooDescribe(s))
 	}
 }
@@ -447,20 +446,20 @@ func TestHarnessCatchesTheOldLock(t *testing.T) {
 	for _, sp := range specs {
 		s := rows[sp.ID()]
 		t.Log(zooDescribe(s))
-		if sp.Lock == "fenced" && (s.Verdict(contract.PropLease) == checker.Violated || s.Verdict(contract.PropLiveness) == checker.Violated || s.Verdict(contract.PropResource) == checker.Violated) {
+		if sp.Lock == "fenced" && (s.Verdict(contract.PropLease) == contract.Violated || s.Verdict(contract.PropLiveness) == contract.Violated || s.Verdict(contract.PropResource) == contract.Violated) {
 			t.Errorf("%s: the fixed lock broke a guarantee", sp.ID())
 		}
 		if sp.Lock != "fenced-v1" {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, filepath.Dir(s.History), reports.CheckFile))
+		b, err := os.ReadFile(filepath.Join(dir, filepath.Dir(s.History), contract.CheckFile))
 		if err != nil {
 			t.Fatal(err)
 		}
 		switch {
-		case sp.Fault == contract.FaultNone && s.Verdict(contract.PropLease) == checker.Violated && strings.Contains(string(b), checker.RuleMutualExclusion):
+		case sp.Fault == contract.FaultNone && s.Verdict(contract.PropLease) == contract.Violated && strings.Contains(string(b), checker.RuleMutualExclusion):
 			caught["nested hold shortens the lease"] = true
-		case sp.Fault == contract.FaultCrashClient && s.Verdict(contract.PropLiveness) == checker.Violated && strings.Contains(string(b), checker.RuleWaiterLiveness):
+		case sp.Fault == contract.FaultCrashClient && s.Verdict(contract.PropLiveness) == contract.Violated && strings.Contains(string(b), checker.RuleWaiterLiveness):
 			caught["dead waiter holds the lock up"] = true
 		}
 	}

@@ -43,7 +43,7 @@ func benchCheck(b *testing.B, ops []history.Op) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if r.Verdict != OK {
+		if r.Verdict != contract.OK {
 			b.Fatalf("verdict %s on a correct history: %s / %s / %s", r.Verdict, r.Of(contract.PropLease).Explanation, r.Of(contract.PropResource).Explanation, r.Of(contract.PropLiveness).Explanation)
 		}
 	}

@@ -24,8 +24,8 @@ func TestExamples(t *testing.T) {
 		prop  string
 		lines []int
 	}{
-		"violated-two-holders.jsonl":                  {PropLease, []int{1, 2}},
-		"violated-paused-holder-write-accepted.jsonl": {PropResource, []int{6, 7}},
+		"violated-two-holders.jsonl":                  {contract.PropLeaseName, []int{1, 2}},
+		"violated-paused-holder-write-accepted.jsonl": {contract.PropResourceName, []int{6, 7}},
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -40,11 +40,11 @@ func TestExamples(t *testing.T) {
 			name := filepath.Base(f)
 			switch {
 			case strings.HasPrefix(name, "ok-"):
-				if r.Verdict != OK {
+				if r.Verdict != contract.OK {
 					t.Fatalf("verdict %s, want ok: %+v", r.Verdict, r)
 				}
 			case strings.HasPrefix(name, "violated-"):
-				if r.Verdict != Violated {
+				if r.Verdict != contract.Violated {
 					t.Fatalf("verdict %s, want violated", r.Verdict)
 				}
 				w := want[name]
@@ -91,13 +91,13 @@ func TestTimeoutIsUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Of(contract.PropResource).Verdict != Unknown || r.Verdict != Unknown {
+	if r.Of(contract.PropResource).Verdict != contract.Unknown || r.Verdict != contract.Unknown {
 		t.Fatalf("resource %s, overall %s; want unknown", r.Of(contract.PropResource).Verdict, r.Verdict)
 	}
 	if len(r.Of(contract.PropResource).Undecided) != 1 || r.Of(contract.PropResource).Undecided[0].Key != "hot" {
 		t.Fatalf("undecided %+v, want key hot", r.Of(contract.PropResource).Undecided)
 	}
-	if r.Of(contract.PropLease).Verdict != OK {
+	if r.Of(contract.PropLease).Verdict != contract.OK {
 		t.Errorf("lease %s, want ok (key calm is fine)", r.Of(contract.PropLease).Verdict)
 	}
 }
@@ -112,7 +112,7 @@ func TestCancelIsUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Of(contract.PropLease).Verdict != Unknown || r.Of(contract.PropResource).Verdict != Unknown || r.Verdict != Unknown {
+	if r.Of(contract.PropLease).Verdict != contract.Unknown || r.Of(contract.PropResource).Verdict != contract.Unknown || r.Verdict != contract.Unknown {
 		t.Fatalf("verdicts %s/%s/%s, want unknown", r.Of(contract.PropLease).Verdict, r.Of(contract.PropResource).Verdict, r.Verdict)
 	}
 
@@ -131,7 +131,7 @@ func TestCancelIsUnknown(t *testing.T) {
 		if r == nil {
 			return
 		}
-		if r.Of(contract.PropResource).Verdict != Unknown || r.Verdict != Unknown {
+		if r.Of(contract.PropResource).Verdict != contract.Unknown || r.Verdict != contract.Unknown {
 			t.Fatalf("resource %s, overall %s; want unknown", r.Of(contract.PropResource).Verdict, r.Verdict)
 		}
 	case <-time.After(60 * time.Second):

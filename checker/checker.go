@@ -244,7 +244,7 @@ type run struct {
 type finding struct {
 	// verdict is OK, Violated or Unknown, or NA when the key has nothing
 	// the property speaks about.
-	verdict Verdict
+	verdict contract.Verdict
 	// undecided says why the verdict is unknown.
 	undecided  string
 	violations []Violation
@@ -269,18 +269,18 @@ func checks() map[string]check {
 
 // checkLease decides G1 on a key: the lease model (Porcupine) and the token rules.
 func (c *run) checkLease(k *keyOps) finding {
-	v, undecided, vs := c.porcupineCheck(k.key, k.lease, PropLease)
-	if v == NA && len(k.lease) > 0 {
-		v = OK // only ops the model skips (failed attempts): nothing broke
+	v, undecided, vs := c.porcupineCheck(k.key, k.lease, contract.PropLeaseName)
+	if v == contract.NA && len(k.lease) > 0 {
+		v = contract.OK // only ops the model skips (failed attempts): nothing broke
 	}
 	return finding{verdict: v, undecided: undecided, violations: append(vs, c.tokenChecks(k)...)}
 }
 
 // checkResource decides G2 on a key: the register model (Porcupine) and the direct rules.
 func (c *run) checkResource(k *keyOps) finding {
-	v, undecided, vs := c.porcupineCheck(k.key, k.resource, PropResource)
-	if v == NA && len(k.resource) > 0 {
-		v = OK // only ops the model skips (refused ones): nothing broke
+	v, undecided, vs := c.porcupineCheck(k.key, k.resource, contract.PropResourceName)
+	if v == contract.NA && len(k.resource) > 0 {
+		v = contract.OK // only ops the model skips (refused ones): nothing broke
 	}
 	return finding{verdict: v, undecided: undecided, violations: append(vs, c.resourceDirect(k)...)}
 }
@@ -289,9 +289,9 @@ func (c *run) checkResource(k *keyOps) finding {
 func (c *run) checkLiveness(k *keyOps) finding {
 	vs, checked := c.liveness(k)
 	wv, wchecked := c.waiterLiveness(k)
-	f := finding{verdict: NA, violations: append(vs, wv...)}
+	f := finding{verdict: contract.NA, violations: append(vs, wv...)}
 	if checked || wchecked {
-		f.verdict = OK
+		f.verdict = contract.OK
 	}
 	return f
 }
@@ -329,12 +329,12 @@ func (c *run) check() *Result {
 			TimeoutMs: c.opts.Timeout.Milliseconds(), WaitBoundMs: c.opts.WaitBound.Milliseconds(),
 			LossBoundMs: c.opts.LossBound.Milliseconds(), Fair: c.opts.Fair, Bypass: c.opts.Bypass},
 	}
-	var verdicts []Verdict
+	var verdicts []contract.Verdict
 	for p, prop := range props {
-		pr := PropertyResult{ID: prop.ID, Property: prop.Name, Verdict: NA}
+		pr := PropertyResult{ID: prop.ID, Property: prop.Name, Verdict: contract.NA}
 		if all[prop.ID] == nil {
 			// A property in the contract without its check here: never a pass.
-			pr.Verdict, pr.Explanation = Unknown, "no check decides this property (package checker, checks)"
+			pr.Verdict, pr.Explanation = contract.Unknown, "no check decides this property (package checker, checks)"
 		} else {
 			for i, k := range keys {
 				fold(&pr, k.key, found[i][p])
@@ -350,7 +350,7 @@ func (c *run) check() *Result {
 
 // fold merges one key's findings on a property into the property's result.
 func fold(pr *PropertyResult, key string, f finding) {
-	v, undecided, vs, present := f.verdict, f.undecided, dedupe(f.violations), f.verdict != NA
+	v, undecided, vs, present := f.verdict, f.undecided, dedupe(f.violations), f.verdict != contract.NA
 	pr.ViolationCount += len(vs)
 	for _, x := range vs {
 		if len(pr.Violations) < MaxViolations {
@@ -361,14 +361,14 @@ func fold(pr *PropertyResult, key string, f finding) {
 		pr.Undecided = append(pr.Undecided, Undecided{Key: key, Reason: undecided})
 	}
 	switch {
-	case len(vs) > 0 || v == Violated:
-		pr.Verdict = Violated
-	case v == Unknown:
-		if pr.Verdict != Violated {
-			pr.Verdict = Unknown
+	case len(vs) > 0 || v == contract.Violated:
+		pr.Verdict = contract.Violated
+	case v == contract.Unknown:
+		if pr.Verdict != contract.Violated {
+			pr.Verdict = contract.Unknown
 		}
-	case present && pr.Verdict == NA:
-		pr.Verdict = OK
+	case present && pr.Verdict == contract.NA:
+		pr.Verdict = contract.OK
 	}
 }
 
@@ -384,18 +384,18 @@ func finish(pr *PropertyResult) {
 		return len(a) < len(b)
 	})
 	switch pr.Verdict {
-	case Violated:
+	case contract.Violated:
 		v := pr.Violations[0]
 		pr.Explanation = fmt.Sprintf("%d violation(s); first: lines %s: %s", pr.ViolationCount, joinLines(v.Lines), v.Explanation)
-	case Unknown:
+	case contract.Unknown:
 		var ks []string
 		for _, u := range pr.Undecided {
 			ks = append(ks, fmt.Sprintf("key %q: %s", u.Key, u.Reason))
 		}
 		pr.Explanation = "undecided: " + strings.Join(ks, "; ")
-	case OK:
+	case contract.OK:
 		pr.Explanation = "holds on every key"
-	case NA:
+	case contract.NA:
 		pr.Explanation = "nothing to check"
 	}
 }
@@ -488,17 +488,17 @@ func pTime(t int64) int64 { return pCall(t) - 1 }
 // (endStates), so the chain is exact: a chunk with no linearization from any
 // of them proves a violation, explained from that chunk's search alone. Cost
 // and memory grow with the chunks, not with the square of the partition.
-func (c *run) porcupineCheck(key string, ops []*lop, prop string) (Verdict, string, []Violation) {
+func (c *run) porcupineCheck(key string, ops []*lop, prop string) (contract.Verdict, string, []Violation) {
 	pops := porcupineOps(ops)
 	if len(pops) == 0 {
-		return NA, "", nil
+		return contract.NA, "", nil
 	}
 	if c.ctx.Err() != nil {
-		return Unknown, c.stopReason(fmt.Sprintf("not checked (%d ops)", len(pops))), nil
+		return contract.Unknown, c.stopReason(fmt.Sprintf("not checked (%d ops)", len(pops))), nil
 	}
 	chunks := chunk(pops, c.opts.chunkMin)
 	if c.witnessChain(chunks) {
-		return OK, "", nil
+		return contract.OK, "", nil
 	}
 	stopped, unread := floatPruner(ops)
 	from := []start{{}}
@@ -518,10 +518,10 @@ func (c *run) porcupineCheck(key string, ops []*lop, prop string) (Verdict, stri
 		}
 		ends, deepest, out := endStates(c.ctx, sops, from, stopped)
 		if out {
-			return Unknown, c.stopReason(fmt.Sprintf("chunk %d of %d (%d ops) of %d ops", i+1, len(chunks), len(ch), len(pops))), nil
+			return contract.Unknown, c.stopReason(fmt.Sprintf("chunk %d of %d (%d ops) of %d ops", i+1, len(chunks), len(ch), len(pops))), nil
 		}
 		if len(ends) == 0 {
-			return Violated, "", []Violation{c.explain(key, sops, from, deepest, prop)}
+			return contract.Violated, "", []Violation{c.explain(key, sops, from, deepest, prop)}
 		}
 		next := int64(inf)
 		if i+1 < len(chunks) {
@@ -535,7 +535,7 @@ func (c *run) porcupineCheck(key string, ops []*lop, prop string) (Verdict, stri
 		}
 		carried, from = carryOver(sops, maximal(ends))
 	}
-	return OK, "", nil
+	return contract.OK, "", nil
 }
 
 // carryOver prepares the next chunk's search from the starts a chunk (of

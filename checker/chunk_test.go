@@ -34,7 +34,7 @@ func TestChunkWitnessIsNotProof(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Of(contract.PropResource).Verdict != OK {
+		if r.Of(contract.PropResource).Verdict != contract.OK {
 			t.Fatalf("read %q: resource %s, want ok", last, r.Of(contract.PropResource).Verdict)
 		}
 	}
@@ -49,7 +49,7 @@ func TestChunkWitnessIsNotProof(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertResult(t, r, want{lease: NA, resource: Violated, liveness: NA, prop: PropResource, rule: RuleStaleRead, lines: []int{1, 4}})
+	assertResult(t, r, want{lease: contract.NA, resource: contract.Violated, liveness: contract.NA, prop: contract.PropResourceName, rule: RuleStaleRead, lines: []int{1, 4}})
 }
 
 // TestChunkedLongPartitions: one key, many ops, checked in chunks (with ops
@@ -68,7 +68,7 @@ func TestChunkedLongPartitions(t *testing.T) {
 		opts := simOpts
 		opts.chunkMin = 64
 		r := mustCheck(t, ops, opts)
-		if r.Verdict != OK {
+		if r.Verdict != contract.OK {
 			t.Fatalf("seed %d: %s / %s / %s", seed, r.Of(contract.PropLease).Explanation, r.Of(contract.PropResource).Explanation, r.Of(contract.PropLiveness).Explanation)
 		}
 		// Break a write in the middle: a lost update.
@@ -82,7 +82,7 @@ func TestChunkedLongPartitions(t *testing.T) {
 		i := idx[len(idx)/2]
 		mut[i].Prev = "stale:" + mut[i].Prev
 		r = mustCheck(t, mut, opts)
-		if r.Of(contract.PropResource).Verdict != Violated || !slices.Contains(r.Of(contract.PropResource).Violations[0].Lines, mut[i].Line) {
+		if r.Of(contract.PropResource).Verdict != contract.Violated || !slices.Contains(r.Of(contract.PropResource).Violations[0].Lines, mut[i].Line) {
 			t.Fatalf("seed %d: mutated line %d: resource %s: %s", seed, mut[i].Line, r.Of(contract.PropResource).Verdict, r.Of(contract.PropResource).Explanation)
 		}
 	}

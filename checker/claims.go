@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -20,7 +21,7 @@ import (
 //
 // The verdict is n/a when the key has no claim and no checked write.
 func (c *run) checkClaims(k *keyOps) finding {
-	f := finding{verdict: NA}
+	f := finding{verdict: contract.NA}
 	cl := k.claimIndex()
 	examined := false
 	for _, o := range k.lease {
@@ -41,7 +42,7 @@ func (c *run) checkClaims(k *keyOps) finding {
 		}
 	}
 	if examined {
-		f.verdict = OK
+		f.verdict = contract.OK
 	}
 	return f
 }
@@ -56,7 +57,7 @@ func (c *run) checkClaims(k *keyOps) finding {
 // The verdict is n/a when the key has no loss notice and no hold the
 // loss-notice rule examined.
 func (c *run) checkNotice(k *keyOps) finding {
-	f := finding{verdict: NA}
+	f := finding{verdict: contract.NA}
 	cl := k.claimIndex()
 	examined := len(k.notices) > 0
 	for _, n := range k.notices {
@@ -70,7 +71,7 @@ func (c *run) checkNotice(k *keyOps) finding {
 		examined = examined || ex
 	}
 	if examined {
-		f.verdict = OK
+		f.verdict = contract.OK
 	}
 	return f
 }
@@ -248,7 +249,7 @@ func (c *run) claimOverlap(k *keyOps, cl *claimIndex, o *lop) []Violation {
 			why += fmt.Sprintf(" (%s had an unknown outcome, and the lock still claimed the lease valid after it)", c.p.describe(r))
 			cited = append(cited, r)
 		}
-		return []Violation{c.violation(PropClaims, RuleClaimOverlap, k.key, why, cited...)}
+		return []Violation{c.violation(contract.PropClaimsName, RuleClaimOverlap, k.key, why, cited...)}
 	}
 	return nil
 }
@@ -288,7 +289,7 @@ func (c *run) checkedWrite(k *keyOps, cl *claimIndex, w *lop) (Violation, bool) 
 		return Violation{}, false
 	}
 	if b := cl.latestCall[n-1].except(int64(w.client), clientOf); b != nil && b.call >= own.ret {
-		return c.violation(PropClaims, RuleCheckedWrite, k.key,
+		return c.violation(contract.PropClaimsName, RuleCheckedWrite, k.key,
 			fmt.Sprintf("%s was sent after its client's check found the lease of %s valid, yet %s had taken the key before the write was sent: the holder acted on a lease that was gone",
 				c.p.describe(w), c.p.describe(own), c.p.describe(b)), own, b, w), true
 	}
@@ -304,7 +305,7 @@ func (c *run) falseNotice(cl *claimIndex, n *lop) (Violation, bool) {
 	}
 	for _, r := range cl.releases[n.client] {
 		if r.lease == n.lease && r.effective() && r.ret <= n.call {
-			return c.violation(PropNotice, RuleFalseNotice, r.src.Key,
+			return c.violation(contract.PropNoticeName, RuleFalseNotice, r.src.Key,
 				fmt.Sprintf("%s reported the lease lost at %s, after %s had released it", c.p.describe(n), fmtTime(n.call), c.p.describe(r)), r, n), true
 		}
 	}
@@ -363,7 +364,7 @@ func (c *run) lossNotices(k *keyOps, cl *claimIndex) (vs []Violation, examined b
 		if cl.endedBy(h, deadline) != nil || c.faultDuring(start+1, deadline) {
 			continue
 		}
-		vs = append(vs, c.violation(PropNotice, RuleLossNotice, k.key,
+		vs = append(vs, c.violation(contract.PropNoticeName, RuleLossNotice, k.key,
 			fmt.Sprintf("%s took the key from %s at %s at the latest, and %q, still running, was not told of the loss within the lock's bound %s (by %s)",
 				c.p.describe(b), c.p.describe(h), fmtTime(b.ret), c.p.clients[h.client], fmtTime(bound), fmtTime(deadline)), h, b))
 	}

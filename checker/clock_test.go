@@ -45,7 +45,7 @@ func TestLargeClocks(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := res.Of(tc.prop)
-			if p.Verdict != Violated || len(p.Violations) == 0 || p.Violations[0].Rule != tc.rule {
+			if p.Verdict != contract.Violated || len(p.Violations) == 0 || p.Violations[0].Rule != tc.rule {
 				t.Errorf("%s at %d: %s %s %v; want violated by %s", tc.name, base, tc.prop, p.Verdict, p.Violations, tc.rule)
 			}
 		}

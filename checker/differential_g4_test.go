@@ -18,18 +18,18 @@ import (
 // small histories (a generator of its own) and fails on any disagreement.
 
 // g4Verdicts are the brute force's verdicts: claims, notice, fairness.
-type g4Verdicts [3]Verdict
+type g4Verdicts [3]contract.Verdict
 
 // g4Brute decides the three properties of ops (one key or more) for a
 // lock with loss bound bound (0: off) and, when fair, a fair queue with
 // bypass b.
 func g4Brute(ops []history.Op, drift float64, bound int64, fair bool, b int) g4Verdicts {
-	v := g4Verdicts{NA, NA, NA}
+	v := g4Verdicts{contract.NA, contract.NA, contract.NA}
 	mark := func(i int, bad bool) {
 		if bad {
-			v[i] = Violated
-		} else if v[i] == NA {
-			v[i] = OK
+			v[i] = contract.Violated
+		} else if v[i] == contract.NA {
+			v[i] = contract.OK
 		}
 	}
 	ret := func(o history.Op) int64 {
@@ -367,7 +367,7 @@ func TestDifferentialG4(t *testing.T) {
 	}
 	// The generator must reach every verdict of every property.
 	for _, p := range []string{"claims", "notice", "fairness"} {
-		for _, v := range []Verdict{OK, Violated, NA} {
+		for _, v := range []contract.Verdict{contract.OK, contract.Violated, contract.NA} {
 			if counts[p+" "+string(v)] < checked/100 {
 				t.Errorf("only %d %s verdicts %s in %d histories: the generator is too narrow (%v)", counts[p+" "+string(v)], p, v, checked, counts)
 			}

@@ -188,7 +188,7 @@ func linearizable[S any](ops []*bfOp, init S, step func(S, *bfOp) (S, bool)) boo
 }
 
 // bruteForce gives the three verdicts of docs/DESIGN.md.
-func bruteForce(ops []history.Op, drift float64, slack int64) [3]Verdict {
+func bruteForce(ops []history.Op, drift float64, slack int64) [3]contract.Verdict {
 	byKey := map[string][]*bfOp{}
 	var keys []string
 	for i, h := range ops {
@@ -212,12 +212,12 @@ func bruteForce(ops []history.Op, drift float64, slack int64) [3]Verdict {
 		}
 		byKey[h.Key] = append(byKey[h.Key], o)
 	}
-	v := [3]Verdict{NA, NA, NA}
+	v := [3]contract.Verdict{contract.NA, contract.NA, contract.NA}
 	worse := func(i int, bad bool) {
 		if bad {
-			v[i] = Violated
-		} else if v[i] == NA {
-			v[i] = OK
+			v[i] = contract.Violated
+		} else if v[i] == contract.NA {
+			v[i] = contract.OK
 		}
 	}
 	for _, k := range keys {
@@ -348,8 +348,8 @@ func bruteForce(ops []history.Op, drift float64, slack int64) [3]Verdict {
 				if x.kind != history.Acquire || x.client == l.client || x.call <= e || x.result == history.Unknown {
 					continue
 				}
-				if v[2] == NA {
-					v[2] = OK
+				if v[2] == contract.NA {
+					v[2] = contract.OK
 				}
 				if x.result == history.OK {
 					break
@@ -361,7 +361,7 @@ func bruteForce(ops []history.Op, drift float64, slack int64) [3]Verdict {
 					}
 				}
 				if !excused {
-					v[2] = Violated
+					v[2] = contract.Violated
 				}
 			}
 		}
@@ -488,7 +488,7 @@ func TestDifferential(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(2026, 11))
 	slack := 100 * time.Millisecond
-	counts := map[Verdict]int{}
+	counts := map[contract.Verdict]int{}
 	for i := 0; i < n; i++ {
 		ops := genHistory(r)
 		for _, o := range ops {
@@ -502,7 +502,7 @@ func TestDifferential(t *testing.T) {
 			ops = shifted(ops, history.MaxTime-int64(30*time.Second))
 		}
 		want := bruteForce(ops, DefaultDrift, int64(slack))
-		if want == [3]Verdict{NA, NA, NA} {
+		if want == [3]contract.Verdict{contract.NA, contract.NA, contract.NA} {
 			continue // no operations: bad input, tested elsewhere
 		}
 		opts := Options{LivenessSlack: slack}
@@ -513,7 +513,7 @@ func TestDifferential(t *testing.T) {
 		if err != nil {
 			t.Fatalf("history %d: %v", i, err)
 		}
-		got := [3]Verdict{res.Of(contract.PropLease).Verdict, res.Of(contract.PropResource).Verdict, res.Of(contract.PropLiveness).Verdict}
+		got := [3]contract.Verdict{res.Of(contract.PropLease).Verdict, res.Of(contract.PropResource).Verdict, res.Of(contract.PropLiveness).Verdict}
 		for _, v := range got {
 			counts[v]++
 		}
@@ -523,7 +523,7 @@ func TestDifferential(t *testing.T) {
 		}
 	}
 	// The generator must reach every verdict, or the test proves little.
-	for _, v := range []Verdict{OK, Violated, NA} {
+	for _, v := range []contract.Verdict{contract.OK, contract.Violated, contract.NA} {
 		if counts[v] < n/50 {
 			t.Errorf("only %d property verdicts %s in %d histories: the generator is too narrow (%v)", counts[v], v, n, counts)
 		}

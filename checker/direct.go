@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -70,7 +71,7 @@ func (c *run) tokenChecks(k *keyOps) []Violation {
 		if f, ok := owner[o.token]; !ok {
 			owner[o.token] = o
 		} else if f.client != o.client {
-			vs = append(vs, c.violation(PropLease, RuleTokenOwner, k.key,
+			vs = append(vs, c.violation(contract.PropLeaseName, RuleTokenOwner, k.key,
 				fmt.Sprintf("token %d was returned to two clients: %s and %s", o.token, c.p.describe(f), c.p.describe(o)), f, o))
 		}
 	}
@@ -86,7 +87,7 @@ func (c *run) tokenChecks(k *keyOps) []Violation {
 			i++
 		}
 		if best != nil && best.token >= b.token && !(best.client == b.client && best.token == b.token && c.mayHold(k, b)) {
-			vs = append(vs, c.violation(PropLease, RuleTokenOrder, k.key,
+			vs = append(vs, c.violation(contract.PropLeaseName, RuleTokenOrder, k.key,
 				fmt.Sprintf("%s got token %d, not above token %d of %s, which returned before it was called",
 					c.p.describe(b), b.token, best.token, c.p.describe(best)), best, b))
 		}
@@ -114,7 +115,7 @@ func (c *run) resourceDirect(k *keyOps) []Violation {
 		if f, ok := owner[o.token]; !ok {
 			owner[o.token] = o
 		} else if f.client != o.client {
-			vs = append(vs, c.violation(PropResource, RuleTokenOwner, k.key,
+			vs = append(vs, c.violation(contract.PropResourceName, RuleTokenOwner, k.key,
 				fmt.Sprintf("%s was accepted with token %d, which belongs to %q (%s)",
 					c.p.describe(o), o.token, c.p.clients[f.client], c.p.describe(f)), f, o))
 		}
@@ -161,7 +162,7 @@ func (c *run) staleHolders(k *keyOps) []Violation {
 		}
 		b := pre[n-1].except(int64(o.client), clientOf)
 		if b != nil && b.call >= own.ret {
-			vs = append(vs, c.violation(PropResource, RuleStaleHolder, k.key,
+			vs = append(vs, c.violation(contract.PropResourceName, RuleStaleHolder, k.key,
 				fmt.Sprintf("%s was accepted without a token, but %s began after its lease (%s) returned and returned before it began: a stale holder acted",
 					c.p.describe(o), c.p.describe(b), c.p.describe(own)), own, b, o))
 		}
@@ -241,7 +242,7 @@ func (c *run) liveness(k *keyOps) ([]Violation, bool) {
 			if y != nil && y.ret > l.call {
 				continue // y may hold the key
 			}
-			vs = append(vs, c.violation(PropLiveness, RuleLiveness, k.key,
+			vs = append(vs, c.violation(contract.PropLivenessName, RuleLiveness, k.key,
 				fmt.Sprintf("%s failed at %s although %q stopped after %s, whose lease surely expired at %s (slack %v), and no other acquire may have taken the key",
 					c.p.describe(x), fmtTime(x.call), c.p.clients[l.client], c.p.describe(l),
 					fmtTime(satAdd(l.ret, l.expireFor)), c.opts.LivenessSlack), l, x))
@@ -466,7 +467,7 @@ func (c *run) waiterLiveness(k *keyOps) ([]Violation, bool) {
 		}
 		why += fmt.Sprintf("; the lock promises a waiter the key within %v", c.opts.WaitBound)
 		cited = append(cited, x)
-		vs = append(vs, c.violation(PropLiveness, RuleWaiterLiveness, k.key, why, cited...))
+		vs = append(vs, c.violation(contract.PropLivenessName, RuleWaiterLiveness, k.key, why, cited...))
 	}
 	return vs, checked
 }

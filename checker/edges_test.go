@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/lockproof/lockproof/contract"
 )
 
 // TestEdges pins the instants where a rule switches, one case on each side,
@@ -18,22 +20,22 @@ func TestEdges(t *testing.T) {
 		{"same token again after the lease surely expired", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(4)),
 			acq("a", 500, 500.001, ok, ttl(100), tok(4)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleTokenOrder, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleTokenOrder, lines: []int{1, 2}}},
 		{"same token again at the instant the lease may still be valid", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(4)),
 			acq("a", 0, 0, ok, ttl(100), tok(4), atNs(102*ms, 103*ms)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"same token again one ns after the lease surely expired", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(4)),
 			acq("a", 0, 0, ok, ttl(100), tok(4), atNs(102*ms+ns, 103*ms)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleTokenOrder, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleTokenOrder, lines: []int{1, 2}}},
 		{"same token again after a renewal kept the lease", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(4)),
 			renew("a", 50, 51, ok, ttl(100), tok(4)),
 			acq("a", 140, 141, ok, ttl(100), tok(4)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 
 		// Another client's acquire: the lease of a call at 0 with TTL 100ms is
 		// surely valid until 99ms (inclusive); an acquire must be able to take
@@ -41,22 +43,22 @@ func TestEdges(t *testing.T) {
 		{"acquire returning at the last instant the lease is surely valid", lined(
 			acq("a", 0, 0.5, ok, ttl(100), tok(1)),
 			acq("b", 0, 0, ok, ttl(100), tok(2), atNs(50*ms, 99*ms)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleMutualExclusion, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleMutualExclusion, lines: []int{1, 2}}},
 		{"acquire returning one ns after the lease may have expired", lined(
 			acq("a", 0, 0.5, ok, ttl(100), tok(1)),
 			acq("b", 0, 0, ok, ttl(100), tok(2), atNs(50*ms, 99*ms+ns)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		// Release after expiry: [0, 1ms] TTL 100ms surely expired after 102ms.
 		{"release at the last instant the lease may be valid", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			rel("a", 0, 0, ok, tok(1), atNs(102*ms, 103*ms)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"release called one ns after the lease surely expired", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			rel("a", 0, 0, ok, tok(1), atNs(102*ms+ns, 103*ms)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleNotOwner, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleNotOwner, lines: []int{1, 2}}},
 
 		// Stale holder: an acquire that returns exactly as the op starts
 		// precedes it.
@@ -65,84 +67,84 @@ func TestEdges(t *testing.T) {
 			acq("b", 30, 31, ok, ttl(10)),
 			acq("a", 80, 90, ok, ttl(100)),
 			wr("a", 90, 91, ok, "x"),
-		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.OK, liveness: contract.NA}},
 		{"own re-acquire returning one ns after the write starts", lined(
 			acq("a", 0, 1, ok, ttl(10)),
 			acq("b", 30, 31, ok, ttl(10)),
 			acq("a", 0, 0, ok, ttl(100), atNs(80*ms, 90*ms+ns)),
 			wr("a", 90, 91, ok, "x"),
-		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleStaleHolder, lines: []int{1, 2, 4}}},
+		), Options{}, want{lease: contract.OK, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleStaleHolder, lines: []int{1, 2, 4}}},
 		{"other's acquire touching both ends is between them", lined(
 			acq("a", 0, 10, ok, ttl(5)),
 			acq("b", 10, 20, ok, ttl(5)),
 			wr("a", 20, 21, ok, "x"),
-		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleStaleHolder, lines: []int{1, 2, 3}}},
+		), Options{}, want{lease: contract.OK, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleStaleHolder, lines: []int{1, 2, 3}}},
 		{"other's acquire called one ns before the own lease returned", lined(
 			acq("a", 0, 10, ok, ttl(5)),
 			acq("b", 0, 0, ok, ttl(5), atNs(10*ms-ns, 20*ms)),
 			wr("a", 20, 21, ok, "x"),
-		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.OK, liveness: contract.NA}},
 		{"other's acquire returning one ns after the op began", lined(
 			acq("a", 0, 10, ok, ttl(5)),
 			acq("b", 0, 0, ok, ttl(5), atNs(10*ms, 20*ms+ns)),
 			wr("a", 20, 21, ok, "x"),
-		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.OK, liveness: contract.NA}},
 
 		// Token order in real time: ties are precedence.
 		{"lower token called as the higher one returned", lined(
 			acq("a", 0, 1, ok, ttl(10), tok(5)),
 			acq("b", 100, 101, ok, ttl(10), tok(6)),
 			acq("c", 101, 102, ok, ttl(10), tok(3)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleTokenOrder, lines: []int{2, 3}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleTokenOrder, lines: []int{2, 3}}},
 
 		// Real-time order inside the search: a write that returned at the
 		// instant a read was called precedes it.
 		{"read called as the write returned must see it", lined(
 			wr("a", 0, 10, ok, "x"),
 			rd("b", 10, 11, ok, ""),
-		), Options{}, want{lease: NA, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleStaleRead, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.NA, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleStaleRead, lines: []int{1, 2}}},
 		{"read called one ns before the write returned may precede it", lined(
 			wr("a", 0, 10, ok, "x"),
 			rd("b", 0, 0, ok, "", atNs(10*msNs-1, 11*msNs)),
-		), Options{}, want{lease: NA, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.NA, resource: contract.OK, liveness: contract.NA}},
 
 		// Fencing: a token equal to the largest accepted one is fine, one below is not.
 		{"write with the largest token again", lined(
 			wr("a", 0, 1, ok, "x", tok(5)),
 			wr("a", 2, 3, ok, "y", tok(5)),
-		), Options{}, want{lease: NA, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.NA, resource: contract.OK, liveness: contract.NA}},
 		{"write with a token one below the largest", lined(
 			wr("a", 0, 1, ok, "x", tok(5)),
 			wr("b", 2, 3, ok, "y", tok(4)),
-		), Options{}, want{lease: NA, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleFencing, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.NA, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleFencing, lines: []int{1, 2}}},
 
 		// Liveness: a crashed holder's lease [0, 1ms] TTL 100ms surely expired
 		// at 102ms; with 100ms slack, an acquire called after 202ms must not fail.
 		{"failed acquire called at the end of the slack", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("b", 202, 203, fail, ttl(100)),
-		), Options{LivenessSlack: 100 * time.Millisecond}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{LivenessSlack: 100 * time.Millisecond}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"failed acquire called one ns after the slack", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("b", 0, 0, fail, ttl(100), atNs(202*ms+ns, 203*ms)),
-		), Options{LivenessSlack: 100 * time.Millisecond}, want{lease: OK, resource: NA, liveness: Violated,
-			prop: PropLiveness, rule: RuleLiveness, lines: []int{1, 2}}},
+		), Options{LivenessSlack: 100 * time.Millisecond}, want{lease: contract.OK, resource: contract.NA, liveness: contract.Violated,
+			prop: contract.PropLivenessName, rule: RuleLiveness, lines: []int{1, 2}}},
 		{"failure explained by an acquire called before it returned", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("c", 0, 0, unknown, ttl(100), atNs(300*ms-ns, 301*ms)),
 			acq("b", 299, 300, fail, ttl(100)),
-		), Options{LivenessSlack: 100 * time.Millisecond}, want{lease: OK, resource: NA, liveness: OK}},
+		), Options{LivenessSlack: 100 * time.Millisecond}, want{lease: contract.OK, resource: contract.NA, liveness: contract.OK}},
 		{"failure not explained by an acquire called as it returned", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("c", 300, 301, unknown, ttl(100)),
 			acq("b", 299, 300, fail, ttl(100)),
-		), Options{LivenessSlack: 100 * time.Millisecond}, want{lease: OK, resource: NA, liveness: Violated,
-			prop: PropLiveness, rule: RuleLiveness, lines: []int{1, 3}}},
+		), Options{LivenessSlack: 100 * time.Millisecond}, want{lease: contract.OK, resource: contract.NA, liveness: contract.Violated,
+			prop: contract.PropLivenessName, rule: RuleLiveness, lines: []int{1, 3}}},
 	})
 }
 
@@ -161,8 +163,8 @@ func TestDirectRulesDecideWithoutTheSearch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertResult(t, r, want{lease: Violated, resource: NA, liveness: NA,
-		prop: PropLease, rule: RuleTokenOrder, lines: []int{1, 2}})
+	assertResult(t, r, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+		prop: contract.PropLeaseName, rule: RuleTokenOrder, lines: []int{1, 2}})
 
 	ops = lined(
 		acq("a", 0, 1, ok, ttl(10), tok(5)),
@@ -172,8 +174,8 @@ func TestDirectRulesDecideWithoutTheSearch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertResult(t, r, want{lease: Violated, resource: NA, liveness: NA,
-		prop: PropLease, rule: RuleTokenOwner, lines: []int{1, 2}})
+	assertResult(t, r, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+		prop: contract.PropLeaseName, rule: RuleTokenOwner, lines: []int{1, 2}})
 
 	// Real-time token order at its boundary: a return at the instant of the
 	// next call precedes it; one ns later they are concurrent.
@@ -184,11 +186,11 @@ func TestDirectRulesDecideWithoutTheSearch(t *testing.T) {
 	if r, err = Check(ctx, ops, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	assertResult(t, r, want{lease: Violated, resource: NA, liveness: NA,
-		prop: PropLease, rule: RuleTokenOrder, lines: []int{1, 2}})
+	assertResult(t, r, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+		prop: contract.PropLeaseName, rule: RuleTokenOrder, lines: []int{1, 2}})
 	ops[1].Call = msNs - 1
 	if r, err = Check(ctx, ops, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	assertResult(t, r, want{lease: Unknown, resource: NA, liveness: NA})
+	assertResult(t, r, want{lease: contract.Unknown, resource: contract.NA, liveness: contract.NA})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -19,7 +20,7 @@ import (
 // open at any instant of them, are not judged. n/a when the lock declares
 // no fair queue or no wait was judged.
 func (c *run) checkFairness(k *keyOps) finding {
-	f := finding{verdict: NA}
+	f := finding{verdict: contract.NA}
 	if !c.opts.Fair {
 		return f
 	}
@@ -39,7 +40,7 @@ func (c *run) checkFairness(k *keyOps) finding {
 		if c.faultDuring(x.call, x.ret) {
 			continue
 		}
-		f.verdict = OK
+		f.verdict = contract.OK
 		i := sort.Search(len(grants), func(i int) bool { return grants[i].call > x.inLine })
 		var over []*lop
 		for _, y := range grants[i:] {
@@ -58,7 +59,7 @@ func (c *run) checkFairness(k *keyOps) finding {
 		if x.result == history.Fail {
 			what = "gave up waiting"
 		}
-		f.violations = append(f.violations, c.violation(PropFairness, RuleOvertaken, k.key,
+		f.violations = append(f.violations, c.violation(contract.PropFairnessName, RuleOvertaken, k.key,
 			fmt.Sprintf("%s %s at %s after %d waiters that joined the line after it had been served (the lock allows %d), %s among them",
 				c.p.describe(x), what, fmtTime(x.ret), len(over), c.opts.Bypass, c.p.describe(y)), x, y))
 	}

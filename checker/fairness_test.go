@@ -15,7 +15,7 @@ func TestFairness(t *testing.T) {
 		name    string
 		ops     []history.Op
 		opts    Options
-		verdict Verdict
+		verdict contract.Verdict
 		lines   []int
 	}{
 		{"served in the order they joined", lined(
@@ -24,50 +24,50 @@ func TestFairness(t *testing.T) {
 			acq("y", 100, 500, ok, ttl(1000), waits(), inLine(101)),
 			rel("h", 290, 291, ok),
 			rel("x", 490, 491, ok),
-		), fifo, OK, nil},
+		), fifo, contract.OK, nil},
 		{"a later waiter served first", lined(
 			acq("h", 0, 1, ok, ttl(1000)),
 			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12)),
 			acq("y", 100, 300, ok, ttl(1000), waits()),
 			rel("h", 290, 291, ok),
 			rel("y", 590, 591, ok),
-		), fifo, Violated, []int{2, 3}},
+		), fifo, contract.Violated, []int{2, 3}},
 		{"one bypass allowed", lined(
 			acq("h", 0, 1, ok, ttl(1000)),
 			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12)),
 			acq("y", 100, 300, ok, ttl(1000), waits()),
 			rel("h", 290, 291, ok),
 			rel("y", 590, 591, ok),
-		), Options{Fair: true, Bypass: 1}, OK, nil},
+		), Options{Fair: true, Bypass: 1}, contract.OK, nil},
 		{"a waiter giving up after being overtaken", lined(
 			acq("h", 0, 1, ok, ttl(1000)),
 			acq("x", 10, 600, fail, ttl(1000), waits(), inLine(12)),
 			acq("y", 100, 300, ok, ttl(1000), waits()),
 			rel("h", 290, 291, ok),
-		), fifo, Violated, []int{2, 3}},
+		), fifo, contract.Violated, []int{2, 3}},
 		{"called before the waiter was surely in line: not surely later", lined(
 			acq("h", 0, 1, ok, ttl(1000)),
 			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(50)),
 			acq("y", 40, 300, ok, ttl(1000), waits()),
 			rel("h", 290, 291, ok),
 			rel("y", 590, 591, ok),
-		), fifo, OK, nil},
+		), fifo, contract.OK, nil},
 		{"a waiter that does not say when it was in line is not judged", lined(
 			acq("h", 0, 1, ok, ttl(1000)),
 			acq("x", 10, 600, ok, ttl(1000), waits()),
 			acq("y", 100, 300, ok, ttl(1000), waits()),
 			rel("h", 290, 291, ok),
 			rel("y", 590, 591, ok),
-		), fifo, NA, nil},
+		), fifo, contract.NA, nil},
 		{"a lock without a fair queue", lined(
 			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12)),
 			acq("y", 100, 300, ok, ttl(1000), waits()),
-		), Options{}, NA, nil},
+		), Options{}, contract.NA, nil},
 		{"a wait under a fault is not judged", lined(
 			fault("partition x", 5, 700),
 			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12)),
 			acq("y", 100, 300, ok, ttl(1000), waits()),
-		), fifo, NA, nil},
+		), fifo, contract.NA, nil},
 	}
 	var props []claimCase
 	for _, tc := range cases {
@@ -103,8 +103,8 @@ func TestWaiterLivenessCountsOnlyTheHoldsAhead(t *testing.T) {
 	bound := 350 * time.Millisecond
 	for _, c := range []struct {
 		fair bool
-		want Verdict
-	}{{false, OK}, {true, Violated}} {
+		want contract.Verdict
+	}{{false, contract.OK}, {true, contract.Violated}} {
 		r, err := Check(context.Background(), ops, Options{WaitBound: bound, Fair: c.fair, Bypass: 5})
 		if err != nil {
 			t.Fatal(err)

@@ -22,14 +22,14 @@ func TestLivenessAfterUnknownAcquire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Of(contract.PropLiveness).Verdict != Violated || len(res.Of(contract.PropLiveness).Violations) == 0 || res.Of(contract.PropLiveness).Violations[0].Rule != RuleLiveness {
+	if res.Of(contract.PropLiveness).Verdict != contract.Violated || len(res.Of(contract.PropLiveness).Violations) == 0 || res.Of(contract.PropLiveness).Violations[0].Rule != RuleLiveness {
 		t.Fatalf("liveness %s %+v; want violated", res.Of(contract.PropLiveness).Verdict, res.Of(contract.PropLiveness).Violations)
 	}
 	freed := lined(
 		acq("a", 0, 1, unknown, ttl(100)),
 		acq("b", 2000, 2001, ok, ttl(100)),
 	)
-	if res, err = Check(context.Background(), freed, Options{}); err != nil || res.Of(contract.PropLiveness).Verdict != OK {
+	if res, err = Check(context.Background(), freed, Options{}); err != nil || res.Of(contract.PropLiveness).Verdict != contract.OK {
 		t.Fatalf("liveness %v, %v; want ok", res.Of(contract.PropLiveness).Verdict, err)
 	}
 	// An acquire that never returned may take effect at any time: no verdict.
@@ -37,7 +37,7 @@ func TestLivenessAfterUnknownAcquire(t *testing.T) {
 		acq("a", 0, 0, unknown, ttl(100), noReturn()),
 		acq("b", 2000, 2001, fail, ttl(100)),
 	)
-	if res, err = Check(context.Background(), pending, Options{}); err != nil || res.Of(contract.PropLiveness).Verdict == Violated {
+	if res, err = Check(context.Background(), pending, Options{}); err != nil || res.Of(contract.PropLiveness).Verdict == contract.Violated {
 		t.Fatalf("liveness %v, %v; want not violated", res.Of(contract.PropLiveness).Verdict, err)
 	}
 }

@@ -77,10 +77,10 @@ func TestPropertyWithoutCheckIsUnknown(t *testing.T) {
 	props := append(contract.Properties(), contract.Property{ID: "unchecked", Name: "unchecked"})
 	c := &run{ctx: context.Background(), p: p, opts: opts, model: newModel(context.Background(), p), props: props, checks: checks()}
 	r := c.check()
-	if f := r.Of("unchecked"); f == nil || f.Verdict != Unknown || r.Verdict != Unknown {
+	if f := r.Of("unchecked"); f == nil || f.Verdict != contract.Unknown || r.Verdict != contract.Unknown {
 		t.Fatalf("a property without a check: %+v, overall %s; want unknown", f, r.Verdict)
 	}
-	if r.Of(contract.PropLease).Verdict != OK {
+	if r.Of(contract.PropLease).Verdict != contract.OK {
 		t.Fatalf("lease %s, want ok", r.Of(contract.PropLease).Verdict)
 	}
 }

@@ -8,33 +8,6 @@ import (
 	"github.com/lockproof/lockproof/internal/jsonobj"
 )
 
-// Verdict is the outcome of checking one property (or a whole history)
-// (package contract spells the values).
-type Verdict = contract.Verdict
-
-// The verdicts of the summary.json contract.
-const (
-	// OK: the property holds on the history.
-	OK = contract.OK
-	// Violated: the history breaks the property; see the Violations.
-	Violated = contract.Violated
-	// Unknown: the checker could not decide (timeout or cancellation). Never a pass.
-	Unknown = contract.Unknown
-	// NA: the history has nothing the property speaks about (e.g. no resource ops).
-	NA = contract.NA
-)
-
-// Property display names, as used in Result, Violation.Property and the
-// check command's output (contract.Properties pairs them with their IDs).
-const (
-	PropLease    = contract.PropLeaseName
-	PropResource = contract.PropResourceName
-	PropLiveness = contract.PropLivenessName
-	PropClaims   = contract.PropClaimsName
-	PropNotice   = contract.PropNoticeName
-	PropFairness = contract.PropFairnessName
-)
-
 // Rule names a violated rule within a property (Violation.Rule).
 const (
 	// Lease rules.
@@ -79,7 +52,7 @@ const MaxViolations = 100
 // Each property of contract.Properties is a member keyed by its ID, after
 // "verdict" and in that order (Props).
 type Result struct {
-	Verdict Verdict `json:"verdict"`
+	Verdict contract.Verdict `json:"verdict"`
 	// Props holds the result of each property of contract.Properties, in
 	// that order; Of finds one by ID.
 	Props   []PropertyResult `json:"-"`
@@ -91,9 +64,9 @@ type Result struct {
 type PropertyResult struct {
 	// ID is the property's contract ID (contract.PropLease, ...): its key
 	// in check.json; Property its display name.
-	ID       string  `json:"-"`
-	Property string  `json:"property"`
-	Verdict  Verdict `json:"verdict"`
+	ID       string           `json:"-"`
+	Property string           `json:"property"`
+	Verdict  contract.Verdict `json:"verdict"`
 	// Explanation sums the verdict up in one sentence.
 	Explanation string `json:"explanation,omitempty"`
 	// ViolationCount is the number of violations found; Violations lists at most MaxViolations of them.
@@ -207,14 +180,14 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 
 // combine returns the overall verdict: violated if any property is violated,
 // else unknown if any is unknown, else ok (n/a counts as ok).
-func combine(ps ...Verdict) Verdict {
-	v := OK
+func combine(ps ...contract.Verdict) contract.Verdict {
+	v := contract.OK
 	for _, p := range ps {
 		switch p {
-		case Violated:
-			return Violated
-		case Unknown:
-			v = Unknown
+		case contract.Violated:
+			return contract.Violated
+		case contract.Unknown:
+			v = contract.Unknown
 		}
 	}
 	return v

@@ -15,7 +15,7 @@ import (
 // want is the expected verdict of each property and, for a violated one,
 // a violation it must report (rule and lines).
 type want struct {
-	lease, resource, liveness Verdict
+	lease, resource, liveness contract.Verdict
 	prop                      string // property of the expected violation
 	rule                      string
 	lines                     []int
@@ -60,7 +60,7 @@ func TestRules(t *testing.T) {
 			rel("a", 5, 6, ok, tok(1)),
 			acq("b", 7, 8, ok, ttl(1000), tok(2)),
 			rel("b", 9, 10, ok, tok(2)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		// Reentrance: a nested hold by the holder adds a hold; the key is
 		// free only when every hold is released, and no hold or renewal
 		// shortens what the lease was granted.
@@ -70,154 +70,154 @@ func TestRules(t *testing.T) {
 			rel("a", 4, 5, ok, tok(1)),
 			rel("a", 6, 7, ok, tok(1)),
 			acq("b", 8, 9, ok, ttl(1000), tok(2)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"inner release keeps the lease held", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1)),
 			acq("a", 2, 3, ok, ttl(1000), tok(1)),
 			rel("a", 4, 5, ok, tok(1)),
 			acq("b", 6, 7, ok, ttl(1000), tok(2)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA, prop: PropLease, rule: RuleMutualExclusion, lines: []int{2, 4}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA, prop: contract.PropLeaseName, rule: RuleMutualExclusion, lines: []int{2, 4}}},
 		{"a shorter nested hold does not shorten the lease", lined(
 			acq("a", 0, 1, ok, ttl(60000), tok(1)),
 			acq("a", 2, 3, ok, ttl(50), tok(1)),
 			rel("a", 4, 5, ok, tok(1)),
 			acq("b", 200, 201, ok, ttl(1000), tok(2)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA, prop: PropLease, rule: RuleMutualExclusion, lines: []int{1, 4}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA, prop: contract.PropLeaseName, rule: RuleMutualExclusion, lines: []int{1, 4}}},
 		{"a shorter renewal does not shorten the lease", lined(
 			acq("a", 0, 1, ok, ttl(60000), tok(1)),
 			renew("a", 2, 3, ok, ttl(50), tok(1)),
 			acq("b", 200, 201, ok, ttl(1000), tok(2)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA, prop: PropLease, rule: RuleMutualExclusion, lines: []int{1, 3}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA, prop: contract.PropLeaseName, rule: RuleMutualExclusion, lines: []int{1, 3}}},
 		{"a nested hold after the lease surely expired is a new lease", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("a", 500, 501, ok, ttl(100), tok(2)),
 			rel("a", 502, 503, ok, tok(2)),
 			acq("b", 504, 505, ok, ttl(100), tok(3)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"release concurrent with the next acquire", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1)),
 			acq("b", 4, 9, ok, ttl(1000), tok(2)),
 			rel("a", 7, 8, ok, tok(1)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"two holders", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1)),
 			acq("b", 10, 11, ok, ttl(1000), tok(2)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleMutualExclusion, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleMutualExclusion, lines: []int{1, 2}}},
 		{"acquire after the lease surely expired", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("b", 200, 201, ok, ttl(100), tok(2)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"acquire when the lease may have expired (drift window)", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)), // surely valid until 99ms
 			acq("b", 99.5, 99.6, ok, ttl(100), tok(2)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"acquire just before the lease may expire", lined(
 			fault("latency", 0, 100),
 			acq("a", 0, 1, ok, ttl(100), tok(1)), // surely valid until 99ms
 			acq("b", 50, 98.9, ok, ttl(100), tok(2)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleMutualExclusion, lines: []int{2, 3}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleMutualExclusion, lines: []int{2, 3}}},
 		{"no ttl never expires", lined(
 			acq("a", 0, 1, ok, tok(1)),
 			acq("b", 10000, 10001, ok, ttl(100), tok(2)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleMutualExclusion, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleMutualExclusion, lines: []int{1, 2}}},
 		{"unknown acquire that never returned", lined(
 			acq("a", 0, 0, unknown, ttl(200), noReturn()),
 			acq("b", 50, 52, ok, ttl(2000), tok(9)),
 			rel("b", 60, 61, ok, tok(9)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"unknown acquire that must have taken effect conflicts", lined(
 			acq("a", 0, 1, unknown, ttl(1000)),
 			acq("b", 10, 11, ok, ttl(1000), tok(2)),
 			rel("a", 20, 21, ok),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleNotOwner, lines: []int{2, 3}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleNotOwner, lines: []int{2, 3}}},
 		{"unknown acquire taken effect, then released", lined(
 			acq("a", 0, 1, unknown, ttl(1000)),
 			rel("a", 20, 21, ok),
 			acq("b", 30, 31, ok, ttl(1000), tok(2)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"release by a non-owner", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1)),
 			rel("b", 5, 6, ok),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleNotOwner, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleNotOwner, lines: []int{1, 2}}},
 		{"release with the wrong token", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1)),
 			rel("a", 5, 6, ok, tok(7)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleNotOwner, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleNotOwner, lines: []int{1, 2}}},
 		{"failed release by a non-owner is fine", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1)),
 			rel("b", 5, 6, fail),
 			renew("b", 7, 8, fail),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"renew after the lease surely expired", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)), // surely expired after 102ms
 			renew("a", 200, 201, ok, ttl(100), tok(1)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleNotOwner, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleNotOwner, lines: []int{1, 2}}},
 		{"renew extends the lease", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			renew("a", 50, 51, ok, ttl(100), tok(1)), // surely valid until 149ms
 			acq("b", 120, 121, ok, ttl(100), tok(2)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleMutualExclusion, lines: []int{2, 3}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleMutualExclusion, lines: []int{2, 3}}},
 		{"unknown renew may not have taken effect", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			renew("a", 50, 51, unknown, ttl(100), tok(1)),
 			acq("b", 120, 121, ok, ttl(100), tok(2)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"renew after release", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			rel("a", 2, 3, ok, tok(1)),
 			renew("a", 4, 5, ok, ttl(100), tok(1)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleNotOwner, lines: []int{2, 3}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleNotOwner, lines: []int{2, 3}}},
 		{"failed acquires are ignored", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1)),
 			acq("b", 2, 3, fail, ttl(1000)),
 			acq("c", 2, 30, fail, ttl(1000)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"reentrant acquire by the holder", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1)),
 			acq("a", 5, 6, ok, ttl(1000), tok(2)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"reentrant acquire by the holder gets its own token back", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1)),
 			acq("a", 5, 6, ok, ttl(1000), tok(1)),
 			rel("a", 7, 8, ok, tok(1)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"same token again after release", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1)),
 			rel("a", 2, 3, ok, tok(1)),
 			acq("a", 5, 6, ok, ttl(1000), tok(1)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleTokenOrder, lines: []int{1, 3}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleTokenOrder, lines: []int{1, 3}}},
 		// --- token rules ---
 		{"token reused by another client", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(5)),
 			rel("a", 2, 3, ok, tok(5)),
 			acq("b", 10, 11, ok, ttl(1000), tok(5)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleTokenOwner, lines: []int{1, 3}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleTokenOwner, lines: []int{1, 3}}},
 		{"token goes down in real time", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(5)),
 			rel("a", 2, 3, ok, tok(5)),
 			acq("b", 10, 11, ok, ttl(1000), tok(4)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleTokenOrder, lines: []int{1, 3}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleTokenOrder, lines: []int{1, 3}}},
 		{"token goes down in the only possible order", lined(
 			acq("a", 0, 10, ok, ttl(1), tok(5)),
 			acq("b", 5, 100, ok, ttl(10000), tok(4)),
-		), Options{}, want{lease: Violated, resource: NA, liveness: NA,
-			prop: PropLease, rule: RuleTokenOrder, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleTokenOrder, lines: []int{1, 2}}},
 		{"concurrent acquires may order their tokens either way", lined(
 			acq("a", 0, 10, ok, ttl(1), tok(5)),
 			acq("b", 5, 100, ok, ttl(1), tok(6)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		// --- resource (G2), fenced ---
 		{"fenced handoff", lined(
 			acq("a", 0, 2, ok, ttl(2000), tok(11)),
@@ -227,28 +227,28 @@ func TestRules(t *testing.T) {
 			acq("b", 4, 9, ok, ttl(2000), tok(12)),
 			rd("b", 10, 11, ok, "x", tok(12)),
 			wr("b", 12, 13, ok, "y", prev("x"), tok(12)),
-		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.OK, liveness: contract.NA}},
 		{"stale token accepted", lined(
 			acq("a", 0, 2, ok, ttl(200), tok(3)),
 			acq("b", 400, 402, ok, ttl(2000), tok(4)),
 			wr("b", 405, 406, ok, "b1", tok(4)),
 			wr("a", 701, 702, ok, "a1", tok(3)),
-		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleFencing, lines: []int{3, 4}}},
+		), Options{}, want{lease: contract.OK, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleFencing, lines: []int{3, 4}}},
 		{"stale token read accepted after a write", lined( // reads are fenced like writes
 			acq("a", 0, 2, ok, ttl(200), tok(3)),
 			acq("b", 400, 402, ok, ttl(2000), tok(4)),
 			wr("b", 403, 404, ok, "b1", tok(4)),
 			rd("a", 701, 702, ok, "b1", tok(3)),
-		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleFencing, lines: []int{3, 4}}},
+		), Options{}, want{lease: contract.OK, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleFencing, lines: []int{3, 4}}},
 		{"stale token read accepted after a read", lined(
 			acq("a", 0, 2, ok, ttl(200), tok(3)),
 			acq("b", 400, 402, ok, ttl(2000), tok(4)),
 			rd("b", 405, 406, ok, "", tok(4)),
 			rd("a", 701, 702, ok, "", tok(3)),
-		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleFencing, lines: []int{3, 4}}},
+		), Options{}, want{lease: contract.OK, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleFencing, lines: []int{3, 4}}},
 		{"stale token read rejected", lined(
 			acq("a", 0, 2, ok, ttl(200), tok(3)),
 			acq("b", 400, 402, ok, ttl(2000), tok(4)),
@@ -256,36 +256,36 @@ func TestRules(t *testing.T) {
 			rd("b", 405, 406, ok, "b1", tok(4)),
 			rd("a", 701, 702, rej, "", tok(3)),
 			wr("a", 703, 704, rej, "a1", prev("b1"), tok(3)),
-		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.OK, liveness: contract.NA}},
 		{"concurrent fenced reads may order their tokens either way", lined(
 			rd("a", 0, 10, ok, "", tok(3)),
 			rd("b", 5, 15, ok, "", tok(4)),
-		), Options{}, want{lease: NA, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.NA, resource: contract.OK, liveness: contract.NA}},
 		{"unknown stale read is no violation", lined(
 			wr("b", 0, 1, ok, "b1", tok(4)),
 			rd("a", 2, 3, unknown, "", tok(3)),
 			wr("a", 4, 5, rej, "a1", tok(3)),
-		), Options{}, want{lease: NA, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.NA, resource: contract.OK, liveness: contract.NA}},
 		{"stale read of a stale holder", lined( // its stale token is what breaks first
 			acq("a", 0, 2, ok, ttl(200), tok(3)),
 			acq("b", 400, 402, ok, ttl(2000), tok(4)),
 			wr("b", 403, 404, ok, "b1", tok(4)),
 			rd("a", 701, 702, ok, "", tok(3)),
-		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleFencing, lines: []int{3, 4}}},
+		), Options{}, want{lease: contract.OK, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleFencing, lines: []int{3, 4}}},
 		{"stale read of an unfenced stale holder", lined(
 			acq("a", 0, 2, ok, ttl(200)),
 			acq("b", 400, 402, ok, ttl(2000)),
 			wr("b", 403, 404, ok, "b1"),
 			rd("a", 701, 702, ok, ""),
-		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleStaleRead, lines: []int{3, 4}}},
+		), Options{}, want{lease: contract.OK, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleStaleRead, lines: []int{3, 4}}},
 		{"stale token rejected", lined(
 			acq("a", 0, 2, ok, ttl(200), tok(3)),
 			acq("b", 400, 402, ok, ttl(2000), tok(4)),
 			wr("b", 405, 406, ok, "b1", tok(4)),
 			wr("a", 701, 702, rej, "a1", tok(3)),
-		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.OK, liveness: contract.NA}},
 		{"stale write between the next holder's read and write", lined(
 			// Fencing writes alone would not protect read-modify-write: a's
 			// stale write (token 7 is still the largest written) lands
@@ -297,8 +297,8 @@ func TestRules(t *testing.T) {
 			rd("b", 202, 203, ok, "a1", tok(9)),
 			wr("a", 204, 205, ok, "a2", prev("a1"), tok(7)),
 			wr("b", 206, 207, ok, "b1", prev("a1"), tok(9)),
-		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleFencing, lines: []int{4, 5}}},
+		), Options{}, want{lease: contract.OK, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleFencing, lines: []int{4, 5}}},
 		{"stale write between the next holder's read and write refused", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(7)),
 			wr("a", 2, 3, ok, "a1", prev(""), tok(7)),
@@ -306,7 +306,7 @@ func TestRules(t *testing.T) {
 			rd("b", 202, 203, ok, "a1", tok(9)),
 			wr("a", 204, 205, rej, "a2", prev("a1"), tok(7)),
 			wr("b", 206, 207, ok, "b1", prev("a1"), tok(9)),
-		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.OK, liveness: contract.NA}},
 		{"unfenced reads still lose updates", lined(
 			acq("a", 0, 1, ok, ttl(100)),
 			wr("a", 2, 3, ok, "a1", prev("")),
@@ -314,74 +314,74 @@ func TestRules(t *testing.T) {
 			rd("b", 202, 203, ok, "a1"),
 			wr("a", 204, 205, ok, "a2", prev("a1")),
 			wr("b", 206, 207, ok, "b1", prev("a1")),
-		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleLostUpdate, lines: []int{5, 6}}},
+		), Options{}, want{lease: contract.OK, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleLostUpdate, lines: []int{5, 6}}},
 		{"lost update", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1)),
 			wr("a", 2, 3, ok, "x", prev(""), tok(1)),
 			rel("a", 4, 5, ok, tok(1)),
 			acq("b", 6, 7, ok, ttl(1000), tok(2)),
 			wr("b", 8, 9, ok, "y", prev(""), tok(2)),
-		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleLostUpdate, lines: []int{2, 5}}},
+		), Options{}, want{lease: contract.OK, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleLostUpdate, lines: []int{2, 5}}},
 		{"stale read", lined(
 			wr("a", 2, 3, ok, "x", tok(1)),
 			rd("b", 8, 9, ok, "", tok(2)),
-		), Options{}, want{lease: NA, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleStaleRead, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.NA, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleStaleRead, lines: []int{1, 2}}},
 		{"read of a value never written", lined(
 			rd("b", 8, 9, ok, "ghost", tok(2)),
-		), Options{}, want{lease: NA, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleStaleRead, lines: []int{1}}},
+		), Options{}, want{lease: contract.NA, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleStaleRead, lines: []int{1}}},
 		{"unknown write may have taken effect", lined(
 			wr("a", 0, 0, unknown, "x", tok(1), noReturn()),
 			rd("b", 10, 11, ok, "x", tok(2)),
-		), Options{}, want{lease: NA, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.NA, resource: contract.OK, liveness: contract.NA}},
 		{"unknown write may not have taken effect", lined(
 			wr("a", 0, 1, unknown, "x", tok(1)),
 			rd("b", 10, 11, ok, "", tok(2)),
-		), Options{}, want{lease: NA, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.NA, resource: contract.OK, liveness: contract.NA}},
 		{"unknown write not taking effect does not excuse a third value", lined(
 			wr("a", 0, 1, unknown, "x", tok(1)),
 			rd("b", 10, 11, ok, "z", tok(2)),
-		), Options{}, want{lease: NA, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleStaleRead, lines: []int{2}}},
+		), Options{}, want{lease: contract.NA, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleStaleRead, lines: []int{2}}},
 		{"write that never returned takes effect late", lined(
 			wr("a", 0, 0, unknown, "x", noReturn()),
 			wr("b", 10, 11, ok, "y"),
 			rd("c", 20, 21, ok, "x"),
-		), Options{}, want{lease: NA, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.NA, resource: contract.OK, liveness: contract.NA}},
 		{"token of another client accepted", lined(
 			acq("a", 0, 1, ok, ttl(10), tok(1)),
 			acq("b", 100, 101, ok, ttl(1000), tok(2)),
 			wr("c", 110, 111, ok, "c", tok(2)),
-		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleTokenOwner, lines: []int{2, 3}}},
+		), Options{}, want{lease: contract.OK, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleTokenOwner, lines: []int{2, 3}}},
 		{"read with the token of another client accepted", lined(
 			acq("a", 0, 1, ok, ttl(10), tok(1)),
 			acq("b", 100, 101, ok, ttl(1000), tok(2)),
 			rd("c", 110, 111, ok, "", tok(2)),
-		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleTokenOwner, lines: []int{2, 3}}},
+		), Options{}, want{lease: contract.OK, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleTokenOwner, lines: []int{2, 3}}},
 		{"one token read by two clients", lined(
 			rd("a", 0, 1, ok, "", tok(5)),
 			rd("b", 2, 3, ok, "", tok(5)),
-		), Options{}, want{lease: NA, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleTokenOwner, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.NA, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleTokenOwner, lines: []int{1, 2}}},
 		// --- resource (G2), unfenced ---
 		{"unfenced stale holder", lined(
 			acq("a", 0, 1, ok, ttl(100)),
 			acq("b", 200, 201, ok, ttl(100)),
 			wr("b", 210, 211, ok, "b"),
 			wr("a", 300, 301, ok, "a"),
-		), Options{}, want{lease: OK, resource: Violated, liveness: NA,
-			prop: PropResource, rule: RuleStaleHolder, lines: []int{1, 2, 4}}},
+		), Options{}, want{lease: contract.OK, resource: contract.Violated, liveness: contract.NA,
+			prop: contract.PropResourceName, rule: RuleStaleHolder, lines: []int{1, 2, 4}}},
 		{"unfenced stale holder's read changes nothing", lined(
 			acq("a", 0, 1, ok, ttl(100)),
 			acq("b", 200, 201, ok, ttl(100)),
 			wr("b", 210, 211, ok, "b"),
 			rd("a", 300, 301, ok, "b"),
-		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.OK, liveness: contract.NA}},
 		{"unfenced holders in turn", lined(
 			acq("a", 0, 1, ok, ttl(100)),
 			wr("a", 2, 3, ok, "a", prev("")),
@@ -390,67 +390,67 @@ func TestRules(t *testing.T) {
 			rd("b", 8, 9, ok, "a"),
 			wr("b", 10, 11, ok, "b", prev("a")),
 			acq("a", 20, 21, fail, ttl(100)),
-		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.OK, liveness: contract.NA}},
 		{"unfenced op concurrent with the next acquire is not stale", lined(
 			acq("a", 0, 1, ok, ttl(100)),
 			acq("b", 90, 101, ok, ttl(100)),
 			wr("a", 95, 99, ok, "a"),
-		), Options{}, want{lease: OK, resource: OK, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.OK, liveness: contract.NA}},
 		// --- liveness (G3) ---
 		{"crashed holder, then a failed acquire long after", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("b", 2000, 2001, fail, ttl(100)),
-		), Options{}, want{lease: OK, resource: NA, liveness: Violated,
-			prop: PropLiveness, rule: RuleLiveness, lines: []int{1, 2}}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.Violated,
+			prop: contract.PropLivenessName, rule: RuleLiveness, lines: []int{1, 2}}},
 		{"crashed holder, failed acquire within the slack", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("b", 150, 151, fail, ttl(100)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"crashed holder, then a successful acquire", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("b", 150, 151, fail, ttl(100)),
 			acq("b", 300, 301, ok, ttl(100), tok(2)),
 			rel("b", 302, 303, ok, tok(2)),
-		), slack, want{lease: OK, resource: NA, liveness: OK}},
+		), slack, want{lease: contract.OK, resource: contract.NA, liveness: contract.OK}},
 		{"crashed holder, failure explained by another acquire", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("c", 250, 251, ok, ttl(1000), tok(2)),
 			acq("b", 300, 301, fail, ttl(100)),
 			rel("c", 400, 401, ok, tok(2)),
-		), slack, want{lease: OK, resource: NA, liveness: OK}},
+		), slack, want{lease: contract.OK, resource: contract.NA, liveness: contract.OK}},
 		{"crashed holder, failure explained by an unknown acquire", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("c", 250, 0, unknown, ttl(1000), noReturn()),
 			acq("b", 300, 301, fail, ttl(100)),
-		), slack, want{lease: OK, resource: NA, liveness: OK}},
+		), slack, want{lease: contract.OK, resource: contract.NA, liveness: contract.OK}},
 		{"crashed after renewing", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			renew("a", 50, 51, ok, ttl(100), tok(1)), // surely expired after 152ms
 			acq("b", 260, 261, fail, ttl(100)),
-		), slack, want{lease: OK, resource: NA, liveness: Violated,
-			prop: PropLiveness, rule: RuleLiveness, lines: []int{2, 3}}},
+		), slack, want{lease: contract.OK, resource: contract.NA, liveness: contract.Violated,
+			prop: contract.PropLivenessName, rule: RuleLiveness, lines: []int{2, 3}}},
 		{"crashed during its release", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			rel("a", 5, 0, unknown, tok(1), noReturn()),
 			acq("b", 300, 301, fail, ttl(100)),
-		), slack, want{lease: OK, resource: NA, liveness: Violated,
-			prop: PropLiveness, rule: RuleLiveness, lines: []int{1, 3}}},
+		), slack, want{lease: contract.OK, resource: contract.NA, liveness: contract.Violated,
+			prop: contract.PropLivenessName, rule: RuleLiveness, lines: []int{1, 3}}},
 		{"holder that released is not crashed", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			rel("a", 2, 3, ok, tok(1)),
 			acq("b", 2000, 2001, fail, ttl(100)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"unknown attempts do not count", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("b", 2000, 2001, unknown, ttl(100)),
-		), Options{}, want{lease: OK, resource: NA, liveness: NA}},
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 	})
 }
 
 func assertResult(t *testing.T, r *Result, w want) {
 	t.Helper()
-	got := [3]Verdict{r.Of(contract.PropLease).Verdict, r.Of(contract.PropResource).Verdict, r.Of(contract.PropLiveness).Verdict}
-	exp := [3]Verdict{w.lease, w.resource, w.liveness}
+	got := [3]contract.Verdict{r.Of(contract.PropLease).Verdict, r.Of(contract.PropResource).Verdict, r.Of(contract.PropLiveness).Verdict}
+	exp := [3]contract.Verdict{w.lease, w.resource, w.liveness}
 	if got != exp {
 		b, _ := json.MarshalIndent(r, "", "  ")
 		t.Fatalf("verdicts (lease, resource, liveness) = %v, want %v\n%s", got, exp, b)

@@ -56,14 +56,14 @@ func TestSimulatedHistoriesPass(t *testing.T) {
 		for _, cfg := range simConfigs(seed) {
 			ops := sim.Generate(cfg)
 			r := mustCheck(t, ops, optsFor(seed))
-			if r.Verdict != OK {
+			if r.Verdict != contract.OK {
 				b, _ := json.MarshalIndent(r, "", " ")
 				t.Fatalf("seed %d (unfenced %v): correct history judged %s:\n%s", seed, cfg.Unfenced, r.Verdict, b)
 			}
 			stats.ops += len(ops)
 			stats.rejected += r.Counts.Rejected
 			stats.faults += r.Counts.Faults
-			if r.Of(contract.PropLiveness).Verdict == OK {
+			if r.Of(contract.PropLiveness).Verdict == contract.OK {
 				stats.liveness++
 			}
 			for _, o := range ops {
@@ -94,7 +94,7 @@ type mutation struct {
 
 func mutations() []mutation {
 	return []mutation{
-		{"stale write accepted", PropResource, func(ops []history.Op, r *rand.Rand) ([]history.Op, int, bool) {
+		{"stale write accepted", contract.PropResourceName, func(ops []history.Op, r *rand.Rand) ([]history.Op, int, bool) {
 			// A write rejected for its stale token is accepted instead.
 			idx := pick(ops, r, func(o history.Op) bool {
 				return o.Kind == history.Write && o.Result == history.Rejected && o.HasToken
@@ -105,7 +105,7 @@ func mutations() []mutation {
 			ops[idx].Result = history.OK
 			return ops, ops[idx].Line, true
 		}},
-		{"stale read accepted", PropResource, func(ops []history.Op, r *rand.Rand) ([]history.Op, int, bool) {
+		{"stale read accepted", contract.PropResourceName, func(ops []history.Op, r *rand.Rand) ([]history.Op, int, bool) {
 			// A read rejected for its stale token is accepted instead, and
 			// returns the current value (so only its token is wrong). Only
 			// reads refused by a fence that an accepted op had surely raised
@@ -130,7 +130,7 @@ func mutations() []mutation {
 			ops[idx].Result, ops[idx].Value, ops[idx].HasValue = history.OK, cur[idx], true
 			return ops, ops[idx].Line, true
 		}},
-		{"overlapping holders", PropLease, func(ops []history.Op, r *rand.Rand) ([]history.Op, int, bool) {
+		{"overlapping holders", contract.PropLeaseName, func(ops []history.Op, r *rand.Rand) ([]history.Op, int, bool) {
 			// An intruder acquires the key right after a holder got it.
 			idx := pick(ops, r, func(o history.Op) bool {
 				return o.Kind == history.Acquire && o.Result == history.OK && o.TTLMillis > 0 &&
@@ -144,7 +144,7 @@ func mutations() []mutation {
 				Return: a.Return + 2000, Completed: true, Result: history.OK, TTLMillis: a.TTLMillis, Line: len(ops) + 1}
 			return append(ops, in), in.Line, true
 		}},
-		{"reused token", PropLease, func(ops []history.Op, r *rand.Rand) ([]history.Op, int, bool) {
+		{"reused token", contract.PropLeaseName, func(ops []history.Op, r *rand.Rand) ([]history.Op, int, bool) {
 			// An acquire returns the token of an earlier acquire by another client.
 			var cands [][2]int
 			for i, b := range ops {
@@ -165,7 +165,7 @@ func mutations() []mutation {
 			ops[c[0]].Token = ops[c[1]].Token
 			return ops, ops[c[0]].Line, true
 		}},
-		{"lost update", PropResource, func(ops []history.Op, r *rand.Rand) ([]history.Op, int, bool) {
+		{"lost update", contract.PropResourceName, func(ops []history.Op, r *rand.Rand) ([]history.Op, int, bool) {
 			// A read-modify-write read a value that had already been overwritten.
 			idx := pick(ops, r, func(o history.Op) bool {
 				return o.Kind == history.Write && o.Result == history.OK && o.HasPrev
@@ -176,7 +176,7 @@ func mutations() []mutation {
 			ops[idx].Prev = "stale:" + ops[idx].Prev
 			return ops, ops[idx].Line, true
 		}},
-		{"stale holder writes unfenced", PropResource, func(ops []history.Op, r *rand.Rand) ([]history.Op, int, bool) {
+		{"stale holder writes unfenced", contract.PropResourceName, func(ops []history.Op, r *rand.Rand) ([]history.Op, int, bool) {
 			// A holder's unfenced write is delayed past the next holder's acquire.
 			var cands [][2]int
 			for i, w := range ops {
@@ -258,7 +258,7 @@ func TestMutatedHistoriesFail(t *testing.T) {
 						pr = &res.Props[i]
 					}
 				}
-				if pr.Verdict != Violated || res.Verdict != Violated {
+				if pr.Verdict != contract.Violated || res.Verdict != contract.Violated {
 					t.Fatalf("%s, seed %d (unfenced %v), line %d: %s is %s", m.name, seed, cfg.Unfenced, line, m.prop, pr.Verdict)
 				}
 				found := false

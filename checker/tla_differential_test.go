@@ -49,7 +49,7 @@ func TestModelDifferential(t *testing.T) {
 	}
 	const batch = 100
 	r := rand.New(rand.NewPCG(*modelSeed, 24))
-	type verdicts struct{ lease, resource Verdict }
+	type verdicts struct{ lease, resource contract.Verdict }
 	var passed, refused [][]history.Op
 	var refusedV []verdicts
 	windowed := 0
@@ -65,10 +65,10 @@ func TestModelDifferential(t *testing.T) {
 		lease, resource := res.Of(contract.PropLease).Verdict, res.Of(contract.PropResource).Verdict
 		win := ops[len(ops)-1].Kind == history.Fault
 		switch {
-		case lease == Unknown || resource == Unknown:
-		case lease == Violated && resource != Violated && win:
+		case lease == contract.Unknown || resource == contract.Unknown:
+		case lease == contract.Violated && resource != contract.Violated && win:
 			// The model may accept it (two masters) or not: both agree.
-		case lease == Violated || resource == Violated:
+		case lease == contract.Violated || resource == contract.Violated:
 			if len(refused) < refusals {
 				refused, refusedV = append(refused, ops), append(refusedV, verdicts{lease, resource})
 			}

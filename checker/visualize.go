@@ -11,6 +11,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -67,10 +68,10 @@ func Visualize(ctx context.Context, w io.Writer, ops []history.Op, res *Result, 
 	var parts []part
 	for _, k := range p.keys {
 		if pops := porcupineOps(k.lease); len(pops) > 0 {
-			parts = append(parts, part{k.key, "lease ops", pops, violatedKey[PropLease][k.key] || violatedKey[PropLiveness][k.key]})
+			parts = append(parts, part{k.key, "lease ops", pops, violatedKey[contract.PropLeaseName][k.key] || violatedKey[contract.PropLivenessName][k.key]})
 		}
 		if pops := porcupineOps(k.resource); len(pops) > 0 {
-			parts = append(parts, part{k.key, "resource ops", pops, violatedKey[PropResource][k.key]})
+			parts = append(parts, part{k.key, "resource ops", pops, violatedKey[contract.PropResourceName][k.key]})
 		}
 	}
 	// Violated partitions first, then in key order, within the bound.
@@ -215,7 +216,7 @@ func violationAnnotations(p *prepared, res *Result, end int64) []porcupine.Annot
 // violations listed, and the legend of partitions drawn and not drawn.
 func visualHeader(res *Result, drawn []drawnLabel, skipped []string) string {
 	var b strings.Builder
-	color := map[Verdict]string{OK: "#1e7e34", Violated: "#c0392b", Unknown: "#b8860b", NA: "#555"}
+	color := map[contract.Verdict]string{contract.OK: "#1e7e34", contract.Violated: "#c0392b", contract.Unknown: "#b8860b", contract.NA: "#555"}
 	fmt.Fprintf(&b, `<section id="lockproof-verdict" style="font-family:sans-serif;margin:3em 1em 1em 1em;padding:1em;border:2px solid %s">`, color[res.Verdict])
 	fmt.Fprintf(&b, `<h1 style="margin-top:0">Verdict: <span style="color:%s">%s</span> <small>(%d ops, %d keys)</small></h1><ul>`,
 		color[res.Verdict], html.EscapeString(string(res.Verdict)), res.Counts.Ops, res.Counts.Keys)

@@ -68,7 +68,7 @@ func TestVisualizeMarksDirectViolations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Of(contract.PropResource).Verdict != Violated || res.Of(contract.PropResource).Violations[0].Rule != RuleStaleHolder {
+	if res.Of(contract.PropResource).Verdict != contract.Violated || res.Of(contract.PropResource).Violations[0].Rule != RuleStaleHolder {
 		t.Fatalf("resource %s %+v, want a stale-holder violation", res.Of(contract.PropResource).Verdict, res.Of(contract.PropResource).Violations)
 	}
 	var buf bytes.Buffer

@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 )
 
@@ -34,7 +33,7 @@ type CellProperty struct {
 	Property string `json:"property"`
 	// Want is the prediction (WantOK, WantViolated, WantMay, WantAny, or ""
 	// when the run recorded none).
-	Want Want `json:"want,omitempty"`
+	Want contract.Want `json:"want,omitempty"`
 	// Held, Violated, Unknown and NA count the seeds by verdict (a seed
 	// whose scenario or fault failed counts as Unknown, as summary.json's
 	// cells leave it out); Rate is Violated over the seeds that decided
@@ -142,9 +141,9 @@ func buildCells(r *Report, sum []*Cell) []*CellReport {
 					// Its scenario or fault failed: not a seed of the
 					// tallies (summary.json's cells agree).
 					cp.Unknown++
-				case p.Verdict == checker.OK:
+				case p.Verdict == contract.OK:
 					cp.Held++
-				case p.Verdict == checker.Violated:
+				case p.Verdict == contract.Violated:
 					cp.Violated++
 					if cp.Counterexample == "" {
 						cp.Counterexample, cp.Lines, cp.Evidence = s.ID, p.Lines, p.Evidence
@@ -152,7 +151,7 @@ func buildCells(r *Report, sum []*Cell) []*CellReport {
 					if p.DetectMs != nil {
 						det = append(det, *p.DetectMs)
 					}
-				case p.Verdict == checker.Unknown:
+				case p.Verdict == contract.Unknown:
 					cp.Unknown++
 				case p.Verdict == contract.NotChecked:
 					cp.NotChecked++ // newer than the row: not a decided seed

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 )
 
@@ -40,12 +39,12 @@ type Diff struct {
 
 // Change is one property whose verdict changed.
 type Change struct {
-	Scenario string          `json:"scenario"` // lock/fault/seed-N
-	Property string          `json:"property"`
-	Old      checker.Verdict `json:"old"`
-	New      checker.Verdict `json:"new"`
-	Expected checker.Verdict `json:"expected,omitempty"` // in the new run
-	Evidence string          `json:"evidence,omitempty"` // from the new run
+	Scenario string           `json:"scenario"` // lock/fault/seed-N
+	Property string           `json:"property"`
+	Old      contract.Verdict `json:"old"`
+	New      contract.Verdict `json:"new"`
+	Expected contract.Verdict `json:"expected,omitempty"` // in the new run
+	Evidence string           `json:"evidence,omitempty"` // from the new run
 }
 
 // CellChange is one property of one lock × fault that got worse at being
@@ -95,11 +94,11 @@ func Compare(old, new *Report) Diff {
 			}
 			c := Change{Scenario: k, Property: p.Property, Old: op.Verdict, New: p.Verdict, Expected: p.Expected, Evidence: p.Evidence}
 			switch {
-			case p.Verdict == checker.Violated:
+			case p.Verdict == contract.Violated:
 				d.NewViolations = append(d.NewViolations, c)
-			case p.Verdict == checker.Unknown:
+			case p.Verdict == contract.Unknown:
 				d.Inconclusive = append(d.Inconclusive, c)
-			case op.Verdict == checker.Violated:
+			case op.Verdict == contract.Violated:
 				d.Fixed = append(d.Fixed, c)
 			default:
 				d.Changed = append(d.Changed, c)
@@ -124,7 +123,7 @@ func Compare(old, new *Report) Diff {
 			ch := CellChange{Cell: c.Lock + " × " + c.Fault, Property: p.Property,
 				OldFound: op.Violated, OldSeeds: op.Decided(), NewFound: p.Violated, NewSeeds: p.Decided(),
 				OldMedianMs: op.DetectMedianMs, NewMedianMs: p.DetectMedianMs}
-			predicted := p.Want == WantViolated || p.Want == WantMay
+			predicted := p.Want == contract.WantViolated || p.Want == contract.WantMay
 			if predicted && op.Violated > 0 && p.Rate < op.Rate {
 				d.RateDrops = append(d.RateDrops, ch)
 			}
@@ -198,14 +197,6 @@ func WriteDiff(w io.Writer, d Diff) error {
 	return nil
 }
 
-// Output file names written by WriteAll.
-const (
-	MarkdownFile = contract.MarkdownFile
-	HTMLFile     = contract.HTMLFile
-	JUnitFile    = contract.JUnitFile
-	JSONFile     = contract.JSONFile
-)
-
 // WriteAll writes report.md, report.html, junit.xml and report.json into dir
 // (the run directory, so that the HTML's relative links resolve).
 func WriteAll(dir string, r *Report) error {
@@ -213,7 +204,7 @@ func WriteAll(dir string, r *Report) error {
 		name  string
 		write func(io.Writer, *Report) error
 	}{
-		{MarkdownFile, WriteMarkdown}, {HTMLFile, WriteHTML}, {JUnitFile, WriteJUnit}, {JSONFile, WriteJSON},
+		{contract.MarkdownFile, WriteMarkdown}, {contract.HTMLFile, WriteHTML}, {contract.JUnitFile, WriteJUnit}, {contract.JSONFile, WriteJSON},
 	} {
 		if err := writeFile(filepath.Join(dir, f.name), r, f.write); err != nil {
 			return err

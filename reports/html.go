@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 )
 
@@ -81,15 +80,15 @@ func anchor(prefix, id string) string {
 
 // verdictWord names a property's verdict: whether the property held, not
 // whether that was expected (outcomeWord says that).
-func verdictWord(v checker.Verdict) string {
+func verdictWord(v contract.Verdict) string {
 	switch v {
-	case checker.OK:
+	case contract.OK:
 		return "held"
-	case checker.Violated:
+	case contract.Violated:
 		return "violated"
-	case checker.Unknown:
+	case contract.Unknown:
 		return "unknown"
-	case checker.NA:
+	case contract.NA:
 		return "n/a"
 	case contract.NotChecked:
 		return "not checked"
@@ -124,15 +123,15 @@ func statusWord(s Status) string {
 }
 
 // wantWord spells a prediction for people.
-func wantWord(w Want) string {
+func wantWord(w contract.Want) string {
 	switch w {
-	case WantOK:
+	case contract.WantOK:
 		return "holds"
-	case WantViolated:
+	case contract.WantViolated:
 		return "breaks"
-	case WantMay:
+	case contract.WantMay:
 		return "may break"
-	case WantAny:
+	case contract.WantAny:
 		return "no prediction"
 	}
 	return "not recorded"
@@ -260,7 +259,7 @@ func pageTemplates() *template.Template {
 		"lines":      joinLines,
 		"celltext":   cellText,
 		"rel":        rel,
-		"index":      func() string { return HTMLFile },
+		"index":      func() string { return contract.HTMLFile },
 		"unexpected": unexpectedOf,
 		"unknowns":   unknownOf,
 		"sheet":      sheetOf,

@@ -29,17 +29,6 @@ import (
 // summary.json is missing or breaks the contract.
 var ErrBadRun = errors.New("bad run directory")
 
-// File names inside a run directory.
-const (
-	SummaryFile       = contract.SummaryFile
-	HistoryFile       = contract.HistoryFile
-	CheckFile         = contract.CheckFile
-	VisualizationFile = contract.VisualizationFile
-	// ScenarioPageFile is each scenario's page of the HTML report, in the
-	// scenario's directory beside its history.
-	ScenarioPageFile = contract.ScenarioPageFile
-)
-
 // The summary.json types are the contract's (package contract spells them).
 type (
 	// Summary is summary.json, as `lockproof run --out DIR` writes it.
@@ -51,13 +40,6 @@ type (
 	// Verdicts holds one verdict per property: a row's verdicts and its
 	// expected ones.
 	Verdicts = contract.Verdicts
-)
-
-// The values of ScenarioSummary.Trace.
-const (
-	TraceAccepted = contract.TraceAccepted
-	TraceRejected = contract.TraceRejected
-	TraceError    = contract.TraceError
 )
 
 // Run is a loaded run directory.
@@ -93,9 +75,9 @@ type Scenario struct {
 	Page string
 }
 
-func validVerdict(v checker.Verdict) bool {
+func validVerdict(v contract.Verdict) bool {
 	switch v {
-	case checker.OK, checker.Violated, checker.Unknown, checker.NA:
+	case contract.OK, contract.Violated, contract.Unknown, contract.NA:
 		return true
 	}
 	return false
@@ -119,7 +101,7 @@ type LoadOptions struct {
 
 // LoadWith is Load with options.
 func LoadWith(dir string, opts LoadOptions) (*Run, error) {
-	sumPath := filepath.Join(dir, SummaryFile)
+	sumPath := filepath.Join(dir, contract.SummaryFile)
 	data, err := os.ReadFile(sumPath)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -148,7 +130,7 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 			return nil, fmt.Errorf("%w: %s: scenarios %d and %d share the directory %s", ErrBadRun, sumPath, j, i, sc.ID)
 		}
 		seen[sc.ID] = i
-		sc.Page = path.Join(sdir, ScenarioPageFile)
+		sc.Page = path.Join(sdir, contract.ScenarioPageFile)
 		if sdir == "." {
 			sc.Page = sc.ID + ".html"
 		}
@@ -210,7 +192,7 @@ func loadScenario(dir, sdir string, sc *Scenario) {
 	if sc.FaultError != "" {
 		sc.Problems = append(sc.Problems, "its fault failed: "+sc.FaultError)
 	}
-	sc.CheckPath = path.Join(sdir, CheckFile)
+	sc.CheckPath = path.Join(sdir, contract.CheckFile)
 	checkPath := filepath.Join(dir, filepath.FromSlash(sc.CheckPath))
 	data, err := os.ReadFile(checkPath)
 	switch {
@@ -231,11 +213,11 @@ func loadScenario(dir, sdir string, sc *Scenario) {
 				sc.Problems = append(sc.Problems, fmt.Sprintf("%s: no %s verdict", checkPath, id))
 			case pr.Verdict != sc.Verdicts[id]:
 				sc.Problems = append(sc.Problems, fmt.Sprintf("%s: %s is %s but %s says %s",
-					checkPath, id, pr.Verdict, SummaryFile, sc.Verdicts[id]))
+					checkPath, id, pr.Verdict, contract.SummaryFile, sc.Verdicts[id]))
 			}
 		}
 	}
-	vis := path.Join(sdir, VisualizationFile)
+	vis := path.Join(sdir, contract.VisualizationFile)
 	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(vis))); err == nil {
 		sc.Visualization = vis
 	}
@@ -248,7 +230,7 @@ func loadScenario(dir, sdir string, sc *Scenario) {
 	sc.Plot = plot
 	// summary.json's ops may count fault lines (as check.json does) or not.
 	if sc.Ops != 0 && plot.Total != sc.Ops && plot.Ops != sc.Ops {
-		sc.Problems = append(sc.Problems, fmt.Sprintf("%s: %d ops but %s says %d", histPath, plot.Total, SummaryFile, sc.Ops))
+		sc.Problems = append(sc.Problems, fmt.Sprintf("%s: %d ops but %s says %d", histPath, plot.Total, contract.SummaryFile, sc.Ops))
 	}
 }
 

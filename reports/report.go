@@ -109,20 +109,20 @@ type ScenarioReport struct {
 
 // TraceAccepted, TraceRejected and TraceNoVerdict say how the scenario's
 // trace validation came out (all false: not validated).
-func (s *ScenarioReport) TraceAccepted() bool  { return s.Trace == TraceAccepted }
-func (s *ScenarioReport) TraceRejected() bool  { return s.Trace == TraceRejected }
-func (s *ScenarioReport) TraceNoVerdict() bool { return s.Trace == TraceError }
+func (s *ScenarioReport) TraceAccepted() bool  { return s.Trace == contract.TraceAccepted }
+func (s *ScenarioReport) TraceRejected() bool  { return s.Trace == contract.TraceRejected }
+func (s *ScenarioReport) TraceNoVerdict() bool { return s.Trace == contract.TraceError }
 
 // PropertyOutcome is one property of a scenario: its verdict, what was
 // expected, and the evidence.
 type PropertyOutcome struct {
-	Property string          `json:"property"` // lease, resource, liveness
-	Verdict  checker.Verdict `json:"verdict"`
-	Expected checker.Verdict `json:"expected,omitempty"`
+	Property string           `json:"property"` // lease, resource, liveness
+	Verdict  contract.Verdict `json:"verdict"`
+	Expected contract.Verdict `json:"expected,omitempty"`
 	// Want is the prediction in words: ok, violated, may (breaks on some
 	// seeds) or "" (none recorded).
-	Want    Want    `json:"want,omitempty"`
-	Outcome Outcome `json:"outcome"`
+	Want    contract.Want `json:"want,omitempty"`
+	Outcome Outcome       `json:"outcome"`
 	// FoundElsewhere: predicted to break, missed on this seed and found on
 	// another seed of its cell, which makes this seed as expected.
 	FoundElsewhere bool `json:"found_elsewhere,omitempty"`
@@ -139,33 +139,20 @@ type PropertyOutcome struct {
 // propertyNames are the properties of a report, in matrix order.
 func propertyNames() []string { return contract.PropertyIDs() }
 
-// Want is a prediction of a property (package contract spells them), as
-// PropertyOutcome.Want and CellProperty.Want spell it (summary.json's
-// cells[].want).
-type Want = contract.Want
-
-// The predictions.
-const (
-	WantOK       = contract.WantOK
-	WantViolated = contract.WantViolated
-	WantMay      = contract.WantMay // breaks on some seeds: any verdict is as expected
-	WantAny      = contract.WantAny // no prediction
-)
-
 // compare says how verdict v compares to prediction want. Only the line
 // between violated and not-violated matters: n/a meets an expected ok. A
 // predicted break missed on this seed but found on another seed of its
 // cell (foundElsewhere) is as expected.
-func compare(v checker.Verdict, want Want, foundElsewhere bool) Outcome {
+func compare(v contract.Verdict, want contract.Want, foundElsewhere bool) Outcome {
 	switch {
 	case v == contract.NotChecked:
 		return NoExpected // the property is newer than the row: nothing to compare
-	case v == checker.Unknown:
+	case v == contract.Unknown:
 		return Undecided
-	case want == WantMay:
+	case want == contract.WantMay:
 		return AsExpected
-	case want == WantOK || want == WantViolated:
-		if (v == checker.Violated) == (want == WantViolated) || want == WantViolated && foundElsewhere {
+	case want == contract.WantOK || want == contract.WantViolated:
+		if (v == contract.Violated) == (want == contract.WantViolated) || want == contract.WantViolated && foundElsewhere {
 			return AsExpected
 		}
 		return Unexpected
@@ -202,9 +189,9 @@ func Build(run *Run) *Report {
 			r.Counts.Problems++
 		}
 		switch sc.Trace {
-		case TraceAccepted:
+		case contract.TraceAccepted:
 			r.Counts.TraceValidated++
-		case TraceRejected:
+		case contract.TraceRejected:
 			r.Counts.TraceValidated++
 			r.Counts.TraceRejected++
 		}
@@ -298,9 +285,9 @@ func buildScenario(sc *Scenario) *ScenarioReport {
 			}
 		}
 		switch {
-		case po.Outcome == Unexpected && po.Verdict != checker.Violated:
+		case po.Outcome == Unexpected && po.Verdict != contract.Violated:
 			po.Evidence = "no violation found on any seed of this lock × fault: the harness did not catch what this lock is known to break"
-		case po.FoundElsewhere && po.Verdict != checker.Violated:
+		case po.FoundElsewhere && po.Verdict != contract.Violated:
 			po.Evidence = "not found on this seed; found on another seed of this lock × fault, as predicted"
 		}
 		switch po.Outcome {
@@ -324,7 +311,7 @@ func buildScenario(sc *Scenario) *ScenarioReport {
 
 func evidence(pr *checker.PropertyResult) string {
 	switch pr.Verdict {
-	case checker.Violated:
+	case contract.Violated:
 		if len(pr.Violations) > 0 {
 			v := pr.Violations[0]
 			s := fmt.Sprintf("%s on key %q, history lines %s: %s", v.Rule, v.Key, joinLines(v.Lines), v.Explanation)
@@ -334,7 +321,7 @@ func evidence(pr *checker.PropertyResult) string {
 			return s
 		}
 		return pr.Explanation
-	case checker.Unknown:
+	case contract.Unknown:
 		if len(pr.Undecided) > 0 {
 			return fmt.Sprintf("key %q undecided: %s", pr.Undecided[0].Key, pr.Undecided[0].Reason)
 		}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
@@ -175,7 +174,7 @@ func TestHTMLIndexAndPages(t *testing.T) {
 	if err := WriteAll(dir, r); err != nil {
 		t.Fatal(err)
 	}
-	index, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	index, err := os.ReadFile(filepath.Join(dir, contract.HTMLFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +186,7 @@ func TestHTMLIndexAndPages(t *testing.T) {
 			}
 		}
 	}
-	selfContained(HTMLFile, index)
+	selfContained(contract.HTMLFile, index)
 	doc := parseHTML(t, index)
 	if doc.svgs != 0 {
 		t.Errorf("the index draws %d plots; plots belong on the scenario pages", doc.svgs)
@@ -238,7 +237,7 @@ func TestHTMLIndexAndPages(t *testing.T) {
 		}
 	}
 	for _, viz := range []string{"setnx-pause-client-1/porcupine.html", "lua-none-1/porcupine.html"} {
-		page, _ := os.ReadFile(filepath.Join(dir, filepath.Dir(viz), ScenarioPageFile))
+		page, _ := os.ReadFile(filepath.Join(dir, filepath.Dir(viz), contract.ScenarioPageFile))
 		if !parseHTML(t, page).hrefs[filepath.Base(viz)] {
 			t.Errorf("no link to the visualization %s", viz)
 		}
@@ -275,13 +274,13 @@ func copyRun(t *testing.T, edit func(*Summary)) string {
 	}
 	if edit != nil {
 		var s Summary
-		b, _ := os.ReadFile(filepath.Join(dst, SummaryFile))
+		b, _ := os.ReadFile(filepath.Join(dst, contract.SummaryFile))
 		if err := json.Unmarshal(b, &s); err != nil {
 			t.Fatal(err)
 		}
 		edit(&s)
 		b, _ = json.Marshal(s)
-		if err := os.WriteFile(filepath.Join(dst, SummaryFile), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dst, contract.SummaryFile), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -305,14 +304,14 @@ func keep(ids ...string) func(*Summary) {
 func TestLoadBadRuns(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope")
 	_, err := Load(missing)
-	if !errors.Is(err, ErrBadRun) || !strings.Contains(err.Error(), filepath.Join(missing, SummaryFile)) {
+	if !errors.Is(err, ErrBadRun) || !strings.Contains(err.Error(), filepath.Join(missing, contract.SummaryFile)) {
 		t.Errorf("missing dir: %v, want ErrBadRun naming summary.json", err)
 	}
 
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, SummaryFile), []byte(`{"scenarios":[`), 0o644)
+	os.WriteFile(filepath.Join(dir, contract.SummaryFile), []byte(`{"scenarios":[`), 0o644)
 	_, err = Load(dir)
-	if !errors.Is(err, ErrBadRun) || !strings.Contains(err.Error(), filepath.Join(dir, SummaryFile)) {
+	if !errors.Is(err, ErrBadRun) || !strings.Contains(err.Error(), filepath.Join(dir, contract.SummaryFile)) {
 		t.Errorf("malformed summary: %v, want ErrBadRun naming the file", err)
 	}
 
@@ -332,7 +331,7 @@ func TestLoadBadRuns(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := copyRun(t, c.edit)
 			_, err := Load(dir)
-			if !errors.Is(err, ErrBadRun) || !strings.Contains(err.Error(), SummaryFile) || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, ErrBadRun) || !strings.Contains(err.Error(), contract.SummaryFile) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("got %v, want ErrBadRun naming summary.json and %q", err, c.want)
 			}
 		})
@@ -342,11 +341,11 @@ func TestLoadBadRuns(t *testing.T) {
 // Broken scenario files are shown, name the file, and make the run inconclusive.
 func TestBrokenScenarioFiles(t *testing.T) {
 	dir := copyRun(t, keep("fenced-none-1", "fenced-none-2", "fenced-pause-client-1"))
-	os.Remove(filepath.Join(dir, "fenced-none-1", CheckFile))
+	os.Remove(filepath.Join(dir, "fenced-none-1", contract.CheckFile))
 	os.WriteFile(filepath.Join(dir, "fenced-none-2", "history.jsonl"), []byte(`{"op":"fault"}`+"\n"), 0o644)
-	b, _ := os.ReadFile(filepath.Join(dir, "fenced-pause-client-1", CheckFile))
+	b, _ := os.ReadFile(filepath.Join(dir, "fenced-pause-client-1", contract.CheckFile))
 	b = bytes.Replace(b, []byte(`"verdict": "ok"`), []byte(`"verdict": "violated"`), 2) // disagrees with summary.json
-	os.WriteFile(filepath.Join(dir, "fenced-pause-client-1", CheckFile), b, 0o644)
+	os.WriteFile(filepath.Join(dir, "fenced-pause-client-1", contract.CheckFile), b, 0o644)
 
 	run, err := Load(dir)
 	if err != nil {
@@ -357,7 +356,7 @@ func TestBrokenScenarioFiles(t *testing.T) {
 		t.Fatalf("status %s with %d problems, want inconclusive with 3", r.Status, r.Counts.Problems)
 	}
 	want := map[string]string{
-		"fenced-none-1":         filepath.Join(dir, "fenced-none-1", CheckFile),
+		"fenced-none-1":         filepath.Join(dir, "fenced-none-1", contract.CheckFile),
 		"fenced-none-2":         filepath.Join(dir, "fenced-none-2", "history.jsonl") + ":1: name: missing",
 		"fenced-pause-client-1": "but summary.json says ok",
 	}
@@ -406,11 +405,11 @@ func TestCompare(t *testing.T) {
 	for _, s := range newer.Scenarios {
 		switch s.ID {
 		case "lua-none-1":
-			s.Property("lease").Verdict = checker.OK
+			s.Property("lease").Verdict = contract.OK
 		case "fenced-none-2":
-			s.Property("resource").Verdict = checker.Violated
+			s.Property("resource").Verdict = contract.Violated
 		case "fenced-latency-1":
-			s.Property("lease").Verdict = checker.OK
+			s.Property("lease").Verdict = contract.OK
 		}
 	}
 	// A violation that became unknown is inconclusive, not fixed.
@@ -419,9 +418,9 @@ func TestCompare(t *testing.T) {
 		if s.ID == "lua-none-1" || lost != "" {
 			continue
 		}
-		if p := s.Property("resource"); p != nil && p.Verdict == checker.Violated && old.Scenarios[i].ID == s.ID &&
-			old.Scenarios[i].Property("resource").Verdict == checker.Violated {
-			p.Verdict, lost = checker.Unknown, scenarioKey(s)
+		if p := s.Property("resource"); p != nil && p.Verdict == contract.Violated && old.Scenarios[i].ID == s.ID &&
+			old.Scenarios[i].Property("resource").Verdict == contract.Violated {
+			p.Verdict, lost = contract.Unknown, scenarioKey(s)
 		}
 	}
 	if lost == "" {
@@ -430,16 +429,16 @@ func TestCompare(t *testing.T) {
 	newer.Scenarios = append(newer.Scenarios, &ScenarioReport{Lock: "getset", Fault: "clock-skew", Seed: 3})
 	old.Scenarios = append(old.Scenarios, &ScenarioReport{Lock: "getset", Fault: "none", Seed: 1})
 	d := Compare(old, newer)
-	if len(d.Inconclusive) != 1 || d.Inconclusive[0].Scenario != lost || d.Inconclusive[0].Old != checker.Violated {
+	if len(d.Inconclusive) != 1 || d.Inconclusive[0].Scenario != lost || d.Inconclusive[0].Old != contract.Violated {
 		t.Errorf("inconclusive %+v; want %s violated -> unknown", d.Inconclusive, lost)
 	}
 	if len(d.NewViolations) != 1 || d.NewViolations[0].Scenario != "fenced/none/seed-2" || d.NewViolations[0].Property != "resource" {
 		t.Errorf("new violations %+v", d.NewViolations)
 	}
-	if len(d.Fixed) != 1 || d.Fixed[0].Scenario != "lua/none/seed-1" || d.Fixed[0].Old != checker.Violated {
+	if len(d.Fixed) != 1 || d.Fixed[0].Scenario != "lua/none/seed-1" || d.Fixed[0].Old != contract.Violated {
 		t.Errorf("fixed %+v", d.Fixed)
 	}
-	if len(d.Changed) != 1 || d.Changed[0].Scenario != "fenced/latency/seed-1" || d.Changed[0].Old != checker.Unknown {
+	if len(d.Changed) != 1 || d.Changed[0].Scenario != "fenced/latency/seed-1" || d.Changed[0].Old != contract.Unknown {
 		t.Errorf("changed %+v", d.Changed)
 	}
 	if fmt.Sprint(d.Added) != "[getset/clock-skew/seed-3]" || fmt.Sprint(d.Removed) != "[getset/none/seed-1]" {
@@ -505,13 +504,13 @@ func TestWriteAll(t *testing.T) {
 	if err := WriteAll(dir, Build(run)); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{MarkdownFile, HTMLFile, JUnitFile, JSONFile} {
+	for _, f := range []string{contract.MarkdownFile, contract.HTMLFile, contract.JUnitFile, contract.JSONFile} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s not written: %v", f, err)
 		}
 	}
 	err = WriteAll(filepath.Join(dir, "missing-subdir"), Build(run))
-	if err == nil || !strings.Contains(err.Error(), MarkdownFile) {
+	if err == nil || !strings.Contains(err.Error(), contract.MarkdownFile) {
 		t.Errorf("write into a missing dir: %v, want an error naming the file", err)
 	}
 }
@@ -539,7 +538,7 @@ func TestOpsCountMismatch(t *testing.T) {
 func TestFailedScenarioNeverPasses(t *testing.T) {
 	for _, field := range []string{"error", "fault_error"} {
 		dir := copyRun(t, keep("fenced-none-1", "fenced-none-2"))
-		p := filepath.Join(dir, SummaryFile)
+		p := filepath.Join(dir, contract.SummaryFile)
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -620,14 +619,14 @@ func TestCompareCells(t *testing.T) {
 		for seed := 1; seed <= 4; seed++ {
 			for _, lock := range []string{"set-del", "lua"} {
 				sc := &Scenario{ScenarioSummary: ScenarioSummary{Lock: lock, Fault: "pause-client", Seed: int64(seed),
-					Verdicts: Verdicts{contract.PropLease: checker.OK, contract.PropResource: checker.Violated, contract.PropLiveness: checker.NA},
-					Expected: Verdicts{contract.PropLease: checker.Violated, contract.PropResource: checker.Violated}}}
+					Verdicts: Verdicts{contract.PropLease: contract.OK, contract.PropResource: contract.Violated, contract.PropLiveness: contract.NA},
+					Expected: Verdicts{contract.PropLease: contract.Violated, contract.PropResource: contract.Violated}}}
 				if lock == "lua" {
-					sc.Expected[contract.PropLease] = checker.OK
+					sc.Expected[contract.PropLease] = contract.OK
 					sc.DetectMs = map[string]int64{"resource": 1500}
 				}
 				if lock == "set-del" && seed <= found {
-					sc.Verdicts[contract.PropLease] = checker.Violated
+					sc.Verdicts[contract.PropLease] = contract.Violated
 					sc.DetectMs = map[string]int64{"lease": detect}
 				}
 				sc.ID = fmt.Sprintf("%s-pause-client-%d", lock, seed)
@@ -668,9 +667,9 @@ func TestTraceRejectedFails(t *testing.T) {
 		sc := run.Scenarios[i]
 		switch sc.ID {
 		case "fenced-none-1":
-			sc.Trace = TraceAccepted
+			sc.Trace = contract.TraceAccepted
 		case "fenced-none-2":
-			sc.Trace, sc.TraceLine = TraceRejected, 42
+			sc.Trace, sc.TraceLine = contract.TraceRejected, 42
 		}
 	}
 	r := Build(run)
@@ -703,10 +702,10 @@ func TestFailedSeedIsNotTallied(t *testing.T) {
 	run := &Run{}
 	for seed := 1; seed <= 2; seed++ {
 		sc := &Scenario{ScenarioSummary: ScenarioSummary{Lock: "set-del", Fault: "pause-client", Seed: int64(seed),
-			Verdicts: Verdicts{contract.PropLease: checker.OK, contract.PropResource: checker.OK, contract.PropLiveness: checker.NA}},
+			Verdicts: Verdicts{contract.PropLease: contract.OK, contract.PropResource: contract.OK, contract.PropLiveness: contract.NA}},
 			ID: fmt.Sprintf("set-del-pause-client-%d", seed)}
 		if seed == 2 {
-			sc.Verdicts[contract.PropLease] = checker.Violated
+			sc.Verdicts[contract.PropLease] = contract.Violated
 			sc.FaultError = "the fault did not bite"
 		}
 		run.Scenarios = append(run.Scenarios, sc)
@@ -723,7 +722,7 @@ func TestLoadLeavesUnknownPropertiesAlone(t *testing.T) {
 	dir := t.TempDir()
 	row := `{"lock":"fenced","fault":"none","seed":1,"ops":3,"lease":"ok","resource":"ok","liveness":"n/a","fairness":"violated",` +
 		`"rejected":0,"expected":{"lease":"ok","fairness":"ok"},"history":"fenced-none-1/history.jsonl","as_expected":true,"duration_ms":3000,"ttl_ms":500}`
-	if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(`{"scenarios":[`+row+`]}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, contract.SummaryFile), []byte(`{"scenarios":[`+row+`]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run, err := LoadWith(dir, LoadOptions{SummaryOnly: true})
@@ -731,13 +730,13 @@ func TestLoadLeavesUnknownPropertiesAlone(t *testing.T) {
 		t.Fatalf("a newer summary: %v", err)
 	}
 	sc := run.Scenarios[0]
-	if sc.Verdicts[contract.PropLease] != checker.OK || sc.Verdicts[contract.PropLiveness] != checker.NA ||
+	if sc.Verdicts[contract.PropLease] != contract.OK || sc.Verdicts[contract.PropLiveness] != contract.NA ||
 		sc.Verdicts[contract.PropClaims] != contract.NotChecked || len(sc.Verdicts) != len(contract.Properties()) {
 		t.Fatalf("verdicts %v; want the known ones (claims not checked: the row predates it)", sc.Verdicts)
 	}
 	// A known property's bad verdict is still refused, naming the field.
 	bad := strings.Replace(row, `"lease":"ok","resource"`, `"lease":"fine","resource"`, 1)
-	if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(`{"scenarios":[`+bad+`]}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, contract.SummaryFile), []byte(`{"scenarios":[`+bad+`]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := LoadWith(dir, LoadOptions{SummaryOnly: true}); !errors.Is(err, ErrBadRun) || !strings.Contains(err.Error(), `lease: verdict "fine"`) {

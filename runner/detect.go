@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -97,9 +96,9 @@ func Detect(ctx context.Context, dc DetectConfig) ([]DetectRow, *Summary, error)
 			s := byID[Spec{Lock: d.Lock, Fault: d.Fault, Seed: seed}.ID()]
 			t := time.Duration(-1)
 			switch {
-			case s == nil || s.Verdict(d.Property) == checker.Unknown:
+			case s == nil || s.Verdict(d.Property) == contract.Unknown:
 				row.Unknown++
-			case s.Verdict(d.Property) == checker.Violated:
+			case s.Verdict(d.Property) == contract.Violated:
 				if ms, ok := s.DetectMs[d.Property]; ok {
 					t = time.Duration(ms) * time.Millisecond
 					found = append(found, t)

@@ -13,18 +13,6 @@ import (
 	"github.com/lockproof/lockproof/zoo"
 )
 
-// Want is what the guarantees predict for one property of one scenario
-// (package contract spells the predictions).
-type Want = contract.Want
-
-// The predictions (contract.WantOK, ...).
-const (
-	WantOK       = contract.WantOK
-	WantViolated = contract.WantViolated
-	WantMay      = contract.WantMay
-	WantAny      = contract.WantAny
-)
-
 // Expectation is the prediction for one lock under one fault (a lock's own
 // amendments come from its locker.Entry Predict).
 type Expectation = locker.Prediction
@@ -106,21 +94,21 @@ func profilePrediction(e locker.Entry, fault string) Expectation {
 	p := locker.AllHold()
 	switch fault {
 	case contract.FaultPauseClient:
-		p.Set(WantViolated, contract.PropClaims)
+		p.Set(contract.WantViolated, contract.PropClaims)
 		if fenced {
 			p.Rejected = true
 			p.Because("fencing refuses the paused holder's late ops (rejected > 0)")
 		} else {
-			p.Set(WantViolated, contract.PropResource)
+			p.Set(contract.WantViolated, contract.PropResource)
 			p.Because("G1 holds (owner-checked release) but the woken holder's unfenced write is stale")
 		}
 	case contract.FaultFailover, contract.FaultFailoverSkew:
 		if !fenced {
-			p.Set(WantMay, contract.PropLease, contract.PropResource, contract.PropClaims)
+			p.Set(contract.WantMay, contract.PropLease, contract.PropResource, contract.PropClaims)
 			p.Because("a lease in the replication gap is lost (G1 may break, and its holder's claim with it) and unfenced data may then be overwritten")
 			break
 		}
-		p.Set(WantMay, contract.PropLease, contract.PropClaims, contract.PropFairness)
+		p.Set(contract.WantMay, contract.PropLease, contract.PropClaims, contract.PropFairness)
 		p.Because("a lease in the replication gap is lost (G1 may break, and its holder's claim with it), and so are places in line (later joiners may be served first); fencing keeps the data safe")
 		if fault == contract.FaultFailoverSkew {
 			// Redis replicates expiries as absolute times (PX as PXAT),
@@ -129,22 +117,22 @@ func profilePrediction(e locker.Entry, fault string) Expectation {
 			// leases and queue places written before the failover last up
 			// to the skew longer: a waiter may be served later than the
 			// lock's waiter bound once the fault window has closed.
-			p.Set(WantMay, contract.PropLiveness)
+			p.Set(contract.WantMay, contract.PropLiveness)
 			p.Because("the promoted replica's clock is behind: its clock-based fences fall below the old master's, so the resource refuses new holders until that clock catches up (the stall the fault evidence measures; data stays safe); expiries and queue deadlines written by the old master's clock last up to the skew longer there, so a waiter may be served later than the lock promises (waiter liveness may break)")
 		}
 	case contract.FaultKeyLoss, contract.FaultRestart, contract.FaultForceUnlock:
 		// Redis forgot the holder's lock: the next client takes the key
 		// while the holder works on, believing it holds. (A restart
 		// also cuts every connection for a moment.)
-		p.Set(WantMay, contract.PropLease, contract.PropClaims)
+		p.Set(contract.WantMay, contract.PropLease, contract.PropClaims)
 		p.Because(whyForgot)
 		if fenced {
 			// The DEL takes the queue too: the waiters in line lose their
 			// places, and later joiners may be served first.
-			p.Set(WantMay, contract.PropFairness, contract.PropLiveness)
+			p.Set(contract.WantMay, contract.PropFairness, contract.PropLiveness)
 			p.Because("fencing refuses the old holder's late ops; the queue is deleted with the lock, so waiters lose their places (fair queue and waiter liveness may break)")
 		} else {
-			p.Set(WantMay, contract.PropResource)
+			p.Set(contract.WantMay, contract.PropResource)
 			p.Because("the old holder's unfenced write may overwrite the new holder's")
 		}
 		if e.LossBound != nil {
@@ -159,7 +147,7 @@ func profilePrediction(e locker.Entry, fault string) Expectation {
 			// 750ms later, past its 500ms TTL; another client took the key
 			// at the thaw, and the first one's unfenced write then lost the
 			// second one's update. G1 held (the first lease had expired).
-			p.Set(WantAny, contract.PropResource)
+			p.Set(contract.WantAny, contract.PropResource)
 			p.Because("a grant the frozen master executed just before the freeze reaches its client after the lease expired; that client's unfenced write may then overwrite the next holder's (timing: the grant must land just before the freeze)")
 		}
 	}
@@ -191,7 +179,7 @@ func predict(e locker.Entry, fault string) Expectation {
 	if e.Predict != nil {
 		exp = e.Predict(fault, exp)
 	}
-	if fault == contract.FaultPauseClient && exp.Want(contract.PropClaims) == WantViolated && !strings.Contains(exp.Why, whyCheckedWrite) {
+	if fault == contract.FaultPauseClient && exp.Want(contract.PropClaims) == contract.WantViolated && !strings.Contains(exp.Why, whyCheckedWrite) {
 		// The workload's mechanism at this fault, whoever predicted it.
 		exp.Because(whyCheckedWrite)
 	}
@@ -271,7 +259,7 @@ const regressionAlpha = 0.001
 // and flags the found rates too far below it to be chance.
 func promise(c *Cell, exp Expectation) {
 	for _, p := range contract.PropertyIDs() {
-		if exp.Want(p) != WantViolated {
+		if exp.Want(p) != contract.WantViolated {
 			continue
 		}
 		if c.Promised == nil {

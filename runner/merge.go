@@ -10,7 +10,6 @@ import (
 	"slices"
 
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/reports"
 )
 
 // ErrBadMerge: the run directories given to Merge are not the shards of
@@ -105,7 +104,7 @@ func Merge(out string, dirs []string, noReport bool) (*Summary, error) {
 			}
 		}
 	}
-	if err := writeJSON(filepath.Join(out, reports.SummaryFile), merged); err != nil {
+	if err := writeJSON(filepath.Join(out, contract.SummaryFile), merged); err != nil {
 		return merged, err
 	}
 	if !noReport {

@@ -37,7 +37,7 @@ func runPlan(t *testing.T, out string, shard *contract.Shard) *Summary {
 // two runs of one plan (wall times, start times) left out.
 func comparable(t *testing.T, dir string) map[string]any {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, reports.SummaryFile))
+	raw, err := os.ReadFile(filepath.Join(dir, contract.SummaryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestMergedShardsEqualOneRun(t *testing.T) {
 			t.Errorf("merged scenario %s: %v", sc.ID, sc.Problems)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(merged, reports.MarkdownFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(merged, contract.MarkdownFile)); err != nil {
 		t.Errorf("no report in the merged directory: %v", err)
 	}
 

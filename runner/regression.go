@@ -15,7 +15,6 @@ import (
 
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/reports"
 )
 
 // Regression is a violation found once, saved as a named scenario
@@ -102,10 +101,10 @@ func regressionsFrom(name string, sum *Summary) ([]Regression, error) {
 		prop := ""
 		exp := expectedOf(nil, s.Lock, s.Fault)
 		for _, p := range contract.PropertyIDs() {
-			if s.Verdict(p) != checker.Violated {
+			if s.Verdict(p) != contract.Violated {
 				continue
 			}
-			if prop == "" || (exp.Want(p) == WantViolated && exp.Want(prop) != WantViolated) {
+			if prop == "" || (exp.Want(p) == contract.WantViolated && exp.Want(prop) != contract.WantViolated) {
 				prop = p
 			}
 		}
@@ -142,7 +141,7 @@ func SaveRegressions(dir, runDir, name string, sum *Summary) ([]string, error) {
 	}
 	var paths []string
 	for _, r := range regs {
-		describeFirst(&r, filepath.Join(runDir, r.Spec().ID(), reports.CheckFile))
+		describeFirst(&r, filepath.Join(runDir, r.Spec().ID(), contract.CheckFile))
 		p, err := saveRegression(dir, r)
 		if err != nil {
 			return paths, err
@@ -249,7 +248,7 @@ type ReplayResult struct {
 	// Scenario is the last attempt's scenario.
 	Scenario *Scenario
 	// Verdict is the regression's property's verdict in the last attempt.
-	Verdict checker.Verdict
+	Verdict contract.Verdict
 	// Reproduced: the property broke again. Unknown: it could not be decided.
 	Reproduced, Unknown bool
 	// Attempts is how many replays ran (at most ReplayAttempts): the
@@ -298,12 +297,12 @@ func Replay(ctx context.Context, cfg Config, regs []Regression) ([]ReplayResult,
 		for _, i := range pending {
 			r := regs[i]
 			s := byID[r.Spec().ID()]
-			rr := ReplayResult{Regression: r, Scenario: s, Verdict: checker.Unknown, Attempts: attempt}
+			rr := ReplayResult{Regression: r, Scenario: s, Verdict: contract.Unknown, Attempts: attempt}
 			if s != nil {
 				rr.Verdict = s.Verdict(r.Property)
 			}
-			rr.Reproduced = rr.Verdict == checker.Violated
-			rr.Unknown = rr.Verdict == checker.Unknown
+			rr.Reproduced = rr.Verdict == contract.Violated
+			rr.Unknown = rr.Verdict == contract.Unknown
 			out[i] = rr
 			if !rr.Reproduced && ctx.Err() == nil {
 				again = append(again, i)

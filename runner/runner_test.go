@@ -15,7 +15,6 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
-	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/reports"
@@ -37,16 +36,16 @@ func TestNamesMatchTheZoo(t *testing.T) {
 func TestExpectedTable(t *testing.T) {
 	must := []struct {
 		lock, fault, prop string
-		want              Want
+		want              contract.Want
 	}{
-		{"setnx", contract.FaultCrashClient, contract.PropLiveness, WantViolated},
-		{"setnx-expire", contract.FaultCrashClient, contract.PropLiveness, WantViolated},
-		{"set-del", contract.FaultPauseClient, contract.PropLease, WantViolated},
-		{"get-del", contract.FaultPauseClient, contract.PropLease, WantViolated},
-		{"getset", contract.FaultClockSkew, contract.PropLease, WantViolated},
-		{"lua", contract.FaultFailover, contract.PropLease, WantMay},
-		{"fenced", contract.FaultFailover, contract.PropLease, WantMay},
-		{"fenced", contract.FaultFailover, contract.PropResource, WantOK},
+		{"setnx", contract.FaultCrashClient, contract.PropLiveness, contract.WantViolated},
+		{"setnx-expire", contract.FaultCrashClient, contract.PropLiveness, contract.WantViolated},
+		{"set-del", contract.FaultPauseClient, contract.PropLease, contract.WantViolated},
+		{"get-del", contract.FaultPauseClient, contract.PropLease, contract.WantViolated},
+		{"getset", contract.FaultClockSkew, contract.PropLease, contract.WantViolated},
+		{"lua", contract.FaultFailover, contract.PropLease, contract.WantMay},
+		{"fenced", contract.FaultFailover, contract.PropLease, contract.WantMay},
+		{"fenced", contract.FaultFailover, contract.PropResource, contract.WantOK},
 	}
 	for _, m := range must {
 		if got := Expected(m.lock, m.fault).Want(m.prop); got != m.want {
@@ -55,7 +54,7 @@ func TestExpectedTable(t *testing.T) {
 	}
 	for _, l := range []string{"lua", "watchdog", "reentrant", "redlock"} {
 		e := Expected(l, contract.FaultPauseClient)
-		if e.Want(contract.PropLease) != WantOK || e.Want(contract.PropResource) != WantViolated {
+		if e.Want(contract.PropLease) != contract.WantOK || e.Want(contract.PropResource) != contract.WantViolated {
 			t.Errorf("Expected(%s, pause-client) = %+v; want lease ok, resource violated", l, e)
 		}
 	}
@@ -64,7 +63,7 @@ func TestExpectedTable(t *testing.T) {
 	blindRelease := map[string]bool{zoo.SetNXName: true, zoo.SetNXExpireName: true, zoo.SetDelName: true, zoo.GetSetName: true}
 	for _, f := range Faults() {
 		e := Expected("fenced", f)
-		if e.Want(contract.PropResource) != WantOK {
+		if e.Want(contract.PropResource) != contract.WantOK {
 			t.Errorf("fenced under %s: resource %s; want ok (G2 holds under every fault)", f, e.Want(contract.PropResource))
 		}
 		if e.Rejected != (f == contract.FaultPauseClient) {
@@ -72,7 +71,7 @@ func TestExpectedTable(t *testing.T) {
 		}
 		for _, l := range Locks() {
 			e := Expected(l, f)
-			plain := e.Want(contract.PropLease) == WantOK && e.Want(contract.PropResource) == WantOK && e.Want(contract.PropLiveness) == WantOK && !e.Rejected
+			plain := e.Want(contract.PropLease) == contract.WantOK && e.Want(contract.PropResource) == contract.WantOK && e.Want(contract.PropLiveness) == contract.WantOK && !e.Rejected
 			if !plain && e.Why == "" {
 				t.Errorf("Expected(%s, %s) = %+v has no Why", l, f, e)
 			}
@@ -81,25 +80,25 @@ func TestExpectedTable(t *testing.T) {
 			// locks whose release deletes the key blindly: a release
 			// retried after an unknown outcome may delete the next
 			// holder's lock (found by the 10-seed nightly).
-			blind := blindRelease[l] && e.Want(contract.PropLease) == WantMay && e.Want(contract.PropResource) == WantMay && e.Want(contract.PropLiveness) == WantOK
+			blind := blindRelease[l] && e.Want(contract.PropLease) == contract.WantMay && e.Want(contract.PropResource) == contract.WantMay && e.Want(contract.PropLiveness) == contract.WantOK
 			if f == contract.FaultNone && !plain && l != "fenced-v1" && l != "fenced-v2" && !blind {
 				t.Errorf("Expected(%s, none) = %+v; want ok everywhere", l, e)
 			}
 			// A blind release breaks nothing for sure under any fault
 			// but the ones that line it up (never "ok" for G1).
-			if blindRelease[l] && e.Want(contract.PropLease) == WantOK {
+			if blindRelease[l] && e.Want(contract.PropLease) == contract.WantOK {
 				t.Errorf("Expected(%s, %s) = %+v; a blind release may break G1 anywhere", l, f, e)
 			}
 		}
 	}
-	if e := Expected("nope", contract.FaultNone); e.Want(contract.PropLease) != WantAny {
+	if e := Expected("nope", contract.FaultNone); e.Want(contract.PropLease) != contract.WantAny {
 		t.Errorf("unknown lock: %+v; want any", e)
 	}
 	// The decisive scenario of each lock is one its expectation says breaks
 	// (or, for fenced, holds).
 	for _, d := range DecisiveScenarios() {
 		w := Expected(d.Lock, d.Fault).Want(d.Property)
-		if (d.Lock == "fenced") != (w == WantOK) || (d.Lock != "fenced" && w != WantViolated) {
+		if (d.Lock == "fenced") != (w == contract.WantOK) || (d.Lock != "fenced" && w != contract.WantViolated) {
 			t.Errorf("decisive %+v: expectation %s", d, w)
 		}
 	}
@@ -107,20 +106,20 @@ func TestExpectedTable(t *testing.T) {
 
 func TestWantMatches(t *testing.T) {
 	for _, tc := range []struct {
-		w    Want
-		v    checker.Verdict
+		w    contract.Want
+		v    contract.Verdict
 		want bool
 	}{
-		{WantOK, checker.OK, true}, {WantOK, checker.NA, true}, {WantOK, checker.Violated, false},
-		{WantViolated, checker.Violated, true}, {WantViolated, checker.OK, false}, {WantViolated, checker.NA, false},
-		{WantMay, checker.OK, true}, {WantMay, checker.Violated, true}, {WantAny, checker.Violated, true},
-		{WantOK, checker.Unknown, false}, {WantMay, checker.Unknown, false},
+		{contract.WantOK, contract.OK, true}, {contract.WantOK, contract.NA, true}, {contract.WantOK, contract.Violated, false},
+		{contract.WantViolated, contract.Violated, true}, {contract.WantViolated, contract.OK, false}, {contract.WantViolated, contract.NA, false},
+		{contract.WantMay, contract.OK, true}, {contract.WantMay, contract.Violated, true}, {contract.WantAny, contract.Violated, true},
+		{contract.WantOK, contract.Unknown, false}, {contract.WantMay, contract.Unknown, false},
 	} {
 		if got := tc.w.Matches(tc.v); got != tc.want {
 			t.Errorf("%s.Matches(%s) = %v; want %v", tc.w, tc.v, got, tc.want)
 		}
 	}
-	if WantMay.Verdict() != "" || WantAny.Verdict() != "" || WantViolated.Verdict() != checker.Violated || WantOK.Verdict() != checker.OK {
+	if contract.WantMay.Verdict() != "" || contract.WantAny.Verdict() != "" || contract.WantViolated.Verdict() != contract.Violated || contract.WantOK.Verdict() != contract.OK {
 		t.Error("Want.Verdict: may and any must give no summary expectation")
 	}
 }
@@ -250,7 +249,7 @@ func TestRunWritesTheContract(t *testing.T) {
 		byID[s.ID()] = s
 	}
 	sd := byID["set-del-pause-client-1"]
-	if sd.Verdict(contract.PropLease) != checker.Violated || sd.Expected[contract.PropLease] != checker.Violated || !sd.AsExpected {
+	if sd.Verdict(contract.PropLease) != contract.Violated || sd.Expected[contract.PropLease] != contract.Violated || !sd.AsExpected {
 		t.Errorf("set-del pause-client: %+v", sd)
 	}
 	if sd.DetectMs[contract.PropLease] != 200 { // b's acquire at 300ms completes the violation; the fault began at 100ms
@@ -260,7 +259,7 @@ func TestRunWritesTheContract(t *testing.T) {
 		t.Errorf("violated scenario without porcupine.html: %v", err)
 	}
 	fe := byID["fenced-pause-client-2"]
-	if fe.Rejected != 1 || fe.Verdict(contract.PropResource) != checker.OK || !fe.AsExpected {
+	if fe.Rejected != 1 || fe.Verdict(contract.PropResource) != contract.OK || !fe.AsExpected {
 		t.Errorf("fenced pause-client: %+v", fe)
 	}
 	if _, err := os.Stat(filepath.Join(out, fe.ID(), "porcupine.html")); err == nil {
@@ -330,7 +329,7 @@ func TestRunStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := sum.Scenarios[0]
-	if st := sum.Status(); st != 3 || s.Verdict(contract.PropLease) != checker.Unknown || !strings.Contains(s.Error, "boom") {
+	if st := sum.Status(); st != 3 || s.Verdict(contract.PropLease) != contract.Unknown || !strings.Contains(s.Error, "boom") {
 		t.Fatalf("Status() = %d, scenario %+v; want 3, unknown verdicts and the error", st, s)
 	}
 	// The report of such a run is inconclusive, never a pass.
@@ -431,11 +430,11 @@ func TestRegressionsRoundTrip(t *testing.T) {
 	start := int64(835)
 	sum := &Summary{Scenarios: []*Scenario{
 		{Row: contract.Row{Lock: "set-del", Fault: "pause-client", Seed: 3,
-			Verdicts: verdicts(checker.Violated, checker.OK, checker.NA), History: "set-del-pause-client-3/history.jsonl",
+			Verdicts: verdicts(contract.Violated, contract.OK, contract.NA), History: "set-del-pause-client-3/history.jsonl",
 			FaultStartMs: &start, DetectMs: map[string]int64{contract.PropLease: 1510}, FaultName: "pause-client c0-1",
 			SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}}},
 		{Row: contract.Row{Lock: "lua", Fault: "none", Seed: 1,
-			Verdicts: verdicts(checker.OK, checker.OK, checker.NA), History: "lua-none-1/history.jsonl", SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}}},
+			Verdicts: verdicts(contract.OK, contract.OK, contract.NA), History: "lua-none-1/history.jsonl", SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}}},
 	}}
 	paths, err := SaveRegressions(dir, t.TempDir(), "set-del-pause", sum)
 	if err != nil || len(paths) != 1 || filepath.Base(paths[0]) != "set-del-pause.json" {
@@ -469,8 +468,8 @@ func TestRegressionsRoundTrip(t *testing.T) {
 	// Several violated scenarios get one file each; the property is the one
 	// expected to break (set-del under pause-client: lease, also when the
 	// resource broke too).
-	sum.Scenarios[1].Verdicts[contract.PropResource] = checker.Violated
-	sum.Scenarios[0].Verdicts[contract.PropResource] = checker.Violated
+	sum.Scenarios[1].Verdicts[contract.PropResource] = contract.Violated
+	sum.Scenarios[0].Verdicts[contract.PropResource] = contract.Violated
 	regs, err := regressionsFrom("found", sum)
 	if err != nil || len(regs) != 2 || regs[0].Name != "found-set-del-pause-client-3" || regs[0].Property != contract.PropLease ||
 		regs[1].Name != "found-lua-none-1" || regs[1].Property != contract.PropResource {
@@ -491,7 +490,7 @@ func TestReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res[0].Reproduced || res[1].Reproduced || res[1].Verdict != checker.OK {
+	if !res[0].Reproduced || res[1].Reproduced || res[1].Verdict != contract.OK {
 		t.Errorf("replay: %+v / %+v", res[0], res[1])
 	}
 	// The one not reproduced was replayed ReplayAttempts times, the other once.
@@ -548,7 +547,7 @@ func TestDetectRows(t *testing.T) {
 func TestErrorIsNeverAsExpected(t *testing.T) {
 	good := func() *Scenario {
 		row := (&matrix{}).newRow(resolved(Spec{Lock: "fenced", Fault: contract.FaultPauseClient, Seed: 1}))
-		row.Verdicts, row.Rejected = verdicts(checker.OK, checker.OK, checker.NA), 3
+		row.Verdicts, row.Rejected = verdicts(contract.OK, contract.OK, contract.NA), 3
 		return row
 	}
 	row := good()
@@ -568,7 +567,7 @@ func TestErrorIsNeverAsExpected(t *testing.T) {
 			t.Errorf("row with error %q / fault error %q: as expected %v, unknown %v, status %d; want false, true, 3",
 				row.Error, row.FaultError, row.AsExpected, row.Unknown(), sum.Status())
 		}
-		row.Verdicts[contract.PropResource] = checker.Violated // a contradiction found despite the error still counts
+		row.Verdicts[contract.PropResource] = contract.Violated // a contradiction found despite the error still counts
 		judge(Expected(row.Lock, row.Fault), row)
 		if sum.Status() != 1 {
 			t.Errorf("violated row with an error: status %d, want 1", sum.Status())
@@ -582,16 +581,16 @@ func TestErrorIsNeverAsExpected(t *testing.T) {
 // found it stays not as expected; a must-hold property broken on one seed
 // fails its cell.
 func TestCellsJudgeOverSeeds(t *testing.T) {
-	row := func(seed int64, lease checker.Verdict, det int64) *Scenario {
+	row := func(seed int64, lease contract.Verdict, det int64) *Scenario {
 		r := (&matrix{}).newRow(resolved(Spec{Lock: "set-del", Fault: contract.FaultPauseClient, Seed: uint64(seed)}))
-		r.Verdicts = verdicts(lease, checker.Violated, checker.NA)
-		if lease == checker.Violated {
+		r.Verdicts = verdicts(lease, contract.Violated, contract.NA)
+		if lease == contract.Violated {
 			r.DetectMs = map[string]int64{contract.PropLease: det}
 		}
 		judge(Expected(r.Lock, r.Fault), r)
 		return r
 	}
-	rows := []*Scenario{row(1, checker.Violated, 1500), row(2, checker.OK, 0), row(3, checker.Violated, 1400)}
+	rows := []*Scenario{row(1, contract.Violated, 1500), row(2, contract.OK, 0), row(3, contract.Violated, 1400)}
 	if rows[1].AsExpected {
 		t.Fatal("seed 2 missed a must-break property: not as expected on its own")
 	}
@@ -610,10 +609,10 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 	// A seed whose fault did not bite proves nothing of the fault: its
 	// violation is not counted in the rate (which stays within 0..1), yet it
 	// still settles the seeds that missed the break.
-	failed := row(4, checker.Violated, 900)
+	failed := row(4, contract.Violated, 900)
 	failed.FaultError = "the fault did not bite"
 	judge(Expected(failed.Lock, failed.Fault), failed)
-	missed := row(5, checker.OK, 0)
+	missed := row(5, contract.OK, 0)
 	c = cellsOf([]*Scenario{failed, missed}, builtinExps([]*Scenario{failed, missed}))[0]
 	if c.Seeds != 1 || c.Found[contract.PropLease] != 0 || c.Rate[contract.PropLease] != 0 || c.DetectMedianMs[contract.PropLease] != 0 {
 		t.Fatalf("cell with a failed seed = %+v; want 1 seed, lease found on none", c)
@@ -622,18 +621,18 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 		t.Fatalf("the seed that missed it: %+v; want found elsewhere", missed)
 	}
 
-	none := []*Scenario{row(1, checker.OK, 0), row(2, checker.OK, 0)}
+	none := []*Scenario{row(1, contract.OK, 0), row(2, contract.OK, 0)}
 	if c := cellsOf(none, builtinExps(none))[0]; c.AsExpected || none[0].AsExpected || len(none[0].FoundElsewhere) != 0 {
 		t.Fatalf("a cell where no seed found the break: %+v, %+v; want not as expected", c, none[0])
 	}
 
-	hold := func(seed uint64, lease checker.Verdict) *Scenario {
+	hold := func(seed uint64, lease contract.Verdict) *Scenario {
 		r := (&matrix{}).newRow(resolved(Spec{Lock: "fenced", Fault: contract.FaultNone, Seed: seed}))
-		r.Verdicts = verdicts(lease, checker.OK, checker.NA)
+		r.Verdicts = verdicts(lease, contract.OK, contract.NA)
 		judge(Expected(r.Lock, r.Fault), r)
 		return r
 	}
-	rs := []*Scenario{hold(1, checker.OK), hold(2, checker.Violated)}
+	rs := []*Scenario{hold(1, contract.OK), hold(2, contract.Violated)}
 	if c := cellsOf(rs, builtinExps(rs))[0]; c.AsExpected {
 		t.Fatalf("a must-hold property broken on one seed: cell %+v; want not as expected", c)
 	}
@@ -648,9 +647,9 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 		var rs []*Scenario
 		for i := range seeds {
 			r := (&matrix{}).newRow(resolved(Spec{Lock: lock, Fault: fault, Seed: uint64(i + 1)}))
-			r.Verdicts = verdicts(checker.OK, checker.Violated, checker.NA)
+			r.Verdicts = verdicts(contract.OK, contract.Violated, contract.NA)
 			if i < found {
-				r.Verdicts[contract.PropLease] = checker.Violated
+				r.Verdicts[contract.PropLease] = contract.Violated
 			}
 			judge(Expected(r.Lock, r.Fault), r)
 			rs = append(rs, r)
@@ -706,10 +705,10 @@ func TestTraceValidation(t *testing.T) {
 		want              string
 		asExp, disagrees  bool
 	}{
-		{accepted: true, want: reports.TraceAccepted, asExp: true},
-		{line: 4, want: reports.TraceRejected, disagrees: true},
-		{line: 4, bounded: true, want: reports.TraceRejected},
-		{err: errors.New("no TLC"), want: reports.TraceError, asExp: true},
+		{accepted: true, want: contract.TraceAccepted, asExp: true},
+		{line: 4, want: contract.TraceRejected, disagrees: true},
+		{line: 4, bounded: true, want: contract.TraceRejected},
+		{err: errors.New("no TLC"), want: contract.TraceError, asExp: true},
 	} {
 		var opened []env.Spec
 		var mu sync.Mutex
@@ -751,7 +750,7 @@ func TestTraceValidation(t *testing.T) {
 }
 
 // verdicts are a row's verdicts on lease, resource and liveness.
-func verdicts(lease, resource, liveness checker.Verdict) contract.Verdicts {
+func verdicts(lease, resource, liveness contract.Verdict) contract.Verdicts {
 	return contract.Verdicts{contract.PropLease: lease, contract.PropResource: resource, contract.PropLiveness: liveness}
 }
 

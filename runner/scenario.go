@@ -14,7 +14,6 @@ import (
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
-	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/tla"
 )
 
@@ -24,14 +23,14 @@ func (m *matrix) newRow(s Spec) *Scenario {
 	row := &Scenario{}
 	row.SpecRecord = recordOf(s)
 	row.Lock, row.Fault, row.Seed = s.Lock, s.Fault, int64(s.Seed)
-	row.History = path.Join(s.ID(), reports.HistoryFile)
+	row.History = path.Join(s.ID(), contract.HistoryFile)
 	row.Started = time.Now().UTC().Format(time.RFC3339Nano)
 	row.Verdicts, row.Expected = contract.Verdicts{}, contract.Verdicts{}
 	for _, p := range contract.PropertyIDs() {
 		if v := exp.Want(p).Verdict(); v != "" {
 			row.Expected[p] = v
 		}
-		if exp.Want(p) == WantMay {
+		if exp.Want(p) == contract.WantMay {
 			row.MayViolate = append(row.MayViolate, p)
 		}
 	}
@@ -44,24 +43,24 @@ func (m *matrix) failed(s Spec, err error) *Scenario {
 	row := m.newRow(s)
 	row.Error = err.Error()
 	for _, p := range contract.PropertyIDs() {
-		row.Verdicts[p] = checker.Unknown
+		row.Verdicts[p] = contract.Unknown
 	}
 	dir := filepath.Join(m.cfg.Out, s.ID())
 	if e := os.MkdirAll(dir, 0o755); e == nil {
-		hp := filepath.Join(dir, reports.HistoryFile)
+		hp := filepath.Join(dir, contract.HistoryFile)
 		if _, e := os.Stat(hp); e != nil {
 			_ = os.WriteFile(hp, nil, 0o644)
 		}
-		_ = writeJSON(filepath.Join(dir, reports.CheckFile), unknownResult(err))
+		_ = writeJSON(filepath.Join(dir, contract.CheckFile), unknownResult(err))
 	}
 	return row
 }
 
 // unknownResult is a checker result with every verdict unknown because of err.
 func unknownResult(err error) *checker.Result {
-	r := &checker.Result{Verdict: checker.Unknown}
+	r := &checker.Result{Verdict: contract.Unknown}
 	for _, p := range contract.Properties() {
-		r.Props = append(r.Props, checker.PropertyResult{ID: p.ID, Property: p.Name, Verdict: checker.Unknown,
+		r.Props = append(r.Props, checker.PropertyResult{ID: p.ID, Property: p.Name, Verdict: contract.Unknown,
 			Explanation: "not checked: " + err.Error()})
 	}
 	return r
@@ -108,7 +107,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 		row.Error = runErr.Error()
 		if ops == nil {
 			// The history on disk is complete also on error; check what it holds.
-			if got, err := history.ReadFile(filepath.Join(dir, reports.HistoryFile)); err == nil {
+			if got, err := history.ReadFile(filepath.Join(dir, contract.HistoryFile)); err == nil {
 				ops = got
 			}
 		}
@@ -129,17 +128,17 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	defer cancel()
 	res, err := checker.Check(cctx, ops, m.checkOptions(s))
 	if err != nil {
-		bad := m.failed(s, fmt.Errorf("check %s: %w", filepath.Join(dir, reports.HistoryFile), err))
+		bad := m.failed(s, fmt.Errorf("check %s: %w", filepath.Join(dir, contract.HistoryFile), err))
 		bad.FaultName, bad.FaultError, bad.FaultEvidence = row.FaultName, row.FaultError, row.FaultEvidence
 		return bad
 	}
-	if err := writeJSON(filepath.Join(dir, reports.CheckFile), res); err != nil {
+	if err := writeJSON(filepath.Join(dir, contract.CheckFile), res); err != nil {
 		row.Error = joinErr(row.Error, err.Error())
 	}
 	row.Ops = res.Counts.Ops
 	row.Rejected = res.Counts.Rejected
 	for _, p := range contract.PropertyIDs() {
-		row.Verdicts[p] = checker.Unknown
+		row.Verdicts[p] = contract.Unknown
 		if pr := res.Of(p); pr != nil {
 			row.Verdicts[p] = pr.Verdict
 		}
@@ -151,11 +150,11 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 		tr, err := check(ctx, ops)
 		switch {
 		case err != nil:
-			row.Trace, row.TraceError = reports.TraceError, err.Error()
+			row.Trace, row.TraceError = contract.TraceError, err.Error()
 		case tr.Accepted:
-			row.Trace = reports.TraceAccepted
+			row.Trace = contract.TraceAccepted
 		default:
-			row.Trace, row.TraceLine = reports.TraceRejected, tr.Line
+			row.Trace, row.TraceLine = contract.TraceRejected, tr.Line
 		}
 		if err == nil {
 			// The differential: the model and the checker read one
@@ -165,8 +164,8 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 			}
 		}
 	}
-	if res.Verdict == checker.Violated {
-		if err := visualize(cctx, filepath.Join(dir, reports.VisualizationFile), ops, res, m.cfg.CheckTimeout); err != nil {
+	if res.Verdict == contract.Violated {
+		if err := visualize(cctx, filepath.Join(dir, contract.VisualizationFile), ops, res, m.cfg.CheckTimeout); err != nil {
 			m.cfg.Logger.Warn("porcupine visualization", "scenario", s.ID(), "err", err)
 		}
 	}
@@ -196,7 +195,7 @@ func detection(res *checker.Result, faultStart time.Duration, ops []history.Op) 
 	out := map[string]int64{}
 	for _, id := range contract.PropertyIDs() {
 		pr := res.Of(id)
-		if pr.Verdict != checker.Violated {
+		if pr.Verdict != contract.Violated {
 			continue
 		}
 		best := int64(-1)
@@ -233,7 +232,7 @@ func visualize(ctx context.Context, p string, ops []history.Op, res *checker.Res
 }
 
 // mismatch says that property p came out v against the prediction w.
-func mismatch(p string, v checker.Verdict, w Want) string {
+func mismatch(p string, v contract.Verdict, w contract.Want) string {
 	return fmt.Sprintf("%s %s, expected %s", p, v, w)
 }
 
@@ -248,11 +247,11 @@ func judge(exp Expectation, row *Scenario) {
 	row.Mismatches = nil
 	for _, p := range contract.PropertyIDs() {
 		v, w := row.Verdict(p), exp.Want(p)
-		if v != checker.Unknown && !w.Matches(v) {
+		if v != contract.Unknown && !w.Matches(v) {
 			row.Mismatches = append(row.Mismatches, mismatch(p, v, w))
 		}
 	}
-	if row.Trace == reports.TraceRejected {
+	if row.Trace == contract.TraceRejected {
 		row.Mismatches = append(row.Mismatches, fmt.Sprintf("trace rejected by the model at line %d", row.TraceLine))
 	}
 	if row.TraceDisagrees != "" {

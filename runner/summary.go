@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/reports"
 )
@@ -24,11 +23,11 @@ func (s *Scenario) ID() string { return path.Dir(s.History) }
 
 // Verdict returns the verdict of the property of ID prop (contract.PropLease,
 // ...); unknown when the row has none.
-func (s *Scenario) Verdict(prop string) checker.Verdict {
+func (s *Scenario) Verdict(prop string) contract.Verdict {
 	if v, ok := s.Verdicts[prop]; ok {
 		return v
 	}
-	return checker.Unknown
+	return contract.Unknown
 }
 
 // Unknown reports whether the row is inconclusive (not
@@ -125,12 +124,12 @@ func cellsOf(rows []*Scenario, exps []Expectation) []*Cell {
 		rs := byCell[k]
 		exp := expOf[k]
 		c := &Cell{Lock: k.lock, Fault: k.fault, Found: map[string]int{}, Rate: map[string]float64{}, DetectMedianMs: map[string]int64{},
-			Want: map[string]Want{}, Why: exp.Why}
+			Want: map[string]contract.Want{}, Why: exp.Why}
 		for _, p := range contract.PropertyIDs() {
 			var det []int64
 			anywhere := false // violated on some seed, conclusive or not
 			for _, r := range rs {
-				if r.Verdict(p) != checker.Violated {
+				if r.Verdict(p) != contract.Violated {
 					continue
 				}
 				anywhere = true
@@ -146,12 +145,12 @@ func cellsOf(rows []*Scenario, exps []Expectation) []*Cell {
 				c.DetectMedianMs[p] = m
 			}
 			c.Want[p] = exp.Want(p)
-			if exp.Want(p) != WantViolated || !anywhere {
+			if exp.Want(p) != contract.WantViolated || !anywhere {
 				continue
 			}
 			// Found on some seed: the seeds that missed it are as expected.
 			for _, r := range rs {
-				if i := slices.Index(r.Mismatches, mismatch(p, r.Verdict(p), WantViolated)); i >= 0 {
+				if i := slices.Index(r.Mismatches, mismatch(p, r.Verdict(p), contract.WantViolated)); i >= 0 {
 					r.Mismatches = slices.Delete(r.Mismatches, i, i+1)
 					r.FoundElsewhere = append(r.FoundElsewhere, p)
 					r.AsExpected = len(r.Mismatches) == 0 && !r.Unknown()
@@ -181,7 +180,7 @@ func (m *matrix) writeSummary() error {
 	sum := m.summary()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p := filepath.Join(m.cfg.Out, reports.SummaryFile)
+	p := filepath.Join(m.cfg.Out, contract.SummaryFile)
 	if err := writeJSON(p, sum); err != nil {
 		m.writeErr = err
 		return err

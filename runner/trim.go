@@ -11,9 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/reports"
 )
 
 // gzSuffix is appended to a history file the run keeps compressed.
@@ -35,7 +33,7 @@ func kept(rows []*Scenario) []bool {
 			keep[i] = true
 		}
 		for _, p := range contract.PropertyIDs() {
-			if r.Verdict(p) != checker.Violated {
+			if r.Verdict(p) != contract.Violated {
 				continue
 			}
 			k := id{r.Lock, r.Fault, p}
@@ -67,7 +65,7 @@ func trim(out string, rows []*Scenario) error {
 			continue
 		}
 		r.History += gzSuffix
-		vis := filepath.Join(out, filepath.FromSlash(path.Join(path.Dir(r.History), reports.VisualizationFile)))
+		vis := filepath.Join(out, filepath.FromSlash(path.Join(path.Dir(r.History), contract.VisualizationFile)))
 		if err := os.Remove(vis); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}

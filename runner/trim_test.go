@@ -8,10 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
-	"github.com/lockproof/lockproof/reports"
 )
 
 // TestTrimKeepsTheEvidence: trimming compresses the histories of
@@ -24,32 +22,32 @@ func TestTrimKeepsTheEvidence(t *testing.T) {
 		{Client: "a", Kind: history.Acquire, Key: "k", Call: 1, Return: 2, Completed: true, Result: history.OK, TTLMillis: 100, Token: 1, HasToken: true},
 		{Client: "a", Kind: history.Release, Key: "k", Call: 3, Return: 4, Completed: true, Result: history.OK, Token: 1, HasToken: true},
 	}
-	row := func(lock, fault string, seed uint64, lease checker.Verdict) *Scenario {
+	row := func(lock, fault string, seed uint64, lease contract.Verdict) *Scenario {
 		r := (&matrix{}).newRow(resolved(Spec{Lock: lock, Fault: fault, Seed: seed}))
-		r.Verdicts = verdicts(lease, checker.Violated, checker.NA)
+		r.Verdicts = verdicts(lease, contract.Violated, contract.NA)
 		if lock == "fenced" {
-			r.Verdicts[contract.PropResource] = checker.OK
+			r.Verdicts[contract.PropResource] = contract.OK
 		}
 		judge(Expected(r.Lock, r.Fault), r)
 		dir := filepath.Join(out, r.ID())
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := history.WriteFile(filepath.Join(dir, reports.HistoryFile), ops); err != nil {
+		if err := history.WriteFile(filepath.Join(dir, contract.HistoryFile), ops); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, reports.VisualizationFile), []byte("<html>"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, contract.VisualizationFile), []byte("<html>"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
 	rows := []*Scenario{
-		row("set-del", contract.FaultPauseClient, 1, checker.OK),       // first resource counterexample (lease: found elsewhere)
-		row("set-del", contract.FaultPauseClient, 2, checker.Violated), // first lease counterexample
-		row("set-del", contract.FaultPauseClient, 3, checker.Violated), // trimmed
-		row("fenced", contract.FaultNone, 1, checker.OK),               // trimmed
-		row("fenced", contract.FaultNone, 2, checker.OK),               // trimmed
-		row("fenced", contract.FaultNone, 3, checker.Violated),         // not as expected: kept
+		row("set-del", contract.FaultPauseClient, 1, contract.OK),       // first resource counterexample (lease: found elsewhere)
+		row("set-del", contract.FaultPauseClient, 2, contract.Violated), // first lease counterexample
+		row("set-del", contract.FaultPauseClient, 3, contract.Violated), // trimmed
+		row("fenced", contract.FaultNone, 1, contract.OK),               // trimmed
+		row("fenced", contract.FaultNone, 2, contract.OK),               // trimmed
+		row("fenced", contract.FaultNone, 3, contract.Violated),         // not as expected: kept
 	}
 	cellsOf(rows, builtinExps(rows))
 	if err := trim(out, rows); err != nil {
@@ -72,12 +70,12 @@ func TestTrimKeepsTheEvidence(t *testing.T) {
 		if !reflect.DeepEqual(got, ops) {
 			t.Errorf("%s: history reads back %+v", r.ID(), got)
 		}
-		_, visErr := os.Stat(filepath.Join(out, path.Dir(r.History), reports.VisualizationFile))
+		_, visErr := os.Stat(filepath.Join(out, path.Dir(r.History), contract.VisualizationFile))
 		if trimmed != os.IsNotExist(visErr) {
 			t.Errorf("%s: trimmed %v but porcupine.html stat: %v", r.ID(), trimmed, visErr)
 		}
 		if trimmed {
-			if _, err := os.Stat(filepath.Join(out, r.ID(), reports.HistoryFile)); !os.IsNotExist(err) {
+			if _, err := os.Stat(filepath.Join(out, r.ID(), contract.HistoryFile)); !os.IsNotExist(err) {
 				t.Errorf("%s: the uncompressed history is still there (%v)", r.ID(), err)
 			}
 		}

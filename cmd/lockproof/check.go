@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -110,9 +111,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	switch res.Verdict {
-	case checker.Violated:
+	case contract.Violated:
 		return exitViolation
-	case checker.Unknown:
+	case contract.Unknown:
 		return exitUnknown
 	}
 	return exitOK
@@ -130,7 +131,7 @@ func verdictLine(r *checker.Result) string {
 	}
 	counts := fmt.Sprintf("%d ops, %d keys", r.Counts.Ops, r.Counts.Keys)
 	switch r.Verdict {
-	case checker.Violated:
+	case contract.Violated:
 		total := 0
 		var first *checker.Violation
 		for _, pr := range r.Props {
@@ -145,9 +146,9 @@ func verdictLine(r *checker.Result) string {
 		}
 		return fmt.Sprintf("violated: %s: lines %s: %s (%s; %s%s)", first.Property, joinInts(first.Lines),
 			first.Explanation, strings.Join(parts, ", "), counts, more)
-	case checker.Unknown:
+	case contract.Unknown:
 		for i, pr := range r.Props {
-			if pr.Verdict == checker.Unknown && len(pr.Undecided) > 0 {
+			if pr.Verdict == contract.Unknown && len(pr.Undecided) > 0 {
 				parts[i] += fmt.Sprintf(" (key %q: %s)", pr.Undecided[0].Key, pr.Undecided[0].Reason)
 			}
 		}

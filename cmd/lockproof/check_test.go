@@ -86,7 +86,7 @@ func TestCheckFlagsAndOutputs(t *testing.T) {
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Verdict != checker.Violated || res.Of(contract.PropResource).Verdict != checker.Violated || res.Options.Drift != 0.05 {
+	if res.Verdict != contract.Violated || res.Of(contract.PropResource).Verdict != contract.Violated || res.Options.Drift != 0.05 {
 		t.Fatalf("check.json: %+v", res)
 	}
 }

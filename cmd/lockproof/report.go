@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/runner"
 )
@@ -79,10 +80,10 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitBadInput
 	}
 	fmt.Fprintf(stdout, "%s: %s\n", rep.Status, rep.Headline)
-	for _, f := range []string{reports.MarkdownFile, reports.HTMLFile, reports.JUnitFile, reports.JSONFile} {
+	for _, f := range []string{contract.MarkdownFile, contract.HTMLFile, contract.JUnitFile, contract.JSONFile} {
 		fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(dir, f))
 	}
-	fmt.Fprintf(stdout, "wrote a page per scenario (%s in each scenario's directory)\n", reports.ScenarioPageFile)
+	fmt.Fprintf(stdout, "wrote a page per scenario (%s in each scenario's directory)\n", contract.ScenarioPageFile)
 	switch rep.Status {
 	case reports.Fail:
 		return exitViolation

@@ -18,9 +18,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
-	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/tla"
 	"github.com/lockproof/lockproof/zoo"
@@ -288,7 +286,7 @@ func printTotals(w io.Writer, sum *runner.Summary, out string, took time.Duratio
 			unknown++
 		}
 		for _, p := range contract.PropertyIDs() {
-			if s.Verdict(p) == checker.Violated {
+			if s.Verdict(p) == contract.Violated {
 				violated++
 				break
 			}
@@ -432,8 +430,8 @@ func prepareOut(out string, force, resume bool) error {
 	}
 	switch {
 	case resume:
-		if _, err := os.Stat(filepath.Join(out, reports.SummaryFile)); err != nil {
-			return fmt.Errorf("--resume: %s holds no %s: nothing to continue", out, reports.SummaryFile)
+		if _, err := os.Stat(filepath.Join(out, contract.SummaryFile)); err != nil {
+			return fmt.Errorf("--resume: %s holds no %s: nothing to continue", out, contract.SummaryFile)
 		}
 	case len(ents) == 0:
 	case force:

@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof"
-	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/examples/redsync"
 	"github.com/lockproof/lockproof/internal/redisproc"
@@ -112,10 +111,10 @@ func TestRedsyncUnderChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("run directory %s:\n%s", res.Dir, progress.String())
-	want := map[string][3]checker.Verdict{ // lease, resource, liveness (n/a counts as holding)
-		"none":         {checker.OK, checker.OK, checker.OK},
-		"pause-client": {checker.OK, checker.Violated, checker.OK},
-		"crash-client": {checker.OK, checker.OK, checker.OK},
+	want := map[string][3]contract.Verdict{ // lease, resource, liveness (n/a counts as holding)
+		"none":         {contract.OK, contract.OK, contract.OK},
+		"pause-client": {contract.OK, contract.Violated, contract.OK},
+		"crash-client": {contract.OK, contract.OK, contract.OK},
 	}
 	for fault, w := range want {
 		s := res.Scenario(redsync.Name, fault, 1)
@@ -125,10 +124,10 @@ func TestRedsyncUnderChaos(t *testing.T) {
 		if s.Error != "" || s.FaultError != "" {
 			t.Errorf("%s: error %q, fault error %q", fault, s.Error, s.FaultError)
 		}
-		got := [3]checker.Verdict{s.Verdict(contract.PropLease), s.Verdict(contract.PropResource), s.Verdict(contract.PropLiveness)}
+		got := [3]contract.Verdict{s.Verdict(contract.PropLease), s.Verdict(contract.PropResource), s.Verdict(contract.PropLiveness)}
 		for i := range got {
-			if got[i] == checker.NA {
-				got[i] = checker.OK
+			if got[i] == contract.NA {
+				got[i] = contract.OK
 			}
 		}
 		if got != w {
