@@ -55,7 +55,7 @@ func (s Shard) Range(cells int) (lo, hi int) {
 }
 
 // Row is one scenario of summary.json: the one row type every stage
-// reads and writes (reports.ScenarioSummary, runner.Scenario).
+// reads and writes (reports.Scenario, runner.Scenario).
 //
 // Its JSON form has one member per property after "ops", keyed by the
 // property's ID ("lease": "ok", ...): the Verdicts. A type that embeds Row

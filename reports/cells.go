@@ -80,9 +80,9 @@ func (c *CellReport) Property(name string) *CellProperty {
 // buildCells groups r's scenarios (already in matrix order) by lock ×
 // fault, and takes what summary.json's cells add: the prediction in words,
 // the mechanism, the promised rate and the regressions.
-func buildCells(r *Report, sum []*Cell) []*CellReport {
+func buildCells(r *Report, sum []*contract.Cell) []*CellReport {
 	type id struct{ lock, fault string }
-	given := map[id]*Cell{}
+	given := map[id]*contract.Cell{}
 	for _, c := range sum {
 		if c != nil {
 			given[id{c.Lock, c.Fault}] = c

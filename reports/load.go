@@ -29,25 +29,12 @@ import (
 // summary.json is missing or breaks the contract.
 var ErrBadRun = errors.New("bad run directory")
 
-// The summary.json types are the contract's (package contract spells them).
-type (
-	// Summary is summary.json, as `lockproof run --out DIR` writes it.
-	Summary = contract.Summary
-	// ScenarioSummary is one scenario of summary.json.
-	ScenarioSummary = contract.Row
-	// Cell is one lock × fault of summary.json over its seeds.
-	Cell = contract.Cell
-	// Verdicts holds one verdict per property: a row's verdicts and its
-	// expected ones.
-	Verdicts = contract.Verdicts
-)
-
 // Run is a loaded run directory.
 type Run struct {
 	Dir       string
 	Scenarios []*Scenario
 	// Cells are summary.json's cells (nil in files written before them).
-	Cells []*Cell
+	Cells []*contract.Cell
 	// Shard is the part of a plan the run holds (`run --shard`); nil for
 	// a whole plan.
 	Shard *contract.Shard
@@ -55,7 +42,7 @@ type Run struct {
 
 // Scenario is one scenario of a run with what its directory holds.
 type Scenario struct {
-	ScenarioSummary
+	contract.Row
 	// ID names the scenario (its directory, e.g. "fenced-pause-client-1").
 	ID string
 	// Check is the checker's result from check.json; nil when it could not be read.
@@ -109,7 +96,7 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 		}
 		return nil, fmt.Errorf("%w: %v", ErrBadRun, err)
 	}
-	var sum Summary
+	var sum contract.Summary
 	if err := json.Unmarshal(data, &sum); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadRun, sumPath, err)
 	}
@@ -120,7 +107,7 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 		if err := validateSummary(s); err != nil {
 			return nil, fmt.Errorf("%w: %s: scenario %d (%s/%s seed %d): %v", ErrBadRun, sumPath, i, s.Lock, s.Fault, s.Seed, err)
 		}
-		sc := &Scenario{ScenarioSummary: *s}
+		sc := &Scenario{Row: *s}
 		sdir := path.Dir(s.History)
 		sc.ID = sdir
 		if sdir == "." {
@@ -146,7 +133,7 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 
 // validateSummary checks a row and fills in "not checked" for the
 // properties it predates.
-func validateSummary(s *ScenarioSummary) error {
+func validateSummary(s *contract.Row) error {
 	if s.Lock == "" {
 		return errors.New("lock: missing")
 	}

@@ -92,7 +92,7 @@ type ScenarioReport struct {
 	FaultEvidence string `json:"fault_evidence,omitempty"`
 	FaultStartMs  *int64 `json:"fault_start_ms,omitempty"`
 	// Trace, TraceLine and TraceError: the TLA+ trace validation of the
-	// history (ScenarioSummary.Trace); Trace is "" when not validated.
+	// history (contract.Row Trace); Trace is "" when not validated.
 	Trace      string `json:"trace,omitempty"`
 	TraceLine  int    `json:"trace_line,omitempty"`
 	TraceError string `json:"trace_error,omitempty"`

@@ -266,14 +266,14 @@ func TestJSONReport(t *testing.T) {
 }
 
 // copyRun copies the fixture into a temp dir and lets edit change summary.json.
-func copyRun(t *testing.T, edit func(*Summary)) string {
+func copyRun(t *testing.T, edit func(*contract.Summary)) string {
 	t.Helper()
 	dst := t.TempDir()
 	if err := os.CopyFS(dst, os.DirFS(fixture)); err != nil {
 		t.Fatal(err)
 	}
 	if edit != nil {
-		var s Summary
+		var s contract.Summary
 		b, _ := os.ReadFile(filepath.Join(dst, contract.SummaryFile))
 		if err := json.Unmarshal(b, &s); err != nil {
 			t.Fatal(err)
@@ -287,9 +287,9 @@ func copyRun(t *testing.T, edit func(*Summary)) string {
 	return dst
 }
 
-func keep(ids ...string) func(*Summary) {
-	return func(s *Summary) {
-		var out []ScenarioSummary
+func keep(ids ...string) func(*contract.Summary) {
+	return func(s *contract.Summary) {
+		var out []contract.Row
 		for _, sc := range s.Scenarios {
 			for _, id := range ids {
 				if filepath.Dir(sc.History) == id {
@@ -317,15 +317,15 @@ func TestLoadBadRuns(t *testing.T) {
 
 	cases := []struct {
 		name string
-		edit func(*Summary)
+		edit func(*contract.Summary)
 		want string
 	}{
-		{"bad verdict", func(s *Summary) { s.Scenarios[0].Verdicts[contract.PropLease] = "safe" }, `lease: verdict "safe"`},
-		{"bad expected", func(s *Summary) { s.Scenarios[1].Expected[contract.PropResource] = "fine" }, `expected.resource: verdict "fine"`},
-		{"missing lock", func(s *Summary) { s.Scenarios[0].Lock = "" }, "lock: missing"},
-		{"history outside the run", func(s *Summary) { s.Scenarios[0].History = "../etc/passwd" }, "not a path inside the run directory"},
-		{"absolute history", func(s *Summary) { s.Scenarios[0].History = "/etc/passwd" }, "not a path inside the run directory"},
-		{"shared directory", func(s *Summary) { s.Scenarios[1].History = s.Scenarios[0].History }, "share the directory"},
+		{"bad verdict", func(s *contract.Summary) { s.Scenarios[0].Verdicts[contract.PropLease] = "safe" }, `lease: verdict "safe"`},
+		{"bad expected", func(s *contract.Summary) { s.Scenarios[1].Expected[contract.PropResource] = "fine" }, `expected.resource: verdict "fine"`},
+		{"missing lock", func(s *contract.Summary) { s.Scenarios[0].Lock = "" }, "lock: missing"},
+		{"history outside the run", func(s *contract.Summary) { s.Scenarios[0].History = "../etc/passwd" }, "not a path inside the run directory"},
+		{"absolute history", func(s *contract.Summary) { s.Scenarios[0].History = "/etc/passwd" }, "not a path inside the run directory"},
+		{"shared directory", func(s *contract.Summary) { s.Scenarios[1].History = s.Scenarios[0].History }, "share the directory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -516,7 +516,7 @@ func TestWriteAll(t *testing.T) {
 }
 
 func TestOpsCountMismatch(t *testing.T) {
-	dir := copyRun(t, func(s *Summary) {
+	dir := copyRun(t, func(s *contract.Summary) {
 		s.Scenarios = s.Scenarios[:1]
 		s.Scenarios[0].Ops = 999
 	})
@@ -618,9 +618,9 @@ func TestCompareCells(t *testing.T) {
 		run := &Run{}
 		for seed := 1; seed <= 4; seed++ {
 			for _, lock := range []string{"set-del", "lua"} {
-				sc := &Scenario{ScenarioSummary: ScenarioSummary{Lock: lock, Fault: "pause-client", Seed: int64(seed),
-					Verdicts: Verdicts{contract.PropLease: contract.OK, contract.PropResource: contract.Violated, contract.PropLiveness: contract.NA},
-					Expected: Verdicts{contract.PropLease: contract.Violated, contract.PropResource: contract.Violated}}}
+				sc := &Scenario{Row: contract.Row{Lock: lock, Fault: "pause-client", Seed: int64(seed),
+					Verdicts: contract.Verdicts{contract.PropLease: contract.OK, contract.PropResource: contract.Violated, contract.PropLiveness: contract.NA},
+					Expected: contract.Verdicts{contract.PropLease: contract.Violated, contract.PropResource: contract.Violated}}}
 				if lock == "lua" {
 					sc.Expected[contract.PropLease] = contract.OK
 					sc.DetectMs = map[string]int64{"resource": 1500}
@@ -701,8 +701,8 @@ func TestTraceRejectedFails(t *testing.T) {
 func TestFailedSeedIsNotTallied(t *testing.T) {
 	run := &Run{}
 	for seed := 1; seed <= 2; seed++ {
-		sc := &Scenario{ScenarioSummary: ScenarioSummary{Lock: "set-del", Fault: "pause-client", Seed: int64(seed),
-			Verdicts: Verdicts{contract.PropLease: contract.OK, contract.PropResource: contract.OK, contract.PropLiveness: contract.NA}},
+		sc := &Scenario{Row: contract.Row{Lock: "set-del", Fault: "pause-client", Seed: int64(seed),
+			Verdicts: contract.Verdicts{contract.PropLease: contract.OK, contract.PropResource: contract.OK, contract.PropLiveness: contract.NA}},
 			ID: fmt.Sprintf("set-del-pause-client-%d", seed)}
 		if seed == 2 {
 			sc.Verdicts[contract.PropLease] = contract.Violated

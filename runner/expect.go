@@ -13,10 +13,6 @@ import (
 	"github.com/lockproof/lockproof/zoo"
 )
 
-// Expectation is the prediction for one lock under one fault (a lock's own
-// amendments come from its locker.Entry Predict).
-type Expectation = locker.Prediction
-
 // Locks are the built-in lock names (zoo.Builtin), in matrix order.
 func Locks() []string { return zoo.Builtin().Names() }
 
@@ -83,7 +79,7 @@ const (
 )
 
 // profilePrediction is what lock e's profile predicts under fault.
-func profilePrediction(e locker.Entry, fault string) Expectation {
+func profilePrediction(e locker.Entry, fault string) locker.Prediction {
 	if !contract.Predicted(fault) {
 		return locker.NoPrediction("fault outside the contract: no prediction")
 	}
@@ -156,13 +152,13 @@ func profilePrediction(e locker.Entry, fault string) Expectation {
 
 // Expected is what the matrix predicts for the built-in lock named lock
 // (zoo.Builtin) under fault: expectedOf with the built-in registry.
-func Expected(lock, fault string) Expectation { return expectedOf(zoo.Builtin(), lock, fault) }
+func Expected(lock, fault string) locker.Prediction { return expectedOf(zoo.Builtin(), lock, fault) }
 
 // expectedOf is the prediction for lock of reg under fault: the prediction
 // of the profile it claims (profilePrediction), amended by the lock's own
 // (locker.Entry.Predict). A nil reg is zoo.Builtin(); a lock reg lacks
 // gets no prediction.
-func expectedOf(reg *locker.Registry, lock, fault string) Expectation {
+func expectedOf(reg *locker.Registry, lock, fault string) locker.Prediction {
 	if reg == nil {
 		reg = zoo.Builtin()
 	}
@@ -174,7 +170,7 @@ func expectedOf(reg *locker.Registry, lock, fault string) Expectation {
 }
 
 // predict is lock e's prediction under fault.
-func predict(e locker.Entry, fault string) Expectation {
+func predict(e locker.Entry, fault string) locker.Prediction {
 	exp := profilePrediction(e, fault)
 	if e.Predict != nil {
 		exp = e.Predict(fault, exp)
@@ -257,7 +253,7 @@ const regressionAlpha = 0.001
 
 // promise records, on a cell, the rate each must-break property promises
 // and flags the found rates too far below it to be chance.
-func promise(c *Cell, exp Expectation) {
+func promise(c *contract.Cell, exp locker.Prediction) {
 	for _, p := range contract.PropertyIDs() {
 		if exp.Want(p) != contract.WantViolated {
 			continue

@@ -45,21 +45,17 @@ type Spec struct {
 	// Config.specs.
 	fault chaos.Fault
 	entry locker.Entry
-	exp   Expectation
+	exp   locker.Prediction
 }
 
-// SpecRecord is how summary.json rows and saved regressions record a Spec's
-// fault point, durations and workload shape (package contract spells it).
-type SpecRecord = contract.SpecRecord
-
 // recordOf records s's fault point, durations and shape.
-func recordOf(s Spec) SpecRecord {
-	return SpecRecord{After: s.Point.After, Before: s.Point.Before, DurationMs: s.Duration.Milliseconds(), TTLMs: s.TTL.Milliseconds(),
+func recordOf(s Spec) contract.SpecRecord {
+	return contract.SpecRecord{After: s.Point.After, Before: s.Point.Before, DurationMs: s.Duration.Milliseconds(), TTLMs: s.TTL.Milliseconds(),
 		Clients: s.Clients, HoldMs: s.Hold.Milliseconds(), ThinkMs: s.Think.Milliseconds(), OpTimeoutMs: s.OpTimeout.Milliseconds()}
 }
 
 // specOf is the Spec of lock, fault and seed with r's fault point, durations and shape.
-func specOf(r SpecRecord, lock, fault string, seed uint64) Spec {
+func specOf(r contract.SpecRecord, lock, fault string, seed uint64) Spec {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	return Spec{Lock: lock, Fault: fault, Seed: seed, Point: contract.Point{After: r.After, Before: r.Before},
 		Duration: ms(r.DurationMs), TTL: ms(r.TTLMs), Clients: r.Clients, Hold: ms(r.HoldMs), Think: ms(r.ThinkMs),

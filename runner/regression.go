@@ -28,7 +28,7 @@ type Regression struct {
 	Fault string `json:"fault"`
 	Seed  uint64 `json:"seed"`
 	// SpecRecord is the fault point, durations and shape to replay.
-	SpecRecord
+	contract.SpecRecord
 	// Property is the property that broke: lease, resource or liveness.
 	Property string `json:"property"`
 	// Rule and Explanation describe the first violation found (informative).

@@ -207,7 +207,7 @@ type matrix struct {
 
 	mu       sync.Mutex
 	rows     []*Scenario
-	cells    []*Cell // judgeCells
+	cells    []*contract.Cell // judgeCells
 	done     int
 	shared   env.Env
 	sharedEr error

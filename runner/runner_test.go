@@ -17,6 +17,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/tla"
 	"github.com/lockproof/lockproof/zoo"
@@ -432,9 +433,9 @@ func TestRegressionsRoundTrip(t *testing.T) {
 		{Row: contract.Row{Lock: "set-del", Fault: "pause-client", Seed: 3,
 			Verdicts: verdicts(contract.Violated, contract.OK, contract.NA), History: "set-del-pause-client-3/history.jsonl",
 			FaultStartMs: &start, DetectMs: map[string]int64{contract.PropLease: 1510}, FaultName: "pause-client c0-1",
-			SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}}},
+			SpecRecord: contract.SpecRecord{DurationMs: 3000, TTLMs: 500}}},
 		{Row: contract.Row{Lock: "lua", Fault: "none", Seed: 1,
-			Verdicts: verdicts(contract.OK, contract.OK, contract.NA), History: "lua-none-1/history.jsonl", SpecRecord: SpecRecord{DurationMs: 3000, TTLMs: 500}}},
+			Verdicts: verdicts(contract.OK, contract.OK, contract.NA), History: "lua-none-1/history.jsonl", SpecRecord: contract.SpecRecord{DurationMs: 3000, TTLMs: 500}}},
 	}}
 	paths, err := SaveRegressions(dir, t.TempDir(), "set-del-pause", sum)
 	if err != nil || len(paths) != 1 || filepath.Base(paths[0]) != "set-del-pause.json" {
@@ -483,8 +484,8 @@ func TestReplay(t *testing.T) {
 	var mu sync.Mutex
 	fr := &fakeRunner{}
 	regs := []Regression{
-		{Name: "a", Lock: "set-del", Fault: "pause-client", Seed: 4, SpecRecord: SpecRecord{DurationMs: 2000, TTLMs: 300}, Property: contract.PropLease},
-		{Name: "b", Lock: "lua", Fault: "pause-client", Seed: 4, SpecRecord: SpecRecord{DurationMs: 2000, TTLMs: 300}, Property: contract.PropLease},
+		{Name: "a", Lock: "set-del", Fault: "pause-client", Seed: 4, SpecRecord: contract.SpecRecord{DurationMs: 2000, TTLMs: 300}, Property: contract.PropLease},
+		{Name: "b", Lock: "lua", Fault: "pause-client", Seed: 4, SpecRecord: contract.SpecRecord{DurationMs: 2000, TTLMs: 300}, Property: contract.PropLease},
 	}
 	res, err := Replay(context.Background(), Config{Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true}, regs)
 	if err != nil {
@@ -671,7 +672,7 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 	} {
 		rs := rows(tc.lock, tc.fault, tc.found, tc.seeds)
 		c := cellsOf(rs, builtinExps(rs))[0]
-		sum := &Summary{Scenarios: rs, Cells: []*Cell{c}}
+		sum := &Summary{Scenarios: rs, Cells: []*contract.Cell{c}}
 		got := len(c.Regressions) > 0
 		if got != tc.regression || (c.Promised[contract.PropLease] == promisedRate) != tc.wantPromised {
 			t.Errorf("%s × %s found %d of %d: regressions %v, promised %v; want regression %v",
@@ -755,8 +756,8 @@ func verdicts(lease, resource, liveness contract.Verdict) contract.Verdicts {
 }
 
 // builtinExps is the prediction for each row's built-in lock (Expected).
-func builtinExps(rows []*Scenario) []Expectation {
-	exps := make([]Expectation, len(rows))
+func builtinExps(rows []*Scenario) []locker.Prediction {
+	exps := make([]locker.Prediction, len(rows))
 	for i, r := range rows {
 		exps[i] = Expected(r.Lock, r.Fault)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/tla"
 )
 
@@ -243,7 +244,7 @@ type TraceCheck func(ctx context.Context, ops []history.Op) (tla.Result, error)
 
 // judge compares a row's verdicts with the prediction, and a validated
 // trace with the model.
-func judge(exp Expectation, row *Scenario) {
+func judge(exp locker.Prediction, row *Scenario) {
 	row.Mismatches = nil
 	for _, p := range contract.PropertyIDs() {
 		v, w := row.Verdict(p), exp.Want(p)

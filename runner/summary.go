@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/reports"
 )
 
@@ -42,14 +43,11 @@ type Summary struct {
 	Scenarios []*Scenario `json:"scenarios"`
 	// Cells sum the seeds of each lock × fault up (additive to the
 	// contract: tools that read only scenarios are unaffected).
-	Cells []*Cell `json:"cells,omitempty"`
+	Cells []*contract.Cell `json:"cells,omitempty"`
 	// Shard is the part of the plan the run holds (Config.Shard); nil for
 	// a whole plan or a merge (contract.Summary's).
 	Shard *contract.Shard `json:"shard,omitempty"`
 }
-
-// Cell is one lock × fault over its seeds (reports.Cell).
-type Cell = reports.Cell
 
 // Status sums a run up as `lockproof run` exits: 0 every verdict as
 // expected, 1 some verdict not as expected or some cell's detection rate
@@ -94,7 +92,7 @@ func (m *matrix) summary() *Summary {
 func (m *matrix) judgeCells() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	exps := make([]Expectation, len(m.specs))
+	exps := make([]locker.Prediction, len(m.specs))
 	for i, s := range m.specs {
 		exps[i] = s.exp
 	}
@@ -103,11 +101,11 @@ func (m *matrix) judgeCells() {
 
 // cellsOf judges rows by cell (see judgeCells) and returns the cells in
 // plan order; exps[i] is the prediction for rows[i] (its spec's).
-func cellsOf(rows []*Scenario, exps []Expectation) []*Cell {
+func cellsOf(rows []*Scenario, exps []locker.Prediction) []*contract.Cell {
 	type id struct{ lock, fault string }
 	var order []id
 	byCell := map[id][]*Scenario{}
-	expOf := map[id]Expectation{}
+	expOf := map[id]locker.Prediction{}
 	for i, r := range rows {
 		if r == nil || r.NotRun {
 			continue
@@ -119,11 +117,11 @@ func cellsOf(rows []*Scenario, exps []Expectation) []*Cell {
 		}
 		byCell[k] = append(byCell[k], r)
 	}
-	var cells []*Cell
+	var cells []*contract.Cell
 	for _, k := range order {
 		rs := byCell[k]
 		exp := expOf[k]
-		c := &Cell{Lock: k.lock, Fault: k.fault, Found: map[string]int{}, Rate: map[string]float64{}, DetectMedianMs: map[string]int64{},
+		c := &contract.Cell{Lock: k.lock, Fault: k.fault, Found: map[string]int{}, Rate: map[string]float64{}, DetectMedianMs: map[string]int64{},
 			Want: map[string]contract.Want{}, Why: exp.Why}
 		for _, p := range contract.PropertyIDs() {
 			var det []int64
@@ -213,7 +211,7 @@ func ReadSummary(dir string) (*Summary, error) {
 	}
 	sum := &Summary{Cells: run.Cells, Shard: run.Shard}
 	for _, sc := range run.Scenarios {
-		sum.Scenarios = append(sum.Scenarios, &Scenario{Row: sc.ScenarioSummary})
+		sum.Scenarios = append(sum.Scenarios, &Scenario{Row: sc.Row})
 	}
 	return sum, nil
 }
