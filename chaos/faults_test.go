@@ -109,7 +109,7 @@ func TestCheckPoint(t *testing.T) {
 	if f, _ := Lookup(contract.FaultCrashClient); f.Takes != PointAfterOrBefore {
 		t.Errorf("crash-client takes %d, want PointAfterOrBefore", f.Takes)
 	}
-	_, err := Scenario{Lock: "lua", Fault: contract.FaultLatency, Point: after}.withDefaults()
+	_, _, err := Scenario{Lock: "lua", Fault: contract.FaultLatency, Point: after}.withDefaults()
 	if !errors.Is(err, ErrScenario) || !errors.Is(err, contract.ErrBadPoint) {
 		t.Errorf("latency with a fault point: %v; want ErrScenario and contract.ErrBadPoint", err)
 	}

@@ -100,9 +100,10 @@ type Outcome struct {
 	UntilMet bool
 }
 
-func (s Scenario) withDefaults() (Scenario, error) {
+// withDefaults fills in s's defaults and resolves its fault once.
+func (s Scenario) withDefaults() (Scenario, Fault, error) {
 	if s.Lock == "" {
-		return s, errors.New("scenario: Lock is required")
+		return s, Fault{}, errors.New("scenario: Lock is required")
 	}
 	if s.Fault == "" {
 		s.Fault = contract.FaultNone
@@ -121,25 +122,25 @@ func (s Scenario) withDefaults() (Scenario, error) {
 	}
 	f, ok := Lookup(s.Fault)
 	if !ok {
-		return s, fmt.Errorf("%w: Fault %q: want one of %v", ErrScenario, s.Fault, Faults())
+		return s, Fault{}, fmt.Errorf("%w: Fault %q: want one of %v", ErrScenario, s.Fault, Faults())
 	}
 	if err := f.CheckPoint(s.Point); err != nil {
-		return s, fmt.Errorf("%w: Point: %w", ErrScenario, err)
+		return s, Fault{}, fmt.Errorf("%w: Point: %w", ErrScenario, err)
 	}
 	if s.Duration < 0 || s.TTL < 0 || s.MaxDuration < 0 {
-		return s, fmt.Errorf("%w: Duration, MaxDuration and TTL must be positive", ErrScenario)
+		return s, Fault{}, fmt.Errorf("%w: Duration, MaxDuration and TTL must be positive", ErrScenario)
 	}
 	if s.MaxDuration == 0 {
 		s.MaxDuration = 10 * s.Duration
 	}
-	return s, nil
+	return s, f, nil
 }
 
 // Run runs the scenario on e and writes its history to dir/history.jsonl
 // (dir is created). The history is complete when Run returns, also on
 // error; a fault that failed to inject is reported in Outcome.FaultErr.
 func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, error) {
-	sc, err := sc.withDefaults()
+	sc, fault, err := sc.withDefaults()
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -156,7 +157,6 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 
 	wc := sc.Workload
 	wc.Lock, wc.Keys, wc.Clients, wc.TTL, wc.Seed, wc.KeyPrefix = sc.Lock, sc.Keys, sc.Clients, sc.TTL, sc.Seed, sc.KeyPrefix
-	fault, _ := Lookup(sc.Fault) // known: withDefaults
 	wc.Processes = max(wc.Processes, fault.Processes)
 	if fault.Shape.Brief {
 		mix := workload.DefaultMix()
