@@ -1,4 +1,4 @@
-package lockproof_test
+package ownlock
 
 import (
 	"context"
