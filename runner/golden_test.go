@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lockproof/lockproof/chaos"
@@ -53,49 +54,59 @@ func currentGolden() goldenFile {
 // points and decisive scenarios, as the specimens state them, equal the
 // committed file (go test ./runner -run TestBuiltinPredictionsAreKept
 // -update rewrites it; review the diff). A prediction changes on purpose,
-// never as a side effect of moving code.
+// never as a side effect of moving code. A lock the file does not hold yet
+// is only logged: adding a lock is its file and its registry entry.
 func TestBuiltinPredictionsAreKept(t *testing.T) {
 	path := filepath.Join("testdata", "predictions.json")
-	got, err := json.MarshalIndent(currentGolden(), "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
+	g := currentGolden()
 	if *updateGolden {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
+		b, err := json.MarshalIndent(g, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want, err := os.ReadFile(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(got) != string(want) {
-		var w goldenFile
-		if err := json.Unmarshal(want, &w); err != nil {
-			t.Fatalf("%s: %v", path, err)
+	var w goldenFile
+	if err := json.Unmarshal(b, &w); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for l, row := range w.Cells {
+		if _, ok := g.Cells[l]; !ok {
+			t.Errorf("%s: in %s but no longer built in (run with -update if it left on purpose)", l, path)
+			continue
 		}
-		g := currentGolden()
-		for l, row := range w.Cells {
-			for f, c := range row {
-				gc := g.Cells[l][f]
-				gj, _ := json.Marshal(gc)
-				wj, _ := json.Marshal(c)
-				if string(gj) != string(wj) {
-					t.Errorf("%s × %s:\n got %s\nwant %s", l, f, gj, wj)
-				}
+		for f, c := range row {
+			gj, _ := json.Marshal(g.Cells[l][f])
+			wj, _ := json.Marshal(c)
+			if string(gj) != string(wj) {
+				t.Errorf("%s × %s:\n got %s\nwant %s", l, f, gj, wj)
 			}
 		}
-		for l := range g.Cells {
-			if _, ok := w.Cells[l]; !ok {
-				t.Errorf("%s: not in %s", l, path)
-			}
+	}
+	known := map[string]bool{}
+	for l := range g.Cells {
+		if _, ok := w.Cells[l]; !ok {
+			t.Logf("%s: a new lock, not in %s yet (-update records its predictions)", l, path)
+			continue
 		}
-		gj, _ := json.Marshal(g.Decisive)
-		wj, _ := json.Marshal(w.Decisive)
-		if string(gj) != string(wj) {
-			t.Errorf("decisive scenarios:\n got %s\nwant %s", gj, wj)
+		known[l] = true
+	}
+	var decisive []string
+	for _, d := range g.Decisive {
+		if known[strings.SplitN(d, " × ", 2)[0]] {
+			decisive = append(decisive, d)
 		}
+	}
+	if gj, wj := strings.Join(decisive, "\n"), strings.Join(w.Decisive, "\n"); gj != wj {
+		t.Errorf("decisive scenarios:\n got %s\nwant %s", gj, wj)
+	}
+	if t.Failed() {
 		t.Errorf("%s differs (run with -update to accept)", path)
 	}
 }
