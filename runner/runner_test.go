@@ -61,6 +61,14 @@ func TestExpectedTable(t *testing.T) {
 	}
 	for _, f := range Faults() {
 		e := Expected("fenced", f)
+		if !contract.Predicted(f) {
+			// A fault the guarantees do not discuss yet: no prediction
+			// for anyone until a profile or a lock makes one.
+			if e.Want(contract.PropLease) != contract.WantAny {
+				t.Errorf("fenced under %s (not in the contract): %+v; want no prediction", f, e)
+			}
+			continue
+		}
 		if e.Want(contract.PropResource) != contract.WantOK {
 			t.Errorf("fenced under %s: resource %s; want ok (G2 holds under every fault)", f, e.Want(contract.PropResource))
 		}
