@@ -55,17 +55,21 @@ func TestREADMEShowsTheExample(t *testing.T) {
 }
 
 // TestPropertiesAreTheContracts: lockproof's typed property IDs are the
-// contract's, every one of them, in its order (a property added to the
-// contract fails here until it has its ID).
+// contract's, in its order. A property added to the contract works at once
+// (lockproof.Property(id)); its typed name is a convenience, logged here
+// until it is written.
 func TestPropertiesAreTheContracts(t *testing.T) {
 	got := []lockproof.Property{lockproof.Lease, lockproof.Resource, lockproof.Liveness, lockproof.Claims, lockproof.Notice, lockproof.Fairness}
 	want := contract.PropertyIDs()
-	if len(got) != len(want) {
+	if len(got) > len(want) {
 		t.Fatalf("%d typed properties, the contract has %d (%v)", len(got), len(want), want)
 	}
 	for i, p := range got {
 		if string(p) != want[i] {
 			t.Errorf("property %d: %q, the contract's is %q", i, p, want[i])
 		}
+	}
+	for _, id := range want[len(got):] {
+		t.Logf("property %q has no typed name in package lockproof yet", id)
 	}
 }

@@ -82,7 +82,13 @@ func TestBuiltinPredictionsAreKept(t *testing.T) {
 			continue
 		}
 		for f, c := range row {
-			gj, _ := json.Marshal(g.Cells[l][f])
+			gc := g.Cells[l][f]
+			for p := range gc.Wants {
+				if _, ok := c.Wants[p]; !ok && c.Wants != nil {
+					delete(gc.Wants, p) // a property added since: not recorded yet
+				}
+			}
+			gj, _ := json.Marshal(gc)
 			wj, _ := json.Marshal(c)
 			if string(gj) != string(wj) {
 				t.Errorf("%s × %s:\n got %s\nwant %s", l, f, gj, wj)
