@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"slices"
+
+	"github.com/lockproof/lockproof/history"
 )
 
 // This file holds the linearizability search of one chunk of a partition.
@@ -63,6 +65,13 @@ type chunkSearch struct {
 	deepest [][]int
 	nodes   int
 	stopped bool // ctx ended: the result is incomplete
+	// below[j], for an ok acquire j whose token no other ok acquire of the
+	// chunk has: how many ok acquires carry a smaller token (else -1);
+	// okDone: how many ok acquires with a token are linearized. Tokens
+	// strictly increase (the model's token order), so linearizing j while
+	// one of those is not yet linearized leaves that one impossible.
+	below  []int
+	okDone int
 }
 
 // maxDeepest bounds the partial linearizations kept for an explanation.
@@ -83,6 +92,7 @@ func endStates(ctx context.Context, ops []searchOp, from []start, idle func(*lop
 			s.need++
 		}
 	}
+	s.below = tokenRanks(ops)
 	for i, f := range from {
 		for j := range ops {
 			if f.settled(ops, j) {
@@ -92,7 +102,7 @@ func endStates(ctx context.Context, ops []searchOp, from []start, idle func(*lop
 		s.seq = append(s.seq[:0], i)
 		s.dfs(0, f.st)
 		clear(s.done)
-		s.fixed = 0
+		s.fixed, s.okDone = 0, 0
 		if s.stopped {
 			return nil, nil, true
 		}
@@ -223,10 +233,26 @@ func (s *chunkSearch) dfs(lo int, st state) {
 		minRet = min(minRet, s.ops[j].r)
 		so := s.ops[j]
 		n, r := apply(st, so.o)
+		if s.below[j] > s.okDone {
+			// An ok acquire with a smaller token is still to come, and
+			// could not be linearized after this one: no linearization
+			// goes on from here. The order is kept for the explanation
+			// (what fails next is that token), nothing deeper is searched.
+			if r == rOK {
+				s.seq = append(s.seq, j)
+				s.noteDepth()
+				s.seq = s.seq[:len(s.seq)-1]
+			}
+			continue
+		}
 		s.flip(j)
 		s.seq = append(s.seq, j)
 		if !so.floats() {
 			s.fixed++
+		}
+		tokened := so.o.kind == history.Acquire && so.o.effective() && so.o.hasToken
+		if tokened {
+			s.okDone++
 		}
 		switch {
 		case so.floats():
@@ -246,12 +272,45 @@ func (s *chunkSearch) dfs(lo int, st state) {
 		if !so.floats() {
 			s.fixed--
 		}
+		if tokened {
+			s.okDone--
+		}
 		s.seq = s.seq[:len(s.seq)-1]
 		s.flip(j)
 		if s.stopped {
 			return
 		}
 	}
+}
+
+// tokenRanks returns, per op of ops, how many ok acquires with a token carry
+// a smaller token than it, for an ok acquire with a token no other ok
+// acquire of ops has; -1 for every other op. An ok acquire is linearized
+// for sure, and tokens strictly increase but for a nested hold's (the same
+// token again, which is why a shared token ranks nothing), so such an
+// acquire can only be linearized after all those: the search prunes the
+// orders that put it first. Without it a crowded line, whose waiters'
+// leases (counted from their calls) may have expired at every hand-off,
+// let the search grant later waiters early in every combination before
+// finding that an earlier token could no longer be granted.
+func tokenRanks(ops []searchOp) []int {
+	below := make([]int, len(ops))
+	var toks []uint64
+	count := map[uint64]int{}
+	for j, o := range ops {
+		below[j] = -1
+		if o.o.kind == history.Acquire && o.o.effective() && o.o.hasToken {
+			toks = append(toks, o.o.token)
+			count[o.o.token]++
+		}
+	}
+	slices.Sort(toks)
+	for j, o := range ops {
+		if o.o.kind == history.Acquire && o.o.effective() && o.o.hasToken && count[o.o.token] == 1 {
+			below[j], _ = slices.BinarySearch(toks, o.o.token)
+		}
+	}
+	return below
 }
 
 // noteDepth keeps the current linearization if it is among the longest.
