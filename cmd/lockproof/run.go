@@ -197,20 +197,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	var traces map[string]runner.TraceCheck
-	if f.tlaJar != "" {
-		v := &tla.Validator{Jar: f.tlaJar}
-		if err := v.Available(); err != nil {
-			fmt.Fprintf(stderr, "lockproof run: --tla-jar: %v\n", err)
-			return exitEnvironment
-		}
-		traces = map[string]runner.TraceCheck{zoo.FencedName: v.Validate}
-	}
 	if allFaults {
 		faults = nil // the default matrix this environment can run (Prepare)
 	}
 	cfg := runner.Config{
-		Trace: traces, Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
+		Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
 		Duration: f.duration, TTL: f.ttl, Clients: f.clients, Hold: f.hold, Think: f.think, Parallel: f.parallel,
 		Out: f.out, CheckTimeout: f.checkTimeout, Progress: stderr, NoReport: f.noReport, KeepAll: f.keepAll, Logger: logger, Shard: shard,
 	}
@@ -230,6 +221,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockproof run: left out: %v\n", err)
 	}
 	faults = cfg.Faults
+	// After the environment's own check: what Redis needs is said first.
+	if f.tlaJar != "" {
+		v := &tla.Validator{Jar: f.tlaJar}
+		if err := v.Available(); err != nil {
+			fmt.Fprintf(stderr, "lockproof run: --tla-jar: %v\n", err)
+			return exitEnvironment
+		}
+		cfg.Trace = map[string]runner.TraceCheck{zoo.FencedName: v.Validate}
+	}
 	start := time.Now()
 	switch {
 	case f.detect:
