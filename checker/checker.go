@@ -649,7 +649,7 @@ func floatPruner(ops []*lop) (stopped func(o *lop, st state) bool, unread func(o
 func (c *run) witnessChain(chunks [][]porcupine.Operation) bool {
 	init := []any{state{}}
 	for i, ch := range chunks {
-		if c.ctx.Err() != nil {
+		if c.ctx.Err() != nil || len(ch) > maxWitnessChunk {
 			return false
 		}
 		m := c.model
@@ -689,6 +689,18 @@ func (c *run) witnessChain(chunks [][]porcupine.Operation) bool {
 	}
 	return true
 }
+
+// maxWitnessChunk is the longest chunk Porcupine's fast path is asked
+// about. Its cache keeps, per node, a bitset of the whole chunk, so that its
+// memory grows with the square of a chunk's length; a chunk that long has
+// had no quiescent point for thousands of ops (a crowded line of waiters),
+// and goes to the exact search, whose memo keeps only the window from the
+// first op not linearized: a 100k-op line of 32 waiters (one 66k-op chunk)
+// took 5.3 s and 4.2 GiB, or ran out of the heap budget, through Porcupine,
+// and takes 0.6 s and 205 MiB without it. The generated shapes of
+// BenchmarkScale, cut at quiescent points into chunks of hundreds of ops,
+// keep the fast path.
+const maxWitnessChunk = 4096
 
 // findWitness returns one linearization of ops (indices into ops) that
 // Porcupine finds within timeout and ctx's deadline, or nil.

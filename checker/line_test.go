@@ -32,3 +32,21 @@ func TestACrowdedLineIsDecided(t *testing.T) {
 		}
 	}
 }
+
+// TestALongLineStaysOutOfPorcupinesCache: a line of 32 waiters 60k ops long
+// is one chunk of 40k lease ops (no quiescent point). Porcupine's cache
+// keeps a bitset of the whole chunk per node, so asking it first ran the
+// heap up by gigabytes; the exact search decides the line within a heap
+// budget of 1 GiB (it peaks near 150 MiB).
+func TestALongLineStaysOutOfPorcupinesCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 60k-op history")
+	}
+	r, err := Check(context.Background(), crowdedHistory(60_000, 32, false), Options{Timeout: 5 * time.Minute, MaxHeap: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease := r.Of(contract.PropLease); r.Verdict != contract.OK {
+		t.Errorf("a 60k-op line: %s, lease %s (%s); want ok within the heap budget", r.Verdict, lease.Verdict, lease.Explanation)
+	}
+}

@@ -52,7 +52,10 @@ type chunkSearch struct {
 	ctx  context.Context
 	ops  []searchOp // by mapped call
 	done []uint64   // bitset: linearized ops
-	seq  []int      // the linearization being built (indices into ops)
+	// tip is the linearization being built, a start index followed by
+	// indices into ops, as a chain from its last element: sharing its
+	// prefix, a copy of it costs nothing.
+	tip  *seqNode
 	seen map[string]struct{}
 	key  []byte
 	// need is the number of ops that do not float; fixed counts those done.
@@ -62,7 +65,7 @@ type chunkSearch struct {
 	ends []start
 	// deepest holds up to maxDeepest linearizations of the greatest length
 	// reached, for the explanation of a chunk that cannot be linearized.
-	deepest [][]int
+	deepest []*seqNode
 	nodes   int
 	stopped bool // ctx ended: the result is incomplete
 	// below[j], for an ok acquire j whose token no other ok acquire of the
@@ -99,7 +102,7 @@ func endStates(ctx context.Context, ops []searchOp, from []start, idle func(*lop
 				s.flip(j)
 			}
 		}
-		s.seq = append(s.seq[:0], i)
+		s.tip = &seqNode{j: i, n: 1}
 		s.dfs(0, f.st)
 		clear(s.done)
 		s.fixed, s.okDone = 0, 0
@@ -107,7 +110,10 @@ func endStates(ctx context.Context, ops []searchOp, from []start, idle func(*lop
 			return nil, nil, true
 		}
 	}
-	return s.ends, s.deepest, false
+	for _, t := range s.deepest {
+		deepest = append(deepest, t.slice())
+	}
+	return s.ends, deepest, false
 }
 
 // maximal drops each start whose floating set is a strict subset of another
@@ -242,14 +248,14 @@ func (s *chunkSearch) dfs(lo int, st state) {
 			// goes on from here. The order is kept for the explanation
 			// (what fails next is that token), nothing deeper is searched.
 			if r == rOK {
-				s.seq = append(s.seq, j)
+				s.push(j)
 				s.noteDepth()
-				s.seq = s.seq[:len(s.seq)-1]
+				s.pop()
 			}
 			continue
 		}
 		s.flip(j)
-		s.seq = append(s.seq, j)
+		s.push(j)
 		if !so.floats() {
 			s.fixed++
 		}
@@ -278,7 +284,7 @@ func (s *chunkSearch) dfs(lo int, st state) {
 		if tokened {
 			s.okDone--
 		}
-		s.seq = s.seq[:len(s.seq)-1]
+		s.pop()
 		s.flip(j)
 		if s.stopped {
 			return
@@ -366,15 +372,38 @@ func (s *chunkSearch) doomed(lo int, st state) bool {
 	return true
 }
 
+// seqNode is one element of a linearization being built, linked to the
+// ones before it; n is the linearization's length up to it.
+type seqNode struct {
+	j  int
+	up *seqNode
+	n  int
+}
+
+// slice is the linearization ending in t, first element first.
+func (t *seqNode) slice() []int {
+	out := make([]int, t.n)
+	for x := t; x != nil; x = x.up {
+		out[x.n-1] = x.j
+	}
+	return out
+}
+
+func (s *chunkSearch) push(j int) { s.tip = &seqNode{j: j, up: s.tip, n: s.tip.n + 1} }
+func (s *chunkSearch) pop()       { s.tip = s.tip.up }
+
 // noteDepth keeps the current linearization if it is among the longest.
+// It keeps its tip (seqNode): copying the linearization at every new depth
+// cost the square of the chunk's length, 76 GB allocated for a 100k-op
+// line of waiters, where the search goes one deeper at every step.
 func (s *chunkSearch) noteDepth() {
 	switch {
-	case len(s.deepest) > 0 && len(s.seq) < len(s.deepest[0]):
+	case len(s.deepest) > 0 && s.tip.n < s.deepest[0].n:
 		return
-	case len(s.deepest) > 0 && len(s.seq) > len(s.deepest[0]):
+	case len(s.deepest) > 0 && s.tip.n > s.deepest[0].n:
 		s.deepest = s.deepest[:0]
 	case len(s.deepest) >= maxDeepest:
 		return
 	}
-	s.deepest = append(s.deepest, append([]int(nil), s.seq...))
+	s.deepest = append(s.deepest, s.tip)
 }
