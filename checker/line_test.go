@@ -50,3 +50,26 @@ func TestALongLineStaysOutOfPorcupinesCache(t *testing.T) {
 		t.Errorf("a 60k-op line: %s, lease %s (%s); want ok within the heap budget", r.Verdict, lease.Verdict, lease.Explanation)
 	}
 }
+
+// TestPendingOpsAtScale: the crashed-clients shape at scale (20k ops, 400
+// clients that crashed in a section, an acquire and a write each that never
+// returned) gets the verdicts it was built with: the clean history holds,
+// and each spoilt twin breaks the property its end breaks, with the lease or
+// the resource decided (not unknown).
+func TestPendingOpsAtScale(t *testing.T) {
+	for _, c := range []struct{ end, prop string }{{"", ""}, {"mutual-exclusion", contract.PropLease}, {"stale-read", contract.PropResource}} {
+		r, err := Check(context.Background(), crashedHistory(20_000, 400, c.end), Options{Timeout: 2 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{contract.PropLease, contract.PropResource} {
+			want := contract.OK
+			if p == c.prop {
+				want = contract.Violated
+			}
+			if got := r.Of(p); got.Verdict != want {
+				t.Errorf("%q end: %s %s (%s); want %s", c.end, p, got.Verdict, got.Explanation, want)
+			}
+		}
+	}
+}
