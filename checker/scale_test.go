@@ -37,31 +37,44 @@ func BenchmarkScale(b *testing.B) {
 		ops := sim.Generate(sim.Config{Seed: 42, Clients: 8, Keys: c.keys, Ops: c.ops, Faults: true})
 		for _, bad := range []bool{false, true} {
 			name := fmt.Sprintf("ops=%d/keys=%d/%s", c.ops, c.keys, map[bool]string{false: "clean", true: "one-bad-read"}[bad])
-			b.Run(name, func(b *testing.B) {
-				hist := append([]history.Op(nil), ops...)
-				want := "ok"
-				if bad {
-					want = "violated"
-					if !spoilOneRead(hist) {
-						b.Fatal("no ok read to change")
-					}
-				}
-				path := filepath.Join(b.TempDir(), "history.jsonl")
-				if err := history.WriteFile(path, hist); err != nil {
-					b.Fatal(err)
-				}
-				var wall time.Duration
-				var rss int64
-				for i := 0; i < b.N; i++ {
-					w, r := checkInChild(b, path, want)
-					wall += w
-					rss = max(rss, r)
-				}
-				b.ReportMetric(wall.Seconds()/float64(b.N), "wall-s")
-				b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
-			})
+			b.Run(name, func(b *testing.B) { benchOneBadRead(b, ops, bad) })
 		}
 	}
+}
+
+// benchOneBadRead checks ops in a child process (benchInChild), as they are
+// (want ok) or with bad one read value changed in their second half (want
+// violated).
+func benchOneBadRead(b *testing.B, ops []history.Op, bad bool) {
+	b.Helper()
+	hist, want := ops, "ok"
+	if bad {
+		hist, want = append([]history.Op(nil), ops...), "violated"
+		if !spoilOneRead(hist) {
+			b.Fatal("no ok read to change")
+		}
+	}
+	benchInChild(b, hist, want)
+}
+
+// benchInChild writes ops to a file and checks it b.N times in a child
+// process (checkInChild), reporting the mean wall time and the peak RSS,
+// and failing unless the verdict is want.
+func benchInChild(b *testing.B, ops []history.Op, want string) {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "history.jsonl")
+	if err := history.WriteFile(path, ops); err != nil {
+		b.Fatal(err)
+	}
+	var wall time.Duration
+	var rss int64
+	for i := 0; i < b.N; i++ {
+		w, r := checkInChild(b, path, want)
+		wall += w
+		rss = max(rss, r)
+	}
+	b.ReportMetric(wall.Seconds()/float64(b.N), "wall-s")
+	b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
 }
 
 // BenchmarkScaleCrashed measures issue 27's crashed-clients shape: one key,
@@ -79,14 +92,7 @@ func BenchmarkScaleCrashed(b *testing.B) {
 		for _, bad := range []string{"", "mutual-exclusion", "stale-read"} {
 			name := fmt.Sprintf("ops=%d/crashed=%d/%s", c.ops, c.crashed, cmp.Or(bad, "clean"))
 			b.Run(name, func(b *testing.B) {
-				want := map[bool]string{false: "ok", true: "violated"}[bad != ""]
-				path := filepath.Join(b.TempDir(), "history.jsonl")
-				if err := history.WriteFile(path, crashedHistory(c.ops, c.crashed, bad)); err != nil {
-					b.Fatal(err)
-				}
-				wall, rss := checkInChild(b, path, want)
-				b.ReportMetric(wall.Seconds(), "wall-s")
-				b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
+				benchInChild(b, crashedHistory(c.ops, c.crashed, bad), map[bool]string{false: "ok", true: "violated"}[bad != ""])
 			})
 		}
 	}
@@ -203,23 +209,7 @@ func BenchmarkScaleCrowded(b *testing.B) {
 	for _, n := range []int{20_000, 100_000, 200_000, 1_000_000} {
 		ops := sim.Generate(sim.Config{Seed: 7, Clients: 32, Keys: 1, Ops: n, Faults: true})
 		for _, bad := range []bool{false, true} {
-			b.Run(fmt.Sprintf("ops=%d/%s", n, map[bool]string{false: "clean", true: "one-bad-read"}[bad]), func(b *testing.B) {
-				hist := append([]history.Op(nil), ops...)
-				want := "ok"
-				if bad {
-					want = "violated"
-					if !spoilOneRead(hist) {
-						b.Fatal("no ok read to change")
-					}
-				}
-				path := filepath.Join(b.TempDir(), "history.jsonl")
-				if err := history.WriteFile(path, hist); err != nil {
-					b.Fatal(err)
-				}
-				wall, rss := checkInChild(b, path, want)
-				b.ReportMetric(wall.Seconds(), "wall-s")
-				b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
-			})
+			b.Run(fmt.Sprintf("ops=%d/%s", n, map[bool]string{false: "clean", true: "one-bad-read"}[bad]), func(b *testing.B) { benchOneBadRead(b, ops, bad) })
 		}
 	}
 }
@@ -279,14 +269,7 @@ func BenchmarkScaleLine(b *testing.B) {
 	for _, n := range []int{200, 20_000, 100_000, 1_000_000} {
 		for _, bad := range []bool{false, true} {
 			b.Run(fmt.Sprintf("ops=%d/%s", n, map[bool]string{false: "clean", true: "stale-read"}[bad]), func(b *testing.B) {
-				want := map[bool]string{false: "ok", true: "violated"}[bad]
-				path := filepath.Join(b.TempDir(), "history.jsonl")
-				if err := history.WriteFile(path, crowdedHistory(n, 32, bad)); err != nil {
-					b.Fatal(err)
-				}
-				wall, rss := checkInChild(b, path, want)
-				b.ReportMetric(wall.Seconds(), "wall-s")
-				b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
+				benchInChild(b, crowdedHistory(n, 32, bad), map[bool]string{false: "ok", true: "violated"}[bad])
 			})
 		}
 	}

@@ -201,16 +201,6 @@ func pointOf(e locker.Entry, fault string) contract.Point {
 	return contract.Point{}
 }
 
-// faultPoint is pointOf for the lock named lock in zoo.Builtin (the zero
-// Point for a name it lacks).
-func faultPoint(lock, fault string) contract.Point {
-	e, ok := zoo.Builtin().Lookup(lock)
-	if !ok {
-		return contract.Point{}
-	}
-	return pointOf(e, fault)
-}
-
 // Decisive is the cheapest scenario in which a lock's known weakness shows:
 // the fault, the property that breaks, and the fault point.
 type Decisive struct {

@@ -38,10 +38,11 @@ func currentGolden() goldenFile {
 		faults = append(faults, f.Name)
 	}
 	for _, l := range reg.Names() {
+		entry, _ := reg.Lookup(l)
 		g.Cells[l] = map[string]goldenCell{}
 		for _, f := range faults {
-			e := expectedOf(reg, l, f)
-			g.Cells[l][f] = goldenCell{Wants: e.Wants, Rejected: e.Rejected, Why: e.Why, Point: faultPoint(l, f).String()}
+			e := predict(entry, f)
+			g.Cells[l][f] = goldenCell{Wants: e.Wants, Rejected: e.Rejected, Why: e.Why, Point: pointOf(entry, f).String()}
 		}
 	}
 	for _, d := range DecisiveScenarios() {
