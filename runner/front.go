@@ -33,10 +33,13 @@ func Prepare(ctx context.Context, cfg *Config, eo env.Options) (left []error, er
 		eo.Logger = cfg.Logger
 	}
 	redis.SetLogger(rediscmd.SlogLogger{L: cfg.Logger})
-	for _, f := range cfg.Faults {
-		if _, ok := chaos.Lookup(f); !ok {
-			return nil, fmt.Errorf("%w: fault %q: want one of %v", ErrBadConfig, f, chaos.Faults())
+	given := make([]chaos.Fault, len(cfg.Faults))
+	for i, name := range cfg.Faults {
+		f, ok := chaos.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("%w: fault %q: want one of %v", ErrBadConfig, name, chaos.Faults())
 		}
+		given[i] = f
 	}
 	pctx, cancel := context.WithTimeout(ctx, time.Minute)
 	kind, err := env.Preflight(pctx, eo)
@@ -46,14 +49,14 @@ func Prepare(ctx context.Context, cfg *Config, eo env.Options) (left []error, er
 	}
 	if len(cfg.Faults) == 0 {
 		cfg.Faults, left = AvailableFaults(kind)
-	}
-	for _, name := range cfg.Faults {
-		f, _ := chaos.Lookup(name)
-		if err := f.Available(kind); err != nil {
-			return nil, fmt.Errorf("%w: fault %q: %w", ErrBadConfig, name, err)
+	} else {
+		for _, f := range given {
+			if err := f.Available(kind); err != nil {
+				return nil, fmt.Errorf("%w: fault %q: %w", ErrBadConfig, f.Name, err)
+			}
 		}
+		cfg.Faults = slices.Clone(cfg.Faults) // the caller's slice stays the caller's
 	}
-	cfg.Faults = slices.Clone(cfg.Faults)
 	cfg.Kind = kind
 	eo.Kind = kind
 	cfg.Open = func(ctx context.Context, spec env.Spec) (env.Env, error) {

@@ -86,7 +86,9 @@ func Preflight(ctx context.Context, o Options) (Kind, error) {
 			missing = append(missing, "no free loopback port: "+err.Error())
 		}
 	case Docker:
-		if o.DockerCheck != nil {
+		// Choose picked Docker on its own only after DockerCheck passed:
+		// ask it again only for a Docker the caller named.
+		if o.DockerCheck != nil && o.Kind == Docker {
 			if err := o.DockerCheck(ctx); err != nil {
 				missing = append(missing, err.Error())
 			}
