@@ -259,7 +259,7 @@ func (s *chunkSearch) dfs(lo int, st state) {
 		if !so.floats() {
 			s.fixed++
 		}
-		tokened := so.o.kind == history.Acquire && so.o.effective() && so.o.hasToken
+		tokened := so.o.tokenedGrant()
 		if tokened {
 			s.okDone++
 		}
@@ -292,6 +292,10 @@ func (s *chunkSearch) dfs(lo int, st state) {
 	}
 }
 
+// tokenedGrant reports whether o is an ok acquire with a token (one
+// tokenRanks ranks).
+func (o *lop) tokenedGrant() bool { return o.kind == history.Acquire && o.effective() && o.hasToken }
+
 // tokenRanks returns, per op of ops, how many ok acquires with a token carry
 // a smaller token than it, for an ok acquire with a token no other ok
 // acquire of ops has; -1 for every other op. An ok acquire is linearized
@@ -308,14 +312,14 @@ func tokenRanks(ops []searchOp) []int {
 	count := map[uint64]int{}
 	for j, o := range ops {
 		below[j] = -1
-		if o.o.kind == history.Acquire && o.o.effective() && o.o.hasToken {
+		if o.o.tokenedGrant() {
 			toks = append(toks, o.o.token)
 			count[o.o.token]++
 		}
 	}
 	slices.Sort(toks)
 	for j, o := range ops {
-		if o.o.kind == history.Acquire && o.o.effective() && o.o.hasToken && count[o.o.token] == 1 {
+		if o.o.tokenedGrant() && count[o.o.token] == 1 {
 			below[j], _ = slices.BinarySearch(toks, o.o.token)
 		}
 	}
