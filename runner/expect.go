@@ -78,12 +78,18 @@ const (
 	whyForgot       = "Redis forgot the holder's lock: another client may take the key while the holder works on (G1 may break, and the holder's claim and its check before writing with it)"
 )
 
+// claimsFencing reports whether e claims the fenced profile ("" is
+// ProfileFenced, the strongest claim, as locker.Registry reads it).
+func claimsFencing(e locker.Entry) bool {
+	return e.Profile == locker.ProfileFenced || e.Profile == ""
+}
+
 // profilePrediction is what lock e's profile predicts under fault.
 func profilePrediction(e locker.Entry, fault string) locker.Prediction {
 	if !contract.Predicted(fault) {
 		return locker.NoPrediction("fault outside the contract: no prediction")
 	}
-	fenced := e.Profile == locker.ProfileFenced || e.Profile == ""
+	fenced := claimsFencing(e)
 	if !fenced && e.Profile != locker.ProfileLease {
 		return locker.NoPrediction("the lock claims nothing (locker.ProfileNone): no prediction")
 	}
@@ -194,7 +200,7 @@ func pointOf(e locker.Entry, fault string) contract.Point {
 			return p
 		}
 	}
-	fenced := e.Profile == locker.ProfileFenced || e.Profile == ""
+	fenced := claimsFencing(e)
 	if fault == contract.FaultPauseClient && !fenced {
 		return contract.Point{After: contract.LeaseCheckPoint}
 	}
