@@ -356,3 +356,64 @@ func TestHarnessCatchesStarvation(t *testing.T) {
 		t.Error("fenced-v2's waiters dropping from the line under churn were not caught on any of 2 seeds")
 	}
 }
+
+// TestHarnessCatchesTheCallDefects: the calls property catches two of the
+// review's defects of package lock in its old copy (fenced-v2), and the
+// shipped lock passes the same scenarios. Defect 9: the old fencing
+// resource (frozen with it) ignores the ctx of a go-redis client without
+// ContextTimeoutEnabled, so a holder cut off from the resource's Redis
+// (the isolate fault) returns at the client's read timeout
+// (late-return). Defect 10: its
+// Acquire after Close succeeds (closed-grant: the workload's leaving
+// client tries once more on its closed lock).
+func TestHarnessCatchesTheCallDefects(t *testing.T) {
+	var specs []runner.Spec
+	for seed := uint64(1); seed <= 2; seed++ {
+		for _, l := range []string{zoo.FencedV2Name, zoo.FencedName} {
+			specs = append(specs, runner.Spec{Lock: l, Fault: contract.FaultIsolate, Seed: seed})
+		}
+	}
+	leave := workload.DefaultMix()
+	leave.Leave = 0.2
+	var leaving []runner.Spec
+	for seed := uint64(1); seed <= 2; seed++ {
+		for _, l := range []string{zoo.FencedV2Name, zoo.FencedName} {
+			leaving = append(leaving, runner.Spec{Lock: l, Fault: contract.FaultNone, Seed: seed})
+		}
+	}
+	dir := zooDir(t)
+	rows := zooRunIn(t, filepath.Join(dir, "isolate"), specs)
+	for id, r := range zooRunIn(t, filepath.Join(dir, "leave"), leaving, func(c *runner.Config) { c.Mix = &leave }) {
+		rows["leave/"+id] = r
+	}
+	caught := map[string]int{}
+	for id, s := range rows {
+		sub := "isolate"
+		if strings.HasPrefix(id, "leave/") {
+			sub = "leave"
+		}
+		b, err := os.ReadFile(filepath.Join(dir, sub, filepath.Dir(s.History), contract.CheckFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: calls %s", id, s.Verdict(contract.PropCalls))
+		if s.Lock == zoo.FencedName {
+			if v := s.Verdict(contract.PropCalls); v != contract.OK {
+				t.Errorf("%s: the fixed lock's calls verdict is %s, want ok\n%s", id, v, b)
+			}
+			continue
+		}
+		switch {
+		case sub == "isolate" && strings.Contains(string(b), checker.RuleLateReturn):
+			caught["a resource call past its ctx"]++
+		case sub == "leave" && strings.Contains(string(b), checker.RuleClosedGrant):
+			caught["acquire after close"]++
+		}
+	}
+	for d, of := range map[string]int{"a resource call past its ctx": 2, "acquire after close": 2} {
+		if caught[d] == 0 {
+			t.Errorf("fenced-v2's defect %q was not caught on any of %d seeds", d, of)
+		}
+		t.Logf("%s: caught on %d of %d seeds", d, caught[d], of)
+	}
+}

@@ -196,7 +196,7 @@ func Catalogue() []Fault {
 	return []Fault{
 		noneFault(), latencyFault(), partitionFault(), pauseClientFault(), pauseServerFault(),
 		failoverFault(), crashClientFault(), clockSkewFault(), failoverSkewFault(), keyLossFault(),
-		pubsubResetFault(), crowdFault(), restartFault(), forceUnlockFault(), resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
+		pubsubResetFault(), crowdFault(), restartFault(), forceUnlockFault(), isolateFault(), resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
 	}
 }
 

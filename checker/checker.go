@@ -98,6 +98,15 @@ type Options struct {
 	// liveness counts every other client's hold as one ahead of a waiter.
 	Fair   bool
 	Bypass int
+	// CallSlack is what the lock promises about its calls' contexts:
+	// every call (history.Op.Deadline) returns within its context's
+	// deadline plus CallSlack. 0: the lock promises nothing and the
+	// late-return rule is off. See docs/DESIGN.md (calls).
+	CallSlack time.Duration
+	// CloseRefuses says the lock promises that a closed handle grants no
+	// lease: an acquire called after its client's close returned ok is
+	// refused. false: the closed-grant rule is off.
+	CloseRefuses bool
 	// Timeout bounds the whole Check, every key and every property, the
 	// explanations included; 0: no limit. What is not decided in time is
 	// unknown (a direct rule's violation found in time still counts).
@@ -133,6 +142,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.LossBound < 0 {
 		return o, fmt.Errorf("%w: negative loss bound %v", ErrBadOptions, o.LossBound)
+	}
+	if o.CallSlack < 0 {
+		return o, fmt.Errorf("%w: negative call slack %v", ErrBadOptions, o.CallSlack)
 	}
 	if o.LivenessSlack < 0 {
 		return o, fmt.Errorf("%w: negative liveness slack %v", ErrBadOptions, o.LivenessSlack)
@@ -264,6 +276,7 @@ func checks() map[string]check {
 		contract.PropClaims:   (*run).checkClaims,
 		contract.PropNotice:   (*run).checkNotice,
 		contract.PropFairness: (*run).checkFairness,
+		contract.PropCalls:    (*run).checkCalls,
 	}
 }
 
@@ -327,7 +340,8 @@ func (c *run) check() *Result {
 		Counts: c.p.counts,
 		Options: OptionsUsed{Drift: c.opts.Drift, LivenessSlackMs: c.opts.LivenessSlack.Milliseconds(),
 			TimeoutMs: c.opts.Timeout.Milliseconds(), WaitBoundMs: c.opts.WaitBound.Milliseconds(),
-			LossBoundMs: c.opts.LossBound.Milliseconds(), Fair: c.opts.Fair, Bypass: c.opts.Bypass},
+			LossBoundMs: c.opts.LossBound.Milliseconds(), Fair: c.opts.Fair, Bypass: c.opts.Bypass,
+			CallSlackMs: c.opts.CallSlack.Milliseconds(), CloseRefuses: c.opts.CloseRefuses},
 	}
 	var verdicts []contract.Verdict
 	for p, prop := range props {

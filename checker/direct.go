@@ -293,8 +293,12 @@ func (c *run) mayHold(k *keyOps, b *lop) bool {
 // end). A fault that leaves Redis answering every client
 // (contract.KeepsServing: pub/sub connections dropped) counts as none:
 // the lock owes its promises through it.
-func (c *run) faultDuring(from, to int64) bool {
-	for _, i := range c.p.excusing {
+func (c *run) faultDuring(from, to int64) bool { return c.windowOpen(c.p.excusing, from, to) }
+
+// windowOpen reports whether one of the fault ops at indices faults had
+// its window open at some instant of [from, to].
+func (c *run) windowOpen(faults []int, from, to int64) bool {
+	for _, i := range faults {
 		f := &c.p.ops[i]
 		end := inf
 		if f.Completed {

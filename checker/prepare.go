@@ -44,6 +44,7 @@ type lop struct {
 	lease      uint64
 	checked    bool
 	inLine     int64 // a waiter surely in line by then (history.Op.InLine); inf: not said
+	deadline   int64 // when the op's context expired (history.Op.Deadline); inf: not said
 }
 
 func (o *lop) line() int { return lineOf(o.src, o.idx) }
@@ -59,6 +60,7 @@ type keyOps struct {
 	lease    []*lop // acquire, release, renew: all results
 	resource []*lop // write, read: all results
 	notices  []*lop // lost: loss notices
+	closes   []*lop // close: a client closing its lock handle
 
 	claimsOnce sync.Once   // builds claims
 	claims     *claimIndex // the claims and loss-notice rules' index (claimIndex)
@@ -75,7 +77,14 @@ type prepared struct {
 	// overtaken one or a late loss notice: all but those that leave Redis
 	// answering every client (contract.KeepsServing).
 	excusing []int
-	counts   Counts
+	// stopping are the faults that freeze or kill clients
+	// (contract.StopsClients): their windows excuse a late return.
+	stopping []int
+	// closed maps a client to its ok close that returned first (the
+	// calls property's closed-grant rule): a client is one handle, on
+	// every key.
+	closed map[int32]*lop
+	counts Counts
 	// end is the latest instant the history shows (a call, a return, a
 	// fault window's end): a promise due after it was never due.
 	end int64
@@ -103,7 +112,7 @@ func leaseSpan(ttlMs int64, drift float64) (validFor, expireFor int64) {
 
 // prepare validates ops and splits them by key.
 func prepare(ops []history.Op, drift float64) (*prepared, error) {
-	p := &prepared{ops: ops, clients: []string{""}, values: []string{""}}
+	p := &prepared{ops: ops, clients: []string{""}, values: []string{""}, closed: map[int32]*lop{}}
 	clientID := map[string]int32{}
 	byKey := map[string]*keyOps{}
 	valueID := map[string]int32{"": 0}
@@ -131,6 +140,9 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 			if !contract.KeepsServing(contract.FaultKind(o.Name)) {
 				p.excusing = append(p.excusing, i)
 			}
+			if contract.StopsClients(contract.FaultKind(o.Name)) {
+				p.stopping = append(p.stopping, i)
+			}
 			p.counts.Faults++
 			continue
 		}
@@ -148,9 +160,12 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 		}
 		l := &lop{idx: i, src: o, kind: o.Kind, client: id, result: o.Result, call: o.Call, ret: inf,
 			token: o.Token, hasToken: o.HasToken, hasPrev: o.HasPrev, wait: o.Wait,
-			validUntil: o.ValidUntil, hasValid: o.HasValid, lease: o.Lease, checked: o.Checked, inLine: inf}
+			validUntil: o.ValidUntil, hasValid: o.HasValid, lease: o.Lease, checked: o.Checked, inLine: inf, deadline: inf}
 		if o.HasInLine {
 			l.inLine = o.InLine
+		}
+		if o.HasDeadline {
+			l.deadline = o.Deadline
 		}
 		if o.Completed {
 			l.ret = o.Return
@@ -175,6 +190,11 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 			}
 		case history.Lost:
 			k.notices = append(k.notices, l)
+		case history.Close:
+			k.closes = append(k.closes, l)
+			if prev := p.closed[id]; o.Completed && o.Result == history.OK && (prev == nil || o.Return < prev.ret) {
+				p.closed[id] = l
+			}
 		}
 	}
 	p.counts.Keys = len(p.keys)
@@ -183,6 +203,7 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 		byCall(k.lease)
 		byCall(k.resource)
 		byCall(k.notices)
+		byCall(k.closes)
 	}
 	return p, nil
 }

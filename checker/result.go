@@ -30,6 +30,9 @@ const (
 	// Fairness rule.
 	RuleOvertaken    = "overtaken"     // a waiter was overtaken by more waiters that joined after it than the lock allows
 	RuleCheckedWrite = "checked-write" // a write made after a check that found the lease valid overlapped another holder's lease
+	// Calls rules (what the lock promises its caller about the calls).
+	RuleLateReturn  = "late-return"  // a call returned later than its context's deadline plus the lock's slack
+	RuleClosedGrant = "closed-grant" // an acquire called after its client's close returned got the lock
 	// RuleLinearizability: no order of a key's ops satisfies the model, and
 	// the explanation could not single out the op at fault (e.g. it timed out).
 	RuleLinearizability = "linearizability"
@@ -133,6 +136,11 @@ type OptionsUsed struct {
 	// the fairness property was n/a).
 	Fair   bool `json:"fair,omitempty"`
 	Bypass int  `json:"bypass,omitempty"`
+	// CallSlackMs is Options.CallSlack (0: the late-return rule was off);
+	// CloseRefuses is Options.CloseRefuses (false: the closed-grant rule
+	// was off).
+	CallSlackMs  int64 `json:"call_slack_ms,omitempty"`
+	CloseRefuses bool  `json:"close_refuses,omitempty"`
 }
 
 // Of returns the result of the property whose contract ID is id

@@ -46,6 +46,9 @@ const (
 	// FaultRestart crashes the master and restarts it without
 	// persistence: Redis forgets every lock while their holders live.
 	FaultRestart = "restart"
+	// FaultIsolate cuts one holder off from every Redis, its traffic
+	// held, while its write is still ahead.
+	FaultIsolate = "isolate"
 )
 
 // Predicted reports whether DESIGN.md's guarantees say what a lock does
@@ -68,6 +71,18 @@ func Predicted(fault string) bool {
 // and such a window excuses no late hand-off or loss notice. Only
 // pubsub-reset so far: it kills subscriptions, and commands pass.
 func KeepsServing(kind string) bool { return kind == FaultPubSubReset }
+
+// StopsClients reports whether a fault of kind freezes or kills clients
+// (their goroutines, or their process): a call in flight across its window
+// returns late through no fault of the lock, so the window excuses a late
+// return (calls, rule late-return).
+func StopsClients(kind string) bool {
+	switch kind {
+	case FaultPauseClient, FaultPauseProcess, FaultCrashClient, FaultKillProcess:
+		return true
+	}
+	return false
+}
 
 // FaultKind is the fault name a history fault op's name starts with.
 func FaultKind(opName string) string {

@@ -9,6 +9,7 @@ const (
 	PropClaims   = "claims"
 	PropNotice   = "notice"
 	PropFairness = "fairness"
+	PropCalls    = "calls"
 )
 
 // Property display names: check.json's "property", the check command's
@@ -20,6 +21,7 @@ const (
 	PropClaimsName   = "validity claims"
 	PropNoticeName   = "loss notice"
 	PropFairnessName = "fair queue"
+	PropCallsName    = "call contract"
 )
 
 // Property is one property the checker decides and every stage reports.
@@ -52,6 +54,10 @@ func Properties() []Property {
 		// F: whom a lock with a fair queue serves first (G3: a waiter
 		// served behind everyone who came later waits without bound).
 		{ID: PropFairness, Name: PropFairnessName, Guarantee: "G3", Letter: "F", Summary: "waiters are served in the order they joined"},
+		// K: what a lock promises its caller about the calls themselves
+		// (G5): each returns within its context, and a closed handle
+		// grants nothing (a lease without the watchdog asked for).
+		{ID: PropCalls, Name: PropCallsName, Guarantee: "G5", Letter: "K", Summary: "calls return within their context; a closed lock grants nothing"},
 	}
 }
 

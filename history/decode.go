@@ -39,6 +39,7 @@ const (
 	fLease
 	fChecked
 	fInLine
+	fDeadline
 )
 
 // decoder parses one history line at a time. It is a hand-written parser for
@@ -188,6 +189,8 @@ func fieldBit(key []byte) uint32 {
 		return fChecked
 	case "in_line":
 		return fInLine
+	case "deadline":
+		return fDeadline
 	}
 	return 0
 }
@@ -229,6 +232,8 @@ func fieldName(bit uint32) string {
 		return "checked"
 	case fInLine:
 		return "in_line"
+	case fDeadline:
+		return "deadline"
 	}
 	return ""
 }
@@ -350,6 +355,8 @@ func (d *decoder) field(bit uint32, o *Op, seen *uint32) *fieldError {
 		o.ValidUntil, o.HasValid = v, true
 	case fInLine:
 		o.InLine, o.HasInLine = v, true
+	case fDeadline:
+		o.Deadline, o.HasDeadline = v, true
 	}
 	return nil
 }
@@ -369,7 +376,7 @@ func (d *decoder) interned(s []byte) string {
 }
 
 func kindOf(s []byte) Kind {
-	for _, k := range []Kind{Acquire, Release, Renew, Write, Read, Fault, Lost} {
+	for _, k := range []Kind{Acquire, Release, Renew, Write, Read, Fault, Lost, Close} {
 		if string(s) == string(k) {
 			return k
 		}

@@ -7,12 +7,13 @@ import (
 
 // AppendJSON appends op to dst as one JSON object in the contract's field
 // order (client, op, key, name, evidence, call, return, result, ttl_ms,
-// token, value, prev, wait, valid_until, in_line, lease, checked), without a trailing newline, and returns the extended buffer.
+// token, value, prev, wait, valid_until, in_line, lease, checked, deadline), without a trailing newline, and returns the extended buffer.
 //
 // Optional fields are written only when present: client, key, name and result
 // when not empty, return when Completed, ttl_ms when not 0, token when
 // HasToken, value when HasValue, prev when HasPrev, wait and checked when
-// true, valid_until when HasValid, in_line when HasInLine, lease when not 0. AppendJSON does not
+// true, valid_until when HasValid, in_line when HasInLine, lease when not 0,
+// deadline when HasDeadline. AppendJSON does not
 // validate op; Writer.WriteOp does.
 func AppendJSON(dst []byte, op Op) []byte {
 	dst = append(dst, '{')
@@ -86,6 +87,10 @@ func AppendJSON(dst []byte, op Op) []byte {
 	}
 	if op.Checked {
 		dst = append(dst, `,"checked":true`...)
+	}
+	if op.HasDeadline {
+		dst = append(dst, `,"deadline":`...)
+		dst = strconv.AppendInt(dst, op.Deadline, 10)
 	}
 	return append(dst, '}')
 }

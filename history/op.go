@@ -21,6 +21,12 @@ const (
 	// instant; it carries the lease it speaks of (Lease) when known. The
 	// claims property reads it; the models never see it.
 	Lost Kind = "lost"
+	// Close is a client closing its lock handle (locker.Locker's Close):
+	// from its return on, the handle grants no lease, and the call itself
+	// returns within its context (Deadline). A client name is one handle:
+	// a client that closed does not open again under the same name. The
+	// calls property reads it; the models never see it.
+	Close Kind = "close"
 )
 
 // Result is the outcome of an operation: the "result" field.
@@ -98,6 +104,13 @@ type Op struct {
 	// before it that the lock still said the lease was valid (not lost,
 	// before its claimed validity), as users without fencing do.
 	Checked bool
+
+	// Deadline ("deadline"), meaningful only when HasDeadline: the instant,
+	// on the history's clock, at which the op's context expired (its
+	// deadline, or the instant it was canceled). The calls property holds
+	// a lock that promises to honour contexts to return by it.
+	Deadline    int64
+	HasDeadline bool
 
 	// Line is the 1-based line the op was read from; 0 when not read from a file.
 	Line int

@@ -171,6 +171,12 @@ func TestReadRejects(t *testing.T) {
 		{"in_line on a one-shot acquire", `{"client":"a","op":"acquire","key":"k","call":1,"return":9,"result":"ok","in_line":3}`, 1, "in_line", "only a blocking acquire"},
 		{"in_line before the call", `{"client":"a","op":"acquire","key":"k","call":4,"return":9,"result":"ok","wait":true,"in_line":3}`, 1, "in_line", "before call"},
 		{"in_line after the return", `{"client":"a","op":"acquire","key":"k","call":1,"return":9,"result":"fail","wait":true,"in_line":10}`, 1, "in_line", "after return"},
+		{"deadline on a fault", `{"op":"fault","name":"partition","call":1,"return":9,"deadline":5}`, 1, "deadline", "carry no deadline"},
+		{"deadline on a loss notice", `{"client":"a","op":"lost","key":"k","call":1,"return":1,"result":"ok","deadline":5}`, 1, "deadline", "carry no deadline"},
+		{"negative deadline", `{"client":"a","op":"release","key":"k","call":1,"return":9,"result":"ok","deadline":-1}`, 1, "deadline", "negative"},
+		{"deadline past the range", `{"client":"a","op":"release","key":"k","call":1,"return":9,"result":"ok","deadline":2305843009213693952}`, 1, "deadline", "not below"},
+		{"close with a token", `{"client":"a","op":"close","key":"k","call":1,"return":9,"result":"ok","token":3}`, 1, "token", "carries no token"},
+		{"close rejected", `{"client":"a","op":"close","key":"k","call":1,"return":9,"result":"rejected"}`, 1, "result", "not a result of close"},
 		{"lost not ok", `{"client":"a","op":"lost","key":"k","call":1,"return":1,"result":"unknown"}`, 1, "result", "a loss notice is ok"},
 		{"lost with a duration", `{"client":"a","op":"lost","key":"k","call":1,"return":5,"result":"ok"}`, 1, "return", "a loss notice is an instant"},
 		{"lost without return", `{"client":"a","op":"lost","key":"k","call":1,"result":"ok"}`, 1, "return", "must be unknown"},
@@ -317,7 +323,8 @@ func sampleOps() []Op {
 		{Client: "e", Kind: Acquire, Key: "cart", Call: 13, Return: 14, Completed: true, Result: OK, TTLMillis: 200, ValidUntil: 200_000_013, HasValid: true, Lease: 1},
 		{Client: "e", Kind: Write, Key: "cart", Call: 15, Return: 16, Completed: true, Result: OK, Value: "e", HasValue: true, ValidUntil: 0, HasValid: true, Lease: 1, Checked: true},
 		{Client: "e", Kind: Lost, Key: "cart", Call: 17, Return: 17, Completed: true, Result: OK, Lease: 1<<64 - 1},
-		{Client: "f", Kind: Acquire, Key: "cart", Call: 18, Return: 30, Completed: true, Result: OK, TTLMillis: 200, Wait: true, InLine: 19, HasInLine: true, Lease: 1},
+		{Client: "f", Kind: Acquire, Key: "cart", Call: 18, Return: 30, Completed: true, Result: OK, TTLMillis: 200, Wait: true, InLine: 19, HasInLine: true, Lease: 1, Deadline: 1018, HasDeadline: true},
+		{Client: "f", Kind: Close, Key: "cart", Call: 31, Return: 40, Completed: true, Result: OK, Deadline: 0, HasDeadline: true},
 	}
 }
 

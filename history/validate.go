@@ -43,7 +43,7 @@ func (e *ParseError) Unwrap() error { return ErrBadInput }
 // Validate checks op against the history contract and returns a *ParseError
 // naming the first field at fault (with op.Line), or nil. The rules:
 //
-//   - op is one of acquire, release, renew, write, read, fault, lost;
+//   - op is one of acquire, release, renew, write, read, fault, lost, close;
 //   - a fault needs name and may carry client, key and a result; other ops
 //     need client, key and result and carry no name;
 //   - result is ok, fail or unknown for acquire, release and renew; ok,
@@ -61,7 +61,11 @@ func (e *ParseError) Unwrap() error { return ErrBadInput }
 //   - valid_until only on acquire, renew, release and write, in [0, MaxTime);
 //   - lease (>= 1) on any op but fault; checked only on write;
 //   - in_line only on a blocking acquire (wait), from its call to its
-//     return.
+//     return;
+//   - close (a client closing its lock handle) has the results of a lock
+//     op (ok, fail, unknown) and carries no token or lease;
+//   - deadline on any op but fault and lost, in [0, MaxTime) (it may come
+//     before the call: a context that had already expired).
 func (op Op) Validate() error {
 	if err := validate(&op, true, op.TTLMillis != 0); err != nil {
 		return &ParseError{Line: op.Line, Field: err.field, Msg: err.msg}
@@ -88,13 +92,13 @@ func bad(field, format string, args ...any) *fieldError {
 // were present on the line (a zero value cannot tell).
 func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 	switch o.Kind {
-	case Acquire, Release, Renew, Write, Read, Fault, Lost:
+	case Acquire, Release, Renew, Write, Read, Fault, Lost, Close:
 	case "":
-		return bad("op", "missing (want acquire, release, renew, write, read, fault or lost)")
+		return bad("op", "missing (want acquire, release, renew, write, read, fault, lost or close)")
 	default:
-		return bad("op", "unknown operation %q (want acquire, release, renew, write, read, fault or lost)", o.Kind)
+		return bad("op", "unknown operation %q (want acquire, release, renew, write, read, fault, lost or close)", o.Kind)
 	}
-	lockOp := o.Kind == Acquire || o.Kind == Release || o.Kind == Renew
+	lockOp := o.Kind == Acquire || o.Kind == Release || o.Kind == Renew || o.Kind == Close
 	if o.Kind == Fault {
 		if o.Name == "" {
 			return bad("name", "missing (a fault names its window)")
@@ -197,6 +201,19 @@ func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 	}
 	if o.Checked && o.Kind != Write {
 		return bad("checked", "only write carries checked, not %s", o.Kind)
+	}
+	if o.HasDeadline {
+		switch {
+		case o.Kind == Fault || o.Kind == Lost:
+			return bad("deadline", "%s ops carry no deadline (they are not calls)", o.Kind)
+		case o.Deadline < 0:
+			return bad("deadline", "negative time %d", o.Deadline)
+		case o.Deadline >= MaxTime:
+			return bad("deadline", "time %d is not below %d (2^61 ns)", o.Deadline, MaxTime)
+		}
+	}
+	if o.Kind == Close && (o.HasToken || o.Lease != 0) {
+		return bad("token", "a close is of the client's handle, not of a lease: it carries no token or lease")
 	}
 	if o.HasInLine {
 		switch {

@@ -76,6 +76,15 @@ type Locker interface {
 	Close() error
 }
 
+// ContextCloser is a Locker whose Close takes a context (package lock's
+// Close(ctx)): it returns within ctx, leaving what it could not finish to
+// finish in the background. The harness closes through it when a Locker
+// has it, and records the close with its deadline (the calls property
+// holds a lock that promises it, CallContract.Slack, to return in time).
+type ContextCloser interface {
+	CloseContext(ctx context.Context) error
+}
+
 // Waiter is a Locker with a blocking acquire: Acquire waits, in whatever way
 // the lock waits (a queue, pub/sub, polling), until it holds key or ctx is
 // done. When ctx ends while it waits and the caller surely does not hold the

@@ -5,7 +5,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/fencing"
 )
 
 // Opener builds one Locker for one workload client from its Deps.
@@ -94,8 +97,32 @@ type Entry struct {
 	// correct lock, holds where the others break). The detection run
 	// (lockproof detect) measures it over seeds. Nil: none.
 	Decisive *Decisive
+	// Calls is what the lock promises its callers about the calls
+	// themselves: that each returns within its context, and that a
+	// closed Locker grants nothing. The checker holds the lock to it (the
+	// calls property); nil promises nothing and leaves the property n/a.
+	Calls *CallContract
+	// Resources, when set, builds the resources a workload client reads
+	// and writes through on the resource Redis rdb, every key under
+	// prefix: fenced for leases with a fencing token, unfenced for leases
+	// without (a lock shipped with a fencing store of its own, or an old
+	// version of one). Nil: package fencing's NewRedis and
+	// NewUnfencedRedis.
+	Resources func(rdb redis.UniversalClient, prefix string) (fenced, unfenced fencing.Resource, err error)
 
 	_ struct{} // entries are built with field names
+}
+
+// CallContract is a lock's promise about its calls (Entry.Calls).
+type CallContract struct {
+	// Slack: every call, its Close through ContextCloser included,
+	// returns within its context's deadline plus Slack (the rule
+	// late-return); 0 promises nothing.
+	Slack time.Duration
+	// CloseRefuses: an acquire called after the Locker's Close returned is
+	// refused (the rule closed-grant), rather than granting a lease whose
+	// watchdog and hand-offs are gone with the Locker.
+	CloseRefuses bool
 }
 
 // Decisive names a lock's decisive scenario (Entry.Decisive).

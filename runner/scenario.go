@@ -68,8 +68,8 @@ func unknownResult(err error) *checker.Result {
 }
 
 // checkOptions are the checker's options for s: the budget, and the
-// bounds s's lock promises its waiters and its holders (loss notice, for
-// leases of s's TTL).
+// bounds s's lock promises its waiters, its holders (loss notice, for
+// leases of s's TTL) and its callers (calls).
 func (m *matrix) checkOptions(s Spec) checker.Options {
 	o := checker.Options{Timeout: m.cfg.CheckTimeout, WaitBound: s.entry.WaitBound}
 	if s.entry.LossBound != nil {
@@ -77,6 +77,9 @@ func (m *matrix) checkOptions(s Spec) checker.Options {
 	}
 	if s.entry.Fair != nil {
 		o.Fair, o.Bypass = true, s.entry.Fair.Bypass
+	}
+	if s.entry.Calls != nil {
+		o.CallSlack, o.CloseRefuses = s.entry.Calls.Slack, s.entry.Calls.CloseRefuses
 	}
 	return o
 }

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/fencing"
 	"github.com/lockproof/lockproof/lock"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/zoo/internal/fencedv1"
@@ -29,6 +32,7 @@ func FencedEntry(opts lock.Options) locker.Entry {
 		// what decides it.
 		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource},
 		Fair:     &locker.FairQueue{}, // strict FIFO: a hand-off goes to the head of the line
+		Calls:    fencedCalls(),
 		Doc:      "the production lock: owner token, fence, TTL, watchdog, FIFO queue with hand-off, reentrancy",
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {
@@ -54,6 +58,18 @@ func FencedEntry(opts lock.Options) locker.Entry {
 // of the TTL and that renewal's round trip; half the TTL leaves the round
 // trip a sixth of it (at least 50ms).
 func watchdogLossBound(ttl time.Duration) time.Duration { return max(ttl/2, ttl/3+50*time.Millisecond) }
+
+// fencedCalls is what package lock promises about its calls (its doc,
+// "Every blocking call honours its context"; Acquire after Close returns
+// ErrClosed): each returns within its deadline plus a small constant. The
+// lock's own constant is a goroutine switch; the second here is room for
+// a loaded machine's scheduling (32 clients on two busy cores), and half
+// the two op timeouts by which a call that ignores its ctx comes back
+// late under the isolate fault (the workload's go-redis clients that
+// ignore ctx deadlines read for three op timeouts).
+func fencedCalls() *locker.CallContract {
+	return &locker.CallContract{Slack: time.Second, CloseRefuses: true}
+}
 
 // FencedName is the registry name of the production lock (FencedEntry).
 const FencedName = "fenced"
@@ -114,6 +130,15 @@ func fencedV1Entry() locker.Entry {
 func fencedV2Entry() locker.Entry {
 	return locker.Entry{Name: FencedV2Name, Profile: locker.ProfileFenced, WaitBound: fencedv2.Options{}.WaitBound(1),
 		LossBound: watchdogLossBound, Fair: &locker.FairQueue{},
+		// Held to the shipped lock's promise about its calls, which its
+		// doc made too: its Close blocks behind a subscription dialing a
+		// frozen Redis, its Acquire after Close succeeds, and its fencing
+		// resource (frozen with it, fencedv2.Resource) ignores the ctx of a
+		// go-redis client that does.
+		Calls: fencedCalls(),
+		Resources: func(rdb redis.UniversalClient, prefix string) (fencing.Resource, fencing.Resource, error) {
+			return fencedv2.NewResource(rdb, prefix, true), fencedv2.NewResource(rdb, prefix, false), nil
+		},
 		Doc: "package lock before its second review's fixes (frozen copy): a release of unknown outcome keeps claiming the lease, a release racing the watchdog reports the lease lost",
 		Predict: func(fault string, p locker.Prediction) locker.Prediction {
 			if !contract.Predicted(fault) {
@@ -125,6 +150,13 @@ func fencedV2Entry() locker.Entry {
 			// show one.
 			mayBreak(&p, contract.PropClaims, contract.PropNotice)
 			why += "; a release of unknown outcome that did hand the lock on leaves the old lock claiming the lease (claims); a release racing its watchdog reports the released lease lost (loss notice)"
+			if fault == contract.FaultPartition {
+				// A partitioned holder's read or write through the old
+				// resource, on a go-redis client that ignores ctx
+				// deadlines, runs to the client's read timeout.
+				mayBreak(&p, contract.PropCalls)
+				why += "; its fencing resource ignores the ctx of a go-redis client without ContextTimeoutEnabled: a partitioned holder's read or write returns at the client's read timeout, long after its deadline (call contract)"
+			}
 			if fault == contract.FaultPubSubReset {
 				// Its notifier takes a dropped subscription whose
 				// re-SUBSCRIBE was refused for a live one: a waiter sleeps
@@ -176,7 +208,8 @@ func (l v2Lock) acquire(ctx context.Context, key string, ttl time.Duration, wait
 	return acquireOn(ctx, key, ttl, wait, owner, l.c.TryAcquire, l.c.Acquire, fencedv2.WithTTL, fencedv2.WithOwner, extra...)
 }
 
-func (l v2Lock) close() error { return l.c.Close() }
+// close cannot pass ctx on: the old Close took none.
+func (l v2Lock) close(context.Context) error { return l.c.Close() }
 
 func (l v2Lock) forceUnlock(ctx context.Context, key string) (bool, error) {
 	return l.c.ForceUnlock(ctx, key)
@@ -229,7 +262,7 @@ type fencedClient interface {
 	// acquireRetry runs Acquire with the adapter's retry strategy
 	// (WithRetry: spaced one-shot attempts, never in line).
 	acquireRetry(ctx context.Context, key string, ttl time.Duration) (fencedHold, error)
-	close() error
+	close(ctx context.Context) error
 }
 
 // Retries of AcquireRetry: exponential from 2ms to 50ms, as a user
@@ -258,13 +291,7 @@ func (l currentLock) acquire(ctx context.Context, key string, ttl time.Duration,
 	return acquireOn(ctx, key, ttl, wait, owner, l.c.TryAcquire, l.c.Acquire, lock.WithTTL, lock.WithOwner, extra...)
 }
 
-// close waits a second at most for the lock's background cleanups: a
-// scenario's end must not wait for a frozen Redis.
-func (l currentLock) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	return l.c.Close(ctx)
-}
+func (l currentLock) close(ctx context.Context) error { return l.c.Close(ctx) }
 
 func (l currentLock) forceUnlock(ctx context.Context, key string) (bool, error) {
 	return l.c.ForceUnlock(ctx, key)
@@ -281,7 +308,8 @@ func (l v1Lock) acquire(ctx context.Context, key string, ttl time.Duration, wait
 	return acquireOn(ctx, key, ttl, wait, owner, l.c.TryAcquire, l.c.Acquire, fencedv1.WithTTL, fencedv1.WithOwner)
 }
 
-func (l v1Lock) close() error { return l.c.Close() }
+// close cannot pass ctx on: the old Close took none.
+func (l v1Lock) close(context.Context) error { return l.c.Close() }
 
 func (l v1Lock) forceUnlock(context.Context, string) (bool, error) {
 	return false, fmt.Errorf("fenced-v1 has no ForceUnlock: %w", locker.ErrUnsupported)
@@ -314,8 +342,18 @@ func acquireOn[O any, L fencedHold](ctx context.Context, key string, ttl time.Du
 func (f *Fenced) Name() string { return f.name }
 
 // Close closes the lock client: its watchdogs stop and its pub/sub
-// subscription closes; leases stay, and expire after their TTL.
-func (f *Fenced) Close() error { return f.c.close() }
+// subscription closes; leases stay, and expire after their TTL. It waits a
+// second at most for the lock's background cleanups: a scenario's end must
+// not wait for a frozen Redis.
+func (f *Fenced) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return f.c.close(ctx)
+}
+
+// CloseContext is Close within ctx (locker.ContextCloser); the frozen
+// copies' Close takes no ctx, and cannot honour it.
+func (f *Fenced) CloseContext(ctx context.Context) error { return f.c.close(ctx) }
 
 // TryAcquire makes one lock.Client.TryAcquire with ttl.
 func (f *Fenced) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {

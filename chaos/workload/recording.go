@@ -85,7 +85,29 @@ func (r recording) lockEdit(ctx context.Context, op history.Op, mode ctxMode, ti
 		p.Withdraw()
 		return "", fmt.Errorf("%s %q: %w", op.Kind, op.Key, err)
 	}
-	return res, p.Complete(res, func(o *history.Op) { edit(o, res) })
+	return res, p.Complete(res, func(o *history.Op) {
+		setDeadline(o, mode, timeout)
+		edit(o, res)
+	})
+}
+
+// setDeadline records on o when the context call made for it expired: its
+// call plus the timeout per mode (the context is made right after the call
+// is stamped, so the instant recorded is not after the real deadline).
+func setDeadline(o *history.Op, mode ctxMode, timeout time.Duration) {
+	o.Deadline, o.HasDeadline = o.Call+timeoutOf(mode, timeout).Nanoseconds(), true
+}
+
+// timeoutOf is how long a context made per mode lives: a canceled one not
+// at all (it is canceled before the call), a tiny one tinyDeadline.
+func timeoutOf(mode ctxMode, timeout time.Duration) time.Duration {
+	switch mode {
+	case ctxCanceled:
+		return 0
+	case ctxTiny:
+		return tinyDeadline
+	}
+	return timeout
 }
 
 // resource records one resource operation (a read or a write): it
@@ -106,10 +128,12 @@ func (r recording) resource(ctx context.Context, op history.Op, timeout time.Dur
 		return "", fmt.Errorf("%s %q: %w", op.Kind, op.Key, derr)
 	}
 	res := resourceResult(derr)
-	if res != history.OK {
-		edit = nil
-	}
-	return res, p.Complete(res, edit)
+	return res, p.Complete(res, func(o *history.Op) {
+		setDeadline(o, ctxNormal, timeout)
+		if res == history.OK && edit != nil {
+			edit(o)
+		}
+	})
 }
 
 // call runs do under a context made per mode with the op's timeout, cut

@@ -96,6 +96,8 @@ type Config struct {
 	Deps locker.Deps
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
+
+	entry locker.Entry // Lock's entry in Locks (withDefaults)
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -104,6 +106,10 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Locks == nil {
 		return c, fmt.Errorf("%w: Locks (the registry Lock is in) is required", ErrConfig)
+	}
+	var ok bool
+	if c.entry, ok = c.Locks.Lookup(c.Lock); !ok {
+		return c, fmt.Errorf("%w: Lock %q: not in Locks (%v)", ErrConfig, c.Lock, c.Locks.Names())
 	}
 	if c.Keys == 0 {
 		c.Keys = 1
@@ -278,6 +284,8 @@ type Client struct {
 	holds     uint64                           // the last hold number given (history.Op.Lease)
 	watchers  sync.WaitGroup                   // loss-notice watchers (watchLoss)
 	gone      chan struct{}                    // closed when the client leaves for good (Mix.Leave)
+	// ctxTimeouts: the client's go-redis clients honour ctx deadlines (CtxTimeouts).
+	ctxTimeouts bool
 }
 
 // Working reports whether the client holds its lock and works on what it
@@ -322,10 +330,22 @@ func (c *Client) CanWait() bool {
 // lock taken) and returns it, bounded by ctx: a crash that strikes then
 // leaves a dead waiter in the lock's queue.
 func FirstQueued(ctx context.Context, cs []*Client) (*Client, error) {
+	return firstOf(ctx, cs, "queue", func(c *Client) bool { return c.waiting.Load() })
+}
+
+// FirstHolding waits until one of cs holds its lock with its write ahead
+// (Holding) and returns it, bounded by ctx.
+func FirstHolding(ctx context.Context, cs []*Client) (*Client, error) {
+	return firstOf(ctx, cs, "hold", (*Client).Holding)
+}
+
+// firstOf waits until one of cs that has not crashed is as it says (what
+// it waits for, to do) and returns it, bounded by ctx.
+func firstOf(ctx context.Context, cs []*Client, to string, is func(*Client) bool) (*Client, error) {
 	var found *Client
 	err := poll(ctx, func() bool {
 		for _, c := range cs {
-			if c.waiting.Load() && !c.Gate.Crashed() {
+			if is(c) && !c.Gate.Crashed() {
 				found = c
 				return true
 			}
@@ -333,10 +353,15 @@ func FirstQueued(ctx context.Context, cs []*Client) (*Client, error) {
 		return false
 	})
 	if err != nil {
-		return nil, fmt.Errorf("wait for one of %d clients to queue: %w", len(cs), err)
+		return nil, fmt.Errorf("wait for one of %d clients to %s: %w", len(cs), to, err)
 	}
 	return found, nil
 }
+
+// CtxTimeouts reports whether the client's go-redis clients honour ctx
+// deadlines (ContextTimeoutEnabled); every other client's do not, and only
+// their read timeouts bound a call that does not honour its own ctx.
+func (c *Client) CtxTimeouts() bool { return c.ctxTimeouts }
 
 // poll checks ready every 2ms until it holds (nil) or ctx is done (its
 // error): for flags that other goroutines set without a signal.
@@ -481,13 +506,22 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	// timeout alone bounds a call), as many users' clients do: a lock, or
 	// a resource, must then honour ctx itself.
 	ctxTimeouts := idx%2 == 0
+	c.ctxTimeouts = ctxTimeouts
 	c.lockRDB = redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName: rt.MasterName, SentinelAddrs: rt.Sentinels, Dialer: rt.Dial,
 		DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to,
 		MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2,
 	})
 	c.lockRDB.AddHook(c.Gate.Hook())
-	c.resRDB = redis.NewClient(&redis.Options{Addr: rt.Fenced, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
+	// The resource's go-redis, when it ignores ctx deadlines, reads for
+	// three op timeouts (go-redis's default is 3s): a resource that does
+	// not honour ctx itself then returns late, which the calls property
+	// sees (package fencing's review defect 9).
+	resRead := to
+	if !ctxTimeouts {
+		resRead = 3 * to
+	}
+	c.resRDB = redis.NewClient(&redis.Options{Addr: rt.Fenced, DialTimeout: to, ReadTimeout: resRead, WriteTimeout: to,
 		PoolTimeout: to, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
 	c.resRDB.AddHook(c.Gate.Hook())
 	deps := w.cfg.Deps
@@ -508,15 +542,29 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 		c.close()
 		return nil, fmt.Errorf("client %s: %w", name, err)
 	}
-	if c.fenced, err = fencing.NewRedis(c.resRDB, fencing.RedisOptions{Prefix: "res:"}); err != nil {
-		c.close()
-		return nil, fmt.Errorf("client %s: %w", name, err)
-	}
-	if c.unfenced, err = fencing.NewUnfencedRedis(c.resRDB, fencing.RedisOptions{Prefix: "res:"}); err != nil {
+	if c.fenced, c.unfenced, err = w.resources(c.resRDB); err != nil {
 		c.close()
 		return nil, fmt.Errorf("client %s: %w", name, err)
 	}
 	return c, nil
+}
+
+// resourcePrefix is put before every resource key the workload writes.
+const resourcePrefix = "res:"
+
+// resources builds a client's resources on rdb: the lock's own
+// (locker.Entry.Resources), or else package fencing's.
+func (w *Workload) resources(rdb redis.UniversalClient) (fenced, unfenced fencing.Resource, err error) {
+	if w.cfg.entry.Resources != nil {
+		return w.cfg.entry.Resources(rdb, resourcePrefix)
+	}
+	if fenced, err = fencing.NewRedis(rdb, fencing.RedisOptions{Prefix: resourcePrefix}); err != nil {
+		return nil, nil, err
+	}
+	if unfenced, err = fencing.NewUnfencedRedis(rdb, fencing.RedisOptions{Prefix: resourcePrefix}); err != nil {
+		return nil, nil, err
+	}
+	return fenced, unfenced, nil
 }
 
 func (c *Client) close() error {
@@ -729,10 +777,10 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	if c.chance(mix.Leave) {
 		// Gone while holding: the lock must let the lease expire (a
 		// watchdog that outlived Close would keep the others out).
-		if err := c.locker.Close(); err != nil {
-			cfg.Logger.Warn("close on leave", "client", c.Name, "err", err)
-		}
 		close(c.gone) // nobody is left to hear a loss notice
+		if err := w.leave(ctx, rec, c); err != nil {
+			return err
+		}
 		return errStop
 	}
 	token, fenced := lease.Fence()
@@ -876,6 +924,65 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		return w.again(ctx, rec, c, owned, h)
 	}
 	return c.release(ctx, rec, h, rush, cfg.OpTimeout)
+}
+
+// leave is a client going away while it holds: it closes its lock
+// (recorded as a close op, with its deadline when the lock's Close takes a
+// ctx, locker.ContextCloser), and then one of its goroutines that did not
+// hear of the shutdown makes one more attempt on the closed lock, as code
+// racing a shutdown does (a blocking one, when the lock has it). A lock
+// that promises it refuses that attempt
+// (locker.CallContract.CloseRefuses; package lock's review defect 10: the
+// old lock granted it, without the watchdog asked for). A lease the
+// attempt got anyway is released.
+func (w *Workload) leave(ctx context.Context, rec *history.Recorder, c *Client) error {
+	cfg := w.cfg
+	op := history.Op{Client: c.Name, Kind: history.Close, Key: c.Key}
+	closer, hasCtx := c.locker.(locker.ContextCloser)
+	p := rec.Invoke(op)
+	var err error
+	if hasCtx {
+		err = call(ctx, ctxNormal, cfg.OpTimeout, closer.CloseContext)
+	} else {
+		err = c.locker.Close()
+	}
+	if c.Gate.Crashed() {
+		return c.recording(rec).crashed(p)
+	}
+	res := history.OK
+	if err != nil {
+		// A close that failed may have stopped part of what it runs.
+		res = history.Unknown
+		cfg.Logger.Warn("close on leave", "client", c.Name, "err", err)
+	}
+	if err := p.Complete(res, func(o *history.Op) {
+		if hasCtx {
+			setDeadline(o, ctxNormal, cfg.OpTimeout)
+		}
+	}); err != nil {
+		return err
+	}
+	// It waits, when the lock can: the lease the client left with is still
+	// held, and a single attempt would be refused for that alone.
+	var l locker.Lease
+	acq := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Lease: c.nextHold()}
+	try, timeout := func(ctx context.Context) (locker.Lease, error) { return c.locker.TryAcquire(ctx, c.Key, cfg.TTL) }, cfg.OpTimeout
+	if waiter, ok := c.locker.(locker.Waiter); ok {
+		acq.Wait, timeout = true, max(cfg.OpTimeout, cfg.WaitTimeout)
+		try = func(ctx context.Context) (locker.Lease, error) { return waiter.Acquire(ctx, c.Key, cfg.TTL) }
+	}
+	res, err = c.recording(rec).lock(ctx, acq, ctxNormal, timeout, func(ctx context.Context) error {
+		var err error
+		l, err = try(ctx)
+		return err
+	}, func(o *history.Op) {
+		o.Token, o.HasToken = l.Fence()
+		c.claim(rec, o, l)
+	})
+	if err != nil || res != history.OK {
+		return err
+	}
+	return c.release(ctx, rec, held{lease: l, id: acq.Lease}, false, cfg.OpTimeout)
 }
 
 // again is what a holder acquiring as its own owner (Mix.Owner) does when

@@ -35,6 +35,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	waitBound := fs.Duration("wait-bound", 0, "what the lock promises waiters: a blocking acquire gets the key within this of it being surely free (0: no promise, the waiter-liveness rule is off)")
 	fairBypass := fs.Int("fair-bypass", -1, "the lock declares a fair queue: a waiter is overtaken by at most this many waiters that joined after it (0: strict FIFO; -1: no fair queue, the fairness property is n/a)")
 	lossBound := fs.Duration("loss-bound", 0, "what the lock promises its holders: a live holder is told (op lost) within this of another client taking its key (0: no promise, the loss-notice rule is off)")
+	callSlack := fs.Duration("call-slack", 0, "what the lock promises its callers: a call returns within its context's deadline (op deadline) plus this (0: no promise, the late-return rule is off)")
+	closeRefuses := fs.Bool("close-refuses", false, "the lock promises that a closed handle grants nothing: an acquire called after its client's close returned must not be ok (the closed-grant rule)")
 	htmlPath := fs.String("html", "", "write Porcupine's HTML visualization to this path")
 	jsonPath := fs.String("json", "", "write the check result (check.json format) to this path")
 	fs.Usage = func() {
@@ -58,6 +60,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "lockproof check: --slack %v: must be positive\n", *slack)
 		return exitBadInput
 	}
+	if *callSlack < 0 {
+		fmt.Fprintf(stderr, "lockproof check: --call-slack %v: must not be negative\n", *callSlack)
+		return exitBadInput
+	}
 	if *timeout < 0 {
 		fmt.Fprintf(stderr, "lockproof check: --timeout %v: must not be negative\n", *timeout)
 		return exitBadInput
@@ -78,7 +84,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitBadInput
 	}
 	opts := checker.Options{Drift: *drift, Timeout: left(*timeout, start), LivenessSlack: *slack, WaitBound: *waitBound, LossBound: *lossBound, MaxHeap: uint64(maxHeap),
-		Fair: *fairBypass >= 0, Bypass: max(*fairBypass, 0)}
+		Fair: *fairBypass >= 0, Bypass: max(*fairBypass, 0), CallSlack: *callSlack, CloseRefuses: *closeRefuses}
 	res, err := checker.Check(ctx, ops, opts)
 	if err != nil {
 		fmt.Fprintf(stdout, "bad input: %s: %v\n", path, err)

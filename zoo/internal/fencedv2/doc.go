@@ -1,6 +1,7 @@
 // Package fencedv2 is a frozen copy of package lock as it was at commit
 // 894adc3, before the defects that the review of what the lock tells its
-// user found in it were fixed. It is not a lock to use: the zoo keeps it
+// user found in it were fixed, with package fencing's Redis resource as it
+// was then (Resource: it ignores the ctx of a go-redis client that does). It is not a lock to use: the zoo keeps it
 // ("fenced-v2") so that the harness shows, run after run, that it catches
 // them. Do not fix it; fix package lock, and let this copy keep failing.
 //

@@ -1,0 +1,85 @@
+package checker
+
+import (
+	"fmt"
+
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/history"
+)
+
+// checkCalls decides the calls property on a key (G5): what the lock
+// promises its caller about the calls themselves.
+//
+//   - late-return (Options.CallSlack): an op with a deadline returns by
+//     max(deadline, call) + CallSlack. An op that never returned is late
+//     when the history reaches past that instant. An op whose window
+//     overlaps one of a fault that freezes or kills clients
+//     (contract.StopsClients) is not judged: a frozen process returns late
+//     through no fault of its lock.
+//   - closed-grant (Options.CloseRefuses): an ok acquire by a client called
+//     at or after the return of that client's first ok close. A client is
+//     one handle, on every key; a close of unknown outcome proves nothing.
+//
+// n/a when both rules are off or nothing was judged.
+func (c *run) checkCalls(k *keyOps) finding {
+	f := finding{verdict: contract.NA}
+	if slack := c.opts.CallSlack.Nanoseconds(); slack > 0 {
+		for _, ops := range [][]*lop{k.lease, k.resource, k.closes} {
+			for _, o := range ops {
+				if v, judged := c.lateReturn(k, o, slack); judged {
+					f.verdict = contract.OK
+					if v != nil {
+						f.violations = append(f.violations, *v)
+					}
+				}
+			}
+		}
+	}
+	if c.opts.CloseRefuses {
+		for _, o := range k.lease {
+			cl := c.p.closed[o.client]
+			if o.kind != history.Acquire || cl == nil || o.call < cl.ret {
+				continue
+			}
+			f.verdict = contract.OK
+			if o.result == history.OK {
+				f.violations = append(f.violations, c.violation(contract.PropCallsName, RuleClosedGrant, k.key,
+					fmt.Sprintf("%s was called at %s, after %s had returned at %s, and got the lock: a closed handle grants a lease it no longer looks after",
+						c.p.describe(o), fmtTime(o.call), c.p.describe(cl), fmtTime(cl.ret)), cl, o))
+			}
+		}
+	}
+	return f
+}
+
+// lateReturn judges one op under late-return: judged false when the rule
+// says nothing of it (no deadline, a client stopped during it, or a
+// never-returned op the history does not outlast), and a violation when
+// it came back, or was still running, past its due instant.
+func (c *run) lateReturn(k *keyOps, o *lop, slack int64) (*Violation, bool) {
+	if o.deadline == inf {
+		return nil, false
+	}
+	due := satAdd(max(o.deadline, o.call), slack)
+	if o.ret == inf && c.p.end <= due {
+		return nil, false // the history ends before the op was due
+	}
+	if c.stoppedDuring(o.call, o.ret) {
+		return nil, false
+	}
+	if o.ret <= due {
+		return nil, true
+	}
+	back := "returned at " + fmtTime(o.ret)
+	if o.ret == inf {
+		back = "had not returned when the history ended at " + fmtTime(c.p.end)
+	}
+	v := c.violation(contract.PropCallsName, RuleLateReturn, k.key,
+		fmt.Sprintf("%s %s, %s after its context's deadline %s (the lock allows %s)",
+			c.p.describe(o), back, fmtTime(min(o.ret, c.p.end)-max(o.deadline, o.call)), fmtTime(o.deadline), fmtTime(slack)), o)
+	return &v, true
+}
+
+// stoppedDuring reports whether a fault that freezes or kills clients had
+// its window open at some instant of [from, to].
+func (c *run) stoppedDuring(from, to int64) bool { return c.windowOpen(c.p.stopping, from, to) }
