@@ -104,6 +104,7 @@ const (
 	Claims   Property = contract.PropClaims   // G4: the validity the lock tells its holder is true
 	Notice   Property = contract.PropNotice   // G4: a holder is told, in time, that its lease is gone
 	Fairness Property = contract.PropFairness // G3: waiters are served in the order they joined
+	Calls    Property = contract.PropCalls    // G5: calls return within their context; a closed lock grants nothing
 )
 
 // Verdict is the verdict on property p of lock under fault with seed:

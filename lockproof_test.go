@@ -59,7 +59,7 @@ func TestREADMEShowsTheExample(t *testing.T) {
 // (lockproof.Property(id)); its typed name is a convenience, logged here
 // until it is written.
 func TestPropertiesAreTheContracts(t *testing.T) {
-	got := []lockproof.Property{lockproof.Lease, lockproof.Resource, lockproof.Liveness, lockproof.Claims, lockproof.Notice, lockproof.Fairness}
+	got := []lockproof.Property{lockproof.Lease, lockproof.Resource, lockproof.Liveness, lockproof.Claims, lockproof.Notice, lockproof.Fairness, lockproof.Calls}
 	want := contract.PropertyIDs()
 	if len(got) > len(want) {
 		t.Fatalf("%d typed properties, the contract has %d (%v)", len(got), len(want), want)

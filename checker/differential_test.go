@@ -333,6 +333,9 @@ func bruteForce(ops []history.Op, drift float64, slack int64) [3]contract.Verdic
 		// liveness
 		last, before := map[string]*bfOp{}, map[string]*bfOp{}
 		for _, o := range lease {
+			if o.kind == history.Acquire && o.result == history.Fail {
+				continue
+			}
 			before[o.client], last[o.client] = last[o.client], o
 		}
 		for c, l := range last {

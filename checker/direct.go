@@ -171,8 +171,8 @@ func (c *run) staleHolders(k *keyOps) []Violation {
 }
 
 // liveness checks that after a holder stops for good (its last lease op on
-// the key is an ok acquire or renew with a TTL, or such an op followed only
-// by a release of unknown outcome), an acquire by another client
+// the key, failed acquires left out, is an ok acquire or renew with a TTL,
+// or such an op followed only by a release of unknown outcome), an acquire by another client
 // that begins more than LivenessSlack after the lease surely expired does not
 // fail, unless another acquire (ok or unknown, other than the holder's last)
 // may have taken the key first. Unknown attempts count neither way. It
@@ -180,6 +180,12 @@ func (c *run) staleHolders(k *keyOps) []Violation {
 func (c *run) liveness(k *keyOps) ([]Violation, bool) {
 	last, before := map[int32]*lop{}, map[int32]*lop{}
 	for _, o := range k.lease { // by call
+		if o.kind == history.Acquire && o.result == history.Fail {
+			// It surely had no effect: a holder that tries again on a lock
+			// it left (a closed handle that refuses) still stopped holding
+			// at its last grant.
+			continue
+		}
 		before[o.client], last[o.client] = last[o.client], o
 	}
 	var stopped []*lop

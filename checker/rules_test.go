@@ -402,6 +402,15 @@ func TestRules(t *testing.T) {
 			acq("b", 2000, 2001, fail, ttl(100)),
 		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.Violated,
 			prop: contract.PropLivenessName, rule: RuleLiveness, lines: []int{1, 2}}},
+		// A holder that left, then tried once more on its closed lock and
+		// was refused: the refusal changed nothing, it stopped holding at
+		// its grant, and the key must come free after that lease.
+		{"left holder, its own failed retry, then a failed acquire long after", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			acq("a", 2, 3, fail, ttl(100)),
+			acq("b", 2000, 2001, fail, ttl(100)),
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.Violated,
+			prop: contract.PropLivenessName, rule: RuleLiveness, lines: []int{1, 3}}},
 		{"crashed holder, failed acquire within the slack", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("b", 150, 151, fail, ttl(100)),

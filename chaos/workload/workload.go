@@ -96,8 +96,6 @@ type Config struct {
 	Deps locker.Deps
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
-
-	entry locker.Entry // Lock's entry in Locks (withDefaults)
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -106,10 +104,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Locks == nil {
 		return c, fmt.Errorf("%w: Locks (the registry Lock is in) is required", ErrConfig)
-	}
-	var ok bool
-	if c.entry, ok = c.Locks.Lookup(c.Lock); !ok {
-		return c, fmt.Errorf("%w: Lock %q: not in Locks (%v)", ErrConfig, c.Lock, c.Locks.Names())
 	}
 	if c.Keys == 0 {
 		c.Keys = 1
@@ -555,8 +549,8 @@ const resourcePrefix = "res:"
 // resources builds a client's resources on rdb: the lock's own
 // (locker.Entry.Resources), or else package fencing's.
 func (w *Workload) resources(rdb redis.UniversalClient) (fenced, unfenced fencing.Resource, err error) {
-	if w.cfg.entry.Resources != nil {
-		return w.cfg.entry.Resources(rdb, resourcePrefix)
+	if e, ok := w.cfg.Locks.Lookup(w.cfg.Lock); ok && e.Resources != nil {
+		return e.Resources(rdb, resourcePrefix)
 	}
 	if fenced, err = fencing.NewRedis(rdb, fencing.RedisOptions{Prefix: resourcePrefix}); err != nil {
 		return nil, nil, err

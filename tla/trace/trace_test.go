@@ -540,8 +540,9 @@ func TestTokenlessFailures(t *testing.T) {
 }
 
 // TestLossNoticesLeftOut: a history's loss notices (lost ops) and the
-// claims fields are what the lock told its holder: the trace spec does not
-// describe them, and the trace is the one of the same history without them.
+// claims fields are what the lock told its holder, and deadlines and close
+// ops what the calls property judges: the trace spec does not describe
+// them, and the trace is the one of the same history without them.
 func TestLossNoticesLeftOut(t *testing.T) {
 	for _, f := range samples(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -550,6 +551,14 @@ func TestLossNoticesLeftOut(t *testing.T) {
 			var with []history.Op
 			for i, o := range ops {
 				with = append(with, o)
+				if o.Kind != history.Fault {
+					// Deadlines and closes are the calls property's.
+					with[len(with)-1].Deadline, with[len(with)-1].HasDeadline = o.Call+1, true
+				}
+				if o.Kind == history.Release && o.Result == history.OK && o.Completed {
+					with = append(with, history.Op{Client: o.Client, Kind: history.Close, Key: o.Key, Call: o.Return, Return: o.Return,
+						Completed: true, Result: history.OK, Line: o.Line})
+				}
 				if o.Kind == history.Acquire && o.Result == history.OK && o.Completed {
 					with[len(with)-1].ValidUntil, with[len(with)-1].HasValid, with[len(with)-1].Lease = o.Return+1, true, uint64(i+1)
 					with = append(with, history.Op{Client: o.Client, Kind: history.Lost, Key: o.Key, Call: o.Return, Return: o.Return,
@@ -557,7 +566,7 @@ func TestLossNoticesLeftOut(t *testing.T) {
 				}
 			}
 			if got := module(t, mustConvert(t, with)); got != want {
-				t.Fatalf("with loss notices and claims the trace differs:\n%s\nwant:\n%s", got, want)
+				t.Fatalf("with loss notices, claims, deadlines and closes the trace differs:\n%s\nwant:\n%s", got, want)
 			}
 		})
 	}
