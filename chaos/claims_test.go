@@ -282,7 +282,8 @@ func TestHarnessCatchesTheOwnerDefects(t *testing.T) {
 // watchdog tells the holder within its bound (notice), fencing keeps the
 // data safe, and its waiters are served; the lua lock never learns of it;
 // redlock keeps its majority on the other two masters through a restart
-// (G1 holds). Fenced histories go through trace validation too.
+// when its holder got all three (G1 may break when it got a bare
+// majority). Fenced histories go through trace validation too.
 func TestRedisForgetsTheLock(t *testing.T) {
 	var specs []runner.Spec
 	for _, l := range []string{zoo.FencedName, zoo.LuaName, zoo.RedlockName} {

@@ -59,11 +59,15 @@ func RedlockEntry(o RedlockOptions) locker.Entry {
 				p = locker.AllHold()
 				p.Why = "redlock's masters are independent of the failed-over one"
 			case contract.FaultRestart:
-				// One master of three forgets the lock; the two others
-				// still hold it, so nobody gets a majority until it
-				// expires.
+				// One master of three forgets the lock. A holder that got
+				// all three keeps a majority on the other two; one that got
+				// a bare majority (the third still held another client's
+				// failed attempt, or timed out) keeps one vote, and the
+				// restarted master's goes to the next client: the flaw
+				// Kleppmann names. Seen once in a loaded run (2026-11-26).
 				p = locker.AllHold()
-				p.Why = "one of redlock's three masters forgets the lock: the other two keep it, so no other client gets a majority (G1 holds)"
+				mayBreak(&p, contract.PropLease, contract.PropClaims)
+				p.Why = "one of redlock's three masters forgets the lock: a holder that got all three keeps its majority on the other two, but one that got a bare majority is left with one vote, and the next client takes the restarted master's (G1 and the claimed validity may break: a restart without fsync)"
 			case contract.FaultPauseServer:
 				p = locker.AllHold()
 			}
