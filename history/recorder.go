@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +26,14 @@ type Options struct {
 	// Ops then returns only the pending ones. For runs of millions of ops
 	// that are checked from the file.
 	ForgetOps bool
+	// Distinct makes Now return a later time on every call, at least 1ns
+	// after the last. For a virtual clock (testing/synctest), which stands
+	// still while goroutines run: a release, the hand-off it made and the
+	// next holder's grant would otherwise share one instant, and a history
+	// cannot order events its stamps cannot tell apart. Stamps taken in
+	// that order keep it: an op stamped as returned before another was
+	// called did return first.
+	Distinct bool
 }
 
 // Recorder records the operations of concurrent clients on one monotonic
@@ -33,8 +42,10 @@ type Options struct {
 // still pending at Close are written then, without a return. A Recorder is
 // safe for concurrent use.
 type Recorder struct {
-	base   time.Time
-	forget bool
+	base     time.Time
+	forget   bool
+	distinct bool
+	last     atomic.Int64 // the last time Now returned (Distinct)
 
 	mu      sync.Mutex
 	w       *Writer // nil: record in memory only
@@ -59,7 +70,7 @@ type Pending struct {
 // NewRecorder returns a Recorder writing to w; w may be nil to record in
 // memory only. Close does not close w.
 func NewRecorder(w io.Writer, opts Options) *Recorder {
-	r := &Recorder{base: opts.Base, forget: opts.ForgetOps, pending: make(map[*Pending]struct{})}
+	r := &Recorder{base: opts.Base, forget: opts.ForgetOps, distinct: opts.Distinct, pending: make(map[*Pending]struct{})}
 	if r.base.IsZero() {
 		r.base = time.Now()
 	}
@@ -71,7 +82,17 @@ func NewRecorder(w io.Writer, opts Options) *Recorder {
 
 // Now is the current time on the history's clock: nanoseconds since Base.
 func (r *Recorder) Now() int64 {
-	return int64(time.Since(r.base))
+	t := int64(time.Since(r.base))
+	if !r.distinct {
+		return t
+	}
+	for {
+		last := r.last.Load()
+		next := max(t, last+1)
+		if r.last.CompareAndSwap(last, next) {
+			return next
+		}
+	}
 }
 
 // pendingForm is how an op that never completed is recorded.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while a Recorder writes to it.
@@ -338,4 +340,33 @@ func TestRecorderFaultEvidence(t *testing.T) {
 	if len(ops) != 1 || ops[0].Evidence != "a: 2 of its calls held" || !ops[0].Completed {
 		t.Fatalf("ops %+v; want one completed fault window with its evidence", ops)
 	}
+}
+
+// TestDistinctStamps: on a virtual clock that stands still (a synctest
+// bubble), a Distinct recorder still stamps every event later than the
+// last, in the order they were stamped; a plain one stamps them alike.
+func TestDistinctStamps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		plain := NewRecorder(nil, Options{})
+		if a, b := plain.Now(), plain.Now(); a != b {
+			t.Fatalf("a plain recorder's clock moved in a bubble: %d then %d", a, b)
+		}
+		r := NewRecorder(nil, Options{Distinct: true})
+		p := r.Invoke(Op{Client: "a", Kind: Acquire, Key: "k"})
+		if err := p.Complete(OK, nil); err != nil {
+			t.Fatal(err)
+		}
+		q := r.Invoke(Op{Client: "b", Kind: Acquire, Key: "k"})
+		if err := q.Complete(Fail, nil); err != nil {
+			t.Fatal(err)
+		}
+		ops := r.Ops()
+		if len(ops) != 2 || !(ops[0].Call < ops[0].Return && ops[0].Return < ops[1].Call && ops[1].Call < ops[1].Return) {
+			t.Fatalf("stamps not apart in order: %+v", ops)
+		}
+		time.Sleep(time.Second)
+		if now := r.Now(); now < int64(time.Second) {
+			t.Fatalf("after a virtual second Now is %d", now)
+		}
+	})
 }

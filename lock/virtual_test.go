@@ -3,49 +3,13 @@ package lock_test
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockproof/lockproof/lock"
+	"github.com/lockproof/lockproof/sim"
 )
-
-// virtualRedis starts a miniredis reached over in-memory pipes (no
-// socket: every goroutine of the bubble blocks durably) whose keys expire
-// on the bubble's clock: a ticker fast-forwards it every millisecond of
-// virtual time (miniredis counts TTLs down only when told, and not from
-// inside a command). Call it inside a synctest bubble.
-func virtualRedis(t *testing.T) *redis.Client {
-	t.Helper()
-	m := miniredis.NewMiniRedis()
-	t.Cleanup(m.Close)
-	done := make(chan struct{})
-	ticked := make(chan struct{})
-	go func() {
-		defer close(ticked)
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				m.FastForward(time.Millisecond)
-			case <-done:
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { close(done); <-ticked })
-	// An address that needs no name lookup: the resolver's state must not
-	// be made inside a bubble (it is shared by the whole process).
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:0", ContextTimeoutEnabled: true,
-		Dialer: func(context.Context, string, string) (net.Conn, error) { return m.Dial() }})
-	t.Cleanup(func() { _ = rdb.Close() })
-	return rdb
-}
 
 // TestLockInVirtualTime: the lock's real code runs in virtual time
 // (testing/synctest) against an in-process Redis, so that minutes of
@@ -55,7 +19,7 @@ func virtualRedis(t *testing.T) *redis.Client {
 // lease without watchdog is free right after its TTL.
 func TestLockInVirtualTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rdb := virtualRedis(t)
+		rdb := sim.Client(t)
 		ctx := context.Background()
 		opts := lock.Options{TTL: 10 * time.Second, Watchdog: true}
 		a, err := lock.New(rdb, opts)

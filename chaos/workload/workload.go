@@ -445,13 +445,45 @@ func New(ctx context.Context, e env.Env, cfg Config) (*Workload, error) {
 	return w, nil
 }
 
+// NewOn makes the clients of cfg on two nodes reached through dial,
+// without proxies or Sentinel: master holds the locks, fenced the
+// resources (addresses dial understands). It is the workload of a
+// simulation, whose nodes are in-process (no network fault can reach
+// them: a simulation injects its own). Processes and Redlock are not
+// supported. Close releases the clients.
+func NewOn(cfg Config, dial func(ctx context.Context, network, addr string) (net.Conn, error), master, fenced string) (*Workload, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Processes > 0 {
+		return nil, fmt.Errorf("%w: Processes: a workload on in-process nodes runs no child process", ErrConfig)
+	}
+	w := &Workload{cfg: cfg}
+	rt := route{Dial: dial, Master: master, Fenced: fenced}
+	for k := 0; k < cfg.Keys; k++ {
+		for i := 0; i < cfg.Clients; i++ {
+			c, err := w.build(fmt.Sprintf("c%d-%d", k, i), fmt.Sprintf("%sk%d", cfg.KeyPrefix, k), uint64(k*cfg.Clients+i), rt)
+			if err != nil {
+				_ = w.Close()
+				return nil, err
+			}
+			w.Clients = append(w.Clients, c)
+		}
+	}
+	return w, nil
+}
+
 // route says how one client reaches the topology.
 type route struct {
 	Dial       func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-"`
 	MasterName string
 	Sentinels  []string
-	Fenced     string   // address of the client's proxy to the fenced node
-	Redlock    []string // addresses of the client's proxies to the Redlock nodes
+	// Master is the lock's Redis when there is no Sentinel (MasterName
+	// ""): a node reached directly (NewOn).
+	Master  string
+	Fenced  string   // address of the client's proxy to the fenced node
+	Redlock []string // addresses of the client's proxies to the Redlock nodes
 }
 
 // routeOf returns the route of the client that owns l.
@@ -501,11 +533,17 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	// a resource, must then honour ctx itself.
 	ctxTimeouts := idx%2 == 0
 	c.ctxTimeouts = ctxTimeouts
-	c.lockRDB = redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName: rt.MasterName, SentinelAddrs: rt.Sentinels, Dialer: rt.Dial,
-		DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to,
-		MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2,
-	})
+	if rt.MasterName != "" {
+		c.lockRDB = redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: rt.MasterName, SentinelAddrs: rt.Sentinels, Dialer: rt.Dial,
+			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to,
+			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2,
+		})
+	} else {
+		c.lockRDB = redis.NewClient(&redis.Options{Addr: rt.Master, Dialer: rt.Dial,
+			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to,
+			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
+	}
 	c.lockRDB.AddHook(c.Gate.Hook())
 	// The resource's go-redis, when it ignores ctx deadlines, reads for
 	// three op timeouts (go-redis's default is 3s): a resource that does
@@ -515,7 +553,11 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	if !ctxTimeouts {
 		resRead = 3 * to
 	}
-	c.resRDB = redis.NewClient(&redis.Options{Addr: rt.Fenced, DialTimeout: to, ReadTimeout: resRead, WriteTimeout: to,
+	var resDial func(ctx context.Context, network, addr string) (net.Conn, error) // rt.Fenced is the client's own proxy
+	if rt.MasterName == "" {
+		resDial = rt.Dial // in-process nodes (NewOn)
+	}
+	c.resRDB = redis.NewClient(&redis.Options{Addr: rt.Fenced, Dialer: resDial, DialTimeout: to, ReadTimeout: resRead, WriteTimeout: to,
 		PoolTimeout: to, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
 	c.resRDB.AddHook(c.Gate.Hook())
 	deps := w.cfg.Deps
