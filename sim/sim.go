@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"testing"
 	"testing/synctest"
@@ -23,8 +24,10 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/locker"
 )
@@ -41,6 +44,12 @@ type Scenario struct {
 	// Workload shapes the workload (Clients, TTL, Hold, Mix, ...); its
 	// Lock, Locks and Seed are the scenario's.
 	Workload workload.Config
+	// Fault is "" (none) or contract.FaultPauseClient: after a fifth of
+	// the run plus a seeded share of a tenth, a client picked by the seed
+	// is frozen for 3 TTLs once it holds with its write ahead (its gate
+	// holds every command, its watchdog's too), as the real-time fault
+	// does. Recorded as a fault window.
+	Fault string
 }
 
 // Result is what a simulated run recorded and what the checker decided.
@@ -80,6 +89,11 @@ func Run(t *testing.T, sc Scenario) Result {
 	if d == 0 {
 		d = 3 * time.Second
 	}
+	switch sc.Fault {
+	case "", contract.FaultNone, contract.FaultPauseClient:
+	default:
+		t.Fatalf("%v: fault %q: the simulation has none and %s so far", ErrScenario, sc.Fault, contract.FaultPauseClient)
+	}
 	var ops []history.Op
 	synctest.Test(t, func(t *testing.T) {
 		dial := nodes(t)
@@ -92,7 +106,10 @@ func Run(t *testing.T, sc Scenario) Result {
 		rec := history.NewRecorder(nil, history.Options{Distinct: true})
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()
-		runErr := w.Run(ctx, rec)
+		ran := make(chan error, 1)
+		go func() { ran <- w.Run(ctx, rec) }()
+		faultErr := inject(ctx, sc, cfg.TTL, d, w, rec)
+		runErr := errors.Join(<-ran, faultErr)
 		closeErr := w.Close()
 		if err := rec.Close(); err != nil {
 			t.Fatalf("record: %v", err)
@@ -117,6 +134,24 @@ func Run(t *testing.T, sc Scenario) Result {
 		t.Fatalf("check: %v", err)
 	}
 	return Result{Ops: ops, Check: res}
+}
+
+// inject applies sc's fault to w's run, recording its window in rec.
+func inject(ctx context.Context, sc Scenario, ttl, d time.Duration, w *workload.Workload, rec *history.Recorder) error {
+	if sc.Fault != contract.FaultPauseClient {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(sc.Seed, 0x5137)) // the fault's own stream: the workload's draws stay as they were
+	select {
+	case <-time.After(d/5 + time.Duration(rng.Int64N(int64(d/10)+1))):
+	case <-ctx.Done():
+		return nil
+	}
+	victim := w.Clients[rng.IntN(len(w.Clients))]
+	if err := victim.WaitHolding(ctx); err != nil {
+		return nil // it never held again before the run ended
+	}
+	return nemesis.Apply(ctx, rec, &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate}, 3*ttl)
 }
 
 // nodes starts the lock's and the resources' Redis, in-process, and

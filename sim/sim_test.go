@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/sim"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -53,4 +54,36 @@ func TestSimCatchesTheOldLocks(t *testing.T) {
 		}
 		t.Logf("%s: caught on %d of 5 seeds", c.lock, caught)
 	}
+}
+
+// TestSimPauseClient: a holder frozen between its lease check and its
+// write, in virtual time: the unfenced lua lock's late write gets in
+// (resource safety breaks, as pause-client shows in real time), and the
+// fenced lock's is refused: it keeps what the matrix predicts of it (its
+// claims may break: a frozen holder cannot see its lease run out).
+func TestSimPauseClient(t *testing.T) {
+	caught := 0
+	for seed := uint64(1); seed <= 3; seed++ {
+		r := sim.Run(t, sim.Scenario{Locks: zoo.Builtin(), Lock: zoo.LuaName, Seed: seed, Fault: contract.FaultPauseClient})
+		if r.Check.Counts.Faults != 1 {
+			t.Fatalf("lua seed %d: %d fault windows, want 1", seed, r.Check.Counts.Faults)
+		}
+		if r.Check.Of(contract.PropResource).Verdict == contract.Violated {
+			caught++
+		}
+		f := sim.Run(t, sim.Scenario{Locks: zoo.Builtin(), Lock: zoo.FencedName, Seed: seed, Fault: contract.FaultPauseClient})
+		exp := runner.Expected(zoo.FencedName, contract.FaultPauseClient)
+		for _, p := range f.Check.Props {
+			if !exp.Want(p.ID).Matches(p.Verdict) {
+				t.Errorf("fenced seed %d: %s %s under pause-client, predicted %s: %s", seed, p.Property, p.Verdict, exp.Want(p.ID), p.Explanation)
+			}
+		}
+		if f.Check.Counts.Rejected == 0 {
+			t.Errorf("fenced seed %d: no write refused: the pause did not bite", seed)
+		}
+	}
+	if caught == 0 {
+		t.Error("lua: the paused holder's late write got in on none of 3 seeds")
+	}
+	t.Logf("lua: resource safety broken on %d of 3 seeds", caught)
 }

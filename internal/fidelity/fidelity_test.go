@@ -20,8 +20,8 @@ func TestSame(t *testing.T) {
 		{`"x"`, `"y"`, false},
 		{"1", "2", false},                                     // a count
 		{"9", "10", false},                                    // still a count
-		{"1999", "1950", true},                                // a PTTL, 49ms apart
-		{"1999", "1800", false},                               // 199ms apart
+		{"1999", "1800", true},                                // a PTTL, 199ms apart
+		{"1999", "1700", false},                               // 299ms apart
 		{"1795706446235345", "1795706446233781", true},        // fences from the clock, in µs
 		{"1795706446235345", "1795706449235345", false},       // 3s apart
 		{"1764172800123", "1764172801123", true},              // a deadline in ms, 1s apart
