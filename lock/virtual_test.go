@@ -7,8 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/lockproof/lockproof/internal/vnode"
 	"github.com/lockproof/lockproof/lock"
-	"github.com/lockproof/lockproof/sim"
 )
 
 // TestLockInVirtualTime: the lock's real code runs in virtual time
@@ -19,7 +19,7 @@ import (
 // lease without watchdog is free right after its TTL.
 func TestLockInVirtualTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rdb := sim.Client(t)
+		rdb := vnode.Client(t)
 		ctx := context.Background()
 		opts := lock.Options{TTL: 10 * time.Second, Watchdog: true}
 		a, err := lock.New(rdb, opts)

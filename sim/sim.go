@@ -14,21 +14,17 @@ package sim
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
-	"net"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/internal/vnode"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -154,65 +150,9 @@ func inject(ctx context.Context, sc Scenario, ttl, d time.Duration, w *workload.
 	return nemesis.Apply(ctx, rec, &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate}, 3*ttl)
 }
 
-// nodes starts the lock's and the resources' Redis, in-process, and
-// returns the dialer that reaches them (startNodes).
-func nodes(t *testing.T) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// nodes starts the lock's and the resources' Redis, in-process
+// (package vnode), and returns the dialer that reaches them.
+func nodes(t *testing.T) vnode.Dialer {
 	t.Helper()
-	return startNodes(t, masterAddr, fencedAddr)
-}
-
-// startNodes starts one in-process Redis per address and returns the
-// dialer that reaches them over in-memory pipes (no socket: every
-// goroutine of the bubble blocks durably). Their keys expire on the
-// bubble's clock: a ticker fast-forwards them every millisecond of
-// virtual time (miniredis counts TTLs down only when told, and not from
-// inside a command); TIME reads the bubble's clock by itself. They stop
-// when t ends.
-func startNodes(t *testing.T, addrs ...string) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	t.Helper()
-	byAddr := map[string]*miniredis.Miniredis{}
-	for _, a := range addrs {
-		byAddr[a] = miniredis.NewMiniRedis()
-	}
-	done, ticked := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ticked)
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				for _, m := range byAddr {
-					m.FastForward(time.Millisecond)
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		close(done)
-		<-ticked
-		for _, m := range byAddr {
-			m.Close()
-		}
-	})
-	return func(_ context.Context, _, addr string) (net.Conn, error) {
-		m, ok := byAddr[addr]
-		if !ok {
-			return nil, fmt.Errorf("sim: no node at %s", addr)
-		}
-		return m.Dial()
-	}
-}
-
-// Client returns a go-redis client of a fresh in-process node whose keys
-// expire on the bubble's clock, closed when t ends: for a test of a lock
-// in virtual time. Call it inside a synctest bubble.
-func Client(t *testing.T) *redis.Client {
-	t.Helper()
-	dial := startNodes(t, masterAddr)
-	rdb := redis.NewClient(&redis.Options{Addr: masterAddr, ContextTimeoutEnabled: true, Dialer: dial})
-	t.Cleanup(func() { _ = rdb.Close() })
-	return rdb
+	return vnode.Start(t, masterAddr, fencedAddr)
 }
