@@ -67,28 +67,37 @@ func unknownResult(err error) *checker.Result {
 	return r
 }
 
-// checkOptions are the checker's options for s: the budget, and the
-// bounds s's lock promises its waiters, its holders (loss notice, for
-// leases of s's TTL) and its callers (calls).
+// checkOptions are the checker's options for s: CheckOptions for its
+// lock and TTL, with the run's budget.
 func (m *matrix) checkOptions(s Spec) checker.Options {
-	o := checker.Options{Timeout: m.cfg.CheckTimeout, WaitBound: s.entry.WaitBound}
-	if s.entry.LossBound != nil {
-		o.LossBound = s.entry.LossBound(s.TTL)
+	return CheckOptions(s.entry, s.TTL, m.cfg.CheckTimeout)
+}
+
+// CheckOptions are the checker's options for a history of the lock e with
+// leases of ttl: the bounds e promises its waiters, its holders (loss
+// notice, for leases of ttl) and its callers (calls), and the budget. A
+// matrix run and a simulated one (package sim) judge alike through it.
+func CheckOptions(e locker.Entry, ttl, budget time.Duration) checker.Options {
+	o := checker.Options{Timeout: budget, WaitBound: e.WaitBound}
+	if e.LossBound != nil {
+		o.LossBound = e.LossBound(ttl)
 	}
-	if s.entry.Fair != nil {
-		o.Fair, o.Bypass = true, s.entry.Fair.Bypass
+	if e.Fair != nil {
+		o.Fair, o.Bypass = true, e.Fair.Bypass
 	}
-	if s.entry.Calls != nil {
-		o.CallSlack, o.CloseRefuses = s.entry.Calls.Slack, s.entry.Calls.CloseRefuses
+	if e.Calls != nil {
+		o.CallSlack, o.CloseRefuses = e.Calls.Slack, e.Calls.CloseRefuses
 	}
 	return o
 }
 
-// waitTimeout is how long s's waiters wait: twice the promised bound, so
-// that a broken promise shows as a waiter served late or giving up.
-func (m *matrix) waitTimeout(s Spec) time.Duration {
-	return 2 * s.entry.WaitBound
-}
+// waitTimeout is WaitTimeout for s's lock.
+func (m *matrix) waitTimeout(s Spec) time.Duration { return WaitTimeout(s.entry) }
+
+// WaitTimeout is how long the waiters of the lock e wait: twice the
+// promised bound, so that a broken promise shows as a waiter served late
+// or giving up.
+func WaitTimeout(e locker.Entry) time.Duration { return 2 * e.WaitBound }
 
 // runOne runs, checks and files one scenario.
 func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {

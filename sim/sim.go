@@ -26,6 +26,7 @@ import (
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/vnode"
 	"github.com/lockproof/lockproof/locker"
+	"github.com/lockproof/lockproof/runner"
 )
 
 // Scenario is one simulated run.
@@ -65,8 +66,8 @@ const (
 )
 
 // Run runs sc in a synctest bubble of t and checks its history with the
-// bounds the lock's entry states (wait bound, loss notice, fair queue,
-// calls). It fails t on an error of the run itself.
+// bounds the lock's entry states (runner.CheckOptions, as a matrix run
+// does). It fails t on an error of the run itself.
 func Run(t *testing.T, sc Scenario) Result {
 	t.Helper()
 	entry, ok := sc.Locks.Lookup(sc.Lock)
@@ -79,7 +80,7 @@ func Run(t *testing.T, sc Scenario) Result {
 		cfg.TTL = 500 * time.Millisecond
 	}
 	if cfg.WaitTimeout == 0 {
-		cfg.WaitTimeout = 2 * entry.WaitBound
+		cfg.WaitTimeout = runner.WaitTimeout(entry)
 	}
 	d := sc.Duration
 	if d == 0 {
@@ -115,17 +116,7 @@ func Run(t *testing.T, sc Scenario) Result {
 		}
 		ops = rec.Ops()
 	})
-	opts := checker.Options{WaitBound: entry.WaitBound, Timeout: time.Minute}
-	if entry.LossBound != nil {
-		opts.LossBound = entry.LossBound(cfg.TTL)
-	}
-	if entry.Fair != nil {
-		opts.Fair, opts.Bypass = true, entry.Fair.Bypass
-	}
-	if entry.Calls != nil {
-		opts.CallSlack, opts.CloseRefuses = entry.Calls.Slack, entry.Calls.CloseRefuses
-	}
-	res, err := checker.Check(context.Background(), ops, opts)
+	res, err := checker.Check(context.Background(), ops, runner.CheckOptions(entry, cfg.TTL, time.Minute))
 	if err != nil {
 		t.Fatalf("check: %v", err)
 	}
