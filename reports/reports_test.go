@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,6 +35,10 @@ func loadFixture(t *testing.T) *Report {
 	return Build(run)
 }
 
+// goldenProps is the file that lists, one ID a line, the properties the
+// golden files were written with (-update rewrites it).
+const goldenProps = "testdata/golden/properties"
+
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", "golden", name)
@@ -44,14 +49,44 @@ func golden(t *testing.T, name string, got []byte) {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.WriteFile(goldenProps, []byte(strings.Join(contract.PropertyIDs(), "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("%v (run go test ./reports -update to create it)", err)
 	}
+	got = withoutNewProperties(t, got)
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the golden file (go test ./reports -update rewrites it):\n--- got\n%s", path, got)
 	}
+}
+
+// withoutNewProperties leaves out of got the mentions of the properties
+// the contract gained after the golden files were written (goldenProps):
+// their legend entry and their line in a JUnit case. The fixture predates
+// them, so they read "not checked" and nothing else of the reports moves;
+// adding a property is then no edit here (TestPropertiesCanGrow shows a new
+// property in the reports of a copy of the module).
+func withoutNewProperties(t *testing.T, got []byte) []byte {
+	t.Helper()
+	b, err := os.ReadFile(goldenProps)
+	if err != nil {
+		t.Fatalf("%v (run go test ./reports -update to create it)", err)
+	}
+	known := strings.Fields(string(b))
+	for _, p := range contract.Properties() {
+		if slices.Contains(known, p.ID) {
+			continue
+		}
+		t.Logf("property %q is newer than the golden files: its mentions are left out of the comparison", p.ID)
+		legend := []byte(p.Letter + " " + p.ID + " " + p.Guarantee)
+		got = bytes.ReplaceAll(got, append([]byte(", "), legend...), nil)
+		got = bytes.ReplaceAll(got, append(legend, ", "...), nil)
+		got = bytes.ReplaceAll(got, []byte(p.ID+": "+string(contract.NotChecked)+"&#xA;"), nil)
+	}
+	return got
 }
 
 func TestMarkdownGolden(t *testing.T) {

@@ -17,6 +17,8 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/rs/zerolog"
+
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/zoo"
@@ -53,6 +55,10 @@ func main() {
 	// here and exits (without this, the child was handed to the command
 	// parser, which refused its arguments, and the fault never ran).
 	workload.MaybeChild(zoo.Builtin())
+	// Toxiproxy's bandwidth toxic logs each transfer it interrupts at trace
+	// level through zerolog's process-wide logger (hundreds of lines a
+	// scenario); this program's output is its progress lines.
+	zerolog.SetGlobalLevel(zerolog.InfoLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
