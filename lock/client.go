@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 // Close it to stop its shared pub/sub subscription.
 type Client struct {
 	opts  Options
+	rnd   *randSource // Options.Rand; nil: crypto/rand and math/rand/v2
 	notes *notifier
 	// cmds sends the scripts: each at most once, honouring ctx.
 	cmds *rediscmd.Sender
@@ -45,7 +45,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock.New: %w", err)
 	}
-	c := &Client{opts: o, cmds: rediscmd.NewSender(rdb), id: newToken()[:16]}
+	rnd := newRandSource(o.Rand)
+	c := &Client{opts: o, rnd: rnd, cmds: rediscmd.NewSender(rdb), id: newToken(rnd)[:16]}
 	c.notes = newNotifier(rdb, o.Logger, &c.bg, o.HandoffTTL)
 	return c, nil
 }
@@ -208,11 +209,11 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	}
 	given := cfg.owner
 	if !cfg.ownerSet {
-		given = newToken()
+		given = newToken(c.rnd)
 	}
 	a := &attempt{c: c, key: key, keys: RedisKeys(key), owner: c.token(given), given: given, cfg: cfg, op: op}
 	if cfg.ownerSet {
-		a.id = newToken() // names the hold this call adds, for undoScript
+		a.id = newToken(a.c.rnd) // names the hold this call adds, for undoScript
 	}
 
 	mode := "t"
@@ -286,7 +287,7 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 			} else {
 				// Free but someone else is first in line (or a key without TTL):
 				// jittered exponential backoff, capped by the refresh period.
-				d = min(d, backoff/2+rand.N(backoff/2+1))
+				d = min(d, backoff/2+c.rnd.n(backoff/2))
 				backoff = min(2*backoff, refresh)
 			}
 			timer.Reset(max(d, 0))

@@ -469,6 +469,15 @@ func (l *Lease) watchdogTick() {
 		next = interval
 	case errors.Is(err, ErrNotHeld) || ctx.Err() != nil:
 		return
+	case !time.Now().Before(l.ValidUntil()):
+		// The validity deadline passed with no renewal through: one sent
+		// now cannot make the lease valid again (the expiry timer loses
+		// it, once a release in flight has settled). Retrying every
+		// millisecond with a context already expired was a hot loop that
+		// logged a warning each time, for as long as a release stayed in
+		// flight (found by the simulation under pause-server).
+		l.c.opts.Logger.Warn("lock: watchdog renewal failed at the lease's validity deadline; the watchdog stops", "key", l.key, "err", err)
+		return
 	default:
 		l.c.opts.Logger.Warn("lock: watchdog renewal failed; retrying", "key", l.key, "err", err)
 		next = max(min(interval/4, time.Until(l.ValidUntil())), time.Millisecond)
@@ -554,7 +563,7 @@ func (l *Lease) Reenter(ctx context.Context, opts ...AcquireOption) (*Lease, err
 		// drift allowance): the lease vouches for nothing now.
 		return nil, fmt.Errorf("reenter %q: the lease's validity ran out: %w", l.key, ErrNotHeld)
 	}
-	a := &attempt{c: l.c, key: l.key, keys: l.keys, owner: l.owner, given: l.given, cfg: cfg, op: "reenter", id: newToken()}
+	a := &attempt{c: l.c, key: l.key, keys: l.keys, owner: l.owner, given: l.given, cfg: cfg, op: "reenter", id: newToken(l.c.rnd)}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("reenter %q: nothing sent: %w", l.key, context.Cause(ctx))
 	}

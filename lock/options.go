@@ -66,6 +66,12 @@ type Options struct {
 	HandoffTTL time.Duration
 	// Logger receives warnings (failed cleanups, watchdog errors); nil discards them.
 	Logger *slog.Logger
+	// Rand, when set, is the Client's only source of randomness: its ID,
+	// its owner tokens and its waiters' jitter, so that a simulation
+	// (package sim) replays a seed byte for byte. Never set it in
+	// production: clients seeded alike make the same owner tokens. nil
+	// means crypto/rand for IDs and tokens and math/rand/v2 for jitter.
+	Rand rand.Source
 	// OnRenew, when set, is called around each renewal the watchdog makes:
 	// just before the renewal is sent, with the lease's key, fence and TTL;
 	// the func it returns (nil for none) is called once the renewal is

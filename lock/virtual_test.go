@@ -3,9 +3,12 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/internal/vnode"
 	"github.com/lockproof/lockproof/lock"
@@ -95,6 +98,65 @@ func TestLockInVirtualTime(t *testing.T) {
 		}
 		if err := e2.Release(ctx); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestWatchdogStopsAtTheValidityDeadline: a holder's Redis stops
+// answering while the holder releases; the watchdog's renewal runs into
+// the lease's validity deadline, and the release stays in flight past it.
+// The watchdog then gives up: a renewal sent after the deadline cannot
+// make the lease valid again. It used to retry every millisecond with a
+// context already expired, logging a warning each time, for as long as
+// the release was in flight (found by the simulation under pause-server:
+// 673 renewals in 0.67s of one holder).
+func TestWatchdogStopsAtTheValidityDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const addr = "127.0.0.1:1"
+		n := vnode.NewNet(1, addr)
+		defer n.Close()
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, Dialer: n.Dialer("holder"), MaxRetries: -1})
+		defer rdb.Close()
+		var mu sync.Mutex
+		var renewals []time.Time
+		opts := lock.Options{TTL: time.Second, Watchdog: true, OnRenew: func(string, uint64, time.Duration) func(error) {
+			mu.Lock()
+			renewals = append(renewals, time.Now())
+			mu.Unlock()
+			return nil
+		}}
+		c, err := lock.New(rdb, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		l, err := c.TryAcquire(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		valid := l.ValidUntil()
+		time.Sleep(time.Second / 2) // one renewal through (every TTL/3)
+		n.Pause(addr)
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		released := make(chan error, 1)
+		go func() { released <- l.Release(rctx) }()
+		<-released
+		n.Resume()
+		mu.Lock()
+		late := 0
+		for _, r := range renewals {
+			if r.After(l.ValidUntil()) && r.After(valid) {
+				late++
+			}
+		}
+		total := len(renewals)
+		mu.Unlock()
+		if late > 0 {
+			t.Errorf("%d of %d watchdog renewals were sent after the lease's validity deadline %v", late, total, l.ValidUntil())
+		}
+		if err := c.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
 		}
 	})
 }

@@ -35,6 +35,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -204,6 +205,11 @@ type Deps struct {
 	// (a watchdog's), so that the harness can record them; nil observes
 	// nothing.
 	Observer Observer
+	// Rand, in a simulation (package sim), is the client's own seeded
+	// source: a lock that draws every random choice from it (IDs, tokens,
+	// jitter) replays a seed byte for byte. nil everywhere else; never a
+	// production source (clients seeded alike draw alike).
+	Rand rand.Source
 }
 
 // Observer sees the renewals a lock makes in the background, which the

@@ -172,11 +172,13 @@ func expectedOf(reg *locker.Registry, lock, fault string) locker.Prediction {
 	if !ok {
 		return locker.NoPrediction("unknown lock: no prediction")
 	}
-	return predict(e, fault)
+	return Predict(e, fault)
 }
 
-// predict is lock e's prediction under fault.
-func predict(e locker.Entry, fault string) locker.Prediction {
+// Predict is lock e's prediction under fault: its profile's, amended by
+// the entry's own (locker.Entry.Predict); the matrix and the simulation
+// both judge by it.
+func Predict(e locker.Entry, fault string) locker.Prediction {
 	exp := profilePrediction(e, fault)
 	if e.Predict != nil {
 		exp = e.Predict(fault, exp)

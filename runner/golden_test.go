@@ -41,7 +41,7 @@ func currentGolden() goldenFile {
 		entry, _ := reg.Lookup(l)
 		g.Cells[l] = map[string]goldenCell{}
 		for _, f := range faults {
-			e := predict(entry, f)
+			e := Predict(entry, f)
 			g.Cells[l][f] = goldenCell{Wants: e.Wants, Rejected: e.Rejected, Why: e.Why, Point: pointOf(entry, f).String()}
 		}
 	}

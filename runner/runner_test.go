@@ -762,6 +762,6 @@ func builtinExps(rows []*Scenario) []locker.Prediction {
 func resolved(s Spec) Spec {
 	s.entry, _ = zoo.Builtin().Lookup(s.Lock)
 	s.fault, _ = chaos.Lookup(s.Fault)
-	s.exp = predict(s.entry, s.Fault)
+	s.exp = Predict(s.entry, s.Fault)
 	return s
 }

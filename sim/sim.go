@@ -1,25 +1,31 @@
 // Package sim runs a lock's real code in virtual time: the workload of
 // package chaos/workload, on in-process Redis nodes (miniredis, held to a
-// real redis-server by internal/fidelity) reached over in-memory pipes,
-// inside a testing/synctest bubble, so that seconds of leases, watchdog
-// renewals, hand-offs and expiries take milliseconds; its history goes
-// through the same checker as a real run's.
+// real redis-server by internal/fidelity) reached through a simulated
+// network (internal/vnode: in-memory pipes whose messages it delays,
+// holds or loses), inside a testing/synctest bubble, so that seconds of
+// leases, watchdog renewals, hand-offs and expiries take milliseconds; its
+// history goes through the same checker as a real run's, judged by the
+// same predictions (runner.Predict).
 //
-// What is here is the first step of the simulation of issue 29: the
-// environment and the run. Faults at message granularity, byte-identical
-// replay of a seed (goroutines that wake at one virtual instant still run
-// in the scheduler's order), `lockproof sim` and shrinking are not.
+// A seed decides everything: the workload's choices, the faults (Swarm
+// draws a seed's own mix), their moments and victims, and every message's
+// fate. The bubble runs on one processor (GOMAXPROCS 1 for the run), so
+// that goroutines woken at one instant run in the same order every time:
+// a seed replays its history byte for byte (TestSeedReplays).
 package sim
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"net"
+	"runtime"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
@@ -34,25 +40,29 @@ type Scenario struct {
 	// Locks is the registry Lock is looked up in; Lock the lock's name.
 	Locks *locker.Registry
 	Lock  string
-	// Seed seeds the workload.
+	// Seed seeds the workload, the faults and the network.
 	Seed uint64
 	// Duration is the run's length in virtual time; 0 means 3s.
 	Duration time.Duration
 	// Workload shapes the workload (Clients, TTL, Hold, Mix, ...); its
 	// Lock, Locks and Seed are the scenario's.
 	Workload workload.Config
-	// Fault is "" (none) or contract.FaultPauseClient: after a fifth of
-	// the run plus a seeded share of a tenth, a client picked by the seed
-	// is frozen for 3 TTLs once it holds with its write ahead (its gate
-	// holds every command, its watchdog's too), as the real-time fault
-	// does. Recorded as a fault window.
-	Fault string
+	// Faults run at once, each at its own moment (Catalogue, Swarm); none
+	// is a run without faults.
+	Faults []Fault
 }
 
 // Result is what a simulated run recorded and what the checker decided.
 type Result struct {
 	Ops   []history.Op
 	Check *checker.Result
+	// Expected is what the lock's predictions say of the run: per
+	// property, ok when every fault of the run predicts it holds
+	// (runner.Predict), else what the faults allow (Merge).
+	Expected locker.Prediction
+	// Mismatches name the properties whose verdict the prediction does
+	// not allow ("lease violated, expected ok"); Unknown those undecided.
+	Mismatches, Unknown []string
 }
 
 // ErrScenario wraps a scenario that cannot run.
@@ -65,17 +75,33 @@ const (
 	fencedAddr = "127.0.0.1:2"
 )
 
+// one serialises the runs of a process: each sets GOMAXPROCS to 1.
+var one sync.Mutex
+
 // Run runs sc in a synctest bubble of t and checks its history with the
 // bounds the lock's entry states (runner.CheckOptions, as a matrix run
-// does). It fails t on an error of the run itself.
+// does). It fails t on an error of the run itself. Runs of one process
+// take turns: each runs on one processor (GOMAXPROCS 1, put back after).
 func Run(t *testing.T, sc Scenario) Result {
 	t.Helper()
+	r, err := Simulate(t, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Simulate is Run returning the run's error instead of failing t.
+func Simulate(t *testing.T, sc Scenario) (Result, error) {
+	if sc.Locks == nil {
+		return Result{}, fmt.Errorf("%w: Locks is nil", ErrScenario)
+	}
 	entry, ok := sc.Locks.Lookup(sc.Lock)
 	if !ok {
-		t.Fatalf("%v: lock %q is not in the registry (%v)", ErrScenario, sc.Lock, sc.Locks.Names())
+		return Result{}, fmt.Errorf("%w: lock %q is not in the registry (%v)", ErrScenario, sc.Lock, sc.Locks.Names())
 	}
 	cfg := sc.Workload
-	cfg.Lock, cfg.Locks, cfg.Seed = sc.Lock, sc.Locks, sc.Seed
+	cfg.Lock, cfg.Locks, cfg.Seed, cfg.Replayable = sc.Lock, sc.Locks, sc.Seed, true
 	if cfg.TTL == 0 {
 		cfg.TTL = 500 * time.Millisecond
 	}
@@ -86,64 +112,101 @@ func Run(t *testing.T, sc Scenario) Result {
 	if d == 0 {
 		d = 3 * time.Second
 	}
-	switch sc.Fault {
-	case "", contract.FaultNone, contract.FaultPauseClient:
-	default:
-		t.Fatalf("%v: fault %q: the simulation has none and %s so far", ErrScenario, sc.Fault, contract.FaultPauseClient)
+	for i, f := range sc.Faults {
+		if f.strike == nil {
+			return Result{}, fmt.Errorf("%w: Faults[%d] %q is not of the catalogue (%v)", ErrScenario, i, f.Name, Names())
+		}
 	}
+	one.Lock()
+	defer one.Unlock()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var ops []history.Op
+	var runErr error
 	synctest.Test(t, func(t *testing.T) {
-		dial := nodes(t)
-		w, err := workload.NewOn(cfg, dial, masterAddr, fencedAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Stamps apart, since no virtual time passes while goroutines
-		// run (history.Options.Distinct).
-		rec := history.NewRecorder(nil, history.Options{Distinct: true})
-		ctx, cancel := context.WithTimeout(context.Background(), d)
-		defer cancel()
-		ran := make(chan error, 1)
-		go func() { ran <- w.Run(ctx, rec) }()
-		faultErr := inject(ctx, sc, cfg.TTL, d, w, rec)
-		runErr := errors.Join(<-ran, faultErr)
-		closeErr := w.Close()
-		if err := rec.Close(); err != nil {
-			t.Fatalf("record: %v", err)
-		}
-		if runErr != nil || closeErr != nil {
-			t.Fatalf("run: %v", errors.Join(runErr, closeErr))
-		}
-		ops = rec.Ops()
+		ops, runErr = simulate(sc, cfg, d)
 	})
+	if runErr != nil {
+		return Result{}, fmt.Errorf("sim %s seed %d: %w", sc.Lock, sc.Seed, runErr)
+	}
 	res, err := checker.Check(context.Background(), ops, runner.CheckOptions(entry, cfg.TTL, time.Minute))
 	if err != nil {
-		t.Fatalf("check: %v", err)
+		return Result{}, fmt.Errorf("sim %s seed %d: check: %w", sc.Lock, sc.Seed, err)
 	}
-	return Result{Ops: ops, Check: res}
+	r := Result{Ops: ops, Check: res, Expected: expect(entry, sc.Faults)}
+	for _, p := range res.Props {
+		switch w := r.Expected.Want(p.ID); {
+		case p.Verdict == contract.Unknown:
+			r.Unknown = append(r.Unknown, p.ID)
+		case w != contract.WantViolated && !w.Matches(p.Verdict):
+			r.Mismatches = append(r.Mismatches, fmt.Sprintf("%s %s, expected %s", p.ID, p.Verdict, w))
+		}
+	}
+	return r, nil
 }
 
-// inject applies sc's fault to w's run, recording its window in rec.
-func inject(ctx context.Context, sc Scenario, ttl, d time.Duration, w *workload.Workload, rec *history.Recorder) error {
-	if sc.Fault != contract.FaultPauseClient {
-		return nil
+// simulate runs the workload and the faults in the bubble and returns the
+// history.
+func simulate(sc Scenario, cfg workload.Config, d time.Duration) ([]history.Op, error) {
+	n := vnode.NewNet(sc.Seed, masterAddr, fencedAddr)
+	defer n.Close()
+	w, err := workload.NewOn(cfg, func(c string) func(context.Context, string, string) (net.Conn, error) { return n.Dialer(c) }, masterAddr, fencedAddr)
+	if err != nil {
+		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(sc.Seed, 0x5137)) // the fault's own stream: the workload's draws stay as they were
-	select {
-	case <-time.After(d/5 + time.Duration(rng.Int64N(int64(d/10)+1))):
-	case <-ctx.Done():
-		return nil
+	// Stamps apart, since no virtual time passes while goroutines run
+	// (history.Options.Distinct).
+	rec := history.NewRecorder(nil, history.Options{Distinct: true})
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(ctx, rec) }()
+	faultErrs := make(chan error, len(sc.Faults))
+	for i, f := range sc.Faults {
+		s := &striking{ctx: ctx, rng: rand.New(rand.NewPCG(sc.Seed, 0x5137+uint64(i))), net: n, wl: w, rec: rec, ttl: cfg.TTL, run: d}
+		go func() { faultErrs <- f.strike(s) }()
 	}
-	victim := w.Clients[rng.IntN(len(w.Clients))]
-	if err := victim.WaitHolding(ctx); err != nil {
-		return nil // it never held again before the run ended
+	errs := []error{<-ran}
+	for range sc.Faults {
+		errs = append(errs, <-faultErrs)
 	}
-	return nemesis.Apply(ctx, rec, &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate}, 3*ttl)
+	errs = append(errs, w.Close())
+	if err := rec.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("record: %w", err))
+	}
+	n.Close()
+	// A bubble must end with no goroutine left: go-redis's dials that
+	// failed in a cut retry after a backoff, and now fail at once (the
+	// network is closed). Virtual time is free.
+	time.Sleep(time.Minute)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return rec.Ops(), nil
 }
 
-// nodes starts the lock's and the resources' Redis, in-process
-// (package vnode), and returns the dialer that reaches them.
-func nodes(t *testing.T) vnode.Dialer {
-	t.Helper()
-	return vnode.Start(t, masterAddr, fencedAddr)
+// expect merges the lock's predictions under each fault of a run, and
+// under none: a property is ok when every one says so; a prediction of
+// "violated" under one fault of a mix becomes "may" (another fault may
+// keep it from biting); one without a prediction stays so.
+func expect(e locker.Entry, fs []Fault) locker.Prediction {
+	if len(fs) == 1 {
+		return runner.Predict(e, fs[0].Name)
+	}
+	out := runner.Predict(e, contract.FaultNone)
+	for _, f := range fs {
+		p := runner.Predict(e, f.Name)
+		for _, id := range contract.PropertyIDs() {
+			switch w, have := p.Want(id), out.Want(id); {
+			case w == contract.WantOK || have == contract.WantAny:
+			case w == contract.WantAny:
+				out.Set(contract.WantAny, id)
+			default:
+				out.Set(contract.WantMay, id)
+			}
+		}
+		if p.Why != "" {
+			out.Because(p.Why)
+		}
+	}
+	return out
 }

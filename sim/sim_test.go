@@ -64,14 +64,14 @@ func TestSimCatchesTheOldLocks(t *testing.T) {
 func TestSimPauseClient(t *testing.T) {
 	caught := 0
 	for seed := uint64(1); seed <= 3; seed++ {
-		r := sim.Run(t, sim.Scenario{Locks: zoo.Builtin(), Lock: zoo.LuaName, Seed: seed, Fault: contract.FaultPauseClient})
+		r := sim.Run(t, sim.Scenario{Locks: zoo.Builtin(), Lock: zoo.LuaName, Seed: seed, Faults: faults(t, contract.FaultPauseClient)})
 		if r.Check.Counts.Faults != 1 {
 			t.Fatalf("lua seed %d: %d fault windows, want 1", seed, r.Check.Counts.Faults)
 		}
 		if r.Check.Of(contract.PropResource).Verdict == contract.Violated {
 			caught++
 		}
-		f := sim.Run(t, sim.Scenario{Locks: zoo.Builtin(), Lock: zoo.FencedName, Seed: seed, Fault: contract.FaultPauseClient})
+		f := sim.Run(t, sim.Scenario{Locks: zoo.Builtin(), Lock: zoo.FencedName, Seed: seed, Faults: faults(t, contract.FaultPauseClient)})
 		exp := runner.Expected(zoo.FencedName, contract.FaultPauseClient)
 		for _, p := range f.Check.Props {
 			if !exp.Want(p.ID).Matches(p.Verdict) {
@@ -86,4 +86,18 @@ func TestSimPauseClient(t *testing.T) {
 		t.Error("lua: the paused holder's late write got in on none of 3 seeds")
 	}
 	t.Logf("lua: resource safety broken on %d of 3 seeds", caught)
+}
+
+// faults looks the simulation's faults up by name.
+func faults(t *testing.T, names ...string) []sim.Fault {
+	t.Helper()
+	var fs []sim.Fault
+	for _, n := range names {
+		f, ok := sim.Lookup(n)
+		if !ok {
+			t.Fatalf("no simulated fault %q (%v)", n, sim.Names())
+		}
+		fs = append(fs, f)
+	}
+	return fs
 }

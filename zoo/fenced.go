@@ -42,6 +42,9 @@ func FencedEntry(opts lock.Options) locker.Entry {
 			if opts.Logger == nil {
 				opts.Logger = d.Logger
 			}
+			if opts.Rand == nil {
+				opts.Rand = d.Rand // nil but in a simulation
+			}
 			if opts.OnRenew == nil {
 				opts.OnRenew = observeRenewals(d)
 			}

@@ -92,8 +92,14 @@ type Config struct {
 	// Child clients use the lock's default options.
 	Processes int
 	// Deps are the base of every client's locker.Deps (Redis, Redlock,
-	// Clock and Observer are the client's own).
+	// Clock, Observer and Rand are the client's own).
 	Deps locker.Deps
+	// Replayable gives each client's lock a source of randomness of its
+	// own, seeded from Seed and the client (locker.Deps.Rand), so that a
+	// lock that draws from it makes the same choices in every run of a
+	// seed: a simulation's (package sim). Off, locks draw as they do in
+	// production.
+	Replayable bool
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
 }
@@ -445,13 +451,14 @@ func New(ctx context.Context, e env.Env, cfg Config) (*Workload, error) {
 	return w, nil
 }
 
-// NewOn makes the clients of cfg on two nodes reached through dial,
-// without proxies or Sentinel: master holds the locks, fenced the
-// resources (addresses dial understands). It is the workload of a
-// simulation, whose nodes are in-process (no network fault can reach
-// them: a simulation injects its own). Processes and Redlock are not
+// NewOn makes the clients of cfg on two nodes reached through the dialer
+// dialFor gives each client (by name), without proxies or Sentinel:
+// master holds the locks, fenced the resources (addresses the dialers
+// understand). It is the workload of a simulation, whose nodes are
+// in-process and whose network is its own (a dialer per client lets it
+// cut, reset and draw per client). Processes and Redlock are not
 // supported. Close releases the clients.
-func NewOn(cfg Config, dial func(ctx context.Context, network, addr string) (net.Conn, error), master, fenced string) (*Workload, error) {
+func NewOn(cfg Config, dialFor func(client string) func(ctx context.Context, network, addr string) (net.Conn, error), master, fenced string) (*Workload, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -460,10 +467,11 @@ func NewOn(cfg Config, dial func(ctx context.Context, network, addr string) (net
 		return nil, fmt.Errorf("%w: Processes: a workload on in-process nodes runs no child process", ErrConfig)
 	}
 	w := &Workload{cfg: cfg}
-	rt := route{Dial: dial, Master: master, Fenced: fenced}
 	for k := 0; k < cfg.Keys; k++ {
 		for i := 0; i < cfg.Clients; i++ {
-			c, err := w.build(fmt.Sprintf("c%d-%d", k, i), fmt.Sprintf("%sk%d", cfg.KeyPrefix, k), uint64(k*cfg.Clients+i), rt)
+			name := fmt.Sprintf("c%d-%d", k, i)
+			rt := route{Dial: dialFor(name), Master: master, Fenced: fenced}
+			c, err := w.build(name, fmt.Sprintf("%sk%d", cfg.KeyPrefix, k), uint64(k*cfg.Clients+i), rt)
 			if err != nil {
 				_ = w.Close()
 				return nil, err
@@ -571,6 +579,9 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	}
 	deps.Clock = c.Clock.Now
 	deps.Observer = renewObserver{c}
+	if w.cfg.Replayable {
+		deps.Rand = rand.NewPCG(w.cfg.Seed, 0x10c4<<32|idx)
+	}
 	if deps.Logger == nil {
 		deps.Logger = w.cfg.Logger
 	}

@@ -1,0 +1,273 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/chaos/workload"
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/vnode"
+)
+
+// Fault is one fault of the simulation: what it does to the simulated
+// network, nodes or clients, at a moment and for a window drawn from the
+// seed. Its Name is the kind of the real-time fault it models (a
+// contract.Fault* constant): its window in the history carries that kind,
+// so the checker's excuses and the lock's predictions are the matrix's.
+type Fault struct {
+	Name string
+	// Doc says what it does, in one line.
+	Doc string
+	// strike waits for the fault's moment and applies it, recording its
+	// window; it returns when the window has closed or the run ended.
+	strike func(s *striking) error
+}
+
+// striking is what a strike gets: the run and the fault's own draws.
+type striking struct {
+	ctx      context.Context
+	rng      *rand.Rand // the fault's own stream: other draws stay as they were
+	net      *vnode.Net
+	wl       *workload.Workload
+	rec      nemesis.Recorder
+	ttl, run time.Duration
+}
+
+// Catalogue is every fault of the simulation, in order.
+func Catalogue() []Fault {
+	return []Fault{
+		{Name: contract.FaultLatency, Doc: "every message delayed 1–5ms plus up to 5–30ms at random for 3 TTLs (messages of different connections race)", strike: strikeLatency},
+		{Name: contract.FaultReset, Doc: "for 3 TTLs, 2–10% of requests lost before they run and of replies lost after (the connection reset: an unknown outcome)", strike: strikeLoss},
+		{Name: contract.FaultPartition, Doc: "half the clients cut off (their messages held, a blackhole) for 3 TTLs", strike: strikePartition},
+		{Name: contract.FaultPauseClient, Doc: "a holder frozen between its lease check and its write for 3 TTLs (its gate holds every command, its watchdog's too)", strike: onHolder(strikePauseClient)},
+		{Name: contract.FaultPauseServer, Doc: "the lock's node stops serving for 3 TTLs (requests held), then serves again", strike: strikePauseServer},
+		{Name: contract.FaultCrashClient, Doc: "a holder crashes for good while it holds", strike: onHolder(strikeCrashClient)},
+		{Name: contract.FaultKeyLoss, Doc: "an operator deletes a working holder's lock keys", strike: onHolder(strikeKeyLoss)},
+	}
+}
+
+// Lookup returns the fault of the catalogue named name.
+func Lookup(name string) (Fault, bool) {
+	for _, f := range Catalogue() {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Fault{}, false
+}
+
+// Names are the catalogue's fault names, in order.
+func Names() []string {
+	var names []string
+	for _, f := range Catalogue() {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+// Swarm draws a seed's own mix of faults (swarm testing): each fault of
+// the catalogue with even odds, so that across seeds every combination
+// runs, each fault alone and none at all included.
+func Swarm(seed uint64) []Fault {
+	rng := rand.New(rand.NewPCG(seed, 0x5a4a))
+	var fs []Fault
+	for _, f := range Catalogue() {
+		if rng.IntN(2) == 1 {
+			fs = append(fs, f)
+		}
+	}
+	return fs
+}
+
+// Label names a mix of faults ("none" when empty): "latency+partition".
+func Label(fs []Fault) string {
+	if len(fs) == 0 {
+		return contract.FaultNone
+	}
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.Name
+	}
+	return strings.Join(names, "+")
+}
+
+// window is a nemesis.Fault of the simulation: start and stop act, the
+// evidence says what they did.
+type window struct {
+	name        string
+	start, stop func()
+	evidence    func() string
+}
+
+func (w *window) Name() string { return w.name }
+
+func (w *window) Start(context.Context) error {
+	w.start()
+	return nil
+}
+
+func (w *window) Stop(context.Context) error {
+	if w.stop != nil {
+		w.stop()
+	}
+	return nil
+}
+
+// Evidence implements nemesis.Witness.
+func (w *window) Evidence() nemesis.Evidence {
+	if w.evidence == nil {
+		return nemesis.Evidence{Text: w.name, Bit: true}
+	}
+	return nemesis.Evidence{Text: w.evidence(), Bit: true}
+}
+
+// wait waits for the fault's moment, drawn in the first half of the run
+// after its first tenth; false when the run ended first.
+func (s *striking) wait() bool {
+	d := s.run/10 + time.Duration(s.rng.Int64N(int64(s.run*4/10)+1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// victim draws a client that holds with its write ahead, waiting for it;
+// nil when none did before the run ended.
+func (s *striking) victim() *workload.Client {
+	v := s.wl.Clients[s.rng.IntN(len(s.wl.Clients))]
+	if err := v.WaitHolding(s.ctx); err != nil {
+		return nil
+	}
+	return v
+}
+
+// apply records w's window around start and stop, d long.
+func (s *striking) apply(w *window, d time.Duration) error {
+	return nemesis.Apply(s.ctx, s.rec, w, d)
+}
+
+// rates changes the network's rates for a window and puts them back.
+func (s *striking) rates(name string, r vnode.Rates, evidence func(before, after vnode.Counts) string) error {
+	var before vnode.Counts
+	var mu sync.Mutex
+	return s.apply(&window{name: name,
+		start: func() {
+			mu.Lock()
+			before = s.net.Counts()
+			mu.Unlock()
+			_ = s.net.SetRates(r)
+		},
+		stop: func() { _ = s.net.SetRates(vnode.Rates{}) },
+		evidence: func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			return evidence(before, s.net.Counts())
+		},
+	}, 3*s.ttl)
+}
+
+func strikeLatency(s *striking) error {
+	if !s.wait() {
+		return nil
+	}
+	r := vnode.Rates{Delay: time.Millisecond + time.Duration(s.rng.Int64N(int64(4*time.Millisecond))),
+		Jitter: 5*time.Millisecond + time.Duration(s.rng.Int64N(int64(25*time.Millisecond)))}
+	name := fmt.Sprintf("%s %v+%v", contract.FaultLatency, r.Delay.Round(time.Microsecond), r.Jitter.Round(time.Microsecond))
+	return s.rates(name, r, func(b, a vnode.Counts) string {
+		return fmt.Sprintf("%s: %d messages delayed", name, a.Messages-b.Messages)
+	})
+}
+
+func strikeLoss(s *striking) error {
+	if !s.wait() {
+		return nil
+	}
+	p := 0.02 + 0.08*s.rng.Float64()
+	r := vnode.Rates{Drop: p, LoseReply: p}
+	name := fmt.Sprintf("%s lost messages %.1f%%", contract.FaultReset, 100*p)
+	return s.rates(name, r, func(b, a vnode.Counts) string {
+		return fmt.Sprintf("%s: %d requests and %d replies lost, %d connections reset", name,
+			a.Dropped-b.Dropped, a.LostReplies-b.LostReplies, a.Resets-b.Resets)
+	})
+}
+
+func strikePartition(s *striking) error {
+	if !s.wait() {
+		return nil
+	}
+	var names []string
+	for _, i := range s.rng.Perm(len(s.wl.Clients))[:max(1, len(s.wl.Clients)/2)] {
+		names = append(names, s.wl.Clients[i].Name)
+	}
+	slices.Sort(names)
+	name := fmt.Sprintf("%s %v", contract.FaultPartition, names)
+	var before vnode.Counts
+	return s.apply(&window{name: name,
+		start:    func() { before = s.net.Counts(); s.net.Cut(names...) },
+		stop:     s.net.Heal,
+		evidence: func() string { return fmt.Sprintf("%s: %d messages held", name, s.net.Counts().Held-before.Held) },
+	}, 3*s.ttl)
+}
+
+// onHolder waits for the fault's moment and a holder drawn from the
+// seed, then strikes it; nothing when the run ends first.
+func onHolder(strike func(s *striking, v *workload.Client) error) func(*striking) error {
+	return func(s *striking) error {
+		if !s.wait() {
+			return nil
+		}
+		v := s.victim()
+		if v == nil {
+			return nil
+		}
+		return strike(s, v)
+	}
+}
+
+func strikePauseClient(s *striking, v *workload.Client) error {
+	return nemesis.Apply(s.ctx, s.rec, &nemesis.PauseClient{Client: v.Name, Gate: v.Gate}, 3*s.ttl)
+}
+
+func strikePauseServer(s *striking) error {
+	if !s.wait() {
+		return nil
+	}
+	var before vnode.Counts
+	name := contract.FaultPauseServer + " " + masterAddr
+	return s.apply(&window{name: name,
+		start:    func() { before = s.net.Counts(); s.net.Pause(masterAddr) },
+		stop:     s.net.Resume,
+		evidence: func() string { return fmt.Sprintf("%s: %d messages held", name, s.net.Counts().Held-before.Held) },
+	}, 3*s.ttl)
+}
+
+func strikeCrashClient(s *striking, v *workload.Client) error {
+	return nemesis.Apply(s.ctx, s.rec, &nemesis.CrashClient{Client: v.Name, Gate: v.Gate}, 3*s.ttl)
+}
+
+func strikeKeyLoss(s *striking, v *workload.Client) error {
+	node := s.net.Node(masterAddr)
+	var deleted []string
+	name := contract.FaultKeyLoss + " " + v.Name
+	return s.apply(&window{name: name,
+		start: func() {
+			node.Advance()
+			for _, k := range node.M.Keys() {
+				if strings.Contains(k, v.Key) && node.M.Del(k) {
+					deleted = append(deleted, k)
+				}
+			}
+		},
+		evidence: func() string { return fmt.Sprintf("%s: deleted %d keys %v", name, len(deleted), deleted) },
+	}, s.ttl)
+}

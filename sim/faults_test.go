@@ -1,0 +1,148 @@
+package sim_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/sim"
+	"github.com/lockproof/lockproof/zoo"
+)
+
+// TestEachFaultBites: every simulated fault, alone on the shipped lock,
+// acts on the run (its evidence counts what it did, or the history shows
+// its effect), and the lock keeps what its predictions say under the
+// real-time fault of that kind.
+func TestEachFaultBites(t *testing.T) {
+	number := regexp.MustCompile(`\d+`)
+	for _, f := range sim.Catalogue() {
+		t.Run(f.Name, func(t *testing.T) {
+			bit := 0
+			for seed := uint64(1); seed <= 3; seed++ {
+				r := sim.Run(t, sim.Scenario{Locks: zoo.Builtin(), Lock: zoo.FencedName, Seed: seed, Faults: []sim.Fault{f}})
+				if len(r.Mismatches) > 0 || len(r.Unknown) > 0 {
+					t.Errorf("seed %d: %v, unknown %v", seed, r.Mismatches, r.Unknown)
+					for _, p := range r.Check.Props {
+						t.Logf("%s: %s %s", p.ID, p.Verdict, p.Explanation)
+					}
+				}
+				var w *history.Op
+				for i := range r.Ops {
+					if r.Ops[i].Kind == history.Fault {
+						w = &r.Ops[i]
+					}
+				}
+				if w == nil {
+					t.Logf("seed %d: the fault found no moment to strike", seed)
+					continue
+				}
+				if contract.FaultKind(w.Name) != f.Name {
+					t.Fatalf("seed %d: window %q, want kind %s", seed, w.Name, f.Name)
+				}
+				if bites(t, f.Name, w, r.Ops, number) {
+					bit++
+				}
+				t.Logf("seed %d: %s", seed, w.Evidence)
+			}
+			if bit == 0 {
+				t.Errorf("%s did nothing on 3 seeds", f.Name)
+			}
+		})
+	}
+}
+
+// bites says whether fault window w did what its fault does: its
+// evidence counts something it did, or the history shows the effect.
+func bites(t *testing.T, kind string, w *history.Op, ops []history.Op, number *regexp.Regexp) bool {
+	t.Helper()
+	counted := false
+	for _, n := range number.FindAllString(w.Evidence, -1) {
+		if v, _ := strconv.Atoi(n); v > 0 {
+			counted = true
+		}
+	}
+	switch kind {
+	case contract.FaultPauseClient:
+		return w.Evidence != "" && !bytes.Contains([]byte(w.Evidence), []byte("held 0"))
+	case contract.FaultCrashClient:
+		victim := strings.Fields(w.Name)[1]
+		for _, o := range ops {
+			if o.Client == victim && o.Kind != history.Fault && o.Kind != history.Lost && o.Call > w.Return {
+				return false // the crashed client went on
+			}
+		}
+		return true
+	case contract.FaultReset:
+		for _, o := range ops {
+			if o.Result == history.Unknown && o.Call >= w.Call && o.Call <= w.Return {
+				return counted // a lost message left an outcome unknown
+			}
+		}
+		return false
+	}
+	return counted
+}
+
+// TestSeedReplays: a seed gives the same history byte for byte, faults
+// and all (swarm mixes of every fault), for the shipped lock and an
+// unfenced one.
+func TestSeedReplays(t *testing.T) {
+	for _, lock := range []string{zoo.FencedName, zoo.LuaName} {
+		for seed := uint64(1); seed <= 6; seed++ {
+			sc := sim.Scenario{Locks: zoo.Builtin(), Lock: lock, Seed: seed, Faults: sim.Swarm(seed)}
+			a, b := encode(t, sim.Run(t, sc).Ops), encode(t, sim.Run(t, sc).Ops)
+			if !bytes.Equal(a, b) {
+				t.Errorf("%s seed %d (%s): two runs differ (%d and %d bytes)", lock, seed, sim.Label(sc.Faults), len(a), len(b))
+			}
+		}
+	}
+}
+
+func encode(t *testing.T, ops []history.Op) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	for _, o := range ops {
+		b, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&buf, "%s\n", b)
+	}
+	return buf.Bytes()
+}
+
+// TestSwarm: over swarm seeds (each its own mix of every simulated
+// fault), the shipped lock keeps every prediction and decides every
+// property, and the unfenced lua lock shows what its predictions say it
+// breaks (a paused holder's late write gets in) on some seed.
+func TestSwarm(t *testing.T) {
+	const seeds = 30
+	first := map[string]uint64{}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		sc := sim.Scenario{Locks: zoo.Builtin(), Lock: zoo.FencedName, Seed: seed, Faults: sim.Swarm(seed)}
+		r := sim.Run(t, sc)
+		if len(r.Mismatches) > 0 || len(r.Unknown) > 0 {
+			t.Errorf("fenced seed %d (%s): %v, unknown %v", seed, sim.Label(sc.Faults), r.Mismatches, r.Unknown)
+		}
+		sc.Lock = zoo.LuaName
+		r = sim.Run(t, sc)
+		if len(r.Mismatches) > 0 {
+			t.Errorf("lua seed %d (%s): %v", seed, sim.Label(sc.Faults), r.Mismatches)
+		}
+		for _, p := range r.Check.Props {
+			if _, seen := first[p.ID]; !seen && p.Verdict == contract.Violated {
+				first[p.ID] = seed
+			}
+		}
+	}
+	if _, ok := first[contract.PropResource]; !ok {
+		t.Errorf("lua: no stale write got in on %d swarm seeds", seeds)
+	}
+	t.Logf("lua: first seed to break each property: %v", first)
+}
