@@ -121,10 +121,19 @@ type Row struct {
 	// FoundElsewhere lists the properties predicted to break that this
 	// seed did not show but another seed of its cell did: as expected.
 	FoundElsewhere []string `json:"found_elsewhere,omitempty"`
+	// Environment says what produced the row: EnvSim for a simulation
+	// (`lockproof sim`); absent for a real-time run (processes, Docker or
+	// a deployment of one's own, as the run's flags chose), and in every
+	// file written before simulations were.
+	Environment string `json:"environment,omitempty"`
 	// SpecRecord is the fault point, durations and shape the scenario ran
 	// with (its fields come last in the row).
 	SpecRecord
 }
+
+// EnvSim is Row.Environment for a simulation: in-process nodes, a
+// simulated network, virtual time.
+const EnvSim = "sim"
 
 // Conclusive reports whether the row decides its properties: no property
 // has an unknown verdict, and neither the scenario nor its fault failed (a

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/internal/rediscmd"
+	"github.com/lockproof/lockproof/internal/seeded"
 )
 
 // Client acquires leases on one Redis deployment (single node, Sentinel or
@@ -17,7 +18,7 @@ import (
 // Close it to stop its shared pub/sub subscription.
 type Client struct {
 	opts  Options
-	rnd   *randSource // Options.Rand; nil: crypto/rand and math/rand/v2
+	rnd   *seeded.Source // Options.Rand; nil: crypto/rand and math/rand/v2
 	notes *notifier
 	// cmds sends the scripts: each at most once, honouring ctx.
 	cmds *rediscmd.Sender
@@ -45,7 +46,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock.New: %w", err)
 	}
-	rnd := newRandSource(o.Rand)
+	rnd := seeded.New(o.Rand)
 	c := &Client{opts: o, rnd: rnd, cmds: rediscmd.NewSender(rdb), id: newToken(rnd)[:16]}
 	c.notes = newNotifier(rdb, o.Logger, &c.bg, o.HandoffTTL)
 	return c, nil
@@ -287,7 +288,7 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 			} else {
 				// Free but someone else is first in line (or a key without TTL):
 				// jittered exponential backoff, capped by the refresh period.
-				d = min(d, backoff/2+c.rnd.n(backoff/2))
+				d = min(d, backoff/2+c.rnd.N(backoff/2))
 				backoff = min(2*backoff, refresh)
 			}
 			timer.Reset(max(d, 0))

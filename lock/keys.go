@@ -1,14 +1,11 @@
 package lock
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
-	mrand "math/rand/v2"
 	"strings"
-	"sync"
-	"time"
+
+	"github.com/lockproof/lockproof/internal/seeded"
 )
 
 // Keys are the Redis names one lock key uses. All share one hash tag, so they
@@ -49,41 +46,4 @@ func RedisKeys(key string) Keys {
 
 // newToken returns a fresh 128-bit owner token, hex encoded: from
 // crypto/rand, or from src when set (Options.Rand).
-func newToken(src *randSource) string {
-	var b [16]byte
-	if src != nil {
-		binary.LittleEndian.PutUint64(b[:8], src.Uint64())
-		binary.LittleEndian.PutUint64(b[8:], src.Uint64())
-	} else {
-		_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go >= 1.24)
-	}
-	return hex.EncodeToString(b[:])
-}
-
-// randSource is Options.Rand made safe for the Client's goroutines.
-type randSource struct {
-	mu  sync.Mutex
-	src mrand.Source
-}
-
-func newRandSource(src mrand.Source) *randSource {
-	if src == nil {
-		return nil
-	}
-	return &randSource{src: src}
-}
-
-// Uint64 draws from the source.
-func (r *randSource) Uint64() uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.src.Uint64()
-}
-
-// n is a number in [0, hi]: from the source when set, else math/rand/v2.
-func (r *randSource) n(hi time.Duration) time.Duration {
-	if r == nil {
-		return mrand.N(hi + 1)
-	}
-	return time.Duration(r.Uint64() % uint64(hi+1))
-}
+func newToken(src *seeded.Source) string { return src.Token() }

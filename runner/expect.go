@@ -190,13 +190,13 @@ func Predict(e locker.Entry, fault string) locker.Prediction {
 	return exp
 }
 
-// pointOf is where fault strikes lock e in the matrix (locker.Entry
+// PointOf is where fault strikes lock e in the matrix and the simulation (locker.Entry
 // FaultPoint), else the profile's: for pause-client, right after the
 // holder's lease check for a lock without fencing (a pause "while holding"
 // can land after the write on a loaded machine), the fault's own moment for
 // a fenced lock (its fenced ops are scripts like its lock ops, and its late
 // write is refused wherever the pause lands).
-func pointOf(e locker.Entry, fault string) contract.Point {
+func PointOf(e locker.Entry, fault string) contract.Point {
 	if e.FaultPoint != nil {
 		if p := e.FaultPoint(fault); !p.IsZero() {
 			return p
@@ -232,7 +232,7 @@ func decisiveOf(reg *locker.Registry) []Decisive {
 		if e.Decisive == nil {
 			continue
 		}
-		ds = append(ds, Decisive{Lock: e.Name, Fault: e.Decisive.Fault, Property: e.Decisive.Property, Point: pointOf(e, e.Decisive.Fault)})
+		ds = append(ds, Decisive{Lock: e.Name, Fault: e.Decisive.Fault, Property: e.Decisive.Property, Point: PointOf(e, e.Decisive.Fault)})
 	}
 	return ds
 }

@@ -42,7 +42,7 @@ func currentGolden() goldenFile {
 		g.Cells[l] = map[string]goldenCell{}
 		for _, f := range faults {
 			e := Predict(entry, f)
-			g.Cells[l][f] = goldenCell{Wants: e.Wants, Rejected: e.Rejected, Why: e.Why, Point: pointOf(entry, f).String()}
+			g.Cells[l][f] = goldenCell{Wants: e.Wants, Rejected: e.Rejected, Why: e.Why, Point: PointOf(entry, f).String()}
 		}
 	}
 	for _, d := range DecisiveScenarios() {

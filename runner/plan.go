@@ -183,7 +183,7 @@ func (c Config) specs() ([]Spec, error) {
 			}
 			for _, f := range c.Faults {
 				for _, s := range c.Seeds {
-					specs = append(specs, Spec{Lock: l, Fault: f, Seed: s, Point: pointOf(e, f)})
+					specs = append(specs, Spec{Lock: l, Fault: f, Seed: s, Point: PointOf(e, f)})
 				}
 			}
 		}

@@ -37,6 +37,10 @@ type striking struct {
 	wl       *workload.Workload
 	rec      nemesis.Recorder
 	ttl, run time.Duration
+	// point is where a client fault strikes the run's lock
+	// (runner.PointOf): right after, or before, a named command; zero:
+	// while the victim holds its lock, its write ahead.
+	point contract.Point
 }
 
 // Catalogue is every fault of the simulation, in order.
@@ -44,10 +48,10 @@ func Catalogue() []Fault {
 	return []Fault{
 		{Name: contract.FaultLatency, Doc: "every message delayed 1–5ms plus up to 5–30ms at random for 3 TTLs (messages of different connections race)", strike: strikeLatency},
 		{Name: contract.FaultReset, Doc: "for 3 TTLs, 2–10% of requests lost before they run and of replies lost after (the connection reset: an unknown outcome)", strike: strikeLoss},
-		{Name: contract.FaultPartition, Doc: "half the clients cut off (their messages held, a blackhole) for 3 TTLs", strike: strikePartition},
-		{Name: contract.FaultPauseClient, Doc: "a holder frozen between its lease check and its write for 3 TTLs (its gate holds every command, its watchdog's too)", strike: onHolder(strikePauseClient)},
+		{Name: contract.FaultPartition, Doc: "half the clients cut off (their messages dropped, a blackhole; connections stay open) for 3 TTLs", strike: strikePartition},
+		{Name: contract.FaultPauseClient, Doc: "a holder frozen between its lease check and its write for 3 TTLs (its gate holds every command, its watchdog's too)", strike: atPoint(strikePauseClient)},
 		{Name: contract.FaultPauseServer, Doc: "the lock's node stops serving for 3 TTLs (requests held), then serves again", strike: strikePauseServer},
-		{Name: contract.FaultCrashClient, Doc: "a holder crashes for good while it holds", strike: onHolder(strikeCrashClient)},
+		{Name: contract.FaultCrashClient, Doc: "a holder crashes for good while it holds", strike: atPoint(strikeCrashClient)},
 		{Name: contract.FaultKeyLoss, Doc: "an operator deletes a working holder's lock keys", strike: onHolder(strikeKeyLoss)},
 	}
 }
@@ -83,6 +87,27 @@ func Swarm(seed uint64) []Fault {
 		}
 	}
 	return fs
+}
+
+// Mix resolves a fault setting (`lockproof sim --faults`, a regression's
+// faults): "swarm" (each seed its own mix, Swarm), "none", or
+// comma-separated fault names of the catalogue (every seed the same).
+func Mix(spec string) (func(seed uint64) []Fault, error) {
+	switch spec {
+	case "swarm":
+		return Swarm, nil
+	case contract.FaultNone:
+		return func(uint64) []Fault { return nil }, nil
+	}
+	var fs []Fault
+	for _, n := range strings.Split(spec, ",") {
+		f, ok := Lookup(strings.TrimSpace(n))
+		if !ok {
+			return nil, fmt.Errorf("%w: faults %q: %q is not a simulated fault (%s, or swarm, or none)", ErrScenario, spec, n, strings.Join(Names(), ", "))
+		}
+		fs = append(fs, f)
+	}
+	return func(uint64) []Fault { return fs }, nil
 }
 
 // Label names a mix of faults ("none" when empty): "latency+partition".
@@ -151,16 +176,26 @@ func (s *striking) victim() *workload.Client {
 	return v
 }
 
-// apply records w's window around start and stop, d long.
-func (s *striking) apply(w *window, d time.Duration) error {
-	return nemesis.Apply(s.ctx, s.rec, w, d)
+// window records f's window around its start and stop, d long and a
+// drawn fraction of a millisecond (jitter): the whole window, even past the
+// run's moments (the workload waits for it).
+func (s *striking) window(f nemesis.Fault, d time.Duration) error {
+	return nemesis.Apply(context.WithoutCancel(s.ctx), s.rec, f, d+s.jitter())
+}
+
+// jitter is a drawn fraction of a millisecond, added to a fault's window
+// so that it ends at an instant of its own: events at one virtual instant
+// (a window's end and a call's deadline, say) meet in a select that Go
+// resolves at random, and a seed would not replay.
+func (s *striking) jitter() time.Duration {
+	return time.Duration(s.rng.Int64N(int64(time.Millisecond)))
 }
 
 // rates changes the network's rates for a window and puts them back.
 func (s *striking) rates(name string, r vnode.Rates, evidence func(before, after vnode.Counts) string) error {
 	var before vnode.Counts
 	var mu sync.Mutex
-	return s.apply(&window{name: name,
+	return s.window(&window{name: name,
 		start: func() {
 			mu.Lock()
 			before = s.net.Counts()
@@ -212,10 +247,12 @@ func strikePartition(s *striking) error {
 	slices.Sort(names)
 	name := fmt.Sprintf("%s %v", contract.FaultPartition, names)
 	var before vnode.Counts
-	return s.apply(&window{name: name,
-		start:    func() { before = s.net.Counts(); s.net.Cut(names...) },
-		stop:     s.net.Heal,
-		evidence: func() string { return fmt.Sprintf("%s: %d messages held", name, s.net.Counts().Held-before.Held) },
+	return s.window(&window{name: name,
+		start: func() { before = s.net.Counts(); s.net.Cut(names...) },
+		stop:  s.net.Heal,
+		evidence: func() string {
+			return fmt.Sprintf("%s: %d messages dropped", name, s.net.Counts().Blackholed-before.Blackholed)
+		},
 	}, 3*s.ttl)
 }
 
@@ -234,8 +271,37 @@ func onHolder(strike func(s *striking, v *workload.Client) error) func(*striking
 	}
 }
 
+// atPoint strikes as onHolder does, or, when the lock names a fault
+// point (striking.point), arms the fault at a victim drawn from the seed
+// at the fault's moment, to strike when it gets there.
+func atPoint(strike func(s *striking, v *workload.Client) error) func(*striking) error {
+	return func(s *striking) error {
+		if s.point.IsZero() {
+			return onHolder(strike)(s)
+		}
+		if !s.wait() {
+			return nil
+		}
+		return strike(s, s.wl.Clients[s.rng.IntN(len(s.wl.Clients))])
+	}
+}
+
 func strikePauseClient(s *striking, v *workload.Client) error {
-	return nemesis.Apply(s.ctx, s.rec, &nemesis.PauseClient{Client: v.Name, Gate: v.Gate}, 3*s.ttl)
+	if s.point.After == "" {
+		return s.window(&nemesis.PauseClient{Client: v.Name, Gate: v.Gate}, 3*s.ttl)
+	}
+	// Armed now, its window counted from the strike, as the real-time
+	// fault does: the victim may get to its point long after.
+	pf := &nemesis.PauseClient{Client: v.Name, Gate: v.Gate, Point: s.point}
+	pf.Arm()
+	select {
+	case <-v.Gate.Struck():
+	case <-s.ctx.Done():
+		v.Gate.PauseAfter("")
+		v.Gate.Resume() // in case it struck as the run ended
+		return nil
+	}
+	return s.window(pf, 3*s.ttl)
 }
 
 func strikePauseServer(s *striking) error {
@@ -244,7 +310,7 @@ func strikePauseServer(s *striking) error {
 	}
 	var before vnode.Counts
 	name := contract.FaultPauseServer + " " + masterAddr
-	return s.apply(&window{name: name,
+	return s.window(&window{name: name,
 		start:    func() { before = s.net.Counts(); s.net.Pause(masterAddr) },
 		stop:     s.net.Resume,
 		evidence: func() string { return fmt.Sprintf("%s: %d messages held", name, s.net.Counts().Held-before.Held) },
@@ -252,14 +318,14 @@ func strikePauseServer(s *striking) error {
 }
 
 func strikeCrashClient(s *striking, v *workload.Client) error {
-	return nemesis.Apply(s.ctx, s.rec, &nemesis.CrashClient{Client: v.Name, Gate: v.Gate}, 3*s.ttl)
+	return s.window(&nemesis.CrashClient{Client: v.Name, Gate: v.Gate, Point: s.point}, 3*s.ttl)
 }
 
 func strikeKeyLoss(s *striking, v *workload.Client) error {
 	node := s.net.Node(masterAddr)
 	var deleted []string
 	name := contract.FaultKeyLoss + " " + v.Name
-	return s.apply(&window{name: name,
+	return s.window(&window{name: name,
 		start: func() {
 			node.Advance()
 			for _, k := range node.M.Keys() {

@@ -15,17 +15,20 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
@@ -112,6 +115,19 @@ func Simulate(t *testing.T, sc Scenario) (Result, error) {
 	if d == 0 {
 		d = 3 * time.Second
 	}
+	if len(sc.Faults) == 1 {
+		// One fault alone gets the workload the matrix gives its twin
+		// (chaos.Fault.Shape): under pause-client, operations outlast the
+		// pause, so that a client paused between two commands of one
+		// operation still sends the second when it wakes.
+		if twin, ok := chaos.Lookup(sc.Faults[0].Name); ok {
+			shape := twin.WorkloadShape()
+			cfg.Clients = cmp.Or(cfg.Clients, shape.Clients)
+			cfg.Hold = cmp.Or(cfg.Hold, shape.Hold)
+			cfg.Think = cmp.Or(cfg.Think, shape.Think)
+			cfg.OpTimeout = cmp.Or(cfg.OpTimeout, shape.OpTimeout)
+		}
+	}
 	for i, f := range sc.Faults {
 		if f.strike == nil {
 			return Result{}, fmt.Errorf("%w: Faults[%d] %q is not of the catalogue (%v)", ErrScenario, i, f.Name, Names())
@@ -120,10 +136,16 @@ func Simulate(t *testing.T, sc Scenario) (Result, error) {
 	one.Lock()
 	defer one.Unlock()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	// No collection during the run: the collector's workers take the one
+	// processor at moments of the process's heap, not of the seed, and a
+	// goroutine they preempt goes behind others woken at the same
+	// instant. The run's garbage is collected after it.
+	defer runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	var ops []history.Op
 	var runErr error
 	synctest.Test(t, func(t *testing.T) {
-		ops, runErr = simulate(sc, cfg, d)
+		ops, runErr = simulate(sc, entry, cfg, d)
 	})
 	if runErr != nil {
 		return Result{}, fmt.Errorf("sim %s seed %d: %w", sc.Lock, sc.Seed, runErr)
@@ -146,7 +168,7 @@ func Simulate(t *testing.T, sc Scenario) (Result, error) {
 
 // simulate runs the workload and the faults in the bubble and returns the
 // history.
-func simulate(sc Scenario, cfg workload.Config, d time.Duration) ([]history.Op, error) {
+func simulate(sc Scenario, entry locker.Entry, cfg workload.Config, d time.Duration) ([]history.Op, error) {
 	n := vnode.NewNet(sc.Seed, masterAddr, fencedAddr)
 	defer n.Close()
 	w, err := workload.NewOn(cfg, func(c string) func(context.Context, string, string) (net.Conn, error) { return n.Dialer(c) }, masterAddr, fencedAddr)
@@ -156,20 +178,32 @@ func simulate(sc Scenario, cfg workload.Config, d time.Duration) ([]history.Op, 
 	// Stamps apart, since no virtual time passes while goroutines run
 	// (history.Options.Distinct).
 	rec := history.NewRecorder(nil, history.Options{Distinct: true})
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	// The workload runs for d, and on until the last fault window has
+	// closed and two TTLs more (as the real-time matrix lingers): a fault
+	// that strikes late still has its whole window, and what it did shows.
+	// A fault that has not struck when d is up does not strike.
+	run, stop := context.WithCancel(context.Background())
+	defer stop()
+	moments, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	ran := make(chan error, 1)
-	go func() { ran <- w.Run(ctx, rec) }()
+	go func() { ran <- w.Run(run, rec) }()
 	faultErrs := make(chan error, len(sc.Faults))
 	for i, f := range sc.Faults {
-		s := &striking{ctx: ctx, rng: rand.New(rand.NewPCG(sc.Seed, 0x5137+uint64(i))), net: n, wl: w, rec: rec, ttl: cfg.TTL, run: d}
+		s := &striking{ctx: moments, rng: rand.New(rand.NewPCG(sc.Seed, 0x5137+uint64(i))), net: n, wl: w, rec: rec, ttl: cfg.TTL, run: d,
+			point: runner.PointOf(entry, f.Name)}
 		go func() { faultErrs <- f.strike(s) }()
 	}
-	errs := []error{<-ran}
+	var errs []error
 	for range sc.Faults {
 		errs = append(errs, <-faultErrs)
 	}
-	errs = append(errs, w.Close())
+	<-moments.Done()
+	if len(sc.Faults) > 0 {
+		time.Sleep(2 * cfg.TTL)
+	}
+	stop()
+	errs = append(errs, <-ran, w.Close())
 	if err := rec.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("record: %w", err))
 	}

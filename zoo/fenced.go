@@ -118,7 +118,7 @@ func fencedV1Entry() locker.Entry {
 			}
 			// The queue deadline the shipped lock uses (the old one defaulted
 			// to the lease TTL): the same configuration, the old algorithm.
-			c, err := fencedv1.New(d.Redis, fencedv1.Options{Logger: d.Logger, QueueTTL: lock.DefaultQueueTTL})
+			c, err := fencedv1.New(d.Redis, fencedv1.Options{Logger: d.Logger, QueueTTL: lock.DefaultQueueTTL, Rand: d.Rand})
 			if err != nil {
 				return nil, mapLockErr(err)
 			}
@@ -179,7 +179,7 @@ func fencedV2Entry() locker.Entry {
 			if err := needRedis(d); err != nil {
 				return nil, err
 			}
-			opts := fencedv2.Options{Watchdog: true, Logger: d.Logger, OnRenew: observeRenewals(d)}
+			opts := fencedv2.Options{Watchdog: true, Logger: d.Logger, OnRenew: observeRenewals(d), Rand: d.Rand}
 			c, err := fencedv2.New(d.Redis, opts)
 			if err != nil {
 				return nil, mapLockErr(err)

@@ -91,6 +91,8 @@ func setNXEntry() locker.Entry {
 			case contract.FaultFailover, contract.FaultFailoverSkew:
 				p.Set(contract.WantMay, contract.PropLiveness)
 				p.Why = "leases in the replication gap are lost; a key without TTL may be stranded on the new master"
+			case contract.FaultReset, contract.FaultPartition, contract.FaultPauseServer:
+				strandedKey(fault, p)
 			default:
 				delayedDelete(fault, p)
 			}
@@ -143,10 +145,24 @@ func setNXExpireEntry() locker.Entry {
 			case contract.FaultCrashClient:
 				p.Set(contract.WantViolated, contract.PropLiveness)
 				p.Why = "the crashed holder's key has no TTL: nobody frees it"
+			case contract.FaultReset, contract.FaultPartition, contract.FaultPauseServer:
+				strandedKey(fault, p)
 			default:
 				delayedDelete(fault, p)
 			}
 		})}
+}
+
+// strandedKey is the prediction, under the faults that lose replies or
+// hold requests past their caller's timeout, for a lock whose SETNX sets a
+// key without TTL: a SETNX that ran after its caller gave up sets a key
+// nobody knows it holds, and nobody frees it (liveness may break; found
+// by the simulation's lost replies and paused node). Its delayed deletes
+// stand too.
+func strandedKey(fault string, p *locker.Prediction) {
+	delayedDelete(fault, p)
+	p.Set(contract.WantMay, contract.PropLiveness)
+	p.Because("a SETNX that ran after its caller gave up (its reply lost, or the server paused past the caller's timeout) sets a key without TTL that nobody knows it holds: nobody frees it")
 }
 
 // wokenDeletes is pause-client's prediction for a lock whose DEL has no

@@ -62,7 +62,7 @@ func Choose(ctx context.Context, o Options) (Kind, error) {
 }
 
 // InstallHint says how to get what the environments need.
-const InstallHint = "install redis-server and redis-sentinel, e.g. apt-get install -y redis-server redis-sentinel, or start Docker"
+const InstallHint = "install redis-server and redis-sentinel, e.g. apt-get install -y redis-server redis-sentinel, or start Docker; lockproof sim needs neither (in-process nodes, virtual time)"
 
 // Preflight returns the kind Open would make after checking, before
 // anything runs, that it has what it needs: the process environment its

@@ -37,6 +37,18 @@ func parseFileArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (file stri
 	return files[0], exitOK, true
 }
 
+// parseFlags parses args with fs. It returns ok, or, when parsing ends
+// the command (bad flags reported by fs, or --help), the exit code and !ok.
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitBadInput, false
+	}
+	return exitOK, true
+}
+
 // byteSize is a flag value of bytes: a whole number with an optional unit
 // (B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB as powers of 1000).
 type byteSize uint64

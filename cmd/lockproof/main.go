@@ -4,6 +4,7 @@
 //	lockproof run    --out DIR     run the lock × fault matrix
 //	lockproof check  FILE          check one history (exit 0 ok, 1 violated, 2 bad input, 3 unknown)
 //	lockproof report DIR           render the report of a finished run
+//	lockproof sim    --seeds 1-1000 run locks in virtual time, seed by seed
 package main
 
 import (
@@ -46,6 +47,7 @@ func commands() map[string]command {
 		"check":  checkCommand(),
 		"report": reportCommand(),
 		"run":    runCommand(),
+		"sim":    simCommand(),
 		"trace":  traceCommand(),
 	}
 }

@@ -17,7 +17,11 @@ const maxSeeds = 10000
 // parseSeeds parses a seed list: comma-separated seeds and inclusive ranges,
 // e.g. "1-10", "1,2,5" or "1-3,7". Seeds are kept in the order given;
 // duplicates are refused.
-func parseSeeds(s string) ([]uint64, error) {
+func parseSeeds(s string) ([]uint64, error) { return parseSeedsUpTo(s, maxSeeds) }
+
+// parseSeedsUpTo is parseSeeds with a bound of its own (a simulation's
+// seeds are cheap).
+func parseSeedsUpTo(s string, maxSeeds int) ([]uint64, error) {
 	var out []uint64
 	seen := map[uint64]bool{}
 	add := func(v uint64) error {
@@ -51,7 +55,7 @@ func parseSeeds(s string) ([]uint64, error) {
 		if err != nil || b < a {
 			return nil, fmt.Errorf("%w: seeds %q: %q is not a range like 1-10 (low-high, low <= high)", runner.ErrBadConfig, s, part)
 		}
-		if b-a >= maxSeeds {
+		if b-a >= uint64(maxSeeds) {
 			return nil, fmt.Errorf("%w: seeds %q: range %q has more than %d seeds", runner.ErrBadConfig, s, part, maxSeeds)
 		}
 		for v := a; ; v++ {

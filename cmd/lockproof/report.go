@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,11 +31,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "usage: lockproof report DIR\n       lockproof report --compare OLD NEW\n       lockproof report --merge --out DIR SHARD...")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitBadInput
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if *merge {
 		if *compare || *out == "" || fs.NArg() == 0 {

@@ -1,6 +1,7 @@
 package vnode
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,18 +51,18 @@ func (r Rates) Validate() error {
 // Counts say what the network did to messages: its evidence.
 type Counts struct {
 	// Messages is how many were delivered; Dropped and LostReplies how
-	// many requests and replies were lost (each with a reset); Held how
-	// many waited out a cut or a pause; Resets the connections reset by a
-	// fault (losses, Reset, Crash).
-	Messages, Dropped, LostReplies, Held, Resets int
+	// many requests and replies were lost (each with a reset); Blackholed
+	// how many a cut dropped; Held how many requests waited out a pause;
+	// Resets the connections reset by a fault (losses, Reset).
+	Messages, Dropped, LostReplies, Blackholed, Held, Resets int
 }
 
 // Net is a simulated network between named clients and in-process Redis
 // nodes (miniredis) in a testing/synctest bubble. Every connection is a
 // pair of in-memory pipes with a pump each way that delivers each
-// message (what one Write carried) after the network's delay, holds it
-// while its client is cut off or its node paused, or loses it and resets
-// the connection. Its keys expire on the bubble's clock: a node is
+// message (what one Write carried) after the network's delay, drops it
+// while its client is cut off, holds a request while its node is paused,
+// or loses it and resets the connection. Its keys expire on the bubble's clock: a node is
 // advanced to the bubble's now right before each request reaches it
 // (miniredis counts TTLs down only when told, and not from inside a
 // command), so no ticker runs. Every choice is drawn from the seed and
@@ -149,13 +152,11 @@ func (n *Net) Dialer(client string) Dialer {
 			n.mu.Unlock()
 			return nil, fmt.Errorf("vnode: dial %s: %w", addr, net.ErrClosed)
 		}
-		if n.cut[client] {
-			n.mu.Unlock()
-			// A cut-off client's dial hangs until its context ends, as a
-			// SYN into a blackhole does.
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}
+		// A cut-off client's dial succeeds, and its messages wait like
+		// those of its open connections: a dial that hung instead would
+		// hang inside go-redis's PubSub mutex, and a goroutine waiting on
+		// a mutex is not durably blocked, so the bubble's clock would stop
+		// for good (testing/synctest).
 		id := client + ">" + addr
 		rank := n.dials[id]
 		n.dials[id]++
@@ -177,8 +178,10 @@ func (n *Net) Dialer(client string) Dialer {
 	}
 }
 
-// Cut holds every message of each client (and its new connections) until
-// Heal: a blackhole, as a partition is. Its connections stay open.
+// Cut drops every message of each client until Heal, on its open
+// connections and on those it makes meanwhile (past their handshake): a
+// blackhole, as the real-time partition is (Toxiproxy's timeout toxic
+// with no timeout). Its connections stay open; its calls time out.
 func (n *Net) Cut(clients ...string) { n.hold(n.cut, clients...) }
 
 // Heal lifts every cut.
@@ -260,6 +263,9 @@ type link struct {
 	client string
 	cs, ms net.Conn
 	rng    *rand.Rand // guarded by net.mu
+	// setUp is 0 until the connection's first request that is not a
+	// set-up command (guarded by net.mu).
+	setUp int
 
 	once sync.Once
 	done chan struct{}
@@ -267,25 +273,96 @@ type link struct {
 }
 
 // message is what one Write carried, and when it may be delivered.
+// A handshake message (the connection's set-up requests, and the replies
+// before its first other request) is delivered at once, never held or lost: go-redis
+// runs a connection's handshake inside its PubSub's mutex, and a goroutine
+// waiting on a mutex is not durably blocked (testing/synctest), so a
+// handshake that waited on the bubble's clock while another goroutine
+// waited on that mutex would stop the clock for good. A fault strikes the
+// connection from its first command on.
 type message struct {
-	b  []byte
-	at time.Time
+	b         []byte
+	at        time.Time
+	handshake bool
 }
 
 func (l *link) start() {
 	l.done = make(chan struct{})
 	l.wg.Add(4)
 	up, down := make(chan message, 64), make(chan message, 64)
-	go l.read(l.cs, up)
+	go l.read(l.cs, up, true)
 	go l.deliver(up, l.ms, true)
-	go l.read(l.ms, down)
+	go l.read(l.ms, down, false)
 	go l.deliver(down, l.cs, false)
+}
+
+// handshaking reports whether message b, read now, is part of the
+// connection's handshake: a request of connection set-up commands only
+// (handshakeCommands) before any other, or a reply before the first other
+// request; up says which way b goes.
+func (l *link) handshaking(up bool, b []byte) bool {
+	l.net.mu.Lock()
+	defer l.net.mu.Unlock()
+	if up && l.setUp == 0 {
+		if onlySetUp(b) {
+			return true
+		}
+		l.setUp = 1
+	}
+	return l.setUp == 0
+}
+
+// handshakeCommands are the commands go-redis sends on a new connection
+// before the caller's.
+var handshakeCommands = map[string]bool{"HELLO": true, "CLIENT": true, "AUTH": true, "SELECT": true, "READONLY": true}
+
+// onlySetUp reports whether b holds only whole RESP commands that are
+// connection set-up (handshakeCommands).
+func onlySetUp(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for len(b) > 0 {
+		n, rest, ok := respLen(b, '*')
+		if !ok || n < 1 {
+			return false
+		}
+		b = rest
+		for i := 0; i < n; i++ {
+			k, rest, ok := respLen(b, '$')
+			if !ok || k < 0 || len(rest) < k+2 {
+				return false
+			}
+			if i == 0 && !handshakeCommands[strings.ToUpper(string(rest[:k]))] {
+				return false
+			}
+			b = rest[k+2:]
+		}
+	}
+	return true
+}
+
+// respLen reads a RESP length line ("*3\r\n", "$5\r\n") of the given
+// type and returns the number and what follows.
+func respLen(b []byte, typ byte) (int, []byte, bool) {
+	if len(b) == 0 || b[0] != typ {
+		return 0, nil, false
+	}
+	end := bytes.Index(b, []byte("\r\n"))
+	if end < 0 {
+		return 0, nil, false
+	}
+	n, err := strconv.Atoi(string(b[1:end]))
+	if err != nil {
+		return 0, nil, false
+	}
+	return n, b[end+2:], true
 }
 
 // read reads messages from src and queues them with their delivery time:
 // the network's delay after now, never before the message ahead (a
 // stream keeps its order).
-func (l *link) read(src net.Conn, q chan<- message) {
+func (l *link) read(src net.Conn, q chan<- message, up bool) {
 	defer l.wg.Done()
 	defer close(q)
 	buf := make([]byte, 64<<10)
@@ -296,20 +373,24 @@ func (l *link) read(src net.Conn, q chan<- message) {
 			l.close()
 			return
 		}
-		l.net.mu.Lock()
-		r := l.net.rates
-		d := r.Delay
-		if r.Jitter > 0 {
-			d += time.Duration(l.rng.Int64N(int64(r.Jitter) + 1))
+		hs := l.handshaking(up, buf[:k])
+		d := time.Duration(0)
+		if !hs {
+			l.net.mu.Lock()
+			r := l.net.rates
+			d = r.Delay
+			if r.Jitter > 0 {
+				d += time.Duration(l.rng.Int64N(int64(r.Jitter) + 1))
+			}
+			l.net.mu.Unlock()
 		}
-		l.net.mu.Unlock()
 		at := time.Now().Add(d)
 		if at.Before(last) {
 			at = last
 		}
 		last = at
 		select {
-		case q <- message{b: slices.Clone(buf[:k]), at: at}:
+		case q <- message{b: slices.Clone(buf[:k]), at: at, handshake: hs}:
 		case <-l.done:
 			return
 		}
@@ -330,10 +411,22 @@ func (l *link) deliver(q <-chan message, dst net.Conn, up bool) {
 				return
 			}
 		}
+		if m.handshake {
+			if !l.write(dst, m.b, up) {
+				return
+			}
+			continue
+		}
 		if err := l.hold(up); err != nil {
 			return
 		}
 		l.net.mu.Lock()
+		if l.net.cut[l.client] {
+			// A blackhole: the message is gone, the connection stays.
+			l.net.counts.Blackholed++
+			l.net.mu.Unlock()
+			continue
+		}
 		lose, rate := false, l.net.rates.LoseReply
 		if up {
 			rate = l.net.rates.Drop
@@ -356,23 +449,32 @@ func (l *link) deliver(q <-chan message, dst net.Conn, up bool) {
 			l.close()
 			return
 		}
-		if up {
-			l.node.Advance()
-		}
-		if _, err := dst.Write(m.b); err != nil {
-			l.close()
+		if !l.write(dst, m.b, up) {
 			return
 		}
 	}
 }
 
-// hold waits while the link's client is cut off, or (a request) its node
-// paused; errClosed when the connection is reset meanwhile.
+// write delivers b to dst (a request reaches a node advanced to now);
+// false when the connection was reset.
+func (l *link) write(dst net.Conn, b []byte, up bool) bool {
+	if up {
+		l.node.Advance()
+	}
+	if _, err := dst.Write(b); err != nil {
+		l.close()
+		return false
+	}
+	return true
+}
+
+// hold waits while a request's node is paused; errClosed when the
+// connection is reset meanwhile.
 func (l *link) hold(up bool) error {
 	counted := false
 	for {
 		l.net.mu.Lock()
-		held := l.net.cut[l.client] || (up && l.net.paused[l.node.Addr])
+		held := up && l.net.paused[l.node.Addr]
 		change := l.net.change
 		if held && !counted {
 			l.net.counts.Held++

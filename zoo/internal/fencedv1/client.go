@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
-	"github.com/lockproof/lockproof/internal/rediscmd"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/internal/rediscmd"
+	"github.com/lockproof/lockproof/internal/seeded"
 )
 
 // Client acquires leases on one Redis deployment (single node, Sentinel or
@@ -16,6 +17,7 @@ import (
 // Close it to stop its shared pub/sub subscription.
 type Client struct {
 	opts  Options
+	rnd   *seeded.Source // Options.Rand (a harness hook, not of the frozen algorithm)
 	notes *notifier
 	// cmds sends the scripts: each at most once, honouring ctx.
 	cmds *rediscmd.Sender
@@ -31,7 +33,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fencedv1.New: %w", err)
 	}
-	c := &Client{opts: o, notes: newNotifier(rdb, o.Logger), cmds: rediscmd.NewSender(rdb)}
+	c := &Client{opts: o, rnd: seeded.New(o.Rand), notes: newNotifier(rdb, o.Logger), cmds: rediscmd.NewSender(rdb)}
 	return c, nil
 }
 
@@ -93,7 +95,7 @@ func (c *Client) acquire(ctx context.Context, key string, wait bool, opts []Acqu
 	}
 	owner := cfg.owner
 	if !cfg.ownerSet {
-		owner = newToken()
+		owner = newToken(c.rnd)
 	}
 	a := &attempt{c: c, key: key, keys: RedisKeys(key), owner: owner, cfg: cfg, op: op}
 
@@ -141,7 +143,7 @@ func (c *Client) acquire(ctx context.Context, key string, wait bool, opts []Acqu
 			default:
 				// Free but someone else is first in line (or a key without TTL):
 				// jittered exponential backoff, capped by the refresh period.
-				d = min(d, backoff/2+rand.N(backoff/2+1))
+				d = min(d, backoff/2+c.rnd.N(backoff/2))
 				backoff = min(2*backoff, refresh)
 			}
 			timer.Reset(d)

@@ -1,10 +1,11 @@
 package fencedv1
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/lockproof/lockproof/internal/seeded"
 )
 
 // Keys are the Redis names one lock key uses. All share one hash tag, so they
@@ -43,9 +44,7 @@ func RedisKeys(key string) Keys {
 	}
 }
 
-// newToken returns a fresh 128-bit owner token from crypto/rand, hex encoded.
-func newToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go >= 1.24)
-	return hex.EncodeToString(b[:])
-}
+// newToken returns a fresh 128-bit owner token, hex encoded: from
+// crypto/rand, or from src when set (Options.Rand, a harness hook added to
+// the frozen copy so that a simulation replays it).
+func newToken(src *seeded.Source) string { return src.Token() }

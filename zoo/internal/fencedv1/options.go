@@ -3,6 +3,7 @@ package fencedv1
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 )
 
@@ -45,6 +46,9 @@ type Options struct {
 	QueueTTL time.Duration
 	// Logger receives warnings (failed cleanups, watchdog errors); nil discards them.
 	Logger *slog.Logger
+	// Rand is the harness's hook for a replayable simulation (the shipped
+	// lock's Options.Rand); nil: crypto/rand and math/rand/v2.
+	Rand rand.Source
 }
 
 func (o Options) normalize() (Options, error) {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/internal/rediscmd"
+	"github.com/lockproof/lockproof/internal/seeded"
 )
 
 // Client acquires leases on one Redis deployment (single node, Sentinel or
@@ -18,6 +18,7 @@ import (
 // Close it to stop its shared pub/sub subscription.
 type Client struct {
 	opts  Options
+	rnd   *seeded.Source // Options.Rand (a harness hook, not of the frozen algorithm)
 	notes *notifier
 	// cmds sends the scripts: each at most once, honouring ctx.
 	cmds *rediscmd.Sender
@@ -39,7 +40,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock.New: %w", err)
 	}
-	c := &Client{opts: o, notes: newNotifier(rdb, o.Logger), cmds: rediscmd.NewSender(rdb)}
+	c := &Client{opts: o, rnd: seeded.New(o.Rand), notes: newNotifier(rdb, o.Logger), cmds: rediscmd.NewSender(rdb)}
 	return c, nil
 }
 
@@ -147,7 +148,7 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	}
 	owner := cfg.owner
 	if !cfg.ownerSet {
-		owner = newToken()
+		owner = newToken(c.rnd)
 	}
 	a := &attempt{c: c, key: key, keys: RedisKeys(key), owner: owner, cfg: cfg, op: op}
 
@@ -217,7 +218,7 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 			default:
 				// Free but someone else is first in line (or a key without TTL):
 				// jittered exponential backoff, capped by the refresh period.
-				d = min(d, backoff/2+rand.N(backoff/2+1))
+				d = min(d, backoff/2+c.rnd.N(backoff/2))
 				backoff = min(2*backoff, refresh)
 			}
 			timer.Reset(d)

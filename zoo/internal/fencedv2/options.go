@@ -3,6 +3,7 @@ package fencedv2
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 )
 
@@ -62,6 +63,9 @@ type Options struct {
 	HandoffTTL time.Duration
 	// Logger receives warnings (failed cleanups, watchdog errors); nil discards them.
 	Logger *slog.Logger
+	// Rand is the harness's hook for a replayable simulation (the shipped
+	// lock's Options.Rand); nil: crypto/rand and math/rand/v2.
+	Rand rand.Source
 	// OnRenew, when set, is called around each renewal the watchdog makes:
 	// just before the renewal is sent, with the lease's key, fence and TTL;
 	// the func it returns (nil for none) is called once the renewal is

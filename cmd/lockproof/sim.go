@@ -1,0 +1,674 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/locker"
+	"github.com/lockproof/lockproof/sim"
+	"github.com/lockproof/lockproof/zoo"
+)
+
+func simCommand() command {
+	return command{summary: "run locks in virtual time on in-process Redis nodes and a simulated network, seed by seed (nothing to install)", run: runSim}
+}
+
+// simMaxSeeds bounds --seeds of a simulation: a seed costs about 0.1s of
+// one core, not the matrix's 5s.
+const simMaxSeeds = 1_000_000
+
+// simHang is how long one seed may run in wall time (it takes about 0.1s).
+const simHang = 2 * time.Minute
+
+// simJob is one seed of one lock, as a worker gets it.
+type simJob struct {
+	Lock string `json:"lock"`
+	Seed uint64 `json:"seed"`
+}
+
+// simResult is what a worker says of one job: the row (environment
+// "sim"), the history's digest, and the history itself when the parent
+// keeps it.
+type simResult struct {
+	Row     contract.Row    `json:"row"`
+	SHA256  string          `json:"sha256"`
+	History []byte          `json:"history,omitempty"`
+	Check   json.RawMessage `json:"check,omitempty"` // check.json
+}
+
+// simFlags are the flags a worker shares with its parent.
+type simFlags struct {
+	locks, seeds, faults string
+	duration             time.Duration
+}
+
+func (f *simFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.locks, "locks", zoo.FencedName, "comma-separated locks to simulate, or all (the single-Redis locks of the built-in registry)")
+	fs.StringVar(&f.seeds, "seeds", "1-100", "seeds, e.g. 1-10000 or 1,5,9")
+	fs.StringVar(&f.faults, "faults", "swarm", "swarm (each seed draws its own mix), none, or comma-separated simulated faults ("+strings.Join(sim.Names(), ", ")+")")
+	fs.DurationVar(&f.duration, "duration", 3*time.Second, "each run's length in virtual time")
+}
+
+// faultsOf resolves --faults once (sim.Mix).
+func (f *simFlags) faultsOf() (func(seed uint64) []sim.Fault, error) {
+	m, err := sim.Mix(f.faults)
+	if err != nil {
+		return nil, fmt.Errorf("--faults: %w", err)
+	}
+	return m, nil
+}
+
+// locksOf resolves --locks once.
+func (f *simFlags) locksOf(reg *locker.Registry) ([]string, error) {
+	var out []string
+	if f.locks == "all" {
+		for _, n := range reg.Names() {
+			if e, _ := reg.Lookup(n); !e.Needs.Redlock {
+				out = append(out, n)
+			}
+		}
+		return out, nil
+	}
+	for _, n := range strings.Split(f.locks, ",") {
+		n = strings.TrimSpace(n)
+		e, ok := reg.Lookup(n)
+		if !ok {
+			return nil, fmt.Errorf("--locks: %q is not a built-in lock (%v)", n, reg.Names())
+		}
+		if e.Needs.Redlock {
+			return nil, fmt.Errorf("--locks: %q needs independent masters, which the simulation does not have yet", n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// runSim is `lockproof sim`: it splits the seeds of every lock among
+// worker processes (this binary again, each on one processor, so that a
+// seed replays byte for byte), prints a line per lock, and writes the run
+// directory: sim.json (every seed counted), regressions.jsonl (the seeds
+// not as expected or unknown, and each lock's first finding of each
+// property), their histories, and summary.json with their rows
+// (environment "sim"), which `lockproof report` renders. Exit 0 when
+// every seed is as its lock's predictions say and every property predicted
+// to break broke on some seed, 1 otherwise, 3 when a verdict is unknown.
+func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f simFlags
+	f.register(fs)
+	out := fs.String("out", "", "the run directory to write (default: none, print only)")
+	workers := fs.Int("workers", runtime.NumCPU(), "worker processes, each on one processor")
+	replay := fs.String("replay", "", "replay the seeds of a regressions.jsonl and check that each gives the same history, byte for byte")
+	tries := fs.Int("tries", 3, "with --replay: runs of a seed whose history differs before it counts as different")
+	worker := fs.Bool("worker", false, "internal: run as a worker, jobs on stdin")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lockproof sim [--locks L,...] [--seeds 1-1000] [--faults swarm|none|F,...] [--duration D] [--workers N] [--out DIR]")
+		fmt.Fprintln(stderr, "       lockproof sim --replay DIR/regressions.jsonl")
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "lockproof sim: unexpected arguments %v\n", fs.Args())
+		return exitBadInput
+	}
+	if *worker {
+		return simWorker(f, os.Stdin, stdout, stderr)
+	}
+	if *workers < 1 {
+		fmt.Fprintf(stderr, "lockproof sim: --workers %d: must be at least 1\n", *workers)
+		return exitBadInput
+	}
+	if *replay != "" {
+		if *tries < 1 {
+			fmt.Fprintf(stderr, "lockproof sim: --tries %d: must be at least 1\n", *tries)
+			return exitBadInput
+		}
+		return simReplay(ctx, *replay, *workers, *tries, stdout, stderr)
+	}
+	if f.duration <= 0 {
+		fmt.Fprintf(stderr, "lockproof sim: --duration %v: must be positive\n", f.duration)
+		return exitBadInput
+	}
+	reg := zoo.Builtin()
+	locks, err := f.locksOf(reg)
+	if err == nil {
+		_, err = f.faultsOf()
+	}
+	seeds, serr := parseSeedsUpTo(f.seeds, simMaxSeeds)
+	if err = errors.Join(err, serr); err != nil {
+		fmt.Fprintf(stderr, "lockproof sim: %v\n", err)
+		return exitBadInput
+	}
+	var jobs []simJob
+	for _, l := range locks {
+		for _, s := range seeds {
+			jobs = append(jobs, simJob{Lock: l, Seed: s})
+		}
+	}
+	start := time.Now()
+	keep := func(*simResult) bool { return *out != "" }
+	results, err := simRun(ctx, f, jobs, *workers, keep, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof sim: %v\n", err)
+		if ctx.Err() != nil {
+			return exitInterrupted
+		}
+		return exitBadInput
+	}
+	elapsed := time.Since(start)
+	sum := summarize(f, locks, results, elapsed)
+	for _, l := range sum.Locks {
+		fmt.Fprintln(stdout, l.line())
+	}
+	fmt.Fprintf(stdout, "%d runs of %v of virtual time in %v on %d workers: %.0f runs a minute\n",
+		len(results), f.duration, elapsed.Round(time.Millisecond), *workers, sum.PerMinute)
+	if *out != "" {
+		if err := writeSim(*out, f, sum, results); err != nil {
+			fmt.Fprintf(stderr, "lockproof sim: %v\n", err)
+			return exitBadInput
+		}
+		fmt.Fprintf(stdout, "run directory %s\n", *out)
+	}
+	return sum.status()
+}
+
+// interesting: a row the run directory keeps (with its history).
+func interesting(r contract.Row) bool {
+	if !r.AsExpected || r.Error != "" {
+		return true
+	}
+	for _, v := range r.Verdicts {
+		if v == contract.Violated {
+			return true
+		}
+	}
+	return false
+}
+
+// simRun hands the jobs to workers and gathers their results in job order.
+func simRun(ctx context.Context, f simFlags, jobs []simJob, workers int, keep func(*simResult) bool, stderr io.Writer) ([]*simResult, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	workers = min(workers, max(len(jobs), 1))
+	results := make([]*simResult, len(jobs))
+	index := map[simJob]int{}
+	for i, j := range jobs {
+		index[j] = i
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := range workers {
+		var mine []simJob
+		for i := w; i < len(jobs); i += workers {
+			mine = append(mine, jobs[i])
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = simWorkerProcess(ctx, exe, f, mine, func(r *simResult) {
+				if !keep(r) {
+					r.History = nil
+				}
+				mu.Lock()
+				results[index[simJob{Lock: r.Row.Lock, Seed: uint64(r.Row.Seed)}]] = r
+				mu.Unlock()
+			})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for i, r := range results {
+		if r == nil {
+			return nil, fmt.Errorf("%s seed %d: no result from its worker", jobs[i].Lock, jobs[i].Seed)
+		}
+	}
+	return results, nil
+}
+
+// simWorkerProcess runs one worker process on jobs, its results to each.
+func simWorkerProcess(ctx context.Context, exe string, f simFlags, jobs []simJob, each func(*simResult)) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	cmd := exec.CommandContext(ctx, exe, "sim", "--worker", "--locks", f.locks, "--faults", f.faults,
+		"--duration", f.duration.String(), "--seeds", "1")
+	var in bytes.Buffer
+	enc := json.NewEncoder(&in)
+	for _, j := range jobs {
+		if err := enc.Encode(j); err != nil {
+			return err
+		}
+	}
+	cmd.Stdin = &in
+	var errBuf bytes.Buffer
+	cmd.Stderr = &errBuf
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(pipe)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	var readErr error
+	for sc.Scan() {
+		var r simResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			readErr = fmt.Errorf("worker: %w", err)
+			break
+		}
+		each(&r)
+	}
+	readErr = errors.Join(readErr, sc.Err())
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("worker: %w: %s", err, lastLines(errBuf.String(), 20))
+	}
+	return readErr
+}
+
+// lastLines is the tail of a worker's stderr, for an error.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// simWorker runs the jobs read from in, one JSON line of simResult each
+// on out. testing/synctest needs a *testing.T: the worker runs the jobs
+// as the one test of testing.Main, then exits with the code.
+func simWorker(f simFlags, in io.Reader, out, stderr io.Writer) int {
+	faultsOf, err := f.faultsOf()
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof sim --worker: %v\n", err)
+		return exitBadInput
+	}
+	var jobs []simJob
+	dec := json.NewDecoder(in)
+	for {
+		var j simJob
+		if err := dec.Decode(&j); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			fmt.Fprintf(stderr, "lockproof sim --worker: jobs: %v\n", err)
+			return exitBadInput
+		}
+		jobs = append(jobs, j)
+	}
+	// go-redis logs a failed dial through its process-wide logger; a cut
+	// in the simulation makes many, and the results say what happened.
+	redis.SetLogger(quietLogger{})
+	reg := zoo.Builtin()
+	code := exitOK
+	body := func(t *testing.T) {
+		w := bufio.NewWriter(out)
+		enc := json.NewEncoder(w)
+		for _, j := range jobs {
+			// A bubble whose clock stops (a goroutine waiting on a mutex
+			// is not durably blocked) would hang the worker for good: say
+			// which seed, with the goroutines, and stop.
+			hung := time.AfterFunc(simHang, func() {
+				fmt.Fprintf(stderr, "lockproof sim: %s seed %d ran %v of wall time without ending: the simulation's clock stopped\n", j.Lock, j.Seed, simHang)
+				_ = pprof.Lookup("goroutine").WriteTo(stderr, 2)
+				os.Exit(exitUnknown)
+			})
+			r := simOne(t, reg, f, faultsOf(j.Seed), j)
+			hung.Stop()
+			if err := enc.Encode(r); err != nil {
+				fmt.Fprintf(stderr, "lockproof sim --worker: %v\n", err)
+				code = exitBadInput
+				break
+			}
+		}
+		if err := w.Flush(); err != nil {
+			code = exitBadInput
+		}
+		os.Exit(code) // before testing.Main prints PASS on the results' stream
+	}
+	os.Args = os.Args[:1] // testing.Main parses the process's flags: it has none of its own
+	testing.Main(func(string, string) (bool, error) { return true, nil },
+		[]testing.InternalTest{{Name: "LockproofSim", F: body}}, nil, nil)
+	return code
+}
+
+// quietLogger drops go-redis's log lines.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// simOne runs one job and makes its result.
+func simOne(t *testing.T, reg *locker.Registry, f simFlags, faults []sim.Fault, j simJob) *simResult {
+	start := time.Now()
+	row := contract.Row{Lock: j.Lock, Fault: f.faults, Seed: int64(j.Seed), Environment: contract.EnvSim,
+		FaultName: sim.Label(faults), History: path(contract.ScenarioID(j.Lock, "sim", int64(j.Seed)), contract.HistoryFile)}
+	r, err := sim.Simulate(t, sim.Scenario{Locks: reg, Lock: j.Lock, Seed: j.Seed, Duration: f.duration, Faults: faults})
+	row.ElapsedMs = time.Since(start).Milliseconds()
+	if err != nil {
+		row.Error = err.Error()
+		return &simResult{Row: row}
+	}
+	hist, digest, err := sim.Encode(r.Ops)
+	if err != nil {
+		row.Error = err.Error()
+		return &simResult{Row: row}
+	}
+	row.Ops = len(r.Ops)
+	row.Verdicts, row.Expected = contract.Verdicts{}, contract.Verdicts{}
+	for _, p := range r.Check.Props {
+		row.Verdicts[p.ID] = p.Verdict
+		w := r.Expected.Want(p.ID)
+		if v := w.Verdict(); v != "" {
+			row.Expected[p.ID] = v
+		} else if w == contract.WantMay {
+			row.MayViolate = append(row.MayViolate, p.ID)
+		}
+	}
+	row.Mismatches = r.Mismatches
+	row.AsExpected = len(r.Mismatches) == 0 && len(r.Unknown) == 0
+	var ev []string
+	for _, o := range r.Ops {
+		if o.Kind == history.Fault && o.Evidence != "" {
+			ev = append(ev, o.Evidence)
+		}
+	}
+	row.FaultEvidence = strings.Join(ev, "; ")
+	res := &simResult{Row: row, SHA256: digest}
+	if interesting(row) {
+		// Only these reach the run directory: the others cost no pipe.
+		res.History = hist
+		if res.Check, err = json.Marshal(r.Check); err != nil {
+			res.Row.Error = err.Error()
+		}
+	}
+	return res
+}
+
+// path joins run-directory path parts with slashes.
+func path(parts ...string) string { return strings.Join(parts, "/") }
+
+// simSummary is sim.json.
+type simSummary struct {
+	Faults     string        `json:"faults"`
+	DurationMs int64         `json:"duration_ms"`
+	Runs       int           `json:"runs"`
+	ElapsedMs  int64         `json:"elapsed_ms"`
+	PerMinute  float64       `json:"runs_per_minute"`
+	Locks      []*simLockSum `json:"locks"`
+}
+
+// simLockSum counts one lock's seeds.
+type simLockSum struct {
+	Lock       string `json:"lock"`
+	Seeds      int    `json:"seeds"`
+	AsExpected int    `json:"as_expected"`
+	Unknown    int    `json:"unknown"`
+	Failed     int    `json:"failed"`
+	// Violated counts, per property, the seeds that broke it; First is
+	// the first seed (in the order run) that did: seeds to first finding.
+	Violated map[string]int    `json:"violated"`
+	First    map[string]uint64 `json:"first"`
+	// Missed lists the properties that one fault alone (--faults F)
+	// predicts broken and no seed broke.
+	Missed []string `json:"missed,omitempty"`
+	// NotAsExpected are the seeds whose verdicts the predictions do not
+	// allow, with why (the first 20).
+	NotAsExpected []string `json:"not_as_expected,omitempty"`
+}
+
+func (l *simLockSum) line() string {
+	var found []string
+	for _, id := range contract.PropertyIDs() {
+		if n := l.Violated[id]; n > 0 {
+			found = append(found, fmt.Sprintf("%s on %d (first seed %d)", id, n, l.First[id]))
+		}
+	}
+	s := fmt.Sprintf("%-12s %d seeds: %d as expected, %d not, %d unknown, %d failed", l.Lock, l.Seeds, l.AsExpected,
+		l.Seeds-l.AsExpected-l.Unknown-l.Failed, l.Unknown, l.Failed)
+	if len(found) > 0 {
+		s += "; violated: " + strings.Join(found, ", ")
+	}
+	if len(l.Missed) > 0 {
+		s += "; MISSED (predicted broken, never broke): " + strings.Join(l.Missed, ", ")
+	}
+	for _, n := range l.NotAsExpected {
+		s += "\n  " + n
+	}
+	return s
+}
+
+func summarize(f simFlags, locks []string, results []*simResult, elapsed time.Duration) *simSummary {
+	s := &simSummary{Faults: f.faults, DurationMs: f.duration.Milliseconds(), Runs: len(results), ElapsedMs: elapsed.Milliseconds()}
+	if elapsed > 0 {
+		s.PerMinute = float64(len(results)) / elapsed.Minutes()
+	}
+	by := map[string]*simLockSum{}
+	for _, l := range locks {
+		by[l] = &simLockSum{Lock: l, Violated: map[string]int{}, First: map[string]uint64{}}
+		s.Locks = append(s.Locks, by[l])
+	}
+	predicted := map[string]map[string]bool{} // lock -> properties a single fault predicts broken
+	for _, r := range results {
+		l := by[r.Row.Lock]
+		l.Seeds++
+		switch {
+		case r.Row.Error != "":
+			l.Failed++
+			l.note(fmt.Sprintf("seed %d: failed: %s", r.Row.Seed, r.Row.Error))
+			continue
+		case !r.Row.Conclusive():
+			l.Unknown++
+			l.note(fmt.Sprintf("seed %d (%s): unknown verdicts", r.Row.Seed, r.Row.FaultName))
+		case r.Row.AsExpected:
+			l.AsExpected++
+		default:
+			l.note(fmt.Sprintf("seed %d (%s): %s", r.Row.Seed, r.Row.FaultName, strings.Join(r.Row.Mismatches, "; ")))
+		}
+		if predicted[l.Lock] == nil {
+			predicted[l.Lock] = map[string]bool{}
+		}
+		for id, v := range r.Row.Expected {
+			if v == contract.Violated {
+				predicted[l.Lock][id] = true
+			}
+		}
+		for id, v := range r.Row.Verdicts {
+			if v != contract.Violated {
+				continue
+			}
+			if l.Violated[id] == 0 {
+				l.First[id] = uint64(r.Row.Seed)
+			}
+			l.Violated[id]++
+		}
+	}
+	for _, l := range s.Locks {
+		for id := range predicted[l.Lock] {
+			if l.Violated[id] == 0 {
+				l.Missed = append(l.Missed, id)
+			}
+		}
+		slices.Sort(l.Missed)
+	}
+	return s
+}
+
+func (l *simLockSum) note(s string) {
+	if len(l.NotAsExpected) < 20 {
+		l.NotAsExpected = append(l.NotAsExpected, s)
+	}
+}
+
+// status is the exit code: 1 for a seed not as expected or a predicted
+// break never seen, 3 for an unknown verdict or a failed run.
+func (s *simSummary) status() int {
+	code := exitOK
+	for _, l := range s.Locks {
+		if l.Seeds-l.AsExpected-l.Unknown-l.Failed > 0 || len(l.Missed) > 0 {
+			return exitViolation
+		}
+		if l.Unknown+l.Failed > 0 {
+			code = exitUnknown
+		}
+	}
+	return code
+}
+
+// writeSim writes the run directory.
+func writeSim(dir string, f simFlags, sum *simSummary, results []*simResult) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var rows []contract.Row
+	var regs []sim.Regression
+	first := map[string]bool{}
+	for _, r := range results {
+		if r.History == nil {
+			continue
+		}
+		why := ""
+		switch {
+		case r.Row.Error != "":
+			why = "failed"
+		case !r.Row.Conclusive():
+			why = "unknown"
+		case !r.Row.AsExpected:
+			why = "not as expected"
+		}
+		for _, id := range contract.PropertyIDs() {
+			if r.Row.Verdicts[id] == contract.Violated && !first[r.Row.Lock+" "+id] {
+				first[r.Row.Lock+" "+id] = true
+				why = strings.TrimPrefix(why+", first violated "+id, ", ")
+			}
+		}
+		p := filepath.Join(dir, filepath.FromSlash(r.Row.History))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, r.History, 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(filepath.Dir(p), contract.CheckFile), r.Check, 0o644); err != nil {
+			return err
+		}
+		rows = append(rows, r.Row)
+		if why != "" {
+			regs = append(regs, sim.Regression{Lock: r.Row.Lock, Seed: uint64(r.Row.Seed), Faults: f.faults,
+				DurationMs: f.duration.Milliseconds(), SHA256: r.SHA256, Why: why})
+		}
+	}
+	var errs []error
+	errs = append(errs, writeJSONFile(filepath.Join(dir, "sim.json"), sum))
+	errs = append(errs, writeJSONFile(filepath.Join(dir, contract.SummaryFile), contract.Summary{Scenarios: rows}))
+	var b bytes.Buffer
+	for _, r := range regs {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		b.Write(append(line, '\n'))
+	}
+	errs = append(errs, os.WriteFile(filepath.Join(dir, "regressions.jsonl"), b.Bytes(), 0o644))
+	return errors.Join(errs...)
+}
+
+func writeJSONFile(p string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(p, append(b, '\n'), 0o644)
+}
+
+// simReplay reruns the seeds of a regressions file and compares each
+// history's digest with the one saved: exit 0 when all replay byte for
+// byte (within tries runs each), 1 when one differs, 2 for a bad file.
+func simReplay(ctx context.Context, file string, workers, tries int, stdout, stderr io.Writer) int {
+	regs, err := sim.ReadRegressions(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof sim: %v\n", err)
+		return exitBadInput
+	}
+	code := exitOK
+	// One worker per setting: a file may mix faults and durations.
+	type setting struct {
+		faults string
+		d      time.Duration
+	}
+	groups := map[setting][]sim.Regression{}
+	var order []setting
+	for _, r := range regs {
+		s := setting{r.Faults, time.Duration(r.DurationMs) * time.Millisecond}
+		if _, ok := groups[s]; !ok {
+			order = append(order, s)
+		}
+		groups[s] = append(groups[s], r)
+	}
+	for _, s := range order {
+		rs := groups[s]
+		var locks []string
+		for _, r := range rs {
+			if !slices.Contains(locks, r.Lock) {
+				locks = append(locks, r.Lock)
+			}
+		}
+		f := simFlags{locks: strings.Join(locks, ","), faults: s.faults, duration: s.d}
+		// A seed of a lock with pub/sub and a watchdog can take another
+		// path on a replay (README, "The simulation": goroutines woken at
+		// one virtual instant): such a seed is run again, up to tries in
+		// all, and its line says on which try it matched.
+		left := rs
+		for try := 1; try <= tries && len(left) > 0; try++ {
+			var jobs []simJob
+			for _, r := range left {
+				jobs = append(jobs, simJob{Lock: r.Lock, Seed: r.Seed})
+			}
+			results, err := simRun(ctx, f, jobs, workers, func(*simResult) bool { return false }, stderr)
+			if err != nil {
+				fmt.Fprintf(stderr, "lockproof sim: replay: %v\n", err)
+				return exitBadInput
+			}
+			var again []sim.Regression
+			for i, r := range results {
+				reg := left[i]
+				switch {
+				case r.SHA256 == reg.SHA256:
+					fmt.Fprintf(stdout, "replayed %s seed %d (%s): same history %s (try %d)\n", reg.Lock, reg.Seed, reg.Why, r.SHA256[:12], try)
+				case try < tries:
+					again = append(again, reg)
+				default:
+					fmt.Fprintf(stdout, "DIFFERS %s seed %d (%s): history %s, saved %s (%d tries)\n", reg.Lock, reg.Seed, reg.Why, r.SHA256[:12], reg.SHA256[:12], tries)
+					code = exitViolation
+				}
+			}
+			left = again
+		}
+	}
+	return code
+}

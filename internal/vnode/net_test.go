@@ -1,0 +1,131 @@
+package vnode
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func client(n *Net, name, addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, Dialer: n.Dialer(name), ContextTimeoutEnabled: true,
+		MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+}
+
+// TestNetFaults: a delay costs its virtual time, a cut drops a client's
+// messages (its call times out, another client's passes), a paused node
+// holds requests until it resumes (and then serves them), a lost reply
+// leaves a command that ran, and keys expire on the bubble's clock.
+func TestNetFaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const addr = "127.0.0.1:1"
+		n := NewNet(1, addr)
+		defer n.Close()
+		a, b := client(n, "a", addr), client(n, "b", addr)
+		defer a.Close()
+		defer b.Close()
+		ctx := context.Background()
+		if err := a.Set(ctx, "k", "v", 100*time.Millisecond).Err(); err != nil {
+			t.Fatal(err)
+		}
+
+		if err := n.SetRates(Rates{Delay: 5 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := a.Get(ctx, "k").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 10*time.Millisecond {
+			t.Errorf("a round trip took %v, want 10ms (5ms each way)", d)
+		}
+		_ = n.SetRates(Rates{})
+
+		time.Sleep(100 * time.Millisecond)
+		if err := a.Get(ctx, "k").Err(); !errors.Is(err, redis.Nil) {
+			t.Errorf("a key with a 100ms TTL, 110ms later: %v, want redis.Nil", err)
+		}
+
+		n.Cut("a")
+		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		err := a.Set(cctx, "c", "1", 0).Err()
+		cancel()
+		if err == nil {
+			t.Error("a cut-off client's SET returned ok")
+		}
+		if err := b.Set(ctx, "d", "1", 0).Err(); err != nil {
+			t.Errorf("another client during the cut: %v", err)
+		}
+		n.Heal()
+		if got := n.Node(addr).M.Exists("c"); got {
+			t.Error("a cut-off client's SET reached the node")
+		}
+		if c := n.Counts(); c.Blackholed == 0 {
+			t.Errorf("counts %+v: nothing blackholed", c)
+		}
+
+		n.Pause(addr)
+		done := make(chan error, 1)
+		go func() { done <- b.Set(ctx, "p", "1", 0).Err() }()
+		time.Sleep(300 * time.Millisecond)
+		select {
+		case err := <-done:
+			t.Fatalf("a SET to a paused node returned: %v", err)
+		default:
+		}
+		n.Resume()
+		if err := <-done; err != nil {
+			t.Errorf("the held SET after the node resumed: %v", err)
+		}
+
+		if err := n.SetRates(Rates{LoseReply: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Set(ctx, "l", "1", 0).Err(); err == nil {
+			t.Error("a SET whose reply was lost returned ok")
+		}
+		_ = n.SetRates(Rates{})
+		if !n.Node(addr).M.Exists("l") {
+			t.Error("the command whose reply was lost did not run")
+		}
+	})
+}
+
+// TestRatesValidate names the field out of range.
+func TestRatesValidate(t *testing.T) {
+	for _, c := range []struct {
+		r     Rates
+		field string
+	}{{Rates{Delay: -1}, "Delay"}, {Rates{Jitter: -1}, "Jitter"}, {Rates{Drop: 2}, "Drop"}, {Rates{LoseReply: -0.1}, "LoseReply"}} {
+		if err := c.r.Validate(); err == nil || !strings.Contains(err.Error(), "Rates."+c.field) {
+			t.Errorf("%+v: %v, want an error naming %s", c.r, err, c.field)
+		}
+	}
+	if err := (Rates{Delay: time.Millisecond, Drop: 0.5}).Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestOnlySetUp: a connection's set-up commands (delivered at once, never
+// lost: see message) are told from the first other command.
+func TestOnlySetUp(t *testing.T) {
+	for _, c := range []struct {
+		msg  string
+		want bool
+	}{
+		{"*2\r\n$5\r\nhello\r\n$1\r\n3\r\n", true},
+		{"*4\r\n$6\r\nCLIENT\r\n$7\r\nSETINFO\r\n$8\r\nLIB-NAME\r\n$8\r\ngo-redis\r\n*4\r\n$6\r\nCLIENT\r\n$7\r\nSETINFO\r\n$7\r\nLIB-VER\r\n$1\r\n9\r\n", true},
+		{"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", false},
+		{"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", false},
+		{"*2\r\n$5\r\nhel", false},
+		{"", false},
+	} {
+		if got := onlySetUp([]byte(c.msg)); got != c.want {
+			t.Errorf("%q: %v, want %v", c.msg, got, c.want)
+		}
+	}
+}
