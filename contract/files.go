@@ -17,6 +17,10 @@ const (
 	JSONFile          = "report.json"
 	// DetectFile is the table `lockproof run --detect` writes.
 	DetectFile = "detect.md"
+	// SimFile and RegressionsFile are what `lockproof sim --out` writes
+	// beside summary.json: every seed counted, and the seeds to replay.
+	SimFile         = "sim.json"
+	RegressionsFile = "regressions.jsonl"
 )
 
 // ScenarioID names a scenario and its directory in a run directory:

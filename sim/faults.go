@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/nemesis"
@@ -122,8 +121,8 @@ func Label(fs []Fault) string {
 	return strings.Join(names, "+")
 }
 
-// window is a nemesis.Fault of the simulation: start and stop act, the
-// evidence says what they did.
+// window is a nemesis.Fault of the simulation: start and stop act (stop
+// may be nil), the evidence says what they did.
 type window struct {
 	name        string
 	start, stop func()
@@ -145,12 +144,7 @@ func (w *window) Stop(context.Context) error {
 }
 
 // Evidence implements nemesis.Witness.
-func (w *window) Evidence() nemesis.Evidence {
-	if w.evidence == nil {
-		return nemesis.Evidence{Text: w.name, Bit: true}
-	}
-	return nemesis.Evidence{Text: w.evidence(), Bit: true}
-}
+func (w *window) Evidence() nemesis.Evidence { return nemesis.Evidence{Text: w.evidence(), Bit: true} }
 
 // wait waits for the fault's moment, drawn in the first half of the run
 // after its first tenth; false when the run ended first.
@@ -191,24 +185,22 @@ func (s *striking) jitter() time.Duration {
 	return time.Duration(s.rng.Int64N(int64(time.Millisecond)))
 }
 
-// rates changes the network's rates for a window and puts them back.
-func (s *striking) rates(name string, r vnode.Rates, evidence func(before, after vnode.Counts) string) error {
+// onNet applies a window of the network, 3 TTLs long, whose evidence
+// says (say) what the network did in it: the counts from its start to
+// its end. nemesis.Apply starts the window and reads its evidence in one
+// goroutine.
+func (s *striking) onNet(name string, start, stop func(), say func(before, after vnode.Counts) string) error {
 	var before vnode.Counts
-	var mu sync.Mutex
 	return s.window(&window{name: name,
-		start: func() {
-			mu.Lock()
-			before = s.net.Counts()
-			mu.Unlock()
-			_ = s.net.SetRates(r)
-		},
-		stop: func() { _ = s.net.SetRates(vnode.Rates{}) },
-		evidence: func() string {
-			mu.Lock()
-			defer mu.Unlock()
-			return evidence(before, s.net.Counts())
-		},
+		start:    func() { before = s.net.Counts(); start() },
+		stop:     stop,
+		evidence: func() string { return say(before, s.net.Counts()) },
 	}, 3*s.ttl)
+}
+
+// rates changes the network's rates for a window and puts them back.
+func (s *striking) rates(name string, r vnode.Rates, say func(before, after vnode.Counts) string) error {
+	return s.onNet(name, func() { _ = s.net.SetRates(r) }, func() { _ = s.net.SetRates(vnode.Rates{}) }, say)
 }
 
 func strikeLatency(s *striking) error {
@@ -246,14 +238,9 @@ func strikePartition(s *striking) error {
 	}
 	slices.Sort(names)
 	name := fmt.Sprintf("%s %v", contract.FaultPartition, names)
-	var before vnode.Counts
-	return s.window(&window{name: name,
-		start: func() { before = s.net.Counts(); s.net.Cut(names...) },
-		stop:  s.net.Heal,
-		evidence: func() string {
-			return fmt.Sprintf("%s: %d messages dropped", name, s.net.Counts().Blackholed-before.Blackholed)
-		},
-	}, 3*s.ttl)
+	return s.onNet(name, func() { s.net.Cut(names...) }, s.net.Heal, func(b, a vnode.Counts) string {
+		return fmt.Sprintf("%s: %d messages dropped", name, a.Blackholed-b.Blackholed)
+	})
 }
 
 // onHolder waits for the fault's moment and a holder drawn from the
@@ -308,13 +295,10 @@ func strikePauseServer(s *striking) error {
 	if !s.wait() {
 		return nil
 	}
-	var before vnode.Counts
 	name := contract.FaultPauseServer + " " + masterAddr
-	return s.window(&window{name: name,
-		start:    func() { before = s.net.Counts(); s.net.Pause(masterAddr) },
-		stop:     s.net.Resume,
-		evidence: func() string { return fmt.Sprintf("%s: %d messages held", name, s.net.Counts().Held-before.Held) },
-	}, 3*s.ttl)
+	return s.onNet(name, func() { s.net.Pause(masterAddr) }, s.net.Resume, func(b, a vnode.Counts) string {
+		return fmt.Sprintf("%s: %d messages held", name, a.Held-b.Held)
+	})
 }
 
 func strikeCrashClient(s *striking, v *workload.Client) error {

@@ -8,10 +8,14 @@
 // same predictions (runner.Predict).
 //
 // A seed decides everything: the workload's choices, the faults (Swarm
-// draws a seed's own mix), their moments and victims, and every message's
-// fate. The bubble runs on one processor (GOMAXPROCS 1 for the run), so
-// that goroutines woken at one instant run in the same order every time:
-// a seed replays its history byte for byte (TestSeedReplays).
+// draws a seed's own mix), their moments and victims, every message's
+// fate, and the lock's own tokens and jitter (workload.Config.Replayable).
+// The bubble runs on one processor (GOMAXPROCS 1 for the run) with no
+// garbage collection, so that goroutines woken at one instant run in the
+// same order: the locks without pub/sub or a watchdog replay a seed byte
+// for byte (TestSeedReplays); the fenced locks most seeds, not all
+// (goroutines woken at one virtual instant by timers of the lock's own
+// still run in an order Go does not fix; README, "The simulation").
 package sim
 
 import (
@@ -61,7 +65,7 @@ type Result struct {
 	Check *checker.Result
 	// Expected is what the lock's predictions say of the run: per
 	// property, ok when every fault of the run predicts it holds
-	// (runner.Predict), else what the faults allow (Merge).
+	// (runner.Predict), else what the faults allow (expect).
 	Expected locker.Prediction
 	// Mismatches name the properties whose verdict the prediction does
 	// not allow ("lease violated, expected ok"); Unknown those undecided.

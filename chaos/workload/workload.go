@@ -456,7 +456,7 @@ func New(ctx context.Context, e env.Env, cfg Config) (*Workload, error) {
 // master holds the locks, fenced the resources (addresses the dialers
 // understand). It is the workload of a simulation, whose nodes are
 // in-process and whose network is its own (a dialer per client lets it
-// cut, reset and draw per client). Processes and Redlock are not
+// cut and draw per client). Processes and Redlock are not
 // supported. Close releases the clients.
 func NewOn(cfg Config, dialFor func(client string) func(ctx context.Context, network, addr string) (net.Conn, error), master, fenced string) (*Workload, error) {
 	cfg, err := cfg.withDefaults()

@@ -203,8 +203,9 @@ func writeHTML(ctx context.Context, path string, ops []history.Op, res *checker.
 	return nil
 }
 
-func writeJSON(path string, res *checker.Result) error {
-	b, err := json.MarshalIndent(res, "", "  ")
+// writeJSON writes v, indented, to path (check --json, lockproof sim's files).
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("json: %w", err)
 	}

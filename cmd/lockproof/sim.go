@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -169,8 +170,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	start := time.Now()
-	keep := func(*simResult) bool { return *out != "" }
-	results, err := simRun(ctx, f, jobs, *workers, keep, stderr)
+	results, err := simRun(ctx, f, jobs, *workers, *out != "")
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof sim: %v\n", err)
 		if ctx.Err() != nil {
@@ -208,19 +208,16 @@ func interesting(r contract.Row) bool {
 	return false
 }
 
-// simRun hands the jobs to workers and gathers their results in job order.
-func simRun(ctx context.Context, f simFlags, jobs []simJob, workers int, keep func(*simResult) bool, stderr io.Writer) ([]*simResult, error) {
+// simRun hands the jobs to workers and gathers their results in job order
+// (worker w gets jobs w, w+workers, ..., and answers them in that order).
+// keep: the run directory wants the kept rows' histories.
+func simRun(ctx context.Context, f simFlags, jobs []simJob, workers int, keep bool) ([]*simResult, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	workers = min(workers, max(len(jobs), 1))
 	results := make([]*simResult, len(jobs))
-	index := map[simJob]int{}
-	for i, j := range jobs {
-		index[j] = i
-	}
-	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make([]error, workers)
 	for w := range workers {
@@ -231,13 +228,17 @@ func simRun(ctx context.Context, f simFlags, jobs []simJob, workers int, keep fu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[w] = simWorkerProcess(ctx, exe, f, mine, func(r *simResult) {
-				if !keep(r) {
-					r.History = nil
+			next := w
+			errs[w] = simWorkerProcess(ctx, exe, f, mine, func(r *simResult) error {
+				if next >= len(jobs) || r.Row.Lock != jobs[next].Lock || uint64(r.Row.Seed) != jobs[next].Seed {
+					return fmt.Errorf("worker %d: a result for %s seed %d out of turn", w, r.Row.Lock, r.Row.Seed)
 				}
-				mu.Lock()
-				results[index[simJob{Lock: r.Row.Lock, Seed: uint64(r.Row.Seed)}]] = r
-				mu.Unlock()
+				if !keep {
+					r.History, r.Check = nil, nil
+				}
+				results[next] = r
+				next += workers
+				return nil
 			})
 		}()
 	}
@@ -254,12 +255,13 @@ func simRun(ctx context.Context, f simFlags, jobs []simJob, workers int, keep fu
 }
 
 // simWorkerProcess runs one worker process on jobs, its results to each.
-func simWorkerProcess(ctx context.Context, exe string, f simFlags, jobs []simJob, each func(*simResult)) error {
+func simWorkerProcess(ctx context.Context, exe string, f simFlags, jobs []simJob, each func(*simResult) error) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	cmd := exec.CommandContext(ctx, exe, "sim", "--worker", "--locks", f.locks, "--faults", f.faults,
-		"--duration", f.duration.String(), "--seeds", "1")
+	// The worker reads its jobs (locks and seeds) from stdin: of the
+	// flags it takes the faults and the duration.
+	cmd := exec.CommandContext(ctx, exe, "sim", "--worker", "--faults", f.faults, "--duration", f.duration.String())
 	var in bytes.Buffer
 	enc := json.NewEncoder(&in)
 	for _, j := range jobs {
@@ -286,9 +288,12 @@ func simWorkerProcess(ctx context.Context, exe string, f simFlags, jobs []simJob
 			readErr = fmt.Errorf("worker: %w", err)
 			break
 		}
-		each(&r)
+		if readErr = each(&r); readErr != nil {
+			break
+		}
 	}
 	readErr = errors.Join(readErr, sc.Err())
+	_, _ = io.Copy(io.Discard, pipe) // after an error: the worker must not block on a full pipe
 	if err := cmd.Wait(); err != nil {
 		return fmt.Errorf("worker: %w: %s", err, lastLines(errBuf.String(), 20))
 	}
@@ -367,7 +372,7 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 func simOne(t *testing.T, reg *locker.Registry, f simFlags, faults []sim.Fault, j simJob) *simResult {
 	start := time.Now()
 	row := contract.Row{Lock: j.Lock, Fault: f.faults, Seed: int64(j.Seed), Environment: contract.EnvSim,
-		FaultName: sim.Label(faults), History: path(contract.ScenarioID(j.Lock, "sim", int64(j.Seed)), contract.HistoryFile)}
+		FaultName: sim.Label(faults), History: path.Join(contract.ScenarioID(j.Lock, "sim", int64(j.Seed)), contract.HistoryFile)}
 	r, err := sim.Simulate(t, sim.Scenario{Locks: reg, Lock: j.Lock, Seed: j.Seed, Duration: f.duration, Faults: faults})
 	row.ElapsedMs = time.Since(start).Milliseconds()
 	if err != nil {
@@ -410,9 +415,6 @@ func simOne(t *testing.T, reg *locker.Registry, f simFlags, faults []sim.Fault, 
 	return res
 }
 
-// path joins run-directory path parts with slashes.
-func path(parts ...string) string { return strings.Join(parts, "/") }
-
 // simSummary is sim.json.
 type simSummary struct {
 	Faults     string        `json:"faults"`
@@ -450,7 +452,7 @@ func (l *simLockSum) line() string {
 		}
 	}
 	s := fmt.Sprintf("%-12s %d seeds: %d as expected, %d not, %d unknown, %d failed", l.Lock, l.Seeds, l.AsExpected,
-		l.Seeds-l.AsExpected-l.Unknown-l.Failed, l.Unknown, l.Failed)
+		l.notAsExpected(), l.Unknown, l.Failed)
 	if len(found) > 0 {
 		s += "; violated: " + strings.Join(found, ", ")
 	}
@@ -519,6 +521,10 @@ func summarize(f simFlags, locks []string, results []*simResult, elapsed time.Du
 	return s
 }
 
+// notAsExpected counts the seeds that were decided and failed or
+// unknown neither, and broke a prediction.
+func (l *simLockSum) notAsExpected() int { return l.Seeds - l.AsExpected - l.Unknown - l.Failed }
+
 func (l *simLockSum) note(s string) {
 	if len(l.NotAsExpected) < 20 {
 		l.NotAsExpected = append(l.NotAsExpected, s)
@@ -530,7 +536,7 @@ func (l *simLockSum) note(s string) {
 func (s *simSummary) status() int {
 	code := exitOK
 	for _, l := range s.Locks {
-		if l.Seeds-l.AsExpected-l.Unknown-l.Failed > 0 || len(l.Missed) > 0 {
+		if l.notAsExpected() > 0 || len(l.Missed) > 0 {
 			return exitViolation
 		}
 		if l.Unknown+l.Failed > 0 {
@@ -584,8 +590,8 @@ func writeSim(dir string, f simFlags, sum *simSummary, results []*simResult) err
 		}
 	}
 	var errs []error
-	errs = append(errs, writeJSONFile(filepath.Join(dir, "sim.json"), sum))
-	errs = append(errs, writeJSONFile(filepath.Join(dir, contract.SummaryFile), contract.Summary{Scenarios: rows}))
+	errs = append(errs, writeJSON(filepath.Join(dir, contract.SimFile), sum))
+	errs = append(errs, writeJSON(filepath.Join(dir, contract.SummaryFile), contract.Summary{Scenarios: rows}))
 	var b bytes.Buffer
 	for _, r := range regs {
 		line, err := json.Marshal(r)
@@ -594,16 +600,8 @@ func writeSim(dir string, f simFlags, sum *simSummary, results []*simResult) err
 		}
 		b.Write(append(line, '\n'))
 	}
-	errs = append(errs, os.WriteFile(filepath.Join(dir, "regressions.jsonl"), b.Bytes(), 0o644))
+	errs = append(errs, os.WriteFile(filepath.Join(dir, contract.RegressionsFile), b.Bytes(), 0o644))
 	return errors.Join(errs...)
-}
-
-func writeJSONFile(p string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(p, append(b, '\n'), 0o644)
 }
 
 // simReplay reruns the seeds of a regressions file and compares each
@@ -649,7 +647,7 @@ func simReplay(ctx context.Context, file string, workers, tries int, stdout, std
 			for _, r := range left {
 				jobs = append(jobs, simJob{Lock: r.Lock, Seed: r.Seed})
 			}
-			results, err := simRun(ctx, f, jobs, workers, func(*simResult) bool { return false }, stderr)
+			results, err := simRun(ctx, f, jobs, workers, false)
 			if err != nil {
 				fmt.Fprintf(stderr, "lockproof sim: replay: %v\n", err)
 				return exitBadInput

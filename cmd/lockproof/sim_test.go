@@ -51,7 +51,7 @@ func TestSimBinary(t *testing.T) {
 		}
 	}
 	var sum simSummary
-	b, err := os.ReadFile(filepath.Join(dir, "sim.json"))
+	b, err := os.ReadFile(filepath.Join(dir, contract.SimFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestSimBinary(t *testing.T) {
 	if code, out, errOut := runBin(t, bin, "sim", "--locks", "lua,setnx", "--seeds", "1-6", "--out", dir); code != exitOK {
 		t.Fatalf("sim: exit %d\n%s\n%s", code, out, errOut)
 	}
-	regs := filepath.Join(dir, "regressions.jsonl")
+	regs := filepath.Join(dir, contract.RegressionsFile)
 	saved, err := sim.ReadRegressions(regs)
 	if err != nil {
 		t.Fatal(err)

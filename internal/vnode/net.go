@@ -53,7 +53,7 @@ type Counts struct {
 	// Messages is how many were delivered; Dropped and LostReplies how
 	// many requests and replies were lost (each with a reset); Blackholed
 	// how many a cut dropped; Held how many requests waited out a pause;
-	// Resets the connections reset by a fault (losses, Reset).
+	// Resets the connections a lost message reset.
 	Messages, Dropped, LostReplies, Blackholed, Held, Resets int
 }
 
@@ -137,7 +137,7 @@ func (n *Net) Counts() Counts {
 }
 
 // Dialer returns the dialer of client (go-redis's Options.Dialer): the
-// connections it makes are that client's, for Cut, Crash and the draws.
+// connections it makes are that client's, for Cut and the draws.
 func (n *Net) Dialer(client string) Dialer {
 	return func(ctx context.Context, _, addr string) (net.Conn, error) {
 		node, ok := n.nodes[addr]
@@ -211,23 +211,6 @@ func (n *Net) lift(set map[string]bool) {
 	n.wake()
 }
 
-// Reset resets every connection of the clients; it returns how many.
-func (n *Net) Reset(clients ...string) int {
-	n.mu.Lock()
-	var ls []*link
-	for l := range n.links {
-		if slices.Contains(clients, l.client) {
-			ls = append(ls, l)
-		}
-	}
-	n.counts.Resets += len(ls)
-	n.mu.Unlock()
-	for _, l := range ls {
-		l.close()
-	}
-	return len(ls)
-}
-
 // wake wakes the pumps waiting out a cut or a pause. n.mu is held.
 func (n *Net) wake() {
 	close(n.change)
@@ -263,9 +246,9 @@ type link struct {
 	client string
 	cs, ms net.Conn
 	rng    *rand.Rand // guarded by net.mu
-	// setUp is 0 until the connection's first request that is not a
-	// set-up command (guarded by net.mu).
-	setUp int
+	// pastSetUp: the connection has sent a request that is not a set-up
+	// command (guarded by net.mu).
+	pastSetUp bool
 
 	once sync.Once
 	done chan struct{}
@@ -303,13 +286,10 @@ func (l *link) start() {
 func (l *link) handshaking(up bool, b []byte) bool {
 	l.net.mu.Lock()
 	defer l.net.mu.Unlock()
-	if up && l.setUp == 0 {
-		if onlySetUp(b) {
-			return true
-		}
-		l.setUp = 1
+	if up && !l.pastSetUp && !onlySetUp(b) {
+		l.pastSetUp = true
 	}
-	return l.setUp == 0
+	return !l.pastSetUp
 }
 
 // handshakeCommands are the commands go-redis sends on a new connection
