@@ -327,8 +327,17 @@ func (e *ProcessEnv) Restart(ctx context.Context, nodeID string) error {
 		return fmt.Errorf("restart %s on port %s: %w", nodeID, strconv.Itoa(n.port), err)
 	}
 	e.mu.Lock()
+	old := n.proc
 	n.proc = p
 	e.mu.Unlock()
+	if old != nil {
+		// The old process held the port's reservation while the node was
+		// down (the new one holds its own now); its directory is the
+		// node's and stays.
+		if err := old.Stop(); err != nil {
+			return fmt.Errorf("restart %s: release the old process: %w", nodeID, err)
+		}
+	}
 	return nil
 }
 

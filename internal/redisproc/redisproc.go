@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -57,6 +58,10 @@ type Process struct {
 	ownDir  bool
 	done    chan struct{}
 	waitErr error
+	// release gives up the port's reservation (see reserve): held from
+	// Start to Stop, through a Kill, so that while the node is down no
+	// other test's free port is this one.
+	release func() error
 	mu      sync.Mutex
 	stopped bool
 }
@@ -99,19 +104,24 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		}
 		p.Dir, p.ownDir = d, true
 	}
-	port := cfg.Port
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		if cfg.Port == 0 {
-			if port, err = FreePort(); err != nil {
+		port, release, err := reserve(cfg.Port)
+		if err != nil {
+			if cfg.Port == 0 {
 				p.cleanupDir()
 				return nil, err
 			}
+			// A given port that cannot be reserved (a stranger listens on
+			// it) fails below, where redis-server cannot bind it either.
+			port, release = cfg.Port, func() error { return nil }
 		}
 		lastErr = p.launch(ctx, bin, port, cfg)
 		if lastErr == nil {
+			p.release = release
 			return p, nil
 		}
+		_ = release()
 		if cfg.Port != 0 || ctx.Err() != nil {
 			break
 		}
@@ -157,8 +167,21 @@ func (p *Process) launch(ctx context.Context, bin string, port int, cfg Config) 
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		if err := ping(wctx, p.Addr); err == nil {
+		err := ping(wctx, p.Addr, cmd.Process.Pid)
+		if err == nil {
 			return nil
+		}
+		if errors.Is(err, errStranger) {
+			// Another test's server answers on the port (it bound it
+			// first): ours exits with "Address already in use", and the
+			// next attempt takes another port.
+			select {
+			case <-p.done:
+				return fmt.Errorf("start %s on port %d: %w; log: %s", bin, port, err, p.logTail())
+			case <-wctx.Done():
+				p.kill()
+				return fmt.Errorf("start %s on port %d: %w", bin, port, err)
+			}
 		}
 		select {
 		case <-p.done:
@@ -171,8 +194,16 @@ func (p *Process) launch(ctx context.Context, bin string, port int, cfg Config) 
 	}
 }
 
-// ping sends an inline PING and waits for +PONG.
-func ping(ctx context.Context, addr string) error {
+// errStranger is ping's error when the server on the port is not the
+// process just started.
+var errStranger = errors.New("another process answers on the port")
+
+// ping asks the server at addr for INFO server and checks that it is the
+// process pid. A PONG alone is not enough: between FreePort and
+// redis-server's bind another test may start a server on the same port,
+// and its PONG would hand this test a stranger's server (it did, in CI:
+// a replica of a chaos test, READONLY and full of its keys).
+func ping(ctx context.Context, addr string, pid int) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -182,17 +213,32 @@ func ping(ctx context.Context, addr string) error {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	}
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
-	if !strings.HasPrefix(line, "+PONG") {
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "$")))
+	if !strings.HasPrefix(line, "$") || err != nil || n < 0 {
 		return fmt.Errorf("ping %s: unexpected reply %q", addr, strings.TrimSpace(line))
 	}
-	return nil
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return err
+	}
+	want := "process_id:" + strconv.Itoa(pid)
+	for _, l := range strings.Split(string(body), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "process_id:") {
+			if l != want {
+				return fmt.Errorf("%w: %s is %s, not the started pid %d", errStranger, addr, l, pid)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("ping %s: INFO server has no process_id", addr)
 }
 
 func (p *Process) logTail() string {
@@ -258,7 +304,14 @@ func (p *Process) Stop() error {
 		return nil
 	}
 	p.stopped = true
-	err := p.Kill()
+	var err error
+	if !p.Exited() {
+		// An ended process's pid may be another's by now: no signal.
+		err = p.Kill()
+	}
+	if p.release != nil {
+		err = errors.Join(err, p.release())
+	}
 	p.cleanupDir()
 	return err
 }

@@ -80,3 +80,20 @@ func TestStartFixedBusyPortFails(t *testing.T) {
 		t.Fatalf("started on busy port %d", port)
 	}
 }
+
+// TestStartRefusesAStrangersServer: a port on which another redis-server
+// already answers is not taken for the one just started, though that one
+// answers PING: Start checks the answering process is its own.
+func TestStartRefusesAStrangersServer(t *testing.T) {
+	other := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := redisproc.Start(ctx, redisproc.Config{Port: other.Port, StartTimeout: 5 * time.Second})
+	if err == nil {
+		p.Stop()
+		t.Fatalf("Start returned the server of pid %d on port %d as its own", other.Pid(), other.Port)
+	}
+	if !strings.Contains(err.Error(), "another process answers") {
+		t.Fatalf("err = %v; want it to name the stranger", err)
+	}
+}
