@@ -459,7 +459,7 @@ func porcupineOps(ops []*lop) []porcupine.Operation {
 	out := make([]porcupine.Operation, 0, len(ops))
 	for _, o := range ops {
 		if checked(o) {
-			out = append(out, porcupine.Operation{ClientId: int(o.client) - 1, Input: o, Call: pCall(o.call), Return: pRet(o.call, o.ret)})
+			out = append(out, porcupine.Operation{ClientId: int(o.client) - 1, Input: o, Call: pCall(o.call), Return: pRet(o.call, o.upto)})
 		}
 	}
 	return out
@@ -609,8 +609,8 @@ func floatPruner(ops []*lop) (stopped func(o *lop, st state) bool, unread func(o
 	refRet := map[int32]int64{} // value -> latest mapped return of a read of it or a write expecting it
 	for _, o := range ops {
 		sp := clients[o.client]
-		if o.ret == inf {
-			sp.floating++
+		if o.upto == inf {
+			sp.floating++ // an open-ended release too: it may land after the others
 		} else {
 			sp.lastRet = max(sp.lastRet, pRet(o.call, o.ret))
 		}

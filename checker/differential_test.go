@@ -198,9 +198,9 @@ func bruteForce(ops []history.Op, drift float64, slack int64) [3]contract.Verdic
 		o := &bfOp{line: i + 1, client: h.Client, kind: h.Kind, call: h.Call, ret: never, done: h.Completed,
 			result: h.Result, tok: h.Token, hasTok: h.HasToken, value: h.Value, prev: h.Prev, hasPrev: h.HasPrev,
 			validFor: never, expireFor: never}
-		if h.Completed {
-			o.ret = h.Return
-		} else {
+		if h.Completed && !h.OpenEnded() {
+			o.ret = h.Return // an open-ended op (a release of unknown outcome) may land after it
+		} else if !h.Completed {
 			o.result = history.Unknown
 		}
 		if h.TTLMillis > 0 {

@@ -37,6 +37,31 @@ func TestEdges(t *testing.T) {
 			acq("a", 140, 141, ok, ttl(100), tok(4)),
 		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 
+		// A release of unknown outcome is open-ended (history.Op.OpenEnded):
+		// the lock may make sure of it after it returned. Here the owner's
+		// re-acquire re-enters the hold the lost release left (same token),
+		// its release leaves one hold, and only the lost release, landing
+		// after the re-acquire, frees the key for b (the simulation's seed
+		// 501 of the fenced lock). Within its window it could not: landing
+		// first makes the re-acquire a reused token, not at all keeps a's
+		// lease valid past b's acquire.
+		{"a lost release lands after its owner re-entered the hold", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			rel("a", 10, 11, unknown, tok(1)),
+			acq("a", 20, 21, ok, ttl(1000), tok(1)),
+			rel("a", 30, 31, ok, tok(1)),
+			acq("b", 40, 41, ok, ttl(1000), tok(2)),
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
+		{"a lost release frees the key once: the owner's second hold stands", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1)),
+			rel("a", 10, 11, unknown, tok(1)),
+			acq("a", 20, 21, ok, ttl(1000), tok(1)),
+			acq("a", 22, 23, ok, ttl(1000), tok(1)),
+			rel("a", 30, 31, ok, tok(1)),
+			acq("b", 40, 41, ok, ttl(1000), tok(2)),
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleMutualExclusion, lines: []int{4, 6}}},
+
 		// Another client's acquire: the lease of a call at 0 with TTL 100ms is
 		// surely valid until 99ms (inclusive); an acquire must be able to take
 		// effect after that.

@@ -120,11 +120,11 @@ func apply(s state, o *lop) (state, reason) {
 				return s, rHeld
 			}
 			p = max(p, s.validUntil+1)
-			if p > o.ret {
+			if p > o.upto {
 				return s, rHeld
 			}
 		}
-		if p > o.ret {
+		if p > o.upto {
 			return s, rTooLate
 		}
 		// A reentrant acquire (a nested hold) is one by the holder while its
@@ -165,7 +165,7 @@ func apply(s state, o *lop) (state, reason) {
 		if p > s.expiredAfter {
 			return s, rExpired
 		}
-		if p > o.ret {
+		if p > o.upto {
 			return s, rTooLate
 		}
 		n := s

@@ -45,6 +45,11 @@ type lop struct {
 	checked    bool
 	inLine     int64 // a waiter surely in line by then (history.Op.InLine); inf: not said
 	deadline   int64 // when the op's context expired (history.Op.Deadline); inf: not said
+	// upto is the latest instant the op can take effect: its return, or
+	// inf when it is open-ended (history.Op.OpenEnded: it never returned,
+	// or a release of unknown outcome). The models' windows use it; the
+	// rules that ask when the op returned use ret.
+	upto int64
 }
 
 func (o *lop) line() int { return lineOf(o.src, o.idx) }
@@ -172,6 +177,10 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 		} else {
 			// An op that never returned cannot have observed anything: it may or may not have taken effect.
 			l.result = history.Unknown
+		}
+		l.upto = l.ret
+		if o.OpenEnded() {
+			l.upto = inf
 		}
 		switch o.Kind {
 		case history.Acquire, history.Release, history.Renew:

@@ -115,3 +115,17 @@ type Op struct {
 	// Line is the 1-based line the op was read from; 0 when not read from a file.
 	Line int
 }
+
+// OpenEnded reports whether the op may take effect after its return, so
+// that its window of effect has no end (docs/DESIGN.md, "Ops that count"):
+// an op that never returned, and a release of unknown outcome. Its request
+// may still be on its way when its caller gives up (a paused server runs
+// it when it resumes, a slow link delivers it late), and a lock may make
+// sure of it in the background (package lock undoes an owner's hold whose
+// release was lost; the owner's later acquires re-enter that hold
+// meanwhile, which a window ending at the release's return cannot
+// explain). Other unknown ops keep their window, as the contract had it:
+// a wider one only admits more orders, and no lock is known to need it.
+func (o *Op) OpenEnded() bool {
+	return !o.Completed || (o.Kind == Release && o.Result == Unknown)
+}

@@ -334,7 +334,9 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 			Line: op.Line, Kind: string(op.Kind), Result: string(op.Result),
 			Call: c.tick(op.Call), Return: tr.Never, Lo: tr.Never, Hi: tr.Never, Prev: -1,
 		}
-		if op.Completed {
+		if !op.OpenEnded() {
+			// An open-ended op (never returned, or a release of unknown
+			// outcome) may take effect at any time after its call.
 			e.Return = c.tick(op.Return)
 		}
 		if op.Kind == history.Fault {
@@ -380,7 +382,7 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 			continue
 		}
 		ret := int64(math.MaxInt64)
-		if op.Completed {
+		if !op.OpenEnded() {
 			ret = op.Return
 		}
 		for _, w := range windows {

@@ -106,8 +106,8 @@ func checkTrace(t *testing.T, ops []history.Op, tr *Trace) {
 		if e.Call > e.Return {
 			t.Errorf("line %d: call %d after return %d", e.Line, e.Call, e.Return)
 		}
-		if (e.Return == tr.Never) != !op.Completed {
-			t.Errorf("line %d: return %d, completed %v", e.Line, e.Return, op.Completed)
+		if (e.Return == tr.Never) != op.OpenEnded() {
+			t.Errorf("line %d: return %d, open-ended %v", e.Line, e.Return, op.OpenEnded())
 		}
 		if op.Kind == history.Fault {
 			if e.Client != 0 || e.Key != 0 {
