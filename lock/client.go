@@ -448,6 +448,7 @@ func (a *attempt) finish(ctx context.Context, start time.Time, res attemptResult
 			a.op, a.key, a.acks, a.c.opts.ReplicaAcks, a.c.replicaTimeout(a.cfg.ttl), ErrReplicaAcks)
 	}
 	l := newLease(a.c, a.key, a.keys, a.owner, a.given, res.fence, res.holds, a.cfg, start)
+	l.id = a.id
 	if a.cfg.watchdog && !l.watched() {
 		// Close ran while this acquire was in flight: the watchdog asked
 		// for will not run, so give the lock back rather than hand out a
@@ -545,7 +546,7 @@ func (a *attempt) gaveUp(ctx context.Context, cause error) error {
 // releaseBestEffort releases the lock if the attempt's token holds it.
 func (a *attempt) releaseBestEffort(ctx context.Context) error {
 	_, err := a.c.run(ctx, releaseScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines},
-		a.owner, a.keys.Channel, "", a.c.opts.HandoffTTL.Milliseconds())
+		a.owner, a.keys.Channel, "", "", a.c.opts.HandoffTTL.Milliseconds())
 	if err != nil {
 		a.c.opts.Logger.Warn("lock: cleanup release failed", "key", a.key, "ttl", a.cfg.ttl, "err", err)
 	}

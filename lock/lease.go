@@ -20,6 +20,11 @@ type Lease struct {
 	keys  Keys
 	owner string // as Redis stores it (Client.token)
 	given string // as the caller gave it (WithOwner), or the fresh token
+	// id names the hold to the lock (the attempt's id, "" for a fresh
+	// token's first hold): a release whose reply was lost is made sure
+	// by undoing that hold (undoScript), which does nothing when the
+	// release ran.
+	id    string
 	md    string // WithMetadata's
 	fence uint64
 	holds int64
@@ -42,10 +47,13 @@ type Lease struct {
 	// succeeds could close Lost on the lease it released.
 	releasing   int
 	pendingLoss string
-	expiry      *time.Timer
-	wd          *time.Timer        // next watchdog renewal; nil without watchdog
-	wdCtx       context.Context    // canceled when the lease ends
-	stopWD      context.CancelFunc // cancels wdCtx
+	// unsure: a release's reply was lost. A retry of an owner's hold (id
+	// set) is its undo, which cannot take another hold of the owner.
+	unsure bool
+	expiry *time.Timer
+	wd     *time.Timer        // next watchdog renewal; nil without watchdog
+	wdCtx  context.Context    // canceled when the lease ends
+	stopWD context.CancelFunc // cancels wdCtx
 }
 
 func newLease(c *Client, key string, keys Keys, owner, given string, fence uint64, holds int64, cfg callConfig, start time.Time) *Lease {
@@ -233,11 +241,14 @@ func (l *Lease) armExpiry() {
 //     released or lost. The lease has ended.
 //   - ErrUnknownOutcome: the reply was lost; the release may or may not have
 //     happened. The lease ends here (the work under it must stop: the lock
-//     may be another client's already), but Release can be called again: a
-//     retry of a release that had happened finds the hold gone
-//     (ErrNotHeld), one that had not releases it. (A retry cannot tell
-//     holds apart: for a nested hold, a retry after an unknown outcome may
-//     release the owner's other hold.)
+//     may be another client's already). A hold of an owner (WithOwner,
+//     Reenter) is made sure in the background: the lock takes it back if
+//     the release did not run and leaves the lock alone if it did, within
+//     the lease's TTL; do not call Release again for it (a retry cannot
+//     tell the owner's holds apart, and may release another). For a fresh
+//     token's hold Release can be called again: a retry of a release that
+//     had happened finds the hold gone (ErrNotHeld), one that had not
+//     releases it.
 //   - the ctx error, when ctx was done before anything was sent: nothing
 //     happened, the lease is unchanged; call again with a live ctx.
 //
@@ -265,15 +276,34 @@ func (l *Lease) Release(ctx context.Context) error {
 		return fmt.Errorf("release %q: nothing sent: %w", l.key, context.Cause(ctx))
 	}
 	l.mu.Lock()
+	retryUndo := l.unsure && l.id != ""
 	l.releasing++
 	l.mu.Unlock()
+	if retryUndo {
+		return l.releaseAgain(ctx)
+	}
 	reply, err := l.c.run(ctx, releaseScript, []string{l.keys.Lock, l.keys.Fence, l.keys.Queue, l.keys.QueueDeadlines},
-		l.owner, l.keys.Channel, strconv.FormatUint(l.fence, 10), l.c.opts.HandoffTTL.Milliseconds())
+		l.owner, l.keys.Channel, strconv.FormatUint(l.fence, 10), l.id, l.c.opts.HandoffTTL.Milliseconds())
 	if err != nil {
 		var ns errNotSent
 		if outcomeUnknown(err) && !errors.As(err, &ns) {
 			err = unknown(ctx, "release", l.key, err)
+			l.mu.Lock()
+			l.unsure = true
+			l.mu.Unlock()
 			l.endRelease(err)
+			if l.id != "" {
+				// A hold of an owner (WithOwner, Reenter) whose release
+				// did not run would stay: the owner's next acquire
+				// re-enters it and extends it, its release leaves it, and
+				// the lock is never free while the owner keeps coming
+				// back (the simulation found it: a waiter starved for
+				// the whole run under lost messages). Undo it in the
+				// background; the undo does nothing when the release ran.
+				a := &attempt{c: l.c, key: l.key, keys: l.keys, owner: l.owner, given: l.given,
+					cfg: callConfig{ttl: l.ttl, owner: l.given, ownerSet: true}, op: "release", id: l.id}
+				a.cleanup(false)
+			}
 			return err
 		}
 		l.endRelease(nil)
@@ -301,6 +331,33 @@ func (l *Lease) Release(ctx context.Context) error {
 		if msg, _ := vals[1].(string); msg != "" {
 			l.c.notes.deliverLocal(l.keys.Channel, msg)
 		}
+	}
+	return nil
+}
+
+// releaseAgain is Release after one whose reply was lost, for an owner's
+// hold: the undo of the hold (undoScript) takes it back when the lost
+// release did not run, and nothing when it did or when the background
+// undo came first (ErrNotHeld, as a fresh token's retry finds the hold
+// gone). A plain release would take one of the owner's other holds.
+func (l *Lease) releaseAgain(ctx context.Context) error {
+	reply, err := l.c.run(ctx, undoScript, []string{l.keys.Lock, l.keys.Fence, l.keys.Queue, l.keys.QueueDeadlines},
+		l.owner, l.id, l.keys.Channel, l.c.opts.HandoffTTL.Milliseconds())
+	l.mu.Lock()
+	l.releasing--
+	if err == nil {
+		l.released = true
+	}
+	l.mu.Unlock()
+	if err != nil {
+		var ns errNotSent
+		if outcomeUnknown(err) && !errors.As(err, &ns) {
+			return unknown(ctx, "release", l.key, err)
+		}
+		return fmt.Errorf("release %q: %w", l.key, err)
+	}
+	if n, _ := reply.(int64); n == 0 {
+		return fmt.Errorf("release %q: the hold was gone (released by the lost reply's release, taken back, or expired): %w", l.key, ErrNotHeld)
 	}
 	return nil
 }

@@ -3,9 +3,13 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"net"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/lock"
@@ -237,4 +241,93 @@ func TestOwnerLostReplyLeavesNoOrphanHold(t *testing.T) {
 		n, err := probe.Exists(context.Background(), lock.RedisKeys("k").Lock).Result()
 		return err == nil && n == 0
 	})
+}
+
+// dropNext is a go-redis hook that, once armed, fails the next command
+// without sending it, as a connection reset before the request reached
+// Redis does: the caller cannot tell it from a reply lost after the
+// command ran (an unknown outcome).
+type dropNext struct{ armed atomic.Bool }
+
+func (d *dropNext) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (d *dropNext) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if d.armed.CompareAndSwap(true, false) {
+			err := &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+func (d *dropNext) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// droppingLocks is a lock client on a fresh redis-server whose commands
+// dropNext can lose, and a probe of that server.
+func droppingLocks(t *testing.T) (*lock.Client, *dropNext, *redis.Client) {
+	t.Helper()
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	drop := &dropNext{}
+	rdb.AddHook(drop)
+	return newLocks(t, rdb, lock.Options{TTL: time.Minute}), drop, newRDB(t, p)
+}
+
+// TestOwnerLostReleaseLeavesNoOrphanHold: an owner's release that never
+// reached Redis (its outcome unknown to the caller) leaves a hold that the
+// owner's next acquire re-enters and extends, and whose release leaves it:
+// the lock was never free while the owner kept coming back (the
+// simulation's seed 8081: a waiter starved for the rest of the run under
+// lost messages). The lock now takes that hold back in the background, so
+// the owner's next visible release frees the lock.
+func TestOwnerLostReleaseLeavesNoOrphanHold(t *testing.T) {
+	c, drop, probe := droppingLocks(t)
+	first := mustAcquire(t, c, "k", lock.WithOwner("w1"))
+	drop.armed.Store(true)
+	if err := first.Release(ctxT(t)); !errors.Is(err, lock.ErrUnknownOutcome) {
+		t.Fatalf("the release that never reached Redis: %v, want ErrUnknownOutcome", err)
+	}
+	next := mustAcquire(t, c, "k", lock.WithOwner("w1"))
+	if err := next.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the lock to be free after the owner's releases", func() bool {
+		n, err := probe.Exists(context.Background(), lock.RedisKeys("k").Lock).Result()
+		return err == nil && n == 0
+	})
+}
+
+// TestOwnerReleaseRetryTakesNoOtherHold: Release called again after an
+// unknown outcome, for one of an owner's two holds, takes back that hold
+// only (its undo): after the lock's own background undo it finds nothing
+// to do, where a plain release would take the owner's other hold; that
+// hold stands, and its release frees the lock.
+func TestOwnerReleaseRetryTakesNoOtherHold(t *testing.T) {
+	c, drop, probe := droppingLocks(t)
+	outer := mustAcquire(t, c, "k", lock.WithOwner("w1"))
+	inner := mustAcquire(t, c, "k", lock.WithOwner("w1"))
+	drop.armed.Store(true)
+	if err := inner.Release(ctxT(t)); !errors.Is(err, lock.ErrUnknownOutcome) {
+		t.Fatalf("the release that never reached Redis: %v, want ErrUnknownOutcome", err)
+	}
+	// The lock's background undo of the hold comes first, then the
+	// caller's retry, which must not take the owner's other hold.
+	eventually(t, "the background undo", func() bool {
+		n, err := probe.HGet(context.Background(), lock.RedisKeys("k").Lock, "n").Int()
+		return err == nil && n == 1
+	})
+	if err := inner.Release(ctxT(t)); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("the retry after the undo: %v, want ErrNotHeld (the hold was taken back)", err)
+	}
+	if n, err := probe.HGet(ctxT(t), lock.RedisKeys("k").Lock, "n").Int(); err != nil || n != 1 {
+		t.Fatalf("after the retried release of one of two holds: %d holds (%v), want the outer one", n, err)
+	}
+	if err := outer.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := probe.Exists(ctxT(t), lock.RedisKeys("k").Lock).Result(); err != nil || n != 0 {
+		t.Fatalf("after the outer release the lock exists (%d, %v)", n, err)
+	}
 }

@@ -3,8 +3,9 @@ package lock
 import "github.com/lockproof/lockproof/internal/rediscmd"
 
 // The lock is a hash at Keys.Lock: o = owner token, n = hold count, f = fence,
-// p = a hand-off not yet picked up, r = the WithOwner call that added the
-// last hold. The Lua scripts below are the only code that writes it.
+// p = a hand-off not yet picked up, r = the WithOwner calls that added holds
+// (their ids, space-separated, the newest last, at most holdIDs of them).
+// The Lua scripts below are the only code that writes it.
 
 // The scripts share two blocks of helpers; neither runs a command itself, so
 // a fast path pays only for the commands it needs. They expect KEYS lock,
@@ -22,9 +23,10 @@ import "github.com/lockproof/lockproof/internal/rediscmd"
 //     is ahead, then HSET o, n, f (every field of the hash, so no DEL is
 //     needed; the hash never exists when grant runs outside a hand-off)
 //     and PEXPIRE. A hand-off (handed) also sets p, the mark of a
-//     provisional hold that its owner's pickup confirms. r is the id of
-//     the WithOwner attempt that added the last hold (rid; "" for none):
-//     undoScript takes that hold back when the attempt's reply was lost. The counter lives an hour (or two TTLs, if
+//     provisional hold that its owner's pickup confirms. r lists the ids
+//     of the WithOwner attempts that added holds (rid; "" for none; see
+//     luaHolds): undoScript takes such a hold back when the attempt's
+//     reply was lost. The counter lives an hour (or two TTLs, if
 //     longer) past the last grant: a lock name used once does not leave a
 //     key behind for good, and tokens stay monotonic, because a fence is
 //     never more than a few µs ahead of the server clock that issued it, so
@@ -92,6 +94,32 @@ local function extend(ttl)
 end
 `
 
+// luaHolds defines addHold(id): a WithOwner attempt (id; "" for none)
+// added a hold (or picked up one handed to it), and its id joins r, so
+// that undoScript can take exactly that hold back if the attempt's reply
+// is lost. r keeps every such id, not the last one only: an owner's next
+// acquire, sent while the lost one's undo was on its way, replaced it, and
+// the orphan hold then outlived the owner's release (the simulation found
+// it: a waiter's pickup lost at its deadline, a try-acquire as the same
+// owner, its release, and the lock stayed held for the hand-off lease,
+// the owner's next acquire getting the same fence again). A hold whose
+// reply arrived keeps its id in r until the lock is freed (a release
+// does not say which hold it ends); r keeps the newest holdIDs ids, so a
+// long-lived reentrant owner does not grow the hash without bound, and an
+// undo after that many newer holds of its owner finds nothing to take.
+const luaHolds = `
+local function addHold(id)
+  if id == '' then return end
+  local r = (redis.call('HGET', KEYS[1], 'r') or '') .. ' ' .. id
+  local _, n = string.gsub(r, '%S+', '')
+  if n > ` + holdIDs + ` then r = string.gsub(r, '^%s*%S+', '') end
+  redis.call('HSET', KEYS[1], 'r', r)
+end
+`
+
+// holdIDs is how many WithOwner attempt ids r keeps (luaHolds).
+const holdIDs = "16"
+
 // luaQueue: see luaPrelude. Every script that loads it passes the hand-off
 // lease (ms) as its last ARGV.
 const luaQueue = `
@@ -155,7 +183,7 @@ if redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
   local f = grant(ARGV[1], ARGV[2], false, ARGV[7], ARGV[8])
   return {1, f, 1}
 end
-` + luaQueue + luaExtend + `
+` + luaQueue + luaExtend + luaHolds + `
 clock()
 dropDead()
 local owner = redis.call('HGET', KEYS[1], 'o')
@@ -169,7 +197,7 @@ if owner == ARGV[1] then
     -- WithOwner waiter must not count twice), or an idempotent retry
     n = tonumber(redis.call('HGET', KEYS[1], 'n'))
   end
-  if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'r', ARGV[7]) end
+  addHold(ARGV[7])
   if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'm', ARGV[8]) end
   extend(ARGV[2])
   local fs = redis.call('HGET', KEYS[1], 'f')
@@ -208,13 +236,16 @@ return {0, redis.call('PTTL', KEYS[1])}
 // attempt's id, channel, hand-off lease ms. A WithOwner acquire whose
 // reply was lost may have added a hold nobody has a Lease for (review
 // defect 11: an orphan hold only ForceUnlock removed): when the last hold
-// was added by that attempt (r), it takes that hold back, as a release of
-// it would. Returns 1 when it did, 0 otherwise (the attempt added nothing,
-// or a later one added a hold since: then nothing can tell them apart).
+// was added by that attempt (its id is in r), it takes that hold back, as
+// a release of it would, whatever holds the owner added since. Returns 1
+// when it did, 0 otherwise (the attempt added nothing, or its hold is gone
+// with the lock, or more than holdIDs newer holds pushed its id out).
 var undoScript = rediscmd.NewScript(`
 local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'r')
-if h[1] ~= ARGV[1] or h[3] ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], 'r', '')
+if h[1] ~= ARGV[1] or not h[3] then return 0 end
+local i = string.find(h[3], ARGV[2], 1, true)
+if not i then return 0 end
+redis.call('HSET', KEYS[1], 'r', string.sub(h[3], 1, math.max(i - 2, 0)) .. string.sub(h[3], i + #ARGV[2]))
 if (tonumber(h[2]) or 1) > 1 then
   redis.call('HINCRBY', KEYS[1], 'n', -1)
   return 1
@@ -231,7 +262,9 @@ return 1
 `)
 
 // releaseScript: KEYS lock, fence, queue, queue deadlines. ARGV token,
-// channel, fence ("": any), hand-off lease ms.
+// channel, fence ("": any), the id of the call that added the hold ("":
+// none; it leaves r, so that an undo of it after a release whose reply
+// was lost finds nothing to take back), hand-off lease ms.
 // Returns {-1} when the token does not hold the lock, or holds it under
 // another fence (a newer hold of the same WithOwner token, taken after
 // this lease was lost: review defect 4), {remaining holds}
@@ -248,9 +281,15 @@ return 1
 // test or an operator put in line, would not set it, and a release would
 // then skip its hand-off.)
 var releaseScript = rediscmd.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'f')
+local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'f', 'r')
 if h[1] ~= ARGV[1] or (ARGV[3] ~= '' and h[3] ~= ARGV[3]) then return {-1} end
-if (tonumber(h[2]) or 1) > 1 then return {redis.call('HINCRBY', KEYS[1], 'n', -1)} end
+if (tonumber(h[2]) or 1) > 1 then
+  local i = ARGV[4] ~= '' and h[4] and string.find(h[4], ARGV[4], 1, true)
+  if i then
+    redis.call('HSET', KEYS[1], 'r', string.sub(h[4], 1, math.max(i - 2, 0)) .. string.sub(h[4], i + #ARGV[4]))
+  end
+  return {redis.call('HINCRBY', KEYS[1], 'n', -1)}
+end
 if redis.call('EXISTS', KEYS[3]) == 0 then
   redis.call('DEL', KEYS[1])
   return {0, ''}
@@ -337,11 +376,11 @@ return {held, handoff(ARGV[1])}
 // new hold count, or 0 when the token does not hold the lock under that
 // fence (the outer lease was lost: the old way, WithOwner, took a fresh
 // hold then, which no outer lease protects).
-var reenterScript = rediscmd.NewScript(luaExtend + `
+var reenterScript = rediscmd.NewScript(luaExtend + luaHolds + `
 local h = redis.call('HMGET', KEYS[1], 'o', 'f', 'p')
 if h[1] ~= ARGV[1] or h[2] ~= ARGV[2] or h[3] then return 0 end
 local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
-redis.call('HSET', KEYS[1], 'r', ARGV[4])
+addHold(ARGV[4])
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'm', ARGV[5]) end
 extend(ARGV[3])
 return n

@@ -1,0 +1,106 @@
+package lock
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestUndoTakesBackItsHoldAfterNewerOnes: a WithOwner attempt whose reply
+// was lost is undone (undoScript) after the same owner added another hold
+// (its next acquire was sent while the undo was on its way); the undo
+// takes back the lost attempt's hold, and the owner's one release of the
+// hold it knows of frees the lock. The lost attempt got its hold by the
+// fast path (a grant) or by picking up a hand-off in line (the
+// simulation's seed 3226: the pickup's reply came after the waiter's
+// deadline). Before, r named only the last attempt: the undo found the
+// newer id, took nothing back, and the orphan hold outlived the release
+// (the owner's next acquire then got the same fence again).
+func TestUndoTakesBackItsHoldAfterNewerOnes(t *testing.T) {
+	for _, handedOff := range []bool{false, true} {
+		name := "granted"
+		if handedOff {
+			name = "picked-up"
+		}
+		t.Run(name, func(t *testing.T) {
+			_, rdb := startRedis(t)
+			c := newClient(t, rdb, Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			owned := func(id string) *attempt {
+				cfg := callConfig{ttl: time.Minute, owner: "w1", ownerSet: true}
+				return &attempt{c: c, key: "k", keys: RedisKeys("k"), owner: c.token("w1"), given: "w1", cfg: cfg, op: "acquire", id: id}
+			}
+			lost, next := owned(newToken(c.rnd)), owned(newToken(c.rnd))
+			if handedOff {
+				other := &attempt{c: c, key: "k", keys: RedisKeys("k"), owner: c.token("o"), given: "o", cfg: callConfig{ttl: time.Minute}, op: "acquire"}
+				if res, err := other.try(ctx, "t"); err != nil || !res.ok {
+					t.Fatalf("another owner's acquire: %+v, %v", res, err)
+				}
+				if res, err := lost.try(ctx, "w"); err != nil || res.ok {
+					t.Fatalf("the waiter's first attempt: %+v, %v; want in line", res, err)
+				}
+				if err := other.releaseBestEffort(ctx); err != nil {
+					t.Fatal(err) // hands the lock to the waiter
+				}
+				if res, err := lost.try(ctx, "w"); err != nil || !res.ok || res.holds != 1 {
+					t.Fatalf("the pickup: %+v, %v; want one hold", res, err)
+				}
+			} else if res, err := lost.try(ctx, "t"); err != nil || !res.ok || res.holds != 1 {
+				t.Fatalf("the acquire whose reply is lost: %+v, %v", res, err)
+			}
+			if res, err := next.try(ctx, "t"); err != nil || !res.ok || res.holds != 2 {
+				t.Fatalf("the owner's next acquire: %+v, %v; want a second hold", res, err)
+			}
+			if err := lost.undo(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := rdb.HGet(ctx, RedisKeys("k").Lock, "n").Int(); err != nil || n != 1 {
+				t.Fatalf("after the undo: %d holds (%v), want 1: the lost attempt's hold stayed", n, err)
+			}
+			if err := next.releaseBestEffort(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := rdb.Exists(ctx, RedisKeys("k").Lock).Result(); err != nil || n != 0 {
+				t.Fatalf("after the owner's release of its one known hold the lock exists (%d, %v)", n, err)
+			}
+		})
+	}
+}
+
+// TestHoldIDsBounded: r keeps the newest holdIDs attempt ids, so an owner
+// that re-enters for good does not grow the lock's hash without bound.
+func TestHoldIDsBounded(t *testing.T) {
+	_, rdb := startRedis(t)
+	c := newClient(t, rdb, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var first, last *attempt
+	for i := range 40 {
+		a := &attempt{c: c, key: "k", keys: RedisKeys("k"), owner: c.token("w1"), given: "w1",
+			cfg: callConfig{ttl: time.Minute, owner: "w1", ownerSet: true}, op: "acquire", id: newToken(c.rnd)}
+		if res, err := a.try(ctx, "t"); err != nil || !res.ok || res.holds != int64(i+1) {
+			t.Fatalf("hold %d: %+v, %v", i+1, res, err)
+		}
+		if first == nil {
+			first = a
+		}
+		last = a
+	}
+	r, err := rdb.HGet(ctx, RedisKeys("k").Lock, "r").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r) > 16*33 {
+		t.Fatalf("r is %d bytes after 40 holds: %q", len(r), r)
+	}
+	if err := first.undo(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := last.undo(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rdb.HGet(ctx, RedisKeys("k").Lock, "n").Int(); err != nil || n != 39 {
+		t.Fatalf("after undoing the oldest (pushed out) and the newest: %d holds (%v), want 39", n, err)
+	}
+}
