@@ -98,7 +98,11 @@ func (l *Lua) extend(ctx context.Context, key, token string, ttl time.Duration) 
 // paused longer than the TTL (a stop-the-world pause also stops its
 // watchdog) still wakes after the lock went to another: without fencing G2
 // breaks under pause-client; Lost only fires after the fact. As Lua, a
-// failover loses the lock (G1 under failover).
+// failover loses the lock (G1 under failover). And its renewal sets the
+// lease's TTL (PEXPIRE), shortening a longer one the holder asked for
+// (Lease.Renew with a longer TTL): once the watchdog stops (its client
+// paused or crashed, or a renewal failed) the key expires before the longer
+// renewal promised (G1; the simulation's seed 434).
 type Watchdog struct {
 	Lua
 	runs watchdogs
@@ -109,7 +113,29 @@ type Watchdog struct {
 func watchdogEntry() locker.Entry {
 	return locker.Entry{Name: WatchdogName, Profile: locker.ProfileLease, Open: newWatchdog, Doc: "lua with a renewal every TTL/3; no fencing",
 		LossBound: func(ttl time.Duration) time.Duration { return ttl/3 + watchdogLossBound(ttl) },
-		Decisive:  &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource}}
+		Decisive:  &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource},
+		Predict: func(fault string, p locker.Prediction) locker.Prediction {
+			if stopsWatchdog(fault) {
+				mayBreak(&p, contract.PropLease)
+				before(&p, whyShortened)
+			}
+			return p
+		}}
+}
+
+// whyShortened: the watchdog's renewal shortens a longer one (Watchdog).
+const whyShortened = "a watchdog renewal for the lease's TTL shortens a longer renewal the holder made; when the watchdog stops (its client paused or crashed, or a renewal failed) the key expires before the longer renewal promised"
+
+// stopsWatchdog reports whether fault, of those the contract predicts, can
+// stop a watchdog's renewals: its client stops, or a renewal fails or
+// times out.
+func stopsWatchdog(fault string) bool {
+	switch fault {
+	case contract.FaultPauseClient, contract.FaultCrashClient,
+		contract.FaultLatency, contract.FaultPartition, contract.FaultReset, contract.FaultPauseServer:
+		return true
+	}
+	return false
 }
 
 func newWatchdog(d locker.Deps) (locker.Locker, error) {
