@@ -383,7 +383,7 @@ func (a *attempt) scriptArgs(mode string) ([]string, []any) {
 	if a.cfg.ownerSet {
 		reentrant = "1"
 	}
-	return []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines},
+	return []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines, a.keys.Gone},
 		[]any{a.owner, a.cfg.ttl.Milliseconds(), mode, a.c.opts.QueueTTL.Milliseconds(), reentrant,
 			a.keys.Channel, a.id, a.cfg.metadata, a.c.opts.HandoffTTL.Milliseconds()}
 }
@@ -477,11 +477,18 @@ func (a *attempt) cleanup(queued bool) {
 		defer a.c.bg.Done()
 		deadline := time.Now().Add(a.cfg.ttl)
 		pause := 50 * time.Millisecond
-		release, leave := true, queued
-		for release || leave {
+		bury, release, leave := true, true, queued
+		for bury || release || leave {
 			ctx, cancel := context.WithTimeout(context.Background(), cleanupLimit)
 			var errs []error
-			if release {
+			if bury {
+				// First: a request of the attempt still on its way takes
+				// nothing once this ran, so what follows sees all it did.
+				err := a.bury(ctx)
+				bury = err != nil
+				errs = append(errs, err)
+			}
+			if release && !bury {
 				var err error
 				if a.cfg.ownerSet {
 					// The owner's other holds are its own Leases': take
@@ -493,20 +500,20 @@ func (a *attempt) cleanup(queued bool) {
 				release = err != nil
 				errs = append(errs, err)
 			}
-			if leave {
+			if leave && !bury {
 				err := a.leave(ctx)
 				leave = err != nil
 				errs = append(errs, err)
 			}
 			cancel()
 			// A closed Redis client will not come back: nothing to wait for.
-			if (!release && !leave) || errors.Is(errors.Join(errs...), redis.ErrClosed) || time.Now().Add(pause).After(deadline) {
+			if (!bury && !release && !leave) || errors.Is(errors.Join(errs...), redis.ErrClosed) || time.Now().Add(pause).After(deadline) {
 				break
 			}
 			time.Sleep(pause)
 			pause = min(2*pause, time.Second)
 		}
-		if release || leave {
+		if bury || release || leave {
 			a.c.opts.Logger.Warn("lock: cleanup after an ambiguous acquire gave up; the lock and the queue place expire on their own",
 				"key", a.key, "ttl", a.cfg.ttl, "queue_ttl", a.c.opts.QueueTTL)
 		}
@@ -541,6 +548,20 @@ func (a *attempt) gaveUp(ctx context.Context, cause error) error {
 		return fmt.Errorf("%s %q: %w: leaving the queue: %w (%w)", a.op, a.key, ErrUnknownOutcome, err, cause)
 	}
 	return fmt.Errorf("%s %q: %w: leaving the queue: %w (%w)", a.op, a.key, ErrNotAcquired, err, cause)
+}
+
+// bury marks the attempt gone (buryScript): by its id when it has one
+// (WithOwner), else by its fresh token.
+func (a *attempt) bury(ctx context.Context) error {
+	name := a.id
+	if name == "" {
+		name = a.owner
+	}
+	_, err := a.c.run(ctx, buryScript, []string{a.keys.Gone}, name)
+	if err != nil {
+		a.c.opts.Logger.Warn("lock: cleanup bury failed", "key", a.key, "ttl", a.cfg.ttl, "err", err)
+	}
+	return err
 }
 
 // releaseBestEffort releases the lock if the attempt's token holds it.

@@ -47,9 +47,9 @@ func TestMiniredisFidelity(t *testing.T) {
 }
 
 // lockScripts is the number of Lua scripts in package lock (scripts.go):
-// acquire, undo, release, renew, leave, holds, ttl, inspect, force unlock
-// and reenter.
-const lockScripts = 10
+// acquire, undo, release, renew, leave, holds, ttl, inspect, force unlock,
+// reenter and bury.
+const lockScripts = 11
 
 // replayOnBoth replays cmds on a fresh redis-server and a fresh miniredis.
 func replayOnBoth(t *testing.T, cmds []fidelity.Command) []fidelity.Diff {

@@ -23,10 +23,17 @@ type Keys struct {
 	// Channel is the pub/sub channel on which a release that hands the lock
 	// over publishes "<new owner token>:<fence>".
 	Channel string
+	// Gone is a hash of the attempts (a WithOwner call's id, or a fresh
+	// token) that gave up with their outcome unknown and were cleaned up:
+	// a request of theirs that reaches Redis after the cleanup (held by a
+	// paused server, or run behind the cleanup from another connection)
+	// takes nothing. It lives an hour past its last entry.
+	Gone string
 }
 
 // RedisKeys returns the Redis names used for the lock key: "{key}",
-// "{key}:fence", "{key}:q", "{key}:qt" and the channel "{key}:released".
+// "{key}:fence", "{key}:q", "{key}:qt", "{key}:gone" and the channel
+// "{key}:released".
 // A key that contains '{' or '}' is tagged with a hash of itself instead,
 // so the tag is always well formed.
 func RedisKeys(key string) Keys {
@@ -41,6 +48,7 @@ func RedisKeys(key string) Keys {
 		Queue:          base + ":q",
 		QueueDeadlines: base + ":qt",
 		Channel:        base + ":released",
+		Gone:           base + ":gone",
 	}
 }
 

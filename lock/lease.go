@@ -625,7 +625,7 @@ func (l *Lease) Reenter(ctx context.Context, opts ...AcquireOption) (*Lease, err
 		return nil, fmt.Errorf("reenter %q: nothing sent: %w", l.key, context.Cause(ctx))
 	}
 	start := time.Now()
-	reply, err := l.c.run(ctx, reenterScript, []string{l.keys.Lock},
+	reply, err := l.c.run(ctx, reenterScript, []string{l.keys.Lock, l.keys.Gone},
 		l.owner, strconv.FormatUint(l.fence, 10), cfg.ttl.Milliseconds(), a.id, cfg.metadata)
 	if err != nil {
 		return a.finish(ctx, start, attemptResult{}, err, false)

@@ -156,7 +156,7 @@ local function growExpire(key, ttl)
 end
 `
 
-// acquireScript: KEYS lock, fence, queue, queue deadlines.
+// acquireScript: KEYS lock, fence, queue, queue deadlines, gone.
 // ARGV token, ttl ms, mode ("w": join the queue on failure, "t": don't),
 // (then, after the reentrant flag and channel below, the attempt's id for
 // undoScript, "" for a fresh token),
@@ -166,6 +166,13 @@ end
 // channel, metadata ("": none; a reentrant acquire or a pickup without
 // keeps the lock's), hand-off lease ms.
 // Returns {1, fence, holds} when acquired, {0, pttl of the lock} when not.
+//
+// First, an attempt that gave up and was cleaned up (its id, or its fresh
+// token, is in gone: buryScript) takes nothing: a request of it that
+// arrives after the cleanup would add a hold nobody takes back (the
+// simulation found it: a server paused with a waiter's acquire in its
+// buffer ran the waiter's undo first, from another connection, then the
+// acquire, and the orphan hold kept the next waiter out for a TTL).
 //
 // Fast path: when neither the lock nor the queue exists (uncontended), it
 // grants at once (EXISTS, TIME, SET ... GET of the fence, HSET, PEXPIRE).
@@ -179,6 +186,9 @@ end
 // master, and after a failover that lost the counter it still exceeds every
 // earlier fence as long as the servers' clocks agree within the failover time.
 var acquireScript = rediscmd.NewScript(luaPrelude + `
+if redis.call('HEXISTS', KEYS[5], ARGV[7] ~= '' and ARGV[7] or ARGV[1]) == 1 then
+  return {0, redis.call('PTTL', KEYS[1])}
+end
 if redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
   local f = grant(ARGV[1], ARGV[2], false, ARGV[7], ARGV[8])
   return {1, f, 1}
@@ -370,13 +380,14 @@ dropDead()
 return {held, handoff(ARGV[1])}
 `)
 
-// reenterScript: KEYS lock. ARGV token, fence, ttl ms, the call's id,
+// reenterScript: KEYS lock, gone. ARGV token, fence, ttl ms, the call's id,
 // metadata ("": keep the lock's). Lease.Reenter: a nested hold for the
 // holder of the lease with this fence, and for nobody else. Returns the
 // new hold count, or 0 when the token does not hold the lock under that
 // fence (the outer lease was lost: the old way, WithOwner, took a fresh
 // hold then, which no outer lease protects).
 var reenterScript = rediscmd.NewScript(luaExtend + luaHolds + `
+if redis.call('HEXISTS', KEYS[2], ARGV[4]) == 1 then return 0 end
 local h = redis.call('HMGET', KEYS[1], 'o', 'f', 'p')
 if h[1] ~= ARGV[1] or h[2] ~= ARGV[2] or h[3] then return 0 end
 local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
@@ -384,4 +395,17 @@ addHold(ARGV[4])
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'm', ARGV[5]) end
 extend(ARGV[3])
 return n
+`)
+
+// buryScript: KEYS gone. ARGV the attempt's name (a WithOwner call's id,
+// or a fresh token). The first step of the cleanup of an attempt that gave
+// up with its outcome unknown: once it ran, a request of the attempt that
+// reaches Redis later takes nothing (acquireScript, reenterScript), so the
+// cleanup that follows (undo, release, leave) sees all the attempt ever
+// did. Gone lives an hour past its last entry: longer than any request
+// waits in a server's buffer here. Returns 1.
+var buryScript = rediscmd.NewScript(`
+redis.call('HSET', KEYS[1], ARGV[1], 1)
+redis.call('PEXPIRE', KEYS[1], 3600000)
+return 1
 `)

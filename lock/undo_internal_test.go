@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -102,5 +103,83 @@ func TestHoldIDsBounded(t *testing.T) {
 	}
 	if n, err := rdb.HGet(ctx, RedisKeys("k").Lock, "n").Int(); err != nil || n != 39 {
 		t.Fatalf("after undoing the oldest (pushed out) and the newest: %d holds (%v), want 39", n, err)
+	}
+}
+
+// TestLateRequestAfterItsCleanupTakesNothing: the cleanup of an attempt
+// that gave up with its outcome unknown runs before the attempt's own
+// request reaches Redis (a paused server ran the cleanup first, from
+// another connection: the simulation's seed 9690); that request then
+// takes nothing, whether it would have re-entered the owner's hold, taken
+// a free lock as a fresh token, or joined the line. Before, the late
+// request added a hold nobody took back (the next waiter waited a TTL).
+func TestLateRequestAfterItsCleanupTakesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		owned bool
+		mode  string
+		held  bool // the owner holds the lock already (the late request re-enters)
+	}{
+		{"owner re-entering", true, "w", true},
+		{"owner on a free lock", true, "t", false},
+		{"fresh token on a free lock", false, "t", false},
+		{"fresh token joining the line", false, "w", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, rdb := startRedis(t)
+			c := newClient(t, rdb, Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			keys := RedisKeys("k")
+			mk := func(owner string, owned bool) *attempt {
+				a := &attempt{c: c, key: "k", keys: keys, owner: c.token(owner), given: owner,
+					cfg: callConfig{ttl: time.Minute, owner: owner, ownerSet: owned}, op: "acquire"}
+				if owned {
+					a.id = newToken(c.rnd)
+				}
+				return a
+			}
+			holder := mk("holder", false)
+			if tc.owned {
+				holder = mk("w1", true)
+			}
+			if tc.held {
+				if res, err := holder.try(ctx, "t"); err != nil || !res.ok {
+					t.Fatalf("the holder's acquire: %+v, %v", res, err)
+				}
+			}
+			late := mk(fmt.Sprint("late-", tc.name), false)
+			if tc.owned {
+				late = mk("w1", true)
+			}
+			// The cleanup, as the attempt's give-up runs it, first.
+			if err := late.bury(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if tc.owned {
+				if err := late.undo(ctx); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := late.releaseBestEffort(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := late.leave(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// Then the attempt's own request.
+			if res, err := late.try(ctx, tc.mode); err != nil || res.ok {
+				t.Fatalf("the late request: %+v, %v; want nothing taken", res, err)
+			}
+			wantHolds := 0
+			if tc.held {
+				wantHolds = 1
+			}
+			if n, _ := rdb.HGet(ctx, keys.Lock, "n").Int(); n != wantHolds {
+				t.Fatalf("after the late request: %d holds, want %d", n, wantHolds)
+			}
+			if n, err := rdb.ZCard(ctx, keys.Queue).Result(); err != nil || n != 0 {
+				t.Fatalf("after the late request: %d in line (%v), want none", n, err)
+			}
+		})
 	}
 }
