@@ -317,6 +317,33 @@ func (c *run) windowOpen(faults []int, from, to int64) bool {
 	return false
 }
 
+// landBy is the latest instant op o's effect may land: its return, but
+// for an op of unknown outcome that overlaps a fault window (one that
+// does not keep Redis serving), the end of the last such window. A fault
+// holds requests, it does not only lose them: a paused client's gate
+// sends its held command when the client resumes, a paused server runs
+// the requests in its buffer when it resumes, a slow link delivers late;
+// the caller gave up at its deadline meanwhile (the simulation's seeds
+// 1586 and 1799 of the fenced lock: an acquire whose caller had given up
+// landed after its return, and its lease ran a TTL from then).
+func (c *run) landBy(o *lop) int64 {
+	if o.result != history.Unknown || o.ret == inf {
+		return o.ret
+	}
+	end := o.ret
+	for _, i := range c.p.excusing {
+		f := &c.p.ops[i]
+		fend := inf
+		if f.Completed {
+			fend = f.Return
+		}
+		if f.Call <= o.ret && fend >= o.call {
+			end = max(end, fend)
+		}
+	}
+	return end
+}
+
 // holdSpan is a stretch of time in which one client may hold a key: from
 // the call of the acquire that opened it to the return of the release that
 // surely ended it, or else to when its lease (or renewal) surely expired.
@@ -334,7 +361,11 @@ type holdSpan struct {
 // called after that bound finds it over. Failed ops are left out, and so are blocking acquires
 // that never returned: a waiter that died in line is the lock's promise to
 // bound (WaitBound), not a holder.
-func holdSpans(ops []*lop) []*holdSpan {
+//
+// landBy(o) is the latest instant o's effect may land (run.landBy): an op
+// of unknown outcome held by a fault may land when the fault heals, and
+// its lease lasts from then.
+func holdSpans(ops []*lop, landBy func(*lop) int64) []*holdSpan {
 	var out []*holdSpan
 	var cur *holdSpan
 	holds, uncertain := 0, false
@@ -362,7 +393,7 @@ func holdSpans(ops []*lop) []*holdSpan {
 				}
 				cur = &holdSpan{client: o.client, start: o.call, end: math.MinInt64}
 			}
-			if e := satAdd(o.ret, o.expireFor); e > cur.end {
+			if e := satAdd(landBy(o), o.expireFor); e > cur.end {
 				cur.end, cur.last = e, o
 			}
 			if o.kind == history.Acquire {
@@ -426,7 +457,7 @@ func (c *run) waiterLiveness(k *keyOps) ([]Violation, bool) {
 	// the latest end among the spans of other clients begun before x.ret.
 	var spans []*holdSpan
 	for _, ops := range byClient {
-		spans = append(spans, holdSpans(ops)...)
+		spans = append(spans, holdSpans(ops, c.landBy)...)
 	}
 	sort.Slice(spans, func(i, j int) bool {
 		a, b := spans[i], spans[j]

@@ -46,6 +46,17 @@ func TestWaiterLiveness(t *testing.T) {
 			rel("a", 100, 101, ok, tok(1)),
 			acq("b", 3, 700, ok, ttl(1000), tok(2), waits()),
 		), w200, want{lease: contract.OK, resource: contract.NA, liveness: contract.Violated, prop: contract.PropLivenessName, rule: RuleWaiterLiveness, lines: []int{3, 4}}},
+		// An acquire of unknown outcome under a pause of its client may
+		// land when the pause ends (run.landBy): its lease runs from then.
+		{"an unknown acquire held by a fault lands when it heals", lined(
+			fault("pause-client a", 10, 500),
+			acq("a", 20, 100, unknown, ttl(100)),
+			acq("b", 510, 650, ok, ttl(1000), tok(2), waits()),
+		), w100, want{lease: contract.OK, resource: contract.NA, liveness: contract.OK}},
+		{"an unknown acquire outside any fault lands by its return", lined(
+			acq("a", 20, 100, unknown, ttl(100)),
+			acq("b", 510, 650, ok, ttl(1000), tok(2), waits()),
+		), w100, want{lease: contract.OK, resource: contract.NA, liveness: contract.Violated, prop: contract.PropLivenessName, rule: RuleWaiterLiveness, lines: []int{2}}},
 		{"an unknown release leaves the holder possible until expiry", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1)),
 			rel("a", 100, 101, unknown, tok(1)),
