@@ -2,16 +2,20 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/internal/vnode"
+
+	"github.com/alicebob/miniredis/v2"
 )
 
 // Fault is one fault of the simulation: what it does to the simulated
@@ -52,6 +56,9 @@ func Catalogue() []Fault {
 		{Name: contract.FaultPauseServer, Doc: "the lock's node stops serving for 3 TTLs (requests held), then serves again", strike: strikePauseServer},
 		{Name: contract.FaultCrashClient, Doc: "a holder crashes for good while it holds", strike: atPoint(strikeCrashClient)},
 		{Name: contract.FaultKeyLoss, Doc: "an operator deletes a working holder's lock keys", strike: onHolder(strikeKeyLoss)},
+		{Name: contract.FaultClockSkew, Doc: "one client's clock set 4 TTLs ahead for half the run (for locks that read client clocks)", strike: strikeClockSkew},
+		{Name: contract.FaultFailover, Doc: "the lock's node fails over to a replica that was in sync one TTL before: the writes of that gap are lost, and every connection to the node is reset", strike: strikeFailover(0)},
+		{Name: contract.FaultFailoverSkew, Doc: fmt.Sprintf("a failover (as failover) to a replica whose clock runs %v behind the old master's", chaos.SkewBehind), strike: strikeFailover(chaos.SkewBehind)},
 	}
 }
 
@@ -89,8 +96,9 @@ func Swarm(seed uint64) []Fault {
 }
 
 // Mix resolves a fault setting (`lockproof sim --faults`, a regression's
-// faults): "swarm" (each seed its own mix, Swarm), "none", or
-// comma-separated fault names of the catalogue (every seed the same).
+// faults): "swarm" (each seed its own mix, Swarm), "none", or fault names
+// of the catalogue separated by commas or by '+' as Label joins them
+// (every seed the same).
 func Mix(spec string) (func(seed uint64) []Fault, error) {
 	switch spec {
 	case "swarm":
@@ -98,8 +106,12 @@ func Mix(spec string) (func(seed uint64) []Fault, error) {
 	case contract.FaultNone:
 		return func(uint64) []Fault { return nil }, nil
 	}
+	names := strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || r == '+' })
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w: faults %q: empty (%s, or swarm, or none)", ErrScenario, spec, strings.Join(Names(), ", "))
+	}
 	var fs []Fault
-	for _, n := range strings.Split(spec, ",") {
+	for _, n := range names {
 		f, ok := Lookup(strings.TrimSpace(n))
 		if !ok {
 			return nil, fmt.Errorf("%w: faults %q: %q is not a simulated fault (%s, or swarm, or none)", ErrScenario, spec, n, strings.Join(Names(), ", "))
@@ -320,4 +332,77 @@ func strikeKeyLoss(s *striking, v *workload.Client) error {
 		},
 		evidence: func() string { return fmt.Sprintf("%s: deleted %d keys %v", name, len(deleted), deleted) },
 	}, s.ttl)
+}
+
+// strikeClockSkew sets a client's clock 4 TTLs ahead for half the run, as
+// the real-time clock-skew does: only locks that read their client's
+// clock (locker.Deps.Clock) notice.
+func strikeClockSkew(s *striking) error {
+	if !s.wait() {
+		return nil
+	}
+	v := s.wl.Clients[s.rng.IntN(len(s.wl.Clients))]
+	return s.window(&nemesis.ClockSkew{Client: v.Name, Clock: v.Clock, Offset: 4 * s.ttl}, s.run/2)
+}
+
+// strikeFailover is a failover of the lock's node, as Sentinel's after a
+// split brain: a replica in sync at the window's start (vnode.Copy) is
+// promoted at its end, one TTL later (as the real-time failover's window,
+// its replication lag a TTL): what the old master took in the gap is
+// lost, every connection to it is reset, and clients reconnect to the
+// promoted node, whose clock runs behind by behind (failover-skew).
+func strikeFailover(behind time.Duration) func(*striking) error {
+	return func(s *striking) error {
+		if !s.wait() {
+			return nil
+		}
+		name := contract.FaultFailover + " " + masterAddr
+		if behind > 0 {
+			name = fmt.Sprintf("%s %s, the replica's clock %v behind", contract.FaultFailoverSkew, masterAddr, behind)
+		}
+		replica := miniredis.NewMiniRedis()
+		var synced, lost int
+		var synced0 time.Time
+		var err error
+		werr := s.window(&window{name: name,
+			start: func() {
+				node := s.net.Node(masterAddr)
+				node.Advance()
+				err = vnode.Copy(replica, node.M, behind)
+				synced, synced0 = len(replica.Keys()), time.Now()
+			},
+			stop: func() {
+				if err != nil {
+					replica.Close()
+					return
+				}
+				// The replica's keys expired on its clock meanwhile.
+				replica.FastForward(time.Since(synced0))
+				node := s.net.Node(masterAddr)
+				node.Advance()
+				lost = gap(node.M, replica)
+				err = s.net.Promote(masterAddr, replica, behind)
+			},
+			evidence: func() string {
+				return fmt.Sprintf("%s: a replica in sync at the window's start (%d keys) promoted at its end; %d entries of the old master's data lost", name, synced, lost)
+			},
+		}, s.ttl)
+		return errors.Join(werr, err)
+	}
+}
+
+// gap counts the entries (keys with their values, as Dump renders them)
+// of the old master that the promoted replica does not have.
+func gap(old, replica *miniredis.Miniredis) int {
+	have := map[string]bool{}
+	for _, l := range strings.Split(replica.Dump(), "\n") {
+		have[l] = true
+	}
+	n := 0
+	for _, l := range strings.Split(old.Dump(), "\n") {
+		if l != "" && !have[l] {
+			n++
+		}
+	}
+	return n
 }

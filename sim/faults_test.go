@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/sim"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -213,4 +214,53 @@ func replay(t *testing.T, reg sim.Regression) (sim.Result, []sim.Fault) {
 	faults := mix(reg.Seed)
 	return sim.Run(t, sim.Scenario{Locks: zoo.Builtin(), Lock: reg.Lock, Seed: reg.Seed,
 		Duration: time.Duration(reg.DurationMs) * time.Millisecond, Faults: faults}), faults
+}
+
+// TestDecisiveFindingsInSimulation: every built-in lock's decisive finding
+// of the real-time detection list (locker.Entry.Decisive: the fault and
+// the property it breaks, or for a correct lock keeps while its fencing
+// refuses the late ops) is found in simulation, that fault alone, within
+// 5 seeds. Redlock's independent masters are not simulated.
+func TestDecisiveFindingsInSimulation(t *testing.T) {
+	reg := zoo.Builtin()
+	found := 0
+	for _, name := range reg.Names() {
+		e, _ := reg.Lookup(name)
+		if e.Decisive == nil || e.Needs.Redlock {
+			continue
+		}
+		f, ok := sim.Lookup(e.Decisive.Fault)
+		if !ok {
+			t.Errorf("%s: its decisive fault %s is not simulated", name, e.Decisive.Fault)
+			continue
+		}
+		want := runner.Predict(e, f.Name)
+		breaks := want.Want(e.Decisive.Property) == contract.WantViolated
+		first := 0
+		for seed := uint64(1); seed <= 5 && first == 0; seed++ {
+			r := sim.Run(t, sim.Scenario{Locks: reg, Lock: name, Seed: seed, Faults: []sim.Fault{f}})
+			for _, p := range r.Check.Props {
+				if p.ID != e.Decisive.Property {
+					continue
+				}
+				if breaks && p.Verdict == contract.Violated ||
+					!breaks && p.Verdict == contract.OK && (!want.Rejected || r.Check.Counts.Rejected > 0) {
+					first = int(seed)
+				}
+			}
+		}
+		what := "violated"
+		if !breaks {
+			what = "kept, late ops refused"
+		}
+		if first == 0 {
+			t.Errorf("%s × %s: %s not %s in 5 seeds", name, f.Name, e.Decisive.Property, what)
+			continue
+		}
+		found++
+		t.Logf("%s × %s: %s %s, first on seed %d", name, f.Name, e.Decisive.Property, what, first)
+	}
+	if found == 0 {
+		t.Fatal("no lock with a decisive finding")
+	}
 }

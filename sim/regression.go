@@ -19,7 +19,10 @@ import (
 type Regression struct {
 	Lock string `json:"lock"`
 	Seed uint64 `json:"seed"`
-	// Faults is `lockproof sim --faults`: swarm, none, or fault names.
+	// Faults is the seed's mix as sim.Label names it ("latency+reset",
+	// "none"), or any `lockproof sim --faults` setting (files written
+	// before 2026-11-26 say "swarm": that replays today's swarm, whose
+	// catalogue has grown since, so such a seed may run another mix).
 	Faults     string `json:"faults"`
 	DurationMs int64  `json:"duration_ms"`
 	// SHA256 is the digest of the history file (Encode).

@@ -585,7 +585,9 @@ func writeSim(dir string, f simFlags, sum *simSummary, results []*simResult) err
 		}
 		rows = append(rows, r.Row)
 		if why != "" {
-			regs = append(regs, sim.Regression{Lock: r.Row.Lock, Seed: uint64(r.Row.Seed), Faults: f.faults,
+			// The seed's own mix, not "swarm": a swarm draws from the
+			// catalogue, which grows, and the regression must replay.
+			regs = append(regs, sim.Regression{Lock: r.Row.Lock, Seed: uint64(r.Row.Seed), Faults: r.Row.FaultName,
 				DurationMs: f.duration.Milliseconds(), SHA256: r.SHA256, Why: why})
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -69,30 +70,35 @@ type Counts struct {
 // the connection's name and rank, so a run whose goroutines are scheduled
 // alike (GOMAXPROCS 1) makes the same choices.
 type Net struct {
-	seed  uint64
-	nodes map[string]*Node // by address
+	seed uint64
 
-	mu     sync.Mutex
-	rates  Rates
-	dials  map[string]int     // connections made so far, by client and address
-	links  map[*link]struct{} // open connections
-	cut    map[string]bool    // clients cut off
-	paused map[string]bool    // nodes paused, by address
-	change chan struct{}      // closed (and replaced) when a cut or pause lifts
-	counts Counts
-	closed bool
+	mu      sync.Mutex
+	nodes   map[string]*Node // by address
+	retired []*Node          // nodes a promotion replaced, stopped at Close
+	rates   Rates
+	dials   map[string]int     // connections made so far, by client and address
+	links   map[*link]struct{} // open connections
+	cut     map[string]bool    // clients cut off
+	paused  map[string]bool    // nodes paused, by address
+	change  chan struct{}      // closed (and replaced) when a cut or pause lifts
+	counts  Counts
+	closed  bool
 }
 
 // Node is one in-process Redis node of a Net.
 type Node struct {
 	Addr string
 	M    *miniredis.Miniredis
+	// Behind is how far the node's clock (TIME, and what EXPIREAT and
+	// PXAT read) runs behind the bubble's; its TTLs count down alike.
+	Behind time.Duration
 
 	mu   sync.Mutex
 	last time.Time // the bubble instant its keys were last advanced to
 }
 
-// Advance counts the node's key TTLs down to the bubble's now.
+// Advance counts the node's key TTLs down to the bubble's now, and sets
+// its clock to now less Behind.
 func (n *Node) Advance() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -101,6 +107,9 @@ func (n *Node) Advance() {
 		n.M.FastForward(d)
 	}
 	n.last = now
+	if n.Behind > 0 {
+		n.M.SetTime(now.Add(-n.Behind))
+	}
 }
 
 // NewNet starts one node per address (IP literals: nothing may look a
@@ -116,7 +125,11 @@ func NewNet(seed uint64, addrs ...string) *Net {
 }
 
 // Node returns the node at addr, or nil.
-func (n *Net) Node(addr string) *Node { return n.nodes[addr] }
+func (n *Net) Node(addr string) *Node {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.nodes[addr]
+}
 
 // SetRates sets the message faults from now on.
 func (n *Net) SetRates(r Rates) error {
@@ -140,14 +153,15 @@ func (n *Net) Counts() Counts {
 // connections it makes are that client's, for Cut and the draws.
 func (n *Net) Dialer(client string) Dialer {
 	return func(ctx context.Context, _, addr string) (net.Conn, error) {
-		node, ok := n.nodes[addr]
-		if !ok {
-			return nil, fmt.Errorf("vnode: no node at %s", addr)
-		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		n.mu.Lock()
+		node, ok := n.nodes[addr]
+		if !ok {
+			n.mu.Unlock()
+			return nil, fmt.Errorf("vnode: no node at %s", addr)
+		}
 		if n.closed {
 			n.mu.Unlock()
 			return nil, fmt.Errorf("vnode: dial %s: %w", addr, net.ErrClosed)
@@ -166,9 +180,10 @@ func (n *Net) Dialer(client string) Dialer {
 			return nil, err
 		}
 		cc, cs := net.Pipe()
+		name := fmt.Sprintf("%s#%d", id, rank)
 		h := fnv.New64a()
-		_, _ = fmt.Fprintf(h, "%s#%d", id, rank)
-		l := &link{net: n, node: node, client: client, cs: cs, ms: ms,
+		_, _ = h.Write([]byte(name))
+		l := &link{net: n, node: node, client: client, name: name, cs: cs, ms: ms,
 			rng: rand.New(rand.NewPCG(n.seed, h.Sum64()))}
 		n.mu.Lock()
 		n.links[l] = struct{}{}
@@ -230,7 +245,10 @@ func (n *Net) Close() {
 		l.close()
 		l.wg.Wait()
 	}
-	for _, node := range n.nodes {
+	n.mu.Lock()
+	nodes := slices.Concat(slices.Collect(maps.Values(n.nodes)), n.retired)
+	n.mu.Unlock()
+	for _, node := range nodes {
 		node.M.Close()
 	}
 }
@@ -244,6 +262,7 @@ type link struct {
 	net    *Net
 	node   *Node
 	client string
+	name   string // the client, the address and the connection's rank: its draws' seed
 	cs, ms net.Conn
 	rng    *rand.Rand // guarded by net.mu
 	// pastSetUp: the connection has sent a request that is not a set-up
