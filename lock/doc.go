@@ -94,4 +94,16 @@
 // holder's remaining TTL). Lease.WithValidity bounds one downstream call
 // by the lease's validity deadline. Client.Close(ctx) stops watchdogs and
 // the subscription, then waits within ctx for background cleanups.
+//
+// # Unknown outcomes
+//
+// A call whose reply was lost (ErrUnknownOutcome) is made sure in the
+// background, within its TTL: the attempt is first buried (its id or
+// fresh token goes into the hash {key}:gone, so that a request of it that
+// reaches Redis later, held by a paused server or behind the cleanup on
+// another connection, takes nothing), then the hold it may have added is
+// taken back (an owner's by its call's id, whatever holds the owner added
+// since) and its place in line left. A release of an owner's hold whose
+// reply was lost is undone the same way, and Release called again after
+// it runs that undo, never a release of another of the owner's holds.
 package lock
