@@ -212,10 +212,10 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	if !cfg.ownerSet {
 		given = newToken(c.rnd)
 	}
-	a := &attempt{c: c, key: key, keys: RedisKeys(key), owner: c.token(given), given: given, cfg: cfg, op: op}
-	if cfg.ownerSet {
-		a.id = newToken(a.c.rnd) // names the hold this call adds, for undoScript
-	}
+	// id names the hold this call adds, for undoScript: an owner's, and a
+	// fresh token's too, so that a lost release of its lease can be
+	// undone in the background as surely as an owner's.
+	a := &attempt{c: c, key: key, keys: RedisKeys(key), owner: c.token(given), given: given, cfg: cfg, op: op, id: newToken(c.rnd)}
 
 	mode := "t"
 	if wait {
@@ -372,9 +372,8 @@ type attempt struct {
 	cfg   callConfig
 	op    string
 	acks  int64 // replica acks, when Options.ReplicaAcks > 0
-	// id names this call's attempts to the lock (r) when it acquires
-	// WithOwner, so that a lost reply's hold can be taken back; "" for a
-	// fresh token, which a release by token cleans up.
+	// id names this call's attempts to the lock (r, gone), so that a lost
+	// reply's hold, or its lease's lost release, can be taken back.
 	id string
 }
 
@@ -550,14 +549,9 @@ func (a *attempt) gaveUp(ctx context.Context, cause error) error {
 	return fmt.Errorf("%s %q: %w: leaving the queue: %w (%w)", a.op, a.key, ErrNotAcquired, err, cause)
 }
 
-// bury marks the attempt gone (buryScript): by its id when it has one
-// (WithOwner), else by its fresh token.
+// bury marks the attempt gone (buryScript), by its id.
 func (a *attempt) bury(ctx context.Context) error {
-	name := a.id
-	if name == "" {
-		name = a.owner
-	}
-	_, err := a.c.run(ctx, buryScript, []string{a.keys.Gone}, name)
+	_, err := a.c.run(ctx, buryScript, []string{a.keys.Gone}, a.id)
 	if err != nil {
 		a.c.opts.Logger.Warn("lock: cleanup bury failed", "key", a.key, "ttl", a.cfg.ttl, "err", err)
 	}

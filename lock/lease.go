@@ -20,10 +20,9 @@ type Lease struct {
 	keys  Keys
 	owner string // as Redis stores it (Client.token)
 	given string // as the caller gave it (WithOwner), or the fresh token
-	// id names the hold to the lock (the attempt's id, "" for a fresh
-	// token's first hold): a release whose reply was lost is made sure
-	// by undoing that hold (undoScript), which does nothing when the
-	// release ran.
+	// id names the hold to the lock (its attempt's id): a release whose
+	// reply was lost is made sure by undoing that hold (undoScript),
+	// which does nothing when the release ran.
 	id    string
 	md    string // WithMetadata's
 	fence uint64
@@ -47,8 +46,8 @@ type Lease struct {
 	// succeeds could close Lost on the lease it released.
 	releasing   int
 	pendingLoss string
-	// unsure: a release's reply was lost. A retry of an owner's hold (id
-	// set) is its undo, which cannot take another hold of the owner.
+	// unsure: a release's reply was lost. A retry is the hold's undo,
+	// which cannot take another hold of the same token.
 	unsure bool
 	expiry *time.Timer
 	wd     *time.Timer        // next watchdog renewal; nil without watchdog
@@ -241,14 +240,11 @@ func (l *Lease) armExpiry() {
 //     released or lost. The lease has ended.
 //   - ErrUnknownOutcome: the reply was lost; the release may or may not have
 //     happened. The lease ends here (the work under it must stop: the lock
-//     may be another client's already). A hold of an owner (WithOwner,
-//     Reenter) is made sure in the background: the lock takes it back if
-//     the release did not run and leaves the lock alone if it did, within
-//     the lease's TTL; do not call Release again for it (a retry cannot
-//     tell the owner's holds apart, and may release another). For a fresh
-//     token's hold Release can be called again: a retry of a release that
-//     had happened finds the hold gone (ErrNotHeld), one that had not
-//     releases it.
+//     may be another client's already). The lock makes sure of it in the
+//     background: it takes the hold back if the release did not run and
+//     leaves the lock alone if it did, within the lease's TTL. Release can
+//     be called again: it runs that undo, never a release of another hold
+//     of the same token (ErrNotHeld when the hold was gone already).
 //   - the ctx error, when ctx was done before anything was sent: nothing
 //     happened, the lease is unchanged; call again with a live ctx.
 //
@@ -276,7 +272,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		return fmt.Errorf("release %q: nothing sent: %w", l.key, context.Cause(ctx))
 	}
 	l.mu.Lock()
-	retryUndo := l.unsure && l.id != ""
+	retryUndo := l.unsure
 	l.releasing++
 	l.mu.Unlock()
 	if retryUndo {
@@ -292,18 +288,18 @@ func (l *Lease) Release(ctx context.Context) error {
 			l.unsure = true
 			l.mu.Unlock()
 			l.endRelease(err)
-			if l.id != "" {
-				// A hold of an owner (WithOwner, Reenter) whose release
-				// did not run would stay: the owner's next acquire
-				// re-enters it and extends it, its release leaves it, and
-				// the lock is never free while the owner keeps coming
-				// back (the simulation found it: a waiter starved for
-				// the whole run under lost messages). Undo it in the
-				// background; the undo does nothing when the release ran.
-				a := &attempt{c: l.c, key: l.key, keys: l.keys, owner: l.owner, given: l.given,
-					cfg: callConfig{ttl: l.ttl, owner: l.given, ownerSet: true}, op: "release", id: l.id}
-				a.cleanup(false)
-			}
+			// A hold whose release did not run would stay for its TTL,
+			// or for good for an owner (WithOwner, Reenter), whose next
+			// acquire re-enters and extends it while its release leaves
+			// it: the lock was never free while the owner kept coming
+			// back (the simulation found it: a waiter starved for the
+			// whole run under lost messages), and a fresh token's hold
+			// kept its own client's next acquire waiting for the TTL a
+			// nested hold had stretched (seed 7739). Undo it in the
+			// background; the undo does nothing when the release ran.
+			a := &attempt{c: l.c, key: l.key, keys: l.keys, owner: l.owner, given: l.given,
+				cfg: callConfig{ttl: l.ttl, owner: l.given, ownerSet: true}, op: "release", id: l.id}
+			a.cleanup(false)
 			return err
 		}
 		l.endRelease(nil)
@@ -335,11 +331,11 @@ func (l *Lease) Release(ctx context.Context) error {
 	return nil
 }
 
-// releaseAgain is Release after one whose reply was lost, for an owner's
-// hold: the undo of the hold (undoScript) takes it back when the lost
-// release did not run, and nothing when it did or when the background
-// undo came first (ErrNotHeld, as a fresh token's retry finds the hold
-// gone). A plain release would take one of the owner's other holds.
+// releaseAgain is Release after one whose reply was lost: the undo of the
+// hold (undoScript) takes it back when the lost release did not run, and
+// nothing when it did or when the background undo came first (ErrNotHeld).
+// A plain release would take another hold of the same token, a nested
+// one's or, for an owner, another Lease's.
 func (l *Lease) releaseAgain(ctx context.Context) error {
 	reply, err := l.c.run(ctx, undoScript, []string{l.keys.Lock, l.keys.Fence, l.keys.Queue, l.keys.QueueDeadlines},
 		l.owner, l.id, l.keys.Channel, l.c.opts.HandoffTTL.Milliseconds())

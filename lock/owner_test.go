@@ -331,3 +331,31 @@ func TestOwnerReleaseRetryTakesNoOtherHold(t *testing.T) {
 		t.Fatalf("after the outer release the lock exists (%d, %v)", n, err)
 	}
 }
+
+// TestLostReleaseOfAFreshTokenIsUndone: a release that never reached
+// Redis, of a lease with a fresh token, is made sure in the background as
+// an owner's is: the lock is free long before the lease's TTL (a minute),
+// and the same client's next acquire does not wait behind its own stale
+// hold (the simulation's seed 7739: a nested hold had stretched its TTL).
+func TestLostReleaseOfAFreshTokenIsUndone(t *testing.T) {
+	c, drop, probe := droppingLocks(t)
+	l := mustAcquire(t, c, "k")
+	in, err := l.Reenter(ctxT(t), lock.WithTTL(2*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	drop.armed.Store(true)
+	if err := l.Release(ctxT(t)); !errors.Is(err, lock.ErrUnknownOutcome) {
+		t.Fatalf("the release that never reached Redis: %v, want ErrUnknownOutcome", err)
+	}
+	eventually(t, "the lock to be free after the lost release", func() bool {
+		n, err := probe.Exists(context.Background(), lock.RedisKeys("k").Lock).Result()
+		return err == nil && n == 0
+	})
+	if _, err := c.TryAcquire(ctxT(t), "k"); err != nil {
+		t.Fatalf("the client's next acquire: %v", err)
+	}
+}

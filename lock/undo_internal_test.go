@@ -132,12 +132,8 @@ func TestLateRequestAfterItsCleanupTakesNothing(t *testing.T) {
 			defer cancel()
 			keys := RedisKeys("k")
 			mk := func(owner string, owned bool) *attempt {
-				a := &attempt{c: c, key: "k", keys: keys, owner: c.token(owner), given: owner,
-					cfg: callConfig{ttl: time.Minute, owner: owner, ownerSet: owned}, op: "acquire"}
-				if owned {
-					a.id = newToken(c.rnd)
-				}
-				return a
+				return &attempt{c: c, key: "k", keys: keys, owner: c.token(owner), given: owner,
+					cfg: callConfig{ttl: time.Minute, owner: owner, ownerSet: owned}, op: "acquire", id: newToken(c.rnd)}
 			}
 			holder := mk("holder", false)
 			if tc.owned {

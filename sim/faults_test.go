@@ -182,19 +182,22 @@ func TestSavedSeedsReplay(t *testing.T) {
 	}
 }
 
-// TestFencedFindingsFixed: the 18 of 10,000 swarm seeds on which the
-// fenced lock was not as predicted (testdata/fenced-swarm-findings.jsonl,
-// found before 2026-11-26's fixes: an orphan hold an undo could not tell
-// from the owner's newer one, an owner's hold whose release was lost and
-// which the owner's later acquires kept alive, and the checker's window
-// of an unknown release) now run as predicted, every property decided.
+// TestFencedFindingsFixed: the 20 swarm seeds on which the fenced lock
+// was not as predicted (testdata/fenced-swarm-findings.jsonl, each with
+// its mix, found on 2026-11-26 before the day's fixes: an undo that could
+// not tell the orphan hold of a lost reply from the owner's newer one, an
+// owner's hold whose release was lost and which its later acquires kept
+// alive, an acquire that ran after its own cleanup, a fresh token's lost
+// release whose hold outlived it, and the checker's window of an unknown
+// release and of an acquire a fault held) now run as predicted, every
+// property decided.
 func TestFencedFindingsFixed(t *testing.T) {
 	regs, err := sim.ReadRegressions("testdata/fenced-swarm-findings.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(regs) != 18 {
-		t.Fatalf("%d seeds in the file, want the 18 findings", len(regs))
+	if len(regs) != 20 {
+		t.Fatalf("%d seeds in the file, want the 20 findings", len(regs))
 	}
 	for _, reg := range regs {
 		r, faults := replay(t, reg)
