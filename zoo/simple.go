@@ -145,7 +145,11 @@ func setNXExpireEntry() locker.Entry {
 			case contract.FaultCrashClient:
 				p.Set(contract.WantViolated, contract.PropLiveness)
 				p.Why = "the crashed holder's key has no TTL: nobody frees it"
-			case contract.FaultReset, contract.FaultPartition, contract.FaultPauseServer:
+			case contract.FaultReset, contract.FaultPartition, contract.FaultPauseServer,
+				// A failover resets every connection: a SETNX whose
+				// PEXPIRE was cut off strands its key (the simulation's
+				// seed 369, failover with key-loss and clock-skew).
+				contract.FaultFailover, contract.FaultFailoverSkew:
 				strandedKey(fault, p)
 			default:
 				delayedDelete(fault, p)
@@ -153,8 +157,8 @@ func setNXExpireEntry() locker.Entry {
 		})}
 }
 
-// strandedKey is the prediction, under the faults that lose replies or
-// hold requests past their caller's timeout, for a lock whose SETNX sets a
+// strandedKey is the prediction, under the faults that lose replies, reset
+// connections or hold requests past their caller's timeout, for a lock whose SETNX sets a
 // key without TTL: a SETNX that ran after its caller gave up sets a key
 // nobody knows it holds, and nobody frees it (liveness may break; found
 // by the simulation's lost replies and paused node). Its delayed deletes
