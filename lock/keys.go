@@ -23,8 +23,8 @@ type Keys struct {
 	// Channel is the pub/sub channel on which a release that hands the lock
 	// over publishes "<new owner token>:<fence>".
 	Channel string
-	// Gone is a hash of the attempts (a WithOwner call's id, or a fresh
-	// token) that gave up with their outcome unknown and were cleaned up:
+	// Gone is a hash of the attempts (by id) that gave up with their
+	// outcome unknown and were cleaned up:
 	// a request of theirs that reaches Redis after the cleanup (held by a
 	// paused server, or run behind the cleanup from another connection)
 	// takes nothing. It lives an hour past its last entry.

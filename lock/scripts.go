@@ -159,7 +159,7 @@ end
 // acquireScript: KEYS lock, fence, queue, queue deadlines, gone.
 // ARGV token, ttl ms, mode ("w": join the queue on failure, "t": don't),
 // (then, after the reentrant flag and channel below, the attempt's id for
-// undoScript, "" for a fresh token),
+// undoScript and buryScript; every attempt has one),
 // queue ttl ms, reentrant ("1": same owner increments the hold count,
 // unless it picks up a hand-off; "0": same owner is an idempotent retry,
 // or a hand-off being picked up),
@@ -167,9 +167,10 @@ end
 // keeps the lock's), hand-off lease ms.
 // Returns {1, fence, holds} when acquired, {0, pttl of the lock} when not.
 //
-// First, an attempt that gave up and was cleaned up (its id, or its fresh
-// token, is in gone: buryScript) takes nothing: a request of it that
-// arrives after the cleanup would add a hold nobody takes back (the
+// First, an attempt that gave up and was cleaned up (its id is in gone:
+// buryScript; the token stands in for a request without an id) takes
+// nothing: a request of it that arrives after the cleanup would add a
+// hold nobody takes back (the
 // simulation found it: a server paused with a waiter's acquire in its
 // buffer ran the waiter's undo first, from another connection, then the
 // acquire, and the orphan hold kept the next waiter out for a TTL).
@@ -323,8 +324,8 @@ return 0
 `)
 
 // leaveScript: KEYS lock, fence, queue, queue deadlines. ARGV token, channel,
-// ttl ms, "1" when the token is fresh (not given WithOwner), the call's id
-// ("" for a fresh token), hand-off lease ms. A waiter that
+// ttl ms, "1" when the token is fresh (not given WithOwner), the call's id,
+// hand-off lease ms. A waiter that
 // gives up leaves the queue; if the lock was already handed to it, it passes
 // the lock on to the next waiter: a fresh token holds nothing else, and an
 // owner's hold still marked provisional (p) is that hand-off, not picked up
@@ -397,8 +398,7 @@ extend(ARGV[3])
 return n
 `)
 
-// buryScript: KEYS gone. ARGV the attempt's name (a WithOwner call's id,
-// or a fresh token). The first step of the cleanup of an attempt that gave
+// buryScript: KEYS gone. ARGV the attempt's id. The first step of the cleanup of an attempt that gave
 // up with its outcome unknown: once it ran, a request of the attempt that
 // reaches Redis later takes nothing (acquireScript, reenterScript), so the
 // cleanup that follows (undo, release, leave) sees all the attempt ever
