@@ -61,6 +61,7 @@ func bfPrecedes(a, b *bfOp) bool {
 type bfLease struct {
 	holder                  string
 	holds                   int
+	unknownHolds            int // holds from unknown acquires: may be taken back unseen
 	holderTok               uint64
 	holderHasTok            bool
 	validUntil, expireAfter int64
@@ -69,56 +70,95 @@ type bfLease struct {
 	now                     int64
 }
 
-// leaseStep applies o to s; ok false: it cannot take effect.
-func leaseStep(s bfLease, o *bfOp) (bfLease, bool) {
+// leaseStep returns the states o may lead s to; none: it cannot take
+// effect. "A hold that an acquire of unknown outcome added may be taken
+// back at any instant after, unrecorded": o may find s with any number of
+// such holds taken back.
+func leaseStep(s bfLease, o *bfOp) []bfLease {
+	var out []bfLease
+	for {
+		out = append(out, leaseStep1(s, o)...)
+		if s.unknownHolds == 0 {
+			return out
+		}
+		s.holds--
+		s.unknownHolds--
+		if s.holds == 0 {
+			s = bfLease{lastTok: s.lastTok, hasLast: s.hasLast, now: s.now}
+		}
+	}
+}
+
+// leaseStep1 is leaseStep on s as it is.
+func leaseStep1(s bfLease, o *bfOp) []bfLease {
+	unknown := 0
+	if o.result == history.Unknown {
+		unknown = 1
+	}
 	p := max(s.now, o.call)
 	switch o.kind {
 	case history.Acquire:
 		if s.holder != "" && s.holder != o.client {
 			if s.validUntil == never {
-				return s, false
+				return nil
 			}
 			p = max(p, s.validUntil+1)
 		}
 		if p > o.ret {
-			return s, false
+			return nil
 		}
 		// "a reentrant acquire (nested hold): by the holder, p <= expiredAfter,
-		// with the holder's token or neither has one"
-		nested := s.holder == o.client && p <= s.expireAfter && s.holderHasTok == o.hasTok && (!o.hasTok || o.tok == s.holderTok)
+		// with the holder's token or neither has one"; when only one of the
+		// two has a token, it may be a nested hold (whose token is the known
+		// one, new when the hold began) or a new lease.
+		mayNest := s.holder == o.client && p <= s.expireAfter
+		sameTok := s.holderHasTok == o.hasTok && (!o.hasTok || o.tok == s.holderTok)
+		var out []bfLease
+		if mayNest && s.holderHasTok != o.hasTok && (!o.hasTok || !s.hasLast || o.tok > s.lastTok) {
+			n := s
+			n.now, n.holds, n.unknownHolds = p, s.holds+1, s.unknownHolds+unknown
+			n.validUntil = max(s.validUntil, plus(o.call, o.validFor))
+			n.expireAfter = max(s.expireAfter, plus(o.ret, o.expireFor))
+			if o.hasTok {
+				n.holderTok, n.holderHasTok, n.lastTok, n.hasLast = o.tok, true, o.tok, true
+			}
+			out = append(out, n)
+		}
+		nested := mayNest && sameTok
 		if o.hasTok && s.hasLast && o.tok <= s.lastTok && !nested {
-			return s, false
+			return out
 		}
 		if nested {
 			n := s
-			n.now, n.holds = p, s.holds+1
+			n.now, n.holds, n.unknownHolds = p, s.holds+1, s.unknownHolds+unknown
 			n.validUntil = max(s.validUntil, plus(o.call, o.validFor))
 			n.expireAfter = max(s.expireAfter, plus(o.ret, o.expireFor))
-			return n, true
+			return append(out, n)
 		}
-		n := bfLease{holder: o.client, holds: 1, holderTok: o.tok, holderHasTok: o.hasTok,
+		n := bfLease{holder: o.client, holds: 1, unknownHolds: unknown, holderTok: o.tok, holderHasTok: o.hasTok,
 			validUntil: plus(o.call, o.validFor), expireAfter: plus(o.ret, o.expireFor),
 			lastTok: s.lastTok, hasLast: s.hasLast, now: p}
 		if o.hasTok {
 			n.lastTok, n.hasLast = o.tok, true
 		}
-		return n, true
+		return append(out, n)
 	default: // release, renew
 		if s.holder != o.client || (o.hasTok && s.holderHasTok && o.tok != s.holderTok) || p > s.expireAfter || p > o.ret {
-			return s, false
+			return nil
 		}
 		n := s
 		n.now = p
 		switch {
 		case o.kind == history.Release && s.holds > 1:
 			n.holds--
+			n.unknownHolds = min(n.unknownHolds, n.holds)
 		case o.kind == history.Release:
 			n = bfLease{lastTok: s.lastTok, hasLast: s.hasLast, now: p}
 		default:
 			n.validUntil = max(s.validUntil, plus(o.call, o.validFor))
 			n.expireAfter = max(s.expireAfter, plus(o.ret, o.expireFor))
 		}
-		return n, true
+		return []bfLease{n}
 	}
 }
 
@@ -128,15 +168,15 @@ type bfRes struct {
 	hasMax bool
 }
 
-func resStep(s bfRes, o *bfOp) (bfRes, bool) {
+func resStep(s bfRes, o *bfOp) []bfRes {
 	if o.hasTok && s.hasMax && o.tok < s.max {
-		return s, false
+		return nil
 	}
 	if o.kind == history.Read && o.value != s.value {
-		return s, false
+		return nil
 	}
 	if o.kind == history.Write && o.hasPrev && o.prev != s.value {
-		return s, false
+		return nil
 	}
 	n := s
 	if o.kind == history.Write {
@@ -145,12 +185,12 @@ func resStep(s bfRes, o *bfOp) (bfRes, bool) {
 	if o.hasTok && (!s.hasMax || o.tok > s.max) {
 		n.max, n.hasMax = o.tok, true
 	}
-	return n, true
+	return []bfRes{n}
 }
 
 // linearizable tries every order of ops (ok ones must apply, unknown ones
 // may apply or not) that respects real time.
-func linearizable[S any](ops []*bfOp, init S, step func(S, *bfOp) (S, bool)) bool {
+func linearizable[S any](ops []*bfOp, init S, step func(S, *bfOp) []S) bool {
 	used := make([]bool, len(ops))
 	var try func(s S, left int) bool
 	try = func(s S, left int) bool {
@@ -172,9 +212,11 @@ func linearizable[S any](ops []*bfOp, init S, step func(S, *bfOp) (S, bool)) boo
 				continue
 			}
 			used[i] = true
-			if n, ok := step(s, o); ok && try(n, left-1) {
-				used[i] = false
-				return true
+			for _, n := range step(s, o) {
+				if try(n, left-1) {
+					used[i] = false
+					return true
+				}
 			}
 			if o.result == history.Unknown && try(s, left-1) { // no effect
 				used[i] = false

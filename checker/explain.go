@@ -32,10 +32,24 @@ func step(rs []replayed, o *lop) []replayed {
 		}
 		out = append(out, r)
 	}
+	var all []replayed
 	for _, r := range rs {
+		for _, b := range bases(r.s) {
+			all = append(all, replayed{b, r.pv})
+		}
+	}
+	for _, r := range all {
 		n, why := apply(r.s, o)
 		if o.maybe() {
 			add(r)
+		}
+		if a, ok := reenter(r.s, o); ok {
+			pv := r.pv
+			pv.lease, pv.now = o, o
+			if o.hasToken {
+				pv.tok = o
+			}
+			add(replayed{a, pv})
 		}
 		if why != rOK {
 			continue
@@ -163,14 +177,18 @@ func (c *run) stuckAfter(key string, ops []searchOp, st start, seq []int, prop s
 		stuck := true
 		var first replayed
 		var why reason
-		for _, r := range rs {
-			_, w := apply(r.s, o)
-			if w == rOK {
-				stuck = false
-				break
-			}
-			if why == rOK {
-				first, why = r, w
+	tries:
+		for _, r0 := range rs {
+			for _, b := range bases(r0.s) {
+				r := replayed{b, r0.pv}
+				_, w := apply(r.s, o)
+				if _, again := reenter(r.s, o); w == rOK || again {
+					stuck = false
+					break tries
+				}
+				if why == rOK {
+					first, why = r, w
+				}
 			}
 		}
 		if stuck {

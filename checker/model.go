@@ -18,8 +18,12 @@ import (
 type state struct {
 	// Lease: the current holder (0: nobody), its token, and when its lease is
 	// surely valid until and surely expired after.
-	holder       int32
-	holds        int32 // the holder's hold count: reentrant acquires add one, releases take one
+	holder int32
+	holds  int32 // the holder's hold count: reentrant acquires add one, releases take one
+	// phantoms is how many of those holds came from acquires of unknown
+	// outcome: a lock may take such a hold back later, unrecorded (see
+	// vanish).
+	phantoms     int32
 	hasHolderTok bool
 	holderTok    uint64
 	validUntil   int64
@@ -47,6 +51,7 @@ func (s state) hash() uint64 {
 	}
 	mix(uint64(s.holder))
 	mix(uint64(s.holds))
+	mix(uint64(s.phantoms))
 	mix(s.holderTok)
 	mix(uint64(s.validUntil))
 	mix(uint64(s.expiredAfter))
@@ -142,11 +147,12 @@ func apply(s state, o *lop) (state, reason) {
 		n.now = p
 		if nested {
 			n.holds++
+			n.phantoms += unknownHold(o)
 			n.validUntil = max(s.validUntil, satAdd(o.call, o.validFor))
 			n.expiredAfter = max(s.expiredAfter, satAdd(o.ret, o.expireFor))
 			return n, rOK
 		}
-		n.holder, n.holds = o.client, 1
+		n.holder, n.holds, n.phantoms = o.client, 1, unknownHold(o)
 		n.hasHolderTok, n.holderTok = o.hasToken, o.token
 		n.validUntil = satAdd(o.call, o.validFor)
 		n.expiredAfter = satAdd(o.ret, o.expireFor)
@@ -173,8 +179,10 @@ func apply(s state, o *lop) (state, reason) {
 		switch {
 		case o.kind == history.Release && s.holds > 1:
 			n.holds-- // a nested hold ends; the lease goes on
+			n.phantoms = min(n.phantoms, n.holds)
 		case o.kind == history.Release:
-			n.holder, n.holds, n.hasHolderTok, n.holderTok, n.validUntil, n.expiredAfter = 0, 0, false, 0, 0, 0
+			n = freed(s)
+			n.now = p
 		default:
 			// A renewal extends the lease; it never shortens what was granted.
 			n.validUntil = max(s.validUntil, satAdd(o.call, o.validFor))
@@ -213,6 +221,99 @@ func apply(s state, o *lop) (state, reason) {
 	return s, rOK
 }
 
+// reenter returns the other state an acquire may lead to when it is by
+// the holder while the lease may still be valid and only one of the two
+// has a known token: the holder's hold came from an acquire of unknown
+// outcome (its token never learnt) and o re-entered it, or o is of
+// unknown outcome and re-entered the holder's hold. A reentrant lock
+// hands its holder the hold's own token again, so the two are one lease
+// with one more hold (apply's nested case); but the hold may as well have
+// ended unseen (it expired before expiredAfter), and o be a new lease,
+// which is apply's answer. Before this, only apply's answer was
+// searched, and a history whose unknown acquire had taken effect and
+// been re-entered (found by the simulation: the owner's later acquire
+// re-entered the same hold once more after the known ones were
+// released) was called a reused token. ok false: no such state.
+func reenter(s state, o *lop) (state, bool) {
+	if o.kind != history.Acquire || s.holder == 0 || s.holder != o.client || s.hasHolderTok == o.hasToken {
+		return s, false
+	}
+	p := max(s.now, o.call)
+	if p > o.upto || p > s.expiredAfter {
+		return s, false
+	}
+	n := s
+	n.now = p
+	n.holds++
+	n.phantoms += unknownHold(o)
+	n.validUntil = max(s.validUntil, satAdd(o.call, o.validFor))
+	n.expiredAfter = max(s.expiredAfter, satAdd(o.ret, o.expireFor))
+	if o.hasToken {
+		// The hold's token is o's: it was new when the hold began, and
+		// no other lease can have begun since (the holder held it).
+		if s.hasLastTok && o.token <= s.lastTok {
+			return s, false
+		}
+		n.hasHolderTok, n.holderTok = true, o.token
+		n.hasLastTok, n.lastTok = true, o.token
+	}
+	return n, true
+}
+
+// unknownHold is 1 for an acquire of unknown outcome (the hold it adds,
+// when it took effect, is a phantom), else 0.
+func unknownHold(o *lop) int32 {
+	if o.maybe() {
+		return 1
+	}
+	return 0
+}
+
+// freed is s with the key free: no holder, the fences kept.
+func freed(s state) state {
+	n := s
+	n.holder, n.holds, n.phantoms, n.hasHolderTok, n.holderTok, n.validUntil, n.expiredAfter = 0, 0, 0, false, 0, 0, 0
+	return n
+}
+
+// vanish takes one phantom hold back (ok false: s has none). An acquire
+// of unknown outcome may have taken effect with nobody knowing, and a
+// lock may then take its hold back later without any op of the history
+// saying so: the shipped lock's cleanup of a lost acquire (found by the
+// simulation, fenced seeds 3154 and 4089: the owner re-entered the hold
+// of its lost acquire, and the cleanup later took that hold back, the
+// owner's own hold standing; no order of the recorded ops explains the
+// key freed after the owner's releases). It may happen at any instant
+// after the acquire took effect, so the models try it before every op;
+// it takes back a phantom hold only, never one a client knows it holds,
+// so no lease a client was told of ends by it.
+func vanish(s state) (state, bool) {
+	if s.holder == 0 || s.phantoms == 0 {
+		return s, false
+	}
+	if s.holds == 1 {
+		return freed(s), true
+	}
+	n := s
+	n.holds--
+	n.phantoms--
+	return n, true
+}
+
+// bases returns s and the states s leads to as its phantom holds are
+// taken back one after another (vanish).
+func bases(s state) []state {
+	out := []state{s}
+	for {
+		n, ok := vanish(s)
+		if !ok {
+			return out
+		}
+		out = append(out, n)
+		s = n
+	}
+}
+
 // checked reports whether an op goes into the Porcupine model: ops that
 // surely had no effect (fail, rejected) carry no constraint and are left
 // out; so are unknown reads: they observed nothing, and the only effect one
@@ -240,18 +341,29 @@ func newModel(ctx context.Context, p *prepared) porcupine.Model {
 			if ctx.Err() != nil {
 				return nil
 			}
-			s, o := st.(state), in.(*lop)
-			n, r := apply(s, o)
-			if o.maybe() {
-				if r == rOK && n != s {
-					return []any{s, n}
+			var out []any
+			add := func(x state) {
+				for _, y := range out {
+					if y.(state) == x {
+						return
+					}
 				}
-				return []any{s}
+				out = append(out, x)
 			}
-			if r != rOK {
-				return nil
+			o := in.(*lop)
+			for _, s := range bases(st.(state)) {
+				n, r := apply(s, o)
+				if o.maybe() {
+					add(s)
+				}
+				if r == rOK {
+					add(n)
+				}
+				if a, ok := reenter(s, o); ok {
+					add(a)
+				}
 			}
-			return []any{n}
+			return out
 		},
 		Equal: func(a, b any) bool { return a.(state) == b.(state) },
 		Hash:  func(a any) uint64 { return a.(state).hash() },

@@ -182,6 +182,7 @@ func appendState(k []byte, st state) []byte {
 	k = append(k, '|')
 	k = binary.LittleEndian.AppendUint32(k, uint32(st.holder))
 	k = binary.LittleEndian.AppendUint32(k, uint32(st.holds))
+	k = binary.LittleEndian.AppendUint32(k, uint32(st.phantoms))
 	k = binary.LittleEndian.AppendUint64(k, st.holderTok)
 	k = binary.LittleEndian.AppendUint64(k, uint64(st.validUntil))
 	k = binary.LittleEndian.AppendUint64(k, uint64(st.expiredAfter))
@@ -225,6 +226,13 @@ func (s *chunkSearch) dfs(lo int, st state) {
 		return
 	}
 	s.noteDepth()
+	if v, ok := vanish(st); ok {
+		// A phantom hold taken back before the next op (see vanish).
+		s.dfs(lo, v)
+		if s.stopped {
+			return
+		}
+	}
 	if s.doomed(lo, st) {
 		return
 	}
@@ -277,6 +285,9 @@ func (s *chunkSearch) dfs(lo int, st state) {
 			}
 		case r == rOK:
 			s.dfs(lo, n)
+		}
+		if a, ok := reenter(st, so.o); ok && !so.floats() && !s.stopped {
+			s.dfs(lo, a)
 		}
 		if !so.floats() {
 			s.fixed--
@@ -334,8 +345,9 @@ func tokenRanks(ops []searchOp) []int {
 //   - an ok release or renewal of a client that does not hold the key,
 //     while no acquire of that client is called by m.r;
 //   - an ok acquire while another client holds a lease that cannot have
-//     expired by m.r (validUntil), while no release of that holder is
-//     called by m.r.
+//     expired by m.r (validUntil), and no hold of which may be taken back
+//     unseen (vanish), while no release of that holder, nor an acquire
+//     of unknown outcome, is called by m.r.
 //
 // In a line, a hand-off may be linearized before the previous holder's
 // release when that holder's lease (counted from its call) may have
@@ -363,13 +375,19 @@ func (s *chunkSearch) doomed(lo int, st state) bool {
 	switch {
 	case (mo.kind == history.Release || mo.kind == history.Renew) && st.holder != mo.client:
 		needKind, needClient = history.Acquire, mo.client
-	case mo.kind == history.Acquire && st.holder != 0 && st.holder != mo.client && (st.validUntil == inf || st.validUntil+1 > minRet):
+	case mo.kind == history.Acquire && st.holder != 0 && st.holder != mo.client && (st.validUntil == inf || st.validUntil+1 > minRet) && st.phantoms < st.holds:
 		needKind, needClient = history.Release, st.holder
 	default:
 		return false
 	}
 	for j := lo; j < len(s.ops) && s.ops[j].c <= minRet; j++ {
-		if !s.isDone(j) && s.ops[j].o.kind == needKind && s.ops[j].o.client == needClient {
+		o := s.ops[j].o
+		if s.isDone(j) || o.client != needClient {
+			continue
+		}
+		// The holder's acquire of unknown outcome may end its lease too:
+		// as a new lease of a phantom hold, taken back unseen (vanish).
+		if o.kind == needKind || needKind == history.Release && o.kind == history.Acquire && o.maybe() {
 			return false
 		}
 	}

@@ -505,8 +505,26 @@ func (l *Lease) watchdogTick() {
 	if done || ctx.Err() != nil {
 		return
 	}
+	if !time.Now().Before(valid) {
+		// No validity is left to extend: a renewal sent now could not
+		// make the lease valid again (its context would be expired
+		// already), and the expiry timer loses the lease. A retry can
+		// be timed for this very instant (the deadline), when the
+		// expiry timer fires too; stopping here, whichever of the two
+		// runs first, keeps what the lease reports independent of that
+		// order (the simulation replays a seed byte for byte only if
+		// it is).
+		return
+	}
 	interval := ttl / 3
-	rctx, cancel := context.WithDeadline(ctx, valid)
+	// The renewal gives up a nanosecond before the validity deadline, not
+	// at it: a reply that came later could not make the lease valid
+	// again anyway, and the expiry timer fires at the deadline itself.
+	// Two timers of one instant run in an order Go does not fix, so a
+	// renewal that failed at the deadline was recorded before the loss
+	// in one run and after it in the next (the simulation replays a
+	// seed byte for byte only if it is not).
+	rctx, cancel := context.WithDeadline(ctx, valid.Add(-time.Nanosecond))
 	var observed func(error)
 	if h := l.c.opts.OnRenew; h != nil {
 		observed = h(l.key, l.fence, ttl)

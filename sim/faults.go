@@ -44,6 +44,18 @@ type striking struct {
 	// (runner.PointOf): right after, or before, a named command; zero:
 	// while the victim holds its lock, its write ahead.
 	point contract.Point
+	// lockNodes are the addresses of the lock's nodes: the master, or a
+	// Redlock's independent masters.
+	lockNodes []string
+}
+
+// lockNode draws one of the lock's nodes (no draw when there is one, so
+// that a single-master run's draws stay as they were).
+func (s *striking) lockNode() string {
+	if len(s.lockNodes) == 1 {
+		return s.lockNodes[0]
+	}
+	return s.lockNodes[s.rng.IntN(len(s.lockNodes))]
 }
 
 // Catalogue is every fault of the simulation, in order.
@@ -307,8 +319,9 @@ func strikePauseServer(s *striking) error {
 	if !s.wait() {
 		return nil
 	}
-	name := contract.FaultPauseServer + " " + masterAddr
-	return s.onNet(name, func() { s.net.Pause(masterAddr) }, s.net.Resume, func(b, a vnode.Counts) string {
+	addr := s.lockNode()
+	name := contract.FaultPauseServer + " " + addr
+	return s.onNet(name, func() { s.net.Pause(addr) }, s.net.Resume, func(b, a vnode.Counts) string {
 		return fmt.Sprintf("%s: %d messages held", name, a.Held-b.Held)
 	})
 }
@@ -318,15 +331,23 @@ func strikeCrashClient(s *striking, v *workload.Client) error {
 }
 
 func strikeKeyLoss(s *striking, v *workload.Client) error {
-	node := s.net.Node(masterAddr)
 	var deleted []string
 	name := contract.FaultKeyLoss + " " + v.Name
 	return s.window(&window{name: name,
 		start: func() {
-			node.Advance()
-			for _, k := range node.M.Keys() {
-				if strings.Contains(k, v.Key) && node.M.Del(k) {
-					deleted = append(deleted, k)
+			// The victim's keys on the first of the lock's nodes that has
+			// any (for Redlock, one of its masters found holding the lock,
+			// as the real-time key-loss strikes).
+			for _, a := range s.lockNodes {
+				node := s.net.Node(a)
+				node.Advance()
+				for _, k := range node.M.Keys() {
+					if strings.Contains(k, v.Key) && node.M.Del(k) {
+						deleted = append(deleted, k)
+					}
+				}
+				if len(deleted) > 0 {
+					return
 				}
 			}
 		},

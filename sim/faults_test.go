@@ -166,10 +166,25 @@ func TestSavedSeedsReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, reg := range regs {
-		r, _ := replay(t, reg)
-		_, digest, err := sim.Encode(r.Ops)
-		if err != nil {
-			t.Fatal(err)
+		// The fenced lock's seeds replay byte for byte almost always, not
+		// always (goroutines woken at one virtual instant run in an order
+		// Go does not fix; README, "The simulation"): like lockproof sim
+		// --replay, a seed whose history differs runs again, up to 3 times.
+		tries := 1
+		if reg.Lock == zoo.FencedName {
+			tries = 3
+		}
+		var r sim.Result
+		var digest string
+		for try := 1; try <= tries; try++ {
+			r, _ = replay(t, reg)
+			_, digest, err = sim.Encode(r.Ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if digest == reg.SHA256 {
+				break
+			}
 		}
 		if digest != reg.SHA256 {
 			t.Errorf("%s seed %d: history %s, saved %s", reg.Lock, reg.Seed, digest[:12], reg.SHA256[:12])
@@ -223,13 +238,13 @@ func replay(t *testing.T, reg sim.Regression) (sim.Result, []sim.Fault) {
 // of the real-time detection list (locker.Entry.Decisive: the fault and
 // the property it breaks, or for a correct lock keeps while its fencing
 // refuses the late ops) is found in simulation, that fault alone, within
-// 5 seeds. Redlock's independent masters are not simulated.
+// 5 seeds, Redlock's on its three independent masters.
 func TestDecisiveFindingsInSimulation(t *testing.T) {
 	reg := zoo.Builtin()
 	found := 0
 	for _, name := range reg.Names() {
 		e, _ := reg.Lookup(name)
-		if e.Decisive == nil || e.Needs.Redlock {
+		if e.Decisive == nil {
 			continue
 		}
 		f, ok := sim.Lookup(e.Decisive.Fault)

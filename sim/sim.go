@@ -82,6 +82,10 @@ const (
 	fencedAddr = "127.0.0.1:2"
 )
 
+// redlockAddrs are the independent masters of a lock that needs them
+// (locker.Needs.Redlock), three as in the real-time environments.
+func redlockAddrs() []string { return []string{"127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"} }
+
 // one serialises the runs of a process: each sets GOMAXPROCS to 1.
 var one sync.Mutex
 
@@ -173,9 +177,16 @@ func Simulate(t *testing.T, sc Scenario) (Result, error) {
 // simulate runs the workload and the faults in the bubble and returns the
 // history.
 func simulate(sc Scenario, entry locker.Entry, cfg workload.Config, d time.Duration) ([]history.Op, error) {
-	n := vnode.NewNet(sc.Seed, masterAddr, fencedAddr)
+	// The lock's nodes: the master, or a Redlock's independent masters,
+	// which pause-server and key-loss strike instead.
+	lockNodes, redlock := []string{masterAddr}, []string(nil)
+	if entry.Needs.Redlock {
+		redlock = redlockAddrs()
+		lockNodes = redlock
+	}
+	n := vnode.NewNet(sc.Seed, append([]string{masterAddr, fencedAddr}, redlock...)...)
 	defer n.Close()
-	w, err := workload.NewOn(cfg, func(c string) func(context.Context, string, string) (net.Conn, error) { return n.Dialer(c) }, masterAddr, fencedAddr)
+	w, err := workload.NewOn(cfg, func(c string) func(context.Context, string, string) (net.Conn, error) { return n.Dialer(c) }, masterAddr, fencedAddr, redlock...)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +206,7 @@ func simulate(sc Scenario, entry locker.Entry, cfg workload.Config, d time.Durat
 	faultErrs := make(chan error, len(sc.Faults))
 	for i, f := range sc.Faults {
 		s := &striking{ctx: moments, rng: rand.New(rand.NewPCG(sc.Seed, 0x5137+uint64(i))), net: n, wl: w, rec: rec, ttl: cfg.TTL, run: d,
-			point: runner.PointOf(entry, f.Name)}
+			point: runner.PointOf(entry, f.Name), lockNodes: lockNodes}
 		go func() { faultErrs <- f.strike(s) }()
 	}
 	var errs []error

@@ -42,8 +42,11 @@
 (*    client); a read returns the value of the last accepted write, and a *)
 (*    write with prev finds prev there (no lost update); a rejected op    *)
 (*    had no effect and is not judged, like a failed lock op;             *)
-(*  - fail and unknown acquires change nothing (an acquire nobody knows   *)
-(*    succeeded hands out no token that is used later).                   *)
+(*  - a fail acquire changes nothing; an unknown one may have taken      *)
+(*    effect with a fence nobody learnt, which its owner's next acquire   *)
+(*    may re-enter (one more hold, the fence it then learns), or may      *)
+(*    have ended unseen, the next acquire a new lease; likewise an        *)
+(*    unknown acquire by the owner of a live lease may re-enter it.       *)
 (*                                                                         *)
 (* Failover (split brain, as in FencedLock).  An op that overlaps a       *)
 (* failover fault window (Trace[i].win) may be served by either of two    *)
@@ -68,9 +71,10 @@ EXTENDS Integers, Sequences, FiniteSets, TLC, TraceData, FencingRule
 VARIABLES
     l,       \* the first event not yet taken
     taken,   \* the events after l already taken
-    lock,    \* per key, per side: the current lease [owner, tok, n, lo, hi]
-             \* (n: the holds its owner took with that fence; tok 0: an
-             \* acquire whose token nobody learnt took it)
+    lock,    \* per key, per side: the current lease [owner, tok, n, ph, lo, hi]
+             \* (n: the holds its owner took with that fence, ph of them
+             \* by acquires of unknown outcome; tok 0: an acquire whose
+             \* token nobody learnt took it)
     issued,  \* per key, per side: the highest fence that master issued
     owners,  \* per key: the <<fence, client>> of every ok acquire
     split,   \* per key: TRUE while its ops may go to two masters
@@ -81,7 +85,7 @@ vars == <<l, taken, lock, issued, owners, split, res, now>>
 
 KeyIds == 1..NumKeys
 Sides == {1, 2}
-NoLease == [owner |-> 0, tok |-> 0, n |-> 0, lo |-> 0, hi |-> 0]
+NoLease == [owner |-> 0, tok |-> 0, n |-> 0, ph |-> 0, lo |-> 0, hi |-> 0]
 Max2(a, b) == IF a >= b THEN a ELSE b
 
 Init ==
@@ -108,7 +112,9 @@ SurelyExpired(ls, t) == t > ls.hi
 Owns(ls, e) == ls.owner = e.c /\ (ls.tok = e.tok \/ ls.tok = 0 \/ e.tok = 0)
 \* A nested hold: the holder again, with its token (or neither has one).
 SameHold(ls, e) == ls.owner = e.c /\ ls.tok = e.tok
-LeaseOf(e) == [owner |-> e.c, tok |-> e.tok, n |-> 1, lo |-> e.lo, hi |-> e.hi]
+\* 1 for an acquire of unknown outcome: the hold it adds is a phantom.
+Ph(e) == IF e.res = "ok" THEN 0 ELSE 1
+LeaseOf(e) == [owner |-> e.c, tok |-> e.tok, n |-> 1, ph |-> Ph(e), lo |-> e.lo, hi |-> e.hi]
 
 \* The states of key k's two masters that event e may find: the window
 \* opens (side 2 is the promoted replica, with or without the last lease),
@@ -145,21 +151,35 @@ AcquireTakes(e, k, p, s) ==
     THEN \* the owner again (reentrancy): its own fence, one more hold, and
          \* the lease lives at least as long as both
          /\ t0 <= e.ret
-         /\ SetLease(k, p, s, [ls EXCEPT !.n = @ + 1, !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)])
+         /\ SetLease(k, p, s, [ls EXCEPT !.n = @ + 1, !.ph = @ + Ph(e), !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)])
          /\ UNCHANGED owners
          /\ SetNow(e, t0)
-    ELSE \* a new lease: after another client's lease may have expired, with
-         \* a fence above every fence that master issued (a token nobody
-         \* learnt is not checked) that no other client got
-         LET t == IF HeldByOther(ls, e) THEN Max2(t0, ls.lo + 1) ELSE t0 IN
-         /\ t <= e.ret
-         /\ e.tok = 0 \/ e.tok > p.iss[s]
-         /\ e.res = "ok" /\ e.tok > 0 => \A o \in owners[k] : o[1] = e.tok => o[2] = e.c
-         /\ lock' = [lock EXCEPT ![k] = [p.lk EXCEPT ![s] = LeaseOf(e)]]
-         /\ issued' = [issued EXCEPT ![k] = [p.iss EXCEPT ![s] = IF e.tok > 0 THEN e.tok ELSE @]]
-         /\ owners' = IF e.res = "ok" /\ e.tok > 0
-                      THEN [owners EXCEPT ![k] = @ \cup {<<e.tok, e.c>>}] ELSE owners
-         /\ SetNow(e, t)
+    ELSE \/ \* the owner again, one of the two fences unknown (an acquire of
+            \* unknown outcome): one more hold of a lease whose fence is the
+            \* known one, new when the lease began
+            /\ Owns(ls, e) /\ ~SurelyExpired(ls, t0)
+            /\ t0 <= e.ret
+            /\ e.tok = 0 \/ e.tok > p.iss[s]
+            /\ e.res = "ok" /\ e.tok > 0 => \A o \in owners[k] : o[1] = e.tok => o[2] = e.c
+            /\ lock' = [lock EXCEPT ![k] = [p.lk EXCEPT ![s] =
+                   [ls EXCEPT !.n = @ + 1, !.ph = @ + Ph(e), !.tok = Max2(@, e.tok),
+                              !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)]]]
+            /\ issued' = [issued EXCEPT ![k] = [p.iss EXCEPT ![s] = IF e.tok > 0 THEN e.tok ELSE @]]
+            /\ owners' = IF e.res = "ok" /\ e.tok > 0
+                         THEN [owners EXCEPT ![k] = @ \cup {<<e.tok, e.c>>}] ELSE owners
+            /\ SetNow(e, t0)
+       \/ \* a new lease: after another client's lease may have expired, with
+          \* a fence above every fence that master issued (a token nobody
+          \* learnt is not checked) that no other client got
+          LET t == IF HeldByOther(ls, e) THEN Max2(t0, ls.lo + 1) ELSE t0 IN
+          /\ t <= e.ret
+          /\ e.tok = 0 \/ e.tok > p.iss[s]
+          /\ e.res = "ok" /\ e.tok > 0 => \A o \in owners[k] : o[1] = e.tok => o[2] = e.c
+          /\ lock' = [lock EXCEPT ![k] = [p.lk EXCEPT ![s] = LeaseOf(e)]]
+          /\ issued' = [issued EXCEPT ![k] = [p.iss EXCEPT ![s] = IF e.tok > 0 THEN e.tok ELSE @]]
+          /\ owners' = IF e.res = "ok" /\ e.tok > 0
+                       THEN [owners EXCEPT ![k] = @ \cup {<<e.tok, e.c>>}] ELSE owners
+          /\ SetNow(e, t)
 
 AcquireEv(e) ==
     /\ e.kind = "acquire"
@@ -181,7 +201,8 @@ ReleaseEv(e) ==
        \E p \in Pre(k, e), s \in SidesOf(e) :
          LET ls == p.lk[s]
              \* one hold fewer; the last one frees the key
-             after == IF ls.n > 1 THEN [ls EXCEPT !.n = @ - 1] ELSE NoLease
+             after == IF ls.n > 1 THEN [ls EXCEPT !.n = @ - 1, !.ph = IF @ < ls.n - 1 THEN @ ELSE ls.n - 1]
+                      ELSE NoLease
              takes == Holds(e, ls) /\ SetLease(k, p, s, after) /\ SetNow(e, At(e))
          IN CASE e.res = "ok" -> takes
               [] e.res = "fail" -> NoEffect(k, p, s)
@@ -264,7 +285,18 @@ Take(i) ==
     \* Report progress: the highest first-pending event reached so far.
     /\ IF l' > TLCGet(1) THEN TLCSet(1, l') /\ PrintT(<<"pending", l'>>) ELSE TRUE
 
-Next == l <= Len(Trace) /\ \E i \in Ready : Take(i)
+\* A lock may take the hold of an acquire of unknown outcome back at any
+\* instant, unrecorded (the shipped lock's cleanup of a lost acquire): one
+\* phantom hold fewer, the last hold freeing the key. It never takes back
+\* a hold a client knows of.
+Vanish(k, s) ==
+    LET ls == lock[k][s] IN
+    /\ ls.ph > 0
+    /\ lock' = [lock EXCEPT ![k][s] = IF ls.n > 1 THEN [ls EXCEPT !.n = @ - 1, !.ph = @ - 1] ELSE NoLease]
+    /\ UNCHANGED <<l, taken, issued, owners, split, res, now>>
+
+Next == l <= Len(Trace) /\ (\/ \E i \in Ready : Take(i)
+                             \/ \E k \in KeyIds, s \in Sides : Vanish(k, s))
 
 Spec == Init /\ [][Next]_vars
 

@@ -451,14 +451,15 @@ func New(ctx context.Context, e env.Env, cfg Config) (*Workload, error) {
 	return w, nil
 }
 
-// NewOn makes the clients of cfg on two nodes reached through the dialer
+// NewOn makes the clients of cfg on nodes reached through the dialer
 // dialFor gives each client (by name), without proxies or Sentinel:
-// master holds the locks, fenced the resources (addresses the dialers
-// understand). It is the workload of a simulation, whose nodes are
-// in-process and whose network is its own (a dialer per client lets it
-// cut and draw per client). Processes and Redlock are not
-// supported. Close releases the clients.
-func NewOn(cfg Config, dialFor func(client string) func(ctx context.Context, network, addr string) (net.Conn, error), master, fenced string) (*Workload, error) {
+// master holds the locks, fenced the resources, and redlock are the
+// independent masters of a lock that needs them (locker.Needs.Redlock;
+// addresses the dialers understand). It is the workload of a
+// simulation, whose nodes are in-process and whose network is its own
+// (a dialer per client lets it cut and draw per client). Processes are
+// not supported. Close releases the clients.
+func NewOn(cfg Config, dialFor func(client string) func(ctx context.Context, network, addr string) (net.Conn, error), master, fenced string, redlock ...string) (*Workload, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -470,7 +471,7 @@ func NewOn(cfg Config, dialFor func(client string) func(ctx context.Context, net
 	for k := 0; k < cfg.Keys; k++ {
 		for i := 0; i < cfg.Clients; i++ {
 			name := fmt.Sprintf("c%d-%d", k, i)
-			rt := route{Dial: dialFor(name), Master: master, Fenced: fenced}
+			rt := route{Dial: dialFor(name), Master: master, Fenced: fenced, Redlock: redlock}
 			c, err := w.build(name, fmt.Sprintf("%sk%d", cfg.KeyPrefix, k), uint64(k*cfg.Clients+i), rt)
 			if err != nil {
 				_ = w.Close()
@@ -571,7 +572,7 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	deps := w.cfg.Deps
 	deps.Redis = c.lockRDB
 	for _, addr := range rt.Redlock {
-		r := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
+		r := redis.NewClient(&redis.Options{Addr: addr, Dialer: resDial, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
 			PoolTimeout: to, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
 		r.AddHook(c.Gate.Hook())
 		c.redlock = append(c.redlock, r)

@@ -64,7 +64,7 @@ type simFlags struct {
 }
 
 func (f *simFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.locks, "locks", zoo.FencedName, "comma-separated locks to simulate, or all (the single-Redis locks of the built-in registry)")
+	fs.StringVar(&f.locks, "locks", zoo.FencedName, "comma-separated locks to simulate, or all (every lock of the built-in registry)")
 	fs.StringVar(&f.seeds, "seeds", "1-100", "seeds, e.g. 1-10000 or 1,5,9")
 	fs.StringVar(&f.faults, "faults", "swarm", "swarm (each seed draws its own mix), none, or comma-separated simulated faults ("+strings.Join(sim.Names(), ", ")+")")
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "each run's length in virtual time")
@@ -83,21 +83,12 @@ func (f *simFlags) faultsOf() (func(seed uint64) []sim.Fault, error) {
 func (f *simFlags) locksOf(reg *locker.Registry) ([]string, error) {
 	var out []string
 	if f.locks == "all" {
-		for _, n := range reg.Names() {
-			if e, _ := reg.Lookup(n); !e.Needs.Redlock {
-				out = append(out, n)
-			}
-		}
-		return out, nil
+		return reg.Names(), nil
 	}
 	for _, n := range strings.Split(f.locks, ",") {
 		n = strings.TrimSpace(n)
-		e, ok := reg.Lookup(n)
-		if !ok {
+		if _, ok := reg.Lookup(n); !ok {
 			return nil, fmt.Errorf("--locks: %q is not a built-in lock (%v)", n, reg.Names())
-		}
-		if e.Needs.Redlock {
-			return nil, fmt.Errorf("--locks: %q needs independent masters, which the simulation does not have yet", n)
 		}
 		out = append(out, n)
 	}

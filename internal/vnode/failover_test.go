@@ -67,14 +67,15 @@ func TestPromote(t *testing.T) {
 		if ok, err := a.SIsMember(ctx, "set", "m").Result(); err != nil || !ok {
 			t.Errorf("set member: %v, %v", ok, err)
 		}
-		// 500ms TTL copied 3s longer, 200ms gone: 3.3s left.
-		if ttl, err := a.PTTL(ctx, "s").Result(); err != nil || ttl != 3300*time.Millisecond {
+		// 500ms TTL copied 3s longer, 200ms gone: 3.3s left (less the
+		// transits of this test's commands, a few nanoseconds).
+		if ttl, err := a.PTTL(ctx, "s").Result(); err != nil || ttl < 3299*time.Millisecond || ttl > 3300*time.Millisecond {
 			t.Errorf("PTTL on the promoted node: %v, %v; want 3.3s", ttl, err)
 		}
 		tm, err := a.Time(ctx).Result()
 		must(err)
-		if d := time.Since(tm); d != behind {
-			t.Errorf("the promoted node's clock is %v behind, want %v", d, behind)
+		if d := time.Since(tm); d < behind || d > behind+2*Transit {
+			t.Errorf("the promoted node's clock is %v behind, want %v (and the transits)", d, behind)
 		}
 	})
 }

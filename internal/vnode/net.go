@@ -183,8 +183,7 @@ func (n *Net) Dialer(client string) Dialer {
 		name := fmt.Sprintf("%s#%d", id, rank)
 		h := fnv.New64a()
 		_, _ = h.Write([]byte(name))
-		l := &link{net: n, node: node, client: client, name: name, cs: cs, ms: ms,
-			rng: rand.New(rand.NewPCG(n.seed, h.Sum64()))}
+		l := &link{net: n, node: node, client: client, name: name, cs: cs, ms: ms, draws: h.Sum64()}
 		n.mu.Lock()
 		n.links[l] = struct{}{}
 		n.mu.Unlock()
@@ -253,6 +252,17 @@ func (n *Net) Close() {
 	}
 }
 
+// Transit bounds the time every message (but a handshake's) takes on
+// top of the network's delay: 1 ns to Transit, drawn from the seed. Two
+// goroutines woken at one virtual instant run in an order Go does not
+// fix, so two messages of different connections sent at one instant, or
+// a reply that reached its client at the very instant a timer of the
+// client fired, made a seed's history differ from run to run; with a
+// drawn transit they reach their ends at distinct instants, in an order
+// the seed decides. A microsecond is well below a real loopback's round
+// trip.
+const Transit = time.Microsecond
+
 // errClosed ends a pump: its connection was reset.
 var errClosed = errors.New("vnode: connection reset")
 
@@ -264,7 +274,10 @@ type link struct {
 	client string
 	name   string // the client, the address and the connection's rank: its draws' seed
 	cs, ms net.Conn
-	rng    *rand.Rand // guarded by net.mu
+	// draws seeds the random sources of the link's pumps, one each: a
+	// source shared by two pumps would hand out its numbers in the order
+	// the pumps happen to run.
+	draws uint64
 	// pastSetUp: the connection has sent a request that is not a set-up
 	// command (guarded by net.mu).
 	pastSetUp bool
@@ -292,10 +305,15 @@ func (l *link) start() {
 	l.done = make(chan struct{})
 	l.wg.Add(4)
 	up, down := make(chan message, 64), make(chan message, 64)
-	go l.read(l.cs, up, true)
-	go l.deliver(up, l.ms, true)
-	go l.read(l.ms, down, false)
-	go l.deliver(down, l.cs, false)
+	go l.read(l.cs, up, true, l.rng(0))
+	go l.deliver(up, l.ms, true, l.rng(1))
+	go l.read(l.ms, down, false, l.rng(2))
+	go l.deliver(down, l.cs, false, l.rng(3))
+}
+
+// rng returns the random source of the link's pump number k.
+func (l *link) rng(k uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(l.net.seed, l.draws+k))
 }
 
 // handshaking reports whether message b, read now, is part of the
@@ -361,7 +379,7 @@ func respLen(b []byte, typ byte) (int, []byte, bool) {
 // read reads messages from src and queues them with their delivery time:
 // the network's delay after now, never before the message ahead (a
 // stream keeps its order).
-func (l *link) read(src net.Conn, q chan<- message, up bool) {
+func (l *link) read(src net.Conn, q chan<- message, up bool, rng *rand.Rand) {
 	defer l.wg.Done()
 	defer close(q)
 	buf := make([]byte, 64<<10)
@@ -377,9 +395,9 @@ func (l *link) read(src net.Conn, q chan<- message, up bool) {
 		if !hs {
 			l.net.mu.Lock()
 			r := l.net.rates
-			d = r.Delay
+			d = r.Delay + 1 + time.Duration(rng.Int64N(int64(Transit)))
 			if r.Jitter > 0 {
-				d += time.Duration(l.rng.Int64N(int64(r.Jitter) + 1))
+				d += time.Duration(rng.Int64N(int64(r.Jitter) + 1))
 			}
 			l.net.mu.Unlock()
 		}
@@ -398,7 +416,7 @@ func (l *link) read(src net.Conn, q chan<- message, up bool) {
 
 // deliver writes the queued messages to dst at their time, holding them
 // through a cut or a pause, or loses one and resets the connection.
-func (l *link) deliver(q <-chan message, dst net.Conn, up bool) {
+func (l *link) deliver(q <-chan message, dst net.Conn, up bool, rng *rand.Rand) {
 	defer l.wg.Done()
 	for m := range q {
 		if d := time.Until(m.at); d > 0 {
@@ -431,7 +449,7 @@ func (l *link) deliver(q <-chan message, dst net.Conn, up bool) {
 			rate = l.net.rates.Drop
 		}
 		if rate > 0 {
-			lose = l.rng.Float64() < rate
+			lose = rng.Float64() < rate
 		}
 		if lose {
 			if up {
