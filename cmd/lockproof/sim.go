@@ -113,10 +113,13 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	workers := fs.Int("workers", runtime.NumCPU(), "worker processes, each on one processor")
 	replay := fs.String("replay", "", "replay the seeds of a regressions.jsonl and check that each gives the same history, byte for byte")
 	tries := fs.Int("tries", 3, "with --replay: runs of a seed whose history differs before it counts as different")
+	shrink := fs.String("shrink", "", "shrink the schedules of a regressions.jsonl: fewer faults, shorter runs, the same finding")
+	shrunk := fs.String("shrunk", "", "with --shrink: the file to write the shrunk regressions to (default: the file's name with -shrunk)")
 	worker := fs.Bool("worker", false, "internal: run as a worker, jobs on stdin")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lockproof sim [--locks L,...] [--seeds 1-1000] [--faults swarm|none|F,...] [--duration D] [--workers N] [--out DIR]")
 		fmt.Fprintln(stderr, "       lockproof sim --replay DIR/regressions.jsonl")
+		fmt.Fprintln(stderr, "       lockproof sim --shrink DIR/regressions.jsonl [--shrunk FILE]")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args); !ok {
@@ -139,6 +142,13 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitBadInput
 		}
 		return simReplay(ctx, *replay, *workers, *tries, stdout, stderr)
+	}
+	if *shrink != "" {
+		out := *shrunk
+		if out == "" {
+			out = strings.TrimSuffix(*shrink, ".jsonl") + "-shrunk.jsonl"
+		}
+		return simShrink(ctx, *shrink, out, *workers, stdout, stderr)
 	}
 	if f.duration <= 0 {
 		fmt.Fprintf(stderr, "lockproof sim: --duration %v: must be positive\n", f.duration)

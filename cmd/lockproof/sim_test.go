@@ -157,3 +157,53 @@ func TestSimSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestSimShrink: `--shrink` reduces a saved finding's schedule to fewer
+// faults with the same finding, and the shrunk line replays byte for
+// byte and still breaks what it broke; a line with nothing to keep is
+// left as it is, and a bad file is named.
+func TestSimShrink(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "regs.jsonl"), filepath.Join(dir, "small.jsonl")
+	orig := sim.Regression{Lock: "setnx", Seed: 3, Faults: "pause-client+crash-client+clock-skew+failover+failover-skew",
+		DurationMs: 3000, SHA256: strings.Repeat("0", 64), Why: "first violated liveness"}
+	unknown := orig
+	unknown.Seed, unknown.Why = 4, "unknown"
+	var b bytes.Buffer
+	for _, r := range []sim.Regression{orig, unknown} {
+		line, _ := json.Marshal(r)
+		b.Write(append(line, '\n'))
+	}
+	if err := os.WriteFile(in, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, errOut := runBin(t, bin, "sim", "--shrink", in, "--shrunk", out)
+	if code != exitOK {
+		t.Fatalf("shrink: exit %d\n%s\n%s", code, stdout, errOut)
+	}
+	got, err := sim.ReadRegressions(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[1] != unknown {
+		t.Fatalf("shrunk file: %+v; want two lines, the unknown one as it was", got)
+	}
+	if n, m := len(strings.Split(got[0].Faults, "+")), len(strings.Split(orig.Faults, "+")); n >= m || !strings.Contains(got[0].Why, "first violated liveness; shrunk from "+orig.Faults) {
+		t.Errorf("shrunk %+v: want fewer than %d faults and the finding kept", got[0], m)
+	}
+	// The shrunk line alone: it replays, and breaks liveness again.
+	line, _ := json.Marshal(got[0])
+	if err := os.WriteFile(out, append(line, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, errOut := runBin(t, bin, "sim", "--replay", out, "--tries", "1"); code != exitOK || !strings.Contains(stdout, "same history") {
+		t.Errorf("replay of the shrunk line: exit %d\n%s\n%s", code, stdout, errOut)
+	}
+	if code, stdout, _ := runBin(t, bin, "sim", "--locks", "setnx", "--seeds", "3", "--faults", got[0].Faults); !strings.Contains(stdout, "liveness on 1") {
+		t.Errorf("the shrunk schedule (exit %d) no longer breaks liveness:\n%s", code, stdout)
+	}
+	if code, _, errOut := runBin(t, bin, "sim", "--shrink", filepath.Join(dir, "none.jsonl")); code != exitBadInput || !strings.Contains(errOut, "none.jsonl") {
+		t.Errorf("a missing file: exit %d, want %d naming it\n%s", code, exitBadInput, errOut)
+	}
+}
