@@ -62,3 +62,22 @@ func start(tb testing.TB, cfg redisproc.Config) *redisproc.Process {
 	})
 	return p
 }
+
+// StartCluster starts a Redis Cluster of processes (redisproc.StartCluster)
+// and registers its stop with tb.Cleanup.
+func StartCluster(tb testing.TB, cfg redisproc.ClusterConfig) *redisproc.Cluster {
+	tb.Helper()
+	Require(tb, false)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := redisproc.StartCluster(ctx, cfg)
+	if err != nil {
+		tb.Fatalf("start redis cluster: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			tb.Errorf("stop redis cluster: %v", err)
+		}
+	})
+	return c
+}

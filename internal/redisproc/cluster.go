@@ -1,0 +1,173 @@
+package redisproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ClusterConfig says how to start a Redis Cluster of processes.
+type ClusterConfig struct {
+	// Masters is the number of shards; 0 means 3 (the fewest Redis
+	// Cluster accepts to vote a failover).
+	Masters int
+	// Replicas is the number of replicas of each master; 0 means none.
+	Replicas int
+	// NodeTimeout is cluster-node-timeout: how long a node may be
+	// unreachable before it is failing; 0 means 2s.
+	NodeTimeout time.Duration
+	// Extra lines for every node's configuration.
+	Extra []string
+}
+
+// Cluster is a Redis Cluster of redis-server processes: Nodes[i] for i
+// below Masters was the master of shard i at start, and the replicas of
+// shard i follow (Nodes[Masters+i*Replicas+j]).
+type Cluster struct {
+	Nodes   []*Process
+	Masters int
+}
+
+// Addrs returns every node's address (a ClusterClient's seeds).
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Addr
+	}
+	return out
+}
+
+// Stop stops every node.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for _, n := range c.Nodes {
+		errs = append(errs, n.Stop())
+	}
+	return errors.Join(errs...)
+}
+
+// StartCluster starts the nodes of cfg with cluster-enabled, gives each
+// master an equal range of the 16384 slots, joins them (CLUSTER MEET),
+// makes the replicas replicate their masters, and waits, bounded by ctx,
+// until every node sees the cluster ok and every replica in sync. On
+// error every node started is stopped.
+func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error) {
+	if cfg.Masters == 0 {
+		cfg.Masters = 3
+	}
+	if cfg.NodeTimeout == 0 {
+		cfg.NodeTimeout = 2 * time.Second
+	}
+	c = &Cluster{Masters: cfg.Masters}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+			c = nil
+		}
+	}()
+	total := cfg.Masters * (1 + cfg.Replicas)
+	buses := make([]int, total)
+	for i := range total {
+		// The bus port is said, not left at port+10000: that one may be
+		// another process's.
+		if buses[i], err = FreePort(); err != nil {
+			return c, err
+		}
+		extra := append([]string{
+			"cluster-enabled yes",
+			"cluster-config-file nodes.conf",
+			"cluster-node-timeout " + strconv.FormatInt(cfg.NodeTimeout.Milliseconds(), 10),
+			"cluster-port " + strconv.Itoa(buses[i]),
+			"cluster-require-full-coverage no",
+		}, cfg.Extra...)
+		p, err := Start(ctx, Config{Extra: extra})
+		if err != nil {
+			return c, fmt.Errorf("cluster node %d: %w", i, err)
+		}
+		c.Nodes = append(c.Nodes, p)
+	}
+	clients := make([]*redis.Client, total)
+	for i, n := range c.Nodes {
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+		defer clients[i].Close()
+	}
+	ids := make([]string, total)
+	for i, rdb := range clients {
+		if ids[i], err = rdb.ClusterMyID(ctx).Result(); err != nil {
+			return c, fmt.Errorf("cluster node %s: CLUSTER MYID: %w", c.Nodes[i].Addr, err)
+		}
+	}
+	per := 16384 / cfg.Masters
+	for i := range cfg.Masters {
+		lo, hi := i*per, (i+1)*per-1
+		if i == cfg.Masters-1 {
+			hi = 16383
+		}
+		if err := clients[i].Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
+			return c, fmt.Errorf("cluster node %s: ADDSLOTSRANGE %d %d: %w", c.Nodes[i].Addr, lo, hi, err)
+		}
+	}
+	for i := 1; i < total; i++ {
+		host, port, _ := net.SplitHostPort(c.Nodes[i].Addr)
+		if err := clients[0].Do(ctx, "CLUSTER", "MEET", host, port, buses[i]).Err(); err != nil {
+			return c, fmt.Errorf("cluster: MEET %s: %w", c.Nodes[i].Addr, err)
+		}
+	}
+	// A replica can only replicate a master it knows.
+	if err := waitAll(ctx, clients, func(rdb *redis.Client) (bool, error) {
+		nodes, err := rdb.ClusterNodes(ctx).Result()
+		return strings.Count(strings.TrimSpace(nodes), "\n")+1 == total, err
+	}); err != nil {
+		return c, fmt.Errorf("cluster: nodes meeting: %w", err)
+	}
+	for s := range cfg.Masters {
+		for j := range cfg.Replicas {
+			r := cfg.Masters + s*cfg.Replicas + j
+			if err := clients[r].ClusterReplicate(ctx, ids[s]).Err(); err != nil {
+				return c, fmt.Errorf("cluster node %s: REPLICATE %s: %w", c.Nodes[r].Addr, c.Nodes[s].Addr, err)
+			}
+		}
+	}
+	if err := waitAll(ctx, clients, func(rdb *redis.Client) (bool, error) {
+		info, err := rdb.ClusterInfo(ctx).Result()
+		if err != nil || !strings.Contains(info, "cluster_state:ok") {
+			return false, err
+		}
+		repl, err := rdb.Info(ctx, "replication").Result()
+		return strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up"), err
+	}); err != nil {
+		return c, fmt.Errorf("cluster: waiting for state ok and replicas in sync: %w", err)
+	}
+	return c, nil
+}
+
+// waitAll polls ready on every client until all say true, bounded by ctx.
+func waitAll(ctx context.Context, clients []*redis.Client, ready func(*redis.Client) (bool, error)) error {
+	for {
+		all, last := true, error(nil)
+		for _, rdb := range clients {
+			ok, err := ready(rdb)
+			if err != nil {
+				last = err
+			}
+			if !ok {
+				all = false
+				break
+			}
+		}
+		if all {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

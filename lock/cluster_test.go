@@ -1,0 +1,180 @@
+package lock_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/internal/redisproc"
+	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/lock"
+)
+
+// TestLockOnCluster: the lock on a redis.ClusterClient, against a real
+// Redis Cluster of three shards with a replica each. Every key of one
+// lock key is in one slot (one hash tag), so each script runs whole on
+// one shard: on a key of each shard, a holder's watchdog keeps its lease
+// past its TTL, a nested hold shares its fence, a waiter is handed the
+// key through pub/sub (a message published on one shard reaches a
+// subscriber connected to another) with a higher fence, and after a
+// manual failover of the shard (CLUSTER FAILOVER on its replica) the
+// client follows the redirection and the fences go on from above.
+func TestLockOnCluster(t *testing.T) {
+	c := redistest.StartCluster(t, redisproc.ClusterConfig{Replicas: 1})
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	defer cc.Close()
+	opts := lock.Options{TTL: time.Second, Watchdog: true}
+	a, err := lock.New(cc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := lock.New(cc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, l := range []*lock.Client{a, b} {
+			if err := l.Close(ctx); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		}
+	}()
+
+	keys := keysOnEachShard(t, cc, c.Masters)
+	fences := map[string]uint64{}
+	for shard, key := range keys {
+		ks := lock.RedisKeys(key)
+		slot := keySlot(t, cc, ks.Lock)
+		for _, k := range []string{ks.Fence, ks.Queue, ks.QueueDeadlines, ks.Gone, ks.Channel} {
+			if s := keySlot(t, cc, k); s != slot {
+				t.Errorf("%s is in slot %d, the lock's %s in %d: a script touching both would fail (CROSSSLOT)", k, s, ks.Lock, slot)
+			}
+		}
+		l, err := a.TryAcquire(ctx, key)
+		if err != nil {
+			t.Fatalf("shard %d key %q: %v", shard, key, err)
+		}
+		nested, err := a.TryAcquire(ctx, key, lock.WithOwner(l.Owner()))
+		if err != nil || nested.Fence() != l.Fence() {
+			t.Fatalf("shard %d: nested hold: %v (fence %d, want %d)", shard, err, nested.Fence(), l.Fence())
+		}
+		if err := nested.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond) // past the TTL: the watchdog renews
+		select {
+		case <-l.Lost():
+			t.Fatalf("shard %d: the watchdog lost the lease", shard)
+		default:
+		}
+		got, queued := make(chan *lock.Lease, 1), make(chan struct{})
+		go func() {
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			w, err := b.Acquire(wctx, key, lock.WithQueued(func() { close(queued) }))
+			if err != nil {
+				t.Errorf("shard %d: the waiter: %v", shard, err)
+			}
+			got <- w
+		}()
+		select {
+		case <-queued:
+		case w := <-got:
+			t.Fatalf("shard %d: the waiter did not wait in line (%v)", shard, w)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w := <-got
+		if w == nil {
+			t.FailNow()
+		}
+		if w.Fence() <= l.Fence() {
+			t.Errorf("shard %d: fence %d handed off after %d", shard, w.Fence(), l.Fence())
+		}
+		if err := w.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		fences[key] = w.Fence()
+	}
+
+	// A manual failover of the first key's shard: its replica takes over
+	// in sync, and the fence counter with it.
+	key := keys[0]
+	replica := c.Nodes[c.Masters] // the replica of shard 0
+	rr := redis.NewClient(&redis.Options{Addr: replica.Addr})
+	defer rr.Close()
+	if err := rr.ClusterFailover(ctx).Err(); err != nil {
+		t.Fatalf("CLUSTER FAILOVER: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := rr.Info(ctx, "replication").Result()
+		if err == nil && containsLine(info, "role:master") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica of shard 0 did not become master: %v\n%s", err, info)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var l *lock.Lease
+	for l == nil {
+		// The client learns the new master from a redirection (MOVED)
+		// or, while the old master still thinks itself one, is refused.
+		if l, err = a.TryAcquire(ctx, key); err != nil && time.Now().After(deadline) {
+			t.Fatalf("acquire after the failover: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if l.Fence() <= fences[key] {
+		t.Errorf("after the failover, fence %d; the last before it was %d", l.Fence(), fences[key])
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keysOnEachShard returns a lock key whose slot is served by each of
+// the cluster's masters, in the order of their slot ranges.
+func keysOnEachShard(t *testing.T, cc *redis.ClusterClient, masters int) []string {
+	t.Helper()
+	out := make([]string, masters)
+	found := 0
+	per := 16384 / masters
+	for i := 0; found < masters && i < 10000; i++ {
+		key := "k" + strconv.Itoa(i)
+		shard := min(int(keySlot(t, cc, lock.RedisKeys(key).Lock))/per, masters-1)
+		if out[shard] == "" {
+			out[shard] = key
+			found++
+		}
+	}
+	if found < masters {
+		t.Fatalf("no key on every shard: %v", out)
+	}
+	return out
+}
+
+func keySlot(t *testing.T, cc *redis.ClusterClient, key string) int64 {
+	t.Helper()
+	s, err := cc.ClusterKeySlot(context.Background(), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func containsLine(s, line string) bool {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
+}
