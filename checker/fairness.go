@@ -17,14 +17,32 @@ import (
 // x.return (y was granted while x was still in line: x could not have been
 // granted first, or y would have had to wait for x's release, which comes
 // after x.return). Waits without in_line, and waits with a fault window
-// open at any instant of them, are not judged. n/a when the lock declares
-// no fair queue or no wait was judged.
+// open at any instant of them, are not judged. A grant with the token an
+// earlier ok acquire of its client got is a reentrant one (the holder
+// joined its own lease, never the line): it overtakes nobody. Before
+// 2026-11-27 it did, when the holder's known holds were all released and
+// a hold whose release was of unknown outcome kept the lease (found by
+// the simulation: fenced seed 94952 of 100,000).
+// n/a when the lock declares no fair queue or no wait was judged.
 func (c *run) checkFairness(k *keyOps) finding {
 	f := finding{verdict: contract.NA}
 	if !c.opts.Fair {
 		return f
 	}
 	var waits, grants []*lop // by call
+	type held struct {
+		client int32
+		token  uint64
+	}
+	granted, reentrant := map[held]bool{}, map[*lop]bool{}
+	for _, o := range k.lease {
+		if o.kind != history.Acquire || o.result != history.OK || !o.hasToken {
+			continue
+		}
+		h := held{o.client, o.token}
+		reentrant[o] = granted[h]
+		granted[h] = true
+	}
 	for _, o := range k.lease {
 		if o.kind != history.Acquire || !o.wait || o.ret == inf {
 			continue
@@ -47,7 +65,7 @@ func (c *run) checkFairness(k *keyOps) finding {
 			if y.call >= x.ret {
 				break
 			}
-			if y.client != x.client && y.ret < x.ret {
+			if y.client != x.client && y.ret < x.ret && !reentrant[y] {
 				over = append(over, y)
 			}
 		}

@@ -32,6 +32,26 @@ func TestFairness(t *testing.T) {
 			rel("h", 290, 291, ok),
 			rel("y", 590, 591, ok),
 		), fifo, contract.Violated, []int{2, 3}},
+		// The holder joins its own lease again (its token) while x waits:
+		// reentrancy, not a place in line (the simulation's fenced seed
+		// 94952: the hold that kept the lease was one whose release was
+		// of unknown outcome).
+		{"the holder re-enters its lease while a waiter waits", lined(
+			acq("h", 0, 1, ok, ttl(1000), tok(1)),
+			acq("h", 2, 3, ok, ttl(1000), tok(1)),
+			rel("h", 5, 6, unknown, tok(1)),
+			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12), tok(2)),
+			rel("h", 100, 101, ok, tok(1)),
+			acq("h", 150, 151, ok, ttl(1000), waits(), tok(1)),
+			rel("h", 290, 291, ok, tok(1)),
+		), fifo, contract.OK, nil},
+		{"the holder's new lease while a waiter waits overtakes it", lined(
+			acq("h", 0, 1, ok, ttl(1000), tok(1)),
+			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12), tok(3)),
+			rel("h", 100, 101, ok, tok(1)),
+			acq("h", 150, 151, ok, ttl(1000), waits(), tok(2)),
+			rel("h", 290, 291, ok, tok(2)),
+		), fifo, contract.Violated, []int{2, 4}},
 		{"one bypass allowed", lined(
 			acq("h", 0, 1, ok, ttl(1000)),
 			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12)),
