@@ -22,7 +22,7 @@ func TestExamples(t *testing.T) {
 	}
 	// The simulation's histories kept for TLC too (holds of acquires of
 	// unknown outcome, re-entered and taken back unseen).
-	sims, err := filepath.Glob("../tla/testdata/ok-sim-*.jsonl")
+	sims, err := filepath.Glob("../tla/testdata/sim/ok-sim-*.jsonl")
 	if err != nil || len(sims) < 2 {
 		t.Fatalf("simulation examples: %v (%d files)", err, len(sims))
 	}

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/lockproof/lockproof/contract"
@@ -17,12 +18,12 @@ import (
 // x.return (y was granted while x was still in line: x could not have been
 // granted first, or y would have had to wait for x's release, which comes
 // after x.return). Waits without in_line, and waits with a fault window
-// open at any instant of them, are not judged. A grant with the token an
-// earlier ok acquire of its client got is a reentrant one (the holder
-// joined its own lease, never the line): it overtakes nobody. Before
-// 2026-11-27 it did, when the holder's known holds were all released and
-// a hold whose release was of unknown outcome kept the lease (found by
-// the simulation: fenced seed 94952 of 100,000).
+// open at any instant of them, are not judged. A reentrant grant (see
+// reentrantGrants: the holder joined its own lease, never the line)
+// overtakes nobody. Before 2026-11-27 it did, when the holder's known
+// holds were all released and a hold whose release was of unknown
+// outcome kept the lease (found by the simulation: fenced seed 94952 of
+// 100,000).
 // n/a when the lock declares no fair queue or no wait was judged.
 func (c *run) checkFairness(k *keyOps) finding {
 	f := finding{verdict: contract.NA}
@@ -30,19 +31,7 @@ func (c *run) checkFairness(k *keyOps) finding {
 		return f
 	}
 	var waits, grants []*lop // by call
-	type held struct {
-		client int32
-		token  uint64
-	}
-	granted, reentrant := map[held]bool{}, map[*lop]bool{}
-	for _, o := range k.lease {
-		if o.kind != history.Acquire || o.result != history.OK || !o.hasToken {
-			continue
-		}
-		h := held{o.client, o.token}
-		reentrant[o] = granted[h]
-		granted[h] = true
-	}
+	reentrant := reentrantGrants(k.lease)
 	for _, o := range k.lease {
 		if o.kind != history.Acquire || !o.wait || o.ret == inf {
 			continue
@@ -82,4 +71,54 @@ func (c *run) checkFairness(k *keyOps) finding {
 				c.p.describe(x), what, fmtTime(x.ret), len(over), c.opts.Bypass, c.p.describe(y)), x, y))
 	}
 	return f
+}
+
+// reentrantGrants returns the ok acquires that joined a hold of their own
+// client's that may still have been there: the same token as earlier ok
+// acquires of the client, more of which were called before it than
+// releases of that token returned ok before its call (a release of
+// unknown outcome may not have landed). The same token again once every
+// such hold was surely released is no re-entry: the key should have
+// been free, and a grant that skipped the line there is what the fair
+// queue rule is for (fenced-v2 under the crowd: a release that left its
+// hold behind, re-entered by its client ahead of the waiters).
+func reentrantGrants(ops []*lop) map[*lop]bool {
+	type held struct {
+		client int32
+		token  uint64
+	}
+	acquired, released := map[held][]int64{}, map[held][]int64{}
+	for _, o := range ops {
+		if !o.hasToken || o.result != history.OK {
+			continue
+		}
+		h := held{o.client, o.token}
+		switch o.kind {
+		case history.Acquire:
+			acquired[h] = append(acquired[h], o.call)
+		case history.Release:
+			released[h] = append(released[h], o.ret)
+		}
+	}
+	out := map[*lop]bool{}
+	for _, o := range ops {
+		if o.kind != history.Acquire || !o.hasToken || o.result != history.OK {
+			continue
+		}
+		h := held{o.client, o.token}
+		calls, rets := acquired[h], slices.Clone(released[h])
+		if len(calls) < 2 {
+			continue
+		}
+		slices.Sort(rets)
+		before := 0
+		for _, c := range calls {
+			if c < o.call {
+				before++
+			}
+		}
+		done := sort.Search(len(rets), func(i int) bool { return rets[i] > o.call })
+		out[o] = before > done
+	}
+	return out
 }

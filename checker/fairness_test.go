@@ -45,6 +45,13 @@ func TestFairness(t *testing.T) {
 			acq("h", 150, 151, ok, ttl(1000), waits(), tok(1)),
 			rel("h", 290, 291, ok, tok(1)),
 		), fifo, contract.OK, nil},
+		{"the same token after the holder's only hold was released overtakes", lined(
+			acq("h", 0, 1, ok, ttl(1000), tok(1)),
+			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12), tok(2)),
+			rel("h", 100, 101, ok, tok(1)),
+			acq("h", 150, 151, ok, ttl(1000), waits(), tok(1)),
+			rel("h", 290, 291, ok, tok(1)),
+		), fifo, contract.Violated, []int{2, 4}},
 		{"the holder's new lease while a waiter waits overtakes it", lined(
 			acq("h", 0, 1, ok, ttl(1000), tok(1)),
 			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12), tok(3)),
