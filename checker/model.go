@@ -143,15 +143,11 @@ func apply(s state, o *lop) (state, reason) {
 		if o.hasToken && s.hasLastTok && o.token <= s.lastTok && !nested {
 			return s, rTokenOrder
 		}
+		if nested {
+			return nest(s, o, p), rOK
+		}
 		n := s
 		n.now = p
-		if nested {
-			n.holds++
-			n.phantoms += unknownHold(o)
-			n.validUntil = max(s.validUntil, satAdd(o.call, o.validFor))
-			n.expiredAfter = max(s.expiredAfter, satAdd(o.ret, o.expireFor))
-			return n, rOK
-		}
 		n.holder, n.holds, n.phantoms = o.client, 1, unknownHold(o)
 		n.hasHolderTok, n.holderTok = o.hasToken, o.token
 		n.validUntil = satAdd(o.call, o.validFor)
@@ -242,12 +238,7 @@ func reenter(s state, o *lop) (state, bool) {
 	if p > o.upto || p > s.expiredAfter {
 		return s, false
 	}
-	n := s
-	n.now = p
-	n.holds++
-	n.phantoms += unknownHold(o)
-	n.validUntil = max(s.validUntil, satAdd(o.call, o.validFor))
-	n.expiredAfter = max(s.expiredAfter, satAdd(o.ret, o.expireFor))
+	n := nest(s, o, p)
 	if o.hasToken {
 		// The hold's token is o's: it was new when the hold began, and
 		// no other lease can have begun since (the holder held it).
@@ -258,6 +249,19 @@ func reenter(s state, o *lop) (state, bool) {
 		n.hasLastTok, n.lastTok = true, o.token
 	}
 	return n, true
+}
+
+// nest is s with acquire o taking effect at p as one more hold of the
+// holder's lease: the lease may only grow (a nested hold with a shorter
+// TTL must not shorten it).
+func nest(s state, o *lop, p int64) state {
+	n := s
+	n.now = p
+	n.holds++
+	n.phantoms += unknownHold(o)
+	n.validUntil = max(s.validUntil, satAdd(o.call, o.validFor))
+	n.expiredAfter = max(s.expiredAfter, satAdd(o.ret, o.expireFor))
+	return n
 }
 
 // unknownHold is 1 for an acquire of unknown outcome (the hold it adds,
