@@ -51,6 +51,20 @@ const (
 	FaultIsolate = "isolate"
 )
 
+// Topologies: the shapes of Redis deployment a run can take
+// (summary.json's topology, `lockproof run --topology`).
+const (
+	// TopologySentinel is one master with replicas watched by Sentinels
+	// (the default; a summary.json without a topology is one).
+	TopologySentinel = "sentinel"
+	// TopologyCluster is a Redis Cluster: masters each serving a range
+	// of the hash slots, each with replicas, failing over on its own.
+	TopologyCluster = "cluster"
+)
+
+// Topologies are the topology names, the default first.
+func Topologies() []string { return []string{TopologySentinel, TopologyCluster} }
+
 // Predicted reports whether DESIGN.md's guarantees say what a lock does
 // under fault: the faults its G1–G4 sections discuss. Under any other the
 // matrix makes no prediction (every verdict is as expected) until a lock

@@ -7,6 +7,11 @@
 //     watched by Sentinels (Spec.Sentinels, default 3) under Spec.MasterName.
 //   - Fenced: a separate Redis that holds the fenced resources.
 //   - Redlock: independent masters for Redlock (Spec.Redlock: 0, 3 or 5).
+//   - Or, with Spec.Cluster, a Redis Cluster instead of the data nodes and
+//     Sentinels: masters each serving an equal range of the hash slots,
+//     each with its replicas (ClusterSpec). The fenced and Redlock nodes
+//     stay as they are: the resources live apart from the lock, so that
+//     a fault of the lock's deployment is the lock's alone.
 //
 // Every link to a Redis server passes a Toxiproxy proxy, so any one link can be
 // slowed or cut:
@@ -30,6 +35,17 @@
 //     dialer does not know (the Sentinels) are dialled directly: the Sentinel
 //     connections of clients are not proxied.
 //
+// A cluster node (Topology.Cluster) has two inbound proxies: its
+// replication proxy, for its data port, and its bus proxy (Node.BusProxy),
+// for its cluster bus port. It announces both as its own
+// (cluster-announce-ip, -port, -bus-port), so that replicas replicate,
+// nodes gossip and vote, and clients are redirected (CLUSTER SLOTS,
+// MOVED, ASK) through them. Cutting both isolates the node from every
+// other node (a minority partition: the others fail it over while
+// clients still reach it through their own proxies); a client's own
+// proxies (Links) map a node's announced address to the client's proxy,
+// as for the Sentinel topology.
+//
 // Implementations: the process environment (NewProcess: redis-server and
 // redis-sentinel processes plus an in-process Toxiproxy server), bring your own
 // (NewBYO: an existing deployment plus a Toxiproxy URL), and a Docker
@@ -45,6 +61,8 @@ import (
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/lockproof/lockproof/contract"
 )
 
 // Kind names an environment implementation; LOCKPROOF_ENV takes the same values.
@@ -71,6 +89,9 @@ const (
 	RoleFenced Role = "fenced"
 	// RoleRedlock is one of the independent Redlock masters.
 	RoleRedlock Role = "redlock"
+	// RoleCluster is a node of a Redis Cluster (Spec.Cluster): a shard's
+	// master or one of its replicas.
+	RoleCluster Role = "cluster"
 	// RoleSentinel is a Sentinel (not a Node of Topology: the sentinels'
 	// addresses are Topology.Sentinels).
 	RoleSentinel Role = "sentinel"
@@ -110,6 +131,11 @@ type Spec struct {
 	DownAfter time.Duration
 	// FailoverTimeout is Sentinel's failover-timeout; default 3s.
 	FailoverTimeout time.Duration
+	// Cluster, when set, makes the lock's deployment a Redis Cluster
+	// (Topology.Cluster) instead of a master watched by Sentinels:
+	// MasterName, Replicas, Sentinels, DownAfter and FailoverTimeout are
+	// then unused.
+	Cluster *ClusterSpec
 	// ReplicaClockBehind sets the wall clocks of the master's replicas this
 	// far behind the master's (and the host's), in whole seconds: a promoted
 	// replica then issues clock-based fences below the old master's. Only the
@@ -118,8 +144,47 @@ type Spec struct {
 	ReplicaClockBehind time.Duration
 }
 
+// ClusterSpec is the shape of a Redis Cluster. Zero fields take the
+// defaults named.
+type ClusterSpec struct {
+	// Masters is the number of shards; default 3 (the fewest that can
+	// vote a failover).
+	Masters int
+	// Replicas of each master; default 1. Use -1 for none.
+	Replicas int
+	// NodeTimeout is cluster-node-timeout: how long a node may be
+	// unreachable before the others fail it (and how long a master cut
+	// off from the majority keeps accepting writes); default 2s.
+	NodeTimeout time.Duration
+}
+
+// Topology names the spec's shape: contract.TopologyCluster with a
+// Cluster, else contract.TopologySentinel.
+func (s Spec) Topology() string {
+	if s.Cluster != nil {
+		return contract.TopologyCluster
+	}
+	return contract.TopologySentinel
+}
+
 // WithDefaults returns s with the defaults filled in.
 func (s Spec) WithDefaults() Spec {
+	if s.Cluster != nil {
+		c := *s.Cluster
+		if c.Masters <= 0 {
+			c.Masters = 3
+		}
+		switch {
+		case c.Replicas == 0:
+			c.Replicas = 1
+		case c.Replicas < 0:
+			c.Replicas = 0
+		}
+		if c.NodeTimeout <= 0 {
+			c.NodeTimeout = 2 * time.Second
+		}
+		s.Cluster = &c
+	}
 	if s.MasterName == "" {
 		s.MasterName = "lockproof"
 	}
@@ -160,6 +225,13 @@ type Node struct {
 	// ReplProxy names the node's inbound replication proxy on the Toxiproxy
 	// server; "" when the replication links are not proxied (BYO).
 	ReplProxy string
+	// BusProxy names a cluster node's inbound cluster-bus proxy; "" for
+	// other nodes, and when the bus is not proxied (BYO).
+	BusProxy string
+	// Shard is a cluster node's shard at start: the index of the master
+	// it was or replicated (its master can change; ask the cluster,
+	// ClusterMasters). 0 for other nodes.
+	Shard int
 }
 
 // Topology is the layout of a running environment.
@@ -174,11 +246,35 @@ type Topology struct {
 	Fenced Node
 	// Redlock are the independent Redlock masters (may be empty).
 	Redlock []Node
+	// Cluster are the nodes of a Redis Cluster (Spec.Cluster), then
+	// Data and Sentinels are empty: the masters first, shard by shard
+	// (Cluster[i] was shard i's master at start), then shard by shard
+	// their replicas.
+	Cluster []Node
 }
 
-// Nodes returns every node: data, fenced, then redlock.
+// Name is the topology's name: contract.TopologyCluster for a cluster,
+// else contract.TopologySentinel.
+func (t Topology) Name() string {
+	if len(t.Cluster) > 0 {
+		return contract.TopologyCluster
+	}
+	return contract.TopologySentinel
+}
+
+// ClusterAddrs are the announced addresses of the cluster's nodes: a
+// cluster client's seeds.
+func (t Topology) ClusterAddrs() []string {
+	out := make([]string, len(t.Cluster))
+	for i, n := range t.Cluster {
+		out[i] = n.Addr
+	}
+	return out
+}
+
+// Nodes returns every node: data (or cluster), fenced, then redlock.
 func (t Topology) Nodes() []Node {
-	out := append([]Node(nil), t.Data...)
+	out := append(append([]Node(nil), t.Data...), t.Cluster...)
 	if t.Fenced.ID != "" {
 		out = append(out, t.Fenced)
 	}

@@ -95,6 +95,12 @@ func (e *ProcessEnv) start(ctx context.Context) error {
 		return err
 	}
 	e.toxi = toxi
+	if e.spec.Cluster != nil {
+		if err := e.startCluster(ctx); err != nil {
+			return err
+		}
+		return e.startOthers(ctx)
+	}
 	e.topo.MasterName = e.spec.MasterName
 
 	// Data nodes: start each, put its replication proxy in front, announce the proxy.
@@ -120,17 +126,8 @@ func (e *ProcessEnv) start(ctx context.Context) error {
 		return err
 	}
 
-	fenced, err := e.startNode(ctx, NodeID(RoleFenced, 0), RoleFenced)
-	if err != nil {
+	if err := e.startOthers(ctx); err != nil {
 		return err
-	}
-	e.topo.Fenced = fenced.node
-	for i := 0; i < e.spec.Redlock; i++ {
-		n, err := e.startNode(ctx, NodeID(RoleRedlock, i), RoleRedlock)
-		if err != nil {
-			return err
-		}
-		e.topo.Redlock = append(e.topo.Redlock, n.node)
 	}
 
 	// Sentinels monitor the master through its replication proxy.
@@ -160,6 +157,97 @@ func (e *ProcessEnv) start(ctx context.Context) error {
 	}
 	e.log.Debug("process environment up", "master", master.Addr, "sentinels", e.topo.Sentinels, "root", e.root)
 	return nil
+}
+
+// startOthers starts the fenced node and the Redlock masters.
+func (e *ProcessEnv) startOthers(ctx context.Context) error {
+	fenced, err := e.startNode(ctx, NodeID(RoleFenced, 0), RoleFenced)
+	if err != nil {
+		return err
+	}
+	e.topo.Fenced = fenced.node
+	for i := 0; i < e.spec.Redlock; i++ {
+		n, err := e.startNode(ctx, NodeID(RoleRedlock, i), RoleRedlock)
+		if err != nil {
+			return err
+		}
+		e.topo.Redlock = append(e.topo.Redlock, n.node)
+	}
+	return nil
+}
+
+// startCluster starts the Redis Cluster of the spec (ClusterSpec): each
+// node with a replication proxy in front of its data port and a bus
+// proxy in front of its cluster bus, which it announces as its own.
+// Replicas run with the replicas' clock (Spec.ReplicaClockBehind).
+func (e *ProcessEnv) startCluster(ctx context.Context) error {
+	cs := *e.spec.Cluster
+	id := func(i int) string { return NodeID(RoleCluster, i) }
+	proxies := make([][2]string, cs.Masters*(1+cs.Replicas)) // repl, bus proxy names
+	c, err := redisproc.StartCluster(ctx, redisproc.ClusterConfig{
+		Masters: cs.Masters, Replicas: cs.Replicas, NodeTimeout: cs.NodeTimeout, Extra: nodeConf,
+		Dir: func(i int) string {
+			d := filepath.Join(e.root, id(i))
+			_ = os.MkdirAll(d, 0o755) // Start reports a directory it cannot use
+			return d
+		},
+		Env: func(i int) []string {
+			if i < cs.Masters {
+				return nil
+			}
+			return e.replicaVars
+		},
+		Announce: func(ctx context.Context, i int, addr string, bus int) (string, int, int, error) {
+			repl, err := e.toxi.API.CreateProxy("repl-"+id(i), "127.0.0.1:0", addr)
+			if err != nil {
+				return "", 0, 0, fmt.Errorf("%s: create replication proxy: %w", id(i), err)
+			}
+			busp, err := e.toxi.API.CreateProxy("bus-"+id(i), "127.0.0.1:0", net.JoinHostPort("127.0.0.1", strconv.Itoa(bus)))
+			if err != nil {
+				return "", 0, 0, fmt.Errorf("%s: create bus proxy: %w", id(i), err)
+			}
+			proxies[i] = [2]string{repl.Name, busp.Name}
+			host, port, err := splitPort(repl.Listen)
+			if err != nil {
+				return "", 0, 0, err
+			}
+			_, bport, err := splitPort(busp.Listen)
+			return host, port, bport, err
+		},
+	})
+	if err != nil {
+		return err
+	}
+	for i, p := range c.Nodes {
+		shard := i
+		if i >= cs.Masters {
+			shard = (i - cs.Masters) / max(cs.Replicas, 1)
+		}
+		n := &procNode{
+			node: Node{ID: id(i), Role: RoleCluster, Addr: c.Announced[i], Upstream: p.Addr,
+				ReplProxy: proxies[i][0], BusProxy: proxies[i][1], Shard: shard},
+			port: p.Port, dir: p.Dir, extra: c.Configs[i].Extra, env: c.Configs[i].Env, proc: p,
+		}
+		e.mu.Lock()
+		e.nodes[n.node.ID] = n
+		e.mu.Unlock()
+		e.topo.Cluster = append(e.topo.Cluster, n.node)
+	}
+	e.log.Debug("process cluster up", "nodes", e.topo.ClusterAddrs(), "root", e.root)
+	return nil
+}
+
+// splitPort splits a proxy's listen address into its host and port.
+func splitPort(hostport string) (string, int, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "", 0, fmt.Errorf("proxy listens on %q: %w", hostport, err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return "", 0, fmt.Errorf("proxy listens on %q: %w", hostport, err)
+	}
+	return host, n, nil
 }
 
 // startNode starts one redis-server with the given extra environment

@@ -24,6 +24,19 @@ type ClusterConfig struct {
 	NodeTimeout time.Duration
 	// Extra lines for every node's configuration.
 	Extra []string
+	// Dir, when set, gives node i its working directory (nodes.conf
+	// lives there, so that a restart keeps the node's identity); nil or
+	// "" makes a temporary one.
+	Dir func(i int) string
+	// Env, when set, gives node i extra environment variables (a clock
+	// behind the host's, ClockBehind).
+	Env func(i int) []string
+	// Announce, when set, is asked once node i is up, listening on addr
+	// with its cluster bus on port bus, for the address the node is to
+	// announce for both (cluster-announce-ip, -port and -bus-port): a
+	// proxy in front of each, say. The nodes then meet, replicate and
+	// are found by clients at the announced addresses.
+	Announce func(ctx context.Context, i int, addr string, bus int) (host string, port, busPort int, err error)
 }
 
 // Cluster is a Redis Cluster of redis-server processes: Nodes[i] for i
@@ -32,6 +45,15 @@ type ClusterConfig struct {
 type Cluster struct {
 	Nodes   []*Process
 	Masters int
+	// Configs are what each node was started with, its announce lines
+	// included: Start with Configs[i] (and Nodes[i].Port) brings node i
+	// back as it was, nodes.conf and all.
+	Configs []Config
+	// Announced are the addresses the cluster knows its nodes by (the
+	// nodes' own addresses when nothing is announced).
+	Announced []string
+	// IDs are the nodes' cluster node IDs.
+	IDs []string
 }
 
 // Addrs returns every node's address (a ClusterClient's seeds).
@@ -73,24 +95,48 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 	}()
 	total := cfg.Masters * (1 + cfg.Replicas)
 	buses := make([]int, total)
+	meet := make([]string, total) // host:port:bus each node is met at
 	for i := range total {
 		// The bus port is said, not left at port+10000: that one may be
 		// another process's.
 		if buses[i], err = FreePort(); err != nil {
 			return c, err
 		}
-		extra := append([]string{
+		pc := Config{Extra: append([]string{
 			"cluster-enabled yes",
 			"cluster-config-file nodes.conf",
 			"cluster-node-timeout " + strconv.FormatInt(cfg.NodeTimeout.Milliseconds(), 10),
 			"cluster-port " + strconv.Itoa(buses[i]),
 			"cluster-require-full-coverage no",
-		}, cfg.Extra...)
-		p, err := Start(ctx, Config{Extra: extra})
+		}, cfg.Extra...)}
+		if cfg.Dir != nil {
+			pc.Dir = cfg.Dir(i)
+		}
+		if cfg.Env != nil {
+			pc.Env = cfg.Env(i)
+		}
+		p, err := Start(ctx, pc)
 		if err != nil {
 			return c, fmt.Errorf("cluster node %d: %w", i, err)
 		}
 		c.Nodes = append(c.Nodes, p)
+		host, port, bus := "127.0.0.1", p.Port, buses[i]
+		if cfg.Announce != nil {
+			if host, port, bus, err = cfg.Announce(ctx, i, p.Addr, buses[i]); err != nil {
+				return c, fmt.Errorf("cluster node %d (%s): announce: %w", i, p.Addr, err)
+			}
+			lines := []string{"cluster-announce-ip " + host, "cluster-announce-port " + strconv.Itoa(port), "cluster-announce-bus-port " + strconv.Itoa(bus)}
+			for _, l := range lines {
+				f := strings.Fields(l)
+				if err := configSet(ctx, p.Addr, f[0], f[1]); err != nil {
+					return c, fmt.Errorf("cluster node %d (%s): %w", i, p.Addr, err)
+				}
+			}
+			pc.Extra = append(pc.Extra, lines...)
+		}
+		c.Configs = append(c.Configs, pc)
+		c.Announced = append(c.Announced, net.JoinHostPort(host, strconv.Itoa(port)))
+		meet[i] = host + " " + strconv.Itoa(port) + " " + strconv.Itoa(bus)
 	}
 	clients := make([]*redis.Client, total)
 	for i, n := range c.Nodes {
@@ -113,10 +159,11 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 			return c, fmt.Errorf("cluster node %s: ADDSLOTSRANGE %d %d: %w", c.Nodes[i].Addr, lo, hi, err)
 		}
 	}
+	c.IDs = ids
 	for i := 1; i < total; i++ {
-		host, port, _ := net.SplitHostPort(c.Nodes[i].Addr)
-		if err := clients[0].Do(ctx, "CLUSTER", "MEET", host, port, buses[i]).Err(); err != nil {
-			return c, fmt.Errorf("cluster: MEET %s: %w", c.Nodes[i].Addr, err)
+		f := strings.Fields(meet[i])
+		if err := clients[0].Do(ctx, "CLUSTER", "MEET", f[0], f[1], f[2]).Err(); err != nil {
+			return c, fmt.Errorf("cluster: MEET %s (node %s): %w", meet[i], c.Nodes[i].Addr, err)
 		}
 	}
 	// A replica can only replicate a master it knows.
@@ -145,6 +192,16 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		return c, fmt.Errorf("cluster: waiting for state ok and replicas in sync: %w", err)
 	}
 	return c, nil
+}
+
+// configSet runs CONFIG SET name value on the server at addr.
+func configSet(ctx context.Context, addr, name, value string) error {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer rdb.Close()
+	if err := rdb.ConfigSet(ctx, name, value).Err(); err != nil {
+		return fmt.Errorf("CONFIG SET %s %s: %w", name, value, err)
+	}
+	return nil
 }
 
 // waitAll polls ready on every client until all say true, bounded by ctx.

@@ -71,3 +71,17 @@ func FailoverClient(tb testing.TB, e env.Env, l *env.Links, timeout time.Duratio
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
 }
+
+// ClusterClient returns a cluster client of e's Redis Cluster through the
+// client's own proxies l (its seeds are the nodes' announced addresses,
+// which l.Dial maps to l's proxies), with timeout for dialing, reading and
+// writing, closed when the test ends.
+func ClusterClient(tb testing.TB, e env.Env, l *env.Links, timeout time.Duration) *redis.ClusterClient {
+	tb.Helper()
+	c := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: e.Topology().ClusterAddrs(), Dialer: l.Dial,
+		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, MaxRetries: -1,
+	})
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}

@@ -1,0 +1,301 @@
+package env
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+)
+
+// ErrNotCluster: the topology has no Redis Cluster (Topology.Cluster).
+var ErrNotCluster = errors.New("not a cluster topology")
+
+// ClusterView is one node's view of the cluster (CLUSTER NODES), by the
+// topology's node IDs.
+type ClusterView struct {
+	// From is the ID of the node that answered.
+	From string
+	// Masters maps each master's node ID to the slot ranges it serves
+	// ([lo, hi] pairs); a master with no slots is in it with none.
+	Masters map[string][][2]int
+	// ReplicaOf maps each replica's node ID to its master's.
+	ReplicaOf map[string]string
+	// Failed are the nodes flagged fail or pfail.
+	Failed []string
+	// Epoch is the answering node's current config epoch
+	// (cluster_current_epoch).
+	Epoch int64
+	// RedisIDs maps each node's topology ID to its cluster node ID.
+	RedisIDs map[string]string
+}
+
+// Owner returns the node ID of the master serving slot, or "".
+func (v ClusterView) Owner(slot int) string {
+	for id, ranges := range v.Masters {
+		for _, r := range ranges {
+			if r[0] <= slot && slot <= r[1] {
+				return id
+			}
+		}
+	}
+	return ""
+}
+
+// Replicas returns the node IDs of master's replicas, sorted.
+func (v ClusterView) Replicas(master string) []string {
+	var out []string
+	for r, m := range v.ReplicaOf {
+		if m == master {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// View asks the cluster node id (directly, not through a proxy) for its
+// view of the cluster.
+func View(ctx context.Context, t Topology, id string) (ClusterView, error) {
+	n, err := t.Node(id)
+	if err != nil {
+		return ClusterView{}, err
+	}
+	if n.Role != RoleCluster {
+		return ClusterView{}, fmt.Errorf("node %s: %w", id, ErrNotCluster)
+	}
+	c := AdminClient(n.Upstream)
+	defer c.Close()
+	text, err := c.ClusterNodes(ctx).Result()
+	if err != nil {
+		return ClusterView{}, fmt.Errorf("CLUSTER NODES on %s: %w", id, err)
+	}
+	info, err := c.ClusterInfo(ctx).Result()
+	if err != nil {
+		return ClusterView{}, fmt.Errorf("CLUSTER INFO on %s: %w", id, err)
+	}
+	v, err := parseView(t, text)
+	if err != nil {
+		return ClusterView{}, fmt.Errorf("CLUSTER NODES on %s: %w", id, err)
+	}
+	v.From = id
+	for _, l := range strings.Split(info, "\n") {
+		if e, ok := strings.CutPrefix(strings.TrimSpace(l), "cluster_current_epoch:"); ok {
+			v.Epoch, _ = strconv.ParseInt(e, 10, 64)
+		}
+	}
+	return v, nil
+}
+
+// parseView reads CLUSTER NODES's lines ("<id> <ip:port@cport> <flags>
+// <master> <ping> <pong> <epoch> <link> <slot>..."), naming each node by
+// the topology's ID for its announced address.
+func parseView(t Topology, text string) (ClusterView, error) {
+	byAddr := map[string]string{}
+	for _, n := range t.Cluster {
+		byAddr[n.Addr] = n.ID
+	}
+	v := ClusterView{Masters: map[string][][2]int{}, ReplicaOf: map[string]string{}, RedisIDs: map[string]string{}}
+	type line struct{ id, redisID, flags, master string }
+	var lines []line
+	byRedisID := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 8 {
+			return v, fmt.Errorf("line %q: want 8 fields or more", l)
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		id, ok := byAddr[addr]
+		if !ok {
+			return v, fmt.Errorf("node %s at %s: no node of the topology is announced there", f[0], addr)
+		}
+		byRedisID[f[0]] = id
+		v.RedisIDs[id] = f[0]
+		lines = append(lines, line{id: id, redisID: f[0], flags: f[2], master: f[3]})
+		flags := strings.Split(f[2], ",")
+		if slices.Contains(flags, "fail") || slices.Contains(flags, "fail?") {
+			v.Failed = append(v.Failed, id)
+		}
+		if !slices.Contains(flags, "master") {
+			continue
+		}
+		v.Masters[id] = nil
+		for _, s := range f[8:] {
+			if strings.HasPrefix(s, "[") {
+				continue // a slot being migrated or imported
+			}
+			lo, hi, isRange := strings.Cut(s, "-")
+			if !isRange {
+				hi = lo
+			}
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if err1 != nil || err2 != nil {
+				return v, fmt.Errorf("node %s: slots %q", id, s)
+			}
+			v.Masters[id] = append(v.Masters[id], [2]int{a, b})
+		}
+	}
+	for _, l := range lines {
+		if l.master != "-" {
+			if m, ok := byRedisID[l.master]; ok {
+				v.ReplicaOf[l.id] = m
+			}
+		}
+	}
+	slices.Sort(v.Failed)
+	return v, nil
+}
+
+// KeySlot is the hash slot of key (CLUSTER KEYSLOT, asked of the first
+// cluster node that answers).
+func KeySlot(ctx context.Context, t Topology, key string) (int, error) {
+	if len(t.Cluster) == 0 {
+		return 0, ErrNotCluster
+	}
+	var errs []error
+	for _, n := range t.Cluster {
+		c := AdminClient(n.Upstream)
+		s, err := c.ClusterKeySlot(ctx, key).Result()
+		c.Close()
+		if err == nil {
+			return int(s), nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", n.ID, err))
+	}
+	return 0, fmt.Errorf("CLUSTER KEYSLOT %q: %w", key, errors.Join(errs...))
+}
+
+// Agreed returns the view every node in ids agrees on (the same master
+// for every slot, and every master up), or an error saying where they
+// differ.
+func Agreed(ctx context.Context, t Topology, ids []string) (ClusterView, error) {
+	var first ClusterView
+	for i, id := range ids {
+		v, err := View(ctx, t, id)
+		if err != nil {
+			return first, err
+		}
+		for m := range v.Masters {
+			if slices.Contains(v.Failed, m) && len(v.Masters[m]) > 0 {
+				return first, fmt.Errorf("%s sees master %s failing", id, m)
+			}
+		}
+		if i == 0 {
+			first = v
+			continue
+		}
+		for slot := 0; slot < 16384; slot += 97 {
+			if a, b := first.Owner(slot), v.Owner(slot); a != b {
+				return first, fmt.Errorf("slot %d: %s says %s serves it, %s says %s", slot, first.From, a, id, b)
+			}
+		}
+	}
+	return first, nil
+}
+
+// WaitClusterAgreed waits, within ctx, until the cluster nodes in ids
+// (every cluster node when ids is empty) agree on who serves each slot
+// and see no master failing, and returns that view.
+func WaitClusterAgreed(ctx context.Context, t Topology, ids ...string) (ClusterView, error) {
+	if len(t.Cluster) == 0 {
+		return ClusterView{}, ErrNotCluster
+	}
+	if len(ids) == 0 {
+		for _, n := range t.Cluster {
+			ids = append(ids, n.ID)
+		}
+	}
+	for {
+		v, err := Agreed(ctx, t, ids)
+		if err == nil {
+			return v, nil
+		}
+		select {
+		case <-ctx.Done():
+			return v, fmt.Errorf("wait for the cluster to agree: %w (last: %w)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// CutClusterNode cuts what reaches the cluster node id from the other
+// nodes: its replication and bus proxies are disabled (their connections
+// closed), while clients still reach it through their own proxies. Its
+// replicas stop replicating it, and the others' links to it fail.
+//
+// What the node itself sends is not cut: Redis dials each peer at the one
+// address that peer announces, so no proxy can tell the node's own
+// outgoing links from the others', and Redis binds its outgoing links on
+// a best-effort basis only. The node's pings therefore still reach the
+// others, which never fail it over on their own; a partition's nemesis
+// promotes the replica itself (Takeover) when the node timeout would
+// have. The returned heal enables the proxies again; call it even when
+// the run fails.
+func CutClusterNode(ctx context.Context, e Env, id string) (heal func(context.Context) error, err error) {
+	n, err := e.Topology().Node(id)
+	if err != nil {
+		return nil, err
+	}
+	if n.Role != RoleCluster || n.BusProxy == "" {
+		return nil, fmt.Errorf("cut %s: a cluster node behind its proxies: %w", id, ErrUnsupported)
+	}
+	api := e.Proxies().API
+	var cut []string
+	heal = func(ctx context.Context) error {
+		var errs []error
+		for _, name := range cut {
+			if err := setProxyEnabled(api, name, true); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("heal cut %s: %w", id, err)
+		}
+		return nil
+	}
+	for _, name := range []string{n.ReplProxy, n.BusProxy} {
+		if err := ctx.Err(); err != nil {
+			return nil, errors.Join(fmt.Errorf("cut %s: %w", id, err), heal(context.WithoutCancel(ctx)))
+		}
+		if err := setProxyEnabled(api, name, false); err != nil {
+			return nil, errors.Join(fmt.Errorf("cut %s: %w", id, err), heal(context.WithoutCancel(ctx)))
+		}
+		cut = append(cut, name)
+	}
+	return heal, nil
+}
+
+// Takeover makes the cluster replica id the master of its master's slots
+// at once, without the other masters' votes (CLUSTER FAILOVER TAKEOVER):
+// what an operator does when a master is lost with the majority, and
+// what the partition nemeses do when the node timeout would have failed
+// a cut master over. Writes the replica had not yet received are lost.
+func Takeover(ctx context.Context, t Topology, id string) error {
+	n, err := t.Node(id)
+	if err != nil {
+		return err
+	}
+	if n.Role != RoleCluster {
+		return fmt.Errorf("takeover on %s: %w", id, ErrNotCluster)
+	}
+	return Admin(ctx, n.Upstream, "CLUSTER", "FAILOVER", "TAKEOVER")
+}
+
+// setProxyEnabled enables or disables (closing its connections) the
+// proxy named name.
+func setProxyEnabled(api *toxiclient.Client, name string, on bool) error {
+	p, err := api.Proxy(name)
+	if err != nil {
+		return fmt.Errorf("proxy %s: %w", name, err)
+	}
+	p.Enabled = on
+	if err := p.Save(); err != nil {
+		return fmt.Errorf("proxy %s: enabled=%v: %w", name, on, err)
+	}
+	return nil
+}
