@@ -299,8 +299,8 @@ func TestFencedUnderFaults(t *testing.T) {
 		contract.FaultPauseServer, contract.FaultCrashClient, contract.FaultClockSkew}
 	for _, fault := range faults {
 		t.Run(fault, func(t *testing.T) {
-			if f, _ := chaos.Lookup(fault); f.Available(e.Kind()) != nil {
-				t.Skip(f.Available(e.Kind()))
+			if f, _ := chaos.Lookup(fault); f.Available(e.Kind(), "") != nil {
+				t.Skip(f.Available(e.Kind(), ""))
 			}
 			sc := chaos.Scenario{Lock: "fenced", Fault: fault, Seed: *flagSeed, Duration: duration()}
 			if fault == contract.FaultPauseClient {
@@ -569,7 +569,7 @@ func TestFencedFailoverSkew(t *testing.T) {
 	kind, err := env.Choose(context.Background(), env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Docker: docker.With(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}),
 		DockerCheck: docker.Check(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}), BYO: env.BYOFromEnviron(os.Getenv)})
 	if err == nil {
-		err = f.Available(kind)
+		err = f.Available(kind, "")
 	}
 	if err != nil {
 		if redistest.InCI() && kind == env.Process {

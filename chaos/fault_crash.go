@@ -15,7 +15,7 @@ func crashClientFault() Fault {
 	// the holder and two waiters die, and live waiters are left to be
 	// served. The matrix keeps three: with five, a victim armed to crash
 	// at a command of a one-shot lock may never get the lock to get there.
-	return Fault{Name: contract.FaultCrashClient, Doc: "a holder crashes for good (or right after, or before, a named command), then a waiter in line (two, one after the other, with five clients or more)", Matrix: true,
+	return Fault{Name: contract.FaultCrashClient, Topologies: both, Doc: "a holder crashes for good (or right after, or before, a named command), then a waiter in line (two, one after the other, with five clients or more)", Matrix: true,
 		Takes: PointAfterOrBefore, strike: strikeCrashClient}
 }
 
@@ -76,7 +76,7 @@ func strikeCrashClient(s *striking) (armed, error) {
 }
 
 func killProcessFault() Fault {
-	return Fault{Name: contract.FaultKillProcess, Doc: "a client run as a child process SIGKILLed while it waits in line (or, for a lock without a blocking acquire, while it holds it)",
+	return Fault{Name: contract.FaultKillProcess, Topologies: both, Doc: "a client run as a child process SIGKILLed while it waits in line (or, for a lock without a blocking acquire, while it holds it)",
 		Processes: 1,
 		strike: func(s *striking) (armed, error) {
 			p := s.wl.Procs[s.rng.IntN(len(s.wl.Procs))]

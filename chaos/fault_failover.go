@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/env"
@@ -9,10 +10,14 @@ import (
 )
 
 func failoverFault() Fault {
-	return Fault{Name: contract.FaultFailover, Doc: "the master cut off from its replicas and Sentinels (split brain) until Sentinel promotes a replica; writes in the replication gap are lost", Matrix: true,
+	return Fault{Name: contract.FaultFailover, Topologies: both, Doc: "the master cut off from its replicas and Sentinels (split brain) until Sentinel promotes a replica; writes in the replication gap are lost", Matrix: true,
 		Scope: ScopeFresh, Duration: 6 * time.Second,
 		strike: func(s *striking) (armed, error) {
-			return armed{fault: failover(s), window: s.sc.TTL}, nil
+			f, err := failover(s)
+			if err != nil {
+				return armed{}, fmt.Errorf("failover: %w", err)
+			}
+			return armed{fault: f, window: s.sc.TTL, outer: onCluster(s)}, nil
 		}}
 }
 
@@ -20,11 +25,27 @@ func failoverFault() Fault {
 // replicas and Sentinels; clients keep using it until they follow
 // Sentinel's switch, so leases taken there since the partition are lost.
 // Without replication proxies (bring your own), it asks Sentinel.
-func failover(s *striking) *nemesis.Failover {
+//
+// On a Redis Cluster, the master of the lock's slot is killed after the
+// same replication lag: the other masters fail it at the node timeout and
+// its replica is elected (Redis Cluster's own failover); the heal
+// restarts it as the new master's replica.
+func failover(s *striking) (*nemesis.Failover, error) {
+	if len(s.env.Topology().Cluster) > 0 {
+		slot, err := lockSlot(s)
+		if err != nil {
+			return nil, err
+		}
+		// The election follows the node timeout, and on a loaded
+		// machine the failure reports take a while to reach a majority:
+		// seen past 5s on 2 busy cores.
+		return &nemesis.Failover{Env: s.env, Mode: nemesis.FailoverKill, Slot: slot,
+			ReplLatency: 20 * time.Millisecond, ReplLag: s.sc.TTL, Promote: max(s.sc.Duration, 20*time.Second)}, nil
+	}
 	mode := nemesis.FailoverPartition
 	if m, err := env.Master(s.ctx, s.env.Topology()); err == nil && m.ReplProxy == "" {
 		mode = nemesis.FailoverCommand
 	}
 	return &nemesis.Failover{Env: s.env, Mode: mode,
-		ReplLatency: 20 * time.Millisecond, ReplLag: s.sc.TTL, Promote: s.sc.Duration}
+		ReplLatency: 20 * time.Millisecond, ReplLag: s.sc.TTL, Promote: s.sc.Duration}, nil
 }

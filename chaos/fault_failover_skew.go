@@ -28,7 +28,7 @@ const SkewBehind = 3 * time.Second
 var ErrNeedsProcesses = errors.New("needs the process environment, which starts redis-server with a shifted clock (datefudge)")
 
 func failoverSkewFault() Fault {
-	return Fault{Name: contract.FaultFailoverSkew, Matrix: true,
+	return Fault{Name: contract.FaultFailoverSkew, Topologies: both, Matrix: true,
 		Doc:   fmt.Sprintf("a failover (as failover) to a replica whose clock runs %v behind the old master's", SkewBehind),
 		Scope: ScopeFresh, Duration: 6*time.Second + SkewBehind,
 		Env: func(needs locker.Needs) env.Spec {
@@ -44,7 +44,11 @@ func failoverSkewFault() Fault {
 			return err
 		},
 		strike: func(s *striking) (armed, error) {
-			return armed{fault: &skewedFailover{Failover: failover(s)}, window: s.sc.TTL}, nil
+			f, err := failover(s)
+			if err != nil {
+				return armed{}, fmt.Errorf("failover-skew: %w", err)
+			}
+			return armed{fault: &skewedFailover{Failover: f}, window: s.sc.TTL, outer: onCluster(s)}, nil
 		}}
 }
 

@@ -20,7 +20,7 @@ import (
 // runs on, unpaused and connected, so the loss-notice rule holds a lock
 // with a watchdog to its bound from the next grant on.
 func keyLossFault() Fault {
-	return Fault{Name: contract.FaultKeyLoss, Doc: "an operator's DEL of a holder's lock keys while it holds (Redis forgets the lock)", Matrix: true,
+	return Fault{Name: contract.FaultKeyLoss, Topologies: both, Doc: "an operator's DEL of a holder's lock keys while it holds (Redis forgets the lock)", Matrix: true,
 		// Holders work up to 2s between read and write (four TTLs,
 		// renewed by a watchdog where the lock has one): a victim that
 		// releases soon after the DEL learns of the loss from its release,
@@ -43,7 +43,7 @@ func keyLossFault() Fault {
 // acts on servers every scenario shares, so it runs alone; the window is
 // the restart.
 func restartFault() Fault {
-	return Fault{Name: contract.FaultRestart, Doc: "the master (for redlock, one of its masters) crashes and restarts without persistence while a client holds (Redis forgets every lock)",
+	return Fault{Name: contract.FaultRestart, Topologies: both, Doc: "the master (for redlock, one of its masters) crashes and restarts without persistence while a client holds (Redis forgets every lock)",
 		Scope: ScopeServers, Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
 		Needs: needsOwnServers,
 		strike: func(s *striking) (armed, error) {
@@ -74,7 +74,7 @@ func restartFault() Fault {
 // on another client's Locker, as an operator's tool would); a lock
 // without one gets key-loss's DEL. It acts on one scenario's key only.
 func forceUnlockFault() Fault {
-	return Fault{Name: contract.FaultForceUnlock, Doc: "an operator's force unlock, through the lock's own API, of a lock a client holds (a DEL for a lock without one)",
+	return Fault{Name: contract.FaultForceUnlock, Topologies: both, Doc: "an operator's force unlock, through the lock's own API, of a lock a client holds (a DEL for a lock without one)",
 		Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
 		strike: func(s *striking) (armed, error) {
 			kl, _, err := holderKeys(s)
@@ -107,16 +107,14 @@ func forceUnlockFault() Fault {
 
 // holderKeys waits for the first client found working under its lock
 // (before its lease check) with its keys on the lock's nodes, the master
-// and Redlock's masters (a holder that worked briefly may be gone by the
+// (a cluster's masters) and Redlock's masters (a holder that worked briefly may be gone by the
 // time we look), and returns its lock's keys and those nodes: waiting for
 // one chosen client could outlast the run when holds are long.
 func holderKeys(s *striking) (*nemesis.KeyLoss, []env.Node, error) {
-	topo := s.env.Topology()
-	m, err := env.Master(s.ctx, topo)
+	nodes, err := lockNodes(s.ctx, s.env.Topology())
 	if err != nil {
 		return nil, nil, err
 	}
-	nodes := append([]env.Node{m}, topo.Redlock...)
 	addrs := make([]string, len(nodes))
 	for i, n := range nodes {
 		addrs[i] = n.Upstream

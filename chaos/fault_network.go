@@ -18,7 +18,7 @@ import (
 // clients' traffic is their evidence (networkBite).
 
 func noneFault() Fault {
-	return Fault{Name: contract.FaultNone, Doc: "no fault: the baseline", Matrix: true}
+	return Fault{Name: contract.FaultNone, Topologies: both, Doc: "no fault: the baseline", Matrix: true}
 }
 
 // crowdFault is no fault but a crowd: 32 clients churn on one key, with
@@ -35,13 +35,13 @@ func noneFault() Fault {
 // clients share with unknown outcomes straddling every hand-off is what
 // issue 27 ("crowded keys") is about; a run names it.
 func crowdFault() Fault {
-	return Fault{Name: contract.FaultCrowd, Doc: "no fault: 32 clients churn on one key (brief sections, holds ≤5 ms, thinking ≤2 ms, waits up to 5 s)",
+	return Fault{Name: contract.FaultCrowd, Topologies: both, Doc: "no fault: 32 clients churn on one key (brief sections, holds ≤5 ms, thinking ≤2 ms, waits up to 5 s)",
 		Shape:    WorkloadShape{Clients: 32, Hold: 5 * time.Millisecond, Think: 2 * time.Millisecond, OpTimeout: 5 * time.Second, Brief: true},
 		Duration: 6 * time.Second}
 }
 
 func latencyFault() Fault {
-	return Fault{Name: contract.FaultLatency, Doc: "20±10 ms added each way to half the clients' traffic, for half the run", Matrix: true,
+	return Fault{Name: contract.FaultLatency, Topologies: both, Doc: "20±10 ms added each way to half the clients' traffic, for half the run", Matrix: true,
 		strike: func(s *striking) (armed, error) {
 			f := cut(nemesis.Latency(fmt.Sprintf("latency %v", s.names), s.proxies, 20*time.Millisecond, 10*time.Millisecond), s.names)
 			return armed{fault: f, window: s.sc.Duration / 2}, nil
@@ -49,14 +49,14 @@ func latencyFault() Fault {
 }
 
 func partitionFault() Fault {
-	return Fault{Name: contract.FaultPartition, Doc: "half the clients cut off from Redis (their traffic held) for 3 TTLs", Matrix: true,
+	return Fault{Name: contract.FaultPartition, Topologies: both, Doc: "half the clients cut off from Redis (their traffic held) for 3 TTLs", Matrix: true,
 		strike: func(s *striking) (armed, error) {
 			return armed{fault: cut(nemesis.Partition(fmt.Sprintf("partition %v", s.names), s.proxies), s.names), window: 3 * s.sc.TTL}, nil
 		}}
 }
 
 func isolateFault() Fault {
-	return Fault{Name: contract.FaultIsolate,
+	return Fault{Name: contract.FaultIsolate, Topologies: both,
 		Doc: "a holder with its write ahead cut off from every Redis (its traffic held) for 3 TTLs or three op timeouts: one whose go-redis ignores ctx deadlines, so that a call that does not honour its own ctx runs past it",
 		// The holder may come late in the run: the window counts from the
 		// strike and the workload lingers after it, so that the calls cut
@@ -94,7 +94,7 @@ func isolateFault() Fault {
 func resetFault() Fault {
 	// In the default matrix: a reset also drops the pub/sub connection a
 	// waiter hears its hand-off on.
-	return Fault{Name: contract.FaultReset, Doc: "half the clients' connections (pub/sub included) reset for 3 TTLs", Matrix: true,
+	return Fault{Name: contract.FaultReset, Topologies: both, Doc: "half the clients' connections (pub/sub included) reset for 3 TTLs", Matrix: true,
 		strike: func(s *striking) (armed, error) {
 			return armed{fault: cut(nemesis.Reset(fmt.Sprintf("reset %v", s.names), s.proxies), s.names), window: 3 * s.sc.TTL}, nil
 		}}
@@ -113,7 +113,7 @@ var ErrCannotChangeACL = errors.New("lockproof does not change the ACL of a brin
 // scenario shares, so it runs alone; on a deployment lockproof does not
 // run, it would change the operator's ACL.
 func pubsubResetFault() Fault {
-	return Fault{Name: contract.FaultPubSubReset, Doc: "the master drops its pub/sub connections while it refuses SUBSCRIBE, every TTL/2 for 3 TTLs (subscriptions die, commands pass)",
+	return Fault{Name: contract.FaultPubSubReset, Topologies: both, Doc: "the master drops its pub/sub connections while it refuses SUBSCRIBE, every TTL/2 for 3 TTLs (subscriptions die, commands pass)",
 		Matrix: true, Scope: ScopeServers, Linger: true,
 		Needs: func(k env.Kind) error {
 			if k == env.BYO {
@@ -122,7 +122,7 @@ func pubsubResetFault() Fault {
 			return nil
 		},
 		strike: func(s *striking) (armed, error) {
-			m, err := env.Master(s.ctx, s.env.Topology())
+			m, err := subscribedNode(s)
 			if err != nil {
 				return armed{}, fmt.Errorf("pubsub-reset: %w", err)
 			}
@@ -130,8 +130,30 @@ func pubsubResetFault() Fault {
 		}}
 }
 
+// subscribedNode is the node whose subscriptions pubsub-reset kills:
+// Sentinel's master, or on a cluster the node with the most clients in
+// pub/sub mode (a cluster client subscribes on the node of its channel's
+// slot, which the harness does not know of a lock).
+func subscribedNode(s *striking) (env.Node, error) {
+	topo := s.env.Topology()
+	if len(topo.Cluster) == 0 {
+		return env.Master(s.ctx, topo)
+	}
+	best, most := topo.Cluster[0], int64(-1)
+	for _, n := range topo.Cluster {
+		k, err := nemesis.PubSubClients(s.ctx, n.Upstream)
+		if err != nil {
+			return env.Node{}, err
+		}
+		if k > most {
+			best, most = n, k
+		}
+	}
+	return best, nil
+}
+
 func bandwidthFault() Fault {
-	return Fault{Name: contract.FaultBandwidth, Doc: "half the clients' traffic throttled to 1 KB/s for 3 TTLs",
+	return Fault{Name: contract.FaultBandwidth, Topologies: both, Doc: "half the clients' traffic throttled to 1 KB/s for 3 TTLs",
 		strike: func(s *striking) (armed, error) {
 			return armed{fault: cut(nemesis.Bandwidth(fmt.Sprintf("bandwidth %v", s.names), s.proxies, 1), s.names), window: 3 * s.sc.TTL}, nil
 		}}

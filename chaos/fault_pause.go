@@ -16,7 +16,7 @@ import (
 var ErrCannotPauseServers = errors.New("lockproof does not run the servers of a bring-your-own deployment, so it cannot pause them")
 
 func pauseClientFault() Fault {
-	return Fault{Name: contract.FaultPauseClient, Doc: "a holder frozen for 3 TTLs (or right after a named command's reply), then woken", Matrix: true,
+	return Fault{Name: contract.FaultPauseClient, Topologies: both, Doc: "a holder frozen for 3 TTLs (or right after a named command's reply), then woken", Matrix: true,
 		Takes: PointAfter, Linger: true,
 		// Under pause-client the woken holder's flaws only show when
 		// another client holds the lock at that moment (a DEL deleting the
@@ -64,7 +64,7 @@ func strikePauseClient(s *striking) (armed, error) {
 }
 
 func pauseProcessFault() Fault {
-	return Fault{Name: contract.FaultPauseProcess, Doc: "a client run as a child process frozen with SIGSTOP while it holds the lock, for 3 TTLs",
+	return Fault{Name: contract.FaultPauseProcess, Topologies: both, Doc: "a client run as a child process frozen with SIGSTOP while it holds the lock, for 3 TTLs",
 		Processes: 1,
 		strike: func(s *striking) (armed, error) {
 			p := s.wl.Procs[s.rng.IntN(len(s.wl.Procs))]
@@ -85,11 +85,11 @@ func needsOwnServers(k env.Kind) error {
 }
 
 func pauseServerFault() Fault {
-	return Fault{Name: contract.FaultPauseServer, Doc: "the master frozen (SIGSTOP, docker pause) for 1.5 TTLs, shorter than Sentinel's down-after", Matrix: true,
+	return Fault{Name: contract.FaultPauseServer, Topologies: both, Doc: "the master frozen (SIGSTOP, docker pause) for 1.5 TTLs, shorter than Sentinel's down-after", Matrix: true,
 		Scope: ScopeServers,
 		Needs: needsOwnServers,
 		strike: func(s *striking) (armed, error) {
-			m, err := env.Master(s.ctx, s.env.Topology())
+			m, err := lockServer(s)
 			if err != nil {
 				return armed{}, fmt.Errorf("pause-server: %w", err)
 			}

@@ -3,6 +3,7 @@ package chaos
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -105,15 +106,28 @@ type Fault struct {
 	// (nil: it can, or k is unknown), e.g. a paused server on a deployment
 	// lockproof does not run. Nil means it runs anywhere.
 	Needs func(k env.Kind) error
+	// Topologies are the topologies the fault runs on
+	// (contract.TopologySentinel, contract.TopologyCluster), each with
+	// its own meaning where the two differ (a failover is Sentinel's, or
+	// a cluster shard's); nil means the Sentinel topology alone. Matrix
+	// puts the fault in the default matrix of each.
+	Topologies []string
 
 	// strike builds the fault for a run once its moment has come (it may
 	// wait for it: a holder, a waiter in line), from what striking holds.
 	strike func(s *striking) (armed, error)
 }
 
-// Available says why the fault cannot run on an environment of kind k, or
-// nil. An empty kind is not checked.
-func (f Fault) Available(k env.Kind) error {
+// ErrNotOnTopology: the fault does not run on the topology asked for.
+var ErrNotOnTopology = errors.New("does not run on this topology")
+
+// Available says why the fault cannot run on an environment of kind k
+// with the given topology (contract.TopologySentinel when ""), or nil. An
+// empty kind is not checked.
+func (f Fault) Available(k env.Kind, topology string) error {
+	if !f.RunsOn(topology) {
+		return fmt.Errorf("fault %s on the %s topology: %w (it runs on %v)", f.Name, topology, ErrNotOnTopology, f.topologies())
+	}
 	if f.Needs == nil || k == "" {
 		return nil
 	}
@@ -122,6 +136,26 @@ func (f Fault) Available(k env.Kind) error {
 	}
 	return nil
 }
+
+// RunsOn reports whether the fault runs on topology ("" is the Sentinel
+// topology).
+func (f Fault) RunsOn(topology string) bool {
+	return slices.Contains(f.topologies(), cmp.Or(topology, contract.TopologySentinel))
+}
+
+// topologies are Topologies, the Sentinel topology when nil.
+func (f Fault) topologies() []string {
+	if f.Topologies == nil {
+		return []string{contract.TopologySentinel}
+	}
+	return f.Topologies
+}
+
+// both are the topologies of a fault that runs on either.
+var both = []string{contract.TopologySentinel, contract.TopologyCluster}
+
+// clusterOnly are the topologies of a fault of Redis Cluster alone.
+var clusterOnly = []string{contract.TopologyCluster}
 
 // CheckPoint reports whether the fault takes the fault point p: the zero
 // Point always; After for PointAfter and PointAfterOrBefore; Before for
@@ -190,13 +224,29 @@ func FreshSpec(needs locker.Needs) env.Spec {
 // Sentinel slow enough (3s) that a paused server is not failed over.
 func SharedSpec() env.Spec { return env.Spec{Redlock: 3, DownAfter: 3 * time.Second} }
 
+// On returns spec on topology: for contract.TopologyCluster, a Redis
+// Cluster of 3 shards with a replica each instead of the master and its
+// Sentinels, whose node timeout is spec's DownAfter, and at least 2s (a
+// paused master is not failed over in a shared environment; on a loaded
+// machine 1s let healthy masters miss their pongs); the fenced node, Redlock's masters and the replicas' clock
+// stay as spec asks. Redlock keeps its independent masters on a cluster
+// too, so that its column compares; three masters of one cluster are no
+// Redlock (package zoo's TestRedlockOnOneCluster says what they give).
+func On(spec env.Spec, topology string) env.Spec {
+	if topology == contract.TopologyCluster {
+		spec.Cluster = &env.ClusterSpec{NodeTimeout: max(spec.DownAfter, 2*time.Second)}
+	}
+	return spec
+}
+
 // Catalogue is every fault, in the matrix's order: the default matrix's
 // faults first (Fault.Matrix), then those that run when named.
 func Catalogue() []Fault {
 	return []Fault{
 		noneFault(), latencyFault(), partitionFault(), pauseClientFault(), pauseServerFault(),
 		failoverFault(), crashClientFault(), clockSkewFault(), failoverSkewFault(), keyLossFault(),
-		pubsubResetFault(), crowdFault(), restartFault(), forceUnlockFault(), isolateFault(), resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
+		pubsubResetFault(), takeoverFault(), minorityPartitionFault(), migrateFault(), shardOutageFault(),
+		crowdFault(), restartFault(), forceUnlockFault(), isolateFault(), resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
 	}
 }
 

@@ -43,7 +43,7 @@ func TestCatalogue(t *testing.T) {
 func TestAvailable(t *testing.T) {
 	skew, _ := Lookup(contract.FaultFailoverSkew)
 	for _, k := range []env.Kind{env.Docker, env.BYO} {
-		if err := skew.Available(k); !errors.Is(err, ErrNeedsProcesses) {
+		if err := skew.Available(k, ""); !errors.Is(err, ErrNeedsProcesses) {
 			t.Errorf("failover-skew on %s: %v; want ErrNeedsProcesses", k, err)
 		}
 	}
@@ -51,11 +51,11 @@ func TestAvailable(t *testing.T) {
 		t.Errorf("failover-skew's environment %+v: want the fresh one with replicas %v behind", s, SkewBehind)
 	}
 	pause, _ := Lookup(contract.FaultPauseServer)
-	if err := pause.Available(env.BYO); !errors.Is(err, ErrCannotPauseServers) {
+	if err := pause.Available(env.BYO, ""); !errors.Is(err, ErrCannotPauseServers) {
 		t.Errorf("pause-server on byo: %v", err)
 	}
 	for _, k := range []env.Kind{env.Process, env.Docker, ""} {
-		if err := pause.Available(k); err != nil {
+		if err := pause.Available(k, ""); err != nil {
 			t.Errorf("pause-server on %q: %v", k, err)
 		}
 	}

@@ -49,7 +49,61 @@ const (
 	// FaultIsolate cuts one holder off from every Redis, its traffic
 	// held, while its write is still ahead.
 	FaultIsolate = "isolate"
+	// FaultTakeover, on a Redis Cluster, makes the replica of the lock's
+	// shard master take its slots at once (CLUSTER FAILOVER TAKEOVER)
+	// after a replication lag: a failover without an election.
+	FaultTakeover = "takeover"
+	// FaultMinorityPartition, on a Redis Cluster, cuts the lock's shard
+	// master off from the other nodes while clients still reach it: it
+	// serves alone until the node timeout, then its replica is promoted.
+	FaultMinorityPartition = "minority-partition"
+	// FaultMigrate, on a Redis Cluster, moves the lock's hash slot to
+	// another master under load (MIGRATE; clients see ASK, then MOVED).
+	FaultMigrate = "migrate"
+	// FaultShardOutage, on a Redis Cluster, kills the lock's shard, its
+	// master and replicas, and restarts them without persistence.
+	FaultShardOutage = "shard-outage"
 )
+
+// Like is the fault whose predictions a fault shares: a cluster shard's
+// takeover and minority partition are failovers, its outage a restart
+// (the shard's locks forgotten); any other fault is like itself. The
+// profiles' predictions and the specimens' read faults through it, so
+// that what a lock is known to do under Sentinel's failover it is
+// predicted to do under a shard's.
+func Like(fault string) string {
+	switch fault {
+	case FaultTakeover, FaultMinorityPartition:
+		return FaultFailover
+	case FaultShardOutage:
+		return FaultRestart
+	}
+	return fault
+}
+
+// FailsOver reports whether a fault of kind may move a key's master to a
+// replica that lacks its latest writes, so that two masters may each
+// have served the key: Sentinel's failover and failover-skew, and a
+// cluster shard's takeover and minority partition.
+func FailsOver(kind string) bool {
+	switch kind {
+	case FaultFailover, FaultFailoverSkew, FaultTakeover, FaultMinorityPartition:
+		return true
+	}
+	return false
+}
+
+// Forgets reports whether a fault of kind makes Redis forget a held
+// lock, keys and fence counter: an operator's DEL (key-loss), a restart
+// without persistence (restart, a cluster's shard-outage), an operator's
+// force unlock.
+func Forgets(kind string) bool {
+	switch kind {
+	case FaultKeyLoss, FaultRestart, FaultForceUnlock, FaultShardOutage:
+		return true
+	}
+	return false
+}
 
 // Topologies: the shapes of Redis deployment a run can take
 // (summary.json's topology, `lockproof run --topology`).
@@ -73,7 +127,7 @@ func Predicted(fault string) bool {
 	switch fault {
 	case FaultNone, FaultCrowd, FaultPubSubReset, FaultCrashClient, FaultClockSkew, FaultLatency, FaultPartition,
 		FaultReset, FaultPauseClient, FaultFailover, FaultFailoverSkew, FaultKeyLoss, FaultRestart,
-		FaultForceUnlock, FaultPauseServer:
+		FaultForceUnlock, FaultPauseServer, FaultTakeover, FaultMinorityPartition, FaultMigrate, FaultShardOutage:
 		return true
 	}
 	return false

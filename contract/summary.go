@@ -18,7 +18,15 @@ type Summary struct {
 	// Shard says which part of a plan the run holds (`run --shard K/N`);
 	// absent for a whole plan, and for a merge of every shard.
 	Shard *Shard `json:"shard,omitempty"`
+	// Topology is the shape of the deployment the run ran on
+	// (TopologySentinel, TopologyCluster); absent in files written before
+	// there was a choice, which ran on the Sentinel topology.
+	Topology string `json:"topology,omitempty"`
 }
+
+// TopologyOf is a summary's topology as read: TopologySentinel when the
+// file says none.
+func TopologyOf(s string) string { return cmp.Or(s, TopologySentinel) }
 
 // Shard is one of Count parts of a run's plan: the plan's lock × fault
 // cells, in plan order, cut into Count contiguous runs of cells (Range),

@@ -594,8 +594,29 @@ func (a *attempt) leave(ctx context.Context) error {
 // run runs a script once (EVALSHA, then EVAL when the script is not
 // cached), neither resent by go-redis: a resent release or reentrant
 // acquire could take effect twice.
+//
+// But for a refusal that says "not now": on a Redis Cluster whose slot is
+// migrating, a script whose keys are split between the two masters is
+// refused TRYAGAIN. It surely had no effect, and a moment later the
+// migration has moved on, so it is sent again, backing off from 1ms to
+// 50ms, for as long as ctx allows and at most 100 times (about 5s, for a
+// ctx without end); its last refusal is returned then. A
+// release returned the refusal before, and its hold stayed, renewed by
+// the watchdog for good once its caller moved on (TestReleaseDuringSlotMigration).
 func (c *Client) run(ctx context.Context, s *rediscmd.Script, keys []string, args ...any) (any, error) {
-	return c.cmds.Run(ctx, s, keys, args...)
+	for wait, tries := time.Millisecond, 1; ; wait, tries = min(2*wait, 50*time.Millisecond), tries+1 {
+		reply, err := c.cmds.Run(ctx, s, keys, args...)
+		if !redis.HasErrorPrefix(err, "TRYAGAIN") || tries == 100 {
+			return reply, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return reply, err
+		}
+	}
 }
 
 // runWithWait runs a script and WAIT in one pipeline, on one connection, so

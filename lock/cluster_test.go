@@ -178,3 +178,93 @@ func containsLine(s, line string) bool {
 	}
 	return false
 }
+
+// TestReleaseDuringSlotMigration: a release whose keys are split between
+// two masters, the lock's slot half migrated (redis-cli --cluster
+// reshard's MIGRATING and IMPORTING, one key moved), is refused TRYAGAIN:
+// it surely had no effect, and the lock sends it again until the
+// migration has moved on, within the release's context. The old lock
+// returned the refusal, and its lease stayed held, renewed by its
+// watchdog for good: a client that gave up on it (one release, as most
+// do) kept every waiter off the key for the rest of the run (found by
+// lockproof run --topology cluster, fenced × migrate seed 1).
+func TestReleaseDuringSlotMigration(t *testing.T) {
+	c := redistest.StartCluster(t, redisproc.ClusterConfig{})
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	defer cc.Close()
+	a, err := lock.New(cc, lock.Options{TTL: 2 * time.Second, Watchdog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	key := keysOnEachShard(t, cc, c.Masters)[0]
+	ks := lock.RedisKeys(key)
+	slot := keySlot(t, cc, ks.Lock)
+	l, err := a.TryAcquire(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Shard 0 serves the key; move its slot to shard 1, the fence first.
+	src, dst := c.Nodes[0], c.Nodes[1]
+	rs := redis.NewClient(&redis.Options{Addr: src.Addr})
+	defer rs.Close()
+	rd := redis.NewClient(&redis.Options{Addr: dst.Addr})
+	defer rd.Close()
+	srcID, _ := rs.ClusterMyID(ctx).Result()
+	dstID, _ := rd.ClusterMyID(ctx).Result()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(rd.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err())
+	must(rs.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err())
+	host, port, _ := strings.Cut(dst.Addr, ":")
+	must(rs.Do(ctx, "MIGRATE", host, port, "", 0, 5000, "KEYS", ks.Fence).Err())
+	finished := make(chan error, 1)
+	go func() {
+		// The reshard finishes 300ms later: the rest of the slot moves.
+		time.Sleep(300 * time.Millisecond)
+		keys, err := rs.ClusterGetKeysInSlot(ctx, int(slot), 100).Result()
+		if err == nil && len(keys) > 0 {
+			args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+			for _, k := range keys {
+				args = append(args, k)
+			}
+			err = rs.Do(ctx, args...).Err()
+		}
+		for _, r := range []*redis.Client{rd, rs, redis.NewClient(&redis.Options{Addr: c.Nodes[2].Addr})} {
+			if err == nil {
+				err = r.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err()
+			}
+		}
+		finished <- err
+	}()
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := l.Release(rctx); err != nil {
+		t.Fatalf("release while the slot migrates: %v", err)
+	}
+	must(<-finished)
+	b, err := lock.New(cc, lock.Options{TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	var nl *lock.Lease
+	deadline := time.Now().Add(5 * time.Second)
+	for nl == nil {
+		// The key is free at once (no hold left behind); the client
+		// may learn the new master from a MOVED first.
+		if nl, err = b.TryAcquire(ctx, key); err != nil && time.Now().After(deadline) {
+			t.Fatalf("acquire after the release: %v (the released hold is still there)", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if nl.Fence() <= l.Fence() {
+		t.Errorf("fence %d after %d: the fence counter did not move with the slot", nl.Fence(), l.Fence())
+	}
+	must(nl.Release(ctx))
+}

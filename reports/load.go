@@ -38,6 +38,9 @@ type Run struct {
 	// Shard is the part of a plan the run holds (`run --shard`); nil for
 	// a whole plan.
 	Shard *contract.Shard
+	// Topology is the deployment the run ran on (contract.TopologyOf of
+	// summary.json's topology: the Sentinel topology when it says none).
+	Topology string
 }
 
 // Scenario is one scenario of a run with what its directory holds.
@@ -100,7 +103,7 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 	if err := json.Unmarshal(data, &sum); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadRun, sumPath, err)
 	}
-	run := &Run{Dir: dir, Cells: sum.Cells, Shard: sum.Shard}
+	run := &Run{Dir: dir, Cells: sum.Cells, Shard: sum.Shard, Topology: contract.TopologyOf(sum.Topology)}
 	seen := map[string]int{}
 	for i := range sum.Scenarios {
 		s := &sum.Scenarios[i]

@@ -16,25 +16,30 @@ import (
 // Locks are the built-in lock names (zoo.Builtin), in matrix order.
 func Locks() []string { return zoo.Builtin().Names() }
 
-// Faults are the faults of the default matrix (chaos.Fault Matrix), the
-// columns of the summary.json contract, in matrix order.
-func Faults() []string {
+// Faults are the faults of the default matrix on the Sentinel topology
+// (chaos.Fault Matrix), the columns of the summary.json contract, in
+// matrix order.
+func Faults() []string { return FaultsOn(contract.TopologySentinel) }
+
+// FaultsOn are the faults of the default matrix on topology: those of
+// Faults that run there, and those of that topology alone.
+func FaultsOn(topology string) []string {
 	var names []string
 	for _, f := range chaos.Catalogue() {
-		if f.Matrix {
+		if f.Matrix && f.RunsOn(topology) {
 			names = append(names, f.Name)
 		}
 	}
 	return names
 }
 
-// AvailableFaults splits the default matrix's faults (Faults) into those
-// that can run on an environment of kind k and the reasons the others
-// cannot (chaos.Fault Available).
-func AvailableFaults(k env.Kind) (faults []string, left []error) {
-	for _, name := range Faults() {
+// AvailableFaults splits the default matrix's faults on topology
+// (FaultsOn) into those that can run on an environment of kind k and the
+// reasons the others cannot (chaos.Fault Available).
+func AvailableFaults(k env.Kind, topology string) (faults []string, left []error) {
+	for _, name := range FaultsOn(topology) {
 		f, _ := chaos.Lookup(name)
-		if err := f.Available(k); err != nil {
+		if err := f.Available(k, topology); err != nil {
 			left = append(left, err)
 			continue
 		}
@@ -96,7 +101,7 @@ func profilePrediction(e locker.Entry, fault string) locker.Prediction {
 		return locker.NoPrediction("the lock claims nothing (locker.ProfileNone): no prediction")
 	}
 	p := locker.AllHold()
-	switch fault {
+	switch contract.Like(fault) {
 	case contract.FaultPauseClient:
 		p.Set(contract.WantViolated, contract.PropClaims)
 		if fenced {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/internal/rediscmd"
 )
 
@@ -33,6 +35,10 @@ func Prepare(ctx context.Context, cfg *Config, eo env.Options) (left []error, er
 		eo.Logger = cfg.Logger
 	}
 	redis.SetLogger(rediscmd.SlogLogger{L: cfg.Logger})
+	cfg.Topology = cmp.Or(cfg.Topology, contract.TopologySentinel)
+	if !slices.Contains(contract.Topologies(), cfg.Topology) {
+		return nil, fmt.Errorf("%w: topology %q: want one of %v", ErrBadConfig, cfg.Topology, contract.Topologies())
+	}
 	given := make([]chaos.Fault, len(cfg.Faults))
 	for i, name := range cfg.Faults {
 		f, ok := chaos.Lookup(name)
@@ -47,11 +53,16 @@ func Prepare(ctx context.Context, cfg *Config, eo env.Options) (left []error, er
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Topology == contract.TopologyCluster && kind != env.Process {
+		// The Docker and bring-your-own environments build no cluster
+		// yet: said once, up front, as a missing tool is.
+		return nil, fmt.Errorf("the %s topology runs on the %s environment only, not on %s: %w", cfg.Topology, env.Process, kind, env.ErrUnavailable)
+	}
 	if len(cfg.Faults) == 0 {
-		cfg.Faults, left = AvailableFaults(kind)
+		cfg.Faults, left = AvailableFaults(kind, cfg.Topology)
 	} else {
 		for _, f := range given {
-			if err := f.Available(kind); err != nil {
+			if err := f.Available(kind, cfg.Topology); err != nil {
 				return nil, fmt.Errorf("%w: fault %q: %w", ErrBadConfig, f.Name, err)
 			}
 		}

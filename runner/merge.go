@@ -60,12 +60,15 @@ func Merge(out string, dirs []string, noReport bool) (*Summary, error) {
 		}
 		return nil, fmt.Errorf("%w: %d run directories for %d shards (given shards %v of 1..%d)", ErrBadMerge, len(parts), want.Count, given, want.Count)
 	}
-	merged := &Summary{Scenarios: []*Scenario{}}
+	merged := &Summary{Scenarios: []*Scenario{}, Topology: parts[0].sum.Topology}
 	ids := map[string]string{}
 	for i, p := range parts {
 		sh := *p.sum.Shard
 		if sh.Count != want.Count || sh.Cells != want.Cells {
 			return nil, fmt.Errorf("%w: %s is shard %s of a plan of %d cells, %s is shard %s of %d: not one plan", ErrBadMerge, parts[0].dir, parts[0].sum.Shard, want.Cells, p.dir, sh, sh.Cells)
+		}
+		if p.sum.Topology != merged.Topology {
+			return nil, fmt.Errorf("%w: %s ran on the %s topology, %s on the %s one: not one plan", ErrBadMerge, parts[0].dir, contract.TopologyOf(merged.Topology), p.dir, contract.TopologyOf(p.sum.Topology))
 		}
 		if sh.Index != i+1 {
 			return nil, fmt.Errorf("%w: shard %d/%d is missing (or another is given twice)", ErrBadMerge, i+1, want.Count)

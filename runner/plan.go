@@ -87,6 +87,11 @@ type Config struct {
 	Parallel int
 	// Out is the run directory; required.
 	Out string
+	// Topology is the deployment's shape: contract.TopologySentinel ("")
+	// or contract.TopologyCluster. Every environment Open makes has it
+	// (chaos.On), a fault that does not run on it (chaos.Fault
+	// Topologies) is refused up front, and the default plan leaves it out.
+	Topology string
 	// Kind is the kind of environment Open makes, when known: a fault that
 	// cannot run there (chaos.Fault Available) is refused up front, and the
 	// default plan (no Faults) leaves it out. "" checks nothing.
@@ -201,7 +206,7 @@ func (c Config) specs() ([]Spec, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: scenario %s: fault %q: want one of %v", ErrBadConfig, s.ID(), s.Fault, chaos.Faults())
 		}
-		if err := fault.Available(c.Kind); err != nil {
+		if err := fault.Available(c.Kind, c.Topology); err != nil {
 			return nil, fmt.Errorf("%w: scenario %s: %w", ErrBadConfig, s.ID(), err)
 		}
 		if err := fault.CheckPoint(s.Point); err != nil {

@@ -170,7 +170,7 @@ func TestPrepareIsOneFrontDoor(t *testing.T) {
 	}
 	var cfg Config
 	left, err := Prepare(ctx, &cfg, byo)
-	want, wantLeft := AvailableFaults(env.BYO)
+	want, wantLeft := AvailableFaults(env.BYO, "")
 	if err != nil || !slices.Equal(cfg.Faults, want) || len(left) != len(wantLeft) || cfg.Kind != env.BYO || cfg.Open == nil || cfg.Logger == nil {
 		t.Errorf("default on byo: faults %v, left %v, kind %q, %v; want %v, %d left out", cfg.Faults, left, cfg.Kind, err, want, len(wantLeft))
 	}

@@ -222,7 +222,7 @@ func (m *matrix) sharedEnv(ctx context.Context) (env.Env, error) {
 	if !m.opened {
 		m.opened = true
 		octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		m.shared, m.sharedEr = m.cfg.Open(octx, chaos.SharedSpec())
+		m.shared, m.sharedEr = m.cfg.Open(octx, chaos.On(chaos.SharedSpec(), m.cfg.Topology))
 		cancel()
 		if m.sharedEr != nil {
 			m.sharedEr = fmt.Errorf("open the shared environment: %w", m.sharedEr)
@@ -264,7 +264,7 @@ func (m *matrix) runFresh(ctx context.Context, i int) {
 	start := time.Now()
 	s := m.specs[i]
 	octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	e, err := m.cfg.Open(octx, s.fault.FreshSpec(s.entry.Needs))
+	e, err := m.cfg.Open(octx, chaos.On(s.fault.FreshSpec(s.entry.Needs), m.cfg.Topology))
 	cancel()
 	if err != nil {
 		m.finish(i, m.failed(s, fmt.Errorf("open a fresh environment: %w", err)), start)

@@ -405,22 +405,22 @@ func TestRunBadConfig(t *testing.T) {
 // TestAvailableFaults leaves out of the default matrix what an environment
 // cannot run, with the reason, and nothing else.
 func TestAvailableFaults(t *testing.T) {
-	all, left := AvailableFaults("")
+	all, left := AvailableFaults("", "")
 	if !slices.Equal(all, Faults()) || len(left) != 0 {
 		t.Errorf("unknown kind: %v, left %v; want every fault", all, left)
 	}
-	docker, left := AvailableFaults(env.Docker)
+	docker, left := AvailableFaults(env.Docker, "")
 	if slices.Contains(docker, contract.FaultFailoverSkew) || len(docker) != len(Faults())-1 || len(left) != 1 ||
 		!errors.Is(left[0], chaos.ErrNeedsProcesses) {
 		t.Errorf("docker: %v, left %v; want all but failover-skew, and why", docker, left)
 	}
-	byo, left := AvailableFaults(env.BYO)
+	byo, left := AvailableFaults(env.BYO, "")
 	if slices.Contains(byo, contract.FaultPauseServer) || slices.Contains(byo, contract.FaultPubSubReset) || len(left) != 3 ||
 		!errors.Is(left[2], chaos.ErrCannotChangeACL) {
 		t.Errorf("byo: %v, left %v; want neither pause-server, failover-skew nor pubsub-reset", byo, left)
 	}
-	if f, _ := chaos.Lookup(contract.FaultRestart); !errors.Is(f.Available(env.BYO), chaos.ErrCannotPauseServers) {
-		t.Errorf("restart on byo: %v, want ErrCannotPauseServers", f.Available(env.BYO))
+	if f, _ := chaos.Lookup(contract.FaultRestart); !errors.Is(f.Available(env.BYO, ""), chaos.ErrCannotPauseServers) {
+		t.Errorf("restart on byo: %v, want ErrCannotPauseServers", f.Available(env.BYO, ""))
 	}
 }
 

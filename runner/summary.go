@@ -47,6 +47,18 @@ type Summary struct {
 	// Shard is the part of the plan the run holds (Config.Shard); nil for
 	// a whole plan or a merge (contract.Summary's).
 	Shard *contract.Shard `json:"shard,omitempty"`
+	// Topology is the deployment's shape (Config.Topology); omitted for
+	// the Sentinel topology, as files written before the choice read.
+	Topology string `json:"topology,omitempty"`
+}
+
+// written is a topology as summary.json writes it: "" for the Sentinel
+// topology, so that a run on it writes the file it always wrote.
+func written(topology string) string {
+	if topology == contract.TopologySentinel {
+		return ""
+	}
+	return topology
 }
 
 // Status sums a run up as `lockproof run` exits: 0 every verdict as
@@ -77,7 +89,7 @@ func (s *Summary) Status() int {
 func (m *matrix) summary() *Summary {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := &Summary{Scenarios: []*Scenario{}, Cells: m.cells, Shard: m.shard}
+	s := &Summary{Scenarios: []*Scenario{}, Cells: m.cells, Shard: m.shard, Topology: written(m.cfg.Topology)}
 	for _, r := range m.rows {
 		if r != nil {
 			s.Scenarios = append(s.Scenarios, r)
@@ -209,7 +221,7 @@ func ReadSummary(dir string) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := &Summary{Cells: run.Cells, Shard: run.Shard}
+	sum := &Summary{Cells: run.Cells, Shard: run.Shard, Topology: written(run.Topology)}
 	for _, sc := range run.Scenarios {
 		sum.Scenarios = append(sum.Scenarios, &Scenario{Row: sc.Row})
 	}

@@ -96,7 +96,7 @@ func fencedV1Entry() locker.Entry {
 			// (TestHarnessCatchesTheOldLock).
 			mayBreak(&p, contract.PropLease, contract.PropClaims)
 			why := "a nested hold with a shorter TTL shortens the old lock's lease (fixed in package lock), while the outer hold still claims its validity"
-			if fault == contract.FaultCrashClient {
+			if contract.Like(fault) == contract.FaultCrashClient {
 				// The old lock hands a waiter that died in line the whole
 				// TTL, and keeps a dead head of the queue first until its
 				// place expires: a live waiter behind it is served late
@@ -105,7 +105,7 @@ func fencedV1Entry() locker.Entry {
 				why += "; a waiter that died in line holds the old lock up for a TTL (waiter liveness)"
 			}
 			why += "; " + oldLineWhy(&p)
-			if fault == contract.FaultPubSubReset {
+			if contract.Like(fault) == contract.FaultPubSubReset {
 				mayBreak(&p, contract.PropLiveness)
 				why += "; the old lock's waiters take a dead subscription for a live one and may sleep through their hand-offs (waiter liveness)"
 			}
@@ -153,14 +153,14 @@ func fencedV2Entry() locker.Entry {
 			// show one.
 			mayBreak(&p, contract.PropClaims, contract.PropNotice)
 			why += "; a release of unknown outcome that did hand the lock on leaves the old lock claiming the lease (claims); a release racing its watchdog reports the released lease lost (loss notice)"
-			if fault == contract.FaultPartition {
+			if contract.Like(fault) == contract.FaultPartition {
 				// A partitioned holder's read or write through the old
 				// resource, on a go-redis client that ignores ctx
 				// deadlines, runs to the client's read timeout.
 				mayBreak(&p, contract.PropCalls)
 				why += "; its fencing resource ignores the ctx of a go-redis client without ContextTimeoutEnabled: a partitioned holder's read or write returns at the client's read timeout, long after its deadline (call contract)"
 			}
-			if fault == contract.FaultPubSubReset {
+			if contract.Like(fault) == contract.FaultPubSubReset {
 				// Its notifier takes a dropped subscription whose
 				// re-SUBSCRIBE was refused for a live one: a waiter sleeps
 				// through its hand-off until its next look (a third of the

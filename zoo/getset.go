@@ -37,7 +37,7 @@ func getSetEntry() locker.Entry {
 	return locker.Entry{Name: GetSetName, Profile: locker.ProfileLease, Open: newGetSet, Doc: "the GETSET timestamp recipe; trusts client clocks",
 		Decisive: &locker.Decisive{Fault: contract.FaultClockSkew, Property: contract.PropLease},
 		Predict: blindRelease(func(fault string, p *locker.Prediction) {
-			switch fault {
+			switch contract.Like(fault) {
 			case contract.FaultPauseClient:
 				p.Set(contract.WantViolated, contract.PropResource, contract.PropClaims)
 				p.Why = "the woken holder's unfenced write is stale; its release checks its own clock, so the pause alone does not break G1"

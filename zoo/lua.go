@@ -130,7 +130,7 @@ const whyShortened = "a watchdog renewal for the lease's TTL shortens a longer r
 // stop a watchdog's renewals: its client stops, or a renewal fails or
 // times out.
 func stopsWatchdog(fault string) bool {
-	switch fault {
+	switch contract.Like(fault) {
 	case contract.FaultPauseClient, contract.FaultCrashClient,
 		contract.FaultLatency, contract.FaultPartition, contract.FaultReset, contract.FaultPauseServer:
 		return true

@@ -32,7 +32,7 @@ const whyDelayedDelete = "a release delayed past the lease's expiry may delete t
 // delayedDelete amends p for a lock whose delete a delay can land on the
 // next holder's lock (whyDelayedDelete), under the faults that delay.
 func delayedDelete(fault string, p *locker.Prediction) bool {
-	switch fault {
+	switch contract.Like(fault) {
 	case contract.FaultLatency, contract.FaultPartition, contract.FaultPauseServer, contract.FaultReset:
 		p.Set(contract.WantAny, contract.PropLease, contract.PropResource, contract.PropClaims)
 		p.Why = whyDelayedDelete

@@ -54,7 +54,7 @@ func RedlockEntry(o RedlockOptions) locker.Entry {
 		// It does not use the Sentinel-managed master the faults below
 		// strike: its own masters are independent.
 		Predict: func(fault string, p locker.Prediction) locker.Prediction {
-			switch fault {
+			switch contract.Like(fault) {
 			case contract.FaultFailover, contract.FaultFailoverSkew:
 				p = locker.AllHold()
 				p.Why = "redlock's masters are independent of the failed-over one"

@@ -79,7 +79,7 @@ func setNXEntry() locker.Entry {
 	return locker.Entry{Name: SetNXName, Profile: locker.ProfileLease, Open: newSetNX, Doc: "SETNX without a TTL, DEL to release",
 		Decisive: &locker.Decisive{Fault: contract.FaultCrashClient, Property: contract.PropLiveness},
 		Predict: blindRelease(func(fault string, p *locker.Prediction) {
-			switch fault {
+			switch contract.Like(fault) {
 			case contract.FaultPauseClient:
 				// Nobody takes a key without TTL over; the woken
 				// holder's write and DEL come after the TTL it asked.
@@ -139,7 +139,7 @@ func setNXExpireEntry() locker.Entry {
 		Decisive:   &locker.Decisive{Fault: contract.FaultCrashClient, Property: contract.PropLiveness},
 		FaultPoint: pointUnder(contract.FaultCrashClient, contract.Point{Before: "pexpire"}),
 		Predict: blindRelease(func(fault string, p *locker.Prediction) {
-			switch fault {
+			switch contract.Like(fault) {
 			case contract.FaultPauseClient:
 				wokenDeletes(p)
 			case contract.FaultCrashClient:
@@ -213,7 +213,7 @@ func setDelEntry() locker.Entry {
 	return locker.Entry{Name: SetDelName, Profile: locker.ProfileLease, Open: newSetDel, Doc: "SET NX PX, DEL without an owner check",
 		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropLease},
 		Predict: blindRelease(func(fault string, p *locker.Prediction) {
-			if fault == contract.FaultPauseClient {
+			if contract.Like(fault) == contract.FaultPauseClient {
 				wokenDeletes(p)
 				return
 			}
@@ -257,7 +257,7 @@ func getDelEntry() locker.Entry {
 		Decisive:   &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropLease},
 		FaultPoint: pointUnder(contract.FaultPauseClient, contract.Point{After: "get"}),
 		Predict: func(fault string, p locker.Prediction) locker.Prediction {
-			if fault == contract.FaultPauseClient {
+			if contract.Like(fault) == contract.FaultPauseClient {
 				p.Set(contract.WantViolated, contract.PropLease)
 				p.Set(contract.WantMay, contract.PropResource, contract.PropClaims)
 				p.Why = "paused between the GET and the DEL of its release, the holder wakes and deletes the next holder's lock; a third client then takes it while the second still works: their writes may conflict"

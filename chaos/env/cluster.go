@@ -299,3 +299,59 @@ func setProxyEnabled(api *toxiclient.Client, name string, on bool) error {
 	}
 	return nil
 }
+
+// RefuseNode disables every proxy in front of node id (the clients' own,
+// its replication and bus proxies), so that while the node is down a
+// dial through any of them is refused, as a dial to the node itself is:
+// a proxy in front of a dead node otherwise accepts the connection and
+// drops it once the request is sent, which makes every command's outcome
+// unknown to its client where a real client would have known it was
+// never sent. The returned undo enables them again (call it before the
+// node's restart is awaited by anyone: the node's peers and clients dial
+// the proxies).
+func RefuseNode(ctx context.Context, e Env, id string) (undo func(context.Context) error, err error) {
+	n, err := e.Topology().Node(id)
+	if err != nil {
+		return nil, err
+	}
+	api := e.Proxies().API
+	all, err := api.Proxies()
+	if err != nil {
+		return nil, fmt.Errorf("refuse %s: list proxies: %w", id, err)
+	}
+	var off []string
+	undo = func(ctx context.Context) error {
+		var errs []error
+		for _, name := range off {
+			if err := setProxyEnabled(api, name, true); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("accept %s again: %w", id, err)
+		}
+		return nil
+	}
+	bus := ""
+	if n.BusProxy != "" {
+		if p, ok := all[n.BusProxy]; ok {
+			bus = p.Upstream
+		}
+	}
+	names := make([]string, 0, len(all))
+	for name := range all {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		p := all[name]
+		if !p.Enabled || (p.Upstream != n.Upstream && (bus == "" || p.Upstream != bus)) {
+			continue
+		}
+		if err := setProxyEnabled(api, name, false); err != nil {
+			return nil, errors.Join(fmt.Errorf("refuse %s: %w", id, err), undo(context.WithoutCancel(ctx)))
+		}
+		off = append(off, name)
+	}
+	return undo, nil
+}

@@ -251,6 +251,8 @@ type Topology struct {
 	// (Cluster[i] was shard i's master at start), then shard by shard
 	// their replicas.
 	Cluster []Node
+	// NodeTimeout is the cluster's cluster-node-timeout (0 without one).
+	NodeTimeout time.Duration
 }
 
 // Name is the topology's name: contract.TopologyCluster for a cluster,

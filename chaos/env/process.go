@@ -233,6 +233,7 @@ func (e *ProcessEnv) startCluster(ctx context.Context) error {
 		e.mu.Unlock()
 		e.topo.Cluster = append(e.topo.Cluster, n.node)
 	}
+	e.topo.NodeTimeout = cs.NodeTimeout
 	e.log.Debug("process cluster up", "nodes", e.topo.ClusterAddrs(), "root", e.root)
 	return nil
 }

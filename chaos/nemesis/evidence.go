@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/lockproof/lockproof/chaos/env"
 )
 
 // Evidence is what a fault did, so that a scenario can show that its fault
@@ -123,6 +125,9 @@ func (f *Failover) Evidence() Evidence {
 	defer f.mu.Unlock()
 	if f.promoted.ID == "" || f.promoted.ID == f.old.ID {
 		return Evidence{Text: fmt.Sprintf("master %s failed; no other node was promoted", f.old.ID)}
+	}
+	if f.old.Role == env.RoleCluster {
+		return Evidence{Text: fmt.Sprintf("master %s of slot %d failed; the cluster promoted %s", f.old.ID, f.Slot, f.promoted.ID), Bit: true}
 	}
 	return Evidence{Text: fmt.Sprintf("master %s failed; Sentinel promoted %s", f.old.ID, f.promoted.ID), Bit: true}
 }

@@ -30,9 +30,29 @@ const (
 	// FailoverCommand asks Sentinel to fail over (SENTINEL FAILOVER): a
 	// coordinated switch, the gentlest mode.
 	FailoverCommand FailoverMode = "command"
+	// FailoverTakeover, on a Redis Cluster, makes the master's replica
+	// take its slots at once (CLUSTER FAILOVER TAKEOVER), without the
+	// other masters' votes and while the master still serves: the old
+	// master learns of it from its next exchange with the new one and
+	// becomes its replica, and its writes the replica had not received
+	// are lost.
+	FailoverTakeover FailoverMode = "takeover"
 )
 
-// Failover makes Sentinel promote a replica of the current master.
+// Failover makes Sentinel promote a replica of the current master or, on
+// a Redis Cluster (env.Topology.Cluster), makes the cluster promote a
+// replica of the master serving Slot:
+//
+//   - FailoverKill: the master is killed; the other masters fail it after
+//     the node timeout and its replica is elected. Stop restarts it
+//     (empty, with its nodes.conf): it rejoins as the new master's replica.
+//   - FailoverPartition: the master is cut off from the other nodes
+//     (env.CutClusterNode) and serves its clients alone for NodeTimeout,
+//     its writes lost; then its replica takes over (env.Takeover), as the
+//     majority would have promoted it (the cut cannot stop the master's
+//     own outgoing links, so the majority never fails it on its own: see
+//     env.CutClusterNode). Stop heals the cut.
+//   - FailoverTakeover: the replica takes over at once.
 //
 // With ReplLatency > 0, Start first slows the master's replication proxy by
 // that much (each way) for ReplLag, so that writes the master acknowledged
@@ -48,12 +68,21 @@ type Failover struct {
 	ReplLag time.Duration
 	// Promote bounds the wait for the promotion; 0 means 30s.
 	Promote time.Duration
+	// Kind is the fault kind the window's name starts with; "" means
+	// contract.FaultFailover.
+	Kind string
+	// Slot is, on a Redis Cluster, the hash slot whose master fails.
+	Slot int
+	// NodeTimeout is, on a Redis Cluster, how long a partitioned master
+	// serves alone before its replica takes over (FailoverPartition).
+	NodeTimeout time.Duration
 
 	mu       sync.Mutex
 	old      env.Node
 	promoted env.Node
 	slow     *Network
 	cut      *Network
+	heal     func(context.Context) error // a cluster node's cut
 	killed   bool
 }
 
@@ -63,7 +92,11 @@ func (f *Failover) Name() string {
 	if m == "" {
 		m = FailoverPartition
 	}
-	return contract.FaultFailover + " " + string(m)
+	kind := f.Kind
+	if kind == "" {
+		kind = contract.FaultFailover
+	}
+	return kind + " " + string(m)
 }
 
 // Old returns the master that was failed (after Start).
@@ -77,6 +110,9 @@ func (f *Failover) Start(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	topo := f.Env.Topology()
+	if len(topo.Cluster) > 0 {
+		return f.startCluster(ctx, topo)
+	}
 	old, err := env.Master(ctx, topo)
 	if err != nil {
 		return fmt.Errorf("%s: %w", f.Name(), err)
@@ -138,6 +174,10 @@ func (f *Failover) Stop(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var errs []error
+	if f.heal != nil {
+		errs = append(errs, f.heal(ctx))
+		f.heal = nil
+	}
 	if f.slow != nil {
 		errs = append(errs, f.slow.Stop(ctx))
 		f.slow = nil
@@ -170,6 +210,16 @@ func (f *Failover) Check(ctx context.Context) error {
 	if promoted.ID == "" {
 		return nil // nothing promoted: the evidence says so
 	}
+	if topo := f.Env.Topology(); len(topo.Cluster) > 0 {
+		v, err := env.WaitClusterAgreed(ctx, topo)
+		if err != nil {
+			return fmt.Errorf("%s: who serves slot %d after it: %w", f.Name(), f.Slot, err)
+		}
+		if o := v.Owner(f.Slot); o != promoted.ID {
+			return fmt.Errorf("%s: %w: slot %d is served by %s, not %s", f.Name(), ErrFailedOverAgain, f.Slot, o, promoted.ID)
+		}
+		return nil
+	}
 	m, err := env.Master(ctx, f.Env.Topology())
 	if err != nil {
 		return fmt.Errorf("%s: who is master after it: %w", f.Name(), err)
@@ -178,6 +228,87 @@ func (f *Failover) Check(ctx context.Context) error {
 		return fmt.Errorf("%s: %w: the master is %s, not %s", f.Name(), ErrFailedOverAgain, m.ID, promoted.ID)
 	}
 	return nil
+}
+
+// startCluster fails the master of f.Slot (see Failover) and waits until
+// every other node agrees that another serves the slot. f.mu is held.
+func (f *Failover) startCluster(ctx context.Context, topo env.Topology) error {
+	v, err := env.WaitClusterAgreed(ctx, topo)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	if f.old, err = topo.Node(v.Owner(f.Slot)); err != nil {
+		return fmt.Errorf("%s: master of slot %d: %w", f.Name(), f.Slot, err)
+	}
+	replicas := v.Replicas(f.old.ID)
+	if len(replicas) == 0 {
+		return fmt.Errorf("%s: master %s has no replica to promote", f.Name(), f.old.ID)
+	}
+	if f.ReplLatency > 0 {
+		repl, err := f.Env.Proxies().API.Proxy(f.old.ReplProxy)
+		if err != nil {
+			return fmt.Errorf("%s: replication proxy %s: %w", f.Name(), f.old.ReplProxy, err)
+		}
+		f.slow = Latency("slow replication", []*toxiclient.Proxy{repl}, f.ReplLatency, 0)
+		if err := f.slow.Start(ctx); err != nil {
+			return err
+		}
+		if err := sleep(ctx, f.ReplLag); err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
+	}
+	switch f.Mode {
+	case FailoverKill:
+		if err := f.Env.Kill(ctx, f.old.ID); err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
+		f.killed = true
+		// A dead node refuses connections, through its proxies too.
+		if f.heal, err = env.RefuseNode(ctx, f.Env, f.old.ID); err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
+	case FailoverPartition, "":
+		if f.heal, err = env.CutClusterNode(ctx, f.Env, f.old.ID); err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
+		if err := sleep(ctx, f.NodeTimeout); err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
+		if err := env.Takeover(ctx, topo, replicas[0]); err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
+	case FailoverTakeover:
+		if err := env.Takeover(ctx, topo, replicas[0]); err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
+	default:
+		return fmt.Errorf("failover on a cluster: Mode %q: want kill, partition or takeover", f.Mode)
+	}
+	wait := f.Promote
+	if wait <= 0 {
+		wait = 30 * time.Second
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var others []string
+	for _, n := range topo.Cluster {
+		if n.ID != f.old.ID {
+			others = append(others, n.ID)
+		}
+	}
+	for {
+		v, err := env.WaitClusterAgreed(wctx, topo, others...)
+		if err != nil {
+			return fmt.Errorf("%s: wait for a new master of slot %d: %w", f.Name(), f.Slot, err)
+		}
+		if o := v.Owner(f.Slot); o != "" && o != f.old.ID {
+			f.promoted, err = topo.Node(o)
+			return err
+		}
+		if err := sleep(wctx, 20*time.Millisecond); err != nil {
+			return fmt.Errorf("%s: wait for a new master of slot %d: %w", f.Name(), f.Slot, err)
+		}
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

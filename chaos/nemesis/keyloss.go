@@ -45,9 +45,15 @@ func (k *KeyLoss) Start(ctx context.Context) error {
 	for _, addr := range k.Nodes {
 		c := env.AdminClient(addr)
 		keys, err := k.keys(ctx, c.Scan, addr)
-		if err == nil && len(keys) > 0 {
+		// One DEL per key: a cluster node refuses a DEL of keys in
+		// different hash slots (CROSSSLOT), and a lock's keys need not
+		// share one.
+		for _, key := range keys {
+			if err != nil {
+				break
+			}
 			var n int64
-			n, err = c.Del(ctx, keys...).Result()
+			n, err = c.Del(ctx, key).Result()
 			deleted += n
 		}
 		left, lerr := k.keys(ctx, c.Scan, addr)
@@ -114,6 +120,9 @@ func (k *KeyLoss) owns(key string) bool {
 		i += j + 1
 	}
 }
+
+// Keys lists the lock's keys on every node.
+func (k *KeyLoss) Keys(ctx context.Context) ([]string, error) { return k.allKeys(ctx) }
 
 // allKeys lists the lock's keys on every node.
 func (k *KeyLoss) allKeys(ctx context.Context) ([]string, error) {

@@ -163,6 +163,11 @@ func refuseSubscribe(ctx context.Context, node string, refuse bool) error {
 }
 
 // pubsubClients counts the node's clients in pub/sub mode.
+// PubSubClients counts the clients in pub/sub mode on the node at addr
+// (direct, not proxied): a cluster's pubsub-reset strikes the node its
+// waiters subscribed on.
+func PubSubClients(ctx context.Context, addr string) (int64, error) { return pubsubClients(ctx, addr) }
+
 func pubsubClients(ctx context.Context, node string) (int64, error) {
 	c := env.AdminClient(node)
 	defer c.Close()

@@ -261,7 +261,7 @@ type Client struct {
 	Gate  *gate.Gate
 	Clock *gate.Clock
 
-	lockRDB  *redis.Client
+	lockRDB  redis.UniversalClient
 	resRDB   *redis.Client
 	redlock  []*redis.Client
 	locker   locker.Locker
@@ -490,14 +490,18 @@ type route struct {
 	Sentinels  []string
 	// Master is the lock's Redis when there is no Sentinel (MasterName
 	// ""): a node reached directly (NewOn).
-	Master  string
+	Master string
+	// Cluster are the seeds of a Redis Cluster (the nodes' announced
+	// addresses, which Dial maps to the client's proxies): the lock's
+	// Redis is then a cluster client.
+	Cluster []string `json:",omitempty"`
 	Fenced  string   // address of the client's proxy to the fenced node
 	Redlock []string // addresses of the client's proxies to the Redlock nodes
 }
 
 // routeOf returns the route of the client that owns l.
 func routeOf(topo env.Topology, l *env.Links) (route, error) {
-	r := route{Dial: l.Dial, MasterName: topo.MasterName, Sentinels: topo.Sentinels}
+	r := route{Dial: l.Dial, MasterName: topo.MasterName, Sentinels: topo.Sentinels, Cluster: topo.ClusterAddrs()}
 	var err error
 	if r.Fenced, err = l.Addr(topo.Fenced.ID); err != nil {
 		return r, err
@@ -542,13 +546,24 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	// a resource, must then honour ctx itself.
 	ctxTimeouts := idx%2 == 0
 	c.ctxTimeouts = ctxTimeouts
-	if rt.MasterName != "" {
+	switch {
+	case len(rt.Cluster) > 0:
+		// go-redis's defaults for redirections (MOVED and ASK are
+		// followed, up to 3 times), as a user's cluster client has them:
+		// it resends a command whose connection failed, so a script's
+		// outcome is unknown to the lock then (package locker's rule).
+		c.lockRDB = redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: rt.Cluster, Dialer: rt.Dial,
+			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to,
+			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2,
+		})
+	case rt.MasterName != "":
 		c.lockRDB = redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: rt.MasterName, SentinelAddrs: rt.Sentinels, Dialer: rt.Dial,
 			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to,
 			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2,
 		})
-	} else {
+	default:
 		c.lockRDB = redis.NewClient(&redis.Options{Addr: rt.Master, Dialer: rt.Dial,
 			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to,
 			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
@@ -563,7 +578,7 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 		resRead = 3 * to
 	}
 	var resDial func(ctx context.Context, network, addr string) (net.Conn, error) // rt.Fenced is the client's own proxy
-	if rt.MasterName == "" {
+	if rt.MasterName == "" && len(rt.Cluster) == 0 {
 		resDial = rt.Dial // in-process nodes (NewOn)
 	}
 	c.resRDB = redis.NewClient(&redis.Options{Addr: rt.Fenced, Dialer: resDial, DialTimeout: to, ReadTimeout: resRead, WriteTimeout: to,

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,6 +50,7 @@ type runFlags struct {
 	mix                  string
 	tlaJar               string
 	shard                string
+	topology             string
 }
 
 // runRun runs the matrix. Exit codes: 0 every verdict as expected, 1 some
@@ -70,6 +72,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.think, "think", 0, "bound of a client's wait between two attempts (0: 5ms under pause-client, else 10ms)")
 	fs.StringVar(&f.mix, "mix", workload.DefaultMix().String(), "the workload's operation mix: the share of each choice a client makes per critical section (names not given keep their default)")
 	fs.IntVar(&f.parallel, "parallel", 3, "scenarios at once on the shared environment (pause-server and failover run alone)")
+	fs.StringVar(&f.topology, "topology", contract.TopologySentinel, "the deployment: "+strings.Join(contract.Topologies(), " or ")+" (a master, replicas and Sentinels; or a Redis Cluster of 3 shards with a replica each, on the process environment); the default matrix is the topology's")
 	fs.StringVar(&f.provider, "provider", "", "environment: process, docker or byo (default: $LOCKPROOF_ENV, else process when redis-server is on PATH, else docker)")
 	fs.StringVar(&f.byoConfig, "byo-config", "", "with --provider byo: JSON file of the deployment (env.BYOConfig: ToxiproxyURL, Sentinels, Data, Fenced, Redlock)")
 	fs.StringVar(&f.out, "out", "", "run directory (default runs/<UTC timestamp>)")
@@ -87,7 +90,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out (same flags): run only what it did not")
 	fs.StringVar(&f.shard, "shard", "", `run part K of N of the plan ("K/N": the K-th of N contiguous runs of its lock × fault cells), for a nightly fanned out over CI runners; merge the parts with "lockproof report --merge"`)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproof run [--locks L,..] [--faults F,..] [--seeds 1-10] [--duration D] [--provider process|docker|byo] [--out DIR]")
+		fmt.Fprintln(stderr, "usage: lockproof run [--locks L,..] [--faults F,..] [--seeds 1-10] [--duration D] [--topology sentinel|cluster] [--provider process|docker|byo] [--out DIR]")
 		fmt.Fprintln(stderr, "       lockproof run --detect [--seeds 1-20] [--locks L,..]")
 		fmt.Fprintln(stderr, "       lockproof run --regression NAME|all")
 		fs.PrintDefaults()
@@ -126,6 +129,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	locks, err := parseNames("--locks", f.locks, zoo.Builtin().Names())
 	if err != nil {
 		return bad("%v", err)
+	}
+	if !slices.Contains(contract.Topologies(), f.topology) {
+		return bad("--topology %q: want one of %v", f.topology, contract.Topologies())
 	}
 	faults, err := parseNames("--faults", f.faults, chaos.Faults())
 	if err != nil {
@@ -201,6 +207,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
 		Duration: f.duration, TTL: f.ttl, Clients: f.clients, Hold: f.hold, Think: f.think, Parallel: f.parallel,
 		Out: f.out, CheckTimeout: f.checkTimeout, Progress: stderr, NoReport: f.noReport, KeepAll: f.keepAll, Logger: logger, Shard: shard,
+		Topology: f.topology,
 	}
 	// The library reads no environment variable: LOCKPROOF_REDIS_IMAGE is ours.
 	dockerOpts := docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: logger}

@@ -50,8 +50,9 @@ type Event struct {
 	// resource op (by call) that carried it. The owner is a fact of the
 	// whole history, not of one order, so the converter finds it.
 	Foreign bool
-	// Win says that the op overlaps a failover window (a fault of kind
-	// WindowFault, or one that makes Redis forget the lock: forgets): a
+	// Win says that the op overlaps a failover window (a fault whose kind
+	// fails a master over, contract.FailsOver: Sentinel's failover or a
+	// cluster shard's; or one that makes Redis forget the lock: forgets): a
 	// second master may have served it, and the master it talked to may
 	// have lost what it did.
 	Win bool
@@ -63,19 +64,13 @@ type Event struct {
 	Upto int
 }
 
-// WindowFault is the fault kind (first word of a fault's name) whose window
-// may lose the lock key and the counter and let two masters serve clients.
-const WindowFault = contract.FaultFailover
-
 // forgets reports whether a fault of kind makes Redis forget a held lock,
 // keys and fence counter (key-loss's DEL, a restart without persistence,
 // an operator's force-unlock). The model has no action of its own for
 // that: its window is read as a failover window, whose second master
 // starts without the lease and serves fences above the lost ones (the
 // fence reads the clock), which is what the master after the loss is.
-func forgets(kind string) bool {
-	return kind == contract.FaultKeyLoss || kind == contract.FaultRestart || kind == contract.FaultForceUnlock
-}
+func forgets(kind string) bool { return contract.Forgets(kind) }
 
 // SkewWindowFault is a failover whose promoted replica's clock may be
 // behind the old master's: its window is a failover window (Event.Win), and
@@ -368,7 +363,7 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 	// Settle (or for good, if it never returned).
 	var windows [][2]int64
 	for i, op := range ops {
-		if op.Kind == history.Fault && (events[i].Fault == WindowFault || events[i].Fault == SkewWindowFault || forgets(events[i].Fault)) {
+		if op.Kind == history.Fault && (contract.FailsOver(events[i].Fault) || forgets(events[i].Fault)) {
 			tr.Skewed = tr.Skewed || events[i].Fault == SkewWindowFault
 			end := int64(math.MaxInt64)
 			if op.Completed {

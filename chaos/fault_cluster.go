@@ -1,0 +1,202 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/contract"
+)
+
+// The faults of a Redis Cluster alone (Topologies: clusterOnly), and what
+// the faults of both topologies strike on a cluster: the lock's shard,
+// the master serving the hash slot of the scenario's lock keys, and its
+// replicas. Redis Cluster's own failover, a shard's, is the failover
+// fault there (the master killed, its replica elected); failover-skew
+// promotes a replica whose clock is behind.
+
+// takeoverFault: an operator's (or a manager's) forced failover of the
+// lock's shard: its replica takes the slots at once, without an election,
+// while the master still serves; the writes the replica had not received
+// (a replication lag of one TTL first) are lost.
+func takeoverFault() Fault {
+	return Fault{Name: contract.FaultTakeover, Topologies: clusterOnly, Matrix: true,
+		Doc:   "the replica of the lock's shard master takes its slots at once (CLUSTER FAILOVER TAKEOVER) after a replication lag; writes in the gap are lost",
+		Scope: ScopeFresh, Duration: 6 * time.Second,
+		strike: func(s *striking) (armed, error) {
+			slot, err := lockSlot(s)
+			if err != nil {
+				return armed{}, fmt.Errorf("takeover: %w", err)
+			}
+			return armed{fault: &nemesis.Failover{Env: s.env, Kind: contract.FaultTakeover, Mode: nemesis.FailoverTakeover, Slot: slot,
+				ReplLatency: 20 * time.Millisecond, ReplLag: s.sc.TTL, Promote: s.sc.Duration}, window: s.sc.TTL, outer: true}, nil
+		}}
+}
+
+// minorityPartitionFault: the lock's shard master cut off from every
+// other node while clients still reach it (a split brain): it serves
+// alone for the node timeout, its writes never replicated, then its
+// replica is promoted, as the majority does at the node timeout (see
+// env.CutClusterNode for why the nemesis promotes it).
+func minorityPartitionFault() Fault {
+	return Fault{Name: contract.FaultMinorityPartition, Topologies: clusterOnly, Matrix: true,
+		Doc:   "the lock's shard master cut off from the other nodes, clients still reaching it, for the node timeout; then its replica is promoted and its writes since the cut are lost",
+		Scope: ScopeFresh, Duration: 8 * time.Second,
+		strike: func(s *striking) (armed, error) {
+			slot, err := lockSlot(s)
+			if err != nil {
+				return armed{}, fmt.Errorf("minority-partition: %w", err)
+			}
+			nt := s.env.Topology().NodeTimeout
+			return armed{fault: &nemesis.Failover{Env: s.env, Kind: contract.FaultMinorityPartition, Mode: nemesis.FailoverPartition, Slot: slot,
+				NodeTimeout: nt, Promote: s.sc.Duration}, window: s.sc.TTL, outer: true}, nil
+		}}
+}
+
+// migrateFault: the lock's hash slot moves to another master while the
+// workload runs: one key every TTL/5 for 3 TTLs, then the rest, and the
+// slot changes hands. It changes servers every scenario uses (a slot of
+// the shared cluster), so it runs alone.
+func migrateFault() Fault {
+	return Fault{Name: contract.FaultMigrate, Topologies: clusterOnly, Matrix: true,
+		Doc:   "the lock's hash slot migrated to another master under load (MIGRATE key by key for 3 TTLs: ASK, TRYAGAIN, then MOVED)",
+		Scope: ScopeServers, Needs: needsOwnServers,
+		strike: func(s *striking) (armed, error) {
+			slot, err := lockSlot(s)
+			if err != nil {
+				return armed{}, fmt.Errorf("migrate: %w", err)
+			}
+			return armed{fault: &nemesis.Migrate{Env: s.env, Slot: slot, Pace: s.sc.TTL / 5}, window: 3 * s.sc.TTL}, nil
+		}}
+}
+
+// shardOutageFault: the whole shard of a held lock goes down, master and
+// replicas (no failover can help), for 2 TTLs, and comes back without
+// persistence: the shard's locks are forgotten. Shorter than the shared
+// cluster's node timeout, so that the restarted master keeps its slots.
+func shardOutageFault() Fault {
+	return Fault{Name: contract.FaultShardOutage, Topologies: clusterOnly, Matrix: true,
+		Doc:   "the lock's shard, master and replicas, killed while a client holds, and restarted without persistence 2 TTLs later (Redis forgets the shard's locks)",
+		Scope: ScopeServers, Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
+		Needs: needsOwnServers,
+		strike: func(s *striking) (armed, error) {
+			for {
+				kl, nodes, err := holderKeys(s)
+				if err != nil {
+					return armed{}, fmt.Errorf("shard-outage: %w", err)
+				}
+				for _, n := range nodes {
+					if n.Role != env.RoleCluster {
+						continue
+					}
+					one := &nemesis.KeyLoss{Client: kl.Client, Key: kl.Key, Nodes: []string{n.Upstream}}
+					if ok, err := one.Present(s.ctx); err != nil {
+						return armed{}, fmt.Errorf("shard-outage: %w", err)
+					} else if !ok {
+						continue
+					}
+					v, err := env.View(s.ctx, s.env.Topology(), n.ID)
+					if err != nil {
+						return armed{}, fmt.Errorf("shard-outage: %w", err)
+					}
+					return armed{fault: &nemesis.ShardOutage{Lock: one, Env: s.env, Master: n.ID, Replicas: v.Replicas(n.ID)},
+						window: 2 * s.sc.TTL}, nil
+				}
+			}
+		}}
+}
+
+// onCluster reports whether the scenario runs on a Redis Cluster, whose
+// failovers wait for the node timeout and an election: their windows
+// count in the scenario's own context (armed.outer), not in the run's
+// Duration, which a failover that struck late could outlast.
+func onCluster(s *striking) bool { return len(s.env.Topology().Cluster) > 0 }
+
+// lockNodes are the nodes a lock's keys may be on: Sentinel's master, or
+// every master of the cluster as one node sees it now; then Redlock's
+// masters.
+func lockNodes(ctx context.Context, topo env.Topology) ([]env.Node, error) {
+	if len(topo.Cluster) == 0 {
+		m, err := env.Master(ctx, topo)
+		if err != nil {
+			return nil, err
+		}
+		return append([]env.Node{m}, topo.Redlock...), nil
+	}
+	v, err := env.WaitClusterAgreed(ctx, topo)
+	if err != nil {
+		return nil, err
+	}
+	var out []env.Node
+	for _, n := range topo.Cluster {
+		if len(v.Masters[n.ID]) > 0 {
+			out = append(out, n)
+		}
+	}
+	return append(out, topo.Redlock...), nil
+}
+
+// lockSlotWait bounds how long lockSlot looks for a lock's key on the
+// cluster before it takes the slot of a client's key name.
+const lockSlotWait = 2 * time.Second
+
+// lockSlot is the hash slot of the scenario's lock on a cluster: that of
+// the first key of a client's lock found on a master (the lock's key
+// layout decides, hash tag and all), else, for a lock that keeps no key
+// there (Redlock's are on its own masters) or none yet, that of the first
+// client's key name.
+func lockSlot(s *striking) (int, error) {
+	topo := s.env.Topology()
+	if len(topo.Cluster) == 0 {
+		return 0, env.ErrNotCluster
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, lockSlotWait)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		nodes, err := lockNodes(ctx, topo)
+		if err != nil {
+			break
+		}
+		var addrs []string
+		for _, n := range nodes {
+			if n.Role == env.RoleCluster {
+				addrs = append(addrs, n.Upstream)
+			}
+		}
+		for _, c := range s.wl.Clients {
+			keys, err := (&nemesis.KeyLoss{Client: c.Name, Key: c.Key, Nodes: addrs}).Keys(ctx)
+			if err == nil && len(keys) > 0 {
+				return env.KeySlot(s.ctx, topo, keys[0])
+			}
+		}
+		select {
+		case <-tick.C:
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	return env.KeySlot(s.ctx, topo, s.wl.Clients[0].Key)
+}
+
+// lockServer is the node a server fault strikes: Sentinel's master, or
+// on a cluster the master serving the lock's slot.
+func lockServer(s *striking) (env.Node, error) {
+	topo := s.env.Topology()
+	if len(topo.Cluster) == 0 {
+		return env.Master(s.ctx, topo)
+	}
+	slot, err := lockSlot(s)
+	if err != nil {
+		return env.Node{}, err
+	}
+	v, err := env.WaitClusterAgreed(s.ctx, topo)
+	if err != nil {
+		return env.Node{}, err
+	}
+	return topo.Node(v.Owner(slot))
+}
