@@ -227,7 +227,7 @@ type ShardOutage struct {
 	mu     sync.Mutex
 	before []string
 	killed []string
-	undo   []func(context.Context) error // the killed nodes' proxies refusing
+	undo   []func(context.Context) error // the killed nodes' blackholes
 }
 
 // Name is "shard-outage <master> (<client> <key>)".
@@ -248,8 +248,8 @@ func (o *ShardOutage) Start(ctx context.Context) error {
 			continue
 		}
 		o.killed = append(o.killed, id)
-		// A dead node refuses connections, through its proxies too.
-		undo, err := env.RefuseNode(ctx, o.Env, id)
+		// A dead host answers nothing (env.Blackhole says why).
+		undo, err := env.Blackhole(ctx, o.Env, id)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -280,6 +280,10 @@ func (o *ShardOutage) Stop(ctx context.Context) error {
 	}
 	if len(killed) > 0 {
 		if _, err := env.WaitClusterAgreed(ctx, o.Env.Topology()); err != nil {
+			errs = append(errs, err)
+		}
+		// The window lasts until the shard serves again.
+		if err := env.WaitClusterOK(ctx, o.Env.Topology(), killed...); err != nil {
 			errs = append(errs, err)
 		}
 	}

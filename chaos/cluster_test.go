@@ -1,0 +1,83 @@
+package chaos_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/chaos/internal/chaostest"
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/locker"
+	"github.com/lockproof/lockproof/runner"
+)
+
+// TestFencedOnCluster runs the fenced lock on a Redis Cluster of
+// processes (3 shards, a replica each, every link through Toxiproxy) under
+// each fault of the cluster's default matrix that strikes servers: the
+// ones that share an environment on one cluster, the failovers each on a
+// fresh one, as lockproof run --topology cluster does. Every fault must
+// bite (its evidence: a promotion, a slot moved with keys, a shard's keys
+// lost), fencing must keep the resource safe across a shard's failover
+// and outage, and every verdict must be what the matrix predicts.
+func TestFencedOnCluster(t *testing.T) {
+	shared := chaostest.StartProcess(t, chaos.On(chaos.SharedSpec(), contract.TopologyCluster))
+	for _, fault := range runner.FaultsOn(contract.TopologyCluster) {
+		f, _ := chaos.Lookup(fault)
+		if f.Scope == chaos.ScopeClients && fault != contract.FaultNone {
+			continue // the client faults act alike on both topologies: TestFencedUnderFaults
+		}
+		t.Run(fault, func(t *testing.T) {
+			if err := f.Available("process", contract.TopologyCluster); err != nil {
+				t.Skip(err)
+			}
+			e := shared
+			if f.Scope == chaos.ScopeFresh {
+				e = chaostest.StartProcess(t, chaos.On(f.FreshSpec(locker.Needs{}), contract.TopologyCluster))
+			}
+			sc := chaos.Scenario{Lock: "fenced", Fault: fault, Seed: *flagSeed, Duration: f.DefaultDuration()}
+			out, res := runAndCheck(t, e, sc)
+			t.Logf("%s\nfault evidence: %s", describe(out, res), out.FaultEvidence)
+			if fault != contract.FaultNone && !strings.HasPrefix(out.FaultName, fault+" ") {
+				t.Errorf("fault window %q; want one of kind %s (tla/trace and the checker read the kind off it)", out.FaultName, fault)
+			}
+			exp := runner.Expected(sc.Lock, fault)
+			for _, p := range contract.PropertyIDs() {
+				if got := res.Of(p).Verdict; !exp.Want(p).Matches(got) {
+					t.Errorf("%s %s; the matrix predicts %s (%s)\n%s", p, got, exp.Want(p), exp.Why, describe(out, res))
+				}
+			}
+			checkResource(t, out, res, contract.OK)
+			if res.Counts.LeaseOps == 0 || res.Counts.ResourceOps == 0 {
+				t.Errorf("the workload did nothing: %+v", res.Counts)
+			}
+		})
+	}
+}
+
+// TestHarnessCatchesTryAgain: the lock before its TRYAGAIN fix (the
+// frozen fenced-v2, whose scripts go out once) returns a release refused
+// TRYAGAIN while the lock's slot migrates, and its watchdog then renews
+// the hold its caller gave up on for good: the migrate fault shows it as
+// a waiter starved (liveness), or as a lease a client believed released
+// still granted. Seeds until it shows, at most 4.
+func TestHarnessCatchesTryAgain(t *testing.T) {
+	e := chaostest.StartProcess(t, chaos.On(chaos.SharedSpec(), contract.TopologyCluster))
+	var found []string
+	for seed := uint64(1); seed <= 4 && len(found) == 0; seed++ {
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+			sc := chaos.Scenario{Lock: "fenced-v2", Fault: contract.FaultMigrate, Seed: seed, Duration: 3 * time.Second}
+			out, res := runAndCheck(t, e, sc)
+			t.Logf("%s\nfault evidence: %s", describe(out, res), out.FaultEvidence)
+			for _, p := range []string{contract.PropLiveness, contract.PropLease} {
+				if res.Of(p).Verdict == contract.Violated {
+					found = append(found, p)
+				}
+			}
+		})
+	}
+	if len(found) == 0 {
+		t.Fatal("fenced-v2 × migrate: no seed of 4 showed the hold a refused release left behind")
+	}
+}
