@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/lockproof/lockproof/contract"
 )
@@ -35,6 +36,40 @@ type Diff struct {
 	// Added and Removed name scenarios present in one run only.
 	Added   []string `json:"added"`
 	Removed []string `json:"removed"`
+	// Topologies are the old and the new run's topologies when they
+	// differ: the comparison is then of two deployments, and Sides sets
+	// every cell of either run side by side.
+	Topologies []string `json:"topologies,omitempty"`
+	Sides      []Side   `json:"sides,omitempty"`
+}
+
+// Side is one lock × fault of a comparison of topologies: what each
+// run's cell found ("—" where the run has no such cell: a fault of one
+// topology alone).
+type Side struct {
+	Cell string `json:"cell"` // lock × fault
+	Old  string `json:"old"`
+	New  string `json:"new"`
+}
+
+// found says what a cell found over its seeds: the properties violated,
+// each with its count of seeds, or that all held.
+func found(c *CellReport) string {
+	if c == nil {
+		return "—"
+	}
+	var parts []string
+	seeds := 0
+	for _, p := range c.Properties {
+		seeds = max(seeds, p.Decided())
+		if p.Violated > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", p.Property, p.Violated, p.Decided()))
+		}
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("all held (%d seeds)", seeds)
+	}
+	return "violated: " + strings.Join(parts, ", ")
 }
 
 // Change is one property whose verdict changed.
@@ -110,6 +145,19 @@ func Compare(old, new *Report) Diff {
 			d.Removed = append(d.Removed, k)
 		}
 	}
+	if ot, nt := contract.TopologyOf(old.Topology), contract.TopologyOf(new.Topology); ot != nt {
+		d.Topologies = []string{ot, nt}
+		seen := map[string]bool{}
+		for _, c := range old.Cells {
+			d.Sides = append(d.Sides, Side{Cell: c.Lock + " × " + c.Fault, Old: found(c), New: found(new.CellOf(c.Lock, c.Fault))})
+			seen[c.Lock+"\x00"+c.Fault] = true
+		}
+		for _, c := range new.Cells {
+			if !seen[c.Lock+"\x00"+c.Fault] {
+				d.Sides = append(d.Sides, Side{Cell: c.Lock + " × " + c.Fault, Old: "—", New: found(c)})
+			}
+		}
+	}
 	for _, c := range new.Cells {
 		o := old.CellOf(c.Lock, c.Fault)
 		if o == nil {
@@ -139,6 +187,14 @@ func Compare(old, new *Report) Diff {
 func WriteDiff(w io.Writer, d Diff) error {
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "# lockproof: changes between runs\n\n")
+	if len(d.Topologies) == 2 {
+		fmt.Fprintf(b, "The runs are of two topologies, %s (old) and %s (new): each lock under each fault, side by side.\n\n", d.Topologies[0], d.Topologies[1])
+		fmt.Fprintf(b, "| lock × fault | %s | %s |\n|---|---|---|\n", d.Topologies[0], d.Topologies[1])
+		for _, s := range d.Sides {
+			fmt.Fprintf(b, "| %s | %s | %s |\n", mdEscape(s.Cell), mdEscape(s.Old), mdEscape(s.New))
+		}
+		fmt.Fprintln(b)
+	}
 	if len(d.NewViolations)+len(d.Fixed)+len(d.Inconclusive)+len(d.Changed)+len(d.Added)+len(d.Removed)+len(d.RateDrops)+len(d.Slowdowns) == 0 {
 		fmt.Fprintf(b, "No verdict changed.\n")
 	}

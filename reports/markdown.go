@@ -18,6 +18,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "# lockproof safety report\n\n")
 	fmt.Fprintf(b, "**%s**: %s\n\n", statusWord(r.Status), mdEscape(r.Headline))
+	if r.Topology != "" {
+		fmt.Fprintf(b, "Topology: **%s** (`lockproof run --topology %s`).\n\n", r.Topology, r.Topology)
+	}
 	if r.Status != Pass && r.Counts.Unknown > 0 {
 		fmt.Fprintf(b, "Unknown verdicts are not passes: a property whose check did not finish is not shown to hold.\n\n")
 	}

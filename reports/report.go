@@ -48,6 +48,9 @@ type Report struct {
 	Cells []*CellReport `json:"cells"`
 	// Started is when the first scenario started (RFC 3339), if recorded.
 	Started string `json:"started,omitempty"`
+	// Topology is the deployment the run ran on when it is not the
+	// Sentinel topology (contract.TopologyCluster); absent otherwise.
+	Topology string `json:"topology,omitempty"`
 }
 
 // Counts sum a report up.
@@ -163,6 +166,9 @@ func compare(v contract.Verdict, want contract.Want, foundElsewhere bool) Outcom
 // Build turns a loaded run into a report.
 func Build(run *Run) *Report {
 	r := &Report{}
+	if t := contract.TopologyOf(run.Topology); t != contract.TopologySentinel {
+		r.Topology = t
+	}
 	for _, sc := range run.Scenarios {
 		if sc.Started != "" && (r.Started == "" || sc.Started < r.Started) {
 			r.Started = sc.Started

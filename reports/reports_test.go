@@ -778,3 +778,48 @@ func TestLoadLeavesUnknownPropertiesAlone(t *testing.T) {
 		t.Fatalf("a bad lease verdict: %v", err)
 	}
 }
+
+// TestCompareTopologies: a run on a Redis Cluster compared with one on
+// the Sentinel topology sets every cell side by side, those of one
+// topology alone included; two runs of one topology get no such table.
+func TestCompareTopologies(t *testing.T) {
+	build := func(topology string, faults ...string) *Report {
+		run := &Run{Topology: topology}
+		for _, f := range faults {
+			v := contract.OK
+			if f == contract.FaultTakeover {
+				v = contract.Violated
+			}
+			run.Scenarios = append(run.Scenarios, &Scenario{Row: contract.Row{Lock: "fenced", Fault: f, Seed: 1,
+				Verdicts: contract.Verdicts{contract.PropLease: v, contract.PropResource: contract.OK}}})
+		}
+		return Build(run)
+	}
+	sentinel := build(contract.TopologySentinel, contract.FaultNone, contract.FaultFailover)
+	cluster := build(contract.TopologyCluster, contract.FaultNone, contract.FaultFailover, contract.FaultTakeover)
+	if cluster.Topology != contract.TopologyCluster || sentinel.Topology != "" {
+		t.Fatalf("report topologies %q and %q; want cluster and none", cluster.Topology, sentinel.Topology)
+	}
+	d := Compare(sentinel, cluster)
+	if want := []string{contract.TopologySentinel, contract.TopologyCluster}; !slices.Equal(d.Topologies, want) {
+		t.Fatalf("Topologies = %v; want %v", d.Topologies, want)
+	}
+	want := []Side{
+		{Cell: "fenced × none", Old: "all held (1 seeds)", New: "all held (1 seeds)"},
+		{Cell: "fenced × failover", Old: "all held (1 seeds)", New: "all held (1 seeds)"},
+		{Cell: "fenced × takeover", Old: "—", New: "violated: lease 1/1"},
+	}
+	if !slices.Equal(d.Sides, want) {
+		t.Fatalf("Sides = %+v\nwant %+v", d.Sides, want)
+	}
+	var b strings.Builder
+	if err := WriteDiff(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| lock × fault | sentinel | cluster |") || !strings.Contains(b.String(), "| fenced × takeover | — | violated: lease 1/1 |") {
+		t.Errorf("the diff does not set the topologies side by side:\n%s", b.String())
+	}
+	if d := Compare(cluster, cluster); len(d.Topologies) != 0 || len(d.Sides) != 0 {
+		t.Errorf("one topology compared with itself: %v, %d sides", d.Topologies, len(d.Sides))
+	}
+}

@@ -2,6 +2,7 @@ package zoo_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,4 +142,41 @@ func openRedlock(t *testing.T, d locker.Deps, timeout time.Duration) locker.Lock
 	}
 	t.Cleanup(func() { _ = l.Close() })
 	return l
+}
+
+// TestRedlockOnOneCluster says what Redlock across the three masters of
+// one Redis Cluster gives, a known anti-pattern: no lock at all. The
+// masters are not independent instances of one key but shards of one
+// key space, and the key lives on one of them: a client per master gets
+// a MOVED from the two that do not serve its slot, and one cluster
+// client passed as all three instances sends the three SET NX to the one
+// master that does, where only the first succeeds. Either way one vote of
+// three: every acquire is refused (liveness, not safety, is what breaks).
+func TestRedlockOnOneCluster(t *testing.T) {
+	c := redistest.StartCluster(t, redisproc.ClusterConfig{})
+	perMaster := locker.Deps{}
+	for _, n := range c.Nodes[:c.Masters] {
+		perMaster.Redlock = append(perMaster.Redlock, newClient(t, n))
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = cc.Close() })
+	oneCluster := locker.Deps{Redlock: []redis.UniversalClient{cc, cc, cc}}
+	for name, d := range map[string]locker.Deps{"a client per master": perMaster, "one cluster client thrice": oneCluster} {
+		l := openRedlock(t, d, time.Second)
+		for _, key := range []string{"a", "b", "c", "d"} {
+			ls, err := l.TryAcquire(tctx(t), key, 10*time.Second)
+			if err == nil || !errors.Is(err, locker.ErrNotAcquired) {
+				t.Errorf("%s: acquire %q: lease %v, err %v; want it refused (one vote of three)", name, key, ls, err)
+			}
+			if err != nil && !strings.Contains(err.Error(), "1 of 3 instances") {
+				t.Errorf("%s: acquire %q: %v; want 1 of 3 instances", name, key, err)
+			}
+		}
+	}
+	// The same clients reach the key: a plain SET through the cluster
+	// client works, so the refusals are Redlock's arithmetic, not a
+	// broken cluster.
+	if err := cc.Set(tctx(t), "a", "v", time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
 }

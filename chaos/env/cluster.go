@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
@@ -359,75 +356,45 @@ func InFront(e Env, id string) ([]*toxiclient.Proxy, error) {
 	return out, nil
 }
 
-// Blackhole points every proxy in front of node id (InFront) at a
-// listener that accepts and never answers, until the returned undo puts
-// them back: the node is a host gone dark, whose callers wait out their
-// timeouts. A nemesis that kills a node does it, because through a proxy
-// a dead process would accept each connection and drop it once the
-// request is sent (the proxy's dial of the dead upstream fails): an
-// answer no dead host gives, whose outcome the client cannot know, so
-// that a client spins on thousands of unknown outcomes (seen: 1,367 in
-// one 4s failover) where a real one waits. Call undo before the node's
-// restart is awaited: its peers and clients dial these proxies.
-func Blackhole(ctx context.Context, e Env, id string) (undo func(context.Context) error, err error) {
+// RefuseNode disables every proxy in front of node id (InFront) until
+// the returned undo enables them again: while the node is down, a dial
+// through any of them is refused, as a dial of a killed process's port
+// is. A nemesis that kills a node does it, because through an enabled
+// proxy a dead process would accept each connection and drop it once the
+// request is sent (the proxy's own dial of the dead upstream fails): an
+// answer no dead process gives, whose outcome its client cannot know, so
+// that clients spin on unknown outcomes (seen: 1,367 in one 4s failover)
+// where a refused dial tells them the command was never sent. Call undo
+// before the node's restart is awaited: its peers and clients dial these
+// proxies.
+func RefuseNode(ctx context.Context, e Env, id string) (undo func(context.Context) error, err error) {
 	front, err := InFront(e, id)
 	if err != nil {
 		return nil, err
 	}
-	var lc net.ListenConfig
-	l, err := lc.Listen(ctx, "tcp", e.Proxies().ListenHost+":0")
-	if err != nil {
-		return nil, fmt.Errorf("blackhole %s: %w", id, err)
-	}
-	hole := net.JoinHostPort(e.Proxies().DialHost, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			go func() { _, _ = io.Copy(io.Discard, c) }()
-		}
-	}()
-	var moved []*toxiclient.Proxy
-	var was []string
+	api := e.Proxies().API
+	var off []string
 	undo = func(ctx context.Context) error {
 		var errs []error
-		for i, p := range moved {
-			p.Upstream = was[i]
-			if err := p.Save(); err != nil {
-				errs = append(errs, fmt.Errorf("proxy %s back to %s: %w", p.Name, was[i], err))
+		for _, name := range off {
+			if err := setProxyEnabled(api, name, true); err != nil {
+				errs = append(errs, err)
 			}
 		}
-		moved = nil
-		errs = append(errs, l.Close())
-		<-done
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
+		off = nil
 		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("undo blackhole of %s: %w", id, err)
+			return fmt.Errorf("accept %s again: %w", id, err)
 		}
 		return nil
 	}
 	for _, p := range front {
-		up := p.Upstream
-		p.Upstream = hole
-		if err := p.Save(); err != nil {
-			return nil, errors.Join(fmt.Errorf("blackhole %s: proxy %s: %w", id, p.Name, err), undo(context.WithoutCancel(ctx)))
+		if !p.Enabled {
+			continue
 		}
-		moved, was = append(moved, p), append(was, up)
+		if err := setProxyEnabled(api, p.Name, false); err != nil {
+			return nil, errors.Join(fmt.Errorf("refuse %s: %w", id, err), undo(context.WithoutCancel(ctx)))
+		}
+		off = append(off, p.Name)
 	}
 	return undo, nil
 }

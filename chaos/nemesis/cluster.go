@@ -227,7 +227,7 @@ type ShardOutage struct {
 	mu     sync.Mutex
 	before []string
 	killed []string
-	undo   []func(context.Context) error // the killed nodes' blackholes
+	undo   []func(context.Context) error // the killed nodes' proxies, refusing
 }
 
 // Name is "shard-outage <master> (<client> <key>)".
@@ -248,8 +248,8 @@ func (o *ShardOutage) Start(ctx context.Context) error {
 			continue
 		}
 		o.killed = append(o.killed, id)
-		// A dead host answers nothing (env.Blackhole says why).
-		undo, err := env.Blackhole(ctx, o.Env, id)
+		// A dead process's port refuses (env.RefuseNode says why).
+		undo, err := env.RefuseNode(ctx, o.Env, id)
 		if err != nil {
 			errs = append(errs, err)
 			continue

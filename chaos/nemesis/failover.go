@@ -263,8 +263,8 @@ func (f *Failover) startCluster(ctx context.Context, topo env.Topology) error {
 			return fmt.Errorf("%s: %w", f.Name(), err)
 		}
 		f.killed = true
-		// A dead host answers nothing (env.Blackhole says why).
-		if f.heal, err = env.Blackhole(ctx, f.Env, f.old.ID); err != nil {
+		// A dead process's port refuses (env.RefuseNode says why).
+		if f.heal, err = env.RefuseNode(ctx, f.Env, f.old.ID); err != nil {
 			return fmt.Errorf("%s: %w", f.Name(), err)
 		}
 	case FailoverPartition, "":

@@ -1,7 +1,7 @@
 // Command lockproof runs locks under faults, checks recorded histories and
 // renders safety reports.
 //
-//	lockproof run    --out DIR     run the lock × fault matrix
+//	lockproof run    --out DIR     run the lock × fault matrix (--topology cluster: on a Redis Cluster)
 //	lockproof check  FILE          check one history (exit 0 ok, 1 violated, 2 bad input, 3 unknown)
 //	lockproof report DIR           render the report of a finished run
 //	lockproof sim    --seeds 1-1000 run locks in virtual time, seed by seed
