@@ -82,29 +82,11 @@ func shardOutageFault() Fault {
 		Scope: ScopeServers, Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
 		Needs: needsOwnServers,
 		strike: func(s *striking) (armed, error) {
-			for {
-				kl, nodes, err := holderKeys(s)
-				if err != nil {
-					return armed{}, fmt.Errorf("shard-outage: %w", err)
-				}
-				for _, n := range nodes {
-					if n.Role != env.RoleCluster {
-						continue
-					}
-					one := &nemesis.KeyLoss{Client: kl.Client, Key: kl.Key, Nodes: []string{n.Upstream}}
-					if ok, err := one.Present(s.ctx); err != nil {
-						return armed{}, fmt.Errorf("shard-outage: %w", err)
-					} else if !ok {
-						continue
-					}
-					v, err := env.View(s.ctx, s.env.Topology(), n.ID)
-					if err != nil {
-						return armed{}, fmt.Errorf("shard-outage: %w", err)
-					}
-					return armed{fault: &nemesis.ShardOutage{Lock: one, Env: s.env, Master: n.ID, Replicas: v.Replicas(n.ID)},
-						window: 2 * s.sc.TTL}, nil
-				}
+			o, err := heldShard(s)
+			if err != nil {
+				return armed{}, fmt.Errorf("shard-outage: %w", err)
 			}
+			return armed{fault: o, window: 2 * s.sc.TTL}, nil
 		}}
 }
 
@@ -113,6 +95,53 @@ func shardOutageFault() Fault {
 // count in the scenario's own context (armed.outer), not in the run's
 // Duration, which a failover that struck late could outlast.
 func onCluster(s *striking) bool { return len(s.env.Topology().Cluster) > 0 }
+
+// heldShard is the outage of the shard where a holder's lock keys are,
+// found within lockSlotWait; a lock that keeps none on the cluster
+// (Redlock's are on its own masters) gets the outage of the shard of its
+// first client's key name, with nothing of its own there.
+func heldShard(s *striking) (*nemesis.ShardOutage, error) {
+	topo := s.env.Topology()
+	ctx, cancel := context.WithTimeout(s.ctx, lockSlotWait)
+	defer cancel()
+	outage := func(ctx context.Context, n env.Node, kl *nemesis.KeyLoss) (*nemesis.ShardOutage, error) {
+		v, err := env.View(ctx, topo, n.ID)
+		if err != nil {
+			return nil, err
+		}
+		one := &nemesis.KeyLoss{Client: kl.Client, Key: kl.Key, Nodes: []string{n.Upstream}}
+		return &nemesis.ShardOutage{Lock: one, Env: s.env, Master: n.ID, Replicas: v.Replicas(n.ID)}, nil
+	}
+	for ctx.Err() == nil {
+		kl, nodes, err := holderKeys(&striking{ctx: ctx, env: s.env, wl: s.wl})
+		if err != nil {
+			break
+		}
+		for _, n := range nodes {
+			if n.Role != env.RoleCluster {
+				continue
+			}
+			one := &nemesis.KeyLoss{Client: kl.Client, Key: kl.Key, Nodes: []string{n.Upstream}}
+			if ok, err := one.Present(ctx); err == nil && ok {
+				return outage(s.ctx, n, kl)
+			}
+		}
+	}
+	c := s.wl.Clients[0]
+	slot, err := env.KeySlot(s.ctx, topo, c.Key)
+	if err != nil {
+		return nil, err
+	}
+	v, err := env.WaitClusterAgreed(s.ctx, topo)
+	if err != nil {
+		return nil, err
+	}
+	n, err := topo.Node(v.Owner(slot))
+	if err != nil {
+		return nil, err
+	}
+	return outage(s.ctx, n, &nemesis.KeyLoss{Client: c.Name, Key: c.Key})
+}
 
 // lockNodes are the nodes a lock's keys may be on: Sentinel's master, or
 // every master of the cluster as one node sees it now; then Redlock's

@@ -106,6 +106,9 @@ type Fault struct {
 	// (nil: it can, or k is unknown), e.g. a paused server on a deployment
 	// lockproof does not run. Nil means it runs anywhere.
 	Needs func(k env.Kind) error
+	// MatrixOn, when set, are the topologies whose default matrix has
+	// the fault (Matrix); nil: every one it runs on.
+	MatrixOn []string
 	// Topologies are the topologies the fault runs on
 	// (contract.TopologySentinel, contract.TopologyCluster), each with
 	// its own meaning where the two differ (a failover is Sentinel's, or
@@ -135,6 +138,12 @@ func (f Fault) Available(k env.Kind, topology string) error {
 		return fmt.Errorf("fault %s on the %s environment: %w", f.Name, k, err)
 	}
 	return nil
+}
+
+// InMatrixOn reports whether the fault is in the default matrix of
+// topology ("" is the Sentinel topology).
+func (f Fault) InMatrixOn(topology string) bool {
+	return f.Matrix && f.RunsOn(topology) && (f.MatrixOn == nil || slices.Contains(f.MatrixOn, cmp.Or(topology, contract.TopologySentinel)))
 }
 
 // RunsOn reports whether the fault runs on topology ("" is the Sentinel

@@ -823,3 +823,38 @@ func TestCompareTopologies(t *testing.T) {
 		t.Errorf("one topology compared with itself: %v, %d sides", d.Topologies, len(d.Sides))
 	}
 }
+
+// TestLoadTopology: summary.json's topology reads as written, and a file
+// without one (every file before the cluster topology) as the Sentinel
+// topology.
+func TestLoadTopology(t *testing.T) {
+	run, err := LoadWith(fixture, LoadOptions{SummaryOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Topology != contract.TopologySentinel {
+		t.Errorf("a summary without topology reads %q; want %q", run.Topology, contract.TopologySentinel)
+	}
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(fixture, contract.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum map[string]any
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	sum["topology"] = contract.TopologyCluster
+	if b, err = json.Marshal(sum); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, contract.SummaryFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if run, err = LoadWith(dir, LoadOptions{SummaryOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	if run.Topology != contract.TopologyCluster || Build(run).Topology != contract.TopologyCluster {
+		t.Errorf("topology %q (report %q); want cluster", run.Topology, Build(run).Topology)
+	}
+}

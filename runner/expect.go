@@ -26,7 +26,7 @@ func Faults() []string { return FaultsOn(contract.TopologySentinel) }
 func FaultsOn(topology string) []string {
 	var names []string
 	for _, f := range chaos.Catalogue() {
-		if f.Matrix && f.RunsOn(topology) {
+		if f.InMatrixOn(topology) {
 			names = append(names, f.Name)
 		}
 	}

@@ -769,3 +769,43 @@ func resolved(s Spec) Spec {
 	s.exp = Predict(s.entry, s.Fault)
 	return s
 }
+
+// TestFaultsOnTopologies: the Sentinel topology's default matrix is what
+// it was (the summary.json columns), and the cluster's has the faults of
+// both topologies that belong there and the cluster's own; a fault of the
+// cluster alone is refused on the Sentinel topology, and the cluster
+// topology is refused up front on an environment that builds no cluster.
+func TestFaultsOnTopologies(t *testing.T) {
+	sentinel, cluster := FaultsOn(contract.TopologySentinel), FaultsOn(contract.TopologyCluster)
+	if !slices.Equal(sentinel, Faults()) {
+		t.Errorf("FaultsOn(sentinel) = %v; want Faults() %v", sentinel, Faults())
+	}
+	for _, f := range []string{contract.FaultTakeover, contract.FaultMinorityPartition, contract.FaultMigrate, contract.FaultShardOutage} {
+		if slices.Contains(sentinel, f) || !slices.Contains(cluster, f) {
+			t.Errorf("%s: in the sentinel matrix %v, in the cluster's %v; want the cluster's alone", f, slices.Contains(sentinel, f), slices.Contains(cluster, f))
+		}
+		fault, _ := chaos.Lookup(f)
+		if err := fault.Available(env.Process, contract.TopologySentinel); !errors.Is(err, chaos.ErrNotOnTopology) {
+			t.Errorf("%s on the sentinel topology: %v; want ErrNotOnTopology", f, err)
+		}
+	}
+	for _, f := range []string{contract.FaultFailover, contract.FaultPauseServer, contract.FaultPauseClient, contract.FaultKeyLoss} {
+		if !slices.Contains(cluster, f) {
+			t.Errorf("%s is not in the cluster's default matrix %v", f, cluster)
+		}
+	}
+	if slices.Contains(cluster, contract.FaultPubSubReset) {
+		t.Errorf("pubsub-reset is in the cluster's default matrix: nobody subscribes there but a lock that does")
+	}
+	cfg := Config{Topology: contract.TopologyCluster, Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
+	_, err := Prepare(context.Background(), &cfg, env.Options{Kind: env.Docker,
+		Docker:      func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
+		DockerCheck: func(context.Context) error { return nil }})
+	if !errors.Is(err, env.ErrUnavailable) || !strings.Contains(err.Error(), "cluster") {
+		t.Errorf("the cluster topology on docker: %v; want ErrUnavailable saying so", err)
+	}
+	cfg = Config{Topology: "ring", Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
+	if _, err := Prepare(context.Background(), &cfg, env.Options{Kind: env.Process}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("topology ring: %v; want ErrBadConfig", err)
+	}
+}

@@ -2,11 +2,13 @@ package env_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/internal/chaostest"
+	"github.com/lockproof/lockproof/internal/rediscmd"
 )
 
 // TestProcessCluster starts a Redis Cluster behind proxies: a client
@@ -134,5 +136,28 @@ func TestProcessCluster(t *testing.T) {
 	}
 	if got != "before" {
 		t.Fatalf("GET a after the heal = %q; want %q (the cut master's write lost)", got, "before")
+	}
+
+	// A node whose proxies refuse (a killed process's port): the
+	// client's dial is refused, so it knows the command was never sent;
+	// undone, the node answers again.
+	master, err := topo.Node(view.Owner(slot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	undo, err := env.RefuseNode(ctx, e, master.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := chaostest.ClusterClient(t, e, l, time.Second) // no pooled connection
+	err = c2.Get(ctx, "a").Err()
+	if !rediscmd.SurelyNoEffect(err) || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("GET through refusing proxies: %v; want a refused dial (surely no effect)", err)
+	}
+	if err := undo(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.Get(ctx, "a").Err(); err != nil {
+		t.Errorf("GET after the proxies accept again: %v", err)
 	}
 }

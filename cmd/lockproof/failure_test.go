@@ -169,3 +169,12 @@ func TestHelpAndVersion(t *testing.T) {
 		t.Errorf("--version: exit %d, %q", code, out.String())
 	}
 }
+
+// TestRunTopologyFlag: --topology takes the contract's topologies only,
+// and names them when refused.
+func TestRunTopologyFlag(t *testing.T) {
+	code, _, stderr := runRunArgs(t, "--topology", "ring", "--locks", "lua", "--faults", "none", "--out", filepath.Join(t.TempDir(), "r"))
+	if code != exitBadInput || !strings.Contains(stderr, "--topology") || !strings.Contains(stderr, "cluster") {
+		t.Errorf("--topology ring: exit %d, %q; want %d naming the topologies", code, stderr, exitBadInput)
+	}
+}
