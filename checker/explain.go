@@ -22,14 +22,38 @@ type replayed struct {
 	pv prov
 }
 
+// step replays o from every state of rs: the states it can lead to, each
+// once (the first provenance found for it is kept).
 func step(rs []replayed, o *lop) []replayed {
+	out, _ := stepAtMost(rs, o, 0)
+	return out
+}
+
+// maxReplayed bounds the states an explanation's replay keeps. Each op of
+// unknown outcome may double them (it took effect, or not), and a history
+// with hundreds (a reset fault's, a lock without a TTL's) would replay for
+// minutes after a search that took seconds (fenced-v1 × reset on a
+// cluster: 330 unknown acquires, 7 minutes past a 30s budget). Past it,
+// the explanation says only that no order satisfies the model: the
+// verdict is the search's, never the replay's.
+const maxReplayed = 4096
+
+// stepAtMost is step giving up (false) once more than limit states would
+// come out; 0 is no limit. States are told apart by a set, not by a scan
+// of those kept.
+func stepAtMost(rs []replayed, o *lop, limit int) ([]replayed, bool) {
 	var out []replayed
+	seen := make(map[state]struct{}, len(rs))
+	over := false
 	add := func(r replayed) {
-		for _, x := range out {
-			if x.s == r.s {
-				return
-			}
+		if _, dup := seen[r.s]; dup || over {
+			return
 		}
+		if limit > 0 && len(out) == limit {
+			over = true
+			return
+		}
+		seen[r.s] = struct{}{}
 		out = append(out, r)
 	}
 	var all []replayed
@@ -71,7 +95,7 @@ func step(rs []replayed, o *lop) []replayed {
 		}
 		add(replayed{n, pv})
 	}
-	return out
+	return out, !over
 }
 
 // explain says why a chunk of a partition has no linearization from any of
@@ -157,9 +181,16 @@ func (c *run) stuckAfter(key string, ops []searchOp, st start, seq []int, prop s
 		}
 	}
 	for _, j := range seq {
+		if c.ctx.Err() != nil {
+			return nil, Violation{}, false // out of budget: the generic explanation
+		}
 		o := ops[j].o
 		done[o] = true
-		if next := step(rs, o); len(next) > 0 {
+		next, ok := stepAtMost(rs, o, maxReplayed)
+		if !ok {
+			return nil, Violation{}, false // too many states to replay: likewise
+		}
+		if len(next) > 0 {
 			rs = next
 		}
 	}
