@@ -31,7 +31,7 @@ func takeoverFault() Fault {
 				return armed{}, fmt.Errorf("takeover: %w", err)
 			}
 			return armed{fault: &nemesis.Failover{Env: s.env, Kind: contract.FaultTakeover, Mode: nemesis.FailoverTakeover, Slot: slot,
-				ReplLatency: 20 * time.Millisecond, ReplLag: s.sc.TTL, Promote: s.sc.Duration}, window: s.sc.TTL, outer: true}, nil
+				ReplLatency: 20 * time.Millisecond, ReplLag: s.sc.TTL, Promote: max(s.sc.Duration, 20*time.Second)}, window: s.sc.TTL, outer: true}, nil
 		}}
 }
 
@@ -51,7 +51,7 @@ func minorityPartitionFault() Fault {
 			}
 			nt := s.env.Topology().NodeTimeout
 			return armed{fault: &nemesis.Failover{Env: s.env, Kind: contract.FaultMinorityPartition, Mode: nemesis.FailoverPartition, Slot: slot,
-				NodeTimeout: nt, Promote: s.sc.Duration}, window: s.sc.TTL, outer: true}, nil
+				NodeTimeout: nt, Promote: max(s.sc.Duration, 20*time.Second)}, window: s.sc.TTL, outer: true}, nil
 		}}
 }
 

@@ -75,6 +75,11 @@ func AvailableFaults(k env.Kind, topology string) (faults []string, left []error
 //   - pause-server: a lease lock's grant the frozen master executed just
 //     before the freeze may reach its client after the lease expired
 //     (resource: any).
+//   - a Redis Cluster's faults read as their Sentinel analogs
+//     (contract.Like): takeover and minority-partition as failover,
+//     shard-outage as restart, and besides, under shard-outage, liveness
+//     may break (the shard serves nobody for a while); migrate: every
+//     property holds.
 //   - any other fault: no prediction.
 //
 // ProfileNone predicts nothing.
@@ -176,6 +181,13 @@ func profilePrediction(e locker.Entry, fault string) locker.Prediction {
 			p.Set(contract.WantAny, contract.PropResource)
 			p.Because("a grant the frozen master executed just before the freeze reaches its client after the lease expired; that client's unfenced write may then overwrite the next holder's (timing: the grant must land just before the freeze)")
 		}
+	}
+	if fault == contract.FaultShardOutage {
+		// Found by the cluster matrix (watchdog × shard-outage, 167
+		// acquires refused while the shard was down): nobody serves the
+		// key's slot until the shard is back and agrees with the others.
+		p.Set(contract.WantMay, contract.PropLiveness)
+		p.Because("the shard serves nobody until it is back and agrees with the others: an acquire of a key surely free is refused meanwhile (liveness may break)")
 	}
 	return p
 }
