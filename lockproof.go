@@ -47,6 +47,12 @@ type Options struct {
 	Faults []string
 	// Seeds are the runs of each lock × fault; default {1}.
 	Seeds []uint64
+	// Topology is the deployment: contract.TopologySentinel ("": a master,
+	// replicas and Sentinels) or contract.TopologyCluster (a Redis Cluster
+	// of processes, 3 shards with a replica each; your lock gets a
+	// redis.ClusterClient as Deps.Redis, so the keys of one lock key must
+	// share a hash tag). The default matrix is the topology's.
+	Topology string
 	// Out is the run directory; "" makes a new temporary one (Result.Dir).
 	Out string
 	// Provider is the environment: env.Process, env.Docker, or "" for
@@ -186,7 +192,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}
 	cfg := runner.Config{Locks: locks, Faults: opts.Faults, Seeds: seeds, Duration: opts.Duration, Registry: reg, Mix: opts.Mix,
-		Out: out, Progress: opts.Progress, Logger: opts.Logger, KeepAll: opts.KeepAll}
+		Out: out, Progress: opts.Progress, Logger: opts.Logger, KeepAll: opts.KeepAll, Topology: opts.Topology}
 	left, err := runner.Prepare(ctx, &cfg, env.Options{Kind: opts.Provider, Docker: opts.Docker, DockerCheck: opts.DockerCheck})
 	switch {
 	case errors.Is(err, env.ErrUnavailable):

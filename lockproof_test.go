@@ -28,6 +28,7 @@ func TestRunRefusesBadOptions(t *testing.T) {
 		{"no opener", lockproof.Options{Locks: []locker.Entry{{Name: "x"}}}, "Open is nil"},
 		{"unknown builtin", lockproof.Options{Builtins: []string{"nope"}}, `"nope"`},
 		{"unknown fault", lockproof.Options{Builtins: []string{"lua"}, Faults: []string{"meteor"}}, `"meteor"`},
+		{"unknown topology", lockproof.Options{Builtins: []string{"lua"}, Topology: "ring"}, `"ring"`},
 	} {
 		_, err := lockproof.Run(context.Background(), tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
