@@ -25,7 +25,10 @@ type ClusterView struct {
 	Masters map[string][][2]int
 	// ReplicaOf maps each replica's node ID to its master's.
 	ReplicaOf map[string]string
-	// Failed are the nodes flagged fail or pfail.
+	// Failed are the nodes flagged fail: failed by a majority of the
+	// masters. A node's own suspicion (pfail, "fail?") is left out: on a
+	// loaded machine it comes and goes with a late pong, and a view that
+	// counted it would seldom agree with another.
 	Failed []string
 	// Epoch is the answering node's current config epoch
 	// (cluster_current_epoch).
@@ -117,7 +120,7 @@ func parseView(t Topology, text string) (ClusterView, error) {
 		v.RedisIDs[id] = f[0]
 		lines = append(lines, line{id: id, redisID: f[0], flags: f[2], master: f[3]})
 		flags := strings.Split(f[2], ",")
-		if slices.Contains(flags, "fail") || slices.Contains(flags, "fail?") {
+		if slices.Contains(flags, "fail") {
 			v.Failed = append(v.Failed, id)
 		}
 		if !slices.Contains(flags, "master") {
