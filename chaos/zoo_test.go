@@ -198,8 +198,10 @@ func zooDescribe(s *runner.Scenario) string {
 //
 // The faults are scheduled to bite in nearly every run (`lockproof run
 // --detect` measures it: at least 19 of 20 seeds per specimen); a specimen
-// that shows nothing on seed 1 gets one more seed, so that a 1-in-20 miss
-// does not fail the test, while a harness that stopped catching the flaw
+// that shows nothing on seed 1 gets up to two more seeds, so that a miss
+// does not fail the test (under CI's load, with every package's tests at
+// once and a core busy, get-del × pause-client missed seeds 1 and 2 in one
+// run of 2026-11-27), while a harness that stopped catching the flaw
 // still does.
 func TestZooBreaks(t *testing.T) {
 	decisive := runner.DecisiveScenarios()
@@ -211,25 +213,30 @@ func TestZooBreaks(t *testing.T) {
 		specs = append(specs, spec(d, 1))
 	}
 	rows := zooRun(t, specs)
-	var again []runner.Spec
+	last := map[string]uint64{} // lock: the last seed run
 	for _, d := range decisive {
-		s := rows[spec(d, 1).ID()]
-		if s != nil && runner.Expected(d.Lock, d.Fault).Want(d.Property) == contract.WantViolated && s.Verdict(d.Property) == contract.OK {
-			t.Logf("%s: %s not violated on seed 1; trying seed 2", s.ID(), d.Property)
-			again = append(again, spec(d, 2))
-		}
+		last[d.Lock] = 1
 	}
-	if len(again) > 0 {
+	for seed := uint64(2); seed <= 3; seed++ {
+		var again []runner.Spec
+		for _, d := range decisive {
+			s := rows[spec(d, seed-1).ID()]
+			if s != nil && last[d.Lock] == seed-1 && runner.Expected(d.Lock, d.Fault).Want(d.Property) == contract.WantViolated && s.Verdict(d.Property) == contract.OK {
+				t.Logf("%s: %s not violated on seed %d; trying seed %d", s.ID(), d.Property, seed-1, seed)
+				again = append(again, spec(d, seed))
+				last[d.Lock] = seed
+			}
+		}
+		if len(again) == 0 {
+			break
+		}
 		for id, s := range zooRun(t, again) {
 			rows[id] = s
 		}
 	}
 	for _, d := range decisive {
 		t.Run(d.Lock, func(t *testing.T) {
-			s := rows[spec(d, 2).ID()]
-			if s == nil {
-				s = rows[spec(d, 1).ID()]
-			}
+			s := rows[spec(d, last[d.Lock]).ID()]
 			if s == nil {
 				t.Fatal("scenario did not run")
 			}
