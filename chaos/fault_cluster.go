@@ -26,12 +26,11 @@ func takeoverFault() Fault {
 		Doc:   "the replica of the lock's shard master takes its slots at once (CLUSTER FAILOVER TAKEOVER) after a replication lag; writes in the gap are lost",
 		Scope: ScopeFresh, Duration: 6 * time.Second,
 		strike: func(s *striking) (armed, error) {
-			slot, err := lockSlot(s)
+			f, err := shardFailover(s, contract.FaultTakeover, nemesis.FailoverTakeover)
 			if err != nil {
 				return armed{}, fmt.Errorf("takeover: %w", err)
 			}
-			return armed{fault: &nemesis.Failover{Env: s.env, Kind: contract.FaultTakeover, Mode: nemesis.FailoverTakeover, Slot: slot,
-				ReplLatency: 20 * time.Millisecond, ReplLag: s.sc.TTL, Promote: max(s.sc.Duration, 20*time.Second)}, window: s.sc.TTL, outer: true}, nil
+			return armed{fault: f, window: s.sc.TTL, outer: true}, nil
 		}}
 }
 
@@ -45,13 +44,11 @@ func minorityPartitionFault() Fault {
 		Doc:   "the lock's shard master cut off from the other nodes, clients still reaching it, for the node timeout; then its replica is promoted and its writes since the cut are lost",
 		Scope: ScopeFresh, Duration: 8 * time.Second,
 		strike: func(s *striking) (armed, error) {
-			slot, err := lockSlot(s)
+			f, err := shardFailover(s, contract.FaultMinorityPartition, nemesis.FailoverPartition)
 			if err != nil {
 				return armed{}, fmt.Errorf("minority-partition: %w", err)
 			}
-			nt := s.env.Topology().NodeTimeout
-			return armed{fault: &nemesis.Failover{Env: s.env, Kind: contract.FaultMinorityPartition, Mode: nemesis.FailoverPartition, Slot: slot,
-				NodeTimeout: nt, Promote: max(s.sc.Duration, 20*time.Second)}, window: s.sc.TTL, outer: true}, nil
+			return armed{fault: f, window: s.sc.TTL, outer: true}, nil
 		}}
 }
 
@@ -88,6 +85,26 @@ func shardOutageFault() Fault {
 			}
 			return armed{fault: o, window: 2 * s.sc.TTL}, nil
 		}}
+}
+
+// shardFailover is the failover of the lock's shard in mode (a window of
+// kind): its replica promoted after a replication lag of one TTL, or, cut
+// off (nemesis.FailoverPartition), after the node timeout. The election
+// follows the node timeout, and on a loaded machine the failure reports
+// take a while to reach a majority (seen past 5s on 2 busy cores): the
+// promotion is waited for up to 20s, or the run's Duration if longer.
+func shardFailover(s *striking, kind string, mode nemesis.FailoverMode) (*nemesis.Failover, error) {
+	slot, err := lockSlot(s)
+	if err != nil {
+		return nil, err
+	}
+	f := &nemesis.Failover{Env: s.env, Kind: kind, Mode: mode, Slot: slot, Promote: max(s.sc.Duration, 20*time.Second)}
+	if mode == nemesis.FailoverPartition {
+		f.NodeTimeout = s.env.Topology().NodeTimeout
+	} else {
+		f.ReplLatency, f.ReplLag = 20*time.Millisecond, s.sc.TTL
+	}
+	return f, nil
 }
 
 // onCluster reports whether the scenario runs on a Redis Cluster, whose

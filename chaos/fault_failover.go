@@ -31,16 +31,8 @@ func failoverFault() Fault {
 // its replica is elected (Redis Cluster's own failover); the heal
 // restarts it as the new master's replica.
 func failover(s *striking) (*nemesis.Failover, error) {
-	if len(s.env.Topology().Cluster) > 0 {
-		slot, err := lockSlot(s)
-		if err != nil {
-			return nil, err
-		}
-		// The election follows the node timeout, and on a loaded
-		// machine the failure reports take a while to reach a majority:
-		// seen past 5s on 2 busy cores.
-		return &nemesis.Failover{Env: s.env, Mode: nemesis.FailoverKill, Slot: slot,
-			ReplLatency: 20 * time.Millisecond, ReplLag: s.sc.TTL, Promote: max(s.sc.Duration, 20*time.Second)}, nil
+	if onCluster(s) {
+		return shardFailover(s, contract.FaultFailover, nemesis.FailoverKill)
 	}
 	mode := nemesis.FailoverPartition
 	if m, err := env.Master(s.ctx, s.env.Topology()); err == nil && m.ReplProxy == "" {

@@ -30,9 +30,6 @@ type ClusterView struct {
 	// loaded machine it comes and goes with a late pong, and a view that
 	// counted it would seldom agree with another.
 	Failed []string
-	// Epoch is the answering node's current config epoch
-	// (cluster_current_epoch).
-	Epoch int64
 	// RedisIDs maps each node's topology ID to its cluster node ID.
 	RedisIDs map[string]string
 }
@@ -77,20 +74,11 @@ func View(ctx context.Context, t Topology, id string) (ClusterView, error) {
 	if err != nil {
 		return ClusterView{}, fmt.Errorf("CLUSTER NODES on %s: %w", id, err)
 	}
-	info, err := c.ClusterInfo(ctx).Result()
-	if err != nil {
-		return ClusterView{}, fmt.Errorf("CLUSTER INFO on %s: %w", id, err)
-	}
 	v, err := parseView(t, text)
 	if err != nil {
 		return ClusterView{}, fmt.Errorf("CLUSTER NODES on %s: %w", id, err)
 	}
 	v.From = id
-	for _, l := range strings.Split(info, "\n") {
-		if e, ok := strings.CutPrefix(strings.TrimSpace(l), "cluster_current_epoch:"); ok {
-			v.Epoch, _ = strconv.ParseInt(e, 10, 64)
-		}
-	}
 	return v, nil
 }
 
@@ -276,14 +264,8 @@ func CutClusterNode(ctx context.Context, e Env, id string) (heal func(context.Co
 	}
 	api := e.Proxies().API
 	var cut []string
-	heal = func(ctx context.Context) error {
-		var errs []error
-		for _, name := range cut {
-			if err := setProxyEnabled(api, name, true); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
+	heal = func(context.Context) error {
+		if err := enableAll(api, cut); err != nil {
 			return fmt.Errorf("heal cut %s: %w", id, err)
 		}
 		return nil
@@ -314,6 +296,18 @@ func Takeover(ctx context.Context, t Topology, id string) error {
 		return fmt.Errorf("takeover on %s: %w", id, ErrNotCluster)
 	}
 	return Admin(ctx, n.Upstream, "CLUSTER", "FAILOVER", "TAKEOVER")
+}
+
+// enableAll enables the proxies named names (the heal of a cut or a
+// refusal), every one of them whatever the others' errors.
+func enableAll(api *toxiclient.Client, names []string) error {
+	var errs []error
+	for _, name := range names {
+		if err := setProxyEnabled(api, name, true); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // setProxyEnabled enables or disables (closing its connections) the
@@ -377,15 +371,10 @@ func RefuseNode(ctx context.Context, e Env, id string) (undo func(context.Contex
 	}
 	api := e.Proxies().API
 	var off []string
-	undo = func(ctx context.Context) error {
-		var errs []error
-		for _, name := range off {
-			if err := setProxyEnabled(api, name, true); err != nil {
-				errs = append(errs, err)
-			}
-		}
+	undo = func(context.Context) error {
+		err := enableAll(api, off)
 		off = nil
-		if err := errors.Join(errs...); err != nil {
+		if err != nil {
 			return fmt.Errorf("accept %s again: %w", id, err)
 		}
 		return nil

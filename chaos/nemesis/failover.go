@@ -125,12 +125,8 @@ func (f *Failover) Start(ctx context.Context) error {
 		}
 	}
 	if f.ReplLatency > 0 && repl != nil {
-		f.slow = Latency("slow replication", []*toxiclient.Proxy{repl}, f.ReplLatency, 0)
-		if err := f.slow.Start(ctx); err != nil {
+		if err := f.slowReplication(ctx, repl); err != nil {
 			return err
-		}
-		if err := sleep(ctx, f.ReplLag); err != nil {
-			return fmt.Errorf("%s: %w", f.Name(), err)
 		}
 	}
 	switch f.Mode {
@@ -154,11 +150,7 @@ func (f *Failover) Start(ctx context.Context) error {
 	default:
 		return fmt.Errorf("failover: Mode %q: want partition, kill or command", f.Mode)
 	}
-	wait := f.Promote
-	if wait <= 0 {
-		wait = 30 * time.Second
-	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
+	wctx, cancel := f.promotion(ctx)
 	defer cancel()
 	n, err := env.WaitMaster(wctx, topo, old.ID)
 	if err != nil {
@@ -249,12 +241,8 @@ func (f *Failover) startCluster(ctx context.Context, topo env.Topology) error {
 		if err != nil {
 			return fmt.Errorf("%s: replication proxy %s: %w", f.Name(), f.old.ReplProxy, err)
 		}
-		f.slow = Latency("slow replication", []*toxiclient.Proxy{repl}, f.ReplLatency, 0)
-		if err := f.slow.Start(ctx); err != nil {
+		if err := f.slowReplication(ctx, repl); err != nil {
 			return err
-		}
-		if err := sleep(ctx, f.ReplLag); err != nil {
-			return fmt.Errorf("%s: %w", f.Name(), err)
 		}
 	}
 	switch f.Mode {
@@ -284,11 +272,7 @@ func (f *Failover) startCluster(ctx context.Context, topo env.Topology) error {
 	default:
 		return fmt.Errorf("failover on a cluster: Mode %q: want kill, partition or takeover", f.Mode)
 	}
-	wait := f.Promote
-	if wait <= 0 {
-		wait = 30 * time.Second
-	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
+	wctx, cancel := f.promotion(ctx)
 	defer cancel()
 	var others []string
 	for _, n := range topo.Cluster {
@@ -309,6 +293,29 @@ func (f *Failover) startCluster(ctx context.Context, topo env.Topology) error {
 			return fmt.Errorf("%s: wait for a new master of slot %d: %w", f.Name(), f.Slot, err)
 		}
 	}
+}
+
+// slowReplication slows the master's replication link repl by
+// ReplLatency and lets ReplLag pass, so that the master's latest writes
+// are not yet on its replicas when it fails. f.mu is held.
+func (f *Failover) slowReplication(ctx context.Context, repl *toxiclient.Proxy) error {
+	f.slow = Latency("slow replication", []*toxiclient.Proxy{repl}, f.ReplLatency, 0)
+	if err := f.slow.Start(ctx); err != nil {
+		return err
+	}
+	if err := sleep(ctx, f.ReplLag); err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// promotion bounds the wait for the promotion: Promote, 30s when unset.
+func (f *Failover) promotion(ctx context.Context) (context.Context, context.CancelFunc) {
+	wait := f.Promote
+	if wait <= 0 {
+		wait = 30 * time.Second
+	}
+	return context.WithTimeout(ctx, wait)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

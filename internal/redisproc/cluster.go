@@ -52,8 +52,6 @@ type Cluster struct {
 	// Announced are the addresses the cluster knows its nodes by (the
 	// nodes' own addresses when nothing is announced).
 	Announced []string
-	// IDs are the nodes' cluster node IDs.
-	IDs []string
 }
 
 // Addrs returns every node's address (a ClusterClient's seeds).
@@ -159,7 +157,6 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 			return c, fmt.Errorf("cluster node %s: ADDSLOTSRANGE %d %d: %w", c.Nodes[i].Addr, lo, hi, err)
 		}
 	}
-	c.IDs = ids
 	for i := 1; i < total; i++ {
 		f := strings.Fields(meet[i])
 		if err := clients[0].Do(ctx, "CLUSTER", "MEET", f[0], f[1], f[2]).Err(); err != nil {
