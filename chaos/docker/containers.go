@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -47,9 +48,10 @@ func owner() string {
 	return h + "/" + strconv.Itoa(os.Getpid())
 }
 
-// startRedis starts one redis-server container; a data node gets its
-// replication proxy first and announces it.
-func (e *Env) startRedis(ctx context.Context, id string, role env.Role) (*node, error) {
+// startRedis starts one redis-server container. A data node gets its
+// replication proxy first and announces it; a cluster node (the i-th of
+// the cluster) gets a bus proxy too, and announces both (clusterArgs).
+func (e *Env) startRedis(ctx context.Context, id string, role env.Role, i int) (*node, error) {
 	port, err := redisproc.FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
@@ -57,23 +59,27 @@ func (e *Env) startRedis(ctx context.Context, id string, role env.Role) (*node, 
 	n := &node{Node: env.Node{ID: id, Role: role, Upstream: net.JoinHostPort(loopback, strconv.Itoa(port))}, hostPort: port}
 	n.Addr = n.Upstream
 	args := append([]string{"redis-server"}, nodeArgs...)
-	if role == env.RoleData {
-		name := "repl-" + id
-		px, err := e.toxi.API.CreateProxy(name, net.JoinHostPort(e.gateway, "0"), n.Upstream)
+	if role == env.RoleData || role == env.RoleCluster {
+		px, err := e.gatewayProxy(id, "repl-"+id, n.Upstream)
 		if err != nil {
-			return nil, fmt.Errorf("%s: create replication proxy: %w", id, err)
+			return nil, err
 		}
-		host, pport, err := net.SplitHostPort(px.Listen)
-		if err != nil {
-			return nil, fmt.Errorf("%s: replication proxy listens on %q: %w", id, px.Listen, err)
+		n.Addr, n.ReplProxy = px.Listen, px.Name
+		if role == env.RoleCluster {
+			more, err := e.clusterArgs(n, i)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, more...)
+		} else {
+			host, pport, _ := net.SplitHostPort(px.Listen)
+			args = append(args, "--replica-announce-ip", host, "--replica-announce-port", pport)
 		}
-		n.Addr, n.ReplProxy = px.Listen, name
-		args = append(args, "--replica-announce-ip", host, "--replica-announce-port", pport)
 	}
 	if err := e.run(ctx, n, args, redisPort, nil); err != nil {
 		return nil, err
 	}
-	if role == env.RoleData && n.hostPort != port { // a port clash moved it
+	if n.hostPort != port { // a port clash moved it
 		if err := e.retarget(n); err != nil {
 			return nil, err
 		}
@@ -81,15 +87,36 @@ func (e *Env) startRedis(ctx context.Context, id string, role env.Role) (*node, 
 	return n, nil
 }
 
-// retarget points the node's replication proxy at its current upstream.
-func (e *Env) retarget(n *node) error {
-	px, err := e.toxi.API.Proxy(n.ReplProxy)
+// gatewayProxy creates the proxy name to upstream, listening on the
+// network's gateway (where the containers reach the host), for node id.
+func (e *Env) gatewayProxy(id, name, upstream string) (*toxiclient.Proxy, error) {
+	px, err := e.toxi.API.CreateProxy(name, net.JoinHostPort(e.gateway, "0"), upstream)
 	if err != nil {
-		return fmt.Errorf("%s: replication proxy: %w", n.ID, err)
+		return nil, fmt.Errorf("%s: create proxy %s: %w", id, name, err)
 	}
-	px.Upstream = n.Upstream
-	if err := px.Save(); err != nil {
-		return fmt.Errorf("%s: retarget replication proxy to %s: %w", n.ID, n.Upstream, err)
+	if _, _, err := net.SplitHostPort(px.Listen); err != nil {
+		return nil, fmt.Errorf("%s: proxy %s listens on %q: %w", id, name, px.Listen, err)
+	}
+	return px, nil
+}
+
+// retarget points the node's proxies at its current published ports.
+func (e *Env) retarget(n *node) error {
+	for name, upstream := range map[string]string{
+		n.ReplProxy: n.Upstream,
+		n.BusProxy:  net.JoinHostPort(loopback, strconv.Itoa(n.busPort)),
+	} {
+		if name == "" {
+			continue
+		}
+		px, err := e.toxi.API.Proxy(name)
+		if err != nil {
+			return fmt.Errorf("%s: proxy %s: %w", n.ID, name, err)
+		}
+		px.Upstream = upstream
+		if err := px.Save(); err != nil {
+			return fmt.Errorf("%s: retarget proxy %s to %s: %w", n.ID, name, upstream, err)
+		}
 	}
 	return nil
 }
@@ -119,6 +146,10 @@ func (e *Env) run(ctx context.Context, n *node, cmd []string, port string, files
 	if err != nil {
 		return fmt.Errorf("%s: port %q: %w", n.ID, port, err)
 	}
+	bus, err := network.ParsePort(clusterBusPort)
+	if err != nil {
+		return fmt.Errorf("%s: port %q: %w", n.ID, clusterBusPort, err)
+	}
 	data := len(files) == 0 // Redis servers keep their data in a tmpfs: empty after a restart
 	var last error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -130,19 +161,30 @@ func (e *Env) run(ctx context.Context, n *node, cmd []string, port string, files
 			if n.ReplProxy == "" {
 				n.Addr = n.Upstream
 			}
+			if n.busPort != 0 {
+				if n.busPort, err = redisproc.FreePort(); err != nil {
+					return fmt.Errorf("%s: %w", n.ID, err)
+				}
+			}
 		}
 		hostPort := strconv.Itoa(n.hostPort)
+		exposed := []string{port}
+		bindings := network.PortMap{p: {{HostIP: netip.MustParseAddr(loopback), HostPort: hostPort}}}
+		if n.busPort != 0 { // a cluster node's bus, for its bus proxy
+			exposed = append(exposed, clusterBusPort)
+			bindings[bus] = []network.PortBinding{{HostIP: netip.MustParseAddr(loopback), HostPort: strconv.Itoa(n.busPort)}}
+		}
 		req := testcontainers.ContainerRequest{
 			Image:          e.image.Ref,
 			Name:           "lockproof-" + e.ID + "-" + n.ID,
 			Cmd:            cmd,
-			ExposedPorts:   []string{port},
+			ExposedPorts:   exposed,
 			Labels:         e.labels(n.ID),
 			Networks:       []string{e.net.Name},
 			NetworkAliases: map[string][]string{e.net.Name: {n.ID}},
 			Files:          files,
 			HostConfigModifier: func(hc *container.HostConfig) {
-				hc.PortBindings = network.PortMap{p: {{HostIP: netip.MustParseAddr(loopback), HostPort: hostPort}}}
+				hc.PortBindings = bindings
 				if data {
 					hc.Tmpfs = map[string]string{"/data": "rw,mode=1777"}
 				}

@@ -131,7 +131,10 @@ type Env struct {
 type node struct {
 	env.Node
 	hostPort int
-	ctr      testcontainers.Container
+	// busPort is the host port a cluster node's bus (clusterBusPort) is
+	// published on; 0 for other nodes.
+	busPort int
+	ctr     testcontainers.Container
 }
 
 var _ env.Env = (*Env)(nil)
@@ -255,21 +258,28 @@ func (e *Env) start(ctx context.Context, o Options) error {
 	}
 	e.topo.MasterName = e.spec.MasterName
 
-	// All Redis servers start at once; then the replicas follow the master.
+	// All Redis servers start at once; then the replicas follow the
+	// master, or the cluster forms.
 	type want struct {
-		id   string
 		role env.Role
+		i    int
 	}
 	var servers []want
-	for i := 0; i <= e.spec.Replicas; i++ {
-		servers = append(servers, want{env.NodeID(env.RoleData, i), env.RoleData})
+	if cs := e.spec.Cluster; cs != nil {
+		for i := range cs.Masters * (1 + cs.Replicas) {
+			servers = append(servers, want{env.RoleCluster, i})
+		}
+	} else {
+		for i := 0; i <= e.spec.Replicas; i++ {
+			servers = append(servers, want{env.RoleData, i})
+		}
 	}
-	servers = append(servers, want{env.NodeID(env.RoleFenced, 0), env.RoleFenced})
+	servers = append(servers, want{env.RoleFenced, 0})
 	for i := 0; i < e.spec.Redlock; i++ {
-		servers = append(servers, want{env.NodeID(env.RoleRedlock, i), env.RoleRedlock})
+		servers = append(servers, want{env.RoleRedlock, i})
 	}
 	started, err := parallel(len(servers), func(i int) (*node, error) {
-		return e.startRedis(ctx, servers[i].id, servers[i].role)
+		return e.startRedis(ctx, env.NodeID(servers[i].role, servers[i].i), servers[i].role, servers[i].i)
 	})
 	if err != nil {
 		return err
@@ -278,11 +288,16 @@ func (e *Env) start(ctx context.Context, o Options) error {
 		switch n.Role {
 		case env.RoleData:
 			e.topo.Data = append(e.topo.Data, n.Node)
+		case env.RoleCluster:
+			e.topo.Cluster = append(e.topo.Cluster, n.Node)
 		case env.RoleFenced:
 			e.topo.Fenced = n.Node
 		default:
 			e.topo.Redlock = append(e.topo.Redlock, n.Node)
 		}
+	}
+	if e.spec.Cluster != nil {
+		return e.formCluster(ctx)
 	}
 	master := e.topo.Data[0]
 	mh, mp, _ := net.SplitHostPort(master.Addr)

@@ -521,3 +521,45 @@ func BenchmarkBuildRedisImageCached(b *testing.B) {
 		}
 	}
 }
+
+// TestDockerCluster starts a Redis Cluster of containers and checks it as
+// every environment's cluster is checked (chaostest.CheckCluster): every
+// link through the proxies on the host, both the data port's and the
+// cluster bus's announced on the network's gateway, a cut master's write
+// lost to a takeover, refusing proxies, a restarted node that keeps its
+// identity. Close then leaves nothing behind.
+func TestDockerCluster(t *testing.T) {
+	sharedEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e, err := docker.Start(ctx, env.Spec{Cluster: &env.ClusterSpec{NodeTimeout: time.Second}}, docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = e.Close(context.Background())
+		}
+	})
+	topo := e.Topology()
+	for _, n := range topo.Cluster {
+		if !strings.HasPrefix(n.Addr, e.Gateway()+":") || n.BusProxy == "" {
+			t.Errorf("%s: addr %q, bus proxy %q; want both proxies on the gateway %s", n.ID, n.Addr, n.BusProxy, e.Gateway())
+		}
+		if _, err := e.ContainerID(n.ID); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Run("check", func(t *testing.T) { chaostest.CheckCluster(t, e) })
+	closed = true
+	if err := e.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cs, ns, err := docker.Leftovers(ctx, e.ID); err != nil || len(cs)+len(ns) > 0 {
+		t.Errorf("after Close: containers %v, networks %v remain (%v)", cs, ns, err)
+	}
+	if n := e.ProxyCount(); n != 0 {
+		t.Errorf("%d proxies remain after Close", n)
+	}
+}

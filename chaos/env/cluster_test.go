@@ -1,163 +1,18 @@
 package env_test
 
 import (
-	"context"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/internal/chaostest"
-	"github.com/lockproof/lockproof/internal/rediscmd"
 )
 
-// TestProcessCluster starts a Redis Cluster behind proxies: a client
-// reaches every shard through its own proxies only. Cutting one master
-// off from the other nodes (CutClusterNode) stops its replication while
-// the client still writes to it; promoting its replica (Takeover) moves
-// its slots, and the write the cut master acknowledged is lost once it
-// rejoins as the new master's replica.
+// TestProcessCluster starts a Redis Cluster of processes behind proxies
+// and checks it as every environment's cluster is checked
+// (chaostest.CheckCluster): the proxies carry every link, a cut master
+// loses its write to a takeover, refusing proxies refuse, a restarted
+// node is itself again.
 func TestProcessCluster(t *testing.T) {
-	e := chaostest.StartProcess(t, env.Spec{Cluster: &env.ClusterSpec{NodeTimeout: time.Second}})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	topo := e.Topology()
-	if topo.Name() != "cluster" || len(topo.Cluster) != 6 || len(topo.Data) != 0 || len(topo.Sentinels) != 0 || topo.Fenced.ID != "fenced" {
-		t.Fatalf("topology = %+v; want 6 cluster nodes, no Sentinel, a fenced node", topo)
-	}
-	v, err := env.WaitClusterAgreed(ctx, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, n := range topo.Cluster {
-		if n.Addr == n.Upstream || n.ReplProxy == "" || n.BusProxy == "" {
-			t.Fatalf("node %s is not behind its proxies: %+v", n.ID, n)
-		}
-		if i < 3 {
-			if len(v.Masters[n.ID]) == 0 {
-				t.Fatalf("node %s serves no slot: %+v", n.ID, v)
-			}
-		} else if m := v.ReplicaOf[n.ID]; m != topo.Cluster[n.Shard].ID {
-			t.Fatalf("node %s (shard %d) replicates %q; want %s", n.ID, n.Shard, m, topo.Cluster[n.Shard].ID)
-		}
-	}
-	// The client's keys land on every shard, through its own proxies:
-	// with them cut, nothing gets through.
-	l := chaostest.Links(t, e, "c1")
-	c := chaostest.ClusterClient(t, e, l, time.Second)
-	owners := map[string]bool{}
-	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-		if err := c.Set(ctx, k, "before", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-		s, err := env.KeySlot(ctx, topo, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		owners[v.Owner(s)] = true
-	}
-	if len(owners) != 3 {
-		t.Fatalf("8 keys landed on %d shards; want 3", len(owners))
-	}
-	slot, err := env.KeySlot(ctx, topo, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	victim, err := topo.Node(v.Owner(slot))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := l.Proxy(victim.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.AddToxic("cut", "timeout", "upstream", 1, map[string]any{"timeout": 0}); err != nil {
-		t.Fatal(err)
-	}
-	sctx, scancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	err = c.Get(sctx, "a").Err()
-	scancel()
-	if err == nil {
-		t.Fatal("GET through a cut client proxy succeeded")
-	}
-	if err := p.RemoveToxic("cut"); err != nil {
-		t.Fatal(err)
-	}
-
-	// Cut the master of key "a" off from the other nodes: the client
-	// still writes to it, and the write is not replicated.
-	replica := v.Replicas(victim.ID)[0]
-	heal, err := env.CutClusterNode(ctx, e, victim.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	healed := false
-	defer func() {
-		if !healed {
-			_ = heal(context.Background())
-		}
-	}()
-	if err := c.Set(ctx, "a", "lost", 0).Err(); err != nil {
-		t.Fatalf("SET on the cut master: %v", err)
-	}
-	if err := env.Takeover(ctx, topo, replica); err != nil {
-		t.Fatal(err)
-	}
-	var others []string
-	for _, n := range topo.Cluster {
-		if n.ID != victim.ID {
-			others = append(others, n.ID)
-		}
-	}
-	after, err := env.WaitClusterAgreed(ctx, topo, others...)
-	for err == nil && after.Owner(slot) != replica {
-		time.Sleep(50 * time.Millisecond)
-		after, err = env.WaitClusterAgreed(ctx, topo, others...)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Heal: the old master follows the new one, and its write is gone.
-	healed = true
-	if err := heal(ctx); err != nil {
-		t.Fatal(err)
-	}
-	view, err := env.WaitClusterAgreed(ctx, topo)
-	for err == nil && view.ReplicaOf[victim.ID] != replica {
-		time.Sleep(50 * time.Millisecond)
-		view, err = env.WaitClusterAgreed(ctx, topo)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := c.Get(ctx, "a").Result()
-	if err != nil {
-		t.Fatalf("GET after the heal: %v", err)
-	}
-	if got != "before" {
-		t.Fatalf("GET a after the heal = %q; want %q (the cut master's write lost)", got, "before")
-	}
-
-	// A node whose proxies refuse (a killed process's port): the
-	// client's dial is refused, so it knows the command was never sent;
-	// undone, the node answers again.
-	master, err := topo.Node(view.Owner(slot))
-	if err != nil {
-		t.Fatal(err)
-	}
-	undo, err := env.RefuseNode(ctx, e, master.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c2 := chaostest.ClusterClient(t, e, l, time.Second) // no pooled connection
-	err = c2.Get(ctx, "a").Err()
-	if !rediscmd.SurelyNoEffect(err) || !strings.Contains(err.Error(), "refused") {
-		t.Errorf("GET through refusing proxies: %v; want a refused dial (surely no effect)", err)
-	}
-	if err := undo(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := c2.Get(ctx, "a").Err(); err != nil {
-		t.Errorf("GET after the proxies accept again: %v", err)
-	}
+	chaostest.CheckCluster(t, chaostest.StartProcess(t, env.Spec{Cluster: &env.ClusterSpec{NodeTimeout: time.Second}}))
 }

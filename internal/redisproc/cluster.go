@@ -72,6 +72,29 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
+// ClusterConf are the configuration lines of a cluster node whose
+// identity (its node ID, its peers, its epoch) lives in file, whose
+// cluster bus listens on port bus, and which fails an unreachable peer
+// after nodeTimeout. A shard with no live node leaves its slots
+// unserved, not the whole cluster (cluster-require-full-coverage no):
+// a shard's outage is the fault, not all of them.
+func ClusterConf(file string, bus int, nodeTimeout time.Duration) []string {
+	return []string{
+		"cluster-enabled yes",
+		"cluster-config-file " + file,
+		"cluster-node-timeout " + strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
+		"cluster-port " + strconv.Itoa(bus),
+		"cluster-require-full-coverage no",
+	}
+}
+
+// AnnounceConf are the configuration lines with which a cluster node
+// announces host:port for its clients and replicas and host:bus for its
+// cluster bus (a proxy in front of each, say).
+func AnnounceConf(host string, port, bus int) []string {
+	return []string{"cluster-announce-ip " + host, "cluster-announce-port " + strconv.Itoa(port), "cluster-announce-bus-port " + strconv.Itoa(bus)}
+}
+
 // StartCluster starts the nodes of cfg with cluster-enabled, gives each
 // master an equal range of the 16384 slots, joins them (CLUSTER MEET),
 // makes the replicas replicate their masters, and waits, bounded by ctx,
@@ -100,13 +123,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		if buses[i], err = FreePort(); err != nil {
 			return c, err
 		}
-		pc := Config{Extra: append([]string{
-			"cluster-enabled yes",
-			"cluster-config-file nodes.conf",
-			"cluster-node-timeout " + strconv.FormatInt(cfg.NodeTimeout.Milliseconds(), 10),
-			"cluster-port " + strconv.Itoa(buses[i]),
-			"cluster-require-full-coverage no",
-		}, cfg.Extra...)}
+		pc := Config{Extra: append(ClusterConf("nodes.conf", buses[i], cfg.NodeTimeout), cfg.Extra...)}
 		if cfg.Dir != nil {
 			pc.Dir = cfg.Dir(i)
 		}
@@ -123,7 +140,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 			if host, port, bus, err = cfg.Announce(ctx, i, p.Addr, buses[i]); err != nil {
 				return c, fmt.Errorf("cluster node %d (%s): announce: %w", i, p.Addr, err)
 			}
-			lines := []string{"cluster-announce-ip " + host, "cluster-announce-port " + strconv.Itoa(port), "cluster-announce-bus-port " + strconv.Itoa(bus)}
+			lines := AnnounceConf(host, port, bus)
 			for _, l := range lines {
 				f := strings.Fields(l)
 				if err := configSet(ctx, p.Addr, f[0], f[1]); err != nil {
@@ -136,31 +153,51 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		c.Announced = append(c.Announced, net.JoinHostPort(host, strconv.Itoa(port)))
 		meet[i] = host + " " + strconv.Itoa(port) + " " + strconv.Itoa(bus)
 	}
+	if err := FormCluster(ctx, c.Addrs(), meet, cfg.Masters, cfg.Replicas); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// FormCluster makes a Redis Cluster of fresh cluster-enabled nodes,
+// reached at addrs (an admin's addresses, not through any proxy): the
+// first masters nodes each get an equal range of the 16384 slots, node 0
+// meets the others at meet[i] ("host port bus", the address node i
+// announces), and node masters+s*replicas+j replicates master s. It
+// waits, bounded by ctx, until every node sees the cluster ok and every
+// replica in sync. The process and Docker environments both form their
+// clusters so.
+func FormCluster(ctx context.Context, addrs, meet []string, masters, replicas int) error {
+	total := len(addrs)
+	if total != masters*(1+replicas) || len(meet) != total {
+		return fmt.Errorf("cluster: %d addresses and %d meet addresses for %d masters with %d replicas each", total, len(meet), masters, replicas)
+	}
 	clients := make([]*redis.Client, total)
-	for i, n := range c.Nodes {
-		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+	for i, a := range addrs {
+		clients[i] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
 		defer clients[i].Close()
 	}
 	ids := make([]string, total)
 	for i, rdb := range clients {
+		var err error
 		if ids[i], err = rdb.ClusterMyID(ctx).Result(); err != nil {
-			return c, fmt.Errorf("cluster node %s: CLUSTER MYID: %w", c.Nodes[i].Addr, err)
+			return fmt.Errorf("cluster node %s: CLUSTER MYID: %w", addrs[i], err)
 		}
 	}
-	per := 16384 / cfg.Masters
-	for i := range cfg.Masters {
+	per := 16384 / masters
+	for i := range masters {
 		lo, hi := i*per, (i+1)*per-1
-		if i == cfg.Masters-1 {
+		if i == masters-1 {
 			hi = 16383
 		}
 		if err := clients[i].Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
-			return c, fmt.Errorf("cluster node %s: ADDSLOTSRANGE %d %d: %w", c.Nodes[i].Addr, lo, hi, err)
+			return fmt.Errorf("cluster node %s: ADDSLOTSRANGE %d %d: %w", addrs[i], lo, hi, err)
 		}
 	}
 	for i := 1; i < total; i++ {
 		f := strings.Fields(meet[i])
 		if err := clients[0].Do(ctx, "CLUSTER", "MEET", f[0], f[1], f[2]).Err(); err != nil {
-			return c, fmt.Errorf("cluster: MEET %s (node %s): %w", meet[i], c.Nodes[i].Addr, err)
+			return fmt.Errorf("cluster: MEET %s (node %s): %w", meet[i], addrs[i], err)
 		}
 	}
 	// A replica can only replicate a master it knows.
@@ -168,13 +205,13 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		nodes, err := rdb.ClusterNodes(ctx).Result()
 		return strings.Count(strings.TrimSpace(nodes), "\n")+1 == total, err
 	}); err != nil {
-		return c, fmt.Errorf("cluster: nodes meeting: %w", err)
+		return fmt.Errorf("cluster: nodes meeting: %w", err)
 	}
-	for s := range cfg.Masters {
-		for j := range cfg.Replicas {
-			r := cfg.Masters + s*cfg.Replicas + j
+	for s := range masters {
+		for j := range replicas {
+			r := masters + s*replicas + j
 			if err := clients[r].ClusterReplicate(ctx, ids[s]).Err(); err != nil {
-				return c, fmt.Errorf("cluster node %s: REPLICATE %s: %w", c.Nodes[r].Addr, c.Nodes[s].Addr, err)
+				return fmt.Errorf("cluster node %s: REPLICATE %s: %w", addrs[r], addrs[s], err)
 			}
 		}
 	}
@@ -186,9 +223,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		repl, err := rdb.Info(ctx, "replication").Result()
 		return strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up"), err
 	}); err != nil {
-		return c, fmt.Errorf("cluster: waiting for state ok and replicas in sync: %w", err)
+		return fmt.Errorf("cluster: waiting for state ok and replicas in sync: %w", err)
 	}
-	return c, nil
+	return nil
 }
 
 // configSet runs CONFIG SET name value on the server at addr.
