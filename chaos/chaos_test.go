@@ -144,6 +144,15 @@ func duration() time.Duration {
 	return 6 * time.Second
 }
 
+// envOptions are the options of the environment LOCKPROOF_ENV asks for,
+// with spec: the Docker one's image from LOCKPROOF_REDIS_IMAGE, a
+// bring-your-own deployment from its variables (env.BYOFromEnviron).
+func envOptions(spec env.Spec) env.Options {
+	do := docker.Options{Image: os.Getenv(docker.ImageEnvVar)}
+	return env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Spec: spec, Docker: docker.With(do), DockerCheck: docker.Check(do),
+		BYO: env.BYOFromEnviron(os.Getenv)}
+}
+
 // openEnv opens the environment LOCKPROOF_ENV asks for (default: processes
 // when redis-server is on PATH, else Docker), closed at test end. Without
 // either it skips, or fails under CI=true.
@@ -151,8 +160,7 @@ func openEnv(t *testing.T, spec env.Spec) env.Env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	opts := env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Spec: spec, Docker: docker.With(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}), DockerCheck: docker.Check(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}),
-		BYO: env.BYOFromEnviron(os.Getenv)}
+	opts := envOptions(spec)
 	if _, err := env.Choose(ctx, opts); err != nil {
 		if redistest.InCI() {
 			t.Fatalf("CI=true: %v", err)
@@ -566,8 +574,7 @@ func TestFencedKillProcess(t *testing.T) {
 // promoted node and the fences that went back.
 func TestFencedFailoverSkew(t *testing.T) {
 	f, _ := chaos.Lookup(contract.FaultFailoverSkew)
-	kind, err := env.Choose(context.Background(), env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Docker: docker.With(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}),
-		DockerCheck: docker.Check(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}), BYO: env.BYOFromEnviron(os.Getenv)})
+	kind, err := env.Choose(context.Background(), envOptions(env.Spec{}))
 	if err == nil {
 		err = f.Available(kind, "")
 	}

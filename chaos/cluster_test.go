@@ -1,12 +1,14 @@
 package chaos_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/internal/chaostest"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
@@ -14,7 +16,8 @@ import (
 )
 
 // TestFencedOnCluster runs the fenced lock on a Redis Cluster of
-// processes (3 shards, a replica each, every link through Toxiproxy) under
+// processes, or of containers with LOCKPROOF_ENV=docker (3 shards, a
+// replica each, every link through Toxiproxy) under
 // each fault of the cluster's default matrix that strikes servers: the
 // ones that share an environment on one cluster, the failovers each on a
 // fresh one, as lockproof run --topology cluster does. Every fault must
@@ -22,19 +25,19 @@ import (
 // lost), fencing must keep the resource safe across a shard's failover
 // and outage, and every verdict must be what the matrix predicts.
 func TestFencedOnCluster(t *testing.T) {
-	shared := chaostest.StartProcess(t, chaos.On(chaos.SharedSpec(), contract.TopologyCluster))
+	shared := openEnv(t, chaos.On(chaos.SharedSpec(), contract.TopologyCluster))
 	for _, fault := range runner.FaultsOn(contract.TopologyCluster) {
 		f, _ := chaos.Lookup(fault)
 		if f.Scope == chaos.ScopeClients && fault != contract.FaultNone {
 			continue // the client faults act alike on both topologies: TestFencedUnderFaults
 		}
 		t.Run(fault, func(t *testing.T) {
-			if err := f.Available("process", contract.TopologyCluster); err != nil {
+			if err := f.Available(shared.Kind(), contract.TopologyCluster); err != nil {
 				t.Skip(err)
 			}
 			e := shared
 			if f.Scope == chaos.ScopeFresh {
-				e = chaostest.StartProcess(t, chaos.On(f.FreshSpec(locker.Needs{}), contract.TopologyCluster))
+				e = openEnv(t, chaos.On(f.FreshSpec(locker.Needs{}), contract.TopologyCluster))
 			}
 			// Two clients: with TLA2TOOLS_JAR set, TLC validates each
 			// history, and with three a kill-failover's window took
@@ -82,5 +85,56 @@ func TestHarnessCatchesTryAgain(t *testing.T) {
 	}
 	if len(found) == 0 {
 		t.Fatal("fenced-v2 × migrate: no seed of 4 showed the hold a refused release left behind")
+	}
+}
+
+// TestFaultsOnBYOCluster: a Redis Cluster lockproof did not start (a
+// process environment's, known to a bring-your-own environment by one
+// seed, behind a Toxiproxy of its own). The server faults that need no
+// server or link of lockproof's bite there: the failover is the
+// operator's (CLUSTER FAILOVER), the takeover strikes with no
+// replication lag, the key loss DELs the holder's keys on their shard.
+// The fenced lock keeps its resource safe, and every verdict is what the
+// matrix predicts.
+func TestFaultsOnBYOCluster(t *testing.T) {
+	existing := chaostest.StartProcess(t, chaos.On(chaos.SharedSpec(), contract.TopologyCluster))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	toxi := chaostest.Toxiproxy(t)
+	topo := existing.Topology()
+	byo, err := env.NewBYO(ctx, env.BYOConfig{ToxiproxyURL: toxi.URL, Cluster: []string{topo.Cluster[0].Addr}, Fenced: topo.Fenced.Upstream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ fault, window string }{
+		{contract.FaultFailover, "failover command"},
+		{contract.FaultTakeover, "takeover takeover"},
+		{contract.FaultKeyLoss, "key-loss"},
+	} {
+		t.Run(c.fault, func(t *testing.T) {
+			f, _ := chaos.Lookup(c.fault)
+			if err := f.Available(env.BYO, contract.TopologyCluster); err != nil {
+				t.Fatal(err)
+			}
+			sc := chaos.Scenario{Lock: "fenced", Fault: c.fault, Seed: *flagSeed, Duration: f.DefaultDuration(), Clients: 2}
+			out, res := runAndCheck(t, byo, sc)
+			t.Logf("%s\nfault evidence: %s", describe(out, res), out.FaultEvidence)
+			if !strings.HasPrefix(out.FaultName, c.window) {
+				t.Errorf("fault window %q; want %q", out.FaultName, c.window)
+			}
+			exp := runner.Expected(sc.Lock, c.fault)
+			for _, p := range contract.PropertyIDs() {
+				if got := res.Of(p).Verdict; !exp.Want(p).Matches(got) {
+					t.Errorf("%s %s; the matrix predicts %s (%s)", p, got, exp.Want(p), exp.Why)
+				}
+			}
+			checkResource(t, out, res, contract.OK)
+		})
+	}
+	for _, fault := range []string{contract.FaultMinorityPartition, contract.FaultShardOutage, contract.FaultMigrate, contract.FaultFailoverSkew} {
+		f, _ := chaos.Lookup(fault)
+		if err := f.Available(env.BYO, contract.TopologyCluster); err == nil {
+			t.Errorf("%s is available on a bring-your-own cluster; it needs lockproof's own servers or links", fault)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,7 +43,7 @@ func takeoverFault() Fault {
 func minorityPartitionFault() Fault {
 	return Fault{Name: contract.FaultMinorityPartition, Topologies: clusterOnly, Matrix: true,
 		Doc:   "the lock's shard master cut off from the other nodes, clients still reaching it, for the node timeout; then its replica is promoted and its writes since the cut are lost",
-		Scope: ScopeFresh, Duration: 8 * time.Second,
+		Scope: ScopeFresh, Duration: 8 * time.Second, Needs: needsOwnLinks,
 		strike: func(s *striking) (armed, error) {
 			f, err := shardFailover(s, contract.FaultMinorityPartition, nemesis.FailoverPartition)
 			if err != nil {
@@ -50,6 +51,18 @@ func minorityPartitionFault() Fault {
 			}
 			return armed{fault: f, window: s.sc.TTL, outer: true}, nil
 		}}
+}
+
+// ErrCannotCutClusterLinks: a bring-your-own cluster's nodes reach one
+// another directly, not through lockproof's proxies.
+var ErrCannotCutClusterLinks = errors.New("the links between a bring-your-own cluster's nodes are its own, not through lockproof's proxies, so it cannot cut them")
+
+// needsOwnLinks: the fault cuts the links between cluster nodes.
+func needsOwnLinks(k env.Kind) error {
+	if k == env.BYO {
+		return ErrCannotCutClusterLinks
+	}
+	return nil
 }
 
 // migrateFault: the lock's hash slot moves to another master while the
@@ -99,9 +112,17 @@ func shardFailover(s *striking, kind string, mode nemesis.FailoverMode) (*nemesi
 		return nil, err
 	}
 	f := &nemesis.Failover{Env: s.env, Kind: kind, Mode: mode, Slot: slot, Promote: max(s.sc.Duration, 20*time.Second)}
-	if mode == nemesis.FailoverPartition {
+	switch {
+	case mode == nemesis.FailoverPartition:
 		f.NodeTimeout = s.env.Topology().NodeTimeout
-	} else {
+	case s.env.Topology().Cluster[0].ReplProxy == "":
+		// Bring your own: its servers are not lockproof's to kill, nor
+		// its replication links to slow. The failover is the operator's
+		// own (CLUSTER FAILOVER), and a takeover strikes with no lag.
+		if mode == nemesis.FailoverKill {
+			f.Mode = nemesis.FailoverCommand
+		}
+	default:
 		f.ReplLatency, f.ReplLag = 20*time.Millisecond, s.sc.TTL
 	}
 	return f, nil

@@ -53,10 +53,12 @@ func Prepare(ctx context.Context, cfg *Config, eo env.Options) (left []error, er
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Topology == contract.TopologyCluster && kind != env.Process {
-		// The Docker and bring-your-own environments build no cluster
-		// yet: said once, up front, as a missing tool is.
-		return nil, fmt.Errorf("the %s topology runs on the %s environment only, not on %s: %w", cfg.Topology, env.Process, kind, env.ErrUnavailable)
+	if kind == env.BYO && eo.BYO != nil {
+		// A deployment of the other topology: said once, up front, not
+		// once per scenario.
+		if err := eo.BYO.Fits(chaos.On(env.Spec{}, cfg.Topology)); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
+		}
 	}
 	if len(cfg.Faults) == 0 {
 		cfg.Faults, left = AvailableFaults(kind, cfg.Topology)

@@ -797,12 +797,49 @@ func TestFaultsOnTopologies(t *testing.T) {
 	if slices.Contains(cluster, contract.FaultPubSubReset) {
 		t.Errorf("pubsub-reset is in the cluster's default matrix: nobody subscribes there but a lock that does")
 	}
+	// The cluster topology on Docker: the matrix less the fault whose
+	// clock shim only processes have.
 	cfg := Config{Topology: contract.TopologyCluster, Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
-	_, err := Prepare(context.Background(), &cfg, env.Options{Kind: env.Docker,
+	left, err := Prepare(context.Background(), &cfg, env.Options{Kind: env.Docker,
 		Docker:      func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
 		DockerCheck: func(context.Context) error { return nil }})
-	if !errors.Is(err, env.ErrUnavailable) || !strings.Contains(err.Error(), "cluster") {
-		t.Errorf("the cluster topology on docker: %v; want ErrUnavailable saying so", err)
+	if err != nil || cfg.Kind != env.Docker {
+		t.Fatalf("the cluster topology on docker: %v (kind %s)", err, cfg.Kind)
+	}
+	if slices.Contains(cfg.Faults, contract.FaultFailoverSkew) || !slices.Contains(cfg.Faults, contract.FaultShardOutage) || len(left) != 1 {
+		t.Errorf("docker cluster faults %v, left %v; want all but failover-skew", cfg.Faults, left)
+	}
+	// Bring your own: the deployment's topology must be the one asked
+	// for, said up front; a cluster's own links are not proxied, so the
+	// faults that cut them are left out.
+	byo := func(c env.BYOConfig) env.Options {
+		c.ToxiproxyURL, c.Fenced = "http://127.0.0.1:1", "127.0.0.1:2"
+		return env.Options{Kind: env.BYO, BYO: &c}
+	}
+	sentinelDeployment := byo(env.BYOConfig{Sentinels: []string{"127.0.0.1:3"}})
+	clusterDeployment := byo(env.BYOConfig{Cluster: []string{"127.0.0.1:3"}})
+	for _, c := range []struct {
+		topology string
+		o        env.Options
+	}{{contract.TopologyCluster, sentinelDeployment}, {contract.TopologySentinel, clusterDeployment}} {
+		cfg = Config{Topology: c.topology, Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
+		if _, err := Prepare(context.Background(), &cfg, c.o); !errors.Is(err, ErrBadConfig) || !errors.Is(err, env.ErrWrongTopology) || !strings.Contains(err.Error(), "LOCKPROOF_CLUSTER") {
+			t.Errorf("the %s topology on a deployment of the other: %v; want ErrBadConfig, ErrWrongTopology naming LOCKPROOF_CLUSTER", c.topology, err)
+		}
+	}
+	cfg = Config{Topology: contract.TopologyCluster, Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
+	if _, err := Prepare(context.Background(), &cfg, clusterDeployment); err != nil {
+		t.Fatalf("the cluster topology on a cluster deployment: %v", err)
+	}
+	for _, f := range []string{contract.FaultMinorityPartition, contract.FaultShardOutage, contract.FaultMigrate, contract.FaultPauseServer} {
+		if slices.Contains(cfg.Faults, f) {
+			t.Errorf("%s is in a bring-your-own cluster's matrix %v; it needs the environment's own servers or links", f, cfg.Faults)
+		}
+	}
+	for _, f := range []string{contract.FaultFailover, contract.FaultTakeover, contract.FaultPauseClient} {
+		if !slices.Contains(cfg.Faults, f) {
+			t.Errorf("%s is not in a bring-your-own cluster's matrix %v", f, cfg.Faults)
+		}
 	}
 	cfg = Config{Topology: "ring", Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
 	if _, err := Prepare(context.Background(), &cfg, env.Options{Kind: env.Process}); !errors.Is(err, ErrBadConfig) {

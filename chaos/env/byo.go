@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/lockproof/lockproof/contract"
 )
 
 // BYOConfig describes an existing deployment ("bring your own"), for teams
@@ -35,6 +39,11 @@ type BYOConfig struct {
 	// Data are the addresses of the master (first) and its replicas, as
 	// Sentinel reports them. Without Sentinels, Data[0] is a lone master.
 	Data []string
+	// Cluster are seed addresses (host:port) of a Redis Cluster: the
+	// deployment is then that cluster (the cluster topology), its nodes
+	// discovered from the first seed that answers (DiscoverCluster), and
+	// MasterName, Sentinels and Data must be unset.
+	Cluster []string
 	// Fenced is the address of the Redis for fenced resources. Required.
 	Fenced string
 	// Redlock are independent Redlock masters (optional).
@@ -64,10 +73,13 @@ func NewBYO(ctx context.Context, cfg BYOConfig) (*BYOEnv, error) {
 	if cfg.Fenced == "" {
 		return nil, errors.New("byo environment: Fenced (address of the Redis for fenced resources) is required")
 	}
-	if len(cfg.Sentinels) == 0 && len(cfg.Data) == 0 {
-		return nil, errors.New("byo environment: give Sentinels or Data")
+	if len(cfg.Cluster) > 0 && len(cfg.Sentinels)+len(cfg.Data) > 0 {
+		return nil, errors.New("byo environment: give Cluster (a Redis Cluster's seeds) or Sentinels and Data (a Sentinel deployment), not both")
 	}
-	for field, addrs := range map[string][]string{"Sentinels": cfg.Sentinels, "Data": cfg.Data,
+	if len(cfg.Sentinels) == 0 && len(cfg.Data) == 0 && len(cfg.Cluster) == 0 {
+		return nil, errors.New("byo environment: give Sentinels, Data or Cluster")
+	}
+	for field, addrs := range map[string][]string{"Sentinels": cfg.Sentinels, "Data": cfg.Data, "Cluster": cfg.Cluster,
 		"Redlock": cfg.Redlock, "Fenced": {cfg.Fenced}} {
 		for i, a := range addrs {
 			if _, _, err := net.SplitHostPort(a); err != nil {
@@ -92,7 +104,13 @@ func NewBYO(ctx context.Context, cfg BYOConfig) (*BYOEnv, error) {
 	}
 	e.topo = Topology{MasterName: cfg.MasterName, Sentinels: cfg.Sentinels}
 	data := cfg.Data
-	if len(data) == 0 {
+	if len(cfg.Cluster) > 0 {
+		if e.topo.Cluster, err = DiscoverCluster(ctx, cfg.Cluster); err != nil {
+			return nil, fmt.Errorf("byo environment: Cluster %v: %w", cfg.Cluster, err)
+		}
+		e.topo.MasterName = ""
+		e.topo.NodeTimeout = nodeTimeout(ctx, e.topo.Cluster[0].Upstream)
+	} else if len(data) == 0 {
 		m, err := MasterAddr(ctx, e.topo)
 		if err != nil {
 			return nil, fmt.Errorf("byo environment: %w", err)
@@ -114,6 +132,43 @@ func NewBYO(ctx context.Context, cfg BYOConfig) (*BYOEnv, error) {
 		e.topo.Redlock = append(e.topo.Redlock, Node{ID: NodeID(RoleRedlock, i), Role: RoleRedlock, Addr: a, Upstream: a})
 	}
 	return e, nil
+}
+
+// nodeTimeout is the cluster-node-timeout of the node at addr, or
+// Redis's default (15s) when CONFIG GET is refused, as managed services
+// do.
+func nodeTimeout(ctx context.Context, addr string) time.Duration {
+	c := AdminClient(addr)
+	defer c.Close()
+	if kv, err := c.ConfigGet(ctx, "cluster-node-timeout").Result(); err == nil {
+		if ms, err := strconv.Atoi(kv["cluster-node-timeout"]); err == nil && ms > 0 {
+			return time.Duration(ms) * time.Millisecond
+		}
+	}
+	return 15 * time.Second
+}
+
+// Topology is the deployment's topology name: contract.TopologyCluster
+// with Cluster seeds, else contract.TopologySentinel.
+func (c BYOConfig) Topology() string {
+	if len(c.Cluster) > 0 {
+		return contract.TopologyCluster
+	}
+	return contract.TopologySentinel
+}
+
+// ErrWrongTopology: a bring-your-own deployment is not of the topology
+// asked for.
+var ErrWrongTopology = errors.New("the deployment is not of the topology asked for")
+
+// Fits reports whether the deployment is of spec's topology: a Redis
+// Cluster's seeds (LOCKPROOF_CLUSTER) for the cluster topology, Sentinels
+// or Data for the Sentinel one (ErrWrongTopology if not).
+func (c BYOConfig) Fits(spec Spec) error {
+	if got, want := c.Topology(), spec.Topology(); got != want {
+		return fmt.Errorf("%w: the %s topology was asked for, and the deployment given is a %s one (the cluster topology takes LOCKPROOF_CLUSTER, BYOConfig.Cluster; the sentinel one LOCKPROOF_SENTINELS or LOCKPROOF_DATA)", ErrWrongTopology, want, got)
+	}
+	return nil
 }
 
 // Kind implements Env.
@@ -156,8 +211,8 @@ func (e *BYOEnv) Close(ctx context.Context) error {
 
 // BYOFromEnviron reads a BYOConfig from the environment variables
 // LOCKPROOF_TOXIPROXY_URL, LOCKPROOF_PROXY_LISTEN_HOST, LOCKPROOF_PROXY_DIAL_HOST,
-// LOCKPROOF_MASTER_NAME, LOCKPROOF_SENTINELS, LOCKPROOF_DATA, LOCKPROOF_REDLOCK
-// (comma-separated host:port lists) and LOCKPROOF_FENCED. It returns nil when
+// LOCKPROOF_MASTER_NAME, LOCKPROOF_SENTINELS, LOCKPROOF_DATA, LOCKPROOF_CLUSTER,
+// LOCKPROOF_REDLOCK (comma-separated host:port lists) and LOCKPROOF_FENCED. It returns nil when
 // LOCKPROOF_TOXIPROXY_URL is unset.
 func BYOFromEnviron(getenv func(string) string) *BYOConfig {
 	if getenv("LOCKPROOF_TOXIPROXY_URL") == "" {
@@ -179,6 +234,7 @@ func BYOFromEnviron(getenv func(string) string) *BYOConfig {
 		MasterName:      getenv("LOCKPROOF_MASTER_NAME"),
 		Sentinels:       list("LOCKPROOF_SENTINELS"),
 		Data:            list("LOCKPROOF_DATA"),
+		Cluster:         list("LOCKPROOF_CLUSTER"),
 		Redlock:         list("LOCKPROOF_REDLOCK"),
 		Fenced:          getenv("LOCKPROOF_FENCED"),
 	}

@@ -3,6 +3,7 @@ package env_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,11 +17,7 @@ func TestBYO(t *testing.T) {
 	existing := chaostest.StartProcess(t, env.Spec{Replicas: 1, Sentinels: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	toxi, err := env.StartToxiproxy(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = toxi.Close(context.Background()) })
+	toxi := chaostest.Toxiproxy(t)
 	topo := existing.Topology()
 	cfg := env.BYOFromEnviron(func(k string) string {
 		return map[string]string{
@@ -96,5 +93,94 @@ func TestChoose(t *testing.T) {
 	docker := func(ctx context.Context, s env.Spec) (env.Env, error) { return nil, errors.New("unused") }
 	if k, err := env.Choose(ctx, env.Options{Docker: docker, DockerCheck: func(context.Context) error { return nil }}); err != nil || k != env.Docker {
 		t.Fatalf("no redis, docker reachable: %v, %v; want docker", k, err)
+	}
+}
+
+// TestBYOCluster uses a process environment's Redis Cluster as the
+// "existing" deployment, known by one seed: its nodes are discovered
+// (masters by slot, then their replicas), a client reaches every shard
+// through its own proxies on the team's Toxiproxy, and a cut of those
+// proxies cuts it. The servers are not lockproof's to kill.
+func TestBYOCluster(t *testing.T) {
+	existing := chaostest.StartProcess(t, env.Spec{Cluster: &env.ClusterSpec{NodeTimeout: time.Second}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	toxi := chaostest.Toxiproxy(t)
+	topo := existing.Topology()
+	vars := map[string]string{
+		"LOCKPROOF_TOXIPROXY_URL": toxi.URL,
+		"LOCKPROOF_CLUSTER":       topo.Cluster[4].Addr, // a replica's: any node knows them all
+		"LOCKPROOF_FENCED":        topo.Fenced.Upstream,
+	}
+	cfg := env.BYOFromEnviron(func(k string) string { return vars[k] })
+	if _, err := env.Open(ctx, env.Options{Kind: env.BYO, BYO: cfg}); !errors.Is(err, env.ErrWrongTopology) {
+		t.Fatalf("a cluster deployment opened for the sentinel topology: %v; want ErrWrongTopology", err)
+	}
+	e, err := env.Open(ctx, env.Options{Kind: env.BYO, BYO: cfg, Spec: env.Spec{Cluster: &env.ClusterSpec{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	bt := e.Topology()
+	if bt.Name() != "cluster" || len(bt.Cluster) != len(topo.Cluster) || bt.MasterName != "" || bt.NodeTimeout != time.Second {
+		t.Fatalf("byo topology %+v; want the %d nodes of the cluster, its node timeout 1s", bt, len(topo.Cluster))
+	}
+	// The same nodes in the same order: masters by their first slot,
+	// then shard by shard their replicas.
+	for i, n := range bt.Cluster {
+		if n.Addr != topo.Cluster[i].Addr || n.Upstream != n.Addr || n.Shard != topo.Cluster[i].Shard || n.ReplProxy != "" || n.BusProxy != "" {
+			t.Errorf("discovered %+v; want %s at %s (shard %d), not proxied", n, topo.Cluster[i].ID, topo.Cluster[i].Addr, topo.Cluster[i].Shard)
+		}
+	}
+	v, err := env.WaitClusterAgreed(ctx, bt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range bt.Cluster[3:] {
+		if m := v.ReplicaOf[n.ID]; m != bt.Cluster[n.Shard].ID {
+			t.Errorf("%s (shard %d) replicates %s", n.ID, n.Shard, m)
+		}
+	}
+	if err := e.Kill(ctx, "cluster-0"); !errors.Is(err, env.ErrUnsupported) {
+		t.Fatalf("Kill on byo: %v; want ErrUnsupported", err)
+	}
+	l := chaostest.Links(t, e, "byo1")
+	c := chaostest.ClusterClient(t, e, l, time.Second)
+	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+		if err := c.Set(ctx, k, "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if toxi.ProxyCount() != len(bt.Nodes()) {
+		t.Fatalf("the team's toxiproxy holds %d proxies; want %d (one per node for the client)", toxi.ProxyCount(), len(bt.Nodes()))
+	}
+	for _, p := range l.Proxies() {
+		if _, err := p.AddToxic("cut", "timeout", "downstream", 1, map[string]any{"timeout": 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sctx, scancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	err = c.Get(sctx, "a").Err()
+	scancel()
+	if err == nil {
+		t.Fatal("GET through cut byo proxies succeeded")
+	}
+}
+
+// TestBYOClusterConfig: a deployment is a cluster or a Sentinel one, and
+// a bad seed is named by its field.
+func TestBYOClusterConfig(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		cfg  env.BYOConfig
+		want string
+	}{
+		{env.BYOConfig{Cluster: []string{"a:1"}, Sentinels: []string{"b:2"}}, "not both"},
+		{env.BYOConfig{Cluster: []string{"nohost"}}, "Cluster[0]"},
+	} {
+		c.cfg.ToxiproxyURL, c.cfg.Fenced = "http://127.0.0.1:1", "127.0.0.1:2"
+		if _, err := env.NewBYO(ctx, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("NewBYO(%+v): %v; want an error saying %q", c.cfg, err, c.want)
+		}
 	}
 }

@@ -82,39 +82,29 @@ func View(ctx context.Context, t Topology, id string) (ClusterView, error) {
 	return v, nil
 }
 
-// parseView reads CLUSTER NODES's lines ("<id> <ip:port@cport> <flags>
-// <master> <ping> <pong> <epoch> <link> <slot>..."), naming each node by
-// the topology's ID for its announced address.
-func parseView(t Topology, text string) (ClusterView, error) {
-	byAddr := map[string]string{}
-	for _, n := range t.Cluster {
-		byAddr[n.Addr] = n.ID
-	}
-	v := ClusterView{Masters: map[string][][2]int{}, ReplicaOf: map[string]string{}, RedisIDs: map[string]string{}}
-	type line struct{ id, redisID, flags, master string }
-	var lines []line
-	byRedisID := map[string]string{}
+// nodeLine is one line of CLUSTER NODES ("<id> <ip:port@cport>
+// <flags> <master> <ping> <pong> <epoch> <link> <slot>...").
+type nodeLine struct {
+	redisID string
+	// addr is the node's announced ip:port (the bus port dropped).
+	addr   string
+	flags  []string
+	master string // the master's cluster node ID, or "-"
+	// slots are the ranges it serves ([lo, hi]); slots being migrated
+	// or imported ("[...]") are left out.
+	slots [][2]int
+}
+
+// parseNodes reads CLUSTER NODES's text.
+func parseNodes(text string) ([]nodeLine, error) {
+	var out []nodeLine
 	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
 		f := strings.Fields(l)
 		if len(f) < 8 {
-			return v, fmt.Errorf("line %q: want 8 fields or more", l)
+			return nil, fmt.Errorf("line %q: want 8 fields or more", l)
 		}
 		addr, _, _ := strings.Cut(f[1], "@")
-		id, ok := byAddr[addr]
-		if !ok {
-			return v, fmt.Errorf("node %s at %s: no node of the topology is announced there", f[0], addr)
-		}
-		byRedisID[f[0]] = id
-		v.RedisIDs[id] = f[0]
-		lines = append(lines, line{id: id, redisID: f[0], flags: f[2], master: f[3]})
-		flags := strings.Split(f[2], ",")
-		if slices.Contains(flags, "fail") {
-			v.Failed = append(v.Failed, id)
-		}
-		if !slices.Contains(flags, "master") {
-			continue
-		}
-		v.Masters[id] = nil
+		n := nodeLine{redisID: f[0], addr: addr, flags: strings.Split(f[2], ","), master: f[3]}
 		for _, s := range f[8:] {
 			if strings.HasPrefix(s, "[") {
 				continue // a slot being migrated or imported
@@ -126,20 +116,145 @@ func parseView(t Topology, text string) (ClusterView, error) {
 			a, err1 := strconv.Atoi(lo)
 			b, err2 := strconv.Atoi(hi)
 			if err1 != nil || err2 != nil {
-				return v, fmt.Errorf("node %s: slots %q", id, s)
+				return nil, fmt.Errorf("node %s: slots %q", f[0], s)
 			}
-			v.Masters[id] = append(v.Masters[id], [2]int{a, b})
+			n.slots = append(n.slots, [2]int{a, b})
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// isMaster reports whether the line's flags say master.
+func (n nodeLine) isMaster() bool { return slices.Contains(n.flags, "master") }
+
+// parseView reads CLUSTER NODES's text, naming each node by the
+// topology's ID for its announced address.
+func parseView(t Topology, text string) (ClusterView, error) {
+	byAddr := map[string]string{}
+	for _, n := range t.Cluster {
+		byAddr[n.Addr] = n.ID
+	}
+	v := ClusterView{Masters: map[string][][2]int{}, ReplicaOf: map[string]string{}, RedisIDs: map[string]string{}}
+	lines, err := parseNodes(text)
+	if err != nil {
+		return v, err
+	}
+	byRedisID := map[string]string{}
+	for _, l := range lines {
+		id, ok := byAddr[l.addr]
+		if !ok {
+			return v, fmt.Errorf("node %s at %s: no node of the topology is announced there", l.redisID, l.addr)
+		}
+		byRedisID[l.redisID] = id
+		v.RedisIDs[id] = l.redisID
+		if slices.Contains(l.flags, "fail") {
+			v.Failed = append(v.Failed, id)
+		}
+		if l.isMaster() {
+			v.Masters[id] = l.slots
 		}
 	}
 	for _, l := range lines {
 		if l.master != "-" {
 			if m, ok := byRedisID[l.master]; ok {
-				v.ReplicaOf[l.id] = m
+				v.ReplicaOf[byAddr[l.addr]] = m
 			}
 		}
 	}
 	slices.Sort(v.Failed)
 	return v, nil
+}
+
+// DiscoverCluster asks the first of seeds (host:port) that answers for
+// the nodes of its Redis Cluster (CLUSTER NODES) and returns them as a
+// Topology's Cluster: the masters that serve slots, in the order of
+// their first slot, then shard by shard their replicas, in the order of
+// their addresses; IDs "cluster-0", ... Addr and Upstream are the
+// addresses the cluster announces (a bring-your-own deployment's
+// replication and bus links are its own: no proxies). A node flagged
+// fail or noaddr, or a master with no slot, is refused: the harness
+// starts from a healthy cluster. A view that is not is asked again for
+// up to discoverWait (within ctx): news of a node's role takes a few
+// gossip rounds to reach every node, as after a cluster is formed.
+func DiscoverCluster(ctx context.Context, seeds []string) ([]Node, error) {
+	ctx, cancel := context.WithTimeout(ctx, discoverWait)
+	defer cancel()
+	for {
+		var errs []error
+		for _, seed := range seeds {
+			c := AdminClient(seed)
+			text, err := c.ClusterNodes(ctx).Result()
+			c.Close()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("CLUSTER NODES on %s: %w", seed, err))
+				continue
+			}
+			nodes, err := clusterNodes(text)
+			if err == nil {
+				return nodes, nil
+			}
+			errs = append(errs, fmt.Errorf("CLUSTER NODES on %s: %w", seed, err))
+			break // the seed answered: ask it again
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(errs...)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// discoverWait bounds how long DiscoverCluster waits for a healthy view.
+const discoverWait = 10 * time.Second
+
+// clusterNodes orders the lines of CLUSTER NODES as DiscoverCluster says.
+func clusterNodes(text string) ([]Node, error) {
+	lines, err := parseNodes(text)
+	if err != nil {
+		return nil, err
+	}
+	var masters, replicas []nodeLine
+	for _, l := range lines {
+		for _, bad := range []string{"fail", "fail?", "noaddr", "handshake"} {
+			if slices.Contains(l.flags, bad) {
+				return nil, fmt.Errorf("node %s at %s is %s: start from a healthy cluster", l.redisID, l.addr, bad)
+			}
+		}
+		switch {
+		case l.isMaster() && len(l.slots) == 0:
+			return nil, fmt.Errorf("master %s at %s serves no slot: every master is to be a shard", l.redisID, l.addr)
+		case l.isMaster():
+			masters = append(masters, l)
+		default:
+			replicas = append(replicas, l)
+		}
+	}
+	if len(masters) == 0 {
+		return nil, errors.New("no master serves a slot")
+	}
+	slices.SortFunc(masters, func(a, b nodeLine) int { return a.slots[0][0] - b.slots[0][0] })
+	slices.SortFunc(replicas, func(a, b nodeLine) int { return strings.Compare(a.addr, b.addr) })
+	shard := map[string]int{}
+	var out []Node
+	add := func(l nodeLine, s int) {
+		out = append(out, Node{ID: NodeID(RoleCluster, len(out)), Role: RoleCluster, Addr: l.addr, Upstream: l.addr, Shard: s})
+	}
+	for i, m := range masters {
+		shard[m.redisID] = i
+		add(m, i)
+	}
+	for i := range masters {
+		for _, r := range replicas {
+			if s, ok := shard[r.master]; ok && s == i {
+				add(r, i)
+			}
+		}
+	}
+	if len(out) != len(lines) {
+		return nil, fmt.Errorf("%d of %d nodes are neither a master with slots nor one's replica", len(lines)-len(out), len(lines))
+	}
+	return out, nil
 }
 
 // KeySlot is the hash slot of key (CLUSTER KEYSLOT, asked of the first
@@ -288,14 +403,28 @@ func CutClusterNode(ctx context.Context, e Env, id string) (heal func(context.Co
 // what the partition nemeses do when the node timeout would have failed
 // a cut master over. Writes the replica had not yet received are lost.
 func Takeover(ctx context.Context, t Topology, id string) error {
+	return clusterFailover(ctx, t, id, "TAKEOVER")
+}
+
+// ClusterFailover makes the cluster replica id the master of its master's
+// slots the operator's way (CLUSTER FAILOVER): the master stops its
+// clients, the replica catches up with it, then takes over. Nothing
+// acknowledged is lost; the faults use it where the servers are not
+// lockproof's to kill (bring your own).
+func ClusterFailover(ctx context.Context, t Topology, id string) error {
+	return clusterFailover(ctx, t, id)
+}
+
+// clusterFailover runs CLUSTER FAILOVER with opts on the cluster replica id.
+func clusterFailover(ctx context.Context, t Topology, id string, opts ...any) error {
 	n, err := t.Node(id)
 	if err != nil {
 		return err
 	}
 	if n.Role != RoleCluster {
-		return fmt.Errorf("takeover on %s: %w", id, ErrNotCluster)
+		return fmt.Errorf("cluster failover on %s: %w", id, ErrNotCluster)
 	}
-	return Admin(ctx, n.Upstream, "CLUSTER", "FAILOVER", "TAKEOVER")
+	return Admin(ctx, n.Upstream, append([]any{"CLUSTER", "FAILOVER"}, opts...)...)
 }
 
 // enableAll enables the proxies named names (the heal of a cut or a

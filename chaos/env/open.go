@@ -122,6 +122,9 @@ func Open(ctx context.Context, o Options) (Env, error) {
 		if o.BYO == nil {
 			return nil, fmt.Errorf("kind byo: no deployment given (Options.BYO): %w", ErrUnavailable)
 		}
+		if err := o.BYO.Fits(o.Spec); err != nil {
+			return nil, fmt.Errorf("kind byo: %w", err)
+		}
 		return NewBYO(ctx, *o.BYO)
 	}
 }

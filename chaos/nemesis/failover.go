@@ -27,8 +27,10 @@ const (
 	// FailoverKill kills the master with SIGKILL; Stop restarts it (empty),
 	// and Sentinel makes it a replica.
 	FailoverKill FailoverMode = "kill"
-	// FailoverCommand asks Sentinel to fail over (SENTINEL FAILOVER): a
-	// coordinated switch, the gentlest mode.
+	// FailoverCommand asks Sentinel to fail over (SENTINEL FAILOVER), or
+	// on a Redis Cluster the replica (CLUSTER FAILOVER, env.ClusterFailover): a
+	// coordinated switch, the gentlest mode, and the one of a deployment
+	// lockproof does not run (bring your own).
 	FailoverCommand FailoverMode = "command"
 	// FailoverTakeover, on a Redis Cluster, makes the master's replica
 	// take its slots at once (CLUSTER FAILOVER TAKEOVER), without the
@@ -236,7 +238,7 @@ func (f *Failover) startCluster(ctx context.Context, topo env.Topology) error {
 	if len(replicas) == 0 {
 		return fmt.Errorf("%s: master %s has no replica to promote", f.Name(), f.old.ID)
 	}
-	if f.ReplLatency > 0 {
+	if f.ReplLatency > 0 && f.old.ReplProxy != "" {
 		repl, err := f.Env.Proxies().API.Proxy(f.old.ReplProxy)
 		if err != nil {
 			return fmt.Errorf("%s: replication proxy %s: %w", f.Name(), f.old.ReplProxy, err)
@@ -269,8 +271,12 @@ func (f *Failover) startCluster(ctx context.Context, topo env.Topology) error {
 		if err := env.Takeover(ctx, topo, replicas[0]); err != nil {
 			return fmt.Errorf("%s: %w", f.Name(), err)
 		}
+	case FailoverCommand:
+		if err := env.ClusterFailover(ctx, topo, replicas[0]); err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
 	default:
-		return fmt.Errorf("failover on a cluster: Mode %q: want kill, partition or takeover", f.Mode)
+		return fmt.Errorf("failover on a cluster: Mode %q: want kill, partition, takeover or command", f.Mode)
 	}
 	wctx, cancel := f.promotion(ctx)
 	defer cancel()

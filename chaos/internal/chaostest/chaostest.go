@@ -85,3 +85,17 @@ func ClusterClient(tb testing.TB, e env.Env, l *env.Links, timeout time.Duration
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
 }
+
+// Toxiproxy starts a Toxiproxy server of the test's own (a team's, for a
+// bring-your-own environment) and closes it when the test ends.
+func Toxiproxy(tb testing.TB) *env.ToxiServer {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	toxi, err := env.StartToxiproxy(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = toxi.Close(context.Background()) })
+	return toxi
+}
