@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
@@ -24,6 +27,7 @@ import (
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/fencing"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/internal/rediscmd"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/runner"
@@ -37,6 +41,7 @@ var (
 	flagDuration = flag.Duration("chaos.duration", 0, "workload duration per run (0: 3s with -short, 6s without)")
 	flagOut      = flag.String("chaos.out", "", "directory to keep histories in (default: the test's temp dir)")
 	flagSeeds    = flag.Int("chaos.failover-seeds", 0, "seeds to try for a failover violation (0: 3 with -short, 6 without)")
+	flagRedisLog = flag.Bool("chaos.redis-log", false, "print go-redis's own log lines (a line per failed dial while a node is down: hundreds in a failover)")
 )
 
 // opened tracks every environment the tests open, for the leak check in TestMain.
@@ -48,6 +53,13 @@ var opened struct {
 func TestMain(m *testing.M) {
 	workload.MaybeChild(zoo.Builtin()) // a child-process client of pause-process runs here and exits
 	flag.Parse()
+	// go-redis logs through its package logger, to stderr by default, as
+	// lockproof run does not let it (runner.Prepare routes it).
+	level := slog.LevelError
+	if *flagRedisLog {
+		level = slog.LevelDebug
+	}
+	redis.SetLogger(rediscmd.SlogLogger{L: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))})
 	code := m.Run()
 	// After every test, failed ones included: nothing may be left running.
 	if err := checkNoLeaks(); err != nil {

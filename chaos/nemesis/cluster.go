@@ -237,10 +237,10 @@ type ShardOutage struct {
 	Master   string
 	Replicas []string
 
-	mu     sync.Mutex
-	before []string
-	killed []string
-	undo   []func(context.Context) error // the killed nodes' proxies, refusing
+	mu      sync.Mutex
+	before  []string
+	killed  []string
+	restart []func(context.Context) error // each killed node's restart (env.Crash)
 }
 
 // Name is "shard-outage <master> (<client> <key>)".
@@ -256,18 +256,14 @@ func (o *ShardOutage) Start(ctx context.Context) error {
 	o.before = before
 	errs := []error{err}
 	for _, id := range append([]string{o.Master}, o.Replicas...) {
-		if err := o.Env.Kill(ctx, id); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		o.killed = append(o.killed, id)
-		// A dead process's port refuses (env.RefuseNode says why).
-		undo, err := env.RefuseNode(ctx, o.Env, id)
+		// A dead process's port refuses (env.Crash says why).
+		restart, err := env.Crash(ctx, o.Env, id)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		o.undo = append(o.undo, undo)
+		o.killed = append(o.killed, id)
+		o.restart = append(o.restart, restart)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%s: %w", o.Name(), err)
@@ -279,17 +275,12 @@ func (o *ShardOutage) Start(ctx context.Context) error {
 // cluster agrees again.
 func (o *ShardOutage) Stop(ctx context.Context) error {
 	o.mu.Lock()
-	killed, undo := o.killed, o.undo
-	o.killed, o.undo = nil, nil
+	killed, restart := o.killed, o.restart
+	o.killed, o.restart = nil, nil
 	o.mu.Unlock()
 	var errs []error
-	for _, u := range undo {
-		errs = append(errs, u(ctx))
-	}
-	for _, id := range killed {
-		if err := o.Env.Restart(ctx, id); err != nil {
-			errs = append(errs, err)
-		}
+	for _, r := range restart { // the master first
+		errs = append(errs, r(ctx))
 	}
 	if len(killed) > 0 {
 		if _, err := env.WaitClusterAgreed(ctx, o.Env.Topology()); err != nil {

@@ -249,12 +249,9 @@ func (f *Failover) startCluster(ctx context.Context, topo env.Topology) error {
 	}
 	switch f.Mode {
 	case FailoverKill:
-		if err := f.Env.Kill(ctx, f.old.ID); err != nil {
-			return fmt.Errorf("%s: %w", f.Name(), err)
-		}
-		f.killed = true
-		// A dead process's port refuses (env.RefuseNode says why).
-		if f.heal, err = env.RefuseNode(ctx, f.Env, f.old.ID); err != nil {
+		// A dead process's port refuses (env.Crash says why); the heal
+		// restarts it.
+		if f.heal, err = env.Crash(ctx, f.Env, f.old.ID); err != nil {
 			return fmt.Errorf("%s: %w", f.Name(), err)
 		}
 	case FailoverPartition, "":

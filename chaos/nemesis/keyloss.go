@@ -205,10 +205,13 @@ func (r *Restart) Name() string {
 // answers PING.
 func (r *Restart) Start(ctx context.Context) error {
 	before, berr := r.Lock.allKeys(ctx)
-	if err := r.Env.Kill(ctx, r.NodeID); err != nil {
+	// While it is down its port refuses, as a dead process's does
+	// (env.Crash says why).
+	restart, err := env.Crash(ctx, r.Env, r.NodeID)
+	if err != nil {
 		return fmt.Errorf("restart %s: %w", r.NodeID, err)
 	}
-	if err := r.Env.Restart(ctx, r.NodeID); err != nil {
+	if err := restart(ctx); err != nil {
 		return fmt.Errorf("restart %s: %w", r.NodeID, err)
 	}
 	after, aerr := r.Lock.allKeys(ctx)

@@ -74,7 +74,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.parallel, "parallel", 3, "scenarios at once on the shared environment (pause-server and failover run alone)")
 	fs.StringVar(&f.topology, "topology", contract.TopologySentinel, "the deployment: "+strings.Join(contract.Topologies(), " or ")+" (a master, replicas and Sentinels; or a Redis Cluster of 3 shards with a replica each, on the process environment); the default matrix is the topology's")
 	fs.StringVar(&f.provider, "provider", "", "environment: process, docker or byo (default: $LOCKPROOF_ENV, else process when redis-server is on PATH, else docker)")
-	fs.StringVar(&f.byoConfig, "byo-config", "", "with --provider byo: JSON file of the deployment (env.BYOConfig: ToxiproxyURL, Sentinels, Data, Fenced, Redlock)")
+	fs.StringVar(&f.byoConfig, "byo-config", "", "with --provider byo: JSON file of the deployment (env.BYOConfig: ToxiproxyURL, Sentinels, Data or Cluster, Fenced, Redlock)")
 	fs.StringVar(&f.out, "out", "", "run directory (default runs/<UTC timestamp>)")
 	fs.DurationVar(&f.checkTimeout, "check-timeout", 60*time.Second, "budget of each scenario's check, explanations and page included (out of time: unknown)")
 	fs.BoolVar(&f.detect, "detect", false, "measure detection speed: each specimen's decisive scenario over the seeds; writes detect.md")

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/redisproc"
+	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/runner"
+)
+
+// TestRunOnBYOCluster: lockproof run --topology cluster --provider byo on
+// a Redis Cluster it did not start (processes started here, known to the
+// run by one seed in a --byo-config file, behind a Toxiproxy of the
+// test's own). The lock runs, the operator's failover strikes and bites,
+// and summary.json says the topology. A deployment of the other topology
+// is refused before anything runs.
+func TestRunOnBYOCluster(t *testing.T) {
+	redistest.Require(t, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := redisproc.StartCluster(ctx, redisproc.ClusterConfig{Replicas: 1, NodeTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	fenced, err := redisproc.Start(ctx, redisproc.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fenced.Stop() })
+	toxi, err := env.StartToxiproxy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = toxi.Close(context.Background()) })
+	dir := t.TempDir()
+	config := func(name string, cfg env.BYOConfig) string {
+		cfg.ToxiproxyURL, cfg.Fenced = toxi.URL, fenced.Addr
+		b, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	clusterCfg := config("cluster.json", env.BYOConfig{Cluster: []string{c.Announced[0]}})
+	sentinelCfg := config("sentinel.json", env.BYOConfig{Data: []string{c.Announced[0]}})
+
+	code, _, stderr := runRunArgs(t, "--topology", "cluster", "--provider", "byo", "--byo-config", sentinelCfg,
+		"--locks", "fenced", "--faults", "none", "--out", filepath.Join(dir, "refused"))
+	if code != exitBadInput || !strings.Contains(stderr, "sentinel one") {
+		t.Errorf("a sentinel deployment for --topology cluster: exit %d, %q; want %d saying so", code, stderr, exitBadInput)
+	}
+
+	out := filepath.Join(dir, "run")
+	code, stdout, stderr := runRunArgs(t, "--topology", "cluster", "--provider", "byo", "--byo-config", clusterCfg,
+		"--locks", "fenced", "--faults", "none,failover", "--seeds", "1", "--out", out, "--no-report")
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d; want %d", code, exitOK)
+	}
+	sum, err := runner.ReadSummary(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contract.TopologyOf(sum.Topology) != contract.TopologyCluster || len(sum.Scenarios) != 2 {
+		t.Fatalf("summary: topology %q, %d scenarios; want cluster, 2", sum.Topology, len(sum.Scenarios))
+	}
+	for _, s := range sum.Scenarios {
+		if s.Fault == contract.FaultFailover && !strings.Contains(s.FaultEvidence, "promoted") {
+			t.Errorf("failover's evidence %q; want the cluster's promotion", s.FaultEvidence)
+		}
+	}
+}
