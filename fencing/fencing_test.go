@@ -38,6 +38,14 @@ func fencedFlavours() []flavour {
 			}
 			return r
 		}},
+		{"redis-cluster", func(t testing.TB) fencing.Resource {
+			cc, prefix := clusterClient(t)
+			r, err := fencing.NewRedis(cc, fencing.RedisOptions{Prefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}},
 	}
 }
 
@@ -46,6 +54,14 @@ func unfencedFlavours() []flavour {
 		{"memory", func(t testing.TB) fencing.Resource { return fencing.NewUnfencedMemory() }},
 		{"redis", func(t testing.TB) fencing.Resource {
 			r, err := fencing.NewUnfencedRedis(redisClient(t), fencing.RedisOptions{Prefix: "u:"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}},
+		{"redis-cluster", func(t testing.TB) fencing.Resource {
+			cc, prefix := clusterClient(t)
+			r, err := fencing.NewUnfencedRedis(cc, fencing.RedisOptions{Prefix: "u" + prefix})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -72,7 +72,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.think, "think", 0, "bound of a client's wait between two attempts (0: 5ms under pause-client, else 10ms)")
 	fs.StringVar(&f.mix, "mix", workload.DefaultMix().String(), "the workload's operation mix: the share of each choice a client makes per critical section (names not given keep their default)")
 	fs.IntVar(&f.parallel, "parallel", 3, "scenarios at once on the shared environment (pause-server and failover run alone)")
-	fs.StringVar(&f.topology, "topology", contract.TopologySentinel, "the deployment: "+strings.Join(contract.Topologies(), " or ")+" (a master, replicas and Sentinels; or a Redis Cluster of 3 shards with a replica each, on the process environment); the default matrix is the topology's")
+	fs.StringVar(&f.topology, "topology", contract.TopologySentinel, "the deployment: "+strings.Join(contract.Topologies(), " or ")+" (a master, replicas and Sentinels; or a Redis Cluster of 3 shards with a replica each); the default matrix is the topology's")
 	fs.StringVar(&f.provider, "provider", "", "environment: process, docker or byo (default: $LOCKPROOF_ENV, else process when redis-server is on PATH, else docker)")
 	fs.StringVar(&f.byoConfig, "byo-config", "", "with --provider byo: JSON file of the deployment (env.BYOConfig: ToxiproxyURL, Sentinels, Data or Cluster, Fenced, Redlock)")
 	fs.StringVar(&f.out, "out", "", "run directory (default runs/<UTC timestamp>)")
