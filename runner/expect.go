@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 
@@ -79,7 +80,9 @@ func AvailableFaults(k env.Kind, topology string) (faults []string, left []error
 //     (contract.Like): takeover and minority-partition as failover,
 //     shard-outage as restart, and besides, under shard-outage, liveness
 //     may break (the shard serves nobody for a while); migrate: every
-//     property holds.
+//     property holds. On a cluster, failover and failover-skew also let
+//     liveness break (PredictOn: the failed shard serves nobody until
+//     its replica is elected).
 //   - any other fault: no prediction.
 //
 // ProfileNone predicts nothing.
@@ -193,8 +196,43 @@ func profilePrediction(e locker.Entry, fault string) locker.Prediction {
 }
 
 // Expected is what the matrix predicts for the built-in lock named lock
-// (zoo.Builtin) under fault: expectedOf with the built-in registry.
+// (zoo.Builtin) under fault on the Sentinel topology: expectedOf with the
+// built-in registry.
 func Expected(lock, fault string) locker.Prediction { return expectedOf(zoo.Builtin(), lock, fault) }
+
+// ExpectedOn is Expected on topology (PredictOn).
+func ExpectedOn(lock, fault, topology string) locker.Prediction {
+	e, ok := zoo.Builtin().Lookup(lock)
+	if !ok {
+		return locker.NoPrediction("unknown lock: no prediction")
+	}
+	return PredictOn(e, fault, topology)
+}
+
+// whyShardDown says why liveness may break under a cluster's failover.
+const whyShardDown = "on a Redis Cluster the failed master's shard serves nobody until its replica is elected (the node timeout and a vote): an acquire of a key surely free is refused meanwhile (liveness may break), where Sentinel's failed master keeps serving its clients"
+
+// PredictOn is lock e's prediction under fault on topology: Predict's,
+// and on a Redis Cluster, under failover and failover-skew, liveness may
+// break besides. A cluster's failover kills the shard's master (a
+// cluster you bring is failed over by CLUSTER FAILOVER, which stops the
+// master's clients while its replica catches up), and nobody serves its
+// slots until the replica is promoted; Sentinel's cuts the master off
+// from its replicas while it goes on serving its clients. Found by the
+// cluster matrix on Docker (set-del and watchdog × failover: acquires
+// refused while the key was surely free), once a killed node's port
+// refused from the kill on (env.Crash): before, the unknown outcomes of
+// dials a dead node's proxy accepted and dropped had excused them.
+func PredictOn(e locker.Entry, fault, topology string) locker.Prediction {
+	exp := Predict(e, fault)
+	if topology == contract.TopologyCluster && (fault == contract.FaultFailover || fault == contract.FaultFailoverSkew) &&
+		exp.Wants != nil && exp.Want(contract.PropLiveness) == contract.WantOK {
+		exp.Wants = maps.Clone(exp.Wants) // the lock's own may be shared
+		exp.Set(contract.WantMay, contract.PropLiveness)
+		exp.Because(whyShardDown)
+	}
+	return exp
+}
 
 // expectedOf is the prediction for lock of reg under fault: the prediction
 // of the profile it claims (profilePrediction), amended by the lock's own

@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,11 @@ func currentGolden() goldenFile {
 		for _, f := range faults {
 			e := Predict(entry, f)
 			g.Cells[l][f] = goldenCell{Wants: e.Wants, Rejected: e.Rejected, Why: e.Why, Point: PointOf(entry, f).String()}
+			// Where the cluster's prediction differs (PredictOn), it is
+			// kept too, as "fault@cluster".
+			if c := PredictOn(entry, f, contract.TopologyCluster); c.Why != e.Why || !maps.Equal(c.Wants, e.Wants) {
+				g.Cells[l][f+"@"+contract.TopologyCluster] = goldenCell{Wants: c.Wants, Rejected: c.Rejected, Why: c.Why, Point: PointOf(entry, f).String()}
+			}
 		}
 	}
 	for _, d := range DecisiveScenarios() {

@@ -216,7 +216,7 @@ func (c Config) specs() ([]Spec, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: scenario %s: lock %q is not in the registry (known: %v)", ErrBadConfig, s.ID(), s.Lock, c.Registry.Names())
 		}
-		s.fault, s.entry, s.exp = fault, entry, Predict(entry, s.Fault)
+		s.fault, s.entry, s.exp = fault, entry, PredictOn(entry, s.Fault, c.Topology)
 		if seen[s.ID()] {
 			return nil, fmt.Errorf("%w: scenario %s given twice", ErrBadConfig, s.ID())
 		}

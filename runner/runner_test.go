@@ -841,6 +841,21 @@ func TestFaultsOnTopologies(t *testing.T) {
 			t.Errorf("%s is not in a bring-your-own cluster's matrix %v", f, cfg.Faults)
 		}
 	}
+	// The plan judges a cluster's scenario by the cluster's prediction:
+	// under its failover, set-del's liveness may break (PredictOn), where
+	// on Sentinel it is to hold.
+	for _, c := range []struct {
+		topology string
+		want     contract.Want
+	}{{contract.TopologySentinel, contract.WantOK}, {contract.TopologyCluster, contract.WantMay}} {
+		specs, err := Config{Topology: c.topology, Kind: env.Process, Registry: zoo.Builtin(), Locks: []string{"set-del"}, Faults: []string{contract.FaultFailover}, Seeds: []uint64{1}}.specs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := specs[0].exp.Want(contract.PropLiveness); got != c.want {
+			t.Errorf("set-del × failover on the %s topology: liveness %s; want %s", c.topology, got, c.want)
+		}
+	}
 	cfg = Config{Topology: "ring", Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
 	if _, err := Prepare(context.Background(), &cfg, env.Options{Kind: env.Process}); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("topology ring: %v; want ErrBadConfig", err)
