@@ -34,7 +34,26 @@ func pauseClientFault() Fault {
 func strikePauseClient(s *striking) (armed, error) {
 	window, victim := 3*s.sc.TTL, s.victim
 	if s.sc.Point.After != "" {
-		return strikeFirstAt(s, window)
+		// Arm the pause and count its window from the strike: the victim
+		// may reach its fault point long after the arming (it must win the
+		// lock first), and a window counted from the arming would leave too
+		// short a pause to outlive the TTL.
+		pf := &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate, Point: s.sc.Point}
+		pf.Arm()
+		struck := victim.Gate.Struck()
+		if err := bounded(s.ctx, func(c context.Context) error {
+			select {
+			case <-struck:
+				return nil
+			case <-c.Done():
+				return c.Err()
+			}
+		}); err != nil {
+			victim.Gate.PauseAfter("")
+			victim.Gate.Resume() // in case it struck as the wait gave up
+			return armed{fault: pf}, fmt.Errorf("pause-client: armed after %s, %s never got there: %w", s.sc.Point.After, victim.Name, err)
+		}
+		return armed{fault: pf, window: window, outer: true}, nil
 	}
 	// Pause the victim while it holds its lock, for longer than the TTL: it
 	// wakes believing it holds a lock another client took meanwhile.
@@ -42,54 +61,6 @@ func strikePauseClient(s *striking) (armed, error) {
 		return armed{}, fmt.Errorf("pause-client: %w", err)
 	}
 	return armed{fault: &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate}, window: window}, nil
-}
-
-// strikeFirstAt pauses, for window counted from the strike, the first
-// client to reach the scenario's fault point. Every client is armed: any
-// holder gets to a point of its hold within one hold, where a victim
-// chosen beforehand must first win the lock, which on a loaded machine it
-// may not do before the run ends (seen in CI: the ownlock example's
-// pause-client never struck its victim, and nothing bit). The others are
-// disarmed at once; one that struck in the same instant is resumed, held
-// no longer than the scheduler took. The window counts from the strike: a
-// window counted from the arming could leave too short a pause to outlive
-// the TTL.
-func strikeFirstAt(s *striking, window time.Duration) (armed, error) {
-	pfs := make([]*nemesis.PauseClient, len(s.wl.Clients))
-	first := make(chan int, len(pfs))
-	done := make(chan struct{})
-	for i, c := range s.wl.Clients {
-		pfs[i] = &nemesis.PauseClient{Client: c.Name, Gate: c.Gate, Point: s.sc.Point}
-		pfs[i].Arm()
-		go func(struck <-chan struct{}) {
-			select {
-			case <-struck:
-				first <- i
-			case <-done:
-			}
-		}(c.Gate.Struck())
-	}
-	victim := -1
-	err := bounded(s.ctx, func(c context.Context) error {
-		select {
-		case victim = <-first:
-			return nil
-		case <-c.Done():
-			return c.Err()
-		}
-	})
-	close(done)
-	for i, c := range s.wl.Clients {
-		if i == victim {
-			continue
-		}
-		c.Gate.PauseAfter("")
-		c.Gate.Resume() // in case it struck as the wait ended
-	}
-	if err != nil {
-		return armed{fault: pfs[0]}, fmt.Errorf("pause-client: armed after %s, no client got there: %w", s.sc.Point.After, err)
-	}
-	return armed{fault: pfs[victim], window: window, outer: true}, nil
 }
 
 func pauseProcessFault() Fault {
