@@ -1,8 +1,9 @@
 // Package docker is the Docker chaos environment of lockproof: the topology of
-// package env (a Redis master with replicas watched by Sentinels, a separate
-// Redis for fenced resources, optional independent Redlock masters) run as
-// containers through testcontainers-go, every link to a Redis server passing a
-// real Toxiproxy proxy.
+// package env (a Redis master with replicas watched by Sentinels, or a Redis
+// Cluster (env.Spec.Cluster, see cluster.go); a separate Redis for fenced
+// resources, optional independent Redlock masters) run as containers through
+// testcontainers-go, every link to a Redis server passing a real Toxiproxy
+// proxy.
 //
 // Layout. All containers join one private bridge network made for the
 // environment. Each Redis and Sentinel container publishes its port on

@@ -106,7 +106,11 @@ func TestMyLockUnderChaos(t *testing.T) {
 	res, err := lockproof.Run(context.Background(), lockproof.Options{
 		Locks:  []locker.Entry{entry()},
 		Faults: []string{"none", "pause-client", "crash-client"},
-		Out:    t.TempDir(),
+		// Longer than the matrix's 3s: pause-client's victim must win the
+		// lock before it can be paused at its point, within the run, and on
+		// a loaded CI machine 3s once did not do (nothing bit).
+		Duration: 6 * time.Second,
+		Out:      t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)
