@@ -50,18 +50,16 @@ func (e *Env) clusterArgs(n *node, i int) ([]string, error) {
 		return nil, err
 	}
 	n.BusProxy = px.Name
-	n.Shard = i
-	if i >= cs.Masters {
-		n.Shard = (i - cs.Masters) / max(cs.Replicas, 1)
-	}
-	host, port, err := splitHostPort(n.Addr)
+	n.Shard = redisproc.ShardOf(i, cs.Masters, cs.Replicas)
+	host, port, err := redisproc.SplitHostPort(n.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", n.ID, err)
 	}
-	_, bport, err := splitHostPort(px.Listen)
+	_, bport, err := redisproc.SplitHostPort(px.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", n.ID, err)
 	}
+	n.meet = fmt.Sprintf("%s %d %d", host, port, bport)
 	conf := append(redisproc.ClusterConf(nodesConf, clusterBus, cs.NodeTimeout), redisproc.AnnounceConf(host, port, bport)...)
 	return flags(conf), nil
 }
@@ -73,19 +71,11 @@ func (e *Env) formCluster(ctx context.Context) error {
 	cs := e.spec.Cluster
 	addrs := make([]string, len(e.topo.Cluster))
 	meet := make([]string, len(e.topo.Cluster))
+	e.mu.Lock()
 	for i, n := range e.topo.Cluster {
-		addrs[i] = n.Upstream
-		host, port, _ := splitHostPort(n.Addr)
-		px, err := e.toxi.API.Proxy(n.BusProxy)
-		if err != nil {
-			return fmt.Errorf("%s: bus proxy: %w", n.ID, err)
-		}
-		_, bport, err := splitHostPort(px.Listen)
-		if err != nil {
-			return fmt.Errorf("%s: %w", n.ID, err)
-		}
-		meet[i] = fmt.Sprintf("%s %d %d", host, port, bport)
+		addrs[i], meet[i] = n.Upstream, e.nodes[n.ID].meet
 	}
+	e.mu.Unlock()
 	if err := redisproc.FormCluster(ctx, addrs, meet, cs.Masters, cs.Replicas); err != nil {
 		return fmt.Errorf("%w; the containers must reach the proxies on the host at the network gateway %s: does a host firewall block it?", err, e.gateway)
 	}
@@ -103,17 +93,4 @@ func flags(lines []string) []string {
 		out = append(out, "--"+name, value)
 	}
 	return out
-}
-
-// splitHostPort splits host:port into its host and port number.
-func splitHostPort(hostport string) (string, int, error) {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return "", 0, fmt.Errorf("address %q: %w", hostport, err)
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		return "", 0, fmt.Errorf("address %q: port: %w", hostport, err)
-	}
-	return host, n, nil
 }

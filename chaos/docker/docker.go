@@ -135,7 +135,10 @@ type node struct {
 	// busPort is the host port a cluster node's bus (clusterBusPort) is
 	// published on; 0 for other nodes.
 	busPort int
-	ctr     testcontainers.Container
+	// meet is "host port bus", where a cluster node announces its data
+	// port and its bus: where the others meet it (redisproc.FormCluster).
+	meet string
+	ctr  testcontainers.Container
 }
 
 var _ env.Env = (*Env)(nil)

@@ -207,11 +207,11 @@ func (e *ProcessEnv) startCluster(ctx context.Context) error {
 				return "", 0, 0, fmt.Errorf("%s: create bus proxy: %w", id(i), err)
 			}
 			proxies[i] = [2]string{repl.Name, busp.Name}
-			host, port, err := splitPort(repl.Listen)
+			host, port, err := redisproc.SplitHostPort(repl.Listen)
 			if err != nil {
 				return "", 0, 0, err
 			}
-			_, bport, err := splitPort(busp.Listen)
+			_, bport, err := redisproc.SplitHostPort(busp.Listen)
 			return host, port, bport, err
 		},
 	})
@@ -219,13 +219,9 @@ func (e *ProcessEnv) startCluster(ctx context.Context) error {
 		return err
 	}
 	for i, p := range c.Nodes {
-		shard := i
-		if i >= cs.Masters {
-			shard = (i - cs.Masters) / max(cs.Replicas, 1)
-		}
 		n := &procNode{
 			node: Node{ID: id(i), Role: RoleCluster, Addr: c.Announced[i], Upstream: p.Addr,
-				ReplProxy: proxies[i][0], BusProxy: proxies[i][1], Shard: shard},
+				ReplProxy: proxies[i][0], BusProxy: proxies[i][1], Shard: redisproc.ShardOf(i, cs.Masters, cs.Replicas)},
 			port: p.Port, dir: p.Dir, extra: c.Configs[i].Extra, env: c.Configs[i].Env, proc: p,
 		}
 		e.mu.Lock()
@@ -236,19 +232,6 @@ func (e *ProcessEnv) startCluster(ctx context.Context) error {
 	e.topo.NodeTimeout = cs.NodeTimeout
 	e.log.Debug("process cluster up", "nodes", e.topo.ClusterAddrs(), "root", e.root)
 	return nil
-}
-
-// splitPort splits a proxy's listen address into its host and port.
-func splitPort(hostport string) (string, int, error) {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return "", 0, fmt.Errorf("proxy listens on %q: %w", hostport, err)
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		return "", 0, fmt.Errorf("proxy listens on %q: %w", hostport, err)
-	}
-	return host, n, nil
 }
 
 // startNode starts one redis-server with the given extra environment

@@ -72,6 +72,30 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
+// ShardOf is the shard of the i-th node of a cluster of masters, each
+// with replicas (the order StartCluster and FormCluster use: the masters
+// first, then shard by shard their replicas).
+func ShardOf(i, masters, replicas int) int {
+	if i < masters {
+		return i
+	}
+	return (i - masters) / max(replicas, 1)
+}
+
+// SplitHostPort splits host:port into its host and port number (a
+// proxy's listen address, to announce).
+func SplitHostPort(hostport string) (string, int, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "", 0, fmt.Errorf("address %q: %w", hostport, err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return "", 0, fmt.Errorf("address %q: port: %w", hostport, err)
+	}
+	return host, n, nil
+}
+
 // ClusterConf are the configuration lines of a cluster node whose
 // identity (its node ID, its peers, its epoch) lives in file, whose
 // cluster bus listens on port bus, and which fails an unreachable peer
@@ -207,12 +231,10 @@ func FormCluster(ctx context.Context, addrs, meet []string, masters, replicas in
 	}); err != nil {
 		return fmt.Errorf("cluster: nodes meeting: %w", err)
 	}
-	for s := range masters {
-		for j := range replicas {
-			r := masters + s*replicas + j
-			if err := clients[r].ClusterReplicate(ctx, ids[s]).Err(); err != nil {
-				return fmt.Errorf("cluster node %s: REPLICATE %s: %w", addrs[r], addrs[s], err)
-			}
+	for r := masters; r < total; r++ {
+		s := ShardOf(r, masters, replicas)
+		if err := clients[r].ClusterReplicate(ctx, ids[s]).Err(); err != nil {
+			return fmt.Errorf("cluster node %s: REPLICATE %s: %w", addrs[r], addrs[s], err)
 		}
 	}
 	if err := waitAll(ctx, clients, func(rdb *redis.Client) (bool, error) {
