@@ -288,12 +288,14 @@ func (f *Failover) startCluster(ctx context.Context, topo env.Topology) error {
 		if err != nil {
 			return fmt.Errorf("%s: wait for a new master of slot %d: %w", f.Name(), f.Slot, err)
 		}
-		if o := v.Owner(f.Slot); o != "" && o != f.old.ID {
+		o := v.Owner(f.Slot)
+		if o != "" && o != f.old.ID {
 			f.promoted, err = topo.Node(o)
 			return err
 		}
 		if err := sleep(wctx, 20*time.Millisecond); err != nil {
-			return fmt.Errorf("%s: wait for a new master of slot %d: %w", f.Name(), f.Slot, err)
+			return fmt.Errorf("%s: wait for a new master of slot %d: %w (the other nodes still agree it is %q's; %s's replicas: %v)",
+				f.Name(), f.Slot, err, o, f.old.ID, v.Replicas(f.old.ID))
 		}
 	}
 }

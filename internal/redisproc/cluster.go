@@ -188,9 +188,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 // first masters nodes each get an equal range of the 16384 slots, node 0
 // meets the others at meet[i] ("host port bus", the address node i
 // announces), and node masters+s*replicas+j replicates master s. It
-// waits, bounded by ctx, until every node sees the cluster ok and every
-// replica in sync. The process and Docker environments both form their
-// clusters so.
+// waits, bounded by ctx, until every node sees the cluster ok, every
+// replica in sync and known to every node as its master's. The process
+// and Docker environments both form their clusters so.
 func FormCluster(ctx context.Context, addrs, meet []string, masters, replicas int) error {
 	total := len(addrs)
 	if total != masters*(1+replicas) || len(meet) != total {
@@ -206,6 +206,19 @@ func FormCluster(ctx context.Context, addrs, meet []string, masters, replicas in
 		var err error
 		if ids[i], err = rdb.ClusterMyID(ctx).Result(); err != nil {
 			return fmt.Errorf("cluster node %s: CLUSTER MYID: %w", addrs[i], err)
+		}
+	}
+	// Each node its own config epoch before it meets any other, as
+	// redis-cli --cluster create does. Left at 0, the nodes bump theirs
+	// on meeting until no two masters share one; a node that becomes a
+	// replica stops taking part, and may keep its master's epoch. Its
+	// CLUSTER FAILOVER TAKEOVER then claims the slots with an epoch no
+	// greater than the master's, which the other masters ignore while
+	// they still hear the master: a minority partition's replica never
+	// took the slots (the clean-clone CI of e55388c).
+	for i, rdb := range clients {
+		if err := rdb.Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err(); err != nil {
+			return fmt.Errorf("cluster node %s: SET-CONFIG-EPOCH %d: %w", addrs[i], i+1, err)
 		}
 	}
 	per := 16384 / masters
@@ -243,11 +256,36 @@ func FormCluster(ctx context.Context, addrs, meet []string, masters, replicas in
 			return false, err
 		}
 		repl, err := rdb.Info(ctx, "replication").Result()
-		return strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up"), err
+		if err != nil || !(strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up")) {
+			return false, err
+		}
+		// Every node knows every replica's master: a failover right
+		// after formation asks one node for the master's replicas.
+		nodes, err := rdb.ClusterNodes(ctx).Result()
+		return err == nil && knowsReplicas(nodes, ids, masters, replicas), err
 	}); err != nil {
-		return fmt.Errorf("cluster: waiting for state ok and replicas in sync: %w", err)
+		return fmt.Errorf("cluster: waiting for state ok, replicas in sync and known to all: %w", err)
 	}
 	return nil
+}
+
+// knowsReplicas reports whether the CLUSTER NODES text nodes lists every
+// replica of ids (node masters+s*replicas+j) as a replica of its master
+// ids[s].
+func knowsReplicas(nodes string, ids []string, masters, replicas int) bool {
+	of := map[string]string{} // node ID -> the master it replicates
+	for line := range strings.Lines(nodes) {
+		f := strings.Fields(line)
+		if len(f) >= 4 && strings.Contains(f[2], "slave") {
+			of[f[0]] = f[3]
+		}
+	}
+	for r := masters; r < len(ids); r++ {
+		if of[ids[r]] != ids[ShardOf(r, masters, replicas)] {
+			return false
+		}
+	}
+	return true
 }
 
 // configSet runs CONFIG SET name value on the server at addr.

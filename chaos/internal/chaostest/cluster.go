@@ -2,6 +2,7 @@ package chaostest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,36 @@ func CheckCluster(tb testing.TB, e env.Env) {
 			}
 		} else if m := v.ReplicaOf[n.ID]; m != topo.Cluster[n.Shard].ID {
 			tb.Fatalf("node %s (shard %d) replicates %q; want %s", n.ID, n.Shard, m, topo.Cluster[n.Shard].ID)
+		}
+	}
+	// Formation gave each node its own config epoch (redisproc.FormCluster
+	// says why): no collision bumped any, so the current epoch is the
+	// node count and master i's epoch i+1; and every node knows every
+	// replica's master, which a failover right after formation asks.
+	for i, n := range topo.Cluster {
+		admin := env.AdminClient(n.Upstream)
+		info, err := admin.ClusterInfo(ctx).Result()
+		admin.Close()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		want := fmt.Sprintf("cluster_current_epoch:%d\r\n", len(topo.Cluster))
+		if i < 3 {
+			want += fmt.Sprintf("cluster_my_epoch:%d\r\n", i+1)
+		}
+		for line := range strings.Lines(want) {
+			if !strings.Contains(info, line) {
+				tb.Errorf("node %s: CLUSTER INFO lacks %q:\n%s", n.ID, strings.TrimSpace(line), info)
+			}
+		}
+		w, err := env.View(ctx, topo, n.ID)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, r := range topo.Cluster[3:] {
+			if m := w.ReplicaOf[r.ID]; m != topo.Cluster[r.Shard].ID {
+				tb.Errorf("node %s says %s replicates %q; want %s", n.ID, r.ID, m, topo.Cluster[r.Shard].ID)
+			}
 		}
 	}
 	// The client's keys land on every shard, through its own proxies:
