@@ -269,14 +269,22 @@ func TestZooBreaks(t *testing.T) {
 // TestZooFailover: without -short, the locks on the Sentinel master lose a
 // lease under failover in at least one of a few fixed seeds (a "may"
 // prediction), and the fenced lock's data stays safe in every one.
+//
+// A lease is lost only when a grant on the cut master is still valid
+// when another client wins the promoted one, and how long Sentinel takes
+// to promote varies with the machine's load: on two busy cores the fenced
+// lock lost one in 2 of 4 seeds, and 3 seeds missed it once in a full
+// suite run. So at least 8 seeds are tried (stopping at the first loss):
+// a miss in all of them is a lost detection, not bad luck.
 func TestZooFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("failover needs a fresh environment per seed: not with -short (TestFencedFailoverLosesLease covers fenced)")
 	}
+	seeds := uint64(max(*zooSeeds, 8))
 	for _, lock := range []string{"lua", "fenced"} {
 		t.Run(lock, func(t *testing.T) {
 			found := false
-			for seed := uint64(1); seed <= uint64(*zooSeeds) && !found; seed++ {
+			for seed := uint64(1); seed <= seeds && !found; seed++ {
 				rows := zooRun(t, []runner.Spec{{Lock: lock, Fault: contract.FaultFailover, Seed: seed}})
 				s := rows[runner.Spec{Lock: lock, Fault: contract.FaultFailover, Seed: seed}.ID()]
 				t.Log(zooDescribe(s))
@@ -286,7 +294,7 @@ func TestZooFailover(t *testing.T) {
 				}
 			}
 			if !found {
-				t.Errorf("%s kept every lease under failover in %d seeds; G1 is expected to break", lock, *zooSeeds)
+				t.Errorf("%s kept every lease under failover in %d seeds; G1 is expected to break", lock, seeds)
 			}
 		})
 	}
