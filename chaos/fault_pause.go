@@ -31,6 +31,16 @@ func pauseClientFault() Fault {
 		strike: strikePauseClient}
 }
 
+// strikePauseClient pauses the scenario's victim, chosen before the run
+// by its seed (a saved regression replays with the same victim), once it
+// holds or reaches its fault point. The victim must first win the lock,
+// which on a loaded machine may take most of a short run: the wait for it
+// is bounded by strikeWait in the scenario's own context, not by the
+// run's Duration, and the window counts from the strike (armed.outer), so
+// that a late strike still pauses the victim for the full 3 TTLs and the
+// workload records what it does when it wakes (Linger). Bounded by the
+// Duration, a victim that won the lock late in the run went unpaused, or
+// paused for less than the TTL (examples/ownlock on a loaded CI machine).
 func strikePauseClient(s *striking) (armed, error) {
 	window, victim := 3*s.sc.TTL, s.victim
 	if s.sc.Point.After != "" {
@@ -41,7 +51,7 @@ func strikePauseClient(s *striking) (armed, error) {
 		pf := &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate, Point: s.sc.Point}
 		pf.Arm()
 		struck := victim.Gate.Struck()
-		if err := bounded(s.ctx, func(c context.Context) error {
+		if err := bounded(s.outer, func(c context.Context) error {
 			select {
 			case <-struck:
 				return nil
@@ -57,21 +67,23 @@ func strikePauseClient(s *striking) (armed, error) {
 	}
 	// Pause the victim while it holds its lock, for longer than the TTL: it
 	// wakes believing it holds a lock another client took meanwhile.
-	if err := bounded(s.ctx, victim.WaitHolding); err != nil {
+	if err := bounded(s.outer, victim.WaitHolding); err != nil {
 		return armed{}, fmt.Errorf("pause-client: %w", err)
 	}
-	return armed{fault: &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate}, window: window}, nil
+	return armed{fault: &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate}, window: window, outer: true}, nil
 }
 
 func pauseProcessFault() Fault {
 	return Fault{Name: contract.FaultPauseProcess, Topologies: both, Doc: "a client run as a child process frozen with SIGSTOP while it holds the lock, for 3 TTLs",
-		Processes: 1,
+		Processes: 1, Linger: true,
 		strike: func(s *striking) (armed, error) {
+			// As pause-client's victim (strikePauseClient): waited for in
+			// the scenario's context, paused for the full window.
 			p := s.wl.Procs[s.rng.IntN(len(s.wl.Procs))]
-			if err := bounded(s.ctx, p.WaitHolding); err != nil {
+			if err := bounded(s.outer, p.WaitHolding); err != nil {
 				return armed{}, fmt.Errorf("pause-process: %w", err)
 			}
-			return armed{fault: &nemesis.PauseProcess{Client: p.Name, Pid: p.Pid}, window: 3 * s.sc.TTL}, nil
+			return armed{fault: &nemesis.PauseProcess{Client: p.Name, Pid: p.Pid}, window: 3 * s.sc.TTL, outer: true}, nil
 		}}
 }
 

@@ -283,8 +283,9 @@ func Faults() []string {
 // striking is what a fault's strike gets: the run, its clients, and the
 // choices made for it (a victim, half the clients for network faults).
 type striking struct {
-	// ctx ends with the run's Duration and bounds every wait for the
-	// fault's moment; outer is the scenario's own context.
+	// ctx ends with the run's Duration and bounds a wait for the fault's
+	// moment; outer is the scenario's own context, which bounds instead
+	// the wait for a victim chosen in advance (strikePauseClient says why).
 	ctx, outer context.Context
 	env        env.Env
 	sc         Scenario

@@ -106,9 +106,8 @@ func TestMyLockUnderChaos(t *testing.T) {
 	res, err := lockproof.Run(context.Background(), lockproof.Options{
 		Locks:  []locker.Entry{entry()},
 		Faults: []string{"none", "pause-client", "crash-client"},
-		// Longer than the matrix's 3s: pause-client's victim must win the
-		// lock before it can be paused at its point, within the run, and on
-		// a loaded CI machine 3s once did not do (nothing bit).
+		// Longer than the matrix's 3s, for a loaded CI machine's sake:
+		// pause-client's victim must win the lock before it is paused.
 		Duration: 6 * time.Second,
 		Out:      t.TempDir(),
 	})
