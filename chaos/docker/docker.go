@@ -46,6 +46,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"os"
@@ -56,6 +57,7 @@ import (
 
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 
 	"github.com/lockproof/lockproof/chaos/env"
@@ -203,6 +205,17 @@ func disableRyuk(log *slog.Logger) {
 	}
 }
 
+// routeBanner sends testcontainers' process-wide messages (the "Connected
+// to docker" banner its first Docker call prints to stderr) to log at
+// Debug, as its per-container messages already go, unless the user chose
+// a logger of their own: a run's output is lockproof's, and `lockproof
+// run --env docker` printed the banner in the middle of its progress.
+func routeBanner(log *slog.Logger) {
+	if l, ok := tclog.Default().(*stdlog.Logger); ok && l.Writer() == os.Stderr {
+		tclog.SetDefault(printfLogger{log})
+	}
+}
+
 // Start builds or finds the Redis image, starts the topology of spec and
 // waits until every Sentinel sees the master, the other Sentinels and the
 // replicas. On error everything started so far is removed. Close stops it all.
@@ -217,6 +230,7 @@ func Start(ctx context.Context, spec env.Spec, o Options) (*Env, error) {
 		log = slog.Default()
 	}
 	disableRyuk(log)
+	routeBanner(log)
 	var id [4]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, fmt.Errorf("docker environment: id: %w", err)
