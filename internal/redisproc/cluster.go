@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -266,7 +267,62 @@ func FormCluster(ctx context.Context, addrs, meet []string, masters, replicas in
 	}); err != nil {
 		return fmt.Errorf("cluster: waiting for state ok, replicas in sync and known to all: %w", err)
 	}
+	// Every node maps every slot to the same master, twice in a row: a
+	// command sent once right after formation (the fencing resources'
+	// scripts) once got CLUSTERDOWN Hash slot not served from a node of
+	// a cluster that had just said cluster_state:ok on every node.
+	for stable := 0; stable < 2; {
+		same, err := sameSlots(ctx, clients)
+		switch {
+		case err != nil:
+			stable = 0
+			if ctx.Err() != nil {
+				return fmt.Errorf("cluster: waiting for every node to map every slot alike: %w", err)
+			}
+		case same:
+			stable++
+		default:
+			stable = 0
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: waiting for every node to map every slot alike: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	return nil
+}
+
+// sameSlots reports whether every client's node answers CLUSTER SLOTS
+// with all 16384 slots, each range served by the same master as on the
+// first node.
+func sameSlots(ctx context.Context, clients []*redis.Client) (bool, error) {
+	var first string
+	for i, rdb := range clients {
+		slots, err := rdb.ClusterSlots(ctx).Result()
+		if err != nil {
+			return false, err
+		}
+		owner := make([]string, 16384)
+		for _, r := range slots {
+			if len(r.Nodes) == 0 {
+				continue
+			}
+			for s := max(r.Start, 0); s <= min(r.End, 16383); s++ {
+				owner[s] = r.Nodes[0].ID
+			}
+		}
+		if slices.Contains(owner, "") {
+			return false, nil
+		}
+		m := strings.Join(owner, ",")
+		if i == 0 {
+			first = m
+		} else if m != first {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // knowsReplicas reports whether the CLUSTER NODES text nodes lists every
