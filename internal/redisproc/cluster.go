@@ -293,23 +293,40 @@ func FormCluster(ctx context.Context, addrs, meet []string, masters, replicas in
 	return nil
 }
 
-// sameSlots reports whether every client's node answers CLUSTER SLOTS
-// with all 16384 slots, each range served by the same master as on the
-// first node.
+// sameSlots reports whether every client's node lists, in CLUSTER NODES,
+// all 16384 slots, each served by the same master as on the first node.
+// (CLUSTER NODES, not CLUSTER SHARDS: any Redis with Cluster has it.)
 func sameSlots(ctx context.Context, clients []*redis.Client) (bool, error) {
 	var first string
 	for i, rdb := range clients {
-		slots, err := rdb.ClusterSlots(ctx).Result()
+		nodes, err := rdb.ClusterNodes(ctx).Result()
 		if err != nil {
 			return false, err
 		}
 		owner := make([]string, 16384)
-		for _, r := range slots {
-			if len(r.Nodes) == 0 {
+		for line := range strings.Lines(nodes) {
+			f := strings.Fields(line)
+			if len(f) < 9 || !strings.Contains(f[2], "master") {
 				continue
 			}
-			for s := max(r.Start, 0); s <= min(r.End, 16383); s++ {
-				owner[s] = r.Nodes[0].ID
+			for _, r := range f[8:] {
+				if strings.HasPrefix(r, "[") {
+					continue // a slot migrating or importing
+				}
+				lo, hi, _ := strings.Cut(r, "-")
+				a, err := strconv.Atoi(lo)
+				if err != nil {
+					return false, fmt.Errorf("CLUSTER NODES: slot range %q: %w", r, err)
+				}
+				b := a
+				if hi != "" {
+					if b, err = strconv.Atoi(hi); err != nil {
+						return false, fmt.Errorf("CLUSTER NODES: slot range %q: %w", r, err)
+					}
+				}
+				for s := max(a, 0); s <= min(b, 16383); s++ {
+					owner[s] = f[0]
+				}
 			}
 		}
 		if slices.Contains(owner, "") {
