@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/lockproof/lockproof/internal/redisproc"
 )
 
 // ErrNotCluster: the topology has no Redis Cluster (Topology.Cluster).
@@ -82,52 +83,6 @@ func View(ctx context.Context, t Topology, id string) (ClusterView, error) {
 	return v, nil
 }
 
-// nodeLine is one line of CLUSTER NODES ("<id> <ip:port@cport>
-// <flags> <master> <ping> <pong> <epoch> <link> <slot>...").
-type nodeLine struct {
-	redisID string
-	// addr is the node's announced ip:port (the bus port dropped).
-	addr   string
-	flags  []string
-	master string // the master's cluster node ID, or "-"
-	// slots are the ranges it serves ([lo, hi]); slots being migrated
-	// or imported ("[...]") are left out.
-	slots [][2]int
-}
-
-// parseNodes reads CLUSTER NODES's text.
-func parseNodes(text string) ([]nodeLine, error) {
-	var out []nodeLine
-	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 8 {
-			return nil, fmt.Errorf("line %q: want 8 fields or more", l)
-		}
-		addr, _, _ := strings.Cut(f[1], "@")
-		n := nodeLine{redisID: f[0], addr: addr, flags: strings.Split(f[2], ","), master: f[3]}
-		for _, s := range f[8:] {
-			if strings.HasPrefix(s, "[") {
-				continue // a slot being migrated or imported
-			}
-			lo, hi, isRange := strings.Cut(s, "-")
-			if !isRange {
-				hi = lo
-			}
-			a, err1 := strconv.Atoi(lo)
-			b, err2 := strconv.Atoi(hi)
-			if err1 != nil || err2 != nil {
-				return nil, fmt.Errorf("node %s: slots %q", f[0], s)
-			}
-			n.slots = append(n.slots, [2]int{a, b})
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// isMaster reports whether the line's flags say master.
-func (n nodeLine) isMaster() bool { return slices.Contains(n.flags, "master") }
-
 // parseView reads CLUSTER NODES's text, naming each node by the
 // topology's ID for its announced address.
 func parseView(t Topology, text string) (ClusterView, error) {
@@ -136,29 +91,29 @@ func parseView(t Topology, text string) (ClusterView, error) {
 		byAddr[n.Addr] = n.ID
 	}
 	v := ClusterView{Masters: map[string][][2]int{}, ReplicaOf: map[string]string{}, RedisIDs: map[string]string{}}
-	lines, err := parseNodes(text)
+	lines, err := redisproc.ParseClusterNodes(text)
 	if err != nil {
 		return v, err
 	}
 	byRedisID := map[string]string{}
 	for _, l := range lines {
-		id, ok := byAddr[l.addr]
+		id, ok := byAddr[l.Addr]
 		if !ok {
-			return v, fmt.Errorf("node %s at %s: no node of the topology is announced there", l.redisID, l.addr)
+			return v, fmt.Errorf("node %s at %s: no node of the topology is announced there", l.ID, l.Addr)
 		}
-		byRedisID[l.redisID] = id
-		v.RedisIDs[id] = l.redisID
-		if slices.Contains(l.flags, "fail") {
+		byRedisID[l.ID] = id
+		v.RedisIDs[id] = l.ID
+		if slices.Contains(l.Flags, "fail") {
 			v.Failed = append(v.Failed, id)
 		}
-		if l.isMaster() {
-			v.Masters[id] = l.slots
+		if l.IsMaster() {
+			v.Masters[id] = l.Slots
 		}
 	}
 	for _, l := range lines {
-		if l.master != "-" {
-			if m, ok := byRedisID[l.master]; ok {
-				v.ReplicaOf[byAddr[l.addr]] = m
+		if l.Master != "-" {
+			if m, ok := byRedisID[l.Master]; ok {
+				v.ReplicaOf[byAddr[l.Addr]] = m
 			}
 		}
 	}
@@ -210,21 +165,21 @@ const discoverWait = 10 * time.Second
 
 // clusterNodes orders the lines of CLUSTER NODES as DiscoverCluster says.
 func clusterNodes(text string) ([]Node, error) {
-	lines, err := parseNodes(text)
+	lines, err := redisproc.ParseClusterNodes(text)
 	if err != nil {
 		return nil, err
 	}
-	var masters, replicas []nodeLine
+	var masters, replicas []redisproc.ClusterNode
 	for _, l := range lines {
 		for _, bad := range []string{"fail", "fail?", "noaddr", "handshake"} {
-			if slices.Contains(l.flags, bad) {
-				return nil, fmt.Errorf("node %s at %s is %s: start from a healthy cluster", l.redisID, l.addr, bad)
+			if slices.Contains(l.Flags, bad) {
+				return nil, fmt.Errorf("node %s at %s is %s: start from a healthy cluster", l.ID, l.Addr, bad)
 			}
 		}
 		switch {
-		case l.isMaster() && len(l.slots) == 0:
-			return nil, fmt.Errorf("master %s at %s serves no slot: every master is to be a shard", l.redisID, l.addr)
-		case l.isMaster():
+		case l.IsMaster() && len(l.Slots) == 0:
+			return nil, fmt.Errorf("master %s at %s serves no slot: every master is to be a shard", l.ID, l.Addr)
+		case l.IsMaster():
 			masters = append(masters, l)
 		default:
 			replicas = append(replicas, l)
@@ -233,20 +188,20 @@ func clusterNodes(text string) ([]Node, error) {
 	if len(masters) == 0 {
 		return nil, errors.New("no master serves a slot")
 	}
-	slices.SortFunc(masters, func(a, b nodeLine) int { return a.slots[0][0] - b.slots[0][0] })
-	slices.SortFunc(replicas, func(a, b nodeLine) int { return strings.Compare(a.addr, b.addr) })
+	slices.SortFunc(masters, func(a, b redisproc.ClusterNode) int { return a.Slots[0][0] - b.Slots[0][0] })
+	slices.SortFunc(replicas, func(a, b redisproc.ClusterNode) int { return strings.Compare(a.Addr, b.Addr) })
 	shard := map[string]int{}
 	var out []Node
-	add := func(l nodeLine, s int) {
-		out = append(out, Node{ID: NodeID(RoleCluster, len(out)), Role: RoleCluster, Addr: l.addr, Upstream: l.addr, Shard: s})
+	add := func(l redisproc.ClusterNode, s int) {
+		out = append(out, Node{ID: NodeID(RoleCluster, len(out)), Role: RoleCluster, Addr: l.Addr, Upstream: l.Addr, Shard: s})
 	}
 	for i, m := range masters {
-		shard[m.redisID] = i
+		shard[m.ID] = i
 		add(m, i)
 	}
 	for i := range masters {
 		for _, r := range replicas {
-			if s, ok := shard[r.master]; ok && s == i {
+			if s, ok := shard[r.Master]; ok && s == i {
 				add(r, i)
 			}
 		}

@@ -190,8 +190,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 // meets the others at meet[i] ("host port bus", the address node i
 // announces), and node masters+s*replicas+j replicates master s. It
 // waits, bounded by ctx, until every node sees the cluster ok, every
-// replica in sync and known to every node as its master's. The process
-// and Docker environments both form their clusters so.
+// replica in sync and known to every node as its master's, and every node
+// maps every slot to the same master. The process and Docker
+// environments both form their clusters so.
 func FormCluster(ctx context.Context, addrs, meet []string, masters, replicas int) error {
 	total := len(addrs)
 	if total != masters*(1+replicas) || len(meet) != total {
@@ -257,27 +258,23 @@ func FormCluster(ctx context.Context, addrs, meet []string, masters, replicas in
 			return false, err
 		}
 		repl, err := rdb.Info(ctx, "replication").Result()
-		if err != nil || !(strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up")) {
-			return false, err
-		}
-		// Every node knows every replica's master: a failover right
-		// after formation asks one node for the master's replicas.
-		nodes, err := rdb.ClusterNodes(ctx).Result()
-		return err == nil && knowsReplicas(nodes, ids, masters, replicas), err
+		return strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up"), err
 	}); err != nil {
-		return fmt.Errorf("cluster: waiting for state ok, replicas in sync and known to all: %w", err)
+		return fmt.Errorf("cluster: waiting for state ok and replicas in sync: %w", err)
 	}
-	// Every node maps every slot to the same master, twice in a row: a
-	// command sent once right after formation (the fencing resources'
-	// scripts) once got CLUSTERDOWN Hash slot not served from a node of
-	// a cluster that had just said cluster_state:ok on every node.
+	// Every node knows every replica's master (a failover right after
+	// formation asks one node for the master's replicas) and maps every
+	// slot to the same master, twice in a row: a command sent once right
+	// after formation (the fencing resources' scripts) once got
+	// CLUSTERDOWN Hash slot not served from a node of a cluster that had
+	// just said cluster_state:ok on every node.
 	for stable := 0; stable < 2; {
-		same, err := sameSlots(ctx, clients)
+		same, err := agree(ctx, clients, ids, masters, replicas)
 		switch {
 		case err != nil:
 			stable = 0
 			if ctx.Err() != nil {
-				return fmt.Errorf("cluster: waiting for every node to map every slot alike: %w", err)
+				return fmt.Errorf("cluster: waiting for every node to know every replica and map every slot alike: %w", err)
 			}
 		case same:
 			stable++
@@ -286,79 +283,102 @@ func FormCluster(ctx context.Context, addrs, meet []string, masters, replicas in
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster: waiting for every node to map every slot alike: %w", ctx.Err())
+			return fmt.Errorf("cluster: waiting for every node to know every replica and map every slot alike: %w", ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	return nil
 }
 
-// sameSlots reports whether every client's node lists, in CLUSTER NODES,
-// all 16384 slots, each served by the same master as on the first node.
-// (CLUSTER NODES, not CLUSTER SHARDS: any Redis with Cluster has it.)
-func sameSlots(ctx context.Context, clients []*redis.Client) (bool, error) {
-	var first string
+// agree reports whether every client's node, in its CLUSTER NODES, lists
+// every replica of ids (node masters+s*replicas+j) as a replica of its
+// master ids[s], and all 16384 slots, each served by the same master as
+// on the first node. (CLUSTER NODES, not CLUSTER SHARDS: any Redis with
+// Cluster has it.)
+func agree(ctx context.Context, clients []*redis.Client, ids []string, masters, replicas int) (bool, error) {
+	var first []string
 	for i, rdb := range clients {
-		nodes, err := rdb.ClusterNodes(ctx).Result()
+		text, err := rdb.ClusterNodes(ctx).Result()
 		if err != nil {
 			return false, err
 		}
+		nodes, err := ParseClusterNodes(text)
+		if err != nil {
+			return false, fmt.Errorf("CLUSTER NODES: %w", err)
+		}
+		of := map[string]string{} // node ID -> the master it replicates
 		owner := make([]string, 16384)
-		for line := range strings.Lines(nodes) {
-			f := strings.Fields(line)
-			if len(f) < 9 || !strings.Contains(f[2], "master") {
+		for _, n := range nodes {
+			if !n.IsMaster() {
+				of[n.ID] = n.Master
 				continue
 			}
-			for _, r := range f[8:] {
-				if strings.HasPrefix(r, "[") {
-					continue // a slot migrating or importing
-				}
-				lo, hi, _ := strings.Cut(r, "-")
-				a, err := strconv.Atoi(lo)
-				if err != nil {
-					return false, fmt.Errorf("CLUSTER NODES: slot range %q: %w", r, err)
-				}
-				b := a
-				if hi != "" {
-					if b, err = strconv.Atoi(hi); err != nil {
-						return false, fmt.Errorf("CLUSTER NODES: slot range %q: %w", r, err)
-					}
-				}
-				for s := max(a, 0); s <= min(b, 16383); s++ {
-					owner[s] = f[0]
+			for _, r := range n.Slots {
+				for s := max(r[0], 0); s <= min(r[1], 16383); s++ {
+					owner[s] = n.ID
 				}
 			}
 		}
-		if slices.Contains(owner, "") {
+		for r := masters; r < len(ids); r++ {
+			if of[ids[r]] != ids[ShardOf(r, masters, replicas)] {
+				return false, nil
+			}
+		}
+		if slices.Contains(owner, "") || (i > 0 && !slices.Equal(owner, first)) {
 			return false, nil
 		}
-		m := strings.Join(owner, ",")
-		if i == 0 {
-			first = m
-		} else if m != first {
-			return false, nil
-		}
+		first = owner
 	}
 	return true, nil
 }
 
-// knowsReplicas reports whether the CLUSTER NODES text nodes lists every
-// replica of ids (node masters+s*replicas+j) as a replica of its master
-// ids[s].
-func knowsReplicas(nodes string, ids []string, masters, replicas int) bool {
-	of := map[string]string{} // node ID -> the master it replicates
-	for line := range strings.Lines(nodes) {
-		f := strings.Fields(line)
-		if len(f) >= 4 && strings.Contains(f[2], "slave") {
-			of[f[0]] = f[3]
+// ClusterNode is one line of CLUSTER NODES ("<id> <ip:port@cport>
+// <flags> <master> <ping> <pong> <epoch> <link> <slot>...").
+type ClusterNode struct {
+	// ID is the node's cluster node ID.
+	ID string
+	// Addr is the node's announced ip:port (the bus port dropped).
+	Addr string
+	// Flags are its flags (myself, master, slave, fail?, fail, ...).
+	Flags []string
+	// Master is its master's cluster node ID, or "-".
+	Master string
+	// Slots are the ranges it serves ([lo, hi]); slots being migrated
+	// or imported ("[...]") are left out.
+	Slots [][2]int
+}
+
+// IsMaster reports whether the node's flags say master.
+func (n ClusterNode) IsMaster() bool { return slices.Contains(n.Flags, "master") }
+
+// ParseClusterNodes reads CLUSTER NODES's text.
+func ParseClusterNodes(text string) ([]ClusterNode, error) {
+	var out []ClusterNode
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 8 {
+			return nil, fmt.Errorf("line %q: want 8 fields or more", l)
 		}
-	}
-	for r := masters; r < len(ids); r++ {
-		if of[ids[r]] != ids[ShardOf(r, masters, replicas)] {
-			return false
+		addr, _, _ := strings.Cut(f[1], "@")
+		n := ClusterNode{ID: f[0], Addr: addr, Flags: strings.Split(f[2], ","), Master: f[3]}
+		for _, s := range f[8:] {
+			if strings.HasPrefix(s, "[") {
+				continue // a slot being migrated or imported
+			}
+			lo, hi, isRange := strings.Cut(s, "-")
+			if !isRange {
+				hi = lo
+			}
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if err1 != nil || err2 != nil {
+				return nil, fmt.Errorf("node %s: slots %q", f[0], s)
+			}
+			n.Slots = append(n.Slots, [2]int{a, b})
 		}
+		out = append(out, n)
 	}
-	return true
+	return out, nil
 }
 
 // configSet runs CONFIG SET name value on the server at addr.
