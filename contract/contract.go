@@ -60,6 +60,11 @@ const (
 	// FaultMigrate, on a Redis Cluster, moves the lock's hash slot to
 	// another master under load (MIGRATE; clients see ASK, then MOVED).
 	FaultMigrate = "migrate"
+	// FaultLateDelivery holds some requests in transit past their
+	// sender's deadline and delivers them then, as a TCP retransmit does:
+	// they land after their sender gave up, while the lock's recovery
+	// paths (the cleanup of an unknown outcome, a retry) run.
+	FaultLateDelivery = "late-delivery"
 	// FaultShardOutage, on a Redis Cluster, kills the lock's shard, its
 	// master and replicas, and restarts them without persistence.
 	FaultShardOutage = "shard-outage"
@@ -127,7 +132,8 @@ func Predicted(fault string) bool {
 	switch fault {
 	case FaultNone, FaultCrowd, FaultPubSubReset, FaultCrashClient, FaultClockSkew, FaultLatency, FaultPartition,
 		FaultReset, FaultPauseClient, FaultFailover, FaultFailoverSkew, FaultKeyLoss, FaultRestart,
-		FaultForceUnlock, FaultPauseServer, FaultTakeover, FaultMinorityPartition, FaultMigrate, FaultShardOutage:
+		FaultForceUnlock, FaultPauseServer, FaultTakeover, FaultMinorityPartition, FaultMigrate, FaultShardOutage,
+		FaultLateDelivery:
 		return true
 	}
 	return false

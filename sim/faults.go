@@ -40,6 +40,9 @@ type striking struct {
 	wl       *workload.Workload
 	rec      nemesis.Recorder
 	ttl, run time.Duration
+	// opTimeout is the workload's op timeout: how long a client waits
+	// for a reply before it gives up (late-delivery holds past it).
+	opTimeout time.Duration
 	// point is where a client fault strikes the run's lock
 	// (runner.PointOf): right after, or before, a named command; zero:
 	// while the victim holds its lock, its write ahead.
@@ -71,6 +74,9 @@ func Catalogue() []Fault {
 		{Name: contract.FaultClockSkew, Doc: "one client's clock set 4 TTLs ahead for half the run (for locks that read client clocks)", strike: strikeClockSkew},
 		{Name: contract.FaultFailover, Doc: "the lock's node fails over to a replica that was in sync one TTL before: the writes of that gap are lost, and every connection to the node is reset", strike: strikeFailover(0)},
 		{Name: contract.FaultFailoverSkew, Doc: fmt.Sprintf("a failover (as failover) to a replica whose clock runs %v behind the old master's", chaos.SkewBehind), strike: strikeFailover(chaos.SkewBehind)},
+		// Last: Swarm draws each fault in this order, and the mixes of
+		// the seeds saved before it came stay as they were.
+		{Name: contract.FaultLateDelivery, Doc: "for 3 TTLs, 5–20% of requests held in transit for the op timeout and a fifth to a half TTL more: they land after their sender gave up, while its cleanup or retry runs", strike: strikeLate},
 	}
 }
 
@@ -250,6 +256,31 @@ func strikeLoss(s *striking) error {
 		return fmt.Sprintf("%s: %d requests and %d replies lost, %d connections reset", name,
 			a.Dropped-b.Dropped, a.LostReplies-b.LostReplies, a.Resets-b.Resets)
 	})
+}
+
+// strikeLate holds some requests in transit past their sender's
+// deadline (vnode.Rates.Late): a request that lands after its sender
+// gave up races the lock's cleanup of that unknown outcome, or its
+// retry. It bites when some request landed after its connection closed.
+// Its window closes when the last held request has landed: a lock must
+// keep every promise once it has (a late request of a call that gave up
+// takes nothing), and a waiter's hand-off held up by a late pickup is
+// excused only within it.
+func strikeLate(s *striking) error {
+	if !s.wait() {
+		return nil
+	}
+	p := 0.05 + 0.15*s.rng.Float64()
+	by := s.opTimeout + s.ttl/5 + time.Duration(s.rng.Int64N(int64(s.ttl*3/10)+1))
+	name := fmt.Sprintf("%s %.1f%% by %v", contract.FaultLateDelivery, 100*p, by.Round(time.Millisecond))
+	// The window lasts until the last request it held has landed (or
+	// was dropped): what it does goes on after the rates are put back.
+	return s.onNet(name, func() { _ = s.net.SetRates(vnode.Rates{Late: p, LateBy: by}) },
+		func() { _ = s.net.SetRates(vnode.Rates{}); <-s.net.LateSettled() },
+		func(b, a vnode.Counts) string {
+			return fmt.Sprintf("%s: %d requests held in transit, %d of them landed after their sender gave up", name,
+				a.Late-b.Late, a.Orphaned-b.Orphaned)
+		})
 }
 
 func strikePartition(s *striking) error {

@@ -206,7 +206,8 @@ func simulate(sc Scenario, entry locker.Entry, cfg workload.Config, d time.Durat
 	faultErrs := make(chan error, len(sc.Faults))
 	for i, f := range sc.Faults {
 		s := &striking{ctx: moments, rng: rand.New(rand.NewPCG(sc.Seed, 0x5137+uint64(i))), net: n, wl: w, rec: rec, ttl: cfg.TTL, run: d,
-			point: runner.PointOf(entry, f.Name), lockNodes: lockNodes}
+			opTimeout: cmp.Or(cfg.OpTimeout, time.Second),
+			point:     runner.PointOf(entry, f.Name), lockNodes: lockNodes}
 		go func() { faultErrs <- f.strike(s) }()
 	}
 	var errs []error

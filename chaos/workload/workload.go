@@ -471,7 +471,7 @@ func NewOn(cfg Config, dialFor func(client string) func(ctx context.Context, net
 	for k := 0; k < cfg.Keys; k++ {
 		for i := 0; i < cfg.Clients; i++ {
 			name := fmt.Sprintf("c%d-%d", k, i)
-			rt := route{Dial: dialFor(name), Master: master, Fenced: fenced, Redlock: redlock}
+			rt := route{Dial: dialFor(name), Master: master, Fenced: fenced, Redlock: redlock, InProcess: true}
 			c, err := w.build(name, fmt.Sprintf("%sk%d", cfg.KeyPrefix, k), uint64(k*cfg.Clients+i), rt)
 			if err != nil {
 				_ = w.Close()
@@ -483,8 +483,16 @@ func NewOn(cfg Config, dialFor func(client string) func(ctx context.Context, net
 	return w, nil
 }
 
+// inProcessPool is the connection pool of a client of in-process nodes
+// (route.InProcess).
+const inProcessPool = 4096
+
 // route says how one client reaches the topology.
 type route struct {
+	// InProcess: the nodes are in-process (NewOn, the simulation): the
+	// clients' connection pools are sized never to make a command wait
+	// for a connection (inProcessPool).
+	InProcess  bool                                                              `json:"-"`
 	Dial       func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-"`
 	MasterName string
 	Sentinels  []string
@@ -541,6 +549,16 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	c := &Client{Name: name, Key: key, Gate: gate.New(), Clock: &gate.Clock{},
 		rng: rand.New(rand.NewPCG(w.cfg.Seed, idx)), held: make(chan struct{}, 1), gone: make(chan struct{})}
 	to := w.cfg.OpTimeout
+	// go-redis keeps the timers of commands that wait for a pooled
+	// connection in a process-wide sync.Pool: in the simulation a timer
+	// made in one run's synctest bubble was reused in the next run's,
+	// and the process died ("select on synctest channel from outside
+	// bubble") once the lock's cleanups had every connection busy. A pool
+	// that never runs dry never takes that path.
+	pool := 0 // go-redis's default
+	if rt.InProcess {
+		pool = inProcessPool
+	}
 	// Every other client's go-redis ignores ctx deadlines (its read
 	// timeout alone bounds a call), as many users' clients do: a lock, or
 	// a resource, must then honour ctx itself.
@@ -554,18 +572,18 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 		// outcome is unknown to the lock then (package locker's rule).
 		c.lockRDB = redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: rt.Cluster, Dialer: rt.Dial,
-			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to,
+			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to, PoolSize: pool,
 			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2,
 		})
 	case rt.MasterName != "":
 		c.lockRDB = redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: rt.MasterName, SentinelAddrs: rt.Sentinels, Dialer: rt.Dial,
-			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to,
+			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to, PoolSize: pool,
 			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2,
 		})
 	default:
 		c.lockRDB = redis.NewClient(&redis.Options{Addr: rt.Master, Dialer: rt.Dial,
-			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to,
+			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to, PoolSize: pool,
 			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
 	}
 	c.lockRDB.AddHook(c.Gate.Hook())
@@ -582,13 +600,13 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 		resDial = rt.Dial // in-process nodes (NewOn)
 	}
 	c.resRDB = redis.NewClient(&redis.Options{Addr: rt.Fenced, Dialer: resDial, DialTimeout: to, ReadTimeout: resRead, WriteTimeout: to,
-		PoolTimeout: to, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
+		PoolTimeout: to, PoolSize: pool, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
 	c.resRDB.AddHook(c.Gate.Hook())
 	deps := w.cfg.Deps
 	deps.Redis = c.lockRDB
 	for _, addr := range rt.Redlock {
 		r := redis.NewClient(&redis.Options{Addr: addr, Dialer: resDial, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
-			PoolTimeout: to, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
+			PoolTimeout: to, PoolSize: pool, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
 		r.AddHook(c.Gate.Hook())
 		c.redlock = append(c.redlock, r)
 		deps.Redlock = append(deps.Redlock, r)

@@ -32,6 +32,17 @@ type Rates struct {
 	// LoseReply is the chance that a reply is lost after its command ran:
 	// the connection is reset, and the client cannot know the outcome.
 	LoseReply float64
+	// Late is the chance that a request is held in transit for LateBy
+	// more (and up to half of it again, drawn), as a TCP retransmit
+	// holds it: the requests behind it on its connection wait too, and
+	// when its sender gives up meanwhile and closes the connection, the
+	// request is still delivered, at its time, to whichever node then
+	// serves its address (the sender never hears the reply). LateBy
+	// above the clients' op timeout makes requests land after their
+	// sender gave up: the lock's recovery paths (undo, bury, cleanup)
+	// race them.
+	Late   float64
+	LateBy time.Duration
 }
 
 // Validate reports a rate out of range, naming the field.
@@ -45,6 +56,12 @@ func (r Rates) Validate() error {
 		return fmt.Errorf("vnode: Rates.Drop = %v: must be in [0, 1]", r.Drop)
 	case r.LoseReply < 0 || r.LoseReply > 1:
 		return fmt.Errorf("vnode: Rates.LoseReply = %v: must be in [0, 1]", r.LoseReply)
+	case r.Late < 0 || r.Late > 1:
+		return fmt.Errorf("vnode: Rates.Late = %v: must be in [0, 1]", r.Late)
+	case r.LateBy < 0:
+		return fmt.Errorf("vnode: Rates.LateBy = %v: must be at least 0", r.LateBy)
+	case r.Late > 0 && r.LateBy == 0:
+		return fmt.Errorf("vnode: Rates.LateBy = 0 with Late = %v: a late request needs a delay", r.Late)
 	}
 	return nil
 }
@@ -54,8 +71,12 @@ type Counts struct {
 	// Messages is how many were delivered; Dropped and LostReplies how
 	// many requests and replies were lost (each with a reset); Blackholed
 	// how many a cut dropped; Held how many requests waited out a pause;
-	// Resets the connections a lost message reset.
+	// Resets the connections a lost message reset. Late is how many
+	// requests were held in transit (Rates.Late), and Orphaned how many
+	// of those were delivered after their connection had closed: their
+	// sender had given up on them.
 	Messages, Dropped, LostReplies, Blackholed, Held, Resets int
+	Late, Orphaned                                           int
 }
 
 // Net is a simulated network between named clients and in-process Redis
@@ -83,6 +104,14 @@ type Net struct {
 	change  chan struct{}      // closed (and replaced) when a cut or pause lifts
 	counts  Counts
 	closed  bool
+	// orphans are the late requests whose connection closed before their
+	// time (deliverOrphan); quit ends their waits at Close.
+	orphans sync.WaitGroup
+	quit    chan struct{}
+	// inTransit counts the late requests not yet delivered or dropped;
+	// settled is closed while it is 0 (LateSettled).
+	inTransit int
+	settled   chan struct{}
 }
 
 // Node is one in-process Redis node of a Net.
@@ -117,11 +146,38 @@ func (n *Node) Advance() {
 // Call it inside a synctest bubble, and Close it before the bubble ends.
 func NewNet(seed uint64, addrs ...string) *Net {
 	n := &Net{seed: seed, nodes: map[string]*Node{}, dials: map[string]int{}, links: map[*link]struct{}{},
-		cut: map[string]bool{}, paused: map[string]bool{}, change: make(chan struct{})}
+		cut: map[string]bool{}, paused: map[string]bool{}, change: make(chan struct{}), quit: make(chan struct{}), settled: closed()}
 	for _, a := range addrs {
 		n.nodes[a] = &Node{Addr: a, M: miniredis.NewMiniRedis(), last: time.Now()}
 	}
 	return n
+}
+
+// closed returns a closed channel.
+func closed() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// LateSettled returns a channel closed once no late request (Rates.Late)
+// is in transit any more: each was delivered or dropped. A fault that
+// makes requests late lasts until then: what it holds lands after the
+// rates are put back.
+func (n *Net) LateSettled() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.settled
+}
+
+// settle marks one late request delivered or dropped.
+func (n *Net) settle() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.inTransit--
+	if n.inTransit == 0 {
+		close(n.settled)
+	}
 }
 
 // Node returns the node at addr, or nil.
@@ -234,6 +290,9 @@ func (n *Net) wake() {
 // Close resets every connection, refuses new ones, and stops the nodes.
 func (n *Net) Close() {
 	n.mu.Lock()
+	if !n.closed {
+		close(n.quit)
+	}
 	n.closed = true
 	ls := make([]*link, 0, len(n.links))
 	for l := range n.links {
@@ -244,6 +303,7 @@ func (n *Net) Close() {
 		l.close()
 		l.wg.Wait()
 	}
+	n.orphans.Wait()
 	n.mu.Lock()
 	nodes := slices.Concat(slices.Collect(maps.Values(n.nodes)), n.retired)
 	n.mu.Unlock()
@@ -299,6 +359,7 @@ type message struct {
 	b         []byte
 	at        time.Time
 	handshake bool
+	late      bool // held in transit (Rates.Late): delivered even if the connection closes first
 }
 
 func (l *link) start() {
@@ -391,13 +452,24 @@ func (l *link) read(src net.Conn, q chan<- message, up bool, rng *rand.Rand) {
 			return
 		}
 		hs := l.handshaking(up, buf[:k])
-		d := time.Duration(0)
+		d, late := time.Duration(0), false
 		if !hs {
 			l.net.mu.Lock()
 			r := l.net.rates
 			d = r.Delay + 1 + time.Duration(rng.Int64N(int64(Transit)))
 			if r.Jitter > 0 {
 				d += time.Duration(rng.Int64N(int64(r.Jitter) + 1))
+			}
+			// Drawn only while requests may be late: the draws of a seed
+			// without this fault stay as they were.
+			if up && r.Late > 0 && rng.Float64() < r.Late {
+				late = true
+				d += r.LateBy + time.Duration(rng.Int64N(int64(r.LateBy/2)+1))
+				l.net.counts.Late++
+				if l.net.inTransit == 0 {
+					l.net.settled = make(chan struct{})
+				}
+				l.net.inTransit++
 			}
 			l.net.mu.Unlock()
 		}
@@ -407,69 +479,97 @@ func (l *link) read(src net.Conn, q chan<- message, up bool, rng *rand.Rand) {
 		}
 		last = at
 		select {
-		case q <- message{b: slices.Clone(buf[:k]), at: at, handshake: hs}:
+		case q <- message{b: slices.Clone(buf[:k]), at: at, handshake: hs, late: late}:
 		case <-l.done:
+			if late {
+				l.net.settle()
+			}
 			return
 		}
 	}
 }
 
 // deliver writes the queued messages to dst at their time, holding them
-// through a cut or a pause, or loses one and resets the connection.
+// through a cut or a pause, or loses one and resets the connection. When
+// the connection closes, the late requests still queued (Rates.Late)
+// were on the wire already: they land anyway (deliverOrphan).
 func (l *link) deliver(q <-chan message, dst net.Conn, up bool, rng *rand.Rand) {
 	defer l.wg.Done()
+	defer func() {
+		for m := range q {
+			l.orphan(m)
+		}
+	}()
 	for m := range q {
-		if d := time.Until(m.at); d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-l.done:
-				t.Stop()
-				return
-			}
-		}
-		if m.handshake {
-			if !l.write(dst, m.b, up) {
-				return
-			}
-			continue
-		}
-		if err := l.hold(up); err != nil {
-			return
-		}
-		l.net.mu.Lock()
-		if l.net.cut[l.client] {
-			// A blackhole: the message is gone, the connection stays.
-			l.net.counts.Blackholed++
-			l.net.mu.Unlock()
-			continue
-		}
-		lose, rate := false, l.net.rates.LoseReply
-		if up {
-			rate = l.net.rates.Drop
-		}
-		if rate > 0 {
-			lose = rng.Float64() < rate
-		}
-		if lose {
-			if up {
-				l.net.counts.Dropped++
-			} else {
-				l.net.counts.LostReplies++
-			}
-			l.net.counts.Resets++
-		} else {
-			l.net.counts.Messages++
-		}
-		l.net.mu.Unlock()
-		if lose {
-			l.close()
-			return
-		}
-		if !l.write(dst, m.b, up) {
+		if !l.deliverOne(m, dst, up, rng) {
 			return
 		}
 	}
+}
+
+// orphan hands late request m, whose connection closed, to
+// deliverOrphan; any other message is lost with the connection.
+func (l *link) orphan(m message) {
+	if m.late {
+		l.net.deliverOrphan(l.node.Addr, m)
+	}
+}
+
+// deliverOne delivers m at its time; false when the connection was
+// reset meanwhile or by m's loss (m is then orphaned or lost).
+func (l *link) deliverOne(m message, dst net.Conn, up bool, rng *rand.Rand) bool {
+	if d := time.Until(m.at); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-l.done:
+			t.Stop()
+			// Its sender gave up and closed the connection; a late
+			// request was on the wire already, and lands anyway.
+			l.orphan(m)
+			return false
+		}
+	}
+	if m.handshake {
+		return l.write(dst, m.b, up)
+	}
+	if err := l.hold(up); err != nil {
+		l.orphan(m)
+		return false
+	}
+	if m.late {
+		defer l.net.settle()
+	}
+	l.net.mu.Lock()
+	if l.net.cut[l.client] {
+		// A blackhole: the message is gone, the connection stays.
+		l.net.counts.Blackholed++
+		l.net.mu.Unlock()
+		return true
+	}
+	lose, rate := false, l.net.rates.LoseReply
+	if up {
+		rate = l.net.rates.Drop
+	}
+	if rate > 0 {
+		lose = rng.Float64() < rate
+	}
+	if lose {
+		if up {
+			l.net.counts.Dropped++
+		} else {
+			l.net.counts.LostReplies++
+		}
+		l.net.counts.Resets++
+	} else {
+		l.net.counts.Messages++
+	}
+	l.net.mu.Unlock()
+	if lose {
+		l.close()
+		return false
+	}
+	return l.write(dst, m.b, up)
 }
 
 // write delivers b to dst (a request reaches a node advanced to now);
@@ -507,6 +607,55 @@ func (l *link) hold(up bool) error {
 			return errClosed
 		}
 	}
+}
+
+// deliverOrphan delivers late request m, whose connection has closed,
+// at its time to the node that then serves addr (a promotion may have
+// replaced the one it was sent to), on a connection of its own, held
+// through a pause like any request; the reply goes nowhere. Nothing is
+// delivered once the network is closed.
+func (n *Net) deliverOrphan(addr string, m message) {
+	n.orphans.Add(1)
+	go func() {
+		defer n.orphans.Done()
+		defer n.settle()
+		t := time.NewTimer(max(time.Until(m.at), 0))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-n.quit:
+			return
+		}
+		for {
+			n.mu.Lock()
+			node, paused, change, closed := n.nodes[addr], n.paused[addr], n.change, n.closed
+			if !paused && !closed && node != nil {
+				n.counts.Orphaned++
+			}
+			n.mu.Unlock()
+			if closed || node == nil {
+				return
+			}
+			if !paused {
+				node.Advance()
+				c, err := node.M.Dial()
+				if err != nil {
+					return
+				}
+				if _, err := c.Write(m.b); err == nil {
+					buf := make([]byte, 4096)
+					_, _ = c.Read(buf) // the command ran; its reply goes nowhere
+				}
+				_ = c.Close()
+				return
+			}
+			select {
+			case <-change:
+			case <-n.quit:
+				return
+			}
+		}
+	}()
 }
 
 // close resets the connection: both pipes close, the pumps end.

@@ -95,12 +95,77 @@ func TestNetFaults(t *testing.T) {
 	})
 }
 
+// TestLateDelivery: a request held in transit past its sender's deadline
+// lands after the sender gave up (its call returned an error and its
+// connection closed), at its time and not before; one held less than
+// the deadline reaches its sender as usual, late.
+func TestLateDelivery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const addr = "127.0.0.1:1"
+		n := NewNet(1, addr)
+		defer n.Close()
+		a := client(n, "a", addr)
+		defer a.Close()
+		ctx := context.Background()
+		if err := a.Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.SetRates(Rates{Late: 1, LateBy: 2 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := a.Set(ctx, "k", "v", 0).Err(); err == nil {
+			t.Fatal("a SET held 2s in transit returned ok within its 1s read timeout")
+		}
+		if d := time.Since(start); d > 1100*time.Millisecond {
+			t.Errorf("the SET returned after %v, want its 1s read timeout", d)
+		}
+		_ = n.SetRates(Rates{})
+		if n.Node(addr).M.Exists("k") {
+			t.Fatal("the late SET landed before its time")
+		}
+		select {
+		case <-n.LateSettled():
+			t.Fatal("LateSettled with a late SET in transit")
+		default:
+		}
+		<-n.LateSettled()
+		if d := time.Since(start); d < 2*time.Second {
+			t.Errorf("LateSettled %v after the SET was sent, want at least its 2s in transit", d)
+		}
+		time.Sleep(2 * time.Second)
+		if !n.Node(addr).M.Exists("k") {
+			t.Fatal("the late SET never landed after its sender gave up")
+		}
+		if c := n.Counts(); c.Late != 1 || c.Orphaned != 1 {
+			t.Errorf("counts %+v: want 1 late, 1 orphaned", c)
+		}
+
+		// Held less than the deadline: the reply comes, late.
+		if err := n.SetRates(Rates{Late: 1, LateBy: 300 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		start = time.Now()
+		if err := a.Set(ctx, "j", "v", 0).Err(); err != nil {
+			t.Fatalf("a SET held 300-450ms: %v", err)
+		}
+		if d := time.Since(start); d < 300*time.Millisecond {
+			t.Errorf("a SET held in transit took %v, want at least 300ms", d)
+		}
+		_ = n.SetRates(Rates{})
+		if c := n.Counts(); c.Late != 2 || c.Orphaned != 1 {
+			t.Errorf("counts %+v: want 2 late, 1 orphaned", c)
+		}
+	})
+}
+
 // TestRatesValidate names the field out of range.
 func TestRatesValidate(t *testing.T) {
 	for _, c := range []struct {
 		r     Rates
 		field string
-	}{{Rates{Delay: -1}, "Delay"}, {Rates{Jitter: -1}, "Jitter"}, {Rates{Drop: 2}, "Drop"}, {Rates{LoseReply: -0.1}, "LoseReply"}} {
+	}{{Rates{Delay: -1}, "Delay"}, {Rates{Jitter: -1}, "Jitter"}, {Rates{Drop: 2}, "Drop"}, {Rates{LoseReply: -0.1}, "LoseReply"},
+		{Rates{Late: 1.5, LateBy: time.Second}, "Late"}, {Rates{Late: 0.5}, "LateBy"}, {Rates{LateBy: -1}, "LateBy"}} {
 		if err := c.r.Validate(); err == nil || !strings.Contains(err.Error(), "Rates."+c.field) {
 			t.Errorf("%+v: %v, want an error naming %s", c.r, err, c.field)
 		}
