@@ -33,7 +33,50 @@ type Client struct {
 	closed  bool
 	// bg counts background work Close waits for: cleanups after acquires
 	// that gave up or lost their reply, and the pub/sub connection's close.
-	bg sync.WaitGroup
+	bg background
+}
+
+// background counts the Client's background work for Close. Not a
+// sync.WaitGroup: work may start after a Close stopped waiting (its ctx
+// ended) while that Close's Wait was still pending, and a WaitGroup's Add
+// then panics ("WaitGroup is reused before previous Wait has returned":
+// review defect 2 of round three, a shutdown loop calling Close with a
+// short ctx while cleanups started).
+type background struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed while n is 0; nil: idle, none made yet
+}
+
+// Add counts one more piece of work.
+func (b *background) Add(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.n == 0 {
+		b.idle = make(chan struct{})
+	}
+	b.n += n
+}
+
+// Done counts one piece of work done.
+func (b *background) Done() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n--
+	if b.n == 0 {
+		close(b.idle)
+	}
+}
+
+// Idle returns a channel closed when no work is counted.
+func (b *background) Idle() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.idle == nil {
+		b.idle = make(chan struct{})
+		close(b.idle)
+	}
+	return b.idle
 }
 
 // New returns a Client over rdb. The Client does not own rdb: closing the
@@ -84,10 +127,17 @@ func isNil(v any) bool { return rediscmd.IsNil(v) }
 // same error.
 //
 // Close then waits, until ctx ends, for the Client's background work: the
-// cleanups of acquires that gave up or lost their reply (each gives up
-// within the TTL of its call), and the close of the pub/sub connection.
-// When ctx ends first it returns ctx's cause, and the work goes on
-// without it. Calling Close again waits again.
+// cleanups of acquires and releases that gave up or lost their reply,
+// and the close of the pub/sub connection. A cleanup takes a round trip
+// or three while Redis answers; while it does not, it keeps trying for a
+// minute (or the TTL of its call, if longer), since a request of the call
+// held in transit could still land and must find the call buried. When
+// ctx ends first Close returns ctx's cause, and the work goes on without
+// it. Calling Close again waits again, as often as needed. A service's
+// shutdown bounds the wait with its own ctx: a second or two sees the
+// cleanups of a reachable Redis done; what a shorter one leaves behind
+// goes on in the background and the locks expire in Redis with their TTL
+// (review, old defect 7).
 func (c *Client) Close(ctx context.Context) error {
 	if c == nil {
 		return nil
@@ -107,13 +157,8 @@ func (c *Client) Close(ctx context.Context) error {
 		l.StopWatchdog()
 	}
 	err := c.notes.close()
-	done := make(chan struct{})
-	go func() {
-		c.bg.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-c.bg.Idle():
 		return err
 	case <-ctx.Done():
 		return errors.Join(err, fmt.Errorf("close: background cleanups still running: %w", context.Cause(ctx)))
@@ -339,8 +384,13 @@ func (a *attempt) retry(ctx context.Context) (*Lease, error) {
 			return a.finish(ctx, start, res, err, false)
 		}
 		why := err
-		if err == nil {
+		switch {
+		case err == nil:
 			why = &TakenError{Op: a.op, Key: a.key, RetryAfter: max(res.pttl, 0)}
+		case outcomeUnknown(err):
+			// The strategy sees it as an unknown outcome (RetryIf's
+			// predicate can ask errors.Is(err, ErrUnknownOutcome)).
+			why = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
 		}
 		d := nextAfter(a.cfg.retry, why)
 		if d <= 0 {
@@ -348,6 +398,20 @@ func (a *attempt) retry(ctx context.Context) (*Lease, error) {
 				return a.finish(ctx, start, res, err, false)
 			}
 			return nil, fmt.Errorf("the retry strategy gave up: %w", why)
+		}
+		if err != nil && outcomeUnknown(err) {
+			// The lost attempt may still be on its way: bury it before
+			// the next, which gets an id of its own, so that it takes
+			// nothing when it lands later (review defect 3 of round
+			// three: it landed after the lease's release and took the
+			// free lock for a token nobody held). What it took before
+			// the bury, the next attempt, by the same token, picks up.
+			// When the bury's outcome is unknown too, the call ends here
+			// and the cleanup goes on in the background.
+			if berr := a.bury(ctx); berr != nil {
+				return a.finish(ctx, start, res, err, false)
+			}
+			a.id = newToken(a.c.rnd)
 		}
 		timer.Reset(d)
 		select {
@@ -464,21 +528,49 @@ func (a *attempt) finish(ctx context.Context, start time.Time, res attemptResult
 }
 
 // cleanup runs after an acquire whose reply was lost (or, with queued, one
-// that failed surely): it releases the lock if this attempt got it (a
-// WithOwner call takes back only the hold it added: undo) and leaves the
-// queue. It runs in the background so
+// that failed surely): it buries the attempt, releases the lock if this
+// attempt got it (a WithOwner call takes back only the hold it added:
+// undo) and leaves the queue. It runs in the background so
 // that the call returns within its own deadline, and it tries again (Redis
-// may be frozen or cut off right now) until it is done or the attempt's
-// lease would have expired anyway: it leaves no held key behind.
-func (a *attempt) cleanup(queued bool) {
+// may be frozen or cut off right now) until it is done, or for
+// cleanupPatience (or the call's TTL, if longer).
+func (a *attempt) cleanup(queued bool) { a.cleanupSteps(true, queued) }
+
+// buryOnly is the cleanup of a call that can have added nothing to take
+// back: a renewal whose reply was lost (an extension cannot be undone,
+// but once its id is buried, the request takes nothing when it lands).
+func (a *attempt) buryOnly() { a.cleanupSteps(false, false) }
+
+// cleanupSteps is cleanup: bury, then release (if release) and leave (if
+// queued).
+func (a *attempt) cleanupSteps(release, queued bool) {
 	a.c.bg.Add(1)
 	go func() {
 		defer a.c.bg.Done()
-		deadline := time.Now().Add(a.cfg.ttl)
-		pause := 50 * time.Millisecond
-		bury, release, leave := true, true, queued
+		// Not the attempt's TTL: the attempt's own request may still be
+		// on its way (held in transit past its sender's deadline), and
+		// until the bury has run it takes what it finds when it lands.
+		// An owner's hold it adds joins the owner's own, which outlives
+		// any TTL while the owner comes back (the simulation's
+		// late-delivery, seed 873: the bury was itself held past the
+		// TTL, the cleanup gave up, the attempt landed, and the owner's
+		// next lease got the fence of the one it had released).
+		deadline := time.Now().Add(max(a.cfg.ttl, cleanupPatience))
+		pause, buryPause := 50*time.Millisecond, 5*time.Millisecond
+		bury, leave := true, queued
 		for bury || release || leave {
-			ctx, cancel := context.WithTimeout(context.Background(), cleanupLimit)
+			// The bury is sent again soon, on another connection, when
+			// its reply does not come within a healthy round trip: it may
+			// be held in transit as the attempt's own request was, and
+			// until one lands the attempt's request takes what it finds
+			// (the simulation's late-delivery, seed 1047: the bury waited
+			// out a second's limit, the attempt landed meanwhile and
+			// joined its owner's next hold). Burying twice is harmless.
+			limit := cleanupLimit
+			if bury {
+				limit = leaveBudget
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), limit)
 			var errs []error
 			if bury {
 				// First: a request of the attempt still on its way takes
@@ -500,17 +592,23 @@ func (a *attempt) cleanup(queued bool) {
 				errs = append(errs, err)
 			}
 			if leave && !bury {
-				err := a.leave(ctx)
+				err := a.leave(ctx, true)
 				leave = err != nil
 				errs = append(errs, err)
 			}
 			cancel()
 			// A closed Redis client will not come back: nothing to wait for.
-			if (!bury && !release && !leave) || errors.Is(errors.Join(errs...), redis.ErrClosed) || time.Now().Add(pause).After(deadline) {
+			wait := pause
+			if bury {
+				wait, buryPause = buryPause, min(2*buryPause, 200*time.Millisecond)
+			}
+			if (!bury && !release && !leave) || errors.Is(errors.Join(errs...), redis.ErrClosed) || time.Now().Add(wait).After(deadline) {
 				break
 			}
-			time.Sleep(pause)
-			pause = min(2*pause, time.Second)
+			time.Sleep(wait)
+			if !bury {
+				pause = min(2*pause, time.Second)
+			}
 		}
 		if bury || release || leave {
 			a.c.opts.Logger.Warn("lock: cleanup after an ambiguous acquire gave up; the lock and the queue place expire on their own",
@@ -525,8 +623,13 @@ const (
 	// when its ctx ends: long enough for a healthy round trip, short enough
 	// that the call returns within its deadline plus a small constant.
 	leaveBudget = 100 * time.Millisecond
-	// cleanupLimit bounds background cleanup.
+	// cleanupLimit bounds each round trip of a background cleanup.
 	cleanupLimit = time.Second
+	// cleanupPatience is how long a background cleanup keeps trying
+	// (or the call's TTL, if longer): a request of the call held in
+	// transit longer than that past its sender's deadline, which no TCP
+	// connection here keeps, may take effect unburied.
+	cleanupPatience = time.Minute
 )
 
 // gaveUp leaves the queue when a waiter's ctx ended (cause): within
@@ -537,7 +640,7 @@ const (
 // hand-off lease).
 func (a *attempt) gaveUp(ctx context.Context, cause error) error {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveBudget)
-	err := a.leave(lctx)
+	err := a.leave(lctx, false)
 	cancel()
 	if err == nil {
 		return fmt.Errorf("%s %q: %w: %w", a.op, a.key, ErrNotAcquired, cause)
@@ -560,7 +663,7 @@ func (a *attempt) bury(ctx context.Context) error {
 
 // releaseBestEffort releases the lock if the attempt's token holds it.
 func (a *attempt) releaseBestEffort(ctx context.Context) error {
-	_, err := a.c.run(ctx, releaseScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines},
+	_, err := a.c.run(ctx, releaseScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines, a.keys.Gone},
 		a.owner, a.keys.Channel, "", "", a.c.opts.HandoffTTL.Milliseconds())
 	if err != nil {
 		a.c.opts.Logger.Warn("lock: cleanup release failed", "key", a.key, "ttl", a.cfg.ttl, "err", err)
@@ -580,14 +683,19 @@ func (a *attempt) undo(ctx context.Context) error {
 }
 
 // leave takes the attempt's place out of the queue (and passes the lock on
-// if it was handed to the attempt's fresh token).
-func (a *attempt) leave(ctx context.Context) error {
-	fresh := "1"
+// if it was handed to the attempt's fresh token); cleanup: the attempt's
+// cleanup sends it, after burying the attempt (a leave of the attempt's
+// own that lands later passes nothing on: leaveScript).
+func (a *attempt) leave(ctx context.Context, cleanup bool) error {
+	fresh, by := "1", ""
 	if a.cfg.ownerSet {
 		fresh = "0"
 	}
-	_, err := a.c.run(ctx, leaveScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines},
-		a.owner, a.keys.Channel, a.cfg.ttl.Milliseconds(), fresh, a.id, a.c.opts.HandoffTTL.Milliseconds())
+	if cleanup {
+		by = "c"
+	}
+	_, err := a.c.run(ctx, leaveScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines, a.keys.Gone},
+		a.owner, a.keys.Channel, a.cfg.ttl.Milliseconds(), fresh, a.id, by, a.c.opts.HandoffTTL.Milliseconds())
 	return err
 }
 
@@ -614,7 +722,12 @@ func (c *Client) run(ctx context.Context, s *rediscmd.Script, keys []string, arg
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return reply, err
+			// The refusal surely had no effect; the caller's ctx ended
+			// while it waited to resend: say both, so that a caller that
+			// retries on ctx errors sees one (review, fenced x migrate:
+			// a release returned the refusal alone, its caller moved on,
+			// and the watchdog kept the hold for the rest of the run).
+			return reply, fmt.Errorf("%w (%w while the slot migrated)", err, context.Cause(ctx))
 		}
 	}
 }

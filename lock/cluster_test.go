@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -189,40 +190,19 @@ func containsLine(s, line string) bool {
 // do) kept every waiter off the key for the rest of the run (found by
 // lockproof run --topology cluster, fenced × migrate seed 1).
 func TestReleaseDuringSlotMigration(t *testing.T) {
-	c := redistest.StartCluster(t, redisproc.ClusterConfig{})
 	ctx := context.Background()
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
-	defer cc.Close()
-	a, err := lock.New(cc, lock.Options{TTL: 2 * time.Second, Watchdog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close(ctx)
-	key := keysOnEachShard(t, cc, c.Masters)[0]
-	ks := lock.RedisKeys(key)
+	c, cc, l := heldOnCluster(t, 2 * time.Second)
+	key, ks := l.Key(), lock.RedisKeys(l.Key())
 	slot := keySlot(t, cc, ks.Lock)
-	l, err := a.TryAcquire(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Shard 0 serves the key; move its slot to shard 1, the fence first.
-	src, dst := c.Nodes[0], c.Nodes[1]
-	rs := redis.NewClient(&redis.Options{Addr: src.Addr})
-	defer rs.Close()
-	rd := redis.NewClient(&redis.Options{Addr: dst.Addr})
-	defer rd.Close()
-	srcID, _ := rs.ClusterMyID(ctx).Result()
-	dstID, _ := rd.ClusterMyID(ctx).Result()
+	rs, rd, dstID := migrateFence(t, c, ks, slot)
+	host, port, _ := strings.Cut(c.Nodes[1].Addr, ":")
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(rd.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err())
-	must(rs.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err())
-	host, port, _ := strings.Cut(dst.Addr, ":")
-	must(rs.Do(ctx, "MIGRATE", host, port, "", 0, 5000, "KEYS", ks.Fence).Err())
 	finished := make(chan error, 1)
 	go func() {
 		// The reshard finishes 300ms later: the rest of the slot moves.
@@ -267,4 +247,95 @@ func TestReleaseDuringSlotMigration(t *testing.T) {
 		t.Errorf("fence %d after %d: the fence counter did not move with the slot", nl.Fence(), l.Fence())
 	}
 	must(nl.Release(ctx))
+}
+
+// TestReleaseThatOutlastsASlotMigration: a release refused TRYAGAIN until
+// its ctx ends (the slot migrates for longer) returns an error that wraps
+// both the refusal and ctx's cause, so that a caller retrying on ctx
+// errors sees one; and the lease's watchdog stops, so that a caller that
+// gives up leaves no hold the lock keeps alive (review, round three:
+// fenced x migrate on a Redis Cluster, seeds 4 and 7 of 10, the
+// refusal alone came back and the watchdog renewed the hold for the
+// rest of the run while a waiter gave up).
+func TestReleaseThatOutlastsASlotMigration(t *testing.T) {
+	ctx := context.Background()
+	c, cc, l := heldOnCluster(t, time.Second)
+	ks := lock.RedisKeys(l.Key())
+	slot := keySlot(t, cc, ks.Lock)
+	// The fence moves, the lock stays: the release's keys are split
+	// between the two masters for as long as the migration stands.
+	rs, _, _ := migrateFence(t, c, ks, slot)
+	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err := l.Release(rctx)
+	cancel()
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "TRYAGAIN") {
+		t.Fatalf("a release refused until its ctx ended: %v, want TRYAGAIN and context.DeadlineExceeded", err)
+	}
+	// Nobody releases again: the hold must expire with its TTL (1s), not
+	// be renewed by the watchdog. The slot stays where it is meanwhile
+	// (the lock key on the source, which serves it).
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		n, err := rs.Exists(ctx, ks.Lock).Result()
+		if redis.HasErrorPrefix(err, "ASK") {
+			n, err = 0, nil // a migrating slot's source sends a key it lacks to the target
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hold of a release that gave up still stands %v later: the watchdog keeps it", 3*time.Second)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// migrateFence starts moving slot (shard 0's, ks's) to shard 1 and moves
+// the fence counter alone: the lock's keys are split between the two
+// masters until the rest of the slot follows. It returns clients of the
+// source and the target (closed when the test ends) and the target's ID.
+func migrateFence(t *testing.T, c *redisproc.Cluster, ks lock.Keys, slot int64) (src, dst *redis.Client, dstID string) {
+	t.Helper()
+	ctx := context.Background()
+	src = redis.NewClient(&redis.Options{Addr: c.Nodes[0].Addr})
+	t.Cleanup(func() { _ = src.Close() })
+	dst = redis.NewClient(&redis.Options{Addr: c.Nodes[1].Addr})
+	t.Cleanup(func() { _ = dst.Close() })
+	srcID, err := src.ClusterMyID(ctx).Result()
+	if err == nil {
+		dstID, err = dst.ClusterMyID(ctx).Result()
+	}
+	host, port, _ := strings.Cut(c.Nodes[1].Addr, ":")
+	for _, step := range []func() error{
+		func() error { return dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err() },
+		func() error { return src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err() },
+		func() error { return src.Do(ctx, "MIGRATE", host, port, "", 0, 5000, "KEYS", ks.Fence).Err() },
+	} {
+		if err == nil {
+			err = step()
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, dst, dstID
+}
+
+// heldOnCluster starts a Redis Cluster of processes and returns it, a
+// client of it, and a lease (TTL ttl, watchdog on) of a key that shard 0
+// serves; all closed when the test ends.
+func heldOnCluster(t *testing.T, ttl time.Duration) (*redisproc.Cluster, *redis.ClusterClient, *lock.Lease) {
+	t.Helper()
+	c := redistest.StartCluster(t, redisproc.ClusterConfig{})
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	t.Cleanup(func() { _ = cc.Close() })
+	a := newLocks(t, cc, lock.Options{TTL: ttl, Watchdog: true})
+	l, err := a.TryAcquire(context.Background(), keysOnEachShard(t, cc, c.Masters)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cc, l
 }

@@ -98,12 +98,21 @@
 // # Unknown outcomes
 //
 // A call whose reply was lost (ErrUnknownOutcome) is made sure in the
-// background, within its TTL: the attempt is first buried (its id or
-// fresh token goes into the hash {key}:gone, so that a request of it that
-// reaches Redis later, held by a paused server or behind the cleanup on
-// another connection, takes nothing), then the hold it may have added is
-// taken back (an owner's by its call's id, whatever holds the owner added
-// since) and its place in line left. A release of an owner's hold whose
-// reply was lost is undone the same way, and Release called again after
-// it runs that undo, never a release of another of the owner's holds.
+// background: the attempt is first buried (its id or fresh token goes
+// into the hash {key}:gone, so that a request of it that reaches Redis
+// later, held by a paused server, held in transit past its sender's
+// deadline as a TCP retransmit is, or behind the cleanup on another
+// connection, takes nothing), then the hold it may have added is taken
+// back (an owner's by its call's id, whatever holds the owner added
+// since) and its place in line left. A release or a leave of the call
+// that lands after the bury takes nothing either (a nested hold's late
+// release used to end the outer hold it shared owner and fence with). A
+// release of an owner's hold whose reply was lost is undone the same way,
+// and Release called again after it runs that undo, never a release of
+// another of the owner's holds. An Acquire WithRetry whose strategy
+// retries after an unknown outcome (RetryIf sees it wrapped in
+// ErrUnknownOutcome) buries the lost attempt before the next. The
+// cleanup keeps trying for a minute (or the call's TTL, if longer) while
+// Redis does not answer; a request held in transit longer than that may
+// still take effect.
 package lock

@@ -34,7 +34,7 @@ type notifier struct {
 	rdb redis.UniversalClient
 	log *slog.Logger
 	// bg is the Client's count of background work (Client.Close waits).
-	bg *sync.WaitGroup
+	bg *background
 	// handoff is the Client's hand-off lease (Options.HandoffTTL).
 	handoff time.Duration
 
@@ -193,7 +193,7 @@ func (n *notifier) watch(st *chanState, d time.Duration) {
 	})
 }
 
-func newNotifier(rdb redis.UniversalClient, log *slog.Logger, bg *sync.WaitGroup, handoff time.Duration) *notifier {
+func newNotifier(rdb redis.UniversalClient, log *slog.Logger, bg *background, handoff time.Duration) *notifier {
 	return &notifier{
 		rdb:     rdb,
 		log:     log,

@@ -73,6 +73,7 @@ local function grant(tok, ttl, handed, rid, md)
     redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'p', 1, 'r', '', 'm', '')
   elseif md and md ~= '' then
     redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'r', rid or '', 'm', md)
+    if rid and rid ~= '' then redis.call('HSET', KEYS[1], 'm.' .. rid, md) end
   else
     redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'r', rid or '')
   end
@@ -112,8 +113,38 @@ local function addHold(id)
   if id == '' then return end
   local r = (redis.call('HGET', KEYS[1], 'r') or '') .. ' ' .. id
   local _, n = string.gsub(r, '%S+', '')
-  if n > ` + holdIDs + ` then r = string.gsub(r, '^%s*%S+', '') end
+  if n > ` + holdIDs + ` then
+    redis.call('HDEL', KEYS[1], 'm.' .. string.match(r, '^%s*(%S+)'))
+    r = string.gsub(r, '^%s*%S+', '')
+  end
   redis.call('HSET', KEYS[1], 'r', r)
+end
+local function setMeta(id, md)
+  if md == '' then return end
+  redis.call('HSET', KEYS[1], 'm', md)
+  if id ~= '' then redis.call('HSET', KEYS[1], 'm.' .. id, md) end
+end
+` + luaDrop
+
+// luaDrop defines dropHold(r, id): the hold that call id added ends
+// while others of its owner stay (a nested release, an undo): id leaves
+// r (the hash's r as read), and its metadata (m.<id>) goes with it, m
+// becoming the metadata of the newest hold left that has some ("" for
+// none). Review defect 5 of round three: a nested hold's metadata
+// outlived the hold in Inspect.
+const luaDrop = `
+local function dropHold(r, id)
+  local i = r and id ~= '' and string.find(r, id, 1, true)
+  if not i then return end
+  r = string.sub(r, 1, math.max(i - 2, 0)) .. string.sub(r, i + #id)
+  redis.call('HSET', KEYS[1], 'r', r)
+  if redis.call('HDEL', KEYS[1], 'm.' .. id) == 1 then
+    local md = ''
+    for x in string.gmatch(r, '%S+') do
+      md = redis.call('HGET', KEYS[1], 'm.' .. x) or md
+    end
+    redis.call('HSET', KEYS[1], 'm', md)
+  end
 end
 `
 
@@ -198,9 +229,20 @@ end
 clock()
 dropDead()
 local owner = redis.call('HGET', KEYS[1], 'o')
+local member = ARGV[2] .. ':' .. ARGV[1]
+if ARGV[7] ~= '' then member = ARGV[2] .. '#' .. ARGV[7] .. ':' .. ARGV[1] end
 if owner == ARGV[1] then
   local n
   local picked = redis.call('HDEL', KEYS[1], 'p') == 1
+  -- A call served here (a pickup, or a second wait of the owner served
+  -- through reentrancy) leaves its place in line: a place left behind
+  -- would later be handed the lock back, and the owner's next
+  -- TryAcquire would take it while others wait (review defect 4 of
+  -- round three).
+  if ARGV[3] == 'w' then
+    redis.call('ZREM', KEYS[3], member)
+    redis.call('ZREM', KEYS[4], member)
+  end
   if not picked and ARGV[5] == '1' then
     n = redis.call('HINCRBY', KEYS[1], 'n', 1)
   else
@@ -209,7 +251,7 @@ if owner == ARGV[1] then
     n = tonumber(redis.call('HGET', KEYS[1], 'n'))
   end
   addHold(ARGV[7])
-  if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'm', ARGV[8]) end
+  setMeta(ARGV[7], ARGV[8])
   extend(ARGV[2])
   local fs = redis.call('HGET', KEYS[1], 'f')
   if picked then
@@ -219,8 +261,7 @@ if owner == ARGV[1] then
   end
   return {1, tonumber(fs), n}
 end
-local member = ARGV[2] .. ':' .. ARGV[1]
-if ARGV[7] ~= '' then member = ARGV[2] .. '#' .. ARGV[7] .. ':' .. ARGV[1] end
+local handed = false
 if not owner then
   local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
   if head == nil or head == member then
@@ -231,7 +272,7 @@ if not owner then
     local f = grant(ARGV[1], ARGV[2], false, ARGV[7], ARGV[8])
     return {1, f, 1}
   end
-  handoff(ARGV[6])
+  handed = handoff(ARGV[6]) ~= ''
 end
 if ARGV[3] == 'w' then
   local qttl = tonumber(ARGV[4])
@@ -239,6 +280,12 @@ if ARGV[3] == 'w' then
   redis.call('ZADD', KEYS[4], now + qttl, member)
   growExpire(KEYS[3], qttl)
   growExpire(KEYS[4], qttl)
+end
+if handed and ARGV[3] ~= 'w' then
+  -- The lock was free, with others first in line: TakenError's
+  -- RetryAfter is 0 then, not the hand-off lease just given to the head
+  -- (review defect 7 of round three). A waiter still hears that lease.
+  return {0, 0}
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `)
@@ -251,13 +298,12 @@ return {0, redis.call('PTTL', KEYS[1])}
 // a release of it would, whatever holds the owner added since. Returns 1
 // when it did, 0 otherwise (the attempt added nothing, or its hold is gone
 // with the lock, or more than holdIDs newer holds pushed its id out).
-var undoScript = rediscmd.NewScript(`
+var undoScript = rediscmd.NewScript(luaDrop + `
 local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'r')
 if h[1] ~= ARGV[1] or not h[3] then return 0 end
-local i = string.find(h[3], ARGV[2], 1, true)
-if not i then return 0 end
-redis.call('HSET', KEYS[1], 'r', string.sub(h[3], 1, math.max(i - 2, 0)) .. string.sub(h[3], i + #ARGV[2]))
+if not string.find(h[3], ARGV[2], 1, true) then return 0 end
 if (tonumber(h[2]) or 1) > 1 then
+  dropHold(h[3], ARGV[2])
   redis.call('HINCRBY', KEYS[1], 'n', -1)
   return 1
 end
@@ -272,11 +318,16 @@ handoff(ARGV[3])
 return 1
 `)
 
-// releaseScript: KEYS lock, fence, queue, queue deadlines. ARGV token,
-// channel, fence ("": any), the id of the call that added the hold ("":
-// none; it leaves r, so that an undo of it after a release whose reply
-// was lost finds nothing to take back), hand-off lease ms.
-// Returns {-1} when the token does not hold the lock, or holds it under
+// releaseScript: KEYS lock, fence, queue, queue deadlines, gone. ARGV
+// token, channel, fence ("": any), the id of the call that added the
+// hold ("": none; it leaves r, so that an undo of it after a release
+// whose reply was lost finds nothing to take back), hand-off lease ms.
+// Returns {-1} when the hold's id is buried (gone: the release's reply
+// was lost, and its cleanup already took the hold back, so this request
+// landed late, after its sender gave up; with the holds sharing owner
+// and fence it would end another hold of the owner, an outer lease
+// still valid: review defect 1 of round three), when the token does not
+// hold the lock, or holds it under
 // another fence (a newer hold of the same WithOwner token, taken after
 // this lease was lost: review defect 4), {remaining holds}
 // otherwise. At zero holds it hands the lock to the first waiter, publishing
@@ -291,14 +342,12 @@ return 1
 // save the EXISTS, but a waiter of an older version of the lock, or one a
 // test or an operator put in line, would not set it, and a release would
 // then skip its hand-off.)
-var releaseScript = rediscmd.NewScript(`
+var releaseScript = rediscmd.NewScript(luaDrop + `
 local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'f', 'r')
 if h[1] ~= ARGV[1] or (ARGV[3] ~= '' and h[3] ~= ARGV[3]) then return {-1} end
+if ARGV[4] ~= '' and redis.call('HEXISTS', KEYS[5], ARGV[4]) == 1 then return {-1} end
 if (tonumber(h[2]) or 1) > 1 then
-  local i = ARGV[4] ~= '' and h[4] and string.find(h[4], ARGV[4], 1, true)
-  if i then
-    redis.call('HSET', KEYS[1], 'r', string.sub(h[4], 1, math.max(i - 2, 0)) .. string.sub(h[4], i + #ARGV[4]))
-  end
+  dropHold(h[4], ARGV[4])
   return {redis.call('HINCRBY', KEYS[1], 'n', -1)}
 end
 if redis.call('EXISTS', KEYS[3]) == 0 then
@@ -311,10 +360,13 @@ dropDead()
 return {0, handoff(ARGV[2])}
 `)
 
-// renewScript: KEYS lock. ARGV token, ttl ms, fence. Returns 1 when
-// renewed (the key now lives at least ttl more), 0 when not held (or held
-// under another fence: a newer hold of the same owner).
+// renewScript: KEYS lock, gone. ARGV token, ttl ms, fence, the
+// renewal's id. Returns 1 when renewed (the key now lives at least ttl
+// more), 0 when not held (or held under another fence: a newer hold of
+// the same owner), or when the renewal is buried: its reply was lost,
+// its sender gave up on it, and it landed late.
 var renewScript = rediscmd.NewScript(luaExtend + `
+if redis.call('HEXISTS', KEYS[2], ARGV[4]) == 1 then return 0 end
 local h = redis.call('HMGET', KEYS[1], 'o', 'f')
 if h[1] == ARGV[1] and h[2] == ARGV[3] then
   extend(ARGV[2])
@@ -323,9 +375,14 @@ end
 return 0
 `)
 
-// leaveScript: KEYS lock, fence, queue, queue deadlines. ARGV token, channel,
-// ttl ms, "1" when the token is fresh (not given WithOwner), the call's id,
-// hand-off lease ms. A waiter that
+// leaveScript: KEYS lock, fence, queue, queue deadlines, gone. ARGV
+// token, channel, ttl ms, "1" when the token is fresh (not given
+// WithOwner), the call's id, "c" when the cleanup of the call sends it
+// ("": the call itself), hand-off lease ms. A leave of a call that is
+// buried, sent by the call itself, landed after its cleanup (which
+// sends its own): it only leaves the line, and passes on nothing, since
+// a provisional hand-off to the owner now is a later call's (review
+// defect 1 of round three). A waiter that
 // gives up leaves the queue; if the lock was already handed to it, it passes
 // the lock on to the next waiter: a fresh token holds nothing else, and an
 // owner's hold still marked provisional (p) is that hand-off, not picked up
@@ -337,6 +394,7 @@ local member = ARGV[3] .. ':' .. ARGV[1]
 if ARGV[5] ~= '' then member = ARGV[3] .. '#' .. ARGV[5] .. ':' .. ARGV[1] end
 redis.call('ZREM', KEYS[3], member)
 redis.call('ZREM', KEYS[4], member)
+if ARGV[6] ~= 'c' and redis.call('HEXISTS', KEYS[5], ARGV[5]) == 1 then return 0 end
 local h = redis.call('HMGET', KEYS[1], 'o', 'p')
 if h[1] == ARGV[1] and (ARGV[4] == '1' or h[2]) then
   handoff(ARGV[2])
@@ -354,10 +412,12 @@ if h[1] ~= ARGV[1] or h[3] then return 0 end
 return tonumber(h[2]) or 1
 `)
 
-// ttlScript: KEYS lock. ARGV token. Returns the lock's PTTL (ms) when the
-// token holds it, -1 otherwise.
+// ttlScript: KEYS lock. ARGV token, fence. Returns the lock's PTTL (ms)
+// when the token holds it under that fence, -1 otherwise (a newer hold
+// of the same owner is another lease's: review defect 6 of round three).
 var ttlScript = rediscmd.NewScript(`
-if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then
+local h = redis.call('HMGET', KEYS[1], 'o', 'f')
+if h[1] == ARGV[1] and h[2] == ARGV[2] then
   return redis.call('PTTL', KEYS[1])
 end
 return -1
@@ -393,7 +453,7 @@ local h = redis.call('HMGET', KEYS[1], 'o', 'f', 'p')
 if h[1] ~= ARGV[1] or h[2] ~= ARGV[2] or h[3] then return 0 end
 local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
 addHold(ARGV[4])
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'm', ARGV[5]) end
+setMeta(ARGV[4], ARGV[5])
 extend(ARGV[3])
 return n
 `)

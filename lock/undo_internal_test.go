@@ -159,7 +159,7 @@ func TestLateRequestAfterItsCleanupTakesNothing(t *testing.T) {
 			} else if err := late.releaseBestEffort(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if err := late.leave(ctx); err != nil {
+			if err := late.leave(ctx, true); err != nil {
 				t.Fatal(err)
 			}
 			// Then the attempt's own request.
