@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
+	"html"
 	"strconv"
 	"strings"
 
@@ -378,7 +379,11 @@ func newModel(ctx context.Context, p *prepared) porcupine.Model {
 	}
 	m := nm.ToModel()
 	// Describe a set of states without the set braces of a single state, and
-	// per partition kind (lease fields or resource fields).
+	// per partition kind (lease fields or resource fields). Porcupine's
+	// page puts a state's description into innerHTML: it is escaped, since
+	// client names and values come from the history (review: a client
+	// named `c"><img src=x onerror=alert(1)>` ran script in the page; %q
+	// does not escape < and >).
 	m.DescribeState = func(st any) string {
 		ss := st.([]any)
 		parts := make([]string, 0, len(ss))
@@ -386,9 +391,9 @@ func newModel(ctx context.Context, p *prepared) porcupine.Model {
 			parts = append(parts, p.describeState(s.(state)))
 		}
 		if len(parts) == 1 {
-			return parts[0]
+			return html.EscapeString(parts[0])
 		}
-		return "one of {" + strings.Join(parts, " | ") + "}"
+		return html.EscapeString("one of {" + strings.Join(parts, " | ") + "}")
 	}
 	return m
 }

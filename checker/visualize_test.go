@@ -3,9 +3,11 @@ package checker
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,9 +29,37 @@ func TestVisualize(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	for _, want := range []string{"<html", "pause-client a", `write by \"a\" (line 7, token 3, ok)`, "acquire → fail", `held by \"b\" token 4`} {
+	for _, want := range []string{"<html", "pause-client a", `write by \"a\" (line 7, token 3, ok)`, "acquire → fail", `held by \u0026#34;b\u0026#34; token 4`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("visualization lacks %q", want)
+		}
+	}
+}
+
+// TestVisualizeEscapesStates (review, the tool made safe): Porcupine's
+// page puts a state's description into innerHTML; a client named with
+// markup must come out as text, not as an element.
+func TestVisualizeEscapesStates(t *testing.T) {
+	evil := `c"><img src=x onerror=alert(1)>`
+	ops := []history.Op{
+		{Client: evil, Kind: history.Acquire, Key: "k", Call: 1, Return: 2, Completed: true, Result: history.OK, TTLMillis: 1000, Token: 1, HasToken: true, Line: 1},
+		{Client: evil, Kind: history.Write, Key: "k", Call: 3, Return: 4, Completed: true, Result: history.OK, Token: 1, HasToken: true, Value: evil, HasValue: true, Line: 2},
+	}
+	var buf bytes.Buffer
+	if err := Visualize(context.Background(), &buf, ops, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	states := regexp.MustCompile(`"StateDescription":("(?:[^"\\]|\\.)*")`).FindAllStringSubmatch(buf.String(), -1)
+	if len(states) == 0 {
+		t.Fatal("no state description in the page")
+	}
+	for _, m := range states {
+		var d string
+		if err := json.Unmarshal([]byte(m[1]), &d); err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(d, "<>") {
+			t.Errorf("a state description the page puts into innerHTML holds markup: %q", d)
 		}
 	}
 }

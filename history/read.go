@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // MaxLineBytes bounds one history line, so that a file without newlines
@@ -74,6 +76,26 @@ func Open(path string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
+	return open(f, path)
+}
+
+// OpenIn is Open of the file name inside root: a name, or a link on the
+// way, that leads out of root is refused (a run directory's files named
+// by an untrusted summary.json).
+func OpenIn(root *os.Root, name string) (io.ReadCloser, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			pe.Path = filepath.Join(root.Name(), name)
+		}
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	return open(f, filepath.Join(root.Name(), name))
+}
+
+// open reads f (named path in errors), uncompressed or gzip-compressed.
+func open(f *os.File, path string) (io.ReadCloser, error) {
 	br := bufio.NewReader(f)
 	magic, _ := br.Peek(2)
 	if len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {

@@ -191,7 +191,7 @@ func containsLine(s, line string) bool {
 // lockproof run --topology cluster, fenced × migrate seed 1).
 func TestReleaseDuringSlotMigration(t *testing.T) {
 	ctx := context.Background()
-	c, cc, l := heldOnCluster(t, 2 * time.Second)
+	c, cc, l := heldOnCluster(t, 2*time.Second)
 	key, ks := l.Key(), lock.RedisKeys(l.Key())
 	slot := keySlot(t, cc, ks.Lock)
 	// Shard 0 serves the key; move its slot to shard 1, the fence first.

@@ -256,21 +256,29 @@ func WriteDiff(w io.Writer, d Diff) error {
 // WriteAll writes report.md, report.html, junit.xml and report.json into dir
 // (the run directory, so that the HTML's relative links resolve).
 func WriteAll(dir string, r *Report) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("write report %s: %w", filepath.Join(dir, contract.MarkdownFile), err)
+	}
+	defer root.Close()
 	for _, f := range []struct {
 		name  string
 		write func(io.Writer, *Report) error
 	}{
 		{contract.MarkdownFile, WriteMarkdown}, {contract.HTMLFile, WriteHTML}, {contract.JUnitFile, WriteJUnit}, {contract.JSONFile, WriteJSON},
 	} {
-		if err := writeFile(filepath.Join(dir, f.name), r, f.write); err != nil {
+		if err := writeFile(root, f.name, r, f.write); err != nil {
 			return err
 		}
 	}
 	return WritePages(dir, r)
 }
 
-func writeFile(path string, r *Report, write func(io.Writer, *Report) error) (err error) {
-	out, err := os.Create(path)
+// writeFile writes name inside root (the run directory): a link there
+// that leads out of it is refused.
+func writeFile(root *os.Root, name string, r *Report, write func(io.Writer, *Report) error) (err error) {
+	path := filepath.Join(root.Name(), name)
+	out, err := root.Create(name)
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}

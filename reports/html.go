@@ -32,24 +32,32 @@ func WriteHTML(w io.Writer, r *Report) error {
 // verdicts, evidence, files and latency plot) under the run directory dir.
 // A scenario whose directory is missing (an interrupted run) gets none.
 func WritePages(dir string, r *Report) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("write scenario pages: %w", err)
+	}
+	defer root.Close()
 	t := pageTemplates()
 	for _, s := range r.Scenarios {
 		if s.Page == "" || s.NotRun {
 			continue
 		}
-		p := filepath.Join(dir, filepath.FromSlash(s.Page))
-		if _, err := os.Stat(filepath.Dir(p)); err != nil {
+		name := filepath.FromSlash(s.Page)
+		if _, err := root.Stat(filepath.Dir(name)); err != nil {
 			continue
 		}
-		if err := writePage(p, t, s); err != nil {
+		if err := writePage(root, name, t, s); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func writePage(p string, t *template.Template, s *ScenarioReport) (err error) {
-	f, err := os.Create(p)
+// writePage writes s's page as name inside root: a name or a link that
+// leads out of the run directory is refused.
+func writePage(root *os.Root, name string, t *template.Template, s *ScenarioReport) (err error) {
+	p := filepath.Join(root.Name(), name)
+	f, err := root.Create(name)
 	if err != nil {
 		return fmt.Errorf("write scenario page: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -104,6 +105,16 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadRun, sumPath, err)
 	}
 	run := &Run{Dir: dir, Cells: sum.Cells, Shard: sum.Shard, Topology: contract.TopologyOf(sum.Topology)}
+	// Every file a row names is read inside the run directory: a name or
+	// a link that leads out of it is refused (review: report wrote, and
+	// read, through scenario folders that were links).
+	var root *os.Root
+	if !opts.SummaryOnly {
+		if root, err = os.OpenRoot(dir); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadRun, err)
+		}
+		defer root.Close()
+	}
 	seen := map[string]int{}
 	for i := range sum.Scenarios {
 		s := &sum.Scenarios[i]
@@ -114,7 +125,14 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 		sdir := path.Dir(s.History)
 		sc.ID = sdir
 		if sdir == "." {
+			// The page's name comes from the row's fields then: one
+			// plain name in the run directory, or the row is refused
+			// (review: lock "../outside/evil" wrote outside it).
 			sc.ID = contract.ScenarioID(s.Lock, s.Fault, s.Seed)
+			if !plainName(sc.ID) {
+				return nil, fmt.Errorf("%w: %s: scenario %d: lock %q and fault %q name the file %q, not a plain name in the run directory",
+					ErrBadRun, sumPath, i, s.Lock, s.Fault, sc.ID+".html")
+			}
 		}
 		if j, dup := seen[sc.ID]; dup {
 			return nil, fmt.Errorf("%w: %s: scenarios %d and %d share the directory %s", ErrBadRun, sumPath, j, i, sc.ID)
@@ -128,7 +146,7 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 			run.Scenarios = append(run.Scenarios, sc)
 			continue
 		}
-		loadScenario(dir, sdir, sc)
+		loadScenario(root, sdir, sc)
 		run.Scenarios = append(run.Scenarios, sc)
 	}
 	return run, nil
@@ -171,8 +189,24 @@ func validateSummary(s *contract.Row) error {
 	return nil
 }
 
-// loadScenario reads the files of one scenario, recording what is wrong.
-func loadScenario(dir, sdir string, sc *Scenario) {
+// fullPath makes a path error from a read inside a run directory's root
+// name the file by its whole path, p.
+func fullPath(err error, p string) {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		pe.Path = p
+	}
+}
+
+// plainName reports whether name is one file name, neither a path nor a
+// hidden file nor a special name.
+func plainName(name string) bool {
+	return name != "" && filepath.IsLocal(name) && !strings.ContainsAny(name, `/\:`) && !strings.HasPrefix(name, ".")
+}
+
+// loadScenario reads the files of one scenario inside root (the run
+// directory), recording what is wrong.
+func loadScenario(root *os.Root, sdir string, sc *Scenario) {
 	if sc.NotRun {
 		return // nothing ran: no files to read, nothing to plot
 	}
@@ -183,8 +217,9 @@ func loadScenario(dir, sdir string, sc *Scenario) {
 		sc.Problems = append(sc.Problems, "its fault failed: "+sc.FaultError)
 	}
 	sc.CheckPath = path.Join(sdir, contract.CheckFile)
-	checkPath := filepath.Join(dir, filepath.FromSlash(sc.CheckPath))
-	data, err := os.ReadFile(checkPath)
+	checkPath := filepath.Join(root.Name(), filepath.FromSlash(sc.CheckPath))
+	data, err := root.ReadFile(filepath.FromSlash(sc.CheckPath))
+	fullPath(err, checkPath)
 	switch {
 	case err != nil:
 		sc.Problems = append(sc.Problems, err.Error()) // names the file
@@ -208,11 +243,11 @@ func loadScenario(dir, sdir string, sc *Scenario) {
 		}
 	}
 	vis := path.Join(sdir, contract.VisualizationFile)
-	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(vis))); err == nil {
+	if _, err := root.Stat(filepath.FromSlash(vis)); err == nil {
 		sc.Visualization = vis
 	}
-	histPath := filepath.Join(dir, filepath.FromSlash(sc.History))
-	plot, err := loadPlot(histPath, violationLines(sc.Check))
+	histPath := filepath.Join(root.Name(), filepath.FromSlash(sc.History))
+	plot, err := loadPlot(func() (io.ReadCloser, error) { return history.OpenIn(root, filepath.FromSlash(sc.History)) }, histPath, violationLines(sc.Check))
 	if err != nil {
 		sc.Problems = append(sc.Problems, err.Error())
 		return
@@ -243,8 +278,8 @@ func violationLines(res *checker.Result) map[int]string {
 }
 
 // readHistory wraps history.Scan for the plot, with the file named in errors.
-func readHistory(p string, fn func(history.Op) error) error {
-	f, err := history.Open(p)
+func readHistory(open func() (io.ReadCloser, error), p string, fn func(history.Op) error) error {
+	f, err := open()
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"html"
+	"io"
 	"math"
 	"sort"
 	"strings"
@@ -41,10 +42,10 @@ type FaultWindow struct {
 	Open       bool
 }
 
-func loadPlot(histPath string, violations map[int]string) (*Plot, error) {
+func loadPlot(open func() (io.ReadCloser, error), histPath string, violations map[int]string) (*Plot, error) {
 	p := &Plot{Start: math.MaxInt64, End: math.MinInt64}
 	var pts []Point
-	err := readHistory(histPath, func(op history.Op) error {
+	err := readHistory(open, histPath, func(op history.Op) error {
 		p.Total++
 		end := op.Call
 		if op.Completed {

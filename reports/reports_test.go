@@ -373,6 +373,56 @@ func TestLoadBadRuns(t *testing.T) {
 	}
 }
 
+// TestReportStaysInsideTheRun (review, the tool made safe): report reads
+// and writes nothing outside the run directory. A row whose history has
+// no folder part names its page by its lock and fault: "../outside/evil"
+// wrote outside/evil-none-1.html. A scenario folder that is a link to
+// elsewhere is neither read nor written through.
+func TestReportStaysInsideTheRun(t *testing.T) {
+	dir := copyRun(t, func(s *contract.Summary) {
+		s.Scenarios = s.Scenarios[:1]
+		s.Scenarios[0].Lock, s.Scenarios[0].Fault, s.Scenarios[0].Seed = "../outside/evil", "none", 1
+		s.Scenarios[0].History = "history.jsonl"
+	})
+	if err := os.MkdirAll(filepath.Join(dir, "..", "outside"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run, err := Load(dir)
+	if err == nil {
+		err = WriteAll(dir, Build(run))
+	}
+	if _, serr := os.Stat(filepath.Join(dir, "..", "outside", "evil-none-1.html")); serr == nil {
+		t.Fatal("report wrote a page outside the run directory")
+	}
+	if !errors.Is(err, ErrBadRun) || !strings.Contains(err.Error(), `lock "../outside/evil"`) {
+		t.Errorf("a row naming a page outside the run: %v, want ErrBadRun naming the lock", err)
+	}
+
+	// A scenario folder that is a link to a folder outside the run.
+	dir = copyRun(t, keep("fenced-none-1"))
+	outside := t.TempDir()
+	if err := os.CopyFS(outside, os.DirFS(filepath.Join(dir, "fenced-none-1"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "fenced-none-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "fenced-none-1")); err != nil {
+		t.Fatal(err)
+	}
+	run, err = Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := run.Scenarios[0]; sc.Check != nil || len(sc.Problems) == 0 {
+		t.Errorf("a scenario folder linked outside the run was read: problems %v", sc.Problems)
+	}
+	_ = WriteAll(dir, Build(run))
+	if _, err := os.Stat(filepath.Join(outside, contract.ScenarioPageFile)); err == nil {
+		t.Error("report wrote a page through a link outside the run directory")
+	}
+}
+
 // Broken scenario files are shown, name the file, and make the run inconclusive.
 func TestBrokenScenarioFiles(t *testing.T) {
 	dir := copyRun(t, keep("fenced-none-1", "fenced-none-2", "fenced-pause-client-1"))
@@ -506,7 +556,7 @@ func TestPlotSampling(t *testing.T) {
 	if err := history.WriteFile(path, ops); err != nil {
 		t.Fatal(err)
 	}
-	p, err := loadPlot(path, map[int]string{12345: "mutual-exclusion: x"})
+	p, err := loadPlot(func() (io.ReadCloser, error) { return history.Open(path) }, path, map[int]string{12345: "mutual-exclusion: x"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,15 +114,102 @@ func TestRunOutRules(t *testing.T) {
 			t.Errorf("%v: exit %d, %q; want 2 with %q", c.args, code, errs, c.want)
 		}
 	}
-	// --force clears the stale folder (checked before any scenario runs:
-	// the environment is missing here, so the run stops at its preflight).
+	// --force clears nothing before the run is sure to start: here the
+	// environment is missing, so the run stops at its preflight, and the
+	// stale run directory stays as it was.
+	if err := os.WriteFile(filepath.Join(used, "summary.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("PATH", t.TempDir())
 	code, _, errs := runRunArgs(t, "--locks", "lua", "--faults", "none", "--provider", "process", "--out", used, "--force")
 	if code != exitEnvironment {
 		t.Fatalf("exit %d (%q), want %d", code, errs, exitEnvironment)
 	}
-	if ents, _ := os.ReadDir(used); len(ents) != 0 {
-		t.Errorf("--force left %d entries in %s", len(ents), used)
+	if ents, _ := os.ReadDir(used); len(ents) != 2 {
+		t.Errorf("--force with a run that could not start left %d entries in %s, want the 2 it had", len(ents), used)
+	}
+}
+
+// TestForceClearsOnlyARunDirectory (review, the tool made safe): --force
+// refuses a directory lockproof did not make (a home folder's .ssh and a
+// source tree were emptied), the root, the home directory and the current
+// directory, and clears nothing when a flag or the config is bad; it
+// clears a run directory (summary.json, or the marker a run writes first)
+// right before the run, and follows no link inside it.
+func TestForceClearsOnlyARunDirectory(t *testing.T) {
+	precious := t.TempDir()
+	for _, f := range []string{".ssh/id_ed25519", "src/main.go"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(precious, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(precious, f), []byte("keep"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	if err := os.WriteFile(filepath.Join(home, "summary.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	for _, c := range []struct {
+		out, want string
+		extra     []string
+	}{
+		{precious, "not a run directory", nil},
+		{home, "home directory", nil},
+		{wd, "current directory", nil},
+		{filepath.Dir(wd), "current directory", nil},
+		{"/", "root", nil},
+		{home, "--seeds", []string{"--seeds", "x"}}, // a bad flag: refused before --out is looked at
+	} {
+		args := append([]string{"--locks", "lua", "--faults", "none", "--out", c.out, "--force"}, c.extra...)
+		code, _, errs := runRunArgs(t, args...)
+		if code != exitBadInput || !strings.Contains(errs, c.want) {
+			t.Errorf("--out %s --force %v: exit %d, %q; want 2 naming %q", c.out, c.extra, code, errs, c.want)
+		}
+	}
+	for _, f := range []string{".ssh/id_ed25519", "src/main.go"} {
+		if b, err := os.ReadFile(filepath.Join(precious, f)); err != nil || string(b) != "keep" {
+			t.Errorf("%s after the refused runs: %q, %v", f, b, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(home, "summary.json")); err != nil {
+		t.Errorf("the home directory was touched: %v", err)
+	}
+
+	// A run directory is cleared right before the run, links inside it
+	// removed and not followed, and marked as a run directory anew.
+	run := filepath.Join(t.TempDir(), "run")
+	if err := os.MkdirAll(filepath.Join(run, "lua-none-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run, runMarker), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(precious, filepath.Join(run, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkOut(run, true, false); err != nil {
+		t.Fatalf("a run directory with --force: %v", err)
+	}
+	if err := prepareOut(run, true, false); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(run)
+	if len(ents) != 1 || ents[0].Name() != runMarker {
+		t.Errorf("after --force: %v, want only %s", ents, runMarker)
+	}
+	if _, err := os.Stat(filepath.Join(precious, "src/main.go")); err != nil {
+		t.Errorf("clearing a link inside the run directory removed what it points to: %v", err)
+	}
+	// A link to a directory that is not a run directory is judged by its target.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(precious, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkOut(link, true, false); err == nil || !strings.Contains(err.Error(), "not a run directory") {
+		t.Errorf("--out a link to a precious folder: %v", err)
 	}
 }
 

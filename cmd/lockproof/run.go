@@ -191,7 +191,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		shard = &sh
 	}
-	if err := prepareOut(f.out, f.force, f.resume); err != nil {
+	// --out is checked now, cleared (--force) only once every flag, the
+	// config and the environment passed, right before the run: a run that
+	// stops on bad input must not have deleted anything.
+	if err := checkOut(f.out, f.force, f.resume); err != nil {
 		return bad("%v", err)
 	}
 
@@ -233,6 +236,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitEnvironment
 		}
 		cfg.Trace = map[string]runner.TraceCheck{zoo.FencedName: v.Validate}
+	}
+	if err := prepareOut(f.out, f.force, f.resume); err != nil {
+		return bad("%v", err)
 	}
 	start := time.Now()
 	switch {
@@ -412,10 +418,16 @@ func readBYO(p string) (*env.BYOConfig, error) {
 	return &c, nil
 }
 
-// prepareOut checks the run directory: new, or empty, or cleared (force),
-// or holding the run to continue (resume). A directory that holds another
-// run is refused: its stale scenario folders would mix with this run's.
-func prepareOut(out string, force, resume bool) error {
+// runMarker is the file a run directory holds from its start, before
+// its summary.json: --force clears a directory only if it holds one of
+// the two (a directory lockproof made).
+const runMarker = ".lockproof-run"
+
+// checkOut checks --out before anything runs: new, empty, or (--resume)
+// a run to continue, or (--force) a run directory to clear that is none
+// of the places whose loss would hurt (checkClearable). It changes
+// nothing.
+func checkOut(out string, force, resume bool) error {
 	fi, err := os.Stat(out)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -439,13 +451,82 @@ func prepareOut(out string, force, resume bool) error {
 		}
 	case len(ents) == 0:
 	case force:
-		for _, e := range ents {
-			if err := os.RemoveAll(filepath.Join(out, e.Name())); err != nil {
-				return fmt.Errorf("--force: %w", err)
-			}
-		}
+		return checkClearable(out)
 	default:
 		return fmt.Errorf("--out %s is not empty: pass --force to clear it, or --resume to continue the run it holds", out)
+	}
+	return nil
+}
+
+// checkClearable refuses to let --force clear dir unless it is a run
+// directory (it holds summary.json or runMarker), and never the file
+// system's root, the home directory, the current directory or one of
+// its parents, wherever a link leads (review: --force emptied a folder
+// holding .ssh and a source tree).
+func checkClearable(dir string) error {
+	real, err := filepath.EvalSymlinks(dir)
+	if err == nil {
+		real, err = filepath.Abs(real)
+	}
+	if err != nil {
+		return fmt.Errorf("--force: %w", err)
+	}
+	guarded := map[string]string{filepath.VolumeName(real) + string(filepath.Separator): "the file system's root"}
+	if home, err := os.UserHomeDir(); err == nil {
+		if h, err := filepath.EvalSymlinks(home); err == nil {
+			guarded[h] = "your home directory"
+		}
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if w, err := filepath.EvalSymlinks(wd); err == nil {
+			for p := w; ; p = filepath.Dir(p) {
+				if _, ok := guarded[p]; !ok {
+					guarded[p] = "the current directory or one of its parents"
+				}
+				if filepath.Dir(p) == p {
+					break
+				}
+			}
+		}
+	}
+	if what, ok := guarded[real]; ok {
+		return fmt.Errorf("--force: %s is %s: lockproof clears only a run directory it made", dir, what)
+	}
+	for _, name := range []string{contract.SummaryFile, runMarker} {
+		if fi, err := os.Lstat(filepath.Join(real, name)); err == nil && fi.Mode().IsRegular() {
+			return nil
+		}
+	}
+	return fmt.Errorf("--force: %s is not a run directory (it holds neither %s nor %s): lockproof clears only a run directory it made; choose another --out",
+		dir, contract.SummaryFile, runMarker)
+}
+
+// prepareOut makes --out ready right before the run, after checkOut: a
+// --force run directory is cleared (checked again: it may have changed
+// since), and a new run's directory is made and marked as a run
+// directory (runMarker).
+func prepareOut(out string, force, resume bool) error {
+	if err := checkOut(out, force, resume); err != nil {
+		return err
+	}
+	if resume {
+		return nil
+	}
+	ents, err := os.ReadDir(out)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--out: %w", err)
+	}
+	for _, e := range ents {
+		// RemoveAll removes a link, never what it points to.
+		if err := os.RemoveAll(filepath.Join(out, e.Name())); err != nil {
+			return fmt.Errorf("--force: %w", err)
+		}
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(out, runMarker), []byte("a lockproof run directory: lockproof run --force may clear it\n"), 0o644); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
 	return nil
 }
