@@ -11,7 +11,10 @@
 // the kind as the first word (FaultKind).
 package contract
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Fault names.
 const (
@@ -162,4 +165,40 @@ func StopsClients(kind string) bool {
 func FaultKind(opName string) string {
 	k, _, _ := strings.Cut(opName, " ")
 	return k
+}
+
+// ExcuseAfter is how long after a fault window of kind its effect on
+// property prop may still show, for a lease of ttl: a violation of a
+// property that the fault may break is excused only when one of its
+// witnesses overlaps that window or this long past its end (docs/DESIGN.md,
+// "Judging"). A negative bound is the run's end: the effect has none.
+//   - A failover's lost lease outlives the promotion by its validity,
+//     up to a TTL; a lost release's hold comes back for a TTL, or for
+//     as long as its owner re-enters it, so waiter liveness has no bound.
+//   - A forgotten lock (key-loss, restart, force-unlock, shard-outage)
+//     is held on by its holder for its validity; its waiters lose their
+//     places and take their time to come back in line.
+//   - Expiries written by a clock that runs skew ahead of the promoted
+//     replica's last up to skew longer (failover-skew).
+//   - Any other fault's effect: within 4 TTLs of its window (a frozen
+//     client's op returns within its timeout of the thaw).
+func ExcuseAfter(kind, prop string, ttl, skew time.Duration) time.Duration {
+	switch {
+	case FailsOver(kind) && prop == PropLiveness:
+		return -1
+	case FailsOver(kind):
+		return 2*ttl + skewOf(kind, skew)
+	case Forgets(kind) && (prop == PropLiveness || prop == PropFairness):
+		return 4 * ttl
+	case Forgets(kind):
+		return 2 * ttl
+	}
+	return 4 * ttl
+}
+
+func skewOf(kind string, skew time.Duration) time.Duration {
+	if kind == FaultFailoverSkew {
+		return skew
+	}
+	return 0
 }

@@ -126,6 +126,13 @@ type Row struct {
 	// Mismatches say which known verdicts do not.
 	AsExpected bool     `json:"as_expected"`
 	Mismatches []string `json:"mismatches,omitempty"`
+	// Unexcused lists the violations that no fault window of the run
+	// excuses: the property may break under the run's faults, but this
+	// violation's witnesses lie outside every window of a fault that may
+	// break it, and past the bound the contract gives that fault
+	// (docs/DESIGN.md, "Judging"). Each is a mismatch too. Absent in files
+	// written before violations were judged per window.
+	Unexcused []string `json:"unexcused,omitempty"`
 	// FoundElsewhere lists the properties predicted to break that this
 	// seed did not show but another seed of its cell did: as expected.
 	FoundElsewhere []string `json:"found_elsewhere,omitempty"`

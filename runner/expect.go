@@ -174,6 +174,15 @@ func profilePrediction(e locker.Entry, fault string) locker.Prediction {
 		} else {
 			p.Because("it runs no watchdog: the holder is never told")
 		}
+	case contract.FaultLateDelivery:
+		if !fenced {
+			// Only a lock that buries the requests its callers gave up on
+			// (package lock's cleanup) can refuse one that lands late:
+			// here an acquire, a release or a write takes effect after its
+			// caller's deadline, when the history says it could not.
+			p.Set(contract.WantMay, contract.PropLease, contract.PropResource, contract.PropLiveness, contract.PropClaims)
+			p.Because("a request held in transit lands after its sender gave up: an acquire takes the key for nobody, and an unfenced write lands after the next holder's; nothing in the lock can tell it came late (lease, resource, liveness and claims may break)")
+		}
 	case contract.FaultPauseServer:
 		if !fenced {
 			// Seen once (lua, the 1-seed default run of 2026-11-24): an

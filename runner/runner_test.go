@@ -550,7 +550,7 @@ func TestErrorIsNeverAsExpected(t *testing.T) {
 		return row
 	}
 	row := good()
-	judge(Expected(row.Lock, row.Fault), row)
+	judgeRow(Expected(row.Lock, row.Fault), row)
 	if !row.AsExpected {
 		t.Fatalf("clean row not as expected: %+v", row.Mismatches)
 	}
@@ -560,14 +560,14 @@ func TestErrorIsNeverAsExpected(t *testing.T) {
 	} {
 		row := good()
 		spoil(row)
-		judge(Expected(row.Lock, row.Fault), row)
+		judgeRow(Expected(row.Lock, row.Fault), row)
 		sum := Summary{Scenarios: []*Scenario{good(), row}}
 		if row.AsExpected || !row.Unknown() || sum.Status() != 3 {
 			t.Errorf("row with error %q / fault error %q: as expected %v, unknown %v, status %d; want false, true, 3",
 				row.Error, row.FaultError, row.AsExpected, row.Unknown(), sum.Status())
 		}
 		row.Verdicts[contract.PropResource] = contract.Violated // a contradiction found despite the error still counts
-		judge(Expected(row.Lock, row.Fault), row)
+		judgeRow(Expected(row.Lock, row.Fault), row)
 		if sum.Status() != 1 {
 			t.Errorf("violated row with an error: status %d, want 1", sum.Status())
 		}
@@ -586,7 +586,7 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 		if lease == contract.Violated {
 			r.DetectMs = map[string]int64{contract.PropLease: det}
 		}
-		judge(Expected(r.Lock, r.Fault), r)
+		judgeRow(Expected(r.Lock, r.Fault), r)
 		return r
 	}
 	rows := []*Scenario{row(1, contract.Violated, 1500), row(2, contract.OK, 0), row(3, contract.Violated, 1400)}
@@ -610,7 +610,7 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 	// still settles the seeds that missed the break.
 	failed := row(4, contract.Violated, 900)
 	failed.FaultError = "the fault did not bite"
-	judge(Expected(failed.Lock, failed.Fault), failed)
+	judgeRow(Expected(failed.Lock, failed.Fault), failed)
 	missed := row(5, contract.OK, 0)
 	c = cellsOf([]*Scenario{failed, missed}, builtinExps([]*Scenario{failed, missed}))[0]
 	if c.Seeds != 1 || c.Found[contract.PropLease] != 0 || c.Rate[contract.PropLease] != 0 || c.DetectMedianMs[contract.PropLease] != 0 {
@@ -628,7 +628,7 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 	hold := func(seed uint64, lease contract.Verdict) *Scenario {
 		r := (&matrix{}).newRow(resolved(Spec{Lock: "fenced", Fault: contract.FaultNone, Seed: seed}))
 		r.Verdicts = verdicts(lease, contract.OK, contract.NA)
-		judge(Expected(r.Lock, r.Fault), r)
+		judgeRow(Expected(r.Lock, r.Fault), r)
 		return r
 	}
 	rs := []*Scenario{hold(1, contract.OK), hold(2, contract.Violated)}
@@ -650,7 +650,7 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 			if i < found {
 				r.Verdicts[contract.PropLease] = contract.Violated
 			}
-			judge(Expected(r.Lock, r.Fault), r)
+			judgeRow(Expected(r.Lock, r.Fault), r)
 			rs = append(rs, r)
 		}
 		return rs

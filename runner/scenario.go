@@ -14,6 +14,7 @@ import (
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/tla"
 )
@@ -159,6 +160,10 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	if row.FaultStartMs != nil {
 		row.DetectMs = detection(res, time.Duration(*row.FaultStartMs)*time.Millisecond, ops)
 	}
+	// A break the fault may cause counts only near its window.
+	row.Unexcused = judge.Unexcused(res, judge.WindowsOf(ops),
+		func(kind string) locker.Prediction { return PredictOn(s.entry, kind, m.cfg.Topology) },
+		judge.Bounds{TTL: s.TTL, Skew: chaos.SkewBehind})
 	if check := m.cfg.Trace[s.Lock]; check != nil {
 		tr, err := check(ctx, ops)
 		switch {
@@ -254,9 +259,9 @@ func mismatch(p string, v contract.Verdict, w contract.Want) string {
 // event the model refused. An error means no verdict (no TLC, a timeout).
 type TraceCheck func(ctx context.Context, ops []history.Op) (tla.Result, error)
 
-// judge compares a row's verdicts with the prediction, and a validated
+// judgeRow compares a row's verdicts with the prediction, and a validated
 // trace with the model.
-func judge(exp locker.Prediction, row *Scenario) {
+func judgeRow(exp locker.Prediction, row *Scenario) {
 	row.Mismatches = nil
 	for _, p := range contract.PropertyIDs() {
 		v, w := row.Verdict(p), exp.Want(p)
@@ -270,6 +275,7 @@ func judge(exp locker.Prediction, row *Scenario) {
 	if row.TraceDisagrees != "" {
 		row.Mismatches = append(row.Mismatches, row.TraceDisagrees)
 	}
+	row.Mismatches = append(row.Mismatches, row.Unexcused...)
 	if exp.Rejected && row.Rejected == 0 && !row.Unknown() {
 		row.Mismatches = append(row.Mismatches, "rejected 0, expected > 0 (the fault did not bite)")
 	}
@@ -285,7 +291,7 @@ func (m *matrix) finish(i int, row *Scenario, start time.Time) {
 		row.Error = joinErr("interrupted: "+context.Cause(m.runCtx).Error(), row.Error)
 	}
 	row.ElapsedMs = time.Since(start).Milliseconds()
-	judge(m.specs[i].exp, row)
+	judgeRow(m.specs[i].exp, row)
 	m.mu.Lock()
 	m.rows[i] = row
 	m.done++

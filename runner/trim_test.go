@@ -28,7 +28,7 @@ func TestTrimKeepsTheEvidence(t *testing.T) {
 		if lock == "fenced" {
 			r.Verdicts[contract.PropResource] = contract.OK
 		}
-		judge(Expected(r.Lock, r.Fault), r)
+		judgeRow(Expected(r.Lock, r.Fault), r)
 		dir := filepath.Join(out, r.ID())
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)

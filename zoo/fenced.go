@@ -74,6 +74,19 @@ func fencedCalls() *locker.CallContract {
 	return &locker.CallContract{Slack: time.Second, CloseRefuses: true}
 }
 
+// lateWhy is what the frozen copies do under late-delivery: they bury no
+// request their caller gave up on but an acquire's, and not a renewal or a
+// release (round three's review: a nested hold's release landing after its
+// undo freed the lock under the outer lease; a retried acquire's lost
+// attempt took the lock for nobody). "" under any other fault.
+func lateWhy(fault string, p *locker.Prediction) string {
+	if fault != contract.FaultLateDelivery {
+		return ""
+	}
+	mayBreak(p, contract.PropLease, contract.PropLiveness, contract.PropClaims, contract.PropNotice, contract.PropFairness, contract.PropCalls)
+	return "; the old lock's late requests take effect after their caller gave up (a nested hold's release landing after its undo frees the lock under the outer lease)"
+}
+
 // FencedName is the registry name of the production lock (FencedEntry).
 const FencedName = "fenced"
 
@@ -105,6 +118,7 @@ func fencedV1Entry() locker.Entry {
 				why += "; a waiter that died in line holds the old lock up for a TTL (waiter liveness)"
 			}
 			why += "; " + oldLineWhy(&p)
+			why += lateWhy(fault, &p)
 			if contract.Like(fault) == contract.FaultPubSubReset {
 				mayBreak(&p, contract.PropLiveness)
 				why += "; the old lock's waiters take a dead subscription for a live one and may sleep through their hand-offs (waiter liveness)"
@@ -147,7 +161,7 @@ func fencedV2Entry() locker.Entry {
 			if !contract.Predicted(fault) {
 				return p
 			}
-			why := oldLineWhy(&p)
+			why := oldLineWhy(&p) + lateWhy(fault, &p)
 			// Both need a rushed release (the workload's rush-release
 			// share) or a release landing on a watchdog renewal: most runs
 			// show one.
