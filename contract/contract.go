@@ -174,7 +174,9 @@ func FaultKind(opName string) string {
 // "Judging"). A negative bound is the run's end: the effect has none.
 //   - A failover's lost lease outlives the promotion by its validity,
 //     up to a TTL; a lost release's hold comes back for a TTL, or for
-//     as long as its owner re-enters it, so waiter liveness has no bound.
+//     as long as its owner re-enters it, so waiter liveness has no bound;
+//     nor has the fair queue, whose waiters lost their places and come
+//     back in line only at their next refresh.
 //   - A forgotten lock (key-loss, restart, force-unlock, shard-outage)
 //     is held on by its holder for its validity; its waiters lose their
 //     places and take their time to come back in line.
@@ -184,7 +186,7 @@ func FaultKind(opName string) string {
 //     client's op returns within its timeout of the thaw).
 func ExcuseAfter(kind, prop string, ttl, skew time.Duration) time.Duration {
 	switch {
-	case FailsOver(kind) && prop == PropLiveness:
+	case FailsOver(kind) && (prop == PropLiveness || prop == PropFairness):
 		return -1
 	case FailsOver(kind):
 		return 2*ttl + skewOf(kind, skew)
