@@ -307,9 +307,7 @@ func (l *Lease) Release(ctx context.Context) error {
 			// kept its own client's next acquire waiting for the TTL a
 			// nested hold had stretched (seed 7739). Undo it in the
 			// background; the undo does nothing when the release ran.
-			a := &attempt{c: l.c, key: l.key, keys: l.keys, owner: l.owner, given: l.given,
-				cfg: callConfig{ttl: l.ttl, owner: l.given, ownerSet: true}, op: "release", id: l.id}
-			a.cleanup(false)
+			l.cleanupOf("release", l.id, l.TTL()).cleanup(false)
 			return err
 		}
 		// Surely not released (a refusal such as TRYAGAIN through a slot
@@ -346,6 +344,16 @@ func (l *Lease) Release(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// cleanupOf is the attempt whose cleanup makes sure of a call op of the
+// lease (a release, a renewal) whose reply was lost: the call's id, the
+// lease's owner, a cleanup bounded by ttl (the lease's, read under l.mu
+// by the caller). An owner's attempt: its undo takes back only the hold
+// the call names.
+func (l *Lease) cleanupOf(op, id string, ttl time.Duration) *attempt {
+	return &attempt{c: l.c, key: l.key, keys: l.keys, owner: l.owner, given: l.given,
+		cfg: callConfig{ttl: ttl, owner: l.given, ownerSet: true}, op: op, id: id}
 }
 
 // releaseAgain is Release after one whose reply was lost: the undo of the
@@ -441,9 +449,7 @@ func (l *Lease) renew(ctx context.Context, ttl time.Duration) error {
 			// in transit past the lease's loss kept its key for seconds,
 			// and a Release of the lost lease then freed a key the
 			// history knew expired: the simulation's late-delivery).
-			a := &attempt{c: l.c, key: l.key, keys: l.keys, owner: l.owner, given: l.given,
-				cfg: callConfig{ttl: l.ttl, owner: l.given, ownerSet: true}, op: "renew", id: id}
-			a.buryOnly()
+			l.cleanupOf("renew", id, ttl).buryOnly()
 			return unknown(ctx, "renew", l.key, err)
 		}
 		return fmt.Errorf("renew %q: %w", l.key, err)

@@ -71,9 +71,10 @@ local function grant(tok, ttl, handed, rid, md)
   end
   if handed then
     redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'p', 1, 'r', '', 'm', '')
+  elseif md and md ~= '' and rid and rid ~= '' then
+    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'r', rid, 'm', md, 'm.' .. rid, md)
   elseif md and md ~= '' then
-    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'r', rid or '', 'm', md)
-    if rid and rid ~= '' then redis.call('HSET', KEYS[1], 'm.' .. rid, md) end
+    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'r', '', 'm', md)
   else
     redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'r', rid or '')
   end
@@ -121,8 +122,11 @@ local function addHold(id)
 end
 local function setMeta(id, md)
   if md == '' then return end
-  redis.call('HSET', KEYS[1], 'm', md)
-  if id ~= '' then redis.call('HSET', KEYS[1], 'm.' .. id, md) end
+  if id ~= '' then
+    redis.call('HSET', KEYS[1], 'm', md, 'm.' .. id, md)
+  else
+    redis.call('HSET', KEYS[1], 'm', md)
+  end
 end
 ` + luaDrop
 
@@ -322,9 +326,10 @@ return 1
 // token, channel, fence ("": any), the id of the call that added the
 // hold ("": none; it leaves r, so that an undo of it after a release
 // whose reply was lost finds nothing to take back), hand-off lease ms.
-// Returns {-1} when the hold's id is buried (gone: the release's reply
-// was lost, and its cleanup already took the hold back, so this request
-// landed late, after its sender gave up; with the holds sharing owner
+// Returns {-1} when the hold is gone and its id buried (the release's
+// reply was lost, and its cleanup already took the hold back, so this
+// request landed late, after its sender gave up; a late release whose
+// hold still stands, its id in r, ends that hold, as it was sent to; with the holds sharing owner
 // and fence it would end another hold of the owner, an outer lease
 // still valid: review defect 1 of round three), when the token does not
 // hold the lock, or holds it under
@@ -345,7 +350,10 @@ return 1
 var releaseScript = rediscmd.NewScript(luaDrop + `
 local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'f', 'r')
 if h[1] ~= ARGV[1] or (ARGV[3] ~= '' and h[3] ~= ARGV[3]) then return {-1} end
-if ARGV[4] ~= '' and redis.call('HEXISTS', KEYS[5], ARGV[4]) == 1 then return {-1} end
+-- A hold whose id is in r stands: only an id r lacks (its hold taken
+-- back, or pushed out by holdIDs newer ones) is looked up in gone, so
+-- that the usual release pays no extra command.
+if ARGV[4] ~= '' and not (h[4] and string.find(h[4], ARGV[4], 1, true)) and redis.call('HEXISTS', KEYS[5], ARGV[4]) == 1 then return {-1} end
 if (tonumber(h[2]) or 1) > 1 then
   dropHold(h[4], ARGV[4])
   return {redis.call('HINCRBY', KEYS[1], 'n', -1)}
