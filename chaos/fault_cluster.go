@@ -25,7 +25,10 @@ import (
 func takeoverFault() Fault {
 	return Fault{Name: contract.FaultTakeover, Topologies: clusterOnly, Matrix: true,
 		Doc:   "the replica of the lock's shard master takes its slots at once (CLUSTER FAILOVER TAKEOVER) after a replication lag; writes in the gap are lost",
-		Scope: ScopeFresh, Duration: 6 * time.Second,
+		Scope: ScopeFresh, Duration: 6 * time.Second, ChangesDeployment: true,
+		Admin: func(string) []string {
+			return []string{"CLUSTER FAILOVER TAKEOVER, once per scenario, to a replica of the master serving the scenario's lock key (without the other masters' votes: writes the replica had not received are lost, other tenants' too; it stays the master)"}
+		},
 		strike: func(s *striking) (armed, error) {
 			f, err := shardFailover(s, contract.FaultTakeover, nemesis.FailoverTakeover)
 			if err != nil {
@@ -72,7 +75,7 @@ func needsOwnLinks(k env.Kind) error {
 func migrateFault() Fault {
 	return Fault{Name: contract.FaultMigrate, Topologies: clusterOnly, Matrix: true,
 		Doc:   "the lock's hash slot migrated to another master under load (MIGRATE key by key for 3 TTLs: ASK, TRYAGAIN, then MOVED)",
-		Scope: ScopeServers, Needs: needsOwnServers,
+		Scope: ScopeServers, Needs: needsOwnServers("move its slots (CLUSTER SETSLOT)"),
 		strike: func(s *striking) (armed, error) {
 			slot, err := lockSlot(s)
 			if err != nil {
@@ -90,7 +93,7 @@ func shardOutageFault() Fault {
 	return Fault{Name: contract.FaultShardOutage, Topologies: clusterOnly, Matrix: true,
 		Doc:   "the lock's shard, master and replicas, killed while a client holds, and restarted without persistence 2 TTLs later (Redis forgets the shard's locks)",
 		Scope: ScopeServers, Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
-		Needs: needsOwnServers,
+		Needs: needsOwnServers("stop a shard's master and its replica"),
 		strike: func(s *striking) (armed, error) {
 			o, err := heldShard(s)
 			if err != nil {

@@ -11,7 +11,13 @@ import (
 
 func failoverFault() Fault {
 	return Fault{Name: contract.FaultFailover, Topologies: both, Doc: "the master cut off from its replicas and Sentinels (split brain) until Sentinel promotes a replica; writes in the replication gap are lost", Matrix: true,
-		Scope: ScopeFresh, Duration: 6 * time.Second,
+		Scope: ScopeFresh, Duration: 6 * time.Second, ChangesDeployment: true,
+		Admin: func(topology string) []string {
+			if topology == contract.TopologyCluster {
+				return []string{"CLUSTER FAILOVER, once per scenario, to a replica of the master serving the scenario's lock key (it stays the master)"}
+			}
+			return []string{"SENTINEL FAILOVER <master name>, once per scenario, to the first Sentinel that answers (the promoted replica stays the master)"}
+		},
 		strike: func(s *striking) (armed, error) {
 			f, err := failover(s)
 			if err != nil {

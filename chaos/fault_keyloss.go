@@ -26,7 +26,7 @@ func keyLossFault() Fault {
 		// releases soon after the DEL learns of the loss from its release,
 		// and the loss notice has nothing left to tell. A longer run
 		// leaves room for the struck hold and what follows it.
-		Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
+		Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second, Admin: keyDeletion,
 		strike: func(s *striking) (armed, error) {
 			kl, _, err := holderKeys(s)
 			if err != nil {
@@ -45,7 +45,7 @@ func keyLossFault() Fault {
 func restartFault() Fault {
 	return Fault{Name: contract.FaultRestart, Topologies: both, Doc: "the master (for redlock, one of its masters) crashes and restarts without persistence while a client holds (Redis forgets every lock)",
 		Scope: ScopeServers, Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
-		Needs: needsOwnServers,
+		Needs: needsOwnServers("crash and restart its master"),
 		strike: func(s *striking) (armed, error) {
 			for {
 				kl, nodes, err := holderKeys(s)
@@ -76,6 +76,9 @@ func restartFault() Fault {
 func forceUnlockFault() Fault {
 	return Fault{Name: contract.FaultForceUnlock, Topologies: both, Doc: "an operator's force unlock, through the lock's own API, of a lock a client holds (a DEL for a lock without one)",
 		Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
+		Admin: func(topology string) []string {
+			return append([]string{"the lock's own force unlock of the scenario's lock key, through another client's Locker; for a lock without one:"}, keyDeletion(topology)...)
+		},
 		strike: func(s *striking) (armed, error) {
 			kl, _, err := holderKeys(s)
 			if err != nil {
@@ -103,6 +106,15 @@ func forceUnlockFault() Fault {
 			}}
 			return armed{fault: f}, nil
 		}}
+}
+
+// keyDeletion is the Admin of a fault that deletes a holder's lock keys
+// (nemesis.KeyLoss).
+func keyDeletion(string) []string {
+	return []string{
+		"SCAN 0 MATCH *<scenario lock key>* COUNT 1000, repeated until the cursor returns, on every master (and Redlock's), every 1ms until a holder's keys are found (at most the run's duration)",
+		"DEL of the keys that SCAN found (the scenario's lock's own), once per scenario, on the masters holding them",
+	}
 }
 
 // holderKeys waits for the first client found working under its lock

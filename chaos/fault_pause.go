@@ -11,9 +11,10 @@ import (
 	"github.com/lockproof/lockproof/contract"
 )
 
-// ErrCannotPauseServers: a bring-your-own deployment's servers are not
-// lockproof's processes, so it cannot freeze them.
-var ErrCannotPauseServers = errors.New("lockproof does not run the servers of a bring-your-own deployment, so it cannot pause them")
+// ErrNotOurServers: a bring-your-own deployment's servers are not
+// lockproof's processes, so it cannot freeze, kill, restart or reconfigure
+// them (the fault's Needs says which).
+var ErrNotOurServers = errors.New("lockproof does not run the servers of a bring-your-own deployment")
 
 func pauseClientFault() Fault {
 	return Fault{Name: contract.FaultPauseClient, Topologies: both, Doc: "a holder frozen for 3 TTLs (or right after a named command's reply), then woken", Matrix: true,
@@ -87,19 +88,22 @@ func pauseProcessFault() Fault {
 		}}
 }
 
-// needsOwnServers is the Needs of a fault that stops or restarts servers:
-// not on a bring-your-own deployment, whose servers lockproof does not run.
-func needsOwnServers(k env.Kind) error {
-	if k == env.BYO {
-		return ErrCannotPauseServers
+// needsOwnServers is the Needs of a fault that does to servers what
+// (pauses them, restarts them...): not on a bring-your-own deployment,
+// whose servers lockproof does not run.
+func needsOwnServers(what string) func(env.Kind) error {
+	return func(k env.Kind) error {
+		if k == env.BYO {
+			return fmt.Errorf("%w, so it does not %s", ErrNotOurServers, what)
+		}
+		return nil
 	}
-	return nil
 }
 
 func pauseServerFault() Fault {
 	return Fault{Name: contract.FaultPauseServer, Topologies: both, Doc: "the master frozen (SIGSTOP, docker pause) for 1.5 TTLs, shorter than Sentinel's down-after", Matrix: true,
 		Scope: ScopeServers,
-		Needs: needsOwnServers,
+		Needs: needsOwnServers("pause its master"),
 		strike: func(s *striking) (armed, error) {
 			m, err := lockServer(s)
 			if err != nil {

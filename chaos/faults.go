@@ -116,6 +116,19 @@ type Fault struct {
 	// puts the fault in the default matrix of each.
 	Topologies []string
 
+	// Admin lists, for a bring-your-own deployment of the topology, the
+	// commands the fault sends its servers besides the workload's (which
+	// touch the run's own keys alone), each with the nodes it goes to:
+	// what `lockproof run --plan` prints. Nil: none (the fault acts on
+	// lockproof's proxies and clients only).
+	Admin func(topology string) []string
+	// ChangesDeployment: on a bring-your-own deployment the fault changes
+	// the deployment itself, not only the run's keys (a failover moves the
+	// master, and nothing switches it back). Such a fault is left out of a
+	// bring-your-own run's default matrix and runs there only when named
+	// and consented to (runner.Config.ChangeDeployment, `run --yes`).
+	ChangesDeployment bool
+
 	// strike builds the fault for a run once its moment has come (it may
 	// wait for it: a holder, a waiter in line), from what striking holds.
 	strike func(s *striking) (armed, error)

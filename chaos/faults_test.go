@@ -51,7 +51,7 @@ func TestAvailable(t *testing.T) {
 		t.Errorf("failover-skew's environment %+v: want the fresh one with replicas %v behind", s, SkewBehind)
 	}
 	pause, _ := Lookup(contract.FaultPauseServer)
-	if err := pause.Available(env.BYO, ""); !errors.Is(err, ErrCannotPauseServers) {
+	if err := pause.Available(env.BYO, ""); !errors.Is(err, ErrNotOurServers) {
 		t.Errorf("pause-server on byo: %v", err)
 	}
 	for _, k := range []env.Kind{env.Process, env.Docker, ""} {

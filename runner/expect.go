@@ -44,6 +44,12 @@ func AvailableFaults(k env.Kind, topology string) (faults []string, left []error
 			left = append(left, err)
 			continue
 		}
+		// A default matrix never changes a user's deployment: such a
+		// fault runs there only when named, with consent (Prepare).
+		if err := consented(f, k, topology, false); err != nil {
+			left = append(left, err)
+			continue
+		}
 		faults = append(faults, name)
 	}
 	return faults, left

@@ -3,9 +3,11 @@ package runner
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -67,6 +69,9 @@ func Prepare(ctx context.Context, cfg *Config, eo env.Options) (left []error, er
 			if err := f.Available(kind, cfg.Topology); err != nil {
 				return nil, fmt.Errorf("%w: fault %q: %w", ErrBadConfig, f.Name, err)
 			}
+			if err := consented(f, kind, cfg.Topology, cfg.ChangeDeployment); err != nil {
+				return nil, fmt.Errorf("%w: fault %q: %w", ErrBadConfig, f.Name, err)
+			}
 		}
 		cfg.Faults = slices.Clone(cfg.Faults) // the caller's slice stays the caller's
 	}
@@ -78,4 +83,22 @@ func Prepare(ctx context.Context, cfg *Config, eo env.Options) (left []error, er
 		return env.Open(ctx, o)
 	}
 	return left, nil
+}
+
+// ErrNeedsConsent: the fault would change a bring-your-own deployment
+// itself, and the run was not told it may (Config.ChangeDeployment).
+var ErrNeedsConsent = errors.New("changes your deployment itself, not only the run's keys")
+
+// consented says why f may not run on an environment of kind k: it would
+// change a bring-your-own deployment (chaos.Fault.ChangesDeployment)
+// without the user's consent.
+func consented(f chaos.Fault, k env.Kind, topology string, consent bool) error {
+	if k != env.BYO || !f.ChangesDeployment || consent {
+		return nil
+	}
+	what := ""
+	if f.Admin != nil {
+		what = " (" + strings.Join(f.Admin(topology), "; ") + ")"
+	}
+	return fmt.Errorf("fault %s on the byo environment %w%s: name it and pass --yes (runner.Config.ChangeDeployment) to allow it", f.Name, ErrNeedsConsent, what)
 }

@@ -124,6 +124,12 @@ type Config struct {
 	// pages, but for one sample per cell and each cell's first
 	// counterexample per property (see trim).
 	KeepAll bool
+	// ChangeDeployment consents to faults that change a bring-your-own
+	// deployment itself (chaos.Fault.ChangesDeployment: a failover that
+	// moves the master for good). Without it Prepare leaves them out of
+	// the default matrix and refuses them when named. Other environments
+	// are lockproof's own: it is not read there.
+	ChangeDeployment bool
 	// Resume continues the run that Out holds: the scenarios of the plan
 	// that its summary.json records as run are kept as they are, and only
 	// the others (never started, or interrupted: Scenario.NotRun) run. The

@@ -168,6 +168,21 @@ func TestPrepareIsOneFrontDoor(t *testing.T) {
 			t.Errorf("faults %v on byo: %v; want ErrBadConfig naming it", faults, err)
 		}
 	}
+	// A fault that changes the deployment itself runs on a user's only
+	// when named and consented to (issue 47 item 4).
+	for _, consent := range []bool{false, true} {
+		cfg := Config{Faults: []string{contract.FaultFailover}, ChangeDeployment: consent}
+		_, err := Prepare(ctx, &cfg, byo)
+		if consent && err != nil {
+			t.Errorf("failover on byo with consent: %v", err)
+		}
+		if !consent && (!errors.Is(err, ErrBadConfig) || !errors.Is(err, ErrNeedsConsent) || !strings.Contains(err.Error(), "SENTINEL FAILOVER") || !strings.Contains(err.Error(), "--yes")) {
+			t.Errorf("failover on byo without consent: %v; want ErrNeedsConsent naming the command and --yes", err)
+		}
+	}
+	if _, err := Prepare(ctx, &Config{Faults: []string{contract.FaultFailover}}, env.Options{Kind: env.Process}); err != nil && errors.Is(err, ErrNeedsConsent) {
+		t.Errorf("failover on lockproof's own processes asks for consent: %v", err)
+	}
 	var cfg Config
 	left, err := Prepare(ctx, &cfg, byo)
 	want, wantLeft := AvailableFaults(env.BYO, "")

@@ -415,12 +415,33 @@ func TestAvailableFaults(t *testing.T) {
 		t.Errorf("docker: %v, left %v; want all but failover-skew, and why", docker, left)
 	}
 	byo, left := AvailableFaults(env.BYO, "")
-	if slices.Contains(byo, contract.FaultPauseServer) || slices.Contains(byo, contract.FaultPubSubReset) || len(left) != 3 ||
-		!errors.Is(left[2], chaos.ErrCannotChangeACL) {
-		t.Errorf("byo: %v, left %v; want neither pause-server, failover-skew nor pubsub-reset", byo, left)
+	if slices.Contains(byo, contract.FaultPauseServer) || slices.Contains(byo, contract.FaultPubSubReset) || len(left) != 4 ||
+		!errors.Is(left[3], chaos.ErrCannotChangeACL) {
+		t.Errorf("byo: %v, left %v; want neither failover, pause-server, failover-skew nor pubsub-reset", byo, left)
 	}
-	if f, _ := chaos.Lookup(contract.FaultRestart); !errors.Is(f.Available(env.BYO, ""), chaos.ErrCannotPauseServers) {
-		t.Errorf("restart on byo: %v, want ErrCannotPauseServers", f.Available(env.BYO, ""))
+	if f, _ := chaos.Lookup(contract.FaultRestart); !errors.Is(f.Available(env.BYO, ""), chaos.ErrNotOurServers) ||
+		!strings.Contains(f.Available(env.BYO, "").Error(), "restart") {
+		t.Errorf("restart on byo: %v, want ErrNotOurServers saying it does not restart", f.Available(env.BYO, ""))
+	}
+	// Issue 47 item 4: a default matrix on a user's deployment never
+	// fails it over; each fault that would is left out, saying why.
+	for _, topo := range contract.Topologies() {
+		byo, left := AvailableFaults(env.BYO, topo)
+		for _, name := range FaultsOn(topo) {
+			f, _ := chaos.Lookup(name)
+			if f.Available(env.BYO, topo) == nil && f.ChangesDeployment == slices.Contains(byo, name) {
+				t.Errorf("byo %s: %s (changes the deployment: %v) in the default matrix: %v", topo, name, f.ChangesDeployment, !f.ChangesDeployment)
+			}
+		}
+		consent := 0
+		for _, err := range left {
+			if errors.Is(err, ErrNeedsConsent) {
+				consent++
+			}
+		}
+		if want := map[string]int{contract.TopologySentinel: 1, contract.TopologyCluster: 2}[topo]; consent != want {
+			t.Errorf("byo %s: %d faults left out for consent, want %d (failover, and takeover on a cluster): %v", topo, consent, want, left)
+		}
 	}
 }
 
@@ -836,10 +857,21 @@ func TestFaultsOnTopologies(t *testing.T) {
 			t.Errorf("%s is in a bring-your-own cluster's matrix %v; it needs the environment's own servers or links", f, cfg.Faults)
 		}
 	}
-	for _, f := range []string{contract.FaultFailover, contract.FaultTakeover, contract.FaultPauseClient} {
+	for _, f := range []string{contract.FaultKeyLoss, contract.FaultPauseClient} {
 		if !slices.Contains(cfg.Faults, f) {
 			t.Errorf("%s is not in a bring-your-own cluster's matrix %v", f, cfg.Faults)
 		}
+	}
+	// A failover or takeover moves the user's master for good: named, with consent.
+	for _, f := range []string{contract.FaultFailover, contract.FaultTakeover} {
+		if slices.Contains(cfg.Faults, f) {
+			t.Errorf("%s is in a bring-your-own cluster's default matrix %v without consent", f, cfg.Faults)
+		}
+	}
+	cfg = Config{Topology: contract.TopologyCluster, Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir(),
+		Faults: []string{contract.FaultFailover, contract.FaultTakeover}, ChangeDeployment: true}
+	if _, err := Prepare(context.Background(), &cfg, clusterDeployment); err != nil {
+		t.Errorf("failover and takeover named with consent on a bring-your-own cluster: %v", err)
 	}
 	// The plan judges a cluster's scenario by the cluster's prediction:
 	// under its failover, set-del's liveness may break (PredictOn), where

@@ -68,7 +68,8 @@ func NewBYO(ctx context.Context, cfg BYOConfig) (*BYOEnv, error) {
 	}
 	u, err := url.Parse(cfg.ToxiproxyURL)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("byo environment: ToxiproxyURL %q: want http://host:port (%v)", cfg.ToxiproxyURL, err)
+		// Not the text given: it may hold a password (user:pw@host).
+		return nil, errors.New("byo environment: ToxiproxyURL does not parse as a URL with a host: want http://host:port")
 	}
 	if cfg.Fenced == "" {
 		return nil, errors.New("byo environment: Fenced (address of the Redis for fenced resources) is required")
@@ -100,7 +101,7 @@ func NewBYO(ctx context.Context, cfg BYOConfig) (*BYOEnv, error) {
 	e.srv = ProxyServer{API: toxiclient.NewClient(cfg.ToxiproxyURL), URL: cfg.ToxiproxyURL,
 		ListenHost: cfg.ProxyListenHost, DialHost: cfg.ProxyDialHost}
 	if _, err := e.srv.API.Proxies(); err != nil {
-		return nil, fmt.Errorf("byo environment: toxiproxy %s: %w", cfg.ToxiproxyURL, err)
+		return nil, fmt.Errorf("byo environment: toxiproxy %s: %w", RedactURL(cfg.ToxiproxyURL), err)
 	}
 	e.topo = Topology{MasterName: cfg.MasterName, Sentinels: cfg.Sentinels}
 	data := cfg.Data
@@ -238,4 +239,16 @@ func BYOFromEnviron(getenv func(string) string) *BYOConfig {
 		Redlock:         list("LOCKPROOF_REDLOCK"),
 		Fenced:          getenv("LOCKPROOF_FENCED"),
 	}
+}
+
+// RedactURL is raw as it may be written anywhere (an error, a plan, a
+// report): its password replaced by "xxxxx" (url.URL.Redacted), or a
+// placeholder when raw does not parse as scheme://host, since the text
+// might then hold one where Redacted does not look.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return "(a URL that does not parse as scheme://host)"
+	}
+	return u.Redacted()
 }

@@ -184,3 +184,22 @@ func TestBYOClusterConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestToxiproxyURLNeverPrinted: a password in the Toxiproxy URL never
+// reaches an error (summary.json, reports and junit.xml carry them) nor
+// the plan (issue 47 item 8).
+func TestToxiproxyURLNeverPrinted(t *testing.T) {
+	ctx := context.Background()
+	for _, raw := range []string{"http://lp:s3cret@127.0.0.1:1", "http://lp:s3cret@[::1", "lp:s3cret@host:1"} {
+		_, err := env.NewBYO(ctx, env.BYOConfig{ToxiproxyURL: raw, Fenced: "127.0.0.1:1", Data: []string{"127.0.0.1:1"}})
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("env.NewBYO(%q): %v; want an error without the password", raw, err)
+		}
+		if r := env.RedactURL(raw); strings.Contains(r, "s3cret") {
+			t.Errorf("env.RedactURL(%q) = %q", raw, r)
+		}
+	}
+	if r := env.RedactURL("http://127.0.0.1:8474"); r != "http://127.0.0.1:8474" {
+		t.Errorf("RedactURL of a URL without a password = %q, want it as is", r)
+	}
+}

@@ -64,8 +64,21 @@ func TestRunOnBYOCluster(t *testing.T) {
 	}
 
 	out := filepath.Join(dir, "run")
-	code, stdout, stderr := runRunArgs(t, "--topology", "cluster", "--provider", "byo", "--byo-config", clusterCfg,
-		"--locks", "fenced", "--faults", "none,failover", "--seeds", "1", "--out", out, "--no-report")
+	// A failover changes the user's deployment: refused unless --yes
+	// (issue 47 item 4), before anything runs or is written.
+	byoRun := []string{"--topology", "cluster", "--provider", "byo", "--byo-config", clusterCfg,
+		"--locks", "fenced", "--faults", "none,failover", "--seeds", "1", "--out", out, "--no-report"}
+	code, _, stderr = runRunArgs(t, byoRun...)
+	if _, err := os.Stat(out); code != exitBadInput || !strings.Contains(stderr, "--yes") || !strings.Contains(stderr, "CLUSTER FAILOVER") || err == nil {
+		t.Errorf("failover on byo without --yes: exit %d, %q, out made: %v; want %d asking for --yes, nothing made", code, stderr, err == nil, exitBadInput)
+	}
+	// --plan says what each fault sends which node, and runs nothing.
+	code, stdout, stderr := runRunArgs(t, append(byoRun, "--plan", "--yes")...)
+	if _, err := os.Stat(out); code != exitOK || err == nil || !strings.Contains(stdout, "CLUSTER FAILOVER, once per scenario") ||
+		!strings.Contains(stdout, "cluster seeds: "+c.Announced[0]) || !strings.Contains(stdout, "2 scenarios") {
+		t.Errorf("--plan: exit %d, out made: %v, stdout:\n%s\nstderr: %s", code, err == nil, stdout, stderr)
+	}
+	code, stdout, stderr = runRunArgs(t, append(byoRun, "--yes")...)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	if code != exitOK {
 		t.Fatalf("exit %d; want %d", code, exitOK)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +47,7 @@ type runFlags struct {
 	regressions          string
 	noReport, verbose    bool
 	force, resume        bool
+	plan, yes            bool
 	keepAll              bool
 	mix                  string
 	tlaJar               string
@@ -87,6 +89,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.tlaJar, "tla-jar", os.Getenv("TLA2TOOLS_JAR"), "tla2tools.jar: validate each history of the fenced lock against tla/TraceFencedLock.tla with TLC (needs java; default $TLA2TOOLS_JAR; empty: not validated)")
 	fs.BoolVar(&f.verbose, "v", false, "log details to stderr")
 	fs.BoolVar(&f.force, "force", false, "clear --out first when it is not empty")
+	fs.BoolVar(&f.plan, "plan", false, "print what the run would do (scenarios, and each command a fault sends the deployment's servers, with the nodes it goes to) and exit without running")
+	fs.BoolVar(&f.yes, "yes", false, "with --provider byo: allow the faults named in --faults that change the deployment itself (failover, takeover: the master moves and is not switched back)")
 	fs.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out (same flags): run only what it did not")
 	fs.StringVar(&f.shard, "shard", "", `run part K of N of the plan ("K/N": the K-th of N contiguous runs of its lock × fault cells), for a nightly fanned out over CI runners; merge the parts with "lockproof report --merge"`)
 	fs.Usage = func() {
@@ -210,7 +214,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
 		Duration: f.duration, TTL: f.ttl, Clients: f.clients, Hold: f.hold, Think: f.think, Parallel: f.parallel,
 		Out: f.out, CheckTimeout: f.checkTimeout, Progress: stderr, NoReport: f.noReport, KeepAll: f.keepAll, Logger: logger, Shard: shard,
-		Topology: f.topology,
+		Topology: f.topology, ChangeDeployment: f.yes,
 	}
 	// The library reads no environment variable: LOCKPROOF_REDIS_IMAGE is ours.
 	dockerOpts := docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: logger}
@@ -228,6 +232,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockproof run: left out: %v\n", err)
 	}
 	faults = cfg.Faults
+	if f.plan {
+		printPlan(stdout, cfg, kind, byo, left)
+		return exitOK
+	}
 	// After the environment's own check: what Redis needs is said first.
 	if f.tlaJar != "" {
 		v := &tla.Validator{Jar: f.tlaJar}
@@ -529,4 +537,52 @@ func prepareOut(out string, force, resume bool) error {
 		return fmt.Errorf("--out: %w", err)
 	}
 	return nil
+}
+
+// printPlan prints what a run of cfg would do on an environment of kind
+// (byo: the deployment given), touching nothing: the scenarios, what every
+// scenario sends the servers, and per fault the commands of its own, with
+// the nodes they go to (issue 47: a user sees the blast radius first).
+func printPlan(w io.Writer, cfg runner.Config, kind env.Kind, byo *env.BYOConfig, left []error) {
+	fmt.Fprintf(w, "lockproof run --plan: %d locks × %d faults × %d seeds = %d scenarios on the %s environment, %s topology\n",
+		len(cfg.Locks), len(cfg.Faults), len(cfg.Seeds), len(cfg.Locks)*len(cfg.Faults)*len(cfg.Seeds), cmp.Or(string(kind), "default"), cfg.Topology)
+	if byo != nil {
+		fmt.Fprintln(w, "deployment:")
+		for _, n := range []struct {
+			role  string
+			addrs []string
+		}{{"sentinels", byo.Sentinels}, {"data (master first)", byo.Data}, {"cluster seeds", byo.Cluster},
+			{"fenced resources", []string{byo.Fenced}}, {"redlock masters", byo.Redlock}} {
+			if len(n.addrs) > 0 && n.addrs[0] != "" {
+				fmt.Fprintf(w, "  %s: %s\n", n.role, strings.Join(n.addrs, ", "))
+			}
+		}
+		fmt.Fprintf(w, "  toxiproxy: %s\n", env.RedactURL(byo.ToxiproxyURL))
+	}
+	fmt.Fprintln(w, "every scenario: reads the topology (PING, INFO, SENTINEL MASTER and REPLICAS or CLUSTER NODES) on each node;")
+	fmt.Fprintln(w, "  creates Toxiproxy proxies in front of them and deletes them at its end;")
+	fmt.Fprintln(w, "  runs its locks' commands and fenced-resource commands on keys named <lock>-<fault>-<seed>-* only")
+	fmt.Fprintln(w, "faults:")
+	for _, name := range cfg.Faults {
+		ft, _ := chaos.Lookup(name)
+		var cmds []string
+		if ft.Admin != nil {
+			cmds = ft.Admin(cfg.Topology)
+		}
+		consent := ""
+		if kind == env.BYO && ft.ChangesDeployment {
+			consent = " [changes the deployment: allowed by --yes]"
+		}
+		if len(cmds) == 0 {
+			fmt.Fprintf(w, "  %s: no command to the servers of its own (it acts on lockproof's proxies and clients)%s\n", name, consent)
+			continue
+		}
+		fmt.Fprintf(w, "  %s:%s\n", name, consent)
+		for _, c := range cmds {
+			fmt.Fprintf(w, "    %s\n", c)
+		}
+	}
+	for _, err := range left {
+		fmt.Fprintf(w, "left out: %v\n", err)
+	}
 }
