@@ -289,6 +289,9 @@ func readHistory(open func() (io.ReadCloser, error), p string, fn func(history.O
 
 // mdEscape makes s safe inside a Markdown table cell.
 func mdEscape(s string) string {
-	r := strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;")
+	// Markdown's own syntax too: a lock named "[x](http://...)" or
+	// "![x](...)" must not become a link or an image, nor `*` emphasis.
+	r := strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;",
+		`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`)
 	return r.Replace(s)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/lockproof/lockproof/contract"
@@ -18,8 +19,11 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "# lockproof safety report\n\n")
 	fmt.Fprintf(b, "**%s**: %s\n\n", statusWord(r.Status), mdEscape(r.Headline))
-	if r.Topology != "" {
+	if slices.Contains(contract.Topologies(), r.Topology) {
 		fmt.Fprintf(b, "Topology: **%s** (`lockproof run --topology %s`).\n\n", r.Topology, r.Topology)
+	} else if r.Topology != "" {
+		// Not one lockproof knows (a summary.json from elsewhere): shown, escaped.
+		fmt.Fprintf(b, "Topology: **%s**.\n\n", mdEscape(r.Topology))
 	}
 	if r.Status != Pass && r.Counts.Unknown > 0 {
 		fmt.Fprintf(b, "Unknown verdicts are not passes: a property whose check did not finish is not shown to hold.\n\n")

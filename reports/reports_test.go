@@ -908,3 +908,27 @@ func TestLoadTopology(t *testing.T) {
 		t.Errorf("topology %q (report %q); want cluster", run.Topology, Build(run).Topology)
 	}
 }
+
+// TestMarkdownEscapesNames: names from summary.json (a lock, a fault, the
+// topology) cannot make links, images or emphasis in report.md, nor
+// break out of a code span (issue 47 item 11).
+func TestMarkdownEscapesNames(t *testing.T) {
+	for _, name := range []string{"[x](http://evil.example)", "![i](http://evil.example/p.png)", "*loud*", "a`b"} {
+		got := mdEscape(name)
+		for _, bad := range []string{"](", "[", "*l", "`b"} {
+			if strings.Contains(got, bad) && !strings.Contains(got, `\`+bad[:1]) {
+				t.Errorf("mdEscape(%q) = %q keeps %q", name, got, bad)
+			}
+		}
+	}
+	if got := mdEscape(`a\[b`); got != `a\\\[b` {
+		t.Errorf(`mdEscape(a\[b) = %q: a backslash of the name must not escape the escape`, got)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, &Report{Topology: "x` [l](http://evil.example) `"}); err != nil {
+		t.Fatal(err)
+	}
+	if s := md.String(); strings.Contains(s, "[l](") || strings.Contains(s, "--topology x") {
+		t.Errorf("an unknown topology is written raw:\n%s", s)
+	}
+}
