@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mime"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -60,7 +63,7 @@ func StartToxiproxy(ctx context.Context) (*ToxiServer, error) {
 		URL: "http://" + l.Addr().String(),
 		api: api,
 		http: &http.Server{
-			Handler:      http.TimeoutHandler(r, 25*time.Second, "toxiproxy api timeout"),
+			Handler:      http.TimeoutHandler(apiGuard(r, l.Addr().(*net.TCPAddr).Port), 25*time.Second, "toxiproxy api timeout"),
 			ReadTimeout:  10 * time.Second,
 			WriteTimeout: 30 * time.Second,
 		},
@@ -103,4 +106,39 @@ func (s *ToxiServer) Close(ctx context.Context) error {
 		return fmt.Errorf("stop toxiproxy: %w", err)
 	}
 	return nil
+}
+
+// apiGuard keeps what is not a lockproof client off the API on port: a web
+// page the user has open (a run's proxies are on loopback, in reach of
+// any page's requests) or a DNS-rebound name. Upstream's server refuses
+// browsers by their User-Agent; this also refuses any request a browser
+// marks as its own (Origin, Sec-Fetch-Site), any Host but the loopback
+// address and port, and a body that creates something (a proxy, a toxic,
+// a populate) unless it is application/json, which a page cannot send to
+// another origin without a CORS preflight the API never answers. The
+// Toxiproxy client sends text/plain only to update a proxy and to reset.
+func apiGuard(next http.Handler, port int) http.Handler {
+	p := strconv.Itoa(port)
+	hosts := map[string]bool{"127.0.0.1:" + p: true, "localhost:" + p: true, "[::1]:" + p: true}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case !hosts[r.Host]:
+			http.Error(w, "toxiproxy api: Host "+strconv.Quote(r.Host)+" refused: loopback only", http.StatusForbidden)
+			return
+		case r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != "" || strings.HasPrefix(r.UserAgent(), "Mozilla/"):
+			http.Error(w, "toxiproxy api: requests from a browser are refused", http.StatusForbidden)
+			return
+		case r.Method == http.MethodPost && creates(r.URL.Path):
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				http.Error(w, "toxiproxy api: want Content-Type application/json", http.StatusUnsupportedMediaType)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// creates reports whether a POST to path creates a proxy or a toxic.
+func creates(path string) bool {
+	return path == "/proxies" || path == "/populate" || strings.HasSuffix(path, "/toxics")
 }

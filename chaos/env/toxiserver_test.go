@@ -1,0 +1,71 @@
+package env_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos/env"
+)
+
+// TestToxiproxyAPIRefusesBrowsers: a web page open beside a run cannot
+// create or change proxies on the in-process Toxiproxy (issue 47 item 9):
+// a cross-origin text/plain POST, a request a browser marks as its own and
+// a DNS-rebound Host are refused, and nothing is created; the Toxiproxy
+// client itself still works.
+func TestToxiproxyAPIRefusesBrowsers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	toxi, err := env.StartToxiproxy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = toxi.Close(context.Background()) }()
+	body := `{"name":"evil","listen":"127.0.0.1:0","upstream":"127.0.0.1:1","enabled":true}`
+	for _, c := range []struct {
+		name   string
+		edit   func(*http.Request)
+		status int
+	}{
+		{"a text/plain form post", func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") }, http.StatusUnsupportedMediaType},
+		{"a cross-origin fetch", func(r *http.Request) {
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Origin", "http://evil.example")
+		}, http.StatusForbidden},
+		{"a browser", func(r *http.Request) {
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("User-Agent", "Mozilla/5.0")
+		}, http.StatusForbidden},
+		{"a rebound name", func(r *http.Request) {
+			r.Header.Set("Content-Type", "application/json")
+			r.Host = "evil.example"
+		}, http.StatusForbidden},
+	} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, toxi.URL+"/proxies", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.edit(req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != c.status || toxi.ProxyCount() != 0 {
+			t.Errorf("%s: status %d, %d proxies; want %d and none", c.name, resp.StatusCode, toxi.ProxyCount(), c.status)
+		}
+	}
+	p, err := toxi.API.CreateProxy("ok", "127.0.0.1:0", "127.0.0.1:1")
+	if err != nil {
+		t.Fatalf("the Toxiproxy client: %v", err)
+	}
+	p.Enabled = false
+	if err := p.Save(); err != nil { // text/plain: an update, not a creation
+		t.Errorf("the client's update: %v", err)
+	}
+	if err := toxi.API.ResetState(); err != nil {
+		t.Errorf("the client's reset: %v", err)
+	}
+}
