@@ -27,9 +27,13 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -79,7 +83,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
-	m := &matrix{cfg: cfg, specs: specs, rows: make([]*Scenario, len(specs)), runCtx: ctx, shard: shard}
+	var tok [4]byte
+	_, _ = rand.Read(tok[:]) // crypto/rand.Read never fails
+	m := &matrix{cfg: cfg, specs: specs, rows: make([]*Scenario, len(specs)), runCtx: ctx, shard: shard, token: hex.EncodeToString(tok[:])}
 	defer m.closeShared()
 	if cfg.Resume {
 		if err := m.resume(); err != nil {
@@ -213,6 +219,37 @@ type matrix struct {
 	sharedEr error
 	opened   bool
 	writeErr error
+	// token names this run's keys on a bring-your-own deployment (keyPrefix).
+	token string
+	// warned: the non-empty databases of a bring-your-own deployment were said.
+	warned sync.Once
+}
+
+// keyPrefix is the prefix of s's keys on a bring-your-own deployment:
+// lockproof's, this run's alone (a re-run of a seed starts from nothing
+// the last one left), and s's (chaos.ClearKeys deletes them after it).
+func (m *matrix) keyPrefix(s Spec) string { return "lockproof-" + m.token + "-" + s.ID() + "-" }
+
+// warnNonEmpty says once, on Progress and to the Logger, when a
+// bring-your-own deployment's databases already hold keys: the run shares
+// them with whatever else lives there (it touches its own keys alone).
+func (m *matrix) warnNonEmpty(ctx context.Context, e env.Env) {
+	if e.Kind() != env.BYO {
+		return
+	}
+	m.warned.Do(func() {
+		held, err := chaos.KeysHeld(ctx, e)
+		if err != nil {
+			m.cfg.Logger.Warn("count the deployment's keys", "err", err)
+		}
+		for _, a := range slices.Sorted(maps.Keys(held)) {
+			msg := fmt.Sprintf("warning: the database at %s already holds %d keys: the run adds and deletes keys named lockproof-%s-* alone, beside them", a, held[a], m.token)
+			m.cfg.Logger.Warn(msg)
+			if m.cfg.Progress != nil {
+				fmt.Fprintln(m.cfg.Progress, msg)
+			}
+		}
+	})
 }
 
 // sharedEnv opens the shared environment once.
@@ -226,6 +263,8 @@ func (m *matrix) sharedEnv(ctx context.Context) (env.Env, error) {
 		cancel()
 		if m.sharedEr != nil {
 			m.sharedEr = fmt.Errorf("open the shared environment: %w", m.sharedEr)
+		} else {
+			m.warnNonEmpty(ctx, m.shared)
 		}
 	}
 	return m.shared, m.sharedEr
@@ -270,6 +309,7 @@ func (m *matrix) runFresh(ctx context.Context, i int) {
 		m.finish(i, m.failed(s, fmt.Errorf("open a fresh environment: %w", err)), start)
 		return
 	}
+	m.warnNonEmpty(ctx, e)
 	row := m.runOne(ctx, e, s)
 	closeEnv(e, m.cfg.Logger)
 	m.finish(i, row, start)

@@ -109,9 +109,21 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	sc.Workload.Hold, sc.Workload.Think, sc.Workload.OpTimeout = s.Hold, s.Think, s.OpTimeout
 	sc.Workload.Locks, sc.Workload.Mix, sc.Workload.WaitTimeout = m.cfg.Registry, m.cfg.Mix, m.waitTimeout(s)
 	sc.Point = s.Point
+	byo := e.Kind() == env.BYO
+	if byo {
+		// A user's deployment: keys of this run alone, deleted after it.
+		sc.KeyPrefix = m.keyPrefix(s)
+	}
 	rctx, cancel := context.WithTimeout(ctx, s.Duration+2*time.Minute)
 	out, runErr := m.cfg.Runner(rctx, e, sc, dir)
 	cancel()
+	if byo {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		if _, err := chaos.ClearKeys(cctx, e, sc.KeyPrefix); err != nil {
+			row.Error = joinErr(row.Error, "delete the scenario's keys: "+err.Error())
+		}
+		cancel()
+	}
 	row.FaultName, row.FaultEvidence = out.FaultName, out.FaultEvidence
 	if out.FaultErr != nil {
 		row.FaultError = out.FaultErr.Error()

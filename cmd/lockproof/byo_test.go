@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/redis/go-redis/v9"
+
 	"context"
 	"encoding/json"
 	"os"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/runner"
@@ -63,11 +66,21 @@ func TestRunOnBYOCluster(t *testing.T) {
 		t.Errorf("a sentinel deployment for --topology cluster: exit %d, %q; want %d saying so", code, stderr, exitBadInput)
 	}
 
+	// The user's own data (issue 47 items 5 and 6): a key whose name holds
+	// a scenario's key name, which key-loss's SCAN once matched and deleted.
+	user := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	defer func() { _ = user.Close() }()
+	userKeys := []string{"user:fenced-key-loss-1-k0", "user:{fenced-none-1-k0}"}
+	for _, k := range userKeys {
+		if err := user.Set(ctx, k, "mine", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	out := filepath.Join(dir, "run")
 	// A failover changes the user's deployment: refused unless --yes
 	// (issue 47 item 4), before anything runs or is written.
 	byoRun := []string{"--topology", "cluster", "--provider", "byo", "--byo-config", clusterCfg,
-		"--locks", "fenced", "--faults", "none,failover", "--seeds", "1", "--out", out, "--no-report"}
+		"--locks", "fenced", "--faults", "none,key-loss,failover", "--seeds", "1", "--out", out, "--no-report"}
 	code, _, stderr = runRunArgs(t, byoRun...)
 	if _, err := os.Stat(out); code != exitBadInput || !strings.Contains(stderr, "--yes") || !strings.Contains(stderr, "CLUSTER FAILOVER") || err == nil {
 		t.Errorf("failover on byo without --yes: exit %d, %q, out made: %v; want %d asking for --yes, nothing made", code, stderr, err == nil, exitBadInput)
@@ -75,7 +88,7 @@ func TestRunOnBYOCluster(t *testing.T) {
 	// --plan says what each fault sends which node, and runs nothing.
 	code, stdout, stderr := runRunArgs(t, append(byoRun, "--plan", "--yes")...)
 	if _, err := os.Stat(out); code != exitOK || err == nil || !strings.Contains(stdout, "CLUSTER FAILOVER, once per scenario") ||
-		!strings.Contains(stdout, "cluster seeds: "+c.Announced[0]) || !strings.Contains(stdout, "2 scenarios") {
+		!strings.Contains(stdout, "cluster seeds: "+c.Announced[0]) || !strings.Contains(stdout, "3 scenarios") {
 		t.Errorf("--plan: exit %d, out made: %v, stdout:\n%s\nstderr: %s", code, err == nil, stdout, stderr)
 	}
 	code, stdout, stderr = runRunArgs(t, append(byoRun, "--yes")...)
@@ -87,12 +100,42 @@ func TestRunOnBYOCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if contract.TopologyOf(sum.Topology) != contract.TopologyCluster || len(sum.Scenarios) != 2 {
-		t.Fatalf("summary: topology %q, %d scenarios; want cluster, 2", sum.Topology, len(sum.Scenarios))
+	if contract.TopologyOf(sum.Topology) != contract.TopologyCluster || len(sum.Scenarios) != 3 {
+		t.Fatalf("summary: topology %q, %d scenarios; want cluster, 3", sum.Topology, len(sum.Scenarios))
 	}
+	if !strings.Contains(stderr, "warning: the database at") {
+		t.Errorf("a deployment holding the user's keys was not warned of:\n%s", stderr)
+	}
+	for _, k := range userKeys {
+		if v, err := user.Get(ctx, k).Result(); v != "mine" {
+			t.Errorf("the user's key %s: %q, %v; want it untouched", k, v, err)
+		}
+	}
+	// The run's keys were its own (lockproof-<run>-<scenario>-) and are
+	// gone, from the replicas too once the DELs reached them.
 	for _, s := range sum.Scenarios {
-		if s.Fault == contract.FaultFailover && !strings.Contains(s.FaultEvidence, "promoted") {
-			t.Errorf("failover's evidence %q; want the cluster's promotion", s.FaultEvidence)
+		ops, err := history.ReadFile(filepath.Join(out, s.History))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range ops {
+			if o.Key != "" && !strings.HasPrefix(o.Key, "lockproof-") {
+				t.Errorf("%s: key %q; want the run's own prefix", s.ID(), o.Key)
+				break
+			}
+		}
+	}
+	for _, a := range append(c.Addrs(), fenced.Addr) {
+		rc := redis.NewClient(&redis.Options{Addr: a})
+		var ks []string
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if ks, _, err = rc.Scan(ctx, 0, "*lockproof-*", 100000).Result(); err != nil || len(ks) == 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		_ = rc.Close()
+		if err != nil || len(ks) > 0 {
+			t.Errorf("%s keeps the run's keys %v (%v)", a, ks, err)
 		}
 	}
 }
