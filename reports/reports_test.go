@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -930,5 +931,59 @@ func TestMarkdownEscapesNames(t *testing.T) {
 	}
 	if s := md.String(); strings.Contains(s, "[l](") || strings.Contains(s, "--topology x") {
 		t.Errorf("an unknown topology is written raw:\n%s", s)
+	}
+}
+
+// liveHeapReader serves n acquire ops as JSONL and measures the live heap
+// (after a GC) every 100,000 ops: what the reader keeps, not its garbage.
+type liveHeapReader struct {
+	n, i int
+	buf  []byte
+	peak uint64
+}
+
+func (r *liveHeapReader) Read(p []byte) (int, error) {
+	for len(r.buf) < len(p) && r.i < r.n {
+		if r.i%100_000 == 0 {
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			r.peak = max(r.peak, ms.HeapAlloc)
+		}
+		r.buf = fmt.Appendf(r.buf, `{"client":"c%d","op":"acquire","key":"k","call":%d,"return":%d,"result":"fail","ttl_ms":500}`+"\n", r.i%7, r.i*1000, r.i*1000+500)
+		r.i++
+	}
+	if len(r.buf) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+func (r *liveHeapReader) Close() error { return nil }
+
+// TestPlotMemoryIsBounded: a scenario's plot keeps a bounded sample of a
+// history however long it is (issue 47 item 10: a history of about a
+// million ops took near a gigabyte to report).
+func TestPlotMemoryIsBounded(t *testing.T) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	r := &liveHeapReader{n: 1_000_000}
+	p, err := loadPlot(func() (io.ReadCloser, error) { return r, nil }, "gen.jsonl", map[int]string{5: "rule"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Ops != r.n || len(p.Points) > maxPlotPoints+1 || len(p.Points) < maxPlotPoints/2 {
+		t.Fatalf("%d ops, %d points; want %d ops sampled to at most %d points and the violation", p.Ops, len(p.Points), r.n, maxPlotPoints+1)
+	}
+	if !slices.ContainsFunc(p.Points, func(pt Point) bool { return pt.Line == 5 && pt.Violation == "rule" }) {
+		t.Errorf("the op in a violation was not kept")
+	}
+	// The million ops as points alone would hold over 100 MB.
+	if grew := int64(r.peak) - int64(base); grew > 16<<20 {
+		t.Errorf("the live heap grew %d MiB while reading; want it bounded by the sample", grew>>20)
 	}
 }
