@@ -234,7 +234,7 @@ func (m *matrix) keyPrefix(s Spec) string { return "lockproof-" + m.token + "-" 
 // bring-your-own deployment's databases already hold keys: the run shares
 // them with whatever else lives there (it touches its own keys alone).
 func (m *matrix) warnNonEmpty(ctx context.Context, e env.Env) {
-	if e.Kind() != env.BYO {
+	if e == nil || e.Kind() != env.BYO {
 		return
 	}
 	m.warned.Do(func() {

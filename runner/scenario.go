@@ -109,7 +109,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	sc.Workload.Hold, sc.Workload.Think, sc.Workload.OpTimeout = s.Hold, s.Think, s.OpTimeout
 	sc.Workload.Locks, sc.Workload.Mix, sc.Workload.WaitTimeout = m.cfg.Registry, m.cfg.Mix, m.waitTimeout(s)
 	sc.Point = s.Point
-	byo := e.Kind() == env.BYO
+	byo := e != nil && e.Kind() == env.BYO // nil: a test's Runner that needs none
 	if byo {
 		// A user's deployment: keys of this run alone, deleted after it.
 		sc.KeyPrefix = m.keyPrefix(s)
