@@ -24,6 +24,9 @@ type liar struct {
 	locker.Locker
 	stretch time.Duration
 	deaf    bool
+	// ctxDeaf: a lease whose Context is never canceled, though Lost
+	// closes (issue 41: an altered lock the simulation missed).
+	ctxDeaf bool
 }
 
 func (l liar) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
@@ -33,6 +36,9 @@ func (l liar) TryAcquire(ctx context.Context, key string, ttl time.Duration) (lo
 	}
 	if l.deaf {
 		return deafLease{Lease: x}, nil
+	}
+	if l.ctxDeaf {
+		return ctxDeafLease{stretchedLease{Lease: x}}, nil
 	}
 	return stretchedLease{Lease: x, by: l.stretch}, nil
 }
@@ -50,6 +56,12 @@ func (x stretchedLease) ValidUntil() time.Time {
 	}
 	return t.Add(x.by)
 }
+
+// ctxDeafLease tells a loss through Lost and its validity claim, never
+// through its Context.
+type ctxDeafLease struct{ stretchedLease }
+
+func (ctxDeafLease) Context() context.Context { return context.Background() }
 
 // deafLease never tells its holder of a loss.
 type deafLease struct{ locker.Lease }
@@ -87,7 +99,10 @@ func liarEntry(t *testing.T, name, base string, l liar) locker.Entry {
 //     crash-client (the dead holder's claim outlives its lease: the next
 //     holder takes the key inside it);
 //   - the watchdog specimen deaf to its own refused renewals (Lost never
-//     fires), under key-loss (its holder is never told the key is gone).
+//     fires), under key-loss (its holder is never told the key is gone);
+//   - the fenced lock whose lease's Context is never canceled, though
+//     Lost closes, under key-loss (a holder that runs its work in the
+//     lease's context is never told).
 func TestHarnessCatchesALockThatLies(t *testing.T) {
 	// The key-loss victim must work on well past the loss bound after the
 	// next grant: one that releases soon after the DEL learns of the loss
@@ -100,6 +115,7 @@ func TestHarnessCatchesALockThatLies(t *testing.T) {
 	for _, e := range []locker.Entry{
 		liarEntry(t, "fenced-stretched", zoo.FencedName, liar{stretch: runner.DefaultTTL}),
 		liarEntry(t, "watchdog-deaf", zoo.WatchdogName, liar{deaf: true}),
+		liarEntry(t, "fenced-ctx-deaf", zoo.FencedName, liar{ctxDeaf: true}),
 	} {
 		if err := reg.Add(e); err != nil {
 			t.Fatal(err)
@@ -111,10 +127,16 @@ func TestHarnessCatchesALockThatLies(t *testing.T) {
 			runner.Spec{Lock: "fenced-stretched", Fault: contract.FaultCrashClient, Seed: seed},
 			runner.Spec{Lock: zoo.FencedName, Fault: contract.FaultCrashClient, Seed: seed},
 			runner.Spec{Lock: "watchdog-deaf", Fault: contract.FaultKeyLoss, Seed: seed, Hold: deafHold},
-			runner.Spec{Lock: zoo.WatchdogName, Fault: contract.FaultKeyLoss, Seed: seed, Hold: deafHold})
+			runner.Spec{Lock: zoo.WatchdogName, Fault: contract.FaultKeyLoss, Seed: seed, Hold: deafHold},
+			runner.Spec{Lock: "fenced-ctx-deaf", Fault: contract.FaultKeyLoss, Seed: seed, Hold: deafHold})
 	}
 	dir := zooDir(t)
-	rows := zooRunIn(t, dir, specs, func(c *runner.Config) { c.Registry = reg; c.Trace = nil })
+	// Every holder of a lease with a Context watches it (workload.Mix.Context):
+	// the struck hold of fenced-ctx-deaf is then always one whose holder
+	// hears of the loss through it alone.
+	mix := workload.DefaultMix()
+	mix.Context = 1
+	rows := zooRunIn(t, dir, specs, func(c *runner.Config) { c.Registry = reg; c.Trace = nil; c.Mix = &mix })
 	caught := map[string]bool{}
 	for _, sp := range specs {
 		s := rows[sp.ID()]
@@ -136,13 +158,13 @@ func TestHarnessCatchesALockThatLies(t *testing.T) {
 			if s.Verdict(contract.PropClaims) == contract.Violated && strings.Contains(string(b), checker.RuleClaimOverlap) {
 				caught[sp.Lock] = true
 			}
-		case "watchdog-deaf":
+		case "watchdog-deaf", "fenced-ctx-deaf":
 			if s.Verdict(contract.PropNotice) == contract.Violated && strings.Contains(string(b), checker.RuleLossNotice) {
 				caught[sp.Lock] = true
 			}
 		}
 	}
-	for _, l := range []string{"fenced-stretched", "watchdog-deaf"} {
+	for _, l := range []string{"fenced-stretched", "watchdog-deaf", "fenced-ctx-deaf"} {
 		if !caught[l] {
 			t.Errorf("%s was not caught on any of 4 seeds", l)
 		}

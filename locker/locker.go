@@ -172,6 +172,15 @@ type Claimer interface {
 	ValidUntil() time.Time
 }
 
+// Contexter is a Lease that offers its holder a context canceled when the
+// lease ends, lost or released, as package lock's Context does: code under
+// the lock runs its work in it and stops when it is done, so the harness
+// holds the lock to it as to Lost (a share of the workload's holders watch
+// and check it alone: workload.Mix.Context; the loss-notice rule).
+type Contexter interface {
+	Context() context.Context
+}
+
 // Reentrant is a Lease whose owner can acquire its lock again while holding
 // it: Reenter takes one more hold for ttl and returns it as a Lease of its
 // own (with the same fence). The lock is free only when every hold has been

@@ -466,6 +466,9 @@ func (x *fencedLease) Fence() (uint64, bool)             { return x.h.Fence(), t
 func (x *fencedLease) Lost() <-chan struct{}             { return x.h.Lost() }
 func (x *fencedLease) Release(ctx context.Context) error { return mapLockErr(x.h.Release(ctx)) }
 
+// Context implements locker.Contexter with the lease's own.
+func (x *fencedLease) Context() context.Context { return x.h.Context() }
+
 // ValidUntil implements locker.Claimer with the lease's own word: its
 // ValidUntil while its Context is live, nothing once the Context is done
 // (the lock's doc: done when the lease is released or lost).

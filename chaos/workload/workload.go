@@ -187,13 +187,19 @@ type Mix struct {
 	// they expire) and stops. Default 0: a fault that waits for a client
 	// to hold or wait in line needs the clients to stay.
 	Leave float64
+	// Context: holds whose holder, as code that runs its work in the
+	// lease's context does, watches and checks the lease's Context
+	// (locker.Contexter) instead of Lost: told of a loss when it is
+	// canceled (the loss notice), and writing only while it is live. A
+	// lock that closes Lost but leaves Context live then shows.
+	Context float64
 
 	_ struct{}
 }
 
 // DefaultMix is the mix `go test ./chaos` and `lockproof run` use.
 func DefaultMix() Mix {
-	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.4, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1, Owner: 0.3}
+	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.4, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1, Owner: 0.3, Context: 0.3}
 }
 
 // share is one choice of a Mix by its name (the CLI's --mix).
@@ -204,7 +210,7 @@ type share struct {
 
 func (m *Mix) shares() []share {
 	return []share{{"blocking", &m.Blocking}, {"cancel", &m.Cancel}, {"reenter", &m.Reenter}, {"renew", &m.Renew},
-		{"long-work", &m.LongWork}, {"rush-release", &m.RushRelease}, {"owner", &m.Owner}, {"leave", &m.Leave}}
+		{"long-work", &m.LongWork}, {"rush-release", &m.RushRelease}, {"owner", &m.Owner}, {"leave", &m.Leave}, {"context", &m.Context}}
 }
 
 func (m *Mix) validate() error {
@@ -853,7 +859,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	if err != nil || res != history.OK {
 		return err
 	}
-	h := held{lease: lease, id: acqOp.Lease, believed: c.reckon(lease, acqStart)}
+	h := held{lease: lease, id: acqOp.Lease, believed: c.reckon(lease, acqStart), viaContext: c.viaContext(lease, mix)}
 	h.released = c.watchLoss(ctx, rec, h)
 	if c.chance(mix.Leave) {
 		// Gone while holding: the lock must let the lease expire (a
@@ -1115,9 +1121,19 @@ type held struct {
 	lease    locker.Lease
 	id       uint64
 	believed time.Time
-	// released tells the loss-notice watcher that the hold was released
-	// (watchLoss); nil: nothing watches.
+	// released tells the loss-notice watcher that the hold is being
+	// released (watchLoss); nil: nothing watches.
 	released func()
+	// viaContext: the holder watches and checks the lease's Context, not
+	// Lost (Mix.Context).
+	viaContext bool
+}
+
+// viaContext draws whether the holder of lease l watches its Context
+// (Mix.Context): only a lease that has one draws.
+func (c *Client) viaContext(l locker.Lease, mix *Mix) bool {
+	_, ok := l.(locker.Contexter)
+	return ok && c.chance(mix.Context)
 }
 
 // nextHold numbers the client's next hold.
@@ -1142,10 +1158,16 @@ func (c *Client) reckon(l locker.Lease, start time.Time) time.Time {
 // nothing, by the client's own reckoning. claimed is the lock's claim,
 // zero when it states none.
 func (c *Client) check(h held, margin time.Duration) (valid bool, claimed time.Time) {
-	select {
-	case <-h.lease.Lost():
-		return false, time.Time{}
-	default:
+	if h.viaContext {
+		if h.lease.(locker.Contexter).Context().Err() != nil {
+			return false, time.Time{}
+		}
+	} else {
+		select {
+		case <-h.lease.Lost():
+			return false, time.Time{}
+		default:
+		}
 	}
 	until := c.Clock.Now().Add(margin)
 	if cl, ok := h.lease.(locker.Claimer); ok {
@@ -1182,8 +1204,15 @@ func (c *Client) watchLoss(ctx context.Context, rec *history.Recorder, h held) (
 	lost := h.lease.Lost()
 	stop := make(chan struct{})
 	var once sync.Once
+	var releasing atomic.Bool
 	released = func() {
+		releasing.Store(true)
 		once.Do(func() { time.AfterFunc(2*max(h.lease.TTL(), time.Second), func() { close(stop) }) })
+	}
+	if h.viaContext {
+		// The lease's context ends with the hold, lost or released: a
+		// cancellation once the release began is no loss notice.
+		lost = h.lease.(locker.Contexter).Context().Done()
 	}
 	if lost == nil {
 		return released
@@ -1203,6 +1232,14 @@ func (c *Client) watchLoss(ctx context.Context, rec *history.Recorder, h held) (
 		if c.Gate.Wait(ctx) != nil || ctx.Err() != nil {
 			return // crashed, or the run is over
 		}
+		if h.viaContext && releasing.Load() {
+			return
+		}
+		select {
+		case <-c.gone:
+			return // it left: Close ended the context
+		default:
+		}
 		t := rec.Now()
 		token, fenced := h.lease.Fence()
 		_ = rec.Record(history.Op{Client: c.Name, Kind: history.Lost, Key: c.Key, Call: t, Return: t, Completed: true,
@@ -1218,7 +1255,8 @@ func (c *Client) watchLoss(ctx context.Context, rec *history.Recorder, h held) (
 func (c *Client) release(ctx context.Context, rec *history.Recorder, h held, rush bool, timeout time.Duration) error {
 	l := h.lease
 	if h.released != nil {
-		defer h.released()
+		// Before the release: it ends a watched context (Mix.Context).
+		h.released()
 	}
 	token, fenced := l.Fence()
 	op := history.Op{Client: c.Name, Kind: history.Release, Key: c.Key, Token: token, HasToken: fenced, Lease: h.id}
