@@ -293,6 +293,16 @@ func Faults() []string {
 	return names
 }
 
+// NotSimulatedInRealTime are the simulation's faults (package sim's
+// Catalogue) the real-time catalogue has no counterpart of, each with why;
+// sim.Unsimulated says the other way, and a test holds the two catalogues
+// to both.
+func NotSimulatedInRealTime() map[string]string {
+	return map[string]string{
+		contract.FaultLateDelivery: "requests landing after their sender gave up: the real-time twin (op timeouts below a latency toxic on the upstream link) is not built yet",
+	}
+}
+
 // striking is what a fault's strike gets: the run, its clients, and the
 // choices made for it (a victim, half the clients for network faults).
 type striking struct {

@@ -80,6 +80,29 @@ func Catalogue() []Fault {
 	}
 }
 
+// Unsimulated are the faults of the real-time catalogue (chaos.Faults)
+// the simulation has no counterpart of, each with why: `lockproof sim`
+// says so, and a test holds the two catalogues to it (each fault of one
+// is in the other, or says why not: chaos.NotSimulatedInRealTime for the
+// other way).
+func Unsimulated() map[string]string {
+	return map[string]string{
+		contract.FaultNone:              "the baseline: a run without faults is --faults none",
+		contract.FaultCrowd:             "contention, not a fault: 32 clients on one key, which the simulation's fixed workload shape does not take yet (no --clients)",
+		contract.FaultBandwidth:         "a throttled link: the simulated network delays messages (latency, late-delivery) but has no byte rate",
+		contract.FaultIsolate:           "one holder cut off from every Redis while its go-redis ignores contexts: the simulated clients always honour theirs",
+		contract.FaultPubSubReset:       "the in-process Redis cannot refuse SUBSCRIBE while it serves commands, nor drop pub/sub connections alone, yet",
+		contract.FaultForceUnlock:       "an operator's force unlock through the lock's API: not simulated yet (key-loss deletes the keys the same way for a lock without one)",
+		contract.FaultKillProcess:       "a client run as a child process: the simulation runs every client in one process, in virtual time",
+		contract.FaultPauseProcess:      "a client run as a child process: the simulation runs every client in one process, in virtual time",
+		contract.FaultRestart:           "a master that restarts empty: not simulated yet (key-loss and failover cover its losses separately)",
+		contract.FaultTakeover:          "a Redis Cluster's fault: the simulation runs the Sentinel topology only",
+		contract.FaultMinorityPartition: "a Redis Cluster's fault: the simulation runs the Sentinel topology only",
+		contract.FaultMigrate:           "a Redis Cluster's fault: the simulation runs the Sentinel topology only",
+		contract.FaultShardOutage:       "a Redis Cluster's fault: the simulation runs the Sentinel topology only",
+	}
+}
+
 // Lookup returns the fault of the catalogue named name.
 func Lookup(name string) (Fault, bool) {
 	for _, f := range Catalogue() {

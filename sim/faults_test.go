@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/runner"
@@ -280,5 +281,41 @@ func TestDecisiveFindingsInSimulation(t *testing.T) {
 	}
 	if found == 0 {
 		t.Fatal("no lock with a decisive finding")
+	}
+}
+
+// TestCataloguesAgree: each fault of `lockproof run`'s catalogue is
+// simulated or says why not (sim.Unsimulated), each simulated fault is in
+// the real-time catalogue or says why not (chaos.NotSimulatedInRealTime),
+// and neither list names a fault that is in both, or in neither (issue 41:
+// the two catalogues agree).
+func TestCataloguesAgree(t *testing.T) {
+	real, simulated := map[string]bool{}, map[string]bool{}
+	for _, f := range chaos.Faults() {
+		real[f] = true
+	}
+	for _, f := range sim.Names() {
+		simulated[f] = true
+	}
+	un, notReal := sim.Unsimulated(), chaos.NotSimulatedInRealTime()
+	for f := range real {
+		if !simulated[f] && un[f] == "" {
+			t.Errorf("%s: a fault of lockproof run that the simulation neither has nor says why not (sim.Unsimulated)", f)
+		}
+	}
+	for f := range simulated {
+		if !real[f] && notReal[f] == "" {
+			t.Errorf("%s: a simulated fault lockproof run neither has nor says why not (chaos.NotSimulatedInRealTime)", f)
+		}
+	}
+	for f := range un {
+		if simulated[f] || !real[f] {
+			t.Errorf("sim.Unsimulated names %s, which the simulation has or lockproof run lacks", f)
+		}
+	}
+	for f := range notReal {
+		if real[f] || !simulated[f] {
+			t.Errorf("chaos.NotSimulatedInRealTime names %s, which lockproof run has or the simulation lacks", f)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -121,6 +122,11 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "       lockproof sim --replay DIR/regressions.jsonl")
 		fmt.Fprintln(stderr, "       lockproof sim --shrink DIR/regressions.jsonl [--shrunk FILE]")
 		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "faults of lockproof run not simulated:")
+		un := sim.Unsimulated()
+		for _, name := range slices.Sorted(maps.Keys(un)) {
+			fmt.Fprintf(stderr, "  %s: %s\n", name, un[name])
+		}
 	}
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
