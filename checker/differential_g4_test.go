@@ -223,7 +223,7 @@ func g4Brute(ops []history.Op, drift float64, bound int64, fair bool, b int) g4V
 			mark(2, false)
 			over := 0
 			for _, y := range on {
-				if okAcquire(y) && y.Wait && y.Completed && y.Client != x.Client && y.Call > x.InLine && y.Return < x.Return {
+				if okAcquire(y) && y.Completed && y.Client != x.Client && y.Call > x.InLine && y.Return < x.Return {
 					over++
 				}
 			}

@@ -13,8 +13,8 @@ import (
 // live waiter is overtaken by at most Options.Bypass waiters that joined
 // the line after it while it stayed there (rule overtaken). A blocking
 // acquire x that returned (ok or fail) and says when it was surely in line
-// (in_line) is overtaken by a blocking acquire y of another client that
-// returned ok when y.call > x.in_line (y joined after x) and y.return <
+// (in_line) is overtaken by an acquire y of another client, blocking or
+// one-shot, that returned ok when y.call > x.in_line (y came after x) and y.return <
 // x.return (y was granted while x was still in line: x could not have been
 // granted first, or y would have had to wait for x's release, which comes
 // after x.return). Waits without in_line, and waits with a fault window
@@ -33,12 +33,15 @@ func (c *run) checkFairness(k *keyOps) finding {
 	var waits, grants []*lop // by call
 	reentrant := reentrantGrants(k.lease)
 	for _, o := range k.lease {
-		if o.kind != history.Acquire || !o.wait || o.ret == inf {
+		if o.kind != history.Acquire || o.ret == inf {
 			continue
 		}
-		if (o.result == history.OK || o.result == history.Fail) && o.inLine != inf {
+		if o.wait && (o.result == history.OK || o.result == history.Fail) && o.inLine != inf {
 			waits = append(waits, o)
 		}
+		// A one-shot acquire granted while a waiter is in line overtakes
+		// it as a later waiter would: a fair queue refuses it (package
+		// lock's TryAcquire says so), or counts it among the bypasses.
 		if o.result == history.OK {
 			grants = append(grants, o)
 		}

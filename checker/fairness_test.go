@@ -32,6 +32,24 @@ func TestFairness(t *testing.T) {
 			rel("h", 290, 291, ok),
 			rel("y", 590, 591, ok),
 		), fifo, contract.Violated, []int{2, 3}},
+		// A one-shot acquire granted while x is in line skips the line
+		// (issue 41: package lock's TryAcquire promises to refuse then;
+		// the review's defect 4 broke it), and so does one within the
+		// bypass the lock allows.
+		{"a one-shot acquire taken while a waiter is in line", lined(
+			acq("h", 0, 1, ok, ttl(1000)),
+			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12)),
+			rel("h", 290, 291, ok),
+			acq("y", 295, 300, ok, ttl(1000)),
+			rel("y", 590, 591, ok),
+		), fifo, contract.Violated, []int{2, 4}},
+		{"a one-shot acquire within the bypass", lined(
+			acq("h", 0, 1, ok, ttl(1000)),
+			acq("x", 10, 600, ok, ttl(1000), waits(), inLine(12)),
+			rel("h", 290, 291, ok),
+			acq("y", 295, 300, ok, ttl(1000)),
+			rel("y", 590, 591, ok),
+		), Options{Fair: true, Bypass: 1}, contract.OK, nil},
 		// The holder joins its own lease again (its token) while x waits:
 		// reentrancy, not a place in line (the simulation's fenced seed
 		// 94952: the hold that kept the lease was one whose release was
