@@ -31,19 +31,17 @@ func dataNodes(ctx context.Context, e env.Env) ([]string, error) {
 // key that contains prefix (not followed by a digit: a seed's prefix is
 // not a longer seed's): what a scenario with that Scenario.KeyPrefix left
 // behind on a deployment that is not lockproof's (fence counters, fenced
-// resources without a TTL, a lost lease). It returns how many it deleted.
-// One SCAN MATCH *prefix* pass and one DEL per key, per node.
-func ClearKeys(ctx context.Context, e env.Env, prefix string) (int64, error) {
+// resources without a TTL, a lost lease). One SCAN MATCH *prefix* pass and
+// one DEL per key, per node.
+func ClearKeys(ctx context.Context, e env.Env, prefix string) error {
 	if prefix == "" {
-		return 0, errors.New("clear keys: an empty prefix would match every key")
+		return errors.New("clear keys: an empty prefix would match every key")
 	}
 	addrs, err := dataNodes(ctx, e)
 	if err != nil {
-		return 0, fmt.Errorf("clear keys %s*: %w", prefix, err)
+		return fmt.Errorf("clear keys %s*: %w", prefix, err)
 	}
-	kl := &nemesis.KeyLoss{Client: "cleanup", Key: prefix, Nodes: addrs}
-	err = kl.Start(ctx)
-	return kl.Deleted(), err
+	return (&nemesis.KeyLoss{Client: "cleanup", Key: prefix, Nodes: addrs}).Start(ctx)
 }
 
 // KeysHeld counts the keys already in the databases of e's nodes where a

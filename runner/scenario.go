@@ -119,7 +119,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	cancel()
 	if byo {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		if _, err := chaos.ClearKeys(cctx, e, sc.KeyPrefix); err != nil {
+		if err := chaos.ClearKeys(cctx, e, sc.KeyPrefix); err != nil {
 			row.Error = joinErr(row.Error, "delete the scenario's keys: "+err.Error())
 		}
 		cancel()

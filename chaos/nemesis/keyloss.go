@@ -29,16 +29,8 @@ type KeyLoss struct {
 	// hold the lock's keys: the master, or Redlock's masters.
 	Nodes []string
 
-	mu      sync.Mutex
-	ev      Evidence
-	deleted int64
-}
-
-// Deleted is how many keys Start deleted.
-func (k *KeyLoss) Deleted() int64 {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.deleted
+	mu sync.Mutex
+	ev Evidence
 }
 
 // Name is "key-loss <client> <key>".
@@ -68,9 +60,6 @@ func (k *KeyLoss) Start(ctx context.Context) error {
 		errs = append(errs, err, lerr, c.Close())
 		before, after = append(before, keys...), append(after, left...)
 	}
-	k.mu.Lock()
-	k.deleted = deleted
-	k.mu.Unlock()
 	// After the DEL a new holder may already have made the key again:
 	// the keys after are shown, the DEL's count is the proof.
 	k.record(Evidence{Bit: deleted > 0,
