@@ -859,7 +859,7 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	if err != nil || res != history.OK {
 		return err
 	}
-	h := held{lease: lease, id: acqOp.Lease, believed: c.reckon(lease, acqStart), viaContext: c.viaContext(lease, mix)}
+	h := held{lease: lease, id: acqOp.Lease, believed: c.reckon(lease, acqStart), watched: c.watched(lease, mix)}
 	h.released = c.watchLoss(ctx, rec, h)
 	if c.chance(mix.Leave) {
 		// Gone while holding: the lock must let the lease expire (a
@@ -1124,16 +1124,18 @@ type held struct {
 	// released tells the loss-notice watcher that the hold is being
 	// released (watchLoss); nil: nothing watches.
 	released func()
-	// viaContext: the holder watches and checks the lease's Context, not
-	// Lost (Mix.Context).
-	viaContext bool
+	// watched is the lease's Context when the holder watches and checks
+	// it, not Lost (Mix.Context); nil: it watches Lost.
+	watched context.Context
 }
 
-// viaContext draws whether the holder of lease l watches its Context
-// (Mix.Context): only a lease that has one draws.
-func (c *Client) viaContext(l locker.Lease, mix *Mix) bool {
-	_, ok := l.(locker.Contexter)
-	return ok && c.chance(mix.Context)
+// watched draws whether the holder of lease l watches its Context
+// (Mix.Context), and returns it then: only a lease that has one draws.
+func (c *Client) watched(l locker.Lease, mix *Mix) context.Context {
+	if x, ok := l.(locker.Contexter); ok && c.chance(mix.Context) {
+		return x.Context()
+	}
+	return nil
 }
 
 // nextHold numbers the client's next hold.
@@ -1158,8 +1160,8 @@ func (c *Client) reckon(l locker.Lease, start time.Time) time.Time {
 // nothing, by the client's own reckoning. claimed is the lock's claim,
 // zero when it states none.
 func (c *Client) check(h held, margin time.Duration) (valid bool, claimed time.Time) {
-	if h.viaContext {
-		if h.lease.(locker.Contexter).Context().Err() != nil {
+	if h.watched != nil {
+		if h.watched.Err() != nil {
 			return false, time.Time{}
 		}
 	} else {
@@ -1209,10 +1211,10 @@ func (c *Client) watchLoss(ctx context.Context, rec *history.Recorder, h held) (
 		releasing.Store(true)
 		once.Do(func() { time.AfterFunc(2*max(h.lease.TTL(), time.Second), func() { close(stop) }) })
 	}
-	if h.viaContext {
+	if h.watched != nil {
 		// The lease's context ends with the hold, lost or released: a
 		// cancellation once the release began is no loss notice.
-		lost = h.lease.(locker.Contexter).Context().Done()
+		lost = h.watched.Done()
 	}
 	if lost == nil {
 		return released
@@ -1232,7 +1234,7 @@ func (c *Client) watchLoss(ctx context.Context, rec *history.Recorder, h held) (
 		if c.Gate.Wait(ctx) != nil || ctx.Err() != nil {
 			return // crashed, or the run is over
 		}
-		if h.viaContext && releasing.Load() {
+		if h.watched != nil && releasing.Load() {
 			return
 		}
 		select {
