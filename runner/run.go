@@ -228,7 +228,21 @@ type matrix struct {
 // keyPrefix is the prefix of s's keys on a bring-your-own deployment:
 // lockproof's, this run's alone (a re-run of a seed starts from nothing
 // the last one left), and s's (chaos.ClearKeys deletes them after it).
-func (m *matrix) keyPrefix(s Spec) string { return "lockproof-" + m.token + "-" + s.ID() + "-" }
+func (m *matrix) keyPrefix(s Spec) string { return byoKeys + m.token + "-" + s.ID() + "-" }
+
+// byoKeys begins every key of a run on a bring-your-own deployment.
+const byoKeys = "lockproof-"
+
+// KeysNamed says how a run on an environment of kind k names its keys,
+// as `run --plan` prints it: after the scenario (chaos.Scenario's
+// default KeyPrefix), and on a bring-your-own deployment after the run
+// too (keyPrefix).
+func KeysNamed(k env.Kind) string {
+	if k == env.BYO {
+		return byoKeys + "<run>-<lock>-<fault>-<seed>-*"
+	}
+	return "<lock>-<fault>-<seed>-*"
+}
 
 // warnNonEmpty says once, on Progress and to the Logger, when a
 // bring-your-own deployment's databases already hold keys: the run shares
@@ -243,7 +257,7 @@ func (m *matrix) warnNonEmpty(ctx context.Context, e env.Env) {
 			m.cfg.Logger.Warn("count the deployment's keys", "err", err)
 		}
 		for _, a := range slices.Sorted(maps.Keys(held)) {
-			msg := fmt.Sprintf("warning: the database at %s already holds %d keys: the run adds and deletes keys named lockproof-%s-* alone, beside them", a, held[a], m.token)
+			msg := fmt.Sprintf("warning: the database at %s already holds %d keys: the run adds and deletes keys named %s%s-* alone, beside them", a, held[a], byoKeys, m.token)
 			m.cfg.Logger.Warn(msg)
 			if m.cfg.Progress != nil {
 				fmt.Fprintln(m.cfg.Progress, msg)

@@ -88,7 +88,8 @@ func TestRunOnBYOCluster(t *testing.T) {
 	// --plan says what each fault sends which node, and runs nothing.
 	code, stdout, stderr := runRunArgs(t, append(byoRun, "--plan", "--yes")...)
 	if _, err := os.Stat(out); code != exitOK || err == nil || !strings.Contains(stdout, "CLUSTER FAILOVER, once per scenario") ||
-		!strings.Contains(stdout, "cluster seeds: "+c.Announced[0]) || !strings.Contains(stdout, "3 scenarios") {
+		!strings.Contains(stdout, "cluster seeds: "+c.Announced[0]) || !strings.Contains(stdout, "3 scenarios") ||
+		!strings.Contains(stdout, "keys named lockproof-<run>-") {
 		t.Errorf("--plan: exit %d, out made: %v, stdout:\n%s\nstderr: %s", code, err == nil, stdout, stderr)
 	}
 	code, stdout, stderr = runRunArgs(t, append(byoRun, "--yes")...)

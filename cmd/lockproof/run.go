@@ -561,7 +561,11 @@ func printPlan(w io.Writer, cfg runner.Config, kind env.Kind, byo *env.BYOConfig
 	}
 	fmt.Fprintln(w, "every scenario: reads the topology (PING, INFO, SENTINEL MASTER and REPLICAS or CLUSTER NODES) on each node;")
 	fmt.Fprintln(w, "  creates Toxiproxy proxies in front of them and deletes them at its end;")
-	fmt.Fprintln(w, "  runs its locks' commands and fenced-resource commands on keys named <lock>-<fault>-<seed>-* only")
+	fmt.Fprintf(w, "  runs its locks' commands and fenced-resource commands on keys named %s only", runner.KeysNamed(kind))
+	if kind == env.BYO {
+		fmt.Fprint(w, ", and deletes them at its end")
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "faults:")
 	for _, name := range cfg.Faults {
 		ft, _ := chaos.Lookup(name)
