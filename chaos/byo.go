@@ -41,7 +41,7 @@ func ClearKeys(ctx context.Context, e env.Env, prefix string) error {
 	if err != nil {
 		return fmt.Errorf("clear keys %s*: %w", prefix, err)
 	}
-	return (&nemesis.KeyLoss{Client: "cleanup", Key: prefix, Nodes: addrs}).Start(ctx)
+	return (&nemesis.KeyLoss{Client: "cleanup", Key: prefix, Nodes: addrs, Auth: e.Topology().Auth}).Start(ctx)
 }
 
 // KeysHeld counts the keys already in the databases of e's nodes where a
@@ -56,7 +56,7 @@ func KeysHeld(ctx context.Context, e env.Env) (map[string]int64, error) {
 	out := map[string]int64{}
 	var errs []error
 	for _, a := range addrs {
-		c := env.AdminClient(a)
+		c := env.AdminClient(e.Topology().Auth, a)
 		n, err := c.DBSize(ctx).Result()
 		errs = append(errs, err, c.Close())
 		if n > 0 {

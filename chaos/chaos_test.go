@@ -159,10 +159,15 @@ func duration() time.Duration {
 // envOptions are the options of the environment LOCKPROOF_ENV asks for,
 // with spec: the Docker one's image from LOCKPROOF_REDIS_IMAGE, a
 // bring-your-own deployment from its variables (env.BYOFromEnviron).
-func envOptions(spec env.Spec) env.Options {
+func envOptions(t testing.TB, spec env.Spec) env.Options {
+	t.Helper()
 	do := docker.Options{Image: os.Getenv(docker.ImageEnvVar)}
+	byo, err := env.BYOFromEnviron(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Spec: spec, Docker: docker.With(do), DockerCheck: docker.Check(do),
-		BYO: env.BYOFromEnviron(os.Getenv)}
+		BYO: byo}
 }
 
 // openEnv opens the environment LOCKPROOF_ENV asks for (default: processes
@@ -172,7 +177,7 @@ func openEnv(t *testing.T, spec env.Spec) env.Env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	opts := envOptions(spec)
+	opts := envOptions(t, spec)
 	if _, err := env.Choose(ctx, opts); err != nil {
 		if redistest.InCI() {
 			t.Fatalf("CI=true: %v", err)
@@ -586,7 +591,7 @@ func TestFencedKillProcess(t *testing.T) {
 // promoted node and the fences that went back.
 func TestFencedFailoverSkew(t *testing.T) {
 	f, _ := chaos.Lookup(contract.FaultFailoverSkew)
-	kind, err := env.Choose(context.Background(), envOptions(env.Spec{}))
+	kind, err := env.Choose(context.Background(), envOptions(t, env.Spec{}))
 	if err == nil {
 		err = f.Available(kind, "")
 	}

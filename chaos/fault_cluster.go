@@ -150,7 +150,7 @@ func heldShard(s *striking) (*nemesis.ShardOutage, error) {
 		if err != nil {
 			return nil, err
 		}
-		one := &nemesis.KeyLoss{Client: kl.Client, Key: kl.Key, Nodes: []string{n.Upstream}}
+		one := &nemesis.KeyLoss{Client: kl.Client, Key: kl.Key, Nodes: []string{n.Upstream}, Auth: kl.Auth}
 		return &nemesis.ShardOutage{Lock: one, Env: s.env, Master: n.ID, Replicas: v.Replicas(n.ID)}, nil
 	}
 	for ctx.Err() == nil {
@@ -162,7 +162,7 @@ func heldShard(s *striking) (*nemesis.ShardOutage, error) {
 			if n.Role != env.RoleCluster {
 				continue
 			}
-			one := &nemesis.KeyLoss{Client: kl.Client, Key: kl.Key, Nodes: []string{n.Upstream}}
+			one := &nemesis.KeyLoss{Client: kl.Client, Key: kl.Key, Nodes: []string{n.Upstream}, Auth: kl.Auth}
 			if ok, err := one.Present(ctx); err == nil && ok {
 				return outage(s.ctx, n, kl)
 			}
@@ -181,7 +181,7 @@ func heldShard(s *striking) (*nemesis.ShardOutage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return outage(s.ctx, n, &nemesis.KeyLoss{Client: c.Name, Key: c.Key})
+	return outage(s.ctx, n, &nemesis.KeyLoss{Client: c.Name, Key: c.Key, Auth: topo.Auth})
 }
 
 // lockNodes are the nodes a lock's keys may be on: Sentinel's master, or
@@ -224,12 +224,11 @@ func lockSlot(s *striking) (int, error) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, lockSlotWait)
 	defer cancel()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	var key string
+	_ = paced(ctx, func() (bool, error) { // its end: no key found, the key name decides
 		nodes, err := lockNodes(ctx, topo)
 		if err != nil {
-			break
+			return false, err
 		}
 		var addrs []string
 		for _, n := range nodes {
@@ -238,17 +237,16 @@ func lockSlot(s *striking) (int, error) {
 			}
 		}
 		for _, c := range s.wl.Clients {
-			keys, err := (&nemesis.KeyLoss{Client: c.Name, Key: c.Key, Nodes: addrs}).Keys(ctx)
+			keys, err := (&nemesis.KeyLoss{Client: c.Name, Key: c.Key, Nodes: addrs, Auth: topo.Auth}).Keys(ctx)
 			if err == nil && len(keys) > 0 {
-				return env.KeySlot(s.ctx, topo, keys[0])
+				key = keys[0]
+				return true, nil
 			}
 		}
-		select {
-		case <-tick.C:
-			continue
-		case <-ctx.Done():
-		}
-		break
+		return false, nil
+	})
+	if key != "" {
+		return env.KeySlot(s.ctx, topo, key)
 	}
 	return env.KeySlot(s.ctx, topo, s.wl.Clients[0].Key)
 }

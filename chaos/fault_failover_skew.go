@@ -72,14 +72,14 @@ func (f *skewedFailover) Start(ctx context.Context) error {
 	if err := f.Failover.Start(ctx); err != nil {
 		return err
 	}
-	f.behind, f.read = clockBehind(ctx, f.Failover.Promoted())
+	f.behind, f.read = clockBehind(ctx, f.Env.Topology().Auth, f.Failover.Promoted())
 	return nil
 }
 
 // clockBehind reads node's TIME directly (not through a proxy) and returns
 // how far it is behind this process's clock, to within the round trip.
-func clockBehind(ctx context.Context, n env.Node) (time.Duration, error) {
-	c := env.AdminClient(n.Upstream)
+func clockBehind(ctx context.Context, a env.Auth, n env.Node) (time.Duration, error) {
+	c := env.AdminClient(a, n.Upstream)
 	defer c.Close()
 	before := time.Now()
 	t, err := c.Time(ctx).Result()

@@ -55,7 +55,7 @@ func restartFault() Fault {
 				// The node to restart: the first that holds the lock's keys
 				// (the master, or for Redlock one of its masters).
 				for _, n := range nodes {
-					one := &nemesis.KeyLoss{Client: kl.Client, Key: kl.Key, Nodes: []string{n.Upstream}}
+					one := &nemesis.KeyLoss{Client: kl.Client, Key: kl.Key, Nodes: []string{n.Upstream}, Auth: kl.Auth}
 					if ok, err := one.Present(s.ctx); err != nil {
 						return armed{}, fmt.Errorf("restart: %w", err)
 					} else if ok {
@@ -112,7 +112,7 @@ func forceUnlockFault() Fault {
 // (nemesis.KeyLoss).
 func keyDeletion(string) []string {
 	return []string{
-		"SCAN 0 MATCH *<scenario lock key>* COUNT 1000, repeated until the cursor returns, on every master (and Redlock's), every 1ms until a holder's keys are found (at most the run's duration)",
+		"SCAN 0 MATCH *<scenario lock key>* COUNT 1000, repeated until the cursor returns, on every master (and Redlock's), while a client works under its lock, until its keys are found (at most the run's duration); after each such look it rests nine times as long as the look took (at least 1ms), so SCANs fill at most a tenth of the search",
 		"DEL of the keys that SCAN found (the scenario's lock's own), once per scenario, on the masters holding them",
 	}
 }
@@ -131,26 +131,53 @@ func holderKeys(s *striking) (*nemesis.KeyLoss, []env.Node, error) {
 	for i, n := range nodes {
 		addrs[i] = n.Upstream
 	}
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for {
+	var found *nemesis.KeyLoss
+	err = paced(s.ctx, func() (bool, error) {
 		for _, c := range s.wl.Clients {
 			if !c.Working() {
 				continue
 			}
-			kl := &nemesis.KeyLoss{Client: c.Name, Key: c.Key, Nodes: addrs}
+			kl := &nemesis.KeyLoss{Client: c.Name, Key: c.Key, Nodes: addrs, Auth: s.env.Topology().Auth}
 			ok, err := kl.Present(s.ctx)
 			if err != nil {
-				return nil, nil, err
+				return false, err
 			}
 			if ok && c.Working() {
-				return kl, nodes, nil
+				found = kl
+				return true, nil
 			}
 		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("no client held its lock: %w", err)
+	}
+	return found, nodes, nil
+}
+
+// scanRest is how much longer than a look took paced rests before the
+// next: a look SCANs the whole keyspace of every node of the lock, which
+// on a large database is heavy, so the search keeps the servers busy
+// with it at most 1/(1+scanRest) of its time.
+const scanRest = 9
+
+// paced asks look until it says true (or fails, or ctx ends), resting
+// after each look scanRest times as long as it took, and at least a
+// millisecond (issue 47 item 5: a look every millisecond kept a large
+// staging database SCANning back to back).
+func paced(ctx context.Context, look func() (bool, error)) error {
+	for {
+		start := time.Now()
+		ok, err := look()
+		if ok || err != nil {
+			return err
+		}
+		rest := time.NewTimer(max(time.Millisecond, scanRest*time.Since(start)))
 		select {
-		case <-tick.C:
-		case <-s.ctx.Done():
-			return nil, nil, fmt.Errorf("no client held its lock: %w", s.ctx.Err())
+		case <-rest.C:
+		case <-ctx.Done():
+			rest.Stop()
+			return ctx.Err()
 		}
 	}
 }

@@ -131,7 +131,7 @@ func pubsubResetFault() Fault {
 			if err != nil {
 				return armed{}, fmt.Errorf("pubsub-reset: %w", err)
 			}
-			return armed{fault: &nemesis.PubSubReset{Node: m.Upstream, Every: s.sc.TTL / 2, Refuse: s.sc.TTL / 5}, window: 3 * s.sc.TTL}, nil
+			return armed{fault: &nemesis.PubSubReset{Node: m.Upstream, Auth: s.env.Topology().Auth, Every: s.sc.TTL / 2, Refuse: s.sc.TTL / 5}, window: 3 * s.sc.TTL}, nil
 		}}
 }
 
@@ -146,7 +146,7 @@ func subscribedNode(s *striking) (env.Node, error) {
 	}
 	best, most := topo.Cluster[0], int64(-1)
 	for _, n := range topo.Cluster {
-		k, err := nemesis.PubSubClients(s.ctx, n.Upstream)
+		k, err := nemesis.PubSubClients(s.ctx, topo.Auth, n.Upstream)
 		if err != nil {
 			return env.Node{}, err
 		}

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -112,5 +113,38 @@ func TestCheckPoint(t *testing.T) {
 	_, _, err := Scenario{Lock: "lua", Fault: contract.FaultLatency, Point: after}.withDefaults()
 	if !errors.Is(err, ErrScenario) || !errors.Is(err, contract.ErrBadPoint) {
 		t.Errorf("latency with a fault point: %v; want ErrScenario and contract.ErrBadPoint", err)
+	}
+}
+
+// TestPacedSearchRestsAfterEachLook: the holder search of key-loss and
+// its kin rests nine times as long as a look took (issue 47 item 5): a
+// look that costs 10ms (a SCAN of a large keyspace) is asked at most
+// about once per 100ms, where an unpaced search asked it back to back.
+// A loaded machine only makes looks slower and fewer.
+func TestPacedSearchRestsAfterEachLook(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	var looks int
+	var busy time.Duration
+	start := time.Now()
+	err := paced(ctx, func() (bool, error) {
+		looks++
+		t0 := time.Now()
+		time.Sleep(10 * time.Millisecond)
+		busy += time.Since(t0)
+		return false, nil
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("paced: %v; want the context's end", err)
+	}
+	if share := float64(busy) / float64(time.Since(start)); looks > 7 || share > 0.2 {
+		t.Errorf("%d looks of 10ms in 500ms, busy %.0f%% of the time; want at most 6 or so, about a tenth", looks, 100*share)
+	}
+	found := errors.New("look failed")
+	if err := paced(context.Background(), func() (bool, error) { return false, found }); !errors.Is(err, found) {
+		t.Errorf("a failed look: %v; want its error", err)
+	}
+	if err := paced(context.Background(), func() (bool, error) { return true, nil }); err != nil {
+		t.Errorf("a look that finds: %v", err)
 	}
 }

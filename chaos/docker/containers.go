@@ -223,7 +223,7 @@ func (e *Env) run(ctx context.Context, n *node, cmd []string, port string, files
 func (e *Env) waitPing(ctx context.Context, n *node) error {
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c := env.AdminClient(n.Upstream)
+	c := env.AdminClient(env.Auth{}, n.Upstream)
 	defer c.Close()
 	for {
 		err := c.Ping(wctx).Err()
@@ -256,12 +256,12 @@ func (e *Env) logTail(n *node) string {
 
 // admin runs one command on the node at addr (its published port).
 func (e *Env) admin(ctx context.Context, addr string, args ...any) error {
-	return env.Admin(ctx, addr, args...)
+	return env.Admin(ctx, env.Auth{}, addr, args...)
 }
 
 // waitReplicas waits until the master at addr reports want replicas online.
 func (e *Env) waitReplicas(ctx context.Context, addr string, want int) error {
-	if err := env.WaitReplicas(ctx, addr, want); err != nil {
+	if err := env.WaitReplicas(ctx, env.Auth{}, addr, want); err != nil {
 		return fmt.Errorf("%w; the containers must reach the replication proxies on the host at the network gateway %s: does a host firewall block it?", err, e.gateway)
 	}
 	return nil

@@ -168,7 +168,7 @@ func TestTopologyAndSentinelMaster(t *testing.T) {
 		t.Errorf("sentinels report master %s; want data-0", m.ID)
 	}
 	// The replicas Sentinel knows are the announced replication proxies.
-	rs, err := env.Replicas(ctx, topo.Sentinels[0], topo.MasterName)
+	rs, err := env.Replicas(ctx, topo.Auth, topo.Sentinels[0], topo.MasterName)
 	if err != nil {
 		t.Fatal(err)
 	}

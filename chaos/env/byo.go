@@ -48,6 +48,11 @@ type BYOConfig struct {
 	Fenced string
 	// Redlock are independent Redlock masters (optional).
 	Redlock []string
+	// Auth is how every client logs in to the deployment's servers:
+	// username and password (the data nodes', the fenced and Redlock
+	// Redis's; the Sentinels' apart), database, TLS. Its passwords are
+	// never written anywhere (Secret).
+	Auth
 }
 
 // BYOEnv is an existing deployment behind a given Toxiproxy server.
@@ -88,7 +93,13 @@ func NewBYO(ctx context.Context, cfg BYOConfig) (*BYOEnv, error) {
 			}
 		}
 	}
-	if cfg.MasterName == "" {
+	if err := cfg.Auth.Check("byo environment"); err != nil {
+		return nil, err
+	}
+	if len(cfg.Cluster) > 0 && cfg.DB != 0 {
+		return nil, fmt.Errorf("byo environment: DB = %d: a Redis Cluster has database 0 only", cfg.DB)
+	}
+	if cfg.MasterName == "" && len(cfg.Sentinels) > 0 {
 		cfg.MasterName = "lockproof"
 	}
 	if cfg.ProxyListenHost == "" {
@@ -103,20 +114,20 @@ func NewBYO(ctx context.Context, cfg BYOConfig) (*BYOEnv, error) {
 	if _, err := e.srv.API.Proxies(); err != nil {
 		return nil, fmt.Errorf("byo environment: toxiproxy %s: %w", RedactURL(cfg.ToxiproxyURL), err)
 	}
-	e.topo = Topology{MasterName: cfg.MasterName, Sentinels: cfg.Sentinels}
+	e.topo = Topology{MasterName: cfg.MasterName, Sentinels: cfg.Sentinels, Auth: cfg.Auth}
 	data := cfg.Data
 	if len(cfg.Cluster) > 0 {
-		if e.topo.Cluster, err = DiscoverCluster(ctx, cfg.Cluster); err != nil {
+		if e.topo.Cluster, err = DiscoverCluster(ctx, cfg.Auth, cfg.Cluster); err != nil {
 			return nil, fmt.Errorf("byo environment: Cluster %v: %w", cfg.Cluster, err)
 		}
 		e.topo.MasterName = ""
-		e.topo.NodeTimeout = nodeTimeout(ctx, e.topo.Cluster[0].Upstream)
+		e.topo.NodeTimeout = nodeTimeout(ctx, cfg.Auth, e.topo.Cluster[0].Upstream)
 	} else if len(data) == 0 {
 		m, err := MasterAddr(ctx, e.topo)
 		if err != nil {
 			return nil, fmt.Errorf("byo environment: %w", err)
 		}
-		rs, err := Replicas(ctx, cfg.Sentinels[0], cfg.MasterName)
+		rs, err := Replicas(ctx, cfg.Auth, cfg.Sentinels[0], cfg.MasterName)
 		if err != nil {
 			return nil, fmt.Errorf("byo environment: %w", err)
 		}
@@ -138,8 +149,8 @@ func NewBYO(ctx context.Context, cfg BYOConfig) (*BYOEnv, error) {
 // nodeTimeout is the cluster-node-timeout of the node at addr, or
 // Redis's default (15s) when CONFIG GET is refused, as managed services
 // do.
-func nodeTimeout(ctx context.Context, addr string) time.Duration {
-	c := AdminClient(addr)
+func nodeTimeout(ctx context.Context, a Auth, addr string) time.Duration {
+	c := AdminClient(a, addr)
 	defer c.Close()
 	if kv, err := c.ConfigGet(ctx, "cluster-node-timeout").Result(); err == nil {
 		if ms, err := strconv.Atoi(kv["cluster-node-timeout"]); err == nil && ms > 0 {
@@ -213,11 +224,16 @@ func (e *BYOEnv) Close(ctx context.Context) error {
 // BYOFromEnviron reads a BYOConfig from the environment variables
 // LOCKPROOF_TOXIPROXY_URL, LOCKPROOF_PROXY_LISTEN_HOST, LOCKPROOF_PROXY_DIAL_HOST,
 // LOCKPROOF_MASTER_NAME, LOCKPROOF_SENTINELS, LOCKPROOF_DATA, LOCKPROOF_CLUSTER,
-// LOCKPROOF_REDLOCK (comma-separated host:port lists) and LOCKPROOF_FENCED. It returns nil when
+// LOCKPROOF_REDLOCK (comma-separated host:port lists) and LOCKPROOF_FENCED,
+// and the login (AuthFromEnviron). It returns nil when
 // LOCKPROOF_TOXIPROXY_URL is unset.
-func BYOFromEnviron(getenv func(string) string) *BYOConfig {
+func BYOFromEnviron(getenv func(string) string) (*BYOConfig, error) {
 	if getenv("LOCKPROOF_TOXIPROXY_URL") == "" {
-		return nil
+		return nil, nil
+	}
+	auth, err := AuthFromEnviron(Auth{}, getenv)
+	if err != nil {
+		return nil, err
 	}
 	list := func(k string) []string {
 		var out []string
@@ -238,7 +254,87 @@ func BYOFromEnviron(getenv func(string) string) *BYOConfig {
 		Cluster:         list("LOCKPROOF_CLUSTER"),
 		Redlock:         list("LOCKPROOF_REDLOCK"),
 		Fenced:          getenv("LOCKPROOF_FENCED"),
+		Auth:            auth,
+	}, nil
+}
+
+// AuthFromEnviron is a with what the environment variables set:
+// LOCKPROOF_REDIS_USERNAME, LOCKPROOF_REDIS_PASSWORD,
+// LOCKPROOF_SENTINEL_USERNAME, LOCKPROOF_SENTINEL_PASSWORD,
+// LOCKPROOF_REDIS_DB, and for TLS LOCKPROOF_REDIS_TLS (1 or true: speak
+// TLS), LOCKPROOF_REDIS_TLS_CA, LOCKPROOF_REDIS_TLS_CERT,
+// LOCKPROOF_REDIS_TLS_KEY, LOCKPROOF_REDIS_TLS_SERVER_NAME,
+// LOCKPROOF_REDIS_TLS_INSECURE (1 or true). A variable that is set
+// overrides a's field; one that is not leaves it. Passwords can so stay
+// out of a config file (--byo-config), and out of a command line.
+func AuthFromEnviron(a Auth, getenv func(string) string) (Auth, error) {
+	str := func(k string, dst *string) {
+		if v := getenv(k); v != "" {
+			*dst = v
+		}
 	}
+	secret := func(k string, dst *Secret) {
+		if v := getenv(k); v != "" {
+			*dst = Secret(v)
+		}
+	}
+	boolean := func(k string) (bool, bool, error) {
+		v := getenv(k)
+		if v == "" {
+			return false, false, nil
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return false, false, fmt.Errorf("%s=%q: want 1, 0, true or false", k, v)
+		}
+		return b, true, nil
+	}
+	str("LOCKPROOF_REDIS_USERNAME", &a.Username)
+	secret("LOCKPROOF_REDIS_PASSWORD", &a.Password)
+	str("LOCKPROOF_SENTINEL_USERNAME", &a.SentinelUsername)
+	secret("LOCKPROOF_SENTINEL_PASSWORD", &a.SentinelPassword)
+	if v := getenv("LOCKPROOF_REDIS_DB"); v != "" {
+		db, err := strconv.Atoi(v)
+		if err != nil || db < 0 {
+			return a, fmt.Errorf("LOCKPROOF_REDIS_DB=%q: want a database number, 0 or more", v)
+		}
+		a.DB = db
+	}
+	on, set, err := boolean("LOCKPROOF_REDIS_TLS")
+	if err != nil {
+		return a, err
+	}
+	insecure, insecureSet, err := boolean("LOCKPROOF_REDIS_TLS_INSECURE")
+	if err != nil {
+		return a, err
+	}
+	tlsVars := insecureSet
+	for _, k := range []string{"LOCKPROOF_REDIS_TLS_CA", "LOCKPROOF_REDIS_TLS_CERT", "LOCKPROOF_REDIS_TLS_KEY", "LOCKPROOF_REDIS_TLS_SERVER_NAME"} {
+		tlsVars = tlsVars || getenv(k) != ""
+	}
+	switch {
+	case set && !on:
+		if tlsVars {
+			return a, errors.New("LOCKPROOF_REDIS_TLS is off while other LOCKPROOF_REDIS_TLS_* variables are set: turn it on, or unset them")
+		}
+		a.TLS = nil
+		return a, nil
+	case !on && !tlsVars:
+		return a, nil
+	}
+	t := TLS{}
+	if a.TLS != nil {
+		t = *a.TLS
+	}
+	str("LOCKPROOF_REDIS_TLS_CA", &t.CAFile)
+	str("LOCKPROOF_REDIS_TLS_CERT", &t.CertFile)
+	str("LOCKPROOF_REDIS_TLS_KEY", &t.KeyFile)
+	str("LOCKPROOF_REDIS_TLS_SERVER_NAME", &t.ServerName)
+	if insecureSet {
+		t.InsecureSkipVerify = insecure
+	}
+	a.TLS = &t
+	return a, nil
 }
 
 // RedactURL is raw as it may be written anywhere (an error, a plan, a

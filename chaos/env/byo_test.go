@@ -19,14 +19,30 @@ func TestBYO(t *testing.T) {
 	defer cancel()
 	toxi := chaostest.Toxiproxy(t)
 	topo := existing.Topology()
-	cfg := env.BYOFromEnviron(func(k string) string {
+	cfg, err := env.BYOFromEnviron(func(k string) string {
 		return map[string]string{
 			"LOCKPROOF_TOXIPROXY_URL": toxi.URL,
 			"LOCKPROOF_MASTER_NAME":   topo.MasterName,
 			"LOCKPROOF_SENTINELS":     topo.Sentinels[0],
 			"LOCKPROOF_FENCED":        topo.Fenced.Upstream,
+			// The process environment's servers and Sentinels ask a
+			// password (issue 47 item 12): a deployment's login.
+			"LOCKPROOF_REDIS_PASSWORD":    string(topo.Auth.Password),
+			"LOCKPROOF_SENTINEL_PASSWORD": string(topo.Auth.SentinelPassword),
 		}[k]
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topo.Auth.Password == "" || cfg.Password != topo.Auth.Password || cfg.SentinelPassword != topo.Auth.SentinelPassword {
+		t.Fatalf("the login variables were not read, or the environment has no password: %s", cfg.Auth.Describe())
+	}
+	// Without the Sentinels' password the deployment does not open.
+	nopw := *cfg
+	nopw.SentinelPassword = ""
+	if _, err := env.Open(ctx, env.Options{Kind: env.BYO, BYO: &nopw}); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Fatalf("opened without the Sentinels' password: %v; want NOAUTH", err)
+	}
 	e, err := env.Open(ctx, env.Options{Kind: env.BYO, BYO: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -108,11 +124,15 @@ func TestBYOCluster(t *testing.T) {
 	toxi := chaostest.Toxiproxy(t)
 	topo := existing.Topology()
 	vars := map[string]string{
-		"LOCKPROOF_TOXIPROXY_URL": toxi.URL,
-		"LOCKPROOF_CLUSTER":       topo.Cluster[4].Addr, // a replica's: any node knows them all
-		"LOCKPROOF_FENCED":        topo.Fenced.Upstream,
+		"LOCKPROOF_TOXIPROXY_URL":  toxi.URL,
+		"LOCKPROOF_CLUSTER":        topo.Cluster[4].Addr, // a replica's: any node knows them all
+		"LOCKPROOF_FENCED":         topo.Fenced.Upstream,
+		"LOCKPROOF_REDIS_PASSWORD": string(topo.Auth.Password),
 	}
-	cfg := env.BYOFromEnviron(func(k string) string { return vars[k] })
+	cfg, err := env.BYOFromEnviron(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := env.Open(ctx, env.Options{Kind: env.BYO, BYO: cfg}); !errors.Is(err, env.ErrWrongTopology) {
 		t.Fatalf("a cluster deployment opened for the sentinel topology: %v; want ErrWrongTopology", err)
 	}

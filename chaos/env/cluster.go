@@ -69,7 +69,7 @@ func View(ctx context.Context, t Topology, id string) (ClusterView, error) {
 	if n.Role != RoleCluster {
 		return ClusterView{}, fmt.Errorf("node %s: %w", id, ErrNotCluster)
 	}
-	c := AdminClient(n.Upstream)
+	c := AdminClient(t.Auth, n.Upstream)
 	defer c.Close()
 	text, err := c.ClusterNodes(ctx).Result()
 	if err != nil {
@@ -132,13 +132,13 @@ func parseView(t Topology, text string) (ClusterView, error) {
 // starts from a healthy cluster. A view that is not is asked again for
 // up to discoverWait (within ctx): news of a node's role takes a few
 // gossip rounds to reach every node, as after a cluster is formed.
-func DiscoverCluster(ctx context.Context, seeds []string) ([]Node, error) {
+func DiscoverCluster(ctx context.Context, a Auth, seeds []string) ([]Node, error) {
 	ctx, cancel := context.WithTimeout(ctx, discoverWait)
 	defer cancel()
 	for {
 		var errs []error
 		for _, seed := range seeds {
-			c := AdminClient(seed)
+			c := AdminClient(a, seed)
 			text, err := c.ClusterNodes(ctx).Result()
 			c.Close()
 			if err != nil {
@@ -220,7 +220,7 @@ func KeySlot(ctx context.Context, t Topology, key string) (int, error) {
 	}
 	var errs []error
 	for _, n := range t.Cluster {
-		c := AdminClient(n.Upstream)
+		c := AdminClient(t.Auth, n.Upstream)
 		s, err := c.ClusterKeySlot(ctx, key).Result()
 		c.Close()
 		if err == nil {
@@ -268,7 +268,7 @@ func WaitClusterOK(ctx context.Context, t Topology, ids ...string) error {
 		if err != nil {
 			return err
 		}
-		c := AdminClient(n.Upstream)
+		c := AdminClient(t.Auth, n.Upstream)
 		for {
 			info, err := c.ClusterInfo(ctx).Result()
 			if err == nil && strings.Contains(info, "cluster_state:ok") {
@@ -379,7 +379,7 @@ func clusterFailover(ctx context.Context, t Topology, id string, opts ...any) er
 	if n.Role != RoleCluster {
 		return fmt.Errorf("cluster failover on %s: %w", id, ErrNotCluster)
 	}
-	return Admin(ctx, n.Upstream, append([]any{"CLUSTER", "FAILOVER"}, opts...)...)
+	return Admin(ctx, t.Auth, n.Upstream, append([]any{"CLUSTER", "FAILOVER"}, opts...)...)
 }
 
 // enableAll enables the proxies named names (the heal of a cut or a

@@ -253,6 +253,9 @@ type Topology struct {
 	Cluster []Node
 	// NodeTimeout is the cluster's cluster-node-timeout (0 without one).
 	NodeTimeout time.Duration
+	// Auth is how every client of these nodes logs in (AUTH, database,
+	// TLS): a bring-your-own deployment's (BYOConfig), or none.
+	Auth Auth
 }
 
 // Name is the topology's name: contract.TopologyCluster for a cluster,

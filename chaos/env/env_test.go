@@ -2,11 +2,11 @@ package env_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/internal/chaostest"
@@ -28,7 +28,7 @@ func TestProcessTopology(t *testing.T) {
 		t.Fatalf("master = %s; want data-0", m.ID)
 	}
 	// Sentinel knows the replicas by their replication proxies.
-	rs, err := env.Replicas(ctx, topo.Sentinels[0], topo.MasterName)
+	rs, err := env.Replicas(ctx, topo.Auth, topo.Sentinels[0], topo.MasterName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +39,24 @@ func TestProcessTopology(t *testing.T) {
 		if _, ok := rs[n.Addr]; !ok {
 			t.Errorf("sentinel replicas %v lack %s at its proxy %s", rs, n.ID, n.Addr)
 		}
+	}
+	// Every server and Sentinel asks the environment's password (issue 47
+	// item 12): a local stranger without it is refused, and cannot read
+	// it off a configuration file.
+	if topo.Auth.Password == "" {
+		t.Fatal("the process environment has no password")
+	}
+	for _, n := range append(topo.Nodes(), env.Node{ID: "sentinel-0", Upstream: topo.Sentinels[0]}) {
+		if err := env.Admin(ctx, env.Auth{}, n.Upstream, "PING"); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+			t.Errorf("%s answers a client without the password: %v; want NOAUTH", n.ID, err)
+		}
+	}
+	proc, err := e.Process("data-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(proc.Dir, "redis.conf")); err != nil || fi.Mode().Perm()&0o077 != 0 {
+		t.Errorf("data-0's redis.conf: %v; want it its owner's alone", err)
 	}
 	// A client's traffic goes through its own proxy.
 	l := chaostest.Links(t, e, "c1")
@@ -134,7 +152,7 @@ func TestProcessFailoverKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := redis.NewClient(&redis.Options{Addr: topo.Data[0].Upstream, ReadTimeout: time.Second})
+	admin := env.AdminClient(topo.Auth, topo.Data[0].Upstream)
 	defer admin.Close()
 	if cur.ID != "data-0" {
 		info, _ := admin.Info(ctx, "replication").Result()

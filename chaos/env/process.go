@@ -2,6 +2,8 @@ package env
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -79,7 +81,15 @@ func NewProcess(ctx context.Context, spec Spec, log *slog.Logger) (*ProcessEnv, 
 	if err != nil {
 		return nil, fmt.Errorf("process environment: temp dir: %w", err)
 	}
+	// A password of this environment's own on every server and Sentinel
+	// (issue 47): they listen on loopback, where any local user could
+	// otherwise send them commands in the middle of a run.
+	pw := make([]byte, 16)
+	if _, err := rand.Read(pw); err != nil {
+		return nil, fmt.Errorf("process environment: password: %w", err)
+	}
 	e := &ProcessEnv{spec: spec, replicaVars: replicaVars, log: log, root: root, nodes: map[string]*procNode{}}
+	e.topo.Auth = Auth{Password: Secret(hex.EncodeToString(pw)), SentinelPassword: Secret(hex.EncodeToString(pw))}
 	if err := e.start(ctx); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
@@ -88,6 +98,9 @@ func NewProcess(ctx context.Context, spec Spec, log *slog.Logger) (*ProcessEnv, 
 	}
 	return e, nil
 }
+
+// password is the environment's servers' and Sentinels' (Topology.Auth).
+func (e *ProcessEnv) password() string { return string(e.topo.Auth.Password) }
 
 func (e *ProcessEnv) start(ctx context.Context) error {
 	toxi, err := StartToxiproxy(ctx)
@@ -137,13 +150,14 @@ func (e *ProcessEnv) start(ctx context.Context) error {
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", name, e.spec.DownAfter.Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", name, e.spec.FailoverTimeout.Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", name),
+		fmt.Sprintf("sentinel auth-pass %s %s", name, e.password()),
 	}
 	for i := 0; i < e.spec.Sentinels; i++ {
 		dir := filepath.Join(e.root, NodeID(RoleSentinel, i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("%s: %w", NodeID(RoleSentinel, i), err)
 		}
-		p, err := redisproc.Start(ctx, redisproc.Config{Sentinel: true, Dir: dir, Extra: conf})
+		p, err := redisproc.Start(ctx, redisproc.Config{Sentinel: true, Dir: dir, Extra: conf, Password: e.password()})
 		if err != nil {
 			return fmt.Errorf("start %s: %w", NodeID(RoleSentinel, i), err)
 		}
@@ -185,7 +199,7 @@ func (e *ProcessEnv) startCluster(ctx context.Context) error {
 	id := func(i int) string { return NodeID(RoleCluster, i) }
 	proxies := make([][2]string, cs.Masters*(1+cs.Replicas)) // repl, bus proxy names
 	c, err := redisproc.StartCluster(ctx, redisproc.ClusterConfig{
-		Masters: cs.Masters, Replicas: cs.Replicas, NodeTimeout: cs.NodeTimeout, Extra: nodeConf,
+		Masters: cs.Masters, Replicas: cs.Replicas, NodeTimeout: cs.NodeTimeout, Extra: nodeConf, Password: e.password(),
 		Dir: func(i int) string {
 			d := filepath.Join(e.root, id(i))
 			_ = os.MkdirAll(d, 0o755) // Start reports a directory it cannot use
@@ -241,7 +255,7 @@ func (e *ProcessEnv) startNode(ctx context.Context, id string, role Role, vars .
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}
-	p, err := redisproc.Start(ctx, redisproc.Config{Dir: dir, Extra: nodeConf, Env: vars})
+	p, err := redisproc.Start(ctx, redisproc.Config{Dir: dir, Extra: nodeConf, Env: vars, Password: e.password()})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
@@ -282,7 +296,7 @@ func (e *ProcessEnv) admin(ctx context.Context, id string, args ...any) error {
 	if !ok {
 		return fmt.Errorf("node %q: %w", id, ErrNoNode)
 	}
-	if err := Admin(ctx, n.node.Upstream, args...); err != nil {
+	if err := Admin(ctx, e.topo.Auth, n.node.Upstream, args...); err != nil {
 		return fmt.Errorf("%s: %w", id, err)
 	}
 	return nil
@@ -293,7 +307,7 @@ func (e *ProcessEnv) waitReplicas(ctx context.Context, masterID string, want int
 	e.mu.Lock()
 	addr := e.nodes[masterID].node.Upstream
 	e.mu.Unlock()
-	if err := WaitReplicas(ctx, addr, want); err != nil {
+	if err := WaitReplicas(ctx, e.topo.Auth, addr, want); err != nil {
 		return fmt.Errorf("%s: %w", masterID, err)
 	}
 	return nil
@@ -394,7 +408,7 @@ func (e *ProcessEnv) Restart(ctx context.Context, nodeID string) error {
 			extra = append(append([]string(nil), extra...), "replicaof "+h+" "+port)
 		}
 	}
-	p, err := redisproc.Start(ctx, redisproc.Config{Port: n.port, Dir: n.dir, Extra: extra, Env: n.env})
+	p, err := redisproc.Start(ctx, redisproc.Config{Port: n.port, Dir: n.dir, Extra: extra, Env: n.env, Password: e.password()})
 	if err != nil {
 		return fmt.Errorf("restart %s on port %s: %w", nodeID, strconv.Itoa(n.port), err)
 	}

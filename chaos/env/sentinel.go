@@ -15,17 +15,22 @@ import (
 // ErrNoMaster: no Sentinel majority agrees on a master address.
 var ErrNoMaster = errors.New("no master agreed by the sentinels")
 
-func sentinelClient(addr string) *redis.SentinelClient {
-	return redis.NewSentinelClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second,
-		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1, Protocol: 2})
+func sentinelClient(a Auth, addr string) *redis.SentinelClient {
+	return redis.NewSentinelClient(a.sentinelOptions(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1, Protocol: 2}))
 }
 
 // MasterAddr returns the master address a majority of the Sentinels of t report.
+// A topology without Sentinels (a bring-your-own lone master) has its
+// master at Data[0].
 func MasterAddr(ctx context.Context, t Topology) (string, error) {
+	if len(t.Sentinels) == 0 && len(t.Data) > 0 {
+		return t.Data[0].Addr, nil
+	}
 	votes := map[string]int{}
 	var errs []error
 	for _, s := range t.Sentinels {
-		c := sentinelClient(s)
+		c := sentinelClient(t.Auth, s)
 		r, err := c.GetMasterAddrByName(ctx, t.MasterName).Result()
 		_ = c.Close()
 		if err != nil {
@@ -86,7 +91,7 @@ func WaitSentinels(ctx context.Context, t Topology, replicas int) error {
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for _, s := range t.Sentinels {
-		c := sentinelClient(s)
+		c := sentinelClient(t.Auth, s)
 		var last string
 		for {
 			m, err := c.Master(wctx, t.MasterName).Result()
@@ -116,8 +121,8 @@ func WaitSentinels(ctx context.Context, t Topology, replicas int) error {
 
 // Replicas returns the replica addresses one Sentinel reports for the master
 // (SENTINEL REPLICAS), with their flags.
-func Replicas(ctx context.Context, sentinel, masterName string) (map[string]string, error) {
-	c := sentinelClient(sentinel)
+func Replicas(ctx context.Context, a Auth, sentinel, masterName string) (map[string]string, error) {
+	c := sentinelClient(a, sentinel)
 	defer c.Close()
 	rs, err := c.Replicas(ctx, masterName).Result()
 	if err != nil {
@@ -135,7 +140,7 @@ func Failover(ctx context.Context, t Topology) error {
 	if len(t.Sentinels) == 0 {
 		return fmt.Errorf("failover %q: no sentinels", t.MasterName)
 	}
-	c := sentinelClient(t.Sentinels[0])
+	c := sentinelClient(t.Auth, t.Sentinels[0])
 	defer c.Close()
 	if err := c.Failover(ctx, t.MasterName).Err(); err != nil {
 		return fmt.Errorf("sentinel failover %q: %w", t.MasterName, err)
@@ -174,7 +179,7 @@ func converged(ctx context.Context, t Topology) (Node, string) {
 		return Node{}, err.Error()
 	}
 	for _, s := range t.Sentinels {
-		c := sentinelClient(s)
+		c := sentinelClient(t.Auth, s)
 		r, err := c.GetMasterAddrByName(ctx, t.MasterName).Result()
 		info, ierr := c.Master(ctx, t.MasterName).Result()
 		_ = c.Close()
@@ -186,7 +191,7 @@ func converged(ctx context.Context, t Topology) (Node, string) {
 		case strings.Contains(info["flags"], "failover_in_progress"):
 			return Node{}, fmt.Sprintf("sentinel %s: failover in progress", s)
 		}
-		rs, err := Replicas(ctx, s, t.MasterName)
+		rs, err := Replicas(ctx, t.Auth, s, t.MasterName)
 		if err != nil {
 			return Node{}, err.Error()
 		}

@@ -78,12 +78,12 @@ func (m *Migrate) Start(ctx context.Context) error {
 		return err
 	}
 	m.fromID, m.toID = v.RedisIDs[src], v.RedisIDs[dst]
-	if err := env.Admin(ctx, m.to.Upstream, "CLUSTER", "SETSLOT", m.Slot, "IMPORTING", m.fromID); err != nil {
+	if err := env.Admin(ctx, topo.Auth, m.to.Upstream, "CLUSTER", "SETSLOT", m.Slot, "IMPORTING", m.fromID); err != nil {
 		return fmt.Errorf("%s: %w", m.Name(), err)
 	}
-	if err := env.Admin(ctx, m.from.Upstream, "CLUSTER", "SETSLOT", m.Slot, "MIGRATING", m.toID); err != nil {
+	if err := env.Admin(ctx, topo.Auth, m.from.Upstream, "CLUSTER", "SETSLOT", m.Slot, "MIGRATING", m.toID); err != nil {
 		// The heal: the target imports nothing after all.
-		undo := env.Admin(context.WithoutCancel(ctx), m.to.Upstream, "CLUSTER", "SETSLOT", m.Slot, "STABLE")
+		undo := env.Admin(context.WithoutCancel(ctx), topo.Auth, m.to.Upstream, "CLUSTER", "SETSLOT", m.Slot, "STABLE")
 		return errors.Join(fmt.Errorf("%s: %w", m.Name(), err), undo)
 	}
 	m.asked = true
@@ -111,7 +111,7 @@ func (m *Migrate) moveKeys(ctx context.Context, pace time.Duration) error {
 		}
 		// A key made while the slot migrates goes to the target (ASK):
 		// a lock that holds its key briefly has it there, not moved.
-		c := env.AdminClient(m.to.Upstream)
+		c := env.AdminClient(m.Env.Topology().Auth, m.to.Upstream)
 		n, err := c.ClusterCountKeysInSlot(ctx, m.Slot).Result()
 		c.Close()
 		if err == nil {
@@ -125,7 +125,7 @@ func (m *Migrate) moveKeys(ctx context.Context, pace time.Duration) error {
 // moveSome moves up to n keys of the slot from the source to the target
 // and reports how many keys were left there before.
 func (m *Migrate) moveSome(ctx context.Context, n int) (int, error) {
-	c := env.AdminClient(m.from.Upstream)
+	c := env.AdminClient(m.Env.Topology().Auth, m.from.Upstream)
 	defer c.Close()
 	keys, err := c.ClusterGetKeysInSlot(ctx, m.Slot, n).Result()
 	if err != nil {
@@ -191,7 +191,7 @@ func (m *Migrate) Stop(ctx context.Context) error {
 		}
 	}
 	for _, n := range order {
-		if err := env.Admin(ctx, n.Upstream, "CLUSTER", "SETSLOT", m.Slot, "NODE", m.toID); err != nil {
+		if err := env.Admin(ctx, topo.Auth, n.Upstream, "CLUSTER", "SETSLOT", m.Slot, "NODE", m.toID); err != nil {
 			errs = append(errs, err)
 		}
 	}

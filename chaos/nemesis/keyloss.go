@@ -28,6 +28,8 @@ type KeyLoss struct {
 	// Nodes are the addresses (direct, not proxied) of the nodes that
 	// hold the lock's keys: the master, or Redlock's masters.
 	Nodes []string
+	// Auth logs in to the nodes (the topology's).
+	Auth env.Auth
 
 	mu sync.Mutex
 	ev Evidence
@@ -43,7 +45,7 @@ func (k *KeyLoss) Start(ctx context.Context) error {
 	var deleted int64
 	var errs []error
 	for _, addr := range k.Nodes {
-		c := env.AdminClient(addr)
+		c := env.AdminClient(k.Auth, addr)
 		keys, err := k.keys(ctx, c.Scan, addr)
 		// One DEL per key: a cluster node refuses a DEL of keys in
 		// different hash slots (CROSSSLOT), and a lock's keys need not
@@ -74,7 +76,7 @@ func (k *KeyLoss) Start(ctx context.Context) error {
 // a strike waits for it, since a holder may release before the DEL.
 func (k *KeyLoss) Present(ctx context.Context) (bool, error) {
 	for _, addr := range k.Nodes {
-		c := env.AdminClient(addr)
+		c := env.AdminClient(k.Auth, addr)
 		keys, err := k.keys(ctx, c.Scan, addr)
 		_ = c.Close()
 		if err != nil || len(keys) > 0 {
@@ -129,7 +131,7 @@ func (k *KeyLoss) allKeys(ctx context.Context) ([]string, error) {
 	var all []string
 	var errs []error
 	for _, addr := range k.Nodes {
-		c := env.AdminClient(addr)
+		c := env.AdminClient(k.Auth, addr)
 		keys, err := k.keys(ctx, c.Scan, addr)
 		errs = append(errs, err, c.Close())
 		all = append(all, keys...)

@@ -18,14 +18,14 @@ import (
 )
 
 // fencedClient talks to the fenced node through the client's own proxy.
-func fencedClient(t *testing.T, l *env.Links) *redis.Client {
+func fencedClient(t *testing.T, e env.Env, l *env.Links) *redis.Client {
 	t.Helper()
 	addr, err := l.Addr("fenced")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 3 * time.Second,
-		WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
+	c := redis.NewClient(e.Topology().Auth.Options(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 3 * time.Second,
+		WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true}))
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -60,7 +60,7 @@ func pingWithin(c *redis.Client, d time.Duration) error {
 func TestNetworkFaults(t *testing.T) {
 	e := chaostest.StartProcess(t, env.Spec{Replicas: -1, Sentinels: 1})
 	a, b := chaostest.Links(t, e, "a"), chaostest.Links(t, e, "b")
-	ca, cb := fencedClient(t, a), fencedClient(t, b)
+	ca, cb := fencedClient(t, e, a), fencedClient(t, e, b)
 	ctx := context.Background()
 	for _, c := range []*redis.Client{ca, cb} {
 		if err := pingWithin(c, 2*time.Second); err != nil {
@@ -164,7 +164,7 @@ func TestNetworkFaults(t *testing.T) {
 func TestPauseServer(t *testing.T) {
 	e := chaostest.StartProcess(t, env.Spec{Replicas: -1, Sentinels: 1})
 	l := chaostest.Links(t, e, "a")
-	c := fencedClient(t, l)
+	c := fencedClient(t, e, l)
 	f := &nemesis.PauseServer{Env: e, NodeID: "fenced"}
 	ctx := context.Background()
 	if err := f.Start(ctx); err != nil {
@@ -185,7 +185,7 @@ func TestPauseServer(t *testing.T) {
 func TestPauseAndCrashClient(t *testing.T) {
 	e := chaostest.StartProcess(t, env.Spec{Replicas: -1, Sentinels: 1})
 	l := chaostest.Links(t, e, "a")
-	c := fencedClient(t, l)
+	c := fencedClient(t, e, l)
 	g := gate.New()
 	c.AddHook(g.Hook())
 	ctx := context.Background()

@@ -28,6 +28,9 @@ import (
 type PubSubReset struct {
 	// Node is the address (direct, not proxied) of the node: the master.
 	Node string
+	// Auth logs the nemesis in (the topology's); its Username, or
+	// "default", is the user whose SUBSCRIBE is refused: the clients'.
+	Auth env.Auth
 	// Every is the time from one round's start to the next one's.
 	Every time.Duration
 	// Refuse is how long each round refuses SUBSCRIBE.
@@ -51,7 +54,7 @@ func (f *PubSubReset) Start(ctx context.Context) error {
 	if f.Every <= f.Refuse || f.Refuse <= 0 {
 		return fmt.Errorf("pubsub-reset: Every (%v) must exceed Refuse (%v), and Refuse be positive", f.Every, f.Refuse)
 	}
-	n, err := pubsubClients(ctx, f.Node)
+	n, err := pubsubClients(ctx, f.Auth, f.Node)
 	if err != nil {
 		return fmt.Errorf("pubsub-reset: %w", err)
 	}
@@ -59,7 +62,7 @@ func (f *PubSubReset) Start(ctx context.Context) error {
 	f.before = n
 	f.mu.Unlock()
 	if err := f.round(ctx); err != nil {
-		return errors.Join(err, refuseSubscribe(context.WithoutCancel(ctx), f.Node, false))
+		return errors.Join(err, refuseSubscribe(context.WithoutCancel(ctx), f.Auth, f.Node, false))
 	}
 	f.stop, f.done = make(chan struct{}), make(chan error, 1)
 	go func() {
@@ -87,10 +90,10 @@ func (f *PubSubReset) Start(ctx context.Context) error {
 // round refuses SUBSCRIBE, kills the pub/sub clients, and after Refuse
 // accepts SUBSCRIBE again (also when ctx ends meanwhile).
 func (f *PubSubReset) round(ctx context.Context) error {
-	if err := refuseSubscribe(ctx, f.Node, true); err != nil {
+	if err := refuseSubscribe(ctx, f.Auth, f.Node, true); err != nil {
 		return err
 	}
-	c := env.AdminClient(f.Node)
+	c := env.AdminClient(f.Auth, f.Node)
 	n, kerr := c.ClientKillByFilter(ctx, "TYPE", "pubsub").Result()
 	_ = c.Close()
 	if kerr != nil {
@@ -105,7 +108,7 @@ func (f *PubSubReset) round(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	t.Stop()
-	return errors.Join(kerr, refuseSubscribe(context.WithoutCancel(ctx), f.Node, false))
+	return errors.Join(kerr, refuseSubscribe(context.WithoutCancel(ctx), f.Auth, f.Node, false))
 }
 
 // Stop ends the rounds, accepts SUBSCRIBE again, and counts the pub/sub
@@ -117,14 +120,14 @@ func (f *PubSubReset) Stop(ctx context.Context) error {
 		errs = append(errs, <-f.done)
 		f.stop = nil
 	}
-	errs = append(errs, refuseSubscribe(ctx, f.Node, false))
+	errs = append(errs, refuseSubscribe(ctx, f.Auth, f.Node, false))
 	t := time.NewTimer(4 * f.Refuse)
 	select {
 	case <-t.C:
 	case <-ctx.Done():
 	}
 	t.Stop()
-	n, err := pubsubClients(ctx, f.Node)
+	n, err := pubsubClients(ctx, f.Auth, f.Node)
 	errs = append(errs, err)
 	f.mu.Lock()
 	f.after = n
@@ -153,23 +156,30 @@ func (f *PubSubReset) Evidence() Evidence {
 }
 
 // refuseSubscribe makes the node refuse (refuse) or accept SUBSCRIBE and
-// PSUBSCRIBE from the default user, the one clients and Sentinels use.
-func refuseSubscribe(ctx context.Context, node string, refuse bool) error {
+// PSUBSCRIBE from the clients' user (a's Username, or the default user,
+// the one clients and Sentinels use without one).
+func refuseSubscribe(ctx context.Context, a env.Auth, node string, refuse bool) error {
 	sign := "+"
 	if refuse {
 		sign = "-"
 	}
-	return env.Admin(ctx, node, "ACL", "SETUSER", "default", sign+"subscribe", sign+"psubscribe")
+	user := a.Username
+	if user == "" {
+		user = "default"
+	}
+	return env.Admin(ctx, a, node, "ACL", "SETUSER", user, sign+"subscribe", sign+"psubscribe")
 }
 
 // pubsubClients counts the node's clients in pub/sub mode.
 // PubSubClients counts the clients in pub/sub mode on the node at addr
 // (direct, not proxied): a cluster's pubsub-reset strikes the node its
 // waiters subscribed on.
-func PubSubClients(ctx context.Context, addr string) (int64, error) { return pubsubClients(ctx, addr) }
+func PubSubClients(ctx context.Context, a env.Auth, addr string) (int64, error) {
+	return pubsubClients(ctx, a, addr)
+}
 
-func pubsubClients(ctx context.Context, node string) (int64, error) {
-	c := env.AdminClient(node)
+func pubsubClients(ctx context.Context, a env.Auth, node string) (int64, error) {
+	c := env.AdminClient(a, node)
 	defer c.Close()
 	list, err := c.ClientList(ctx).Result()
 	if err != nil {

@@ -511,21 +511,45 @@ type route struct {
 	Cluster []string `json:",omitempty"`
 	Fenced  string   // address of the client's proxy to the fenced node
 	Redlock []string // addresses of the client's proxies to the Redlock nodes
+	// Auth is how the client logs in (the topology's): passed to a child
+	// process in its spec, never printed (env.Secret).
+	Auth env.Auth `json:",omitzero"`
+	// Servers maps the Fenced and Redlock proxies' addresses to the
+	// servers' own, for TLS: a certificate names the server, not the
+	// proxy in front of it.
+	Servers map[string]string `json:",omitempty"`
+}
+
+// server is the address of the server that the connection to addr
+// reaches (Servers), for TLS's server name.
+func (r route) server(addr string) string {
+	if s, ok := r.Servers[addr]; ok {
+		return s
+	}
+	return addr
 }
 
 // routeOf returns the route of the client that owns l.
 func routeOf(topo env.Topology, l *env.Links) (route, error) {
-	r := route{Dial: l.Dial, MasterName: topo.MasterName, Sentinels: topo.Sentinels, Cluster: topo.ClusterAddrs()}
+	r := route{Dial: l.Dial, MasterName: topo.MasterName, Sentinels: topo.Sentinels, Cluster: topo.ClusterAddrs(),
+		Auth: topo.Auth, Servers: map[string]string{}}
+	if r.MasterName == "" && len(r.Cluster) == 0 && len(topo.Data) > 0 {
+		// A lone master without Sentinels (a bring-your-own one): its
+		// address, which l.Dial maps to the client's proxy.
+		r.Master = topo.Data[0].Addr
+	}
 	var err error
 	if r.Fenced, err = l.Addr(topo.Fenced.ID); err != nil {
 		return r, err
 	}
+	r.Servers[r.Fenced] = topo.Fenced.Upstream
 	for _, n := range topo.Redlock {
 		a, err := l.Addr(n.ID)
 		if err != nil {
 			return r, err
 		}
 		r.Redlock = append(r.Redlock, a)
+		r.Servers[a] = n.Upstream
 	}
 	return r, nil
 }
@@ -570,6 +594,10 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	// a resource, must then honour ctx itself.
 	ctxTimeouts := idx%2 == 0
 	c.ctxTimeouts = ctxTimeouts
+	// Every link dials through its proxy with the deployment's TLS: a
+	// go-redis client given a Dialer applies no TLSConfig of its own.
+	lockDial := rt.Auth.Dialer(rt.Dial, nil)
+	a := rt.Auth
 	switch {
 	case len(rt.Cluster) > 0:
 		// go-redis's defaults for redirections (MOVED and ASK are
@@ -577,18 +605,21 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 		// it resends a command whose connection failed, so a script's
 		// outcome is unknown to the lock then (package locker's rule).
 		c.lockRDB = redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs: rt.Cluster, Dialer: rt.Dial,
+			Addrs: rt.Cluster, Dialer: lockDial, Username: a.Username, Password: string(a.Password),
 			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to, PoolSize: pool,
 			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2,
 		})
 	case rt.MasterName != "":
 		c.lockRDB = redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName: rt.MasterName, SentinelAddrs: rt.Sentinels, Dialer: rt.Dial,
+			MasterName: rt.MasterName, SentinelAddrs: rt.Sentinels, Dialer: lockDial,
+			Username: a.Username, Password: string(a.Password), DB: a.DB,
+			SentinelUsername: a.SentinelUsername, SentinelPassword: string(a.SentinelPassword),
 			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to, PoolSize: pool,
 			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2,
 		})
 	default:
-		c.lockRDB = redis.NewClient(&redis.Options{Addr: rt.Master, Dialer: rt.Dial,
+		c.lockRDB = redis.NewClient(&redis.Options{Addr: rt.Master, Dialer: lockDial,
+			Username: a.Username, Password: string(a.Password), DB: a.DB,
 			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to, PoolSize: pool,
 			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
 	}
@@ -605,13 +636,16 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	if rt.MasterName == "" && len(rt.Cluster) == 0 {
 		resDial = rt.Dial // in-process nodes (NewOn)
 	}
-	c.resRDB = redis.NewClient(&redis.Options{Addr: rt.Fenced, Dialer: resDial, DialTimeout: to, ReadTimeout: resRead, WriteTimeout: to,
+	resDial = rt.Auth.Dialer(resDial, rt.server)
+	c.resRDB = redis.NewClient(&redis.Options{Addr: rt.Fenced, Dialer: resDial,
+		Username: a.Username, Password: string(a.Password), DB: a.DB, DialTimeout: to, ReadTimeout: resRead, WriteTimeout: to,
 		PoolTimeout: to, PoolSize: pool, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
 	c.resRDB.AddHook(c.Gate.Hook())
 	deps := w.cfg.Deps
 	deps.Redis = c.lockRDB
 	for _, addr := range rt.Redlock {
-		r := redis.NewClient(&redis.Options{Addr: addr, Dialer: resDial, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
+		r := redis.NewClient(&redis.Options{Addr: addr, Dialer: resDial,
+			Username: a.Username, Password: string(a.Password), DB: a.DB, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
 			PoolTimeout: to, PoolSize: pool, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
 		r.AddHook(c.Gate.Hook())
 		c.redlock = append(c.redlock, r)

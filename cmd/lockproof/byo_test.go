@@ -3,8 +3,11 @@ package main
 import (
 	"github.com/redis/go-redis/v9"
 
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,12 +32,17 @@ func TestRunOnBYOCluster(t *testing.T) {
 	redistest.Require(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := redisproc.StartCluster(ctx, redisproc.ClusterConfig{Replicas: 1, NodeTimeout: time.Second})
+	// The deployment asks a password (issue 47 item 7), which the run
+	// takes from LOCKPROOF_REDIS_PASSWORD, not from its config file, and
+	// writes nowhere.
+	const password = "team-password-0b5e"
+	t.Setenv("LOCKPROOF_REDIS_PASSWORD", password)
+	c, err := redisproc.StartCluster(ctx, redisproc.ClusterConfig{Replicas: 1, NodeTimeout: time.Second, Password: password})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop() })
-	fenced, err := redisproc.Start(ctx, redisproc.Config{})
+	fenced, err := redisproc.Start(ctx, redisproc.Config{Password: password})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +76,7 @@ func TestRunOnBYOCluster(t *testing.T) {
 
 	// The user's own data (issue 47 items 5 and 6): a key whose name holds
 	// a scenario's key name, which key-loss's SCAN once matched and deleted.
-	user := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	user := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Password: password})
 	defer func() { _ = user.Close() }()
 	userKeys := []string{"user:fenced-key-loss-1-k0", "user:{fenced-none-1-k0}"}
 	for _, k := range userKeys {
@@ -89,7 +97,7 @@ func TestRunOnBYOCluster(t *testing.T) {
 	code, stdout, stderr := runRunArgs(t, append(byoRun, "--plan", "--yes")...)
 	if _, err := os.Stat(out); code != exitOK || err == nil || !strings.Contains(stdout, "CLUSTER FAILOVER, once per scenario") ||
 		!strings.Contains(stdout, "cluster seeds: "+c.Announced[0]) || !strings.Contains(stdout, "3 scenarios") ||
-		!strings.Contains(stdout, "keys named lockproof-<run>-") {
+		!strings.Contains(stdout, "keys named lockproof-<run>-") || !strings.Contains(stdout, "login: user default with a password (not shown)") {
 		t.Errorf("--plan: exit %d, out made: %v, stdout:\n%s\nstderr: %s", code, err == nil, stdout, stderr)
 	}
 	code, stdout, stderr = runRunArgs(t, append(byoRun, "--yes")...)
@@ -127,7 +135,7 @@ func TestRunOnBYOCluster(t *testing.T) {
 		}
 	}
 	for _, a := range append(c.Addrs(), fenced.Addr) {
-		rc := redis.NewClient(&redis.Options{Addr: a})
+		rc := redis.NewClient(&redis.Options{Addr: a, Password: password})
 		var ks []string
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 			if ks, _, err = rc.Scan(ctx, 0, "*lockproof-*", 100000).Result(); err != nil || len(ks) == 0 || time.Now().After(deadline) {
@@ -138,5 +146,29 @@ func TestRunOnBYOCluster(t *testing.T) {
 		if err != nil || len(ks) > 0 {
 			t.Errorf("%s keeps the run's keys %v (%v)", a, ks, err)
 		}
+	}
+	// The password is written nowhere: not in the output, not in any
+	// file of the run.
+	if strings.Contains(stdout+stderr, password) {
+		t.Error("the run printed the password")
+	}
+	err = filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err == nil && strings.HasSuffix(p, ".gz") {
+			var zr *gzip.Reader
+			if zr, err = gzip.NewReader(bytes.NewReader(b)); err == nil {
+				b, err = io.ReadAll(zr)
+			}
+		}
+		if err == nil && strings.Contains(string(b), password) {
+			t.Errorf("%s holds the password", p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

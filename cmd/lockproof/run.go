@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -168,7 +169,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var byo *env.BYOConfig
 	if f.byoConfig != "" {
-		if byo, err = readBYO(f.byoConfig); err != nil {
+		if byo, err = readBYO(f.byoConfig, os.Getenv); err != nil {
 			return bad("--byo-config: %v", err)
 		}
 	}
@@ -410,20 +411,52 @@ func runRegressions(ctx context.Context, cfg runner.Config, f runFlags, stdout, 
 }
 
 // redisLogger sends go-redis's internal log lines to slog at debug level.
-// readBYO reads an env.BYOConfig from a JSON file (unknown fields refused).
-func readBYO(p string) (*env.BYOConfig, error) {
-	fh, err := os.Open(p)
+// readBYO reads an env.BYOConfig from a JSON file (unknown fields
+// refused; an error names the line), then the login variables of getenv
+// over it (env.AuthFromEnviron): a password need not be in the file.
+func readBYO(p string, getenv func(string) string) (*env.BYOConfig, error) {
+	b, err := os.ReadFile(p)
 	if err != nil {
 		return nil, err
 	}
-	defer fh.Close()
-	dec := json.NewDecoder(fh)
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var c env.BYOConfig
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return nil, fmt.Errorf("%s:%d: %w", p, lineAt(b, dec.InputOffset(), err), err)
+	}
+	if dec.More() {
+		off := dec.InputOffset()
+		for off < int64(len(b)) && strings.ContainsRune(" \t\r\n", rune(b[off])) {
+			off++
+		}
+		return nil, fmt.Errorf("%s:%d: more after the JSON object", p, lineAt(b, off, nil))
+	}
+	if c.Auth, err = env.AuthFromEnviron(c.Auth, getenv); err != nil {
+		return nil, err
 	}
 	return &c, nil
+}
+
+// lineAt is the line of b at the error err's offset (a syntax or type
+// error's own; an unknown field's name, where it first stands as a
+// key), else at off: where a decode stopped.
+func lineAt(b []byte, off int64, err error) int {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	case err != nil && strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		if i := bytes.Index(b, []byte(name)); i >= 0 {
+			off = int64(i)
+		}
+	}
+	off = min(max(off, 0), int64(len(b)))
+	return 1 + bytes.Count(b[:off], []byte("\n"))
 }
 
 // runMarker is the file a run directory holds from its start, before
@@ -558,6 +591,7 @@ func printPlan(w io.Writer, cfg runner.Config, kind env.Kind, byo *env.BYOConfig
 			}
 		}
 		fmt.Fprintf(w, "  toxiproxy: %s\n", env.RedactURL(byo.ToxiproxyURL))
+		fmt.Fprintf(w, "  login: %s\n", byo.Auth.Describe())
 	}
 	fmt.Fprintln(w, "every scenario: reads the topology (PING, INFO, SENTINEL MASTER and REPLICAS or CLUSTER NODES) on each node;")
 	fmt.Fprintln(w, "  creates Toxiproxy proxies in front of them and deletes them at its end;")

@@ -53,6 +53,37 @@ func TestRunBadFlags(t *testing.T) {
 	}
 }
 
+// A bad --byo-config file is refused with its file and line, and a bad
+// login variable with its name, before anything runs.
+func TestRunBadBYOConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		file, text, want string
+	}{
+		{"unknown.json", "{\n  \"ToxiproxyURL\": \"http://127.0.0.1:1\",\n  \"Pasword\": \"x\"\n}\n", "unknown.json:3: json: unknown field \"Pasword\""},
+		{"type.json", "{\n  \"DB\": \"two\"\n}\n", "type.json:2:"},
+		{"syntax.json", "{\n\n  \"Data\": [\"a:1\",]\n}\n", "syntax.json:3:"},
+		{"two.json", "{}\n{}\n", "two.json:2: more after the JSON object"},
+	} {
+		code, _, stderr := runRunArgs(t, "--provider", "byo", "--byo-config", write(tc.file, tc.text), "--out", filepath.Join(dir, "out"))
+		if code != exitBadInput || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 saying %q", tc.file, code, stderr, tc.want)
+		}
+	}
+	t.Setenv("LOCKPROOF_REDIS_DB", "first")
+	code, _, stderr := runRunArgs(t, "--provider", "byo", "--byo-config", write("ok.json", "{}"), "--out", filepath.Join(dir, "out"))
+	if code != exitBadInput || !strings.Contains(stderr, "LOCKPROOF_REDIS_DB") {
+		t.Errorf("a bad LOCKPROOF_REDIS_DB: exit %d, stderr %q; want exit 2 naming it", code, stderr)
+	}
+}
+
 // A small real matrix (real redis-server, Sentinel, Toxiproxy): the run
 // directory holds summary.json per the contract and the rendered report,
 // progress goes to stderr, and the exit code says every verdict matched.

@@ -25,6 +25,9 @@ type ClusterConfig struct {
 	NodeTimeout time.Duration
 	// Extra lines for every node's configuration.
 	Extra []string
+	// Password is every node's (Config.Password): clients, replicas and
+	// the formation log in with it.
+	Password string
 	// Dir, when set, gives node i its working directory (nodes.conf
 	// lives there, so that a restart keeps the node's identity); nil or
 	// "" makes a temporary one.
@@ -148,7 +151,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		if buses[i], err = FreePort(); err != nil {
 			return c, err
 		}
-		pc := Config{Extra: append(ClusterConf("nodes.conf", buses[i], cfg.NodeTimeout), cfg.Extra...)}
+		pc := Config{Extra: append(ClusterConf("nodes.conf", buses[i], cfg.NodeTimeout), cfg.Extra...), Password: cfg.Password}
 		if cfg.Dir != nil {
 			pc.Dir = cfg.Dir(i)
 		}
@@ -168,7 +171,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 			lines := AnnounceConf(host, port, bus)
 			for _, l := range lines {
 				f := strings.Fields(l)
-				if err := configSet(ctx, p.Addr, f[0], f[1]); err != nil {
+				if err := configSet(ctx, p.Addr, cfg.Password, f[0], f[1]); err != nil {
 					return c, fmt.Errorf("cluster node %d (%s): %w", i, p.Addr, err)
 				}
 			}
@@ -178,7 +181,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		c.Announced = append(c.Announced, net.JoinHostPort(host, strconv.Itoa(port)))
 		meet[i] = host + " " + strconv.Itoa(port) + " " + strconv.Itoa(bus)
 	}
-	if err := FormCluster(ctx, c.Addrs(), meet, cfg.Masters, cfg.Replicas); err != nil {
+	if err := FormCluster(ctx, c.Addrs(), meet, cfg.Masters, cfg.Replicas, cfg.Password); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -192,15 +195,16 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 // waits, bounded by ctx, until every node sees the cluster ok, every
 // replica in sync and known to every node as its master's, and every node
 // maps every slot to the same master. The process and Docker
-// environments both form their clusters so.
-func FormCluster(ctx context.Context, addrs, meet []string, masters, replicas int) error {
+// environments both form their clusters so. password is the nodes'
+// (Config.Password), or "".
+func FormCluster(ctx context.Context, addrs, meet []string, masters, replicas int, password string) error {
 	total := len(addrs)
 	if total != masters*(1+replicas) || len(meet) != total {
 		return fmt.Errorf("cluster: %d addresses and %d meet addresses for %d masters with %d replicas each", total, len(meet), masters, replicas)
 	}
 	clients := make([]*redis.Client, total)
 	for i, a := range addrs {
-		clients[i] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
+		clients[i] = redis.NewClient(&redis.Options{Addr: a, Password: password, MaxRetries: -1})
 		defer clients[i].Close()
 	}
 	ids := make([]string, total)
@@ -382,8 +386,8 @@ func ParseClusterNodes(text string) ([]ClusterNode, error) {
 }
 
 // configSet runs CONFIG SET name value on the server at addr.
-func configSet(ctx context.Context, addr, name, value string) error {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+func configSet(ctx context.Context, addr, password, name, value string) error {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1})
 	defer rdb.Close()
 	if err := rdb.ConfigSet(ctx, name, value).Err(); err != nil {
 		return fmt.Errorf("CONFIG SET %s %s: %w", name, value, err)

@@ -43,6 +43,13 @@ type Config struct {
 	// Env are extra environment variables (KEY=VALUE) of the process, on
 	// top of this process's own (ClockBehind makes some).
 	Env []string
+	// Password, when set, is asked of every client (requirepass), and a
+	// replica gives it to its master (masterauth); a Sentinel gives it to
+	// the other Sentinels (sentinel sentinel-pass). The server then runs
+	// in protected mode, and its configuration file is its owner's
+	// alone: another local user can neither read it off the file nor
+	// send the server a command.
+	Password string
 }
 
 // Process is a running redis-server or redis-sentinel.
@@ -137,14 +144,22 @@ func (p *Process) launch(ctx context.Context, bin string, port int, cfg Config) 
 		"dir " + p.Dir,
 		"logfile " + filepath.Join(p.Dir, "redis.log"),
 		"daemonize no",
-		"protected-mode no",
+	}
+	switch {
+	case cfg.Password == "":
+		// A lock's test server: loopback only, no password.
+		conf = append(conf, "protected-mode no")
+	case cfg.Sentinel:
+		conf = append(conf, "protected-mode yes", "requirepass "+cfg.Password, "sentinel sentinel-pass "+cfg.Password)
+	default:
+		conf = append(conf, "protected-mode yes", "requirepass "+cfg.Password, "masterauth "+cfg.Password)
 	}
 	if !cfg.Sentinel {
 		conf = append(conf, "save \"\"", "appendonly no")
 	}
 	conf = append(conf, cfg.Extra...)
 	confPath := filepath.Join(p.Dir, "redis.conf")
-	if err := os.WriteFile(confPath, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(confPath, []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
 		return fmt.Errorf("start redis: write %s: %w", confPath, err)
 	}
 	cmd := exec.Command(bin, confPath)
@@ -167,7 +182,7 @@ func (p *Process) launch(ctx context.Context, bin string, port int, cfg Config) 
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		err := ping(wctx, p.Addr, cmd.Process.Pid)
+		err := ping(wctx, p.Addr, cfg.Password, cmd.Process.Pid)
 		if err == nil {
 			return nil
 		}
@@ -203,7 +218,7 @@ var errStranger = errors.New("another process answers on the port")
 // redis-server's bind another test may start a server on the same port,
 // and its PONG would hand this test a stranger's server (it did, in CI:
 // a replica of a chaos test, READONLY and full of its keys).
-func ping(ctx context.Context, addr string, pid int) error {
+func ping(ctx context.Context, addr, password string, pid int) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -213,10 +228,25 @@ func ping(ctx context.Context, addr string, pid int) error {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	}
+	r := bufio.NewReader(c)
+	if password != "" {
+		// AUTH as a RESP array: the password may hold any byte.
+		cmd := fmt.Sprintf("*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n", len(password), password)
+		if _, err := c.Write([]byte(cmd)); err != nil {
+			return err
+		}
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(line) != "+OK" {
+			// A stranger's server (it refuses our password, or has none).
+			return fmt.Errorf("%w: %s answers AUTH with %q", errStranger, addr, strings.TrimSpace(line))
+		}
+	}
 	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
 		return err
 	}
-	r := bufio.NewReader(c)
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return err

@@ -64,8 +64,11 @@ func Links(tb testing.TB, e env.Env, client string) *env.Links {
 func FailoverClient(tb testing.TB, e env.Env, l *env.Links, timeout time.Duration) *redis.Client {
 	tb.Helper()
 	topo := e.Topology()
+	a := topo.Auth
 	c := redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName: topo.MasterName, SentinelAddrs: topo.Sentinels, Dialer: l.Dial,
+		MasterName: topo.MasterName, SentinelAddrs: topo.Sentinels, Dialer: a.Dialer(l.Dial, nil),
+		Username: a.Username, Password: string(a.Password), DB: a.DB,
+		SentinelUsername: a.SentinelUsername, SentinelPassword: string(a.SentinelPassword),
 		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, MaxRetries: -1,
 	})
 	tb.Cleanup(func() { _ = c.Close() })
@@ -78,8 +81,9 @@ func FailoverClient(tb testing.TB, e env.Env, l *env.Links, timeout time.Duratio
 // writing, closed when the test ends.
 func ClusterClient(tb testing.TB, e env.Env, l *env.Links, timeout time.Duration) *redis.ClusterClient {
 	tb.Helper()
+	a := e.Topology().Auth
 	c := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: e.Topology().ClusterAddrs(), Dialer: l.Dial,
+		Addrs: e.Topology().ClusterAddrs(), Dialer: a.Dialer(l.Dial, nil), Username: a.Username, Password: string(a.Password),
 		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, MaxRetries: -1,
 	})
 	tb.Cleanup(func() { _ = c.Close() })

@@ -49,7 +49,7 @@ func CheckCluster(tb testing.TB, e env.Env) {
 	// node count and master i's epoch i+1; and every node knows every
 	// replica's master, which a failover right after formation asks.
 	for i, n := range topo.Cluster {
-		admin := env.AdminClient(n.Upstream)
+		admin := env.AdminClient(topo.Auth, n.Upstream)
 		info, err := admin.ClusterInfo(ctx).Result()
 		admin.Close()
 		if err != nil {
