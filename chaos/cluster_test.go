@@ -102,7 +102,7 @@ func TestFaultsOnBYOCluster(t *testing.T) {
 	defer cancel()
 	toxi := chaostest.Toxiproxy(t)
 	topo := existing.Topology()
-	byo, err := env.NewBYO(ctx, env.BYOConfig{ToxiproxyURL: toxi.URL, Cluster: []string{topo.Cluster[0].Addr}, Fenced: topo.Fenced.Upstream})
+	byo, err := env.NewBYO(ctx, env.BYOConfig{ToxiproxyURL: toxi.URL, Cluster: []string{topo.Cluster[0].Addr}, Fenced: topo.Fenced.Upstream, Auth: topo.Auth})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,7 +138,14 @@ func (m *Migrate) moveSome(ctx context.Context, n int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+	args := []any{"MIGRATE", host, port, "", 0, 5000}
+	// The target asks the same login as every node (the topology's).
+	if a := m.Env.Topology().Auth; a.Username != "" {
+		args = append(args, "AUTH2", a.Username, string(a.Password))
+	} else if a.Password != "" {
+		args = append(args, "AUTH", string(a.Password))
+	}
+	args = append(args, "KEYS")
 	for _, k := range keys {
 		args = append(args, k)
 	}
