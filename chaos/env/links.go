@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
@@ -28,6 +29,49 @@ type Links struct {
 	dialer  net.Dialer
 	closed  bool
 	topoIDs []string
+	// stallUntil (Unix ns) holds back every dial begun before it;
+	// stalled counts the dials held (StallDials).
+	stallUntil, stalled atomic.Int64
+}
+
+// StallDials holds back every dial of this client begun in the next d
+// until d from now (within the dial's context), while connections
+// already open pass: a new connection takes as long to open as one
+// whose first SYN was lost does. A reconnection then takes that long
+// too, which a lock must not sleep through (package lock's review
+// defect 3: go-redis re-dials a dropped pub/sub connection before it
+// reports the drop).
+func (l *Links) StallDials(d time.Duration) {
+	l.stallUntil.Store(time.Now().Add(d).UnixNano())
+}
+
+// Stalled counts the dials StallDials held back.
+func (l *Links) Stalled() int64 { return l.stalled.Load() }
+
+// stall waits until the stall StallDials set ends, or ctx does.
+func (l *Links) stall(ctx context.Context) error {
+	d := time.Until(time.Unix(0, l.stallUntil.Load()))
+	if d <= 0 {
+		return nil
+	}
+	l.stalled.Add(1)
+	return Sleep(ctx, d)
+}
+
+// Sleep waits d, or until ctx is done (its error); nil at once when d
+// is not positive.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // ProxyName is the name of the proxy that carries client's traffic to node.
@@ -84,6 +128,9 @@ func (l *Links) Dial(ctx context.Context, network, addr string) (net.Conn, error
 	}
 	if !ok {
 		to = addr
+	}
+	if err := l.stall(ctx); err != nil {
+		return nil, fmt.Errorf("dial %s (via %s) for client %q: held back: %w", addr, to, l.Client, err)
 	}
 	c, err := l.dialer.DialContext(ctx, network, to)
 	if err != nil {

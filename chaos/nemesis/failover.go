@@ -323,16 +323,4 @@ func (f *Failover) promotion(ctx context.Context) (context.Context, context.Canc
 	return context.WithTimeout(ctx, wait)
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func sleep(ctx context.Context, d time.Duration) error { return env.Sleep(ctx, d) }

@@ -35,6 +35,13 @@ type PubSubReset struct {
 	Every time.Duration
 	// Refuse is how long each round refuses SUBSCRIBE.
 	Refuse time.Duration
+	// Links, when set, are clients whose new connections each round
+	// holds back for Stall (env.Links.StallDials), begun before the
+	// pub/sub connections are dropped: a client that reconnects at once
+	// waits that long for the new connection, while those it has open
+	// serve its commands.
+	Links []*env.Links
+	Stall time.Duration
 
 	stop chan struct{}
 	done chan error
@@ -93,6 +100,9 @@ func (f *PubSubReset) round(ctx context.Context) error {
 	if err := refuseSubscribe(ctx, f.Auth, f.Node, true); err != nil {
 		return err
 	}
+	for _, l := range f.Links {
+		l.StallDials(f.Stall)
+	}
 	c := env.AdminClient(f.Auth, f.Node)
 	n, kerr := c.ClientKillByFilter(ctx, "TYPE", "pubsub").Result()
 	_ = c.Close()
@@ -150,9 +160,16 @@ func (f *PubSubReset) Evidence() Evidence {
 		total += n
 		rounds[i] = fmt.Sprint(n)
 	}
-	return Evidence{Bit: total > 0,
-		Text: fmt.Sprintf("%d pub/sub connections before; dropped per round, SUBSCRIBE refused %v each: [%s]; %d pub/sub connections %v after the heal",
-			f.before, f.Refuse, strings.Join(rounds, " "), f.after, 4*f.Refuse)}
+	text := fmt.Sprintf("%d pub/sub connections before; dropped per round, SUBSCRIBE refused %v each: [%s]; %d pub/sub connections %v after the heal",
+		f.before, f.Refuse, strings.Join(rounds, " "), f.after, 4*f.Refuse)
+	if len(f.Links) > 0 {
+		var held int64
+		for _, l := range f.Links {
+			held += l.Stalled()
+		}
+		text += fmt.Sprintf("; %d clients' new connections held back %v each round: %d dials held", len(f.Links), f.Stall, held)
+	}
+	return Evidence{Bit: total > 0, Text: text}
 }
 
 // refuseSubscribe makes the node refuse (refuse) or accept SUBSCRIBE and
