@@ -30,9 +30,24 @@ import (
 // every channel unsubscribed (its waiters poll, and it wakes them: a
 // hand-off may have been published meanwhile), and manage subscribes
 // anew on a fresh connection, with a backoff (review defect 3).
+//
+// go-redis, when a read or write of a pub/sub connection fails, dials a
+// new connection and re-subscribes before it reports the failure, under
+// the context of the call that failed: a re-dial that hangs (a lost SYN,
+// a proxy that accepts and forwards nothing) kept every waiter believing
+// in its subscription, deaf to its hand-off, for a whole dial timeout
+// (the second review's old defect 3: the head served 2.1s after the
+// release, overtaken). Every call on an established connection therefore
+// gets noRedial, a context canceled from the start and without a
+// deadline: go-redis reads and writes by their timeouts alone, and only
+// its re-dial, which honours the context, fails at once, so the failure
+// reaches receive, which drops the connection and wakes the waiters to
+// poll while manage dials a fresh one in the open.
 type notifier struct {
 	rdb redis.UniversalClient
-	log *slog.Logger
+	// noRedial is canceled: see above.
+	noRedial context.Context
+	log      *slog.Logger
 	// bg is the Client's count of background work (Client.Close waits).
 	bg *background
 	// handoff is the Client's hand-off lease (Options.HandoffTTL).
@@ -194,14 +209,17 @@ func (n *notifier) watch(st *chanState, d time.Duration) {
 }
 
 func newNotifier(rdb redis.UniversalClient, log *slog.Logger, bg *background, handoff time.Duration) *notifier {
+	noRedial, cancel := context.WithCancel(context.Background())
+	cancel()
 	return &notifier{
-		rdb:     rdb,
-		log:     log,
-		bg:      bg,
-		handoff: handoff,
-		chans:   make(map[string]*chanState),
-		kick:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		rdb:      rdb,
+		noRedial: noRedial,
+		log:      log,
+		bg:       bg,
+		handoff:  handoff,
+		chans:    make(map[string]*chanState),
+		kick:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
 	}
 }
 
@@ -343,10 +361,11 @@ func (n *notifier) manage() {
 			}
 		}
 		ps := n.ps
+		fresh := false
 		if ps == nil && len(sub) > 0 {
-			ps = n.rdb.Subscribe(context.Background())
+			// No channel yet: go-redis dials at the first SUBSCRIBE.
+			ps, fresh = n.rdb.Subscribe(context.Background()), true
 			n.ps = ps
-			go n.receive(ps)
 		}
 		if ps == nil {
 			// Nothing to unsubscribe from: the connection died, and with
@@ -362,18 +381,35 @@ func (n *notifier) manage() {
 			unsub = nil
 		}
 		n.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// The first SUBSCRIBE of a fresh connection dials it, within 5s;
+		// later commands go on the established one and must not re-dial
+		// it (noRedial): a failure drops it instead, and the next round
+		// dials a fresh one.
+		ctx, cancel := n.noRedial, context.CancelFunc(func() {})
+		if fresh {
+			ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+		}
+		var failed error
 		if len(sub) > 0 {
 			if err := ps.Subscribe(ctx, sub...); err != nil {
 				n.log.Warn("lock: subscribe failed; waiters fall back to timers", "channels", sub, "err", err)
+				failed = err
 			}
 		}
-		if len(unsub) > 0 {
+		if len(unsub) > 0 && failed == nil {
 			if err := ps.Unsubscribe(ctx, unsub...); err != nil {
 				n.log.Warn("lock: unsubscribe failed", "channels", unsub, "err", err)
+				failed = err
 			}
 		}
 		cancel()
+		if fresh {
+			// Its reader starts once the connection is dialed (or failed
+			// to be: then its first read fails and drops it).
+			go n.receive(ps)
+		} else if failed != nil {
+			n.dead(ps, failed)
+		}
 	}
 }
 
@@ -382,14 +418,12 @@ func (n *notifier) manage() {
 func (n *notifier) receive(ps *redis.PubSub) {
 	pinged := false
 	for {
-		m, err := ps.ReceiveTimeout(context.Background(), pingEvery)
+		m, err := ps.ReceiveTimeout(n.noRedial, pingEvery)
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() && !pinged && n.current(ps) {
 				// Quiet: ask. The answer (a Pong) is read by this loop.
-				ctx, cancel := context.WithTimeout(context.Background(), pingEvery)
-				err = ps.Ping(ctx)
-				cancel()
+				err = ps.Ping(n.noRedial)
 				if err == nil {
 					pinged = true
 					continue

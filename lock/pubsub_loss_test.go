@@ -169,3 +169,67 @@ func refuseSubscribe(t *testing.T, admin *redis.Client, refuse bool) {
 		t.Fatalf("ACL SETUSER default %ssubscribe: %v", sign, err)
 	}
 }
+
+// TestWaiterHearsWhileItsSubscriptionRedials: a waiter whose pub/sub
+// connection Redis dropped, while every new connection of its client
+// hangs in the dial (a lost SYN, a proxy that accepts and forwards
+// nothing) and those it has open still serve, picks up the lock a
+// release hands it within seconds, not after the re-dial (the second
+// review's old defect 3: go-redis re-dials and re-subscribes before it
+// reports the drop, and the waiter slept through its hand-off for the
+// whole dial; the matrix catches it as fenced × pubsub-reset, whose
+// rounds hold the clients' new connections back).
+func TestWaiterHearsWhileItsSubscriptionRedials(t *testing.T) {
+	p := redistest.Start(t)
+	opts := lock.Options{TTL: time.Minute, QueueTTL: time.Minute}
+	admin := newRDB(t, p)
+	holder := newLocks(t, newRDB(t, p), opts)
+	var stall atomic.Bool
+	var held atomic.Int64
+	unstall := make(chan struct{})
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, DialTimeout: time.Minute,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if stall.Load() {
+				held.Add(1)
+				// Hangs until the caller gives up, as a dial whose SYNs
+				// are lost does (or the test ends).
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-unstall:
+					return nil, net.ErrClosed
+				}
+			}
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}})
+	t.Cleanup(func() { _ = rdb.Close() })
+	waiter := newLocks(t, rdb, opts)
+	t.Cleanup(func() { stall.Store(false); close(unstall) }) // before the Client's Close
+	l := mustAcquire(t, holder, "k")
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		wl, err := waiter.Acquire(ctx, "k")
+		if err == nil {
+			err = wl.Release(context.Background())
+		}
+		got <- err
+	}()
+	ch := lock.RedisKeys("k").Channel
+	eventually(t, "the waiter to queue and subscribe", func() bool {
+		subs, err := admin.PubSubNumSub(ctxT(t), ch).Result()
+		return err == nil && subs[ch] == 1 && queueLen(t, admin, "k") == 1
+	})
+	stall.Store(true)
+	if n, err := admin.ClientKillByFilter(ctxT(t), "TYPE", "pubsub").Result(); err != nil || n == 0 {
+		t.Fatalf("CLIENT KILL TYPE pubsub: %d killed, %v", n, err)
+	}
+	eventually(t, "the re-dial to hang", func() bool { return held.Load() > 0 })
+	if err := l.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter slept through its hand-off while its subscription re-dialed: %v", err)
+	}
+}
