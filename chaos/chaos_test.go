@@ -321,7 +321,7 @@ func describe(out chaos.Outcome, res *checker.Result) string {
 func TestFencedUnderFaults(t *testing.T) {
 	e := openEnv(t, env.Spec{DownAfter: 3 * time.Second})
 	faults := []string{contract.FaultNone, contract.FaultLatency, contract.FaultPartition, contract.FaultPauseClient,
-		contract.FaultPauseServer, contract.FaultCrashClient, contract.FaultClockSkew}
+		contract.FaultPauseServer, contract.FaultCrashClient, contract.FaultClockSkew, contract.FaultLateDelivery}
 	for _, fault := range faults {
 		t.Run(fault, func(t *testing.T) {
 			if f, _ := chaos.Lookup(fault); f.Available(e.Kind(), "") != nil {
@@ -341,6 +341,16 @@ func TestFencedUnderFaults(t *testing.T) {
 			case contract.FaultNone, contract.FaultLatency, contract.FaultPartition, contract.FaultPauseClient:
 				if res.Of(contract.PropLease).Verdict != contract.OK {
 					t.Errorf("lease exclusivity %s; want ok\n%s", res.Of(contract.PropLease).Verdict, describe(out, res))
+				}
+			case contract.FaultLateDelivery:
+				// Requests landing after their callers gave up take
+				// nothing from this lock (it buries them): every promise
+				// holds, and the fault must have held some.
+				if res.Verdict != contract.OK {
+					t.Errorf("late-delivery: verdict %s; want every property to hold\n%s", res.Verdict, describe(out, res))
+				}
+				if out.FaultErr != nil {
+					t.Errorf("late-delivery did not bite: %v", out.FaultErr)
 				}
 			}
 			if res.Of(contract.PropLiveness).Verdict == contract.Violated {

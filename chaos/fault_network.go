@@ -48,6 +48,31 @@ func latencyFault() Fault {
 		}}
 }
 
+// lateDeliveryFault is the simulation's late-delivery in real time: for
+// 3 TTLs a share of every client's connections (5–20%, drawn by
+// Toxiproxy per connection) holds what the client sends for the op
+// timeout and a fifth to a half TTL more, so a request lands after its
+// sender gave up, while the sender's cleanup or retry runs on another
+// connection (go-redis drops a connection whose command timed out). The
+// window lasts until the last held request has landed.
+func lateDeliveryFault() Fault {
+	return Fault{Name: contract.FaultLateDelivery, Topologies: both,
+		Doc: "for 3 TTLs, 5–20% of the clients' connections hold their requests for the op timeout and a fifth to a half TTL more: they land after their sender gave up, while its cleanup or retry runs",
+		strike: func(s *striking) (armed, error) {
+			share := 0.05 + 0.15*s.rng.Float64()
+			ot := cmp.Or(s.sc.Workload.OpTimeout, defaultShape.OpTimeout)
+			by := ot + s.sc.TTL/5 + time.Duration(s.rng.Int64N(int64(s.sc.TTL*3/10)+1))
+			var names []string
+			var links []*env.Links
+			for _, c := range s.wl.Clients {
+				names, links = append(names, c.Name), append(links, c.Links)
+			}
+			label := fmt.Sprintf("%s %.1f%% by %v", contract.FaultLateDelivery, 100*share, by.Round(time.Millisecond))
+			f := cut(nemesis.Late(label, nemesis.ClientProxies(links...), float32(share), by), names)
+			return armed{fault: f, window: 3 * s.sc.TTL}, nil
+		}}
+}
+
 func partitionFault() Fault {
 	return Fault{Name: contract.FaultPartition, Topologies: both, Doc: "half the clients cut off from Redis (their traffic held) for 3 TTLs", Matrix: true,
 		strike: func(s *striking) (armed, error) {

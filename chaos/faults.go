@@ -270,6 +270,7 @@ func Catalogue() []Fault {
 		failoverFault(), crashClientFault(), clockSkewFault(), failoverSkewFault(), keyLossFault(),
 		pubsubResetFault(), takeoverFault(), minorityPartitionFault(), migrateFault(), shardOutageFault(),
 		crowdFault(), restartFault(), forceUnlockFault(), isolateFault(), resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
+		lateDeliveryFault(),
 	}
 }
 
@@ -298,9 +299,7 @@ func Faults() []string {
 // sim.Unsimulated says the other way, and a test holds the two catalogues
 // to both.
 func NotSimulatedInRealTime() map[string]string {
-	return map[string]string{
-		contract.FaultLateDelivery: "requests landing after their sender gave up: the real-time twin (op timeouts below a latency toxic on the upstream link) is not built yet",
-	}
+	return map[string]string{}
 }
 
 // striking is what a fault's strike gets: the run, its clients, and the

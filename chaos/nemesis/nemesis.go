@@ -75,6 +75,9 @@ type Toxic struct {
 	Type       string // "latency", "timeout", "reset_peer", "bandwidth", ...
 	Stream     string // "upstream" (client to server) or "downstream"
 	Attributes toxiclient.Attributes
+	// Toxicity is the share of connections the toxic acts on (Toxiproxy
+	// draws each connection); 0 means every one.
+	Toxicity float32
 }
 
 // Network puts toxics on a set of proxies while it is started. Toxicity is
@@ -87,6 +90,9 @@ type Network struct {
 	// Clients names the clients whose traffic the proxies carry ("" when
 	// they are a node's): their ops in the window show what the fault did.
 	Clients []string
+	// Linger is how long Stop waits once the toxics are gone: what a
+	// latency toxic held in transit lands within it, inside the window.
+	Linger time.Duration
 
 	mu      sync.Mutex
 	added   []added
@@ -114,8 +120,13 @@ func (n *Network) Start(ctx context.Context) error {
 				return fmt.Errorf("%s: %w", n.Label, err)
 			}
 			name := fmt.Sprintf("lp-%s-%d", t.Type, i)
-			// Toxicity 0 would mean "never": 1.0 means every connection.
-			if _, err := p.AddToxic(name, t.Type, t.Stream, 1.0, t.Attributes); err != nil {
+			// Toxicity 0 would mean "never" to Toxiproxy: 1.0 means
+			// every connection.
+			tox := t.Toxicity
+			if tox <= 0 {
+				tox = 1
+			}
+			if _, err := p.AddToxic(name, t.Type, t.Stream, tox, t.Attributes); err != nil {
 				return fmt.Errorf("%s: add %s toxic to %s: %w", n.Label, t.Type, p.Name, err)
 			}
 			n.added = append(n.added, added{p, name})
@@ -136,10 +147,23 @@ func (n *Network) Stop(ctx context.Context) error {
 		}
 	}
 	n.added = nil
+	errs = append(errs, env.Sleep(ctx, n.Linger))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%s: %w", n.Label, err)
 	}
 	return nil
+}
+
+// Late holds the upstream traffic of a share of the proxies' connections
+// (toxicity, Toxiproxy drawing each) in transit for by, and lingers by
+// after: a request sent on such a connection lands by after it left, after
+// its sender gave up when by passes its timeout, while the sender's
+// cleanup or retry runs on another connection. What was held lands within
+// the window (Linger).
+func Late(label string, proxies []*toxiclient.Proxy, toxicity float32, by time.Duration) *Network {
+	return &Network{Label: label, Proxies: proxies, Linger: by, Toxics: []Toxic{
+		{Type: "latency", Stream: "upstream", Toxicity: toxicity, Attributes: toxiclient.Attributes{"latency": by.Milliseconds()}},
+	}}
 }
 
 // Latency delays both directions of every proxy by latency ± jitter (a round
