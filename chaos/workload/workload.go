@@ -1049,7 +1049,8 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 
 // leave is a client going away while it holds: it closes its lock
 // (recorded as a close op, with its deadline when the lock's Close takes a
-// ctx, locker.ContextCloser), and then one of its goroutines that did not
+// ctx, locker.ContextCloser: then as a shutdown loop does, with short
+// deadlines until one Close returns nil), and then one of its goroutines that did not
 // hear of the shutdown makes one more attempt on the closed lock, as code
 // racing a shutdown does (a blocking one, when the lock has it). A lock
 // that promises it refuses that attempt
@@ -1063,7 +1064,19 @@ func (w *Workload) leave(ctx context.Context, rec *history.Recorder, c *Client) 
 	p := rec.Invoke(op)
 	var err error
 	if hasCtx {
-		err = call(ctx, ctxNormal, cfg.OpTimeout, closer.CloseContext)
+		// A service's shutdown loop: Close with a short deadline, again
+		// until it returns nil, within the op's timeout, as a lock that
+		// says "calling Close again waits again" allows (package lock's
+		// round-three defect 2: a second Close while lost-reply cleanups
+		// were starting panicked, "WaitGroup is reused").
+		err = call(ctx, ctxNormal, cfg.OpTimeout, func(octx context.Context) error {
+			for {
+				err := call(octx, ctxTiny, 0, closer.CloseContext)
+				if err == nil || octx.Err() != nil {
+					return err
+				}
+			}
+		})
 	} else {
 		err = c.locker.Close()
 	}
