@@ -88,7 +88,7 @@ func Catalogue() []Fault {
 func Unsimulated() map[string]string {
 	return map[string]string{
 		contract.FaultNone:              "the baseline: a run without faults is --faults none",
-		contract.FaultCrowd:             "contention, not a fault: 32 clients on one key, which the simulation's fixed workload shape does not take yet (no --clients)",
+		contract.FaultCrowd:             "contention, not a fault: 32 clients on one key in brief sections; the simulation takes --clients (up to 64) and --mix, not the crowd's brief sections yet",
 		contract.FaultBandwidth:         "a throttled link: the simulated network delays messages (latency, late-delivery) but has no byte rate",
 		contract.FaultIsolate:           "one holder cut off from every Redis while its go-redis ignores contexts: the simulated clients always honour theirs",
 		contract.FaultPubSubReset:       "the in-process Redis cannot refuse SUBSCRIBE while it serves commands, nor drop pub/sub connections alone, yet",

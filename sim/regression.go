@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/history"
 )
 
@@ -25,6 +26,11 @@ type Regression struct {
 	// catalogue has grown since, so such a seed may run another mix).
 	Faults     string `json:"faults"`
 	DurationMs int64  `json:"duration_ms"`
+	// Mix and Clients are the workload's shape when the run set one
+	// (lockproof sim --mix, --clients; workload.ParseMix's syntax); files
+	// written before 2026-11-29 have neither: the defaults.
+	Mix     string `json:"mix,omitempty"`
+	Clients int    `json:"clients,omitempty"`
 	// SHA256 is the digest of the history file (Encode).
 	SHA256 string `json:"sha256"`
 	// Why: "not as expected", "unknown", "failed", or the first finding
@@ -76,6 +82,12 @@ func ReadRegressions(file string) ([]Regression, error) {
 			err = fmt.Errorf("sha256: %q: want 64 hex digits", r.SHA256)
 		case r.Faults == "":
 			err = errors.New("faults: missing")
+		case r.Clients < 0:
+			err = fmt.Errorf("clients: %d: must be 0 (the default) or more", r.Clients)
+		case r.Mix != "":
+			if _, merr := workload.ParseMix(r.Mix); merr != nil {
+				err = fmt.Errorf("mix: %w", merr)
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", file, i+1, err)

@@ -166,7 +166,7 @@ func simShrink(ctx context.Context, file, out string, workers int, stdout, stder
 		fmt.Fprintf(stdout, "shrunk %s seed %d (%s): %s, %v, %d ops -> %s, %v, %d ops\n", reg.Lock, reg.Seed, reg.Why,
 			start.faults(), start.d, base[0].Row.Ops, best.faults(), best.d, bestRow.Ops)
 		shrunk = append(shrunk, sim.Regression{Lock: reg.Lock, Seed: reg.Seed, Faults: best.faults(),
-			DurationMs: best.d.Milliseconds(), SHA256: bestSHA, Why: why})
+			DurationMs: best.d.Milliseconds(), Mix: reg.Mix, Clients: reg.Clients, SHA256: bestSHA, Why: why})
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -197,7 +197,7 @@ func shrinkRuns(ctx context.Context, reg sim.Regression, steps []shrinkStep, wor
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			f := simFlags{locks: reg.Lock, faults: s.faults(), duration: s.d}
+			f := simFlags{locks: reg.Lock, faults: s.faults(), duration: s.d, mix: reg.Mix, clients: reg.Clients}
 			rs, err := simRun(ctx, f, []simJob{{Lock: reg.Lock, Seed: reg.Seed}}, 1, false)
 			if err != nil {
 				errs[i] = fmt.Errorf("%s seed %d (%s, %v): %w", reg.Lock, reg.Seed, s.faults(), s.d, err)

@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/locker"
@@ -62,6 +64,31 @@ type simResult struct {
 type simFlags struct {
 	locks, seeds, faults string
 	duration             time.Duration
+	// mix and clients shape the workload as lockproof run's flags do
+	// ("" and 0: the simulation's defaults).
+	mix     string
+	clients int
+}
+
+// simMaxClients bounds --clients: every client is a goroutine set and a
+// connection pool in one bubble.
+const simMaxClients = 64
+
+// workloadOf resolves --mix and --clients into the scenario's workload.
+func (f *simFlags) workloadOf() (workload.Config, error) {
+	var wc workload.Config
+	if f.mix != "" {
+		m, err := workload.ParseMix(f.mix)
+		if err != nil {
+			return wc, fmt.Errorf("--mix: %w", err)
+		}
+		wc.Mix = &m
+	}
+	if f.clients < 0 || f.clients > simMaxClients {
+		return wc, fmt.Errorf("--clients %d: want 0 (the default, 3) to %d", f.clients, simMaxClients)
+	}
+	wc.Clients = f.clients
+	return wc, nil
 }
 
 func (f *simFlags) register(fs *flag.FlagSet) {
@@ -69,6 +96,8 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.seeds, "seeds", "1-100", "seeds, e.g. 1-10000 or 1,5,9")
 	fs.StringVar(&f.faults, "faults", "swarm", "swarm (each seed draws its own mix), none, or comma-separated simulated faults ("+strings.Join(sim.Names(), ", ")+")")
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "each run's length in virtual time")
+	fs.StringVar(&f.mix, "mix", "", "the workload's operation mix, as lockproof run's --mix (names not given keep their default; default: "+workload.DefaultMix().String()+")")
+	fs.IntVar(&f.clients, "clients", 0, "clients on the key (0: 3)")
 }
 
 // faultsOf resolves --faults once (sim.Mix).
@@ -164,6 +193,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	locks, err := f.locksOf(reg)
 	if err == nil {
 		_, err = f.faultsOf()
+	}
+	if err == nil {
+		_, err = f.workloadOf()
 	}
 	seeds, serr := parseSeedsUpTo(f.seeds, simMaxSeeds)
 	if err = errors.Join(err, serr); err != nil {
@@ -268,7 +300,8 @@ func simWorkerProcess(ctx context.Context, exe string, f simFlags, jobs []simJob
 	}
 	// The worker reads its jobs (locks and seeds) from stdin: of the
 	// flags it takes the faults and the duration.
-	cmd := exec.CommandContext(ctx, exe, "sim", "--worker", "--faults", f.faults, "--duration", f.duration.String())
+	cmd := exec.CommandContext(ctx, exe, "sim", "--worker", "--faults", f.faults, "--duration", f.duration.String(),
+		"--mix", f.mix, "--clients", strconv.Itoa(f.clients))
 	var in bytes.Buffer
 	enc := json.NewEncoder(&in)
 	for _, j := range jobs {
@@ -322,6 +355,11 @@ func simWorker(f simFlags, in io.Reader, out, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockproof sim --worker: %v\n", err)
 		return exitBadInput
 	}
+	wc, err := f.workloadOf()
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof sim --worker: %v\n", err)
+		return exitBadInput
+	}
 	var jobs []simJob
 	dec := json.NewDecoder(in)
 	for {
@@ -351,7 +389,7 @@ func simWorker(f simFlags, in io.Reader, out, stderr io.Writer) int {
 				_ = pprof.Lookup("goroutine").WriteTo(stderr, 2)
 				os.Exit(exitUnknown)
 			})
-			r := simOne(t, reg, f, faultsOf(j.Seed), j)
+			r := simOne(t, reg, f, wc, faultsOf(j.Seed), j)
 			hung.Stop()
 			if err := enc.Encode(r); err != nil {
 				fmt.Fprintf(stderr, "lockproof sim --worker: %v\n", err)
@@ -376,11 +414,11 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // simOne runs one job and makes its result.
-func simOne(t *testing.T, reg *locker.Registry, f simFlags, faults []sim.Fault, j simJob) *simResult {
+func simOne(t *testing.T, reg *locker.Registry, f simFlags, wc workload.Config, faults []sim.Fault, j simJob) *simResult {
 	start := time.Now()
 	row := contract.Row{Lock: j.Lock, Fault: f.faults, Seed: int64(j.Seed), Environment: contract.EnvSim,
 		FaultName: sim.Label(faults), History: path.Join(contract.ScenarioID(j.Lock, "sim", int64(j.Seed)), contract.HistoryFile)}
-	r, err := sim.Simulate(t, sim.Scenario{Locks: reg, Lock: j.Lock, Seed: j.Seed, Duration: f.duration, Faults: faults})
+	r, err := sim.Simulate(t, sim.Scenario{Locks: reg, Lock: j.Lock, Seed: j.Seed, Duration: f.duration, Faults: faults, Workload: wc})
 	row.ElapsedMs = time.Since(start).Milliseconds()
 	if err != nil {
 		row.Error = err.Error()
@@ -426,6 +464,8 @@ func simOne(t *testing.T, reg *locker.Registry, f simFlags, faults []sim.Fault, 
 type simSummary struct {
 	Faults     string        `json:"faults"`
 	DurationMs int64         `json:"duration_ms"`
+	Mix        string        `json:"mix,omitempty"`
+	Clients    int           `json:"clients,omitempty"`
 	Runs       int           `json:"runs"`
 	ElapsedMs  int64         `json:"elapsed_ms"`
 	PerMinute  float64       `json:"runs_per_minute"`
@@ -473,7 +513,8 @@ func (l *simLockSum) line() string {
 }
 
 func summarize(f simFlags, locks []string, results []*simResult, elapsed time.Duration) *simSummary {
-	s := &simSummary{Faults: f.faults, DurationMs: f.duration.Milliseconds(), Runs: len(results), ElapsedMs: elapsed.Milliseconds()}
+	s := &simSummary{Faults: f.faults, DurationMs: f.duration.Milliseconds(), Mix: f.mix, Clients: f.clients,
+		Runs: len(results), ElapsedMs: elapsed.Milliseconds()}
 	if elapsed > 0 {
 		s.PerMinute = float64(len(results)) / elapsed.Minutes()
 	}
@@ -595,7 +636,7 @@ func writeSim(dir string, f simFlags, sum *simSummary, results []*simResult) err
 			// The seed's own mix, not "swarm": a swarm draws from the
 			// catalogue, which grows, and the regression must replay.
 			regs = append(regs, sim.Regression{Lock: r.Row.Lock, Seed: uint64(r.Row.Seed), Faults: r.Row.FaultName,
-				DurationMs: f.duration.Milliseconds(), SHA256: r.SHA256, Why: why})
+				DurationMs: f.duration.Milliseconds(), Mix: f.mix, Clients: f.clients, SHA256: r.SHA256, Why: why})
 		}
 	}
 	var errs []error
@@ -623,15 +664,18 @@ func simReplay(ctx context.Context, file string, workers, tries int, stdout, std
 		return exitBadInput
 	}
 	code := exitOK
-	// One worker per setting: a file may mix faults and durations.
+	// One worker per setting: a file may mix faults, durations and
+	// workload shapes.
 	type setting struct {
-		faults string
-		d      time.Duration
+		faults  string
+		d       time.Duration
+		mix     string
+		clients int
 	}
 	groups := map[setting][]sim.Regression{}
 	var order []setting
 	for _, r := range regs {
-		s := setting{r.Faults, time.Duration(r.DurationMs) * time.Millisecond}
+		s := setting{r.Faults, time.Duration(r.DurationMs) * time.Millisecond, r.Mix, r.Clients}
 		if _, ok := groups[s]; !ok {
 			order = append(order, s)
 		}
@@ -645,7 +689,7 @@ func simReplay(ctx context.Context, file string, workers, tries int, stdout, std
 				locks = append(locks, r.Lock)
 			}
 		}
-		f := simFlags{locks: strings.Join(locks, ","), faults: s.faults, duration: s.d}
+		f := simFlags{locks: strings.Join(locks, ","), faults: s.faults, duration: s.d, mix: s.mix, clients: s.clients}
 		// A seed of a lock with pub/sub and a watchdog can take another
 		// path on a replay (README, "The simulation": goroutines woken at
 		// one virtual instant): such a seed is run again, up to tries in

@@ -115,6 +115,79 @@ func TestSimBinary(t *testing.T) {
 	}
 }
 
+// TestSimWorkloadShape: --mix and --clients shape the simulated
+// workload as lockproof run's do (issue 41): more clients make more
+// ops, the shape is saved with each regression and replayed with it (a
+// replay without it would run another workload and differ), and bad
+// values name their flag or their file and line.
+func TestSimWorkloadShape(t *testing.T) {
+	bin := buildBinary(t)
+	ops := func(dir string) int {
+		b, err := os.ReadFile(filepath.Join(dir, contract.SummaryFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s contract.Summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range s.Scenarios {
+			n += r.Ops
+		}
+		if len(s.Scenarios) == 0 {
+			t.Fatalf("%s keeps no row", dir)
+		}
+		return n / len(s.Scenarios)
+	}
+	base, shaped := filepath.Join(t.TempDir(), "base"), filepath.Join(t.TempDir(), "shaped")
+	if code, out, errOut := runBin(t, bin, "sim", "--locks", "setnx", "--seeds", "1-3", "--out", base); code == exitBadInput {
+		t.Fatalf("sim: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := runBin(t, bin, "sim", "--locks", "setnx", "--seeds", "1-3", "--clients", "4",
+		"--mix", "renew=0", "--out", shaped); code == exitBadInput {
+		t.Fatalf("sim --clients 4: exit %d\n%s\n%s", code, out, errOut)
+	}
+	regs := filepath.Join(shaped, contract.RegressionsFile)
+	saved, err := sim.ReadRegressions(regs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved[0].Clients != 4 || saved[0].Mix != "renew=0" {
+		t.Fatalf("regression %+v: want the workload's shape saved", saved[0])
+	}
+	var sum simSummary
+	if b, err := os.ReadFile(filepath.Join(shaped, contract.SimFile)); err != nil || json.Unmarshal(b, &sum) != nil || sum.Clients != 4 {
+		t.Errorf("sim.json: clients %d (%v); want 4", sum.Clients, err)
+	}
+	if a, b := ops(base), ops(shaped); b <= a {
+		t.Errorf("4 clients made %d ops a kept run, 3 made %d: --clients changed nothing", b, a)
+	}
+	if code, out, errOut := runBin(t, bin, "sim", "--replay", regs, "--tries", "1"); code != exitOK || strings.Count(out, "same history") != len(saved) {
+		t.Fatalf("replay of the shaped seeds: exit %d\n%s\n%s", code, out, errOut)
+	}
+	raw, _ := os.ReadFile(regs)
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(bad, bytes.Replace(raw, []byte(`"clients":4`), []byte(`"clients":3`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runBin(t, bin, "sim", "--replay", bad, "--tries", "1"); code != exitViolation || !strings.Contains(out, "DIFFERS") {
+		t.Errorf("a replay with another client count: exit %d, want %d (another history)\n%s", code, exitViolation, out)
+	}
+	if err := os.WriteFile(bad, bytes.Replace(raw, []byte(`"mix":"renew=0"`), []byte(`"mix":"nap=1"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runBin(t, bin, "sim", "--replay", bad); code != exitBadInput || !strings.Contains(errOut, "bad.jsonl:1: mix") {
+		t.Errorf("a bad mix in a regression: exit %d\n%s", code, errOut)
+	}
+	for _, args := range [][]string{{"--clients", "-1"}, {"--clients", "1000"}, {"--mix", "nap=0.5"}} {
+		flag := args[0]
+		if code, _, errOut := runBin(t, bin, append([]string{"sim", "--seeds", "1"}, args...)...); code != exitBadInput || !strings.Contains(errOut, flag) {
+			t.Errorf("sim %v: exit %d, want %d naming %s\n%s", args, code, exitBadInput, flag, errOut)
+		}
+	}
+}
+
 // TestSimFindsWhatAFaultBreaks: one fault alone holds a lock to its
 // prediction under that fault: lua under pause-client is predicted to
 // let a stale write in, and a seed shows it (exit 0).
