@@ -212,8 +212,29 @@ func (a Auth) Dialer(dial DialFunc, name func(addr string) string) DialFunc {
 // node (or fenced, or Redlock Redis) at o.Addr dialled directly (o's
 // Dialer nil: go-redis applies the TLSConfig itself).
 func (a Auth) Options(o *redis.Options) *redis.Options {
+	a.setTLS(a.Login(o))
+	return o
+}
+
+// Login sets a's login and database on o and nothing else: a client
+// that dials through a proxy (o.Dialer set, wrapped by Dialer for TLS).
+func (a Auth) Login(o *redis.Options) *redis.Options {
 	o.Username, o.Password, o.DB = a.Username, string(a.Password), a.DB
-	a.setTLS(o)
+	return o
+}
+
+// LoginFailover sets a's login, database and the Sentinels' login on o,
+// a Sentinel client of the master (its Dialer wrapped by Dialer for TLS).
+func (a Auth) LoginFailover(o *redis.FailoverOptions) *redis.FailoverOptions {
+	o.Username, o.Password, o.DB = a.Username, string(a.Password), a.DB
+	o.SentinelUsername, o.SentinelPassword = a.SentinelUsername, string(a.SentinelPassword)
+	return o
+}
+
+// LoginCluster sets a's login on o, a cluster client (database 0 only;
+// its Dialer wrapped by Dialer for TLS).
+func (a Auth) LoginCluster(o *redis.ClusterOptions) *redis.ClusterOptions {
+	o.Username, o.Password = a.Username, string(a.Password)
 	return o
 }
 

@@ -604,24 +604,21 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 		// followed, up to 3 times), as a user's cluster client has them:
 		// it resends a command whose connection failed, so a script's
 		// outcome is unknown to the lock then (package locker's rule).
-		c.lockRDB = redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs: rt.Cluster, Dialer: lockDial, Username: a.Username, Password: string(a.Password),
+		c.lockRDB = redis.NewClusterClient(a.LoginCluster(&redis.ClusterOptions{
+			Addrs: rt.Cluster, Dialer: lockDial,
 			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to, PoolSize: pool,
 			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2,
-		})
+		}))
 	case rt.MasterName != "":
-		c.lockRDB = redis.NewFailoverClient(&redis.FailoverOptions{
+		c.lockRDB = redis.NewFailoverClient(a.LoginFailover(&redis.FailoverOptions{
 			MasterName: rt.MasterName, SentinelAddrs: rt.Sentinels, Dialer: lockDial,
-			Username: a.Username, Password: string(a.Password), DB: a.DB,
-			SentinelUsername: a.SentinelUsername, SentinelPassword: string(a.SentinelPassword),
 			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to, PoolSize: pool,
 			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2,
-		})
+		}))
 	default:
-		c.lockRDB = redis.NewClient(&redis.Options{Addr: rt.Master, Dialer: lockDial,
-			Username: a.Username, Password: string(a.Password), DB: a.DB,
+		c.lockRDB = redis.NewClient(a.Login(&redis.Options{Addr: rt.Master, Dialer: lockDial,
 			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to, PoolSize: pool,
-			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
+			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2}))
 	}
 	c.lockRDB.AddHook(c.Gate.Hook())
 	// The resource's go-redis, when it ignores ctx deadlines, reads for
@@ -636,17 +633,15 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	if rt.MasterName == "" && len(rt.Cluster) == 0 {
 		resDial = rt.Dial // in-process nodes (NewOn)
 	}
-	resDial = rt.Auth.Dialer(resDial, rt.server)
-	c.resRDB = redis.NewClient(&redis.Options{Addr: rt.Fenced, Dialer: resDial,
-		Username: a.Username, Password: string(a.Password), DB: a.DB, DialTimeout: to, ReadTimeout: resRead, WriteTimeout: to,
-		PoolTimeout: to, PoolSize: pool, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
+	resDial = a.Dialer(resDial, rt.server)
+	c.resRDB = redis.NewClient(a.Login(&redis.Options{Addr: rt.Fenced, Dialer: resDial, DialTimeout: to, ReadTimeout: resRead, WriteTimeout: to,
+		PoolTimeout: to, PoolSize: pool, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2}))
 	c.resRDB.AddHook(c.Gate.Hook())
 	deps := w.cfg.Deps
 	deps.Redis = c.lockRDB
 	for _, addr := range rt.Redlock {
-		r := redis.NewClient(&redis.Options{Addr: addr, Dialer: resDial,
-			Username: a.Username, Password: string(a.Password), DB: a.DB, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
-			PoolTimeout: to, PoolSize: pool, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2})
+		r := redis.NewClient(a.Login(&redis.Options{Addr: addr, Dialer: resDial, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
+			PoolTimeout: to, PoolSize: pool, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2}))
 		r.AddHook(c.Gate.Hook())
 		c.redlock = append(c.redlock, r)
 		deps.Redlock = append(deps.Redlock, r)

@@ -65,12 +65,10 @@ func FailoverClient(tb testing.TB, e env.Env, l *env.Links, timeout time.Duratio
 	tb.Helper()
 	topo := e.Topology()
 	a := topo.Auth
-	c := redis.NewFailoverClient(&redis.FailoverOptions{
+	c := redis.NewFailoverClient(a.LoginFailover(&redis.FailoverOptions{
 		MasterName: topo.MasterName, SentinelAddrs: topo.Sentinels, Dialer: a.Dialer(l.Dial, nil),
-		Username: a.Username, Password: string(a.Password), DB: a.DB,
-		SentinelUsername: a.SentinelUsername, SentinelPassword: string(a.SentinelPassword),
 		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, MaxRetries: -1,
-	})
+	}))
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -82,10 +80,10 @@ func FailoverClient(tb testing.TB, e env.Env, l *env.Links, timeout time.Duratio
 func ClusterClient(tb testing.TB, e env.Env, l *env.Links, timeout time.Duration) *redis.ClusterClient {
 	tb.Helper()
 	a := e.Topology().Auth
-	c := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: e.Topology().ClusterAddrs(), Dialer: a.Dialer(l.Dial, nil), Username: a.Username, Password: string(a.Password),
+	c := redis.NewClusterClient(a.LoginCluster(&redis.ClusterOptions{
+		Addrs: e.Topology().ClusterAddrs(), Dialer: a.Dialer(l.Dial, nil),
 		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, MaxRetries: -1,
-	})
+	}))
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
 }
