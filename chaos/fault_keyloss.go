@@ -172,12 +172,8 @@ func paced(ctx context.Context, look func() (bool, error)) error {
 		if ok || err != nil {
 			return err
 		}
-		rest := time.NewTimer(max(time.Millisecond, scanRest*time.Since(start)))
-		select {
-		case <-rest.C:
-		case <-ctx.Done():
-			rest.Stop()
-			return ctx.Err()
+		if err := env.Sleep(ctx, max(time.Millisecond, scanRest*time.Since(start))); err != nil {
+			return err
 		}
 	}
 }

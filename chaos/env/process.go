@@ -89,7 +89,8 @@ func NewProcess(ctx context.Context, spec Spec, log *slog.Logger) (*ProcessEnv, 
 		return nil, fmt.Errorf("process environment: password: %w", err)
 	}
 	e := &ProcessEnv{spec: spec, replicaVars: replicaVars, log: log, root: root, nodes: map[string]*procNode{}}
-	e.topo.Auth = Auth{Password: Secret(hex.EncodeToString(pw)), SentinelPassword: Secret(hex.EncodeToString(pw))}
+	secret := Secret(hex.EncodeToString(pw))
+	e.topo.Auth = Auth{Password: secret, SentinelPassword: secret}
 	if err := e.start(ctx); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
