@@ -138,7 +138,7 @@ var ErrCannotChangeACL = errors.New("lockproof does not change the ACL of a brin
 // scenario shares, so it runs alone; on a deployment lockproof does not
 // run, it would change the operator's ACL.
 func pubsubResetFault() Fault {
-	return Fault{Name: contract.FaultPubSubReset, Topologies: both, Doc: "the master drops its pub/sub connections while it refuses SUBSCRIBE, every TTL/2 for 3 TTLs, and the clients' new connections take TTL/2 to open (subscriptions die, commands pass)",
+	return Fault{Name: contract.FaultPubSubReset, Topologies: both, Doc: "the master drops its pub/sub connections while it refuses SUBSCRIBE, every TTL/2 for 3 TTLs, and the clients' reconnections in the first TTL/10 take TTL/2 to open (subscriptions die, commands pass)",
 		Matrix: true, Scope: ScopeServers, Linger: true,
 		// On a cluster nobody subscribes but a lock that does (on the
 		// Sentinel topology the Sentinels' own subscriptions are on the
@@ -156,15 +156,17 @@ func pubsubResetFault() Fault {
 			if err != nil {
 				return armed{}, fmt.Errorf("pubsub-reset: %w", err)
 			}
-			// Every client's reconnection takes half a TTL (a lost SYN),
-			// longer than a hand-off lease: a lock whose waiters sleep
-			// through go-redis's re-dial misses its hand-offs.
+			// Every client's reconnection right after the drop (the
+			// first TTL/10) takes half a TTL (a lost SYN), longer than a
+			// hand-off lease: a lock whose waiters sleep through
+			// go-redis's re-dial misses its hand-offs. Later dials (a
+			// command's) pass: a waiter that polls is served in turn.
 			var links []*env.Links
 			for _, c := range s.wl.Clients {
 				links = append(links, c.Links)
 			}
 			return armed{fault: &nemesis.PubSubReset{Node: m.Upstream, Auth: s.env.Topology().Auth, Every: s.sc.TTL / 2, Refuse: s.sc.TTL / 5,
-				Links: links, Stall: s.sc.TTL / 2}, window: 3 * s.sc.TTL}, nil
+				Links: links, Stall: s.sc.TTL / 2, StallWithin: s.sc.TTL / 10}, window: 3 * s.sc.TTL}, nil
 		}}
 }
 

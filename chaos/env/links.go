@@ -29,28 +29,37 @@ type Links struct {
 	dialer  net.Dialer
 	closed  bool
 	topoIDs []string
-	// stallUntil (Unix ns) holds back every dial begun before it;
+	// A dial begun before stallBegun (Unix ns) waits until stallUntil;
 	// stalled counts the dials held (StallDials).
-	stallUntil, stalled atomic.Int64
+	stallBegun, stallUntil, stalled atomic.Int64
 }
 
-// StallDials holds back every dial of this client begun in the next d
-// until d from now (within the dial's context), while connections
-// already open pass: a new connection takes as long to open as one
-// whose first SYN was lost does. A reconnection then takes that long
-// too, which a lock must not sleep through (package lock's review
-// defect 3: go-redis re-dials a dropped pub/sub connection before it
-// reports the drop).
-func (l *Links) StallDials(d time.Duration) {
-	l.stallUntil.Store(time.Now().Add(d).UnixNano())
+// StallDials holds back the dials of this client begun in the next
+// within until d from now (within each dial's context), while
+// connections already open pass: a connection opened at that moment
+// takes as long as one whose first SYN was lost does. Struck right as a
+// connection is dropped, it catches the client's reconnection, which a
+// lock must not sleep through (package lock's review defect 3: go-redis
+// re-dials a dropped pub/sub connection before it reports the drop),
+// and rarely anything else: a short within leaves the dials of the
+// client's commands alone.
+func (l *Links) StallDials(within, d time.Duration) {
+	now := time.Now()
+	l.stallUntil.Store(now.Add(d).UnixNano())
+	l.stallBegun.Store(now.Add(within).UnixNano())
 }
 
 // Stalled counts the dials StallDials held back.
 func (l *Links) Stalled() int64 { return l.stalled.Load() }
 
-// stall waits until the stall StallDials set ends, or ctx does.
+// stall holds a dial begun in a stall's first moment until the stall
+// ends, or ctx does.
 func (l *Links) stall(ctx context.Context) error {
-	d := time.Until(time.Unix(0, l.stallUntil.Load()))
+	now := time.Now().UnixNano()
+	if now >= l.stallBegun.Load() {
+		return nil
+	}
+	d := time.Duration(l.stallUntil.Load() - now)
 	if d <= 0 {
 		return nil
 	}

@@ -35,13 +35,14 @@ type PubSubReset struct {
 	Every time.Duration
 	// Refuse is how long each round refuses SUBSCRIBE.
 	Refuse time.Duration
-	// Links, when set, are clients whose new connections each round
-	// holds back for Stall (env.Links.StallDials), begun before the
-	// pub/sub connections are dropped: a client that reconnects at once
-	// waits that long for the new connection, while those it has open
-	// serve its commands.
-	Links []*env.Links
-	Stall time.Duration
+	// Links, when set, are clients whose connections opened in the
+	// first StallWithin of each round are held back for Stall
+	// (env.Links.StallDials), set just before the pub/sub connections
+	// are dropped: a client that reconnects at once waits that long for
+	// the new connection, while those it has open serve its commands.
+	Links       []*env.Links
+	Stall       time.Duration
+	StallWithin time.Duration
 
 	stop chan struct{}
 	done chan error
@@ -101,7 +102,7 @@ func (f *PubSubReset) round(ctx context.Context) error {
 		return err
 	}
 	for _, l := range f.Links {
-		l.StallDials(f.Stall)
+		l.StallDials(f.StallWithin, f.Stall)
 	}
 	c := env.AdminClient(f.Auth, f.Node)
 	n, kerr := c.ClientKillByFilter(ctx, "TYPE", "pubsub").Result()
