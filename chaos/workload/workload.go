@@ -170,9 +170,10 @@ type Mix struct {
 	// LongWork: sections without a nested hold that work up to half the
 	// TTL before the read (a lease must stay valid that long).
 	LongWork float64
-	// RushRelease: releases sent with an already canceled context (half)
-	// or a 5ms deadline (half); a release that did not surely happen is
-	// sent again with the op timeout, as a careful caller retries.
+	// RushRelease: releases, outer and nested, sent with an already
+	// canceled context (half) or a 5ms deadline (half); a release that
+	// did not surely happen is sent again with the op timeout, as a
+	// careful caller retries.
 	RushRelease float64
 	// Owner: sections that acquire as the client's own owner
 	// (locker.Owned: one owner per client, kept across its holds), with
@@ -956,7 +957,12 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 			in := held{lease: inner, id: op.Lease}
 			in.released = c.watchLoss(ctx, rec, in)
 			_ = sleepRand(ctx, c.rng, cfg.Hold)
-			if err := c.release(ctx, rec, in, false, cfg.OpTimeout); err != nil {
+			// A nested release may be rushed too: its reply lost, the
+			// lock's undo of the nested hold races the request still on
+			// its way, and the outer hold works on, which a late release
+			// ending the outer hold breaks (round three's defect 1).
+			rushIn := c.chance(mix.RushRelease) && !c.Gate.Armed()
+			if err := c.release(ctx, rec, in, rushIn, cfg.OpTimeout); err != nil {
 				return err
 			}
 			// The outer hold outlives the nested one, as it does in code
