@@ -77,6 +77,7 @@ func Catalogue() []Fault {
 		// Last: Swarm draws each fault in this order, and the mixes of
 		// the seeds saved before it came stay as they were.
 		{Name: contract.FaultLateDelivery, Doc: "for 3 TTLs, 5–20% of requests held in transit for the op timeout and a fifth to a half TTL more: they land after their sender gave up, while its cleanup or retry runs", strike: strikeLate},
+		{Name: contract.FaultPubSubReset, Doc: "the lock's node drops its pub/sub connections while it refuses SUBSCRIBE, every TTL/2 for 3 TTLs, and the clients' connections dialed in the first TTL/10 after each drop open TTL/2 late (subscriptions die, commands pass)", strike: strikePubSubReset},
 	}
 }
 
@@ -91,7 +92,6 @@ func Unsimulated() map[string]string {
 		contract.FaultCrowd:             "contention, not a fault: 32 clients on one key in brief sections; the simulation takes --clients (up to 64) and --mix, not the crowd's brief sections yet",
 		contract.FaultBandwidth:         "a throttled link: the simulated network delays messages (latency, late-delivery) but has no byte rate",
 		contract.FaultIsolate:           "one holder cut off from every Redis while its go-redis ignores contexts: the simulated clients always honour theirs",
-		contract.FaultPubSubReset:       "the in-process Redis cannot refuse SUBSCRIBE while it serves commands, nor drop pub/sub connections alone, yet",
 		contract.FaultForceUnlock:       "an operator's force unlock through the lock's API: not simulated yet (key-loss deletes the keys the same way for a lock without one)",
 		contract.FaultKillProcess:       "a client run as a child process: the simulation runs every client in one process, in virtual time",
 		contract.FaultPauseProcess:      "a client run as a child process: the simulation runs every client in one process, in virtual time",
@@ -378,6 +378,53 @@ func strikePauseServer(s *striking) error {
 	return s.onNet(name, func() { s.net.Pause(addr) }, s.net.Resume, func(b, a vnode.Counts) string {
 		return fmt.Sprintf("%s: %d messages held", name, a.Held-b.Held)
 	})
+}
+
+// strikePubSubReset is the real-time pubsub-reset (nemesis.PubSubReset,
+// with the matrix's bounds) on the simulated network: every TTL/2 for 3
+// TTLs the lock's node refuses SUBSCRIBE for TTL/5 and drops its pub/sub
+// connections, and the connections dialed in the first TTL/10 after each
+// drop (the clients' reconnections) have their requests held back TTL/2.
+// Commands on open connections pass all along. It bites when it dropped
+// a subscription.
+func strikePubSubReset(s *striking) error {
+	if !s.wait() {
+		return nil
+	}
+	addr := s.lockNode()
+	name := contract.FaultPubSubReset + " " + addr
+	every, refuse := s.ttl/2, s.ttl/5
+	stop, done := make(chan struct{}), make(chan struct{})
+	// sleep waits d, false when the window closes first.
+	sleep := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	rounds := func() {
+		defer close(done)
+		for {
+			s.net.RefuseSubscribe(addr, true)
+			s.net.StallDials(s.ttl/10, s.ttl/2)
+			s.net.DropSubscribed(addr)
+			ok := sleep(refuse)
+			s.net.RefuseSubscribe(addr, false)
+			if !ok || !sleep(every-refuse) {
+				return
+			}
+		}
+	}
+	return s.onNet(name, func() { go rounds() },
+		func() { close(stop); <-done; s.net.RefuseSubscribe(addr, false) },
+		func(b, a vnode.Counts) string {
+			return fmt.Sprintf("%s: %d pub/sub connections dropped, %d SUBSCRIBE refused, %d new connections held back %v", name,
+				a.PubSubDropped-b.PubSubDropped, a.Refused-b.Refused, a.Stalled-b.Stalled, s.ttl/2)
+		})
 }
 
 func strikeCrashClient(s *striking, v *workload.Client) error {

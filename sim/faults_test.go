@@ -81,6 +81,11 @@ func bites(t *testing.T, kind string, w *history.Op, ops []history.Op, number *r
 			}
 		}
 		return true
+	case contract.FaultPubSubReset:
+		// Held-back connections alone do not count: a subscription dropped.
+		var dropped int
+		_, _ = fmt.Sscanf(w.Evidence[strings.Index(w.Evidence, ": ")+2:], "%d pub/sub connections dropped", &dropped)
+		return dropped > 0
 	case contract.FaultReset:
 		for _, o := range ops {
 			if o.Result == history.Unknown && o.Call >= w.Call && o.Call <= w.Return {

@@ -77,6 +77,11 @@ type Counts struct {
 	// sender had given up on them.
 	Messages, Dropped, LostReplies, Blackholed, Held, Resets int
 	Late, Orphaned                                           int
+	// PubSubDropped is how many pub/sub connections DropSubscribed
+	// closed, Refused how many SUBSCRIBE commands a node refused
+	// (RefuseSubscribe), and Stalled how many connections StallDials
+	// held back.
+	PubSubDropped, Refused, Stalled int
 }
 
 // Net is a simulated network between named clients and in-process Redis
@@ -101,9 +106,15 @@ type Net struct {
 	links   map[*link]struct{} // open connections
 	cut     map[string]bool    // clients cut off
 	paused  map[string]bool    // nodes paused, by address
-	change  chan struct{}      // closed (and replaced) when a cut or pause lifts
-	counts  Counts
-	closed  bool
+	// refusing are the nodes that refuse SUBSCRIBE, by address
+	// (RefuseSubscribe); a connection dialed before stallTo has its
+	// requests held back for stallFor from its dial (StallDials).
+	refusing map[string]bool
+	stallTo  time.Time
+	stallFor time.Duration
+	change   chan struct{} // closed (and replaced) when a cut or pause lifts
+	counts   Counts
+	closed   bool
 	// orphans are the late requests whose connection closed before their
 	// time (deliverOrphan); quit ends their waits at Close.
 	orphans sync.WaitGroup
@@ -146,7 +157,7 @@ func (n *Node) Advance() {
 // Call it inside a synctest bubble, and Close it before the bubble ends.
 func NewNet(seed uint64, addrs ...string) *Net {
 	n := &Net{seed: seed, nodes: map[string]*Node{}, dials: map[string]int{}, links: map[*link]struct{}{},
-		cut: map[string]bool{}, paused: map[string]bool{}, change: make(chan struct{}), quit: make(chan struct{}), settled: closed()}
+		cut: map[string]bool{}, paused: map[string]bool{}, refusing: map[string]bool{}, change: make(chan struct{}), quit: make(chan struct{}), settled: closed()}
 	for _, a := range addrs {
 		n.nodes[a] = &Node{Addr: a, M: miniredis.NewMiniRedis(), last: time.Now()}
 	}
@@ -242,6 +253,10 @@ func (n *Net) Dialer(client string) Dialer {
 		l := &link{net: n, node: node, client: client, name: name, cs: cs, ms: ms, draws: h.Sum64()}
 		n.mu.Lock()
 		n.links[l] = struct{}{}
+		if now := time.Now(); now.Before(n.stallTo) {
+			l.stallTill = now.Add(n.stallFor)
+			n.counts.Stalled++
+		}
 		n.mu.Unlock()
 		l.start()
 		return cc, nil
@@ -256,6 +271,49 @@ func (n *Net) Cut(clients ...string) { n.hold(n.cut, clients...) }
 
 // Heal lifts every cut.
 func (n *Net) Heal() { n.lift(n.cut) }
+
+// RefuseSubscribe makes the node at addr refuse SUBSCRIBE, PSUBSCRIBE
+// and SSUBSCRIBE (on), each with an error reply in its place on the
+// connection, as Redis does when an ACL denies them (NOPERM), or accept
+// them again (off). Other commands pass.
+func (n *Net) RefuseSubscribe(addr string, on bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if on {
+		n.refusing[addr] = true
+	} else {
+		delete(n.refusing, addr)
+	}
+}
+
+// DropSubscribed resets every connection to the node at addr that has
+// subscribed (sent SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE the node took),
+// as CLIENT KILL TYPE pubsub does, and returns how many.
+func (n *Net) DropSubscribed(addr string) int {
+	n.mu.Lock()
+	var drop []*link
+	for l := range n.links {
+		if l.subscribed && l.node.Addr == addr {
+			drop = append(drop, l)
+		}
+	}
+	n.counts.PubSubDropped += len(drop)
+	n.mu.Unlock()
+	for _, l := range drop {
+		l.close()
+	}
+	return len(drop)
+}
+
+// StallDials holds back the requests of every connection dialed from now
+// for within, for d from its dial (a lost SYN: the connection opens late),
+// past its handshake (which must pass at once: see message). The
+// connections already open serve as before.
+func (n *Net) StallDials(within, d time.Duration) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.stallTo, n.stallFor = time.Now().Add(within), d
+}
 
 // Pause holds the requests to the node at addr until Resume: a stopped
 // server, whose clients time out.
@@ -341,6 +399,11 @@ type link struct {
 	// pastSetUp: the connection has sent a request that is not a set-up
 	// command (guarded by net.mu).
 	pastSetUp bool
+	// subscribed: the node took a SUBSCRIBE of the connection (guarded
+	// by net.mu; DropSubscribed).
+	subscribed bool
+	// stallTill: its requests wait until then (StallDials; set at dial).
+	stallTill time.Time
 
 	once sync.Once
 	done chan struct{}
@@ -518,20 +581,18 @@ func (l *link) orphan(m message) {
 // deliverOne delivers m at its time; false when the connection was
 // reset meanwhile or by m's loss (m is then orphaned or lost).
 func (l *link) deliverOne(m message, dst net.Conn, up bool, rng *rand.Rand) bool {
-	if d := time.Until(m.at); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-l.done:
-			t.Stop()
-			// Its sender gave up and closed the connection; a late
-			// request was on the wire already, and lands anyway.
-			l.orphan(m)
-			return false
-		}
+	if !l.until(m.at) {
+		// Its sender gave up and closed the connection; a late request
+		// was on the wire already, and lands anyway.
+		l.orphan(m)
+		return false
 	}
 	if m.handshake {
 		return l.write(dst, m.b, up)
+	}
+	if up && !l.until(l.stallTill) {
+		l.orphan(m)
+		return false
 	}
 	if err := l.hold(up); err != nil {
 		l.orphan(m)
@@ -564,12 +625,103 @@ func (l *link) deliverOne(m message, dst net.Conn, up bool, rng *rand.Rand) bool
 	} else {
 		l.net.counts.Messages++
 	}
+	b := m.b
+	if up && !lose && subscribes(b) {
+		if l.net.refusing[l.node.Addr] {
+			b = refuseSubscribes(b)
+			l.net.counts.Refused++
+		} else {
+			l.subscribed = true
+		}
+	}
 	l.net.mu.Unlock()
 	if lose {
 		l.close()
 		return false
 	}
-	return l.write(dst, m.b, up)
+	return l.write(dst, b, up)
+}
+
+// subscribeCommands are the commands that put a connection in pub/sub
+// mode.
+var subscribeCommands = map[string]bool{"SUBSCRIBE": true, "PSUBSCRIBE": true, "SSUBSCRIBE": true}
+
+// commands splits b into its whole RESP commands, each with its name
+// (upper case); ok is false when b is not whole commands.
+func commands(b []byte) (cmds [][]byte, names []string, ok bool) {
+	for len(b) > 0 {
+		start := b
+		n, rest, ok := respLen(b, '*')
+		if !ok || n < 1 {
+			return nil, nil, false
+		}
+		b = rest
+		name := ""
+		for i := 0; i < n; i++ {
+			k, rest, ok := respLen(b, '$')
+			if !ok || k < 0 || len(rest) < k+2 {
+				return nil, nil, false
+			}
+			if i == 0 {
+				name = strings.ToUpper(string(rest[:k]))
+			}
+			b = rest[k+2:]
+		}
+		cmds = append(cmds, start[:len(start)-len(b)])
+		names = append(names, name)
+	}
+	return cmds, names, true
+}
+
+// subscribes reports whether b holds a subscribe command.
+func subscribes(b []byte) bool {
+	_, names, ok := commands(b)
+	if !ok {
+		return false
+	}
+	for _, n := range names {
+		if subscribeCommands[n] {
+			return true
+		}
+	}
+	return false
+}
+
+// refusedCommand stands in for a refused subscribe command: the node
+// does not know it and replies with an error, in the refused command's
+// place on the connection, as Redis replies NOPERM to a command an ACL
+// denies (miniredis has no ACL).
+const refusedCommand = "NOPERM-SUBSCRIBE-REFUSED"
+
+// refuseSubscribes replaces each subscribe command of b with
+// refusedCommand.
+func refuseSubscribes(b []byte) []byte {
+	cmds, names, _ := commands(b)
+	var out []byte
+	for i, c := range cmds {
+		if subscribeCommands[names[i]] {
+			out = fmt.Appendf(out, "*1\r\n$%d\r\n%s\r\n", len(refusedCommand), refusedCommand)
+		} else {
+			out = append(out, c...)
+		}
+	}
+	return out
+}
+
+// until waits until t; false when the connection was reset first.
+func (l *link) until(t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return true
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-l.done:
+		return false
+	}
 }
 
 // write delivers b to dst (a request reaches a node advanced to now);

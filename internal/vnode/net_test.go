@@ -16,6 +16,17 @@ func client(n *Net, name, addr string) *redis.Client {
 		MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
 }
 
+// oneNode starts a network of one node and client "a" of it, both closed
+// when the test ends (inside its bubble).
+func oneNode(t *testing.T) (*Net, *redis.Client, string) {
+	const addr = "127.0.0.1:1"
+	n := NewNet(1, addr)
+	t.Cleanup(n.Close)
+	a := client(n, "a", addr)
+	t.Cleanup(func() { _ = a.Close() })
+	return n, a, addr
+}
+
 // TestNetFaults: a delay costs its virtual time, a cut drops a client's
 // messages (its call times out, another client's passes), a paused node
 // holds requests until it resumes (and then serves them), a lost reply
@@ -101,11 +112,7 @@ func TestNetFaults(t *testing.T) {
 // the deadline reaches its sender as usual, late.
 func TestLateDelivery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const addr = "127.0.0.1:1"
-		n := NewNet(1, addr)
-		defer n.Close()
-		a := client(n, "a", addr)
-		defer a.Close()
+		n, a, addr := oneNode(t)
 		ctx := context.Background()
 		if err := a.Ping(ctx).Err(); err != nil {
 			t.Fatal(err)
@@ -193,4 +200,62 @@ func TestOnlySetUp(t *testing.T) {
 			t.Errorf("%q: %v, want %v", c.msg, got, c.want)
 		}
 	}
+}
+
+// TestPubSubFaults: a node that refuses SUBSCRIBE answers it with an
+// error while commands pass; DropSubscribed resets only the connections
+// that subscribed; StallDials holds back the requests of connections
+// dialed in its span, for its time, and not those of open ones.
+func TestPubSubFaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n, a, addr := oneNode(t)
+		ctx := context.Background()
+
+		n.RefuseSubscribe(addr, true)
+		ps := a.Subscribe(ctx, "ch")
+		if _, err := ps.ReceiveTimeout(ctx, time.Second); err == nil || !strings.Contains(err.Error(), refusedCommand) {
+			t.Errorf("SUBSCRIBE while refused: %v, want the refusal", err)
+		}
+		_ = ps.Close()
+		if err := a.Set(ctx, "k", "v", 0).Err(); err != nil {
+			t.Errorf("a command while SUBSCRIBE is refused: %v", err)
+		}
+		n.RefuseSubscribe(addr, false)
+		if c := n.Counts(); c.Refused != 1 {
+			t.Errorf("counts %+v: want 1 refused", c)
+		}
+
+		ps = a.Subscribe(ctx, "ch")
+		defer ps.Close()
+		if _, err := ps.ReceiveTimeout(ctx, time.Second); err != nil {
+			t.Fatalf("SUBSCRIBE accepted again: %v", err)
+		}
+		if got := n.DropSubscribed(addr); got != 1 {
+			t.Errorf("DropSubscribed: %d connections, want the one subscriber", got)
+		}
+		if _, err := ps.ReceiveTimeout(ctx, 100*time.Millisecond); err == nil {
+			t.Error("the dropped subscriber received")
+		}
+		if err := a.Get(ctx, "k").Err(); err != nil {
+			t.Errorf("a command connection after the drop: %v", err)
+		}
+
+		b := client(n, "b", addr)
+		defer b.Close()
+		n.StallDials(10*time.Millisecond, 300*time.Millisecond)
+		start := time.Now()
+		if err := a.Get(ctx, "k").Err(); err != nil || time.Since(start) > 10*time.Millisecond {
+			t.Errorf("an open connection during the stall: %v after %v", err, time.Since(start))
+		}
+		start = time.Now()
+		if err := b.Get(ctx, "k").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < 300*time.Millisecond {
+			t.Errorf("a connection dialed in the stall served after %v, want 300ms", d)
+		}
+		if c := n.Counts(); c.Stalled != 1 {
+			t.Errorf("counts %+v: want 1 stalled", c)
+		}
+	})
 }
