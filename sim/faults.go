@@ -70,7 +70,7 @@ func Catalogue() []Fault {
 		{Name: contract.FaultPauseClient, Doc: "a holder frozen between its lease check and its write for 3 TTLs (its gate holds every command, its watchdog's too)", strike: atPoint(strikePauseClient)},
 		{Name: contract.FaultPauseServer, Doc: "the lock's node stops serving for 3 TTLs (requests held), then serves again", strike: strikePauseServer},
 		{Name: contract.FaultCrashClient, Doc: "a holder crashes for good while it holds", strike: atPoint(strikeCrashClient)},
-		{Name: contract.FaultKeyLoss, Doc: "an operator deletes a working holder's lock keys", strike: onHolder(strikeKeyLoss)},
+		{Name: contract.FaultKeyLoss, Doc: "an operator deletes the lock keys of a holder found working under its lock (before its lease check), as the real-time key-loss does", strike: onWorker(strikeKeyLoss)},
 		{Name: contract.FaultClockSkew, Doc: "one client's clock set 4 TTLs ahead for half the run (for locks that read client clocks)", strike: strikeClockSkew},
 		{Name: contract.FaultFailover, Doc: "the lock's node fails over to a replica that was in sync one TTL before: the writes of that gap are lost, and every connection to the node is reset", strike: strikeFailover(0)},
 		{Name: contract.FaultFailoverSkew, Doc: fmt.Sprintf("a failover (as failover) to a replica whose clock runs %v behind the old master's", chaos.SkewBehind), strike: strikeFailover(chaos.SkewBehind)},
@@ -334,6 +334,48 @@ func onHolder(strike func(s *striking, v *workload.Client) error) func(*striking
 		}
 		return strike(s, v)
 	}
+}
+
+// onWorker strikes at the first client found working under its lock
+// (between its read and its lease check: workload.Client.Working) with
+// its lock's keys on a lock node, looking every millisecond of virtual
+// time from the fault's moment, as the real-time key-loss finds its
+// victim (chaos's holderKeys): the loss strikes mid-work, so the
+// holder's own check before its write must see it (its loss notice).
+func onWorker(strike func(s *striking, v *workload.Client) error) func(*striking) error {
+	return func(s *striking) error {
+		if !s.wait() {
+			return nil
+		}
+		for {
+			for _, c := range s.wl.Clients {
+				if c.Working() && s.keysOn(c.Key) {
+					return strike(s, c)
+				}
+			}
+			t := time.NewTimer(time.Millisecond)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				return nil
+			}
+		}
+	}
+}
+
+// keysOn reports whether a lock node holds a key of lock key k.
+func (s *striking) keysOn(k string) bool {
+	for _, a := range s.lockNodes {
+		node := s.net.Node(a)
+		node.Advance()
+		for _, key := range node.M.Keys() {
+			if strings.Contains(key, k) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // atPoint strikes as onHolder does, or, when the lock names a fault
