@@ -71,6 +71,11 @@ const (
 	// FaultShardOutage, on a Redis Cluster, kills the lock's shard, its
 	// master and replicas, and restarts them without persistence.
 	FaultShardOutage = "shard-outage"
+	// FaultClockRate makes the lock node's clock run fast, within the
+	// drift bound the contract assumes (docs/DESIGN.md: 1%): its TTLs
+	// count down that much faster than the clients' clocks, so a validity
+	// claim without its drift allowance outlives the key.
+	FaultClockRate = "clock-rate"
 )
 
 // Like is the fault whose predictions a fault shares: a cluster shard's
@@ -136,7 +141,7 @@ func Predicted(fault string) bool {
 	case FaultNone, FaultCrowd, FaultPubSubReset, FaultCrashClient, FaultClockSkew, FaultLatency, FaultPartition,
 		FaultReset, FaultPauseClient, FaultFailover, FaultFailoverSkew, FaultKeyLoss, FaultRestart,
 		FaultForceUnlock, FaultPauseServer, FaultTakeover, FaultMinorityPartition, FaultMigrate, FaultShardOutage,
-		FaultLateDelivery:
+		FaultLateDelivery, FaultClockRate:
 		return true
 	}
 	return false

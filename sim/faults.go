@@ -77,6 +77,7 @@ func Catalogue() []Fault {
 		// Last: Swarm draws each fault in this order, and the mixes of
 		// the seeds saved before it came stay as they were.
 		{Name: contract.FaultLateDelivery, Doc: "for 3 TTLs, 5–20% of requests held in transit for the op timeout and a fifth to a half TTL more: they land after their sender gave up, while its cleanup or retry runs", strike: strikeLate},
+		{Name: contract.FaultClockRate, Doc: "the lock's node's clock runs 0.7–1% fast (within the contract's 1% drift bound) for half the run: its TTLs count down that much faster than the clients' clocks", strike: strikeClockRate},
 		{Name: contract.FaultPubSubReset, Doc: "the lock's node drops its pub/sub connections while it refuses SUBSCRIBE, every TTL/2 for 3 TTLs, and the clients' connections dialed in the first TTL/10 after each drop open TTL/2 late (subscriptions die, commands pass)", strike: strikePubSubReset},
 	}
 }
@@ -507,6 +508,30 @@ func strikeClockSkew(s *striking) error {
 	}
 	v := s.wl.Clients[s.rng.IntN(len(s.wl.Clients))]
 	return s.window(&nemesis.ClockSkew{Client: v.Name, Clock: v.Clock, Offset: 4 * s.ttl}, s.run/2)
+}
+
+// strikeClockRate makes the lock's node's clock run fast, within the
+// contract's drift bound, for half the run: a lease's key expires up to
+// 1% of its TTL early by the clients' clocks, which a validity claim
+// must allow for (package lock's Options.Drift). Its evidence is how far
+// the node's clock ran ahead.
+func strikeClockRate(s *striking) error {
+	if !s.wait() {
+		return nil
+	}
+	addr := s.lockNode()
+	fast := 0.007 + 0.003*s.rng.Float64()
+	name := fmt.Sprintf("%s %s %.2f%% fast", contract.FaultClockRate, addr, 100*fast)
+	node := s.net.Node(addr)
+	var from time.Time
+	return s.window(&window{name: name,
+		start: func() { from = time.Now(); node.SetRate(fast) },
+		stop:  func() { node.SetRate(0) },
+		evidence: func() string {
+			return fmt.Sprintf("%s: the node's clock ran %v ahead in %v", name,
+				time.Duration(float64(time.Since(from))*fast).Round(time.Microsecond), time.Since(from).Round(time.Millisecond))
+		},
+	}, s.run/2)
 }
 
 // strikeFailover is a failover of the lock's node, as Sentinel's after a

@@ -135,20 +135,38 @@ type Node struct {
 
 	mu   sync.Mutex
 	last time.Time // the bubble instant its keys were last advanced to
+	// fast is how much faster than the bubble's the node's clock runs
+	// (SetRate), ahead how far it has run ahead so far.
+	fast  float64
+	ahead time.Duration
 }
 
-// Advance counts the node's key TTLs down to the bubble's now, and sets
-// its clock to now less Behind.
+// SetRate makes the node's clock run fast by the fraction fast (0.01:
+// 1% fast; 0: at the bubble's pace) from now on: its key TTLs count down
+// that much faster, and its clock (TIME) runs ahead by what it gained,
+// which it keeps after the rate is put back, as a drifted clock does.
+func (n *Node) SetRate(fast float64) {
+	n.Advance()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.fast = fast
+}
+
+// Advance counts the node's key TTLs down to the bubble's now (faster by
+// its rate), and sets its clock to now less Behind, plus what it ran
+// ahead.
 func (n *Node) Advance() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := time.Now()
 	if d := now.Sub(n.last); d > 0 {
-		n.M.FastForward(d)
+		gain := time.Duration(float64(d) * n.fast)
+		n.ahead += gain
+		n.M.FastForward(d + gain)
 	}
 	n.last = now
-	if n.Behind > 0 {
-		n.M.SetTime(now.Add(-n.Behind))
+	if n.Behind > 0 || n.ahead != 0 {
+		n.M.SetTime(now.Add(n.ahead - n.Behind))
 	}
 }
 
