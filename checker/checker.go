@@ -57,6 +57,13 @@ import (
 // DefaultDrift is the clock drift bound the contract assumes (1%).
 const DefaultDrift = 0.01
 
+// NoDrift, as Options.Drift, checks with no drift at all: every bound is
+// exact (a lease taken at call with length T is surely valid until
+// call+T, inclusive), where 0 means DefaultDrift. Before it, callers
+// passed a tiny drift, which moved every bound 1ns the lenient way (an
+// acquire at exactly call+T passed mutual exclusion).
+const NoDrift = -1.0
+
 // DefaultLivenessSlack is how long after a crashed holder's lease surely
 // expired an acquire by another client must succeed. One second covers
 // Redis's expiry, scheduling and the acquire's own round trips with margin;
@@ -74,8 +81,8 @@ var ErrNoOps = errors.New("no operations (a history needs at least one acquire, 
 // Options tune Check. The zero value is valid: drift 1%, slack 1s, no timeout.
 type Options struct {
 	// Drift is the relative clock drift bound between the history's clock and
-	// the lock server's; 0 means DefaultDrift. Must be in [0, 1); use a tiny
-	// positive value for "no drift".
+	// the lock server's; 0 means DefaultDrift, NoDrift none at all.
+	// Otherwise it must be in (0, 1).
 	Drift float64
 	// LivenessSlack is added to a crashed holder's surely-expired time before
 	// a failed acquire by another client counts as a liveness violation; 0 means
@@ -125,11 +132,13 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.Drift == 0 {
+	switch {
+	case o.Drift == 0:
 		o.Drift = DefaultDrift
-	}
-	if o.Drift < 0 || o.Drift >= 1 || o.Drift != o.Drift {
-		return o, fmt.Errorf("%w: drift %v not in [0, 1)", ErrBadOptions, o.Drift)
+	case o.Drift == NoDrift:
+		o.Drift = 0
+	case o.Drift < 0 || o.Drift >= 1 || o.Drift != o.Drift:
+		return o, fmt.Errorf("%w: drift %v not in [0, 1) (NoDrift for none)", ErrBadOptions, o.Drift)
 	}
 	if o.LivenessSlack == 0 {
 		o.LivenessSlack = DefaultLivenessSlack

@@ -112,6 +112,19 @@ func TestRules(t *testing.T) {
 			acq("a", 0, 1, ok, ttl(100), tok(1)), // surely valid until 99ms
 			acq("b", 99.5, 99.6, ok, ttl(100), tok(2)),
 		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
+		// NoDrift (lockproof check --drift 0): every bound exact. Surely
+		// valid until call+T, inclusive: an acquire at exactly that
+		// instant overlaps the lease, one a nanosecond later does not
+		// (a tiny drift had moved the bound 1ns the lenient way).
+		{"no drift: an acquire at exactly call+T overlaps", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)), // surely valid until 100ms, inclusive
+			acq("b", 100, 100, ok, ttl(100), tok(2)),
+		), Options{Drift: NoDrift}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleMutualExclusion, lines: []int{1, 2}}},
+		{"no drift: an acquire 1ns past call+T does not", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1)),
+			acq("b", 100.000001, 100.000001, ok, ttl(100), tok(2)),
+		), Options{Drift: NoDrift}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 		{"acquire just before the lease may expire", lined(
 			fault("latency", 0, 100),
 			acq("a", 0, 1, ok, ttl(100), tok(1)), // surely valid until 99ms

@@ -27,7 +27,7 @@ func checkCommand() command {
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	drift := fs.Float64("drift", checker.DefaultDrift, "relative clock drift bound, in [0, 1)")
+	drift := fs.Float64("drift", checker.DefaultDrift, "relative clock drift bound, in [0, 1); 0 checks with no drift at all (every bound exact)")
 	timeout := fs.Duration("timeout", defaultCheckBudget, "wall-clock budget of the whole command: reading, checking and --html (0: none); what is not decided in time is unknown (exit 3)")
 	var maxHeap byteSize = defaultMaxHeap
 	fs.Var(&maxHeap, "max-heap", "heap budget of the check, e.g. 512MiB or 8GiB (0: none); past it the check stops, unknown (exit 3)")
@@ -48,13 +48,13 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if !ok {
 		return code
 	}
-	if *drift <= 0 {
-		// checker.Options treats 0 as "default"; no drift at all is the smallest positive value.
-		if *drift < 0 {
-			fmt.Fprintf(stderr, "lockproof check: --drift %v: must be in [0, 1)\n", *drift)
-			return exitBadInput
-		}
-		*drift = 1e-12
+	if *drift < 0 {
+		fmt.Fprintf(stderr, "lockproof check: --drift %v: must be in [0, 1)\n", *drift)
+		return exitBadInput
+	}
+	if *drift == 0 {
+		// checker.Options reads 0 as its default; --drift 0 is exact.
+		*drift = checker.NoDrift
 	}
 	if *slack <= 0 {
 		fmt.Fprintf(stderr, "lockproof check: --slack %v: must be positive\n", *slack)

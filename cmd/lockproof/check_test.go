@@ -279,3 +279,24 @@ func TestByteSizeFlag(t *testing.T) {
 		t.Errorf("String = %q", b.String())
 	}
 }
+
+// TestCheckDriftZeroIsExact: --drift 0 checks with no drift at all
+// (checker.NoDrift): a lease taken at 0 with a 100ms TTL is surely valid
+// until 100ms inclusive, so another client's acquire at exactly 100ms
+// breaks mutual exclusion; with the default drift it does not. Before,
+// --drift 0 ran with 1e-12, which moved the bound 1ns the lenient way.
+func TestCheckDriftZeroIsExact(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "edge.jsonl")
+	h := `{"client":"a","op":"acquire","key":"k","call":0,"return":1000000,"result":"ok","ttl_ms":100,"token":1}
+{"client":"b","op":"acquire","key":"k","call":100000000,"return":100000000,"result":"ok","ttl_ms":100,"token":2}
+`
+	if err := os.WriteFile(f, []byte(h), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCheckArgs(t, "--drift", "0", f); code != exitViolation {
+		t.Errorf("--drift 0: exit %d, want a violation; stdout %q, stderr %q", code, out, errs)
+	}
+	if code, out, errs := runCheckArgs(t, f); code != exitOK {
+		t.Errorf("default drift: exit %d, want ok; stdout %q, stderr %q", code, out, errs)
+	}
+}
