@@ -99,6 +99,7 @@ type claimIndex struct {
 	releases map[int32][]*lop   // per client, by call
 	notices  map[int32][]*lop   // per client, by call
 	acquires map[int32][]*lop   // ok acquires per client, by call
+	unsure   map[int32][]*lop   // acquires of unknown outcome per client, by call
 	last     map[int32]int64    // per client, the latest call of any op on the key
 	byLease  map[holdRef][]*lop // ok acquires per (client, lease)
 	// unknownClaims: per client, its releases of unknown outcome after
@@ -126,7 +127,7 @@ func (k *keyOps) claimIndex() *claimIndex {
 }
 
 func newClaimIndex(k *keyOps) *claimIndex {
-	cl := &claimIndex{releases: map[int32][]*lop{}, notices: map[int32][]*lop{}, acquires: map[int32][]*lop{},
+	cl := &claimIndex{releases: map[int32][]*lop{}, notices: map[int32][]*lop{}, acquires: map[int32][]*lop{}, unsure: map[int32][]*lop{},
 		last: map[int32]int64{}, byLease: map[holdRef][]*lop{}, unknownClaims: map[int32][]*lop{}}
 	note := func(o *lop) { cl.last[o.client] = max(cl.last[o.client], o.call) }
 	for _, o := range k.lease {
@@ -139,6 +140,8 @@ func newClaimIndex(k *keyOps) *claimIndex {
 				r := holdRef{o.client, o.lease}
 				cl.byLease[r] = append(cl.byLease[r], o)
 			}
+		case o.kind == history.Acquire && o.maybe():
+			cl.unsure[o.client] = append(cl.unsure[o.client], o)
 		case o.kind == history.Release && o.result == history.Unknown && o.hasValid:
 			cl.unknownClaims[o.client] = append(cl.unknownClaims[o.client], o)
 		case o.kind == history.Release:
@@ -298,18 +301,51 @@ func (c *run) checkedWrite(k *keyOps, cl *claimIndex, w *lop) (Violation, bool) 
 
 // falseNotice flags a loss notice n of a hold whose release had returned
 // ok before it: the lease was not lost, it was given up, and the user's
-// loss handling ran for nothing (or on the next hold's work).
+// loss handling ran for nothing (or on the next hold's work). A notice
+// without a lease is about every hold of its client (as it is for the
+// claims and loss-notice rules): it is false when its client surely held
+// nothing at its call: at least one ok acquire called by then, as many ok
+// releases returned by then, and no acquire of unknown outcome called by
+// then.
 func (c *run) falseNotice(cl *claimIndex, n *lop) (Violation, bool) {
-	if n.lease == 0 {
+	if n.lease != 0 {
+		for _, r := range cl.releases[n.client] {
+			if r.lease == n.lease && r.effective() && r.ret <= n.call {
+				return c.violation(contract.PropNoticeName, RuleFalseNotice, r.src.Key,
+					fmt.Sprintf("%s reported the lease lost at %s, after %s had released it", c.p.describe(n), fmtTime(n.call), c.p.describe(r)), r, n), true
+			}
+		}
 		return Violation{}, false
 	}
-	for _, r := range cl.releases[n.client] {
-		if r.lease == n.lease && r.effective() && r.ret <= n.call {
-			return c.violation(contract.PropNoticeName, RuleFalseNotice, r.src.Key,
-				fmt.Sprintf("%s reported the lease lost at %s, after %s had released it", c.p.describe(n), fmtTime(n.call), c.p.describe(r)), r, n), true
+	// Each ok release ended one hold, of an acquire called before it
+	// returned: as many ok releases returned by n.call as ok acquires
+	// called by then (and none of unknown outcome) leave no hold.
+	for _, u := range cl.unsure[n.client] {
+		if u.call <= n.call {
+			return Violation{}, false
 		}
 	}
-	return Violation{}, false
+	holds := 0
+	for _, h := range cl.acquires[n.client] {
+		if h.call <= n.call {
+			holds++
+		}
+	}
+	var last *lop
+	released := 0
+	for _, r := range cl.releases[n.client] {
+		if r.effective() && r.ret <= n.call {
+			released++
+			if last == nil || r.ret > last.ret {
+				last = r
+			}
+		}
+	}
+	if holds == 0 || released < holds {
+		return Violation{}, false
+	}
+	return c.violation(contract.PropNoticeName, RuleFalseNotice, last.src.Key,
+		fmt.Sprintf("%s (no lease named: any hold of its client) reported a lease lost at %s, when every hold of its client had been released, the last by %s", c.p.describe(n), fmtTime(n.call), c.p.describe(last)), last, n), true
 }
 
 // healedAfter is t, or the end of the fault windows open at t when later

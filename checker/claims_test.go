@@ -138,6 +138,28 @@ func TestClaims(t *testing.T) {
 			rel("a", 5, 6, ok, hold(1)),
 			lost("a", 7, hold(2)),
 		), Options{}, contract.OK, "", nil, contract.PropNotice},
+		// A notice without a lease is about every hold of its client (as
+		// it is for claims and loss-notice): false once every hold was
+		// released ok before it, not while one may stand.
+		{"a lease-less loss notice after every release", lined(
+			acq("a", 0, 1, ok, ttl(100), claim(99), hold(1)),
+			acq("a", 2, 3, ok, ttl(100), claim(99), hold(2)),
+			rel("a", 4, 5, ok, hold(2)),
+			rel("a", 6, 7, ok),
+			lost("a", 8),
+		), Options{}, contract.Violated, RuleFalseNotice, []int{4, 5}, contract.PropNotice},
+		{"a lease-less loss notice while a hold stands", lined(
+			acq("a", 0, 1, ok, ttl(100), claim(99), hold(1)),
+			acq("a", 2, 3, ok, ttl(100), claim(99), hold(2)),
+			rel("a", 4, 5, ok, hold(2)),
+			lost("a", 8),
+		), Options{}, contract.OK, "", nil, contract.PropNotice},
+		{"a lease-less loss notice after an acquire of unknown outcome", lined(
+			acq("a", 0, 1, ok, ttl(100), claim(99), hold(1)),
+			rel("a", 4, 5, ok, hold(1)),
+			acq("a", 6, 7, unknown, ttl(100), hold(2)),
+			lost("a", 8),
+		), Options{}, contract.OK, "", nil, contract.PropNotice},
 		// Redis forgot a's key (no fault line): b took it at 101ms.
 		{"the loss told within the bound", lined(
 			acq("a", 0, 1, ok, ttl(1000), hold(1)),

@@ -144,11 +144,28 @@ func g4Brute(ops []history.Op, drift float64, bound int64, fair bool, b int) g4V
 				continue
 			}
 			mark(1, false)
+			// Without a lease: about every hold; false when the client
+			// held nothing at n (its holds, +1 per ok acquire called by
+			// then, -1 per ok release returned by then, at zero, having
+			// taken one, and no unknown acquire called by then).
+			took, held, unsure := false, 0, false
 			for _, r := range on {
+				switch {
+				case r.Client != n.Client:
+				case r.Kind == history.Acquire && r.Call <= n.Call && r.Result == history.OK:
+					took, held = true, held+1
+				case r.Kind == history.Acquire && r.Call <= n.Call && r.Result == history.Unknown:
+					unsure = true
+				case r.Kind == history.Release && r.Result == history.OK && ret(r) <= n.Call:
+					held--
+				}
 				if n.Lease != 0 && r.Kind == history.Release && r.Client == n.Client && r.Lease == n.Lease &&
 					r.Result == history.OK && ret(r) <= n.Call {
 					mark(1, true)
 				}
+			}
+			if n.Lease == 0 && took && held <= 0 && !unsure {
+				mark(1, true)
 			}
 		}
 		if bound > 0 {
