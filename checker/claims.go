@@ -396,8 +396,11 @@ func (c *run) lossNotices(k *keyOps, cl *claimIndex) (vs []Violation, examined b
 		if deadline > c.p.end || cl.last[h.client] <= deadline {
 			continue // not due within the history, or the client no longer ran
 		}
+		if c.faultDuring(start+1, deadline) {
+			continue // excused, so not judged: a history of only such holds is n/a, as calls is
+		}
 		examined = true
-		if cl.endedBy(h, deadline) != nil || c.faultDuring(start+1, deadline) {
+		if cl.endedBy(h, deadline) != nil {
 			continue
 		}
 		vs = append(vs, c.violation(contract.PropNoticeName, RuleLossNotice, k.key,

@@ -184,12 +184,14 @@ func TestClaims(t *testing.T) {
 			acq("b", 100, 101, ok, ttl(1000), hold(1)),
 			rd("a", 410, 411, ok, ""),
 		), notice, contract.NA, "", nil, contract.PropNotice},
+		// Excused, so not judged: with nothing else to judge, n/a (as the
+		// calls property is when its only op was excused).
 		{"a fault opening before the notice is due excuses it", lined(
 			acq("a", 0, 1, ok, ttl(1000), hold(1)),
 			acq("b", 100, 101, ok, ttl(1000), hold(1)),
 			fault("partition a", 120, 400),
 			rd("a", 410, 411, ok, ""),
-		), notice, contract.OK, "", nil, contract.PropNotice},
+		), notice, contract.NA, "", nil, contract.PropNotice},
 		{"the bound runs from the end of a fault open at the take-over", lined(
 			acq("a", 0, 1, ok, ttl(1000), hold(1)),
 			fault("key-loss a", 99, 102),

@@ -207,14 +207,17 @@ func g4Brute(ops []history.Op, drift float64, bound int64, fair bool, b int) g4V
 				if due > end || !ranAfter {
 					continue
 				}
-				mark(1, false)
 				excused := false
 				for _, f := range faults {
 					if f.Call <= due && ret(f) >= s+1 {
 						excused = true
 					}
 				}
-				if !ended(h, due) && !excused {
+				if excused {
+					continue // not judged
+				}
+				mark(1, false)
+				if !ended(h, due) {
 					mark(1, true)
 				}
 			}
