@@ -60,6 +60,16 @@ func TestCalls(t *testing.T) {
 			fault("pause-client c0-1", 5, 2000),
 			wr("a", 10, 3010, unknown, "x", due(1010)),
 		), slack, contract.NA, "", nil, contract.PropCalls},
+		// Windows are closed intervals: one that ends at the op's call
+		// overlaps it; one that ended a nanosecond before does not.
+		{"a window ending at the call excuses the op", lined(
+			fault("pause-client c0-1", 5, 10),
+			wr("a", 10, 3010, unknown, "x", due(1010)),
+		), slack, contract.NA, "", nil, contract.PropCalls},
+		{"a window ending before the call does not", lined(
+			fault("pause-client c0-1", 5, 9.999999),
+			wr("a", 10, 3010, unknown, "x", due(1010)),
+		), slack, contract.Violated, RuleLateReturn, []int{2}, contract.PropCalls},
 		{"a frozen Redis excuses nothing", lined(
 			fault("pause-server", 5, 2000),
 			wr("a", 10, 3010, unknown, "x", due(1010)),
