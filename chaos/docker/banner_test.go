@@ -37,3 +37,17 @@ func TestRouteBanner(t *testing.T) {
 		t.Errorf("the user's own logger was replaced: it got %q, slog got %q", mine.String(), got.String())
 	}
 }
+
+// TestAvailableRoutesBanner: the probe that picks an environment (Check,
+// through Available) is the first Docker call of a run, and it routes
+// testcontainers' banner too: `lockproof run` on a machine without
+// redis-server printed it before saying what Docker lacked.
+func TestAvailableRoutesBanner(t *testing.T) {
+	saved := tclog.Default()
+	t.Cleanup(func() { tclog.SetDefault(saved) })
+	tclog.SetDefault(stdlog.New(os.Stderr, "", stdlog.LstdFlags)) // testcontainers' own default
+	Available(t.Context())                                        // whether an engine answers or not
+	if l, ok := tclog.Default().(*stdlog.Logger); ok && l.Writer() == os.Stderr {
+		t.Error("Available left testcontainers' logger on stderr: its banner reaches the run's output")
+	}
+}

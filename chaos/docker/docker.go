@@ -183,6 +183,7 @@ func Check(o Options) func(ctx context.Context) error {
 // Available reports whether a Docker engine answers within 5 seconds.
 func Available(ctx context.Context) bool {
 	disableRyuk(nil)
+	routeBanner(slog.Default()) // the first Docker call prints testcontainers' banner
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)

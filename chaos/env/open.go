@@ -55,10 +55,19 @@ func Choose(ctx context.Context, o Options) (Kind, error) {
 			return Process, nil
 		}
 	}
-	if o.Docker != nil && (o.DockerCheck == nil || o.DockerCheck(ctx) == nil) {
+	if o.Docker == nil {
+		return "", fmt.Errorf("no redis-server/redis-sentinel on PATH, and Docker not offered: %w", ErrUnavailable)
+	}
+	if o.DockerCheck == nil {
 		return Docker, nil
 	}
-	return "", fmt.Errorf("neither redis-server/redis-sentinel on PATH nor Docker reachable: %w", ErrUnavailable)
+	// Say what Docker lacks: an engine that answers, or an image to
+	// start (an engine that answers with no image was reported as "Docker
+	// not reachable").
+	if err := o.DockerCheck(ctx); err != nil {
+		return "", fmt.Errorf("no redis-server/redis-sentinel on PATH, and Docker cannot run an environment here: %v: %w", err, ErrUnavailable)
+	}
+	return Docker, nil
 }
 
 // InstallHint says how to get what the environments need.
