@@ -242,8 +242,12 @@ func g4Brute(ops []history.Op, drift float64, bound int64, fair bool, b int) g4V
 			}
 			mark(2, false)
 			over := 0
+			left := x.Return // a wait that failed left the line at its deadline
+			if x.Result == history.Fail && x.HasDeadline {
+				left = min(left, x.Deadline)
+			}
 			for _, y := range on {
-				if okAcquire(y) && y.Completed && y.Client != x.Client && y.Call > x.InLine && y.Return < x.Return {
+				if okAcquire(y) && y.Completed && y.Client != x.Client && y.Call > x.InLine && y.Return < left {
 					over++
 				}
 			}

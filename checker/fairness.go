@@ -17,7 +17,11 @@ import (
 // one-shot, that returned ok when y.call > x.in_line (y came after x) and y.return <
 // x.return (y was granted while x was still in line: x could not have been
 // granted first, or y would have had to wait for x's release, which comes
-// after x.return). Waits without in_line, and waits with a fault window
+// after x.return; for a wait that failed with a deadline, the earlier of
+// x.return and the deadline, when it began to leave: since 2026-11-29,
+// found by the simulation, fenced seed 7413 of 10,000, a grant 2µs after
+// the deadline, passed on by the waiter's own leave, counted as an
+// overtaking). Waits without in_line, and waits with a fault window
 // open at any instant of them, are not judged. A reentrant grant (see
 // reentrantGrants: the holder joined its own lease, never the line)
 // overtakes nobody. Before 2026-11-27 it did, when the holder's known
@@ -51,13 +55,20 @@ func (c *run) checkFairness(k *keyOps) finding {
 			continue
 		}
 		f.verdict = contract.OK
+		// A wait that gave up was in line until its deadline, when it
+		// started to leave: a grant after it, before the leave returned,
+		// overtook nobody (the leave itself passes a hand-off on).
+		left := x.ret
+		if x.result == history.Fail && x.deadline < left {
+			left = x.deadline
+		}
 		i := sort.Search(len(grants), func(i int) bool { return grants[i].call > x.inLine })
 		var over []*lop
 		for _, y := range grants[i:] {
-			if y.call >= x.ret {
+			if y.call >= left {
 				break
 			}
-			if y.client != x.client && y.ret < x.ret && !reentrant[y] {
+			if y.client != x.client && y.ret < left && !reentrant[y] {
 				over = append(over, y)
 			}
 		}

@@ -32,6 +32,24 @@ func TestFairness(t *testing.T) {
 			rel("h", 290, 291, ok),
 			rel("y", 590, 591, ok),
 		), fifo, contract.Violated, []int{2, 3}},
+		// A wait that fails at its deadline is leaving from then on: the
+		// grant its own leave passes on (returned before the leave did)
+		// overtakes nobody; one before the deadline does (the simulation's
+		// fenced seed 7413 of 10,000).
+		{"a grant after the waiter's deadline, before its leave returned", lined(
+			acq("h", 0, 1, ok, ttl(1000)),
+			acq("x", 10, 251, fail, ttl(1000), waits(), inLine(12), due(250)),
+			rel("h", 240, 241, ok),
+			acq("y", 100, 250.5, ok, ttl(1000), waits(), inLine(101)),
+			rel("y", 590, 591, ok),
+		), fifo, contract.OK, nil},
+		{"a grant before the waiter's deadline", lined(
+			acq("h", 0, 1, ok, ttl(1000)),
+			acq("x", 10, 251, fail, ttl(1000), waits(), inLine(12), due(250)),
+			rel("h", 240, 241, ok),
+			acq("y", 100, 249, ok, ttl(1000), waits(), inLine(101)),
+			rel("y", 590, 591, ok),
+		), fifo, contract.Violated, []int{2, 4}},
 		// A one-shot acquire granted while x is in line skips the line
 		// (issue 41: package lock's TryAcquire promises to refuse then;
 		// the review's defect 4 broke it), and so does one within the
