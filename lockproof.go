@@ -72,6 +72,12 @@ type Options struct {
 	Duration time.Duration
 	// Mix is the workload's operation mix; nil means workload.DefaultMix().
 	Mix *workload.Mix
+	// Parallel bounds the scenarios run at once on the shared
+	// environment (as lockproof run's --parallel); 0 means 3. Faults that
+	// act on the whole deployment always run alone. A lock whose waiters
+	// poll slowly, or a loaded machine, may want 1: a scenario's clients
+	// then have the machine to themselves.
+	Parallel int
 	// Progress receives one line per finished scenario; nil discards.
 	Progress io.Writer
 	// Logger receives details; nil discards.
@@ -181,6 +187,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if len(locks) == 0 {
 		return nil, fmt.Errorf("%w: no locks (give Locks or Builtins)", runner.ErrBadConfig)
 	}
+	if opts.Parallel < 0 {
+		return nil, fmt.Errorf("%w: Parallel = %d: must be >= 0 (0: 3 scenarios at once)", runner.ErrBadConfig, opts.Parallel)
+	}
 	seeds := opts.Seeds
 	if len(seeds) == 0 {
 		seeds = []uint64{1}
@@ -192,7 +201,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}
 	cfg := runner.Config{Locks: locks, Faults: opts.Faults, Seeds: seeds, Duration: opts.Duration, Registry: reg, Mix: opts.Mix,
-		Out: out, Progress: opts.Progress, Logger: opts.Logger, KeepAll: opts.KeepAll, Topology: opts.Topology}
+		Out: out, Progress: opts.Progress, Logger: opts.Logger, KeepAll: opts.KeepAll, Topology: opts.Topology, Parallel: opts.Parallel}
 	left, err := runner.Prepare(ctx, &cfg, env.Options{Kind: opts.Provider, Docker: opts.Docker, DockerCheck: opts.DockerCheck})
 	switch {
 	case errors.Is(err, env.ErrUnavailable):

@@ -29,6 +29,7 @@ func TestRunRefusesBadOptions(t *testing.T) {
 		{"unknown builtin", lockproof.Options{Builtins: []string{"nope"}}, `"nope"`},
 		{"unknown fault", lockproof.Options{Builtins: []string{"lua"}, Faults: []string{"meteor"}}, `"meteor"`},
 		{"unknown topology", lockproof.Options{Builtins: []string{"lua"}, Topology: "ring"}, `"ring"`},
+		{"negative parallelism", lockproof.Options{Builtins: []string{"lua"}, Parallel: -1}, "Parallel = -1"},
 	} {
 		_, err := lockproof.Run(context.Background(), tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
