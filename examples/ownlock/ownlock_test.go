@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -85,11 +86,13 @@ func (m *myLease) Renew(ctx context.Context, ttl time.Duration) error {
 }
 
 // outcome tells "surely not" from "maybe" (package locker's rule): a Redis
-// error reply, or a closed client, surely had no effect; anything else,
-// a context error included, may have (the command may have been sent).
+// error reply, a closed client or a failed dial surely had no effect;
+// anything else, a context error included, may have (the command may have
+// been sent).
 func outcome(err error) error {
 	var rerr redis.Error
-	if errors.As(err, &rerr) || errors.Is(err, redis.ErrClosed) {
+	var nerr *net.OpError
+	if errors.As(err, &rerr) || errors.Is(err, redis.ErrClosed) || errors.As(err, &nerr) && nerr.Op == "dial" {
 		return err // surely no effect
 	}
 	return fmt.Errorf("%w: %w", locker.ErrUnknownOutcome, err)
