@@ -126,6 +126,10 @@ type Row struct {
 	// Mismatches say which known verdicts do not.
 	AsExpected bool     `json:"as_expected"`
 	Mismatches []string `json:"mismatches,omitempty"`
+	// MismatchDetails are the Mismatches in structured form, one each, in
+	// order (additive, since 2026-11-29: absent in older files, whose
+	// Mismatches alone say it). Row.AddMismatch keeps the two together.
+	MismatchDetails []Mismatch `json:"mismatch_details,omitempty"`
 	// Unexcused lists the violations that no fault window of the run
 	// excuses: the property may break under the run's faults, but this
 	// violation's witnesses lie outside every window of a fault that may
@@ -144,6 +148,69 @@ type Row struct {
 	// SpecRecord is the fault point, durations and shape the scenario ran
 	// with (its fields come last in the row).
 	SpecRecord
+}
+
+// Mismatch is one way a row is not as its prediction says, in
+// structured form (Row.MismatchDetails); Text is its line in
+// Row.Mismatches.
+type Mismatch struct {
+	// Kind is MismatchVerdict, MismatchUnexcused, MismatchTrace or
+	// MismatchNoBite.
+	Kind string `json:"kind"`
+	// Property is the property it is about; "" for a trace or no-bite.
+	Property string `json:"property,omitempty"`
+	// Verdict is the property's verdict, Expected what the prediction
+	// wants of it (for an unexcused violation: the fault mix allows it,
+	// but not where it happened).
+	Verdict  Verdict `json:"verdict,omitempty"`
+	Expected Want    `json:"expected,omitempty"`
+	Text     string  `json:"text"`
+}
+
+// Mismatch kinds.
+const (
+	// MismatchVerdict: a verdict the prediction does not allow.
+	MismatchVerdict = "verdict"
+	// MismatchUnexcused: a violation the prediction allows under the
+	// run's faults, outside every window that excuses it.
+	MismatchUnexcused = "unexcused"
+	// MismatchTrace: the TLA+ model refused the history, or disagrees
+	// with the checker on it.
+	MismatchTrace = "trace"
+	// MismatchNoBite: a fenced lock's fault refused no stale op, where
+	// its prediction needs one (the fault did not bite).
+	MismatchNoBite = "no-bite"
+)
+
+// VerdictMismatch is property p's verdict v against the prediction w.
+func VerdictMismatch(p string, v Verdict, w Want) Mismatch {
+	return Mismatch{Kind: MismatchVerdict, Property: p, Verdict: v, Expected: w, Text: fmt.Sprintf("%s %s, expected %s", p, v, w)}
+}
+
+// UnexcusedMismatch is a line of an unexcused violation (judge.Unexcused
+// writes it, the property first), with what the prediction wants of its
+// property (want: the prediction's Want).
+func UnexcusedMismatch(line string, want func(property string) Want) Mismatch {
+	p, _, _ := strings.Cut(line, " ")
+	return Mismatch{Kind: MismatchUnexcused, Property: p, Verdict: Violated, Expected: want(p), Text: line}
+}
+
+// AddMismatch records m in both forms.
+func (r *Row) AddMismatch(m Mismatch) {
+	r.Mismatches = append(r.Mismatches, m.Text)
+	r.MismatchDetails = append(r.MismatchDetails, m)
+}
+
+// DropMismatch removes the mismatch whose text is text, from both forms,
+// and reports whether there was one.
+func (r *Row) DropMismatch(text string) bool {
+	i := slices.Index(r.Mismatches, text)
+	if i < 0 {
+		return false
+	}
+	r.Mismatches = slices.Delete(r.Mismatches, i, i+1)
+	r.MismatchDetails = slices.DeleteFunc(r.MismatchDetails, func(m Mismatch) bool { return m.Text == text })
+	return true
 }
 
 // EnvSim is Row.Environment for a simulation: in-process nodes, a

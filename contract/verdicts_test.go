@@ -104,3 +104,37 @@ func TestMedian(t *testing.T) {
 		t.Errorf("median of two %d, want the upper one, 400", m)
 	}
 }
+
+// TestMismatchForms: a row's mismatches are kept in both forms, in order;
+// an unexcused line names its property first; dropping one drops both.
+func TestMismatchForms(t *testing.T) {
+	var r Row
+	r.AddMismatch(VerdictMismatch(PropLease, Violated, WantOK))
+	r.AddMismatch(UnexcusedMismatch("claims violated outside every window that excuses it (claim-overlap, lines 3, 9; windows: failover at 1s)",
+		func(p string) Want {
+			if p != PropClaims {
+				t.Errorf("asked the prediction of %q, want claims", p)
+			}
+			return WantMay
+		}))
+	if len(r.Mismatches) != 2 || r.Mismatches[0] != "lease violated, expected ok" {
+		t.Fatalf("text %q", r.Mismatches)
+	}
+	if d := r.MismatchDetails[1]; d.Kind != MismatchUnexcused || d.Property != PropClaims || d.Verdict != Violated || d.Expected != WantMay || d.Text != r.Mismatches[1] {
+		t.Errorf("unexcused detail %+v", d)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Row
+	if err := json.Unmarshal(b, &back); err != nil || len(back.MismatchDetails) != 2 || back.MismatchDetails[0] != r.MismatchDetails[0] {
+		t.Errorf("round trip: %v, %+v", err, back.MismatchDetails)
+	}
+	if !r.DropMismatch("lease violated, expected ok") || len(r.Mismatches) != 1 || len(r.MismatchDetails) != 1 || r.MismatchDetails[0].Property != PropClaims {
+		t.Errorf("after the drop: %q, %+v", r.Mismatches, r.MismatchDetails)
+	}
+	if r.DropMismatch("nothing") {
+		t.Error("dropped a mismatch the row does not have")
+	}
+}

@@ -614,6 +614,12 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 	if rows[1].AsExpected {
 		t.Fatal("seed 2 missed a must-break property: not as expected on its own")
 	}
+	// The mismatch in structured form beside its text.
+	want := []contract.Mismatch{{Kind: contract.MismatchVerdict, Property: contract.PropLease, Verdict: contract.OK,
+		Expected: contract.WantViolated, Text: rows[1].Mismatches[0]}}
+	if !slices.Equal(rows[1].MismatchDetails, want) || len(rows[1].Mismatches) != 1 {
+		t.Fatalf("seed 2's mismatches %q, details %+v; want one, %+v", rows[1].Mismatches, rows[1].MismatchDetails, want)
+	}
 	cells := cellsOf(rows, builtinExps(rows))
 	if len(cells) != 1 {
 		t.Fatalf("%d cells; want 1", len(cells))
@@ -622,7 +628,7 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 	if !c.AsExpected || c.Seeds != 3 || c.Found[contract.PropLease] != 2 || c.Rate[contract.PropLease] != 2.0/3 || c.DetectMedianMs[contract.PropLease] != 1500 {
 		t.Fatalf("cell = %+v; want as expected, lease found 2 of 3, median 1500ms", c)
 	}
-	if !rows[1].AsExpected || !slices.Equal(rows[1].FoundElsewhere, []string{contract.PropLease}) || len(rows[1].Mismatches) != 0 {
+	if !rows[1].AsExpected || !slices.Equal(rows[1].FoundElsewhere, []string{contract.PropLease}) || len(rows[1].Mismatches) != 0 || len(rows[1].MismatchDetails) != 0 {
 		t.Fatalf("seed 2 after judging the cell: %+v", rows[1])
 	}
 

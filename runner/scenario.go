@@ -263,7 +263,7 @@ func visualize(ctx context.Context, p string, ops []history.Op, res *checker.Res
 
 // mismatch says that property p came out v against the prediction w.
 func mismatch(p string, v contract.Verdict, w contract.Want) string {
-	return fmt.Sprintf("%s %s, expected %s", p, v, w)
+	return contract.VerdictMismatch(p, v, w).Text
 }
 
 // TraceCheck validates one scenario's history against a model
@@ -274,22 +274,24 @@ type TraceCheck func(ctx context.Context, ops []history.Op) (tla.Result, error)
 // judgeRow compares a row's verdicts with the prediction, and a validated
 // trace with the model.
 func judgeRow(exp locker.Prediction, row *Scenario) {
-	row.Mismatches = nil
+	row.Mismatches, row.MismatchDetails = nil, nil
 	for _, p := range contract.PropertyIDs() {
 		v, w := row.Verdict(p), exp.Want(p)
 		if v != contract.Unknown && !w.Matches(v) {
-			row.Mismatches = append(row.Mismatches, mismatch(p, v, w))
+			row.AddMismatch(contract.VerdictMismatch(p, v, w))
 		}
 	}
 	if row.Trace == contract.TraceRejected {
-		row.Mismatches = append(row.Mismatches, fmt.Sprintf("trace rejected by the model at line %d", row.TraceLine))
+		row.AddMismatch(contract.Mismatch{Kind: contract.MismatchTrace, Text: fmt.Sprintf("trace rejected by the model at line %d", row.TraceLine)})
 	}
 	if row.TraceDisagrees != "" {
-		row.Mismatches = append(row.Mismatches, row.TraceDisagrees)
+		row.AddMismatch(contract.Mismatch{Kind: contract.MismatchTrace, Text: row.TraceDisagrees})
 	}
-	row.Mismatches = append(row.Mismatches, row.Unexcused...)
+	for _, u := range row.Unexcused {
+		row.AddMismatch(contract.UnexcusedMismatch(u, exp.Want))
+	}
 	if exp.Rejected && row.Rejected == 0 && !row.Unknown() {
-		row.Mismatches = append(row.Mismatches, "rejected 0, expected > 0 (the fault did not bite)")
+		row.AddMismatch(contract.Mismatch{Kind: contract.MismatchNoBite, Text: "rejected 0, expected > 0 (the fault did not bite)"})
 	}
 	row.AsExpected = len(row.Mismatches) == 0 && !row.Unknown()
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
@@ -160,8 +159,7 @@ func cellsOf(rows []*Scenario, exps []locker.Prediction) []*contract.Cell {
 			}
 			// Found on some seed: the seeds that missed it are as expected.
 			for _, r := range rs {
-				if i := slices.Index(r.Mismatches, mismatch(p, r.Verdict(p), contract.WantViolated)); i >= 0 {
-					r.Mismatches = slices.Delete(r.Mismatches, i, i+1)
+				if r.DropMismatch(mismatch(p, r.Verdict(p), contract.WantViolated)) {
 					r.FoundElsewhere = append(r.FoundElsewhere, p)
 					r.AsExpected = len(r.Mismatches) == 0 && !r.Unknown()
 				}

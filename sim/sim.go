@@ -73,6 +73,9 @@ type Result struct {
 	// fault window excuses (Unexcused, also listed alone); Unknown the
 	// properties undecided.
 	Mismatches, Unknown, Unexcused []string
+	// Details are the Mismatches in structured form, in order
+	// (contract.Row.MismatchDetails).
+	Details []contract.Mismatch
 }
 
 // ErrScenario wraps a scenario that cannot run.
@@ -171,7 +174,8 @@ func Simulate(t *testing.T, sc Scenario) (Result, error) {
 		case p.Verdict == contract.Unknown:
 			r.Unknown = append(r.Unknown, p.ID)
 		case w != contract.WantViolated && !w.Matches(p.Verdict):
-			r.Mismatches = append(r.Mismatches, fmt.Sprintf("%s %s, expected %s", p.ID, p.Verdict, w))
+			m := contract.VerdictMismatch(p.ID, p.Verdict, w)
+			r.Mismatches, r.Details = append(r.Mismatches, m.Text), append(r.Details, m)
 		}
 	}
 	// A break that a fault of the mix may cause counts only near one of
@@ -180,7 +184,10 @@ func Simulate(t *testing.T, sc Scenario) (Result, error) {
 	r.Unexcused = judge.Unexcused(res, judge.WindowsOf(ops),
 		func(kind string) locker.Prediction { return runner.Predict(entry, kind) },
 		judge.Bounds{TTL: cfg.TTL, Skew: chaos.SkewBehind})
-	r.Mismatches = append(r.Mismatches, r.Unexcused...)
+	for _, u := range r.Unexcused {
+		m := contract.UnexcusedMismatch(u, r.Expected.Want)
+		r.Mismatches, r.Details = append(r.Mismatches, m.Text), append(r.Details, m)
+	}
 	return r, nil
 }
 

@@ -440,7 +440,7 @@ func simOne(t *testing.T, reg *locker.Registry, f simFlags, wc workload.Config, 
 			row.MayViolate = append(row.MayViolate, p.ID)
 		}
 	}
-	row.Mismatches = r.Mismatches
+	row.Mismatches, row.MismatchDetails = r.Mismatches, r.Details
 	row.AsExpected = len(r.Mismatches) == 0 && len(r.Unknown) == 0
 	var ev []string
 	for _, o := range r.Ops {
