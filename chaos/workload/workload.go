@@ -194,13 +194,21 @@ type Mix struct {
 	// canceled (the loss notice), and writing only while it is live. A
 	// lock that closes Lost but leaves Context live then shows.
 	Context float64
+	// Twice: of the blocking acquires as the client's owner, those
+	// beside which the owner waits a second time at once, on the same key
+	// from another goroutine, as two goroutines of one service sharing an
+	// owner id do. Each wait has its own place in line (a lock whose
+	// places are per owner lets a place left behind jump the line later),
+	// and the second is released as soon as both returned, after the
+	// first's section.
+	Twice float64
 
 	_ struct{}
 }
 
 // DefaultMix is the mix `go test ./chaos` and `lockproof run` use.
 func DefaultMix() Mix {
-	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.4, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1, Owner: 0.3, Context: 0.3}
+	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.4, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1, Owner: 0.3, Context: 0.3, Twice: 0.3}
 }
 
 // share is one choice of a Mix by its name (the CLI's --mix).
@@ -211,7 +219,8 @@ type share struct {
 
 func (m *Mix) shares() []share {
 	return []share{{"blocking", &m.Blocking}, {"cancel", &m.Cancel}, {"reenter", &m.Reenter}, {"renew", &m.Renew},
-		{"long-work", &m.LongWork}, {"rush-release", &m.RushRelease}, {"owner", &m.Owner}, {"leave", &m.Leave}, {"context", &m.Context}}
+		{"long-work", &m.LongWork}, {"rush-release", &m.RushRelease}, {"owner", &m.Owner}, {"leave", &m.Leave}, {"context", &m.Context},
+		{"twice", &m.Twice}}
 }
 
 func (m *Mix) validate() error {
@@ -794,7 +803,7 @@ func (c *Client) recording(rec *history.Recorder) recording {
 func (c *Client) chance(p float64) bool { return p > 0 && c.rng.Float64() < p }
 
 // section is one critical section (see the package doc).
-func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client, seq int) error {
+func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client, seq int) (err error) {
 	cfg, mix := w.cfg, w.cfg.Mix
 
 	// Acquire: one attempt, or wait in line (and maybe be canceled there).
@@ -871,21 +880,23 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 			timeout = max(cfg.TTL/2, time.Millisecond)
 		}
 	}
+	if owned != nil && blocking && c.chance(mix.Twice) {
+		// Joined at the end of the section, whatever it does: the second
+		// wait may be served only once the first hold is released.
+		join := c.waitTwice(ctx, rec, owned, cfg.TTL, cfg.OpTimeout, timeout)
+		defer func() {
+			if jerr := join(); jerr != nil && err == nil {
+				err = jerr
+			}
+		}()
+	}
 	var lease locker.Lease
 	acqStart := c.Clock.Now()
 	res, err := c.recording(rec).lockEdit(ctx, acqOp, ctxNormal, timeout, func(ctx context.Context) error {
 		var err error
 		lease, err = acquire(ctx)
 		return err
-	}, func(o *history.Op, res history.Result) {
-		if t := inLineAt.Load(); t != 0 {
-			o.InLine, o.HasInLine = min(max(t, o.Call), o.Return), true
-		}
-		if res == history.OK {
-			o.Token, o.HasToken = lease.Fence()
-			c.claim(rec, o, lease)
-		}
-	})
+	}, c.learnt(rec, &inLineAt, &lease))
 	if err != nil || res != history.OK {
 		return err
 	}
@@ -1046,6 +1057,57 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 		return w.again(ctx, rec, c, owned, h)
 	}
 	return c.release(ctx, rec, h, rush, cfg.OpTimeout)
+}
+
+// waitTwice starts a second blocking acquire as the client's owner, on its
+// key, in a goroutine of its own (Mix.Twice), recorded with a hold number
+// of its own; join waits for it and releases what it got. The goroutine
+// draws nothing from the client's stream, so the seed's draws stay the
+// main flow's.
+func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned locker.Owned, ttl, opTimeout, timeout time.Duration) (join func() error) {
+	op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds(), Wait: true, Lease: c.nextHold()}
+	var inLine func()
+	var inLineAt atomic.Int64
+	if _, ok := c.locker.(locker.InLine); ok {
+		inLine = func() { inLineAt.Store(max(rec.Now(), 1)) }
+	}
+	var lease locker.Lease
+	type result struct {
+		res history.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// Not c.recording: its in-flight op is the main flow's.
+		res, err := recording{rec: rec, gate: c.Gate}.lockEdit(ctx, op, ctxNormal, timeout, func(ctx context.Context) error {
+			var err error
+			lease, err = owned.AcquireAs(ctx, c.Key, ttl, c.owner(), true, inLine)
+			return err
+		}, c.learnt(rec, &inLineAt, &lease))
+		done <- result{res, err}
+	}()
+	return func() error {
+		r := <-done
+		if r.err != nil || r.res != history.OK {
+			return r.err
+		}
+		return c.release(ctx, rec, held{lease: lease, id: op.Lease}, false, opTimeout)
+	}
+}
+
+// learnt records on an acquire's op what the call learnt: when it was
+// surely in line (inLineAt, 0: not said), and for a grant its token and
+// the validity its lock claims.
+func (c *Client) learnt(rec *history.Recorder, inLineAt *atomic.Int64, lease *locker.Lease) func(o *history.Op, res history.Result) {
+	return func(o *history.Op, res history.Result) {
+		if t := inLineAt.Load(); t != 0 {
+			o.InLine, o.HasInLine = min(max(t, o.Call), o.Return), true
+		}
+		if res == history.OK {
+			o.Token, o.HasToken = (*lease).Fence()
+			c.claim(rec, o, *lease)
+		}
+	}
 }
 
 // leave is a client going away while it holds: it closes its lock
