@@ -115,6 +115,12 @@ func TestRunOnBYOCluster(t *testing.T) {
 	if !strings.Contains(stderr, "warning: the database at") {
 		t.Errorf("a deployment holding the user's keys was not warned of:\n%s", stderr)
 	}
+	// The checks get a context of their own: the setup's bounded the
+	// servers' start, and a run on a loaded machine (three scenarios, a
+	// failover among them) can outlast it (CI: "context deadline
+	// exceeded" on every check after a run that passed).
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	for _, k := range userKeys {
 		if v, err := user.Get(ctx, k).Result(); v != "mine" {
 			t.Errorf("the user's key %s: %q, %v; want it untouched", k, v, err)
