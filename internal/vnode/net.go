@@ -478,24 +478,13 @@ var handshakeCommands = map[string]bool{"HELLO": true, "CLIENT": true, "AUTH": t
 // onlySetUp reports whether b holds only whole RESP commands that are
 // connection set-up (handshakeCommands).
 func onlySetUp(b []byte) bool {
-	if len(b) == 0 {
+	_, names, ok := commands(b)
+	if !ok || len(names) == 0 {
 		return false
 	}
-	for len(b) > 0 {
-		n, rest, ok := respLen(b, '*')
-		if !ok || n < 1 {
+	for _, n := range names {
+		if !handshakeCommands[n] {
 			return false
-		}
-		b = rest
-		for i := 0; i < n; i++ {
-			k, rest, ok := respLen(b, '$')
-			if !ok || k < 0 || len(rest) < k+2 {
-				return false
-			}
-			if i == 0 && !handshakeCommands[strings.ToUpper(string(rest[:k]))] {
-				return false
-			}
-			b = rest[k+2:]
 		}
 	}
 	return true
