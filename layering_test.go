@@ -52,6 +52,8 @@ func TestLayering(t *testing.T) {
 			"the history format stands alone"},
 		{"lock", func(p string) bool { return p == "internal/rediscmd" || p == "internal/seeded" || under(p, "lock") },
 			"the lock we ship imports nothing of the harness"},
+		{"lineproto", func(p string) bool { return p == "locker" || p == "internal/proc" },
+			"a lock in its own process is a locker.Locker like any other: the protocol knows nothing of how the harness drives it"},
 		{"judge", func(p string) bool { return p == "contract" || p == "history" || p == "checker" || p == "locker" },
 			"judging reads verdicts, fault windows and predictions: nothing of how a run was made"},
 	}

@@ -86,6 +86,15 @@ type ContextCloser interface {
 	CloseContext(ctx context.Context) error
 }
 
+// Process is a Locker that runs its lock in a process of its own (package
+// lineproto: a lock in any language): the harness's client faults act on
+// that process, pause-client with SIGSTOP and SIGCONT, crash-client with
+// SIGKILL, to its whole process group. Pid is the process's id (its
+// group's), 0 once it has exited.
+type Process interface {
+	Pid() int
+}
+
 // Waiter is a Locker with a blocking acquire: Acquire waits, in whatever way
 // the lock waits (a queue, pub/sub, polling), until it holds key or ctx is
 // done. When ctx ends while it waits and the caller surely does not hold the
@@ -207,6 +216,10 @@ type Deps struct {
 	Clock func() time.Time
 	// Prefix is put before every key the lock stores in Redis ("" for none).
 	Prefix string
+	// Client is the name of the workload client the Locker serves (for
+	// logs, and the hello of a lock in its own process); "" outside a
+	// workload.
+	Client string
 	// Logger receives warnings (errors a faithful algorithm ignores,
 	// watchdog failures); nil discards them.
 	Logger *slog.Logger

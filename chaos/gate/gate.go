@@ -49,6 +49,28 @@ type Gate struct {
 	struck     chan struct{} // closed when the armed PauseAfter strikes
 
 	crashBefore string // CrashBefore's lower-case command name; "" for none
+	follower    Follower
+}
+
+// Follower is told when its gate pauses, resumes and crashes, whatever
+// paused or crashed it (Pause, a PauseAfter that struck, Crash, a
+// CrashAfter or CrashBefore): a client whose lock runs in a process of
+// its own (package lineproto) freezes that process with SIGSTOP, thaws
+// it and kills it along, so that every client fault reaches the lock's
+// own runtime, its timers and threads included. It is called with the
+// gate's lock held, in the order of the changes, and must not call back
+// into the gate.
+type Follower interface {
+	Paused()
+	Resumed()
+	Crashed()
+}
+
+// Follow makes f follow the gate's changes from now on (nil: none).
+func (g *Gate) Follow(f Follower) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.follower = f
 }
 
 // New returns an open gate.
@@ -60,6 +82,9 @@ func (g *Gate) Pause() {
 	defer g.mu.Unlock()
 	if g.paused == nil {
 		g.paused = make(chan struct{})
+		if g.follower != nil {
+			g.follower.Paused()
+		}
 	}
 }
 
@@ -70,6 +95,9 @@ func (g *Gate) Resume() {
 	if g.paused != nil {
 		close(g.paused)
 		g.paused = nil
+		if g.follower != nil {
+			g.follower.Resumed()
+		}
 	}
 }
 
@@ -81,6 +109,9 @@ func (g *Gate) Crash() {
 	case <-g.crashed:
 	default:
 		close(g.crashed)
+		if g.follower != nil {
+			g.follower.Crashed()
+		}
 	}
 }
 
@@ -232,6 +263,9 @@ func (g *Gate) after(ctx context.Context, names ...string) error {
 				g.pauseAfter = ""
 				if g.paused == nil {
 					g.paused = make(chan struct{})
+					if g.follower != nil {
+						g.follower.Paused()
+					}
 				}
 				if g.struck != nil {
 					close(g.struck)

@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -196,7 +195,7 @@ func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), ChildEnv+"="+string(js))
 	cmd.SysProcAttr = proc.Attr()
-	var stderr tailBuffer
+	var stderr proc.Tail
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -373,26 +372,4 @@ func runChild(js string, locks *locker.Registry, stdin io.Reader, out, events io
 	werr := w.worker(ctx, rec, c)
 	c.watchers.Wait()
 	return errors.Join(werr, rec.Close())
-}
-
-// tailBuffer keeps the last 4 KiB written to it.
-type tailBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 4096 {
-		t.b = t.b[len(t.b)-4096:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.b))
 }

@@ -47,6 +47,7 @@ import (
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/fencing"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/internal/proc"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -657,6 +658,7 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 		deps.Redlock = append(deps.Redlock, r)
 	}
 	deps.Clock = c.Clock.Now
+	deps.Client = name
 	deps.Observer = renewObserver{c}
 	if w.cfg.Replayable {
 		deps.Rand = rand.NewPCG(w.cfg.Seed, 0x10c4<<32|idx)
@@ -668,12 +670,32 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 		c.close()
 		return nil, fmt.Errorf("client %s: %w", name, err)
 	}
+	if p, ok := c.locker.(locker.Process); ok {
+		c.Gate.Follow(processFollower{p})
+	}
 	if c.fenced, c.unfenced, err = w.resources(c.resRDB); err != nil {
 		c.close()
 		return nil, fmt.Errorf("client %s: %w", name, err)
 	}
 	return c, nil
 }
+
+// processFollower makes a lock's own process (locker.Process) follow its
+// client's gate: whatever pauses the client freezes the process with
+// SIGSTOP, a resume thaws it, a crash kills it. The workload's own part of
+// the client (its lease check and resource writes) stops at the gate as
+// for any lock, so the whole client stops, its lock's runtime included.
+type processFollower struct{ p locker.Process }
+
+func (f processFollower) signal(send func(int) error) {
+	if pid := f.p.Pid(); pid != 0 {
+		_ = send(pid) // a process that has exited needs nothing
+	}
+}
+
+func (f processFollower) Paused()  { f.signal(proc.StopGroup) }
+func (f processFollower) Resumed() { f.signal(proc.ContGroup) }
+func (f processFollower) Crashed() { f.signal(proc.KillGroup) }
 
 // resourcePrefix is put before every resource key the workload writes.
 const resourcePrefix = "res:"

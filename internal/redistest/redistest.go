@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -61,6 +62,29 @@ func start(tb testing.TB, cfg redisproc.Config) *redisproc.Process {
 		}
 	})
 	return p
+}
+
+// Python returns a python3 that imports redis-py (Debian's python3-redis),
+// for the tests of locks written in Python (package lineproto): python3 on
+// PATH first, then /usr/bin/python3 (a pyenv or venv python3 on PATH may
+// lack the system's packages). It skips the test, or under CI fails it,
+// when there is none.
+func Python(tb testing.TB) string {
+	tb.Helper()
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		path, err := exec.LookPath(py)
+		if err != nil {
+			continue
+		}
+		if exec.Command(path, "-c", "import redis").Run() == nil {
+			return path
+		}
+	}
+	if InCI() {
+		tb.Fatal("CI=true but no python3 imports redis: install python3-redis")
+	}
+	tb.Skip("no python3 imports redis: install python3-redis to run this test")
+	return ""
 }
 
 // StartCluster starts a Redis Cluster of processes (redisproc.StartCluster)

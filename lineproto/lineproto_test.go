@@ -1,0 +1,238 @@
+package lineproto_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/lineproto"
+	"github.com/lockproof/lockproof/locker"
+)
+
+// open starts cmd as client c1's lock on a real redis-server.
+func open(t *testing.T, cmd []string) (locker.Locker, *redis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	l, err := lineproto.Open(lineproto.Config{Name: "t", Command: cmd}, locker.Deps{Redis: rdb, Prefix: "p:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l, rdb
+}
+
+// adapter is the command of the shipped redis-py adapter.
+func adapter(t *testing.T) []string {
+	t.Helper()
+	py := redistest.Python(t)
+	_, file, _, _ := runtime.Caller(0)
+	return []string{py, filepath.Join(filepath.Dir(file), "..", "examples", "redispy", "lockproof_redispy.py")}
+}
+
+// TestRedisPyLock drives redis-py's Lock through the protocol on a real
+// Redis: each outcome maps to package locker's errors, and the keys are
+// the lock's own, under the prefix.
+func TestRedisPyLock(t *testing.T) {
+	l, rdb := open(t, adapter(t))
+	ctx := context.Background()
+	w, ok := l.(locker.Waiter)
+	if !ok {
+		t.Fatal("redis-py's Lock has a blocking acquire; the Locker is no Waiter")
+	}
+	le, err := l.TryAcquire(ctx, "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl := rdb.PTTL(ctx, "p:k").Val(); ttl <= 0 || ttl > time.Second {
+		t.Fatalf("PTTL p:k = %v after acquire for 1s", ttl)
+	}
+	if _, ok := le.Fence(); ok {
+		t.Error("redis-py's Lock has no fence")
+	}
+	if _, ok := le.(locker.Claimer); ok {
+		t.Error("redis-py's Lock claims no validity; its lease is a Claimer")
+	}
+	if _, err := l.TryAcquire(ctx, "k", time.Second); !errors.Is(err, locker.ErrNotAcquired) {
+		t.Fatalf("second acquire: %v; want ErrNotAcquired", err)
+	}
+	if err := le.Renew(ctx, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := rdb.PTTL(ctx, "p:k").Val(); ttl <= 2*time.Second {
+		t.Fatalf("PTTL p:k = %v after renew for 3s", ttl)
+	}
+	if _, err := le.(locker.Reentrant).Reenter(ctx, time.Second); !errors.Is(err, locker.ErrUnsupported) {
+		t.Errorf("reenter: %v; want ErrUnsupported (hello lists no reenter)", err)
+	}
+	// A blocking acquire waits for the release.
+	got := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		le2, err := w.Acquire(wctx, "k", time.Second)
+		if err == nil {
+			err = le2.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("blocking acquire after the release: %v", err)
+	}
+	if err := le.Release(ctx); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("second release: %v; want ErrNotHeld", err)
+	}
+	// A blocking acquire whose deadline passes while the key is held holds
+	// nothing: fail, not unknown.
+	if err := rdb.Set(ctx, "p:k", "other", 5*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	if _, err := w.Acquire(wctx, "k", time.Second); !errors.Is(err, locker.ErrNotAcquired) {
+		t.Fatalf("blocking acquire past its deadline: %v; want ErrNotAcquired", err)
+	}
+	// A token-checked release refuses a key another owner holds.
+	rdb.Del(ctx, "p:k")
+	le3, err := l.TryAcquire(ctx, "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.Set(ctx, "p:k", "other", 5*time.Second)
+	if err := le3.Release(ctx); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("release of a key another owner took: %v; want ErrNotHeld", err)
+	}
+	if v := rdb.Get(ctx, "p:k").Val(); v != "other" {
+		t.Fatalf("the refused release changed the key: %q", v)
+	}
+	if p, ok := l.(locker.Process); !ok || p.Pid() == 0 {
+		t.Fatal("the Locker does not say its process (locker.Process)")
+	}
+	ov, ok := l.(interface {
+		Overhead() (int, time.Duration, time.Duration, time.Duration)
+	})
+	if !ok {
+		t.Fatal("the Locker does not measure the protocol's overhead")
+	}
+	if n, p50, _, _ := ov.Overhead(); n < 10 || p50 <= 0 {
+		t.Errorf("overhead: %d calls, p50 %v; want every call measured", n, p50)
+	}
+}
+
+// script writes a fake lock process (sh) to a file and returns its command.
+func script(t *testing.T, body string) []string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "lock.sh")
+	if err := os.WriteFile(p, []byte(fakeHead+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"sh", p}
+}
+
+// fakeHead answers hello and the pings; the body handles the rest ($id,
+// $op, $line).
+const fakeHead = `
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed 's/^{"id":\([0-9]*\).*/\1/')
+  op=$(printf '%s' "$line" | sed 's/.*"op":"\([a-z]*\)".*/\1/')
+  case $op in
+  hello) echo "{\"id\":$id,\"result\":\"ok\",\"version\":1,\"ops\":[\"acquire\",\"release\"]}"; continue;;
+  ping|close) echo "{\"id\":$id,\"result\":\"ok\"}"; continue;;
+  esac
+`
+
+// TestMalformedLine: a line that breaks the protocol is an error naming
+// the line; the call it answered is unknown, and every later call fails
+// with it (locker.ErrInvalid: the workload stops there).
+func TestMalformedLine(t *testing.T) {
+	l, _ := open(t, script(t, `  echo "not json at all"
+done
+`))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := l.TryAcquire(ctx, "k", time.Second)
+	var pe *lineproto.ErrProtocol
+	if !errors.As(err, &pe) || !errors.Is(err, locker.ErrUnknownOutcome) {
+		t.Fatalf("acquire answered by a malformed line: %v; want unknown, with an ErrProtocol", err)
+	}
+	if pe.Line != 7 || !strings.Contains(pe.Error(), "stdout line 7") || !strings.Contains(pe.Error(), "not json at all") {
+		t.Errorf("error %q: want it to name stdout line 7 (hello, 5 pings, then this) and quote it", pe.Error())
+	}
+	if _, err := l.TryAcquire(ctx, "k", time.Second); !errors.Is(err, locker.ErrInvalid) || !errors.As(err, &pe) {
+		t.Fatalf("a call after the protocol broke: %v; want ErrInvalid with the ErrProtocol", err)
+	}
+}
+
+// TestProcessDies: a process that dies mid-call leaves that call unknown
+// (it may have acted), and a call after its death surely did nothing.
+func TestProcessDies(t *testing.T) {
+	l, _ := open(t, script(t, `  exit 3
+done
+`))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := l.TryAcquire(ctx, "k", time.Second)
+	if !errors.Is(err, locker.ErrUnknownOutcome) {
+		t.Fatalf("acquire during which the process died: %v; want ErrUnknownOutcome", err)
+	}
+	_, err = l.TryAcquire(ctx, "k", time.Second)
+	if err == nil || errors.Is(err, locker.ErrUnknownOutcome) || errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "exited") {
+		t.Fatalf("acquire after the process died: %v; want a plain error (surely no effect) saying it exited", err)
+	}
+	if l.(locker.Process).Pid() != 0 {
+		t.Error("Pid of an exited process is not 0")
+	}
+}
+
+// TestSilentProcess: a process that stops answering leaves the call
+// unknown when its context ends, and the call returns then.
+func TestSilentProcess(t *testing.T) {
+	l, _ := open(t, script(t, `  :
+done
+`))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := l.TryAcquire(ctx, "k", time.Second)
+	if !errors.Is(err, locker.ErrUnknownOutcome) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("acquire unanswered: %v; want unknown with the deadline", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the call returned %v after a 300ms deadline", d)
+	}
+}
+
+// TestHelloRefused: a process that speaks another version, or has no
+// acquire, is refused at Open with what it said.
+func TestHelloRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	for _, tc := range []struct{ reply, want string }{
+		{`{"id":1,"result":"ok","version":2,"ops":["acquire"]}`, "version 2"},
+		{`{"id":1,"result":"ok","version":1,"ops":["release"]}`, `must have "acquire"`},
+		{`{"id":1,"result":"ok","version":1,"ops":["acquire","frobnicate"]}`, `unknown op "frobnicate"`},
+	} {
+		p := filepath.Join(t.TempDir(), "lock.sh")
+		if err := os.WriteFile(p, []byte("read -r line; echo '"+tc.reply+"'; echo oops >&2; sleep 5\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, err := lineproto.Open(lineproto.Config{Name: "t", Command: []string{"sh", p}}, locker.Deps{Redis: rdb})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("hello %s: Open: %v; want an error saying %s", tc.reply, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package lineproto
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Version is the protocol version this package speaks (docs/LINEPROTO.md).
+// A lock process that answers hello with another version is refused.
+const Version = 1
+
+// The operations of a request (docs/LINEPROTO.md, "Requests").
+const (
+	OpHello   = "hello"
+	OpPing    = "ping"
+	OpAcquire = "acquire"
+	OpRelease = "release"
+	OpRenew   = "renew"
+	OpReenter = "reenter"
+	OpClose   = "close"
+	// OpWait is not a request: a lock lists it in its hello reply's ops
+	// when acquire takes wait=true (a blocking acquire).
+	OpWait = "wait"
+)
+
+// The results of a reply: each maps to a history result by package
+// locker's rules (Outcomes).
+const (
+	ResultOK          = "ok"          // done
+	ResultFail        = "fail"        // surely no effect: not acquired, not held
+	ResultUnknown     = "unknown"     // may or may not have taken effect
+	ResultUnsupported = "unsupported" // the lock has no such operation; it sent nothing
+)
+
+// Redis is where the lock's process reaches Redis: one endpoint the
+// harness serves on loopback, which follows the deployment's master
+// through the client's own Toxiproxy links (so every network fault
+// reaches the process as it reaches a Go client).
+type Redis struct {
+	Addr     string `json:"addr"`
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
+	DB       int    `json:"db,omitempty"`
+}
+
+// Request is one line the harness writes to the process's stdin.
+type Request struct {
+	ID uint64 `json:"id"`
+	Op string `json:"op"`
+
+	// hello
+	Version int    `json:"version,omitempty"`
+	Client  string `json:"client,omitempty"`
+	Prefix  string `json:"prefix,omitempty"`
+	Redis   *Redis `json:"redis,omitempty"`
+
+	// acquire (Key, TTLMillis, Wait), release, renew and reenter (Lease;
+	// TTLMillis for renew and reenter)
+	Key       string `json:"key,omitempty"`
+	TTLMillis int64  `json:"ttl_ms,omitempty"`
+	Wait      bool   `json:"wait,omitempty"`
+	Lease     uint64 `json:"lease,omitempty"`
+	// TimeoutMillis is what is left of the caller's context: the process
+	// must answer within it (a blocking acquire gives up its wait by
+	// then). 0: no deadline.
+	TimeoutMillis int64 `json:"timeout_ms,omitempty"`
+}
+
+// Reply is one line the process writes to stdout: a reply (ID set) or an
+// event (Event set, ID 0).
+type Reply struct {
+	ID     uint64 `json:"id"`
+	Result string `json:"result"`
+	Error  string `json:"error,omitempty"`
+	// TookMicros is the time the lock spent on the request inside the
+	// process, when it measures it: the harness subtracts it from the
+	// round trip to state the protocol's own latency.
+	TookMicros int64 `json:"took_us,omitempty"`
+
+	// acquire and reenter: the lease the process made (its id, unique in
+	// the process), its fence and validity when the lock has them.
+	Lease uint64  `json:"lease,omitempty"`
+	Fence *uint64 `json:"fence,omitempty"`
+	// ValidMillis: for how long from now (the reply's writing) the lease
+	// is surely held, by the lock's own reckoning; acquire, reenter and
+	// renew replies of a lock that claims validity.
+	ValidMillis *int64 `json:"valid_ms,omitempty"`
+
+	// hello
+	Version int      `json:"version,omitempty"`
+	Lock    string   `json:"lock,omitempty"`
+	Ops     []string `json:"ops,omitempty"`
+	Fenced  bool     `json:"fenced,omitempty"`
+	Claims  bool     `json:"claims,omitempty"`
+	Notices bool     `json:"notices,omitempty"`
+
+	// events
+	Event   string `json:"event,omitempty"`
+	Renewal uint64 `json:"renewal,omitempty"`
+	TTL     int64  `json:"ttl_ms,omitempty"`
+}
+
+// The events a process sends on its own (docs/LINEPROTO.md, "Events").
+const (
+	// EventLost: the lock learnt or decided that lease Lease is lost
+	// (locker.Lease.Lost).
+	EventLost = "lost"
+	// EventRenewing: the lock starts a background renewal of Lease for
+	// ttl_ms, numbered Renewal (locker.Observer); EventRenewed, with the
+	// same Renewal and a Result, ends it.
+	EventRenewing = "renewing"
+	EventRenewed  = "renewed"
+)
+
+// ErrProtocol is the error of a line that breaks the protocol (not JSON,
+// an unknown result or event, a reply to no request); it wraps
+// locker.ErrInvalid, so the workload stops at the next call (the history
+// recorded so far is kept).
+type ErrProtocol struct {
+	Client string // the workload client the process serves
+	Line   int    // 1-based line of the process's stdout
+	Text   string // the line, cut to 200 bytes
+	Reason string
+}
+
+func (e *ErrProtocol) Error() string {
+	return fmt.Sprintf("lock process of client %s: stdout line %d: %s: %q (docs/LINEPROTO.md)", e.Client, e.Line, e.Reason, e.Text)
+}
+
+// parseLine decodes one line of the process's stdout, checking what the
+// protocol requires of it.
+func parseLine(b []byte) (Reply, string) {
+	var r Reply
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, "not a JSON object: " + err.Error()
+	}
+	if r.Event != "" {
+		if r.ID != 0 {
+			return r, "an event carries no id"
+		}
+		switch r.Event {
+		case EventLost:
+			if r.Lease == 0 {
+				return r, `event "lost" without a lease`
+			}
+		case EventRenewing:
+			if r.Lease == 0 || r.Renewal == 0 || r.TTL <= 0 {
+				return r, `event "renewing" needs lease, renewal and ttl_ms > 0`
+			}
+		case EventRenewed:
+			if r.Renewal == 0 || !validResult(r.Result) {
+				return r, `event "renewed" needs renewal and a result (ok, fail, unknown)`
+			}
+		default:
+			return r, fmt.Sprintf("unknown event %q", r.Event)
+		}
+		return r, ""
+	}
+	if r.ID == 0 {
+		return r, "a reply without an id (or an event without a name)"
+	}
+	if !validResult(r.Result) && r.Result != ResultUnsupported {
+		return r, fmt.Sprintf("result %q: want ok, fail, unknown or unsupported", r.Result)
+	}
+	if r.ValidMillis != nil && *r.ValidMillis < 0 {
+		return r, "valid_ms < 0"
+	}
+	return r, ""
+}
+
+func validResult(s string) bool {
+	return s == ResultOK || s == ResultFail || s == ResultUnknown
+}
+
+// millis is d in whole milliseconds, at least 1 for a positive d.
+func millis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(1, d.Milliseconds())
+}
