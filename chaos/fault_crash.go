@@ -24,23 +24,29 @@ func strikeCrashClient(s *striking) (armed, error) {
 	if !s.sc.Point.IsZero() {
 		return armed{fault: &nemesis.CrashClient{Client: victim.Name, Gate: victim.Gate, Point: s.sc.Point}}, nil
 	}
-	// Crash the victim while it holds its lock. For a lock that waits in
-	// line, then crash another client while it waits there (behind the dead
-	// holder's lease): a dead waiter first in line, which must not hold up
-	// the live ones for long once the lease expires (waiter liveness); and,
-	// with two live clients left to wait, a TTL later a second one: several
-	// clients die in line in one scenario, one dead head at a time (the
-	// lock's wait bound allows one dead waiter ahead).
+	// Crash a holder: the first client to hold (striking.firstHolder, so
+	// that a polling lock's starved waiters do not leave the row without a
+	// crash). For a lock that waits in line, then crash another client
+	// while it waits there (behind the dead holder's lease): a dead waiter
+	// first in line, which must not hold up the live ones for long once
+	// the lease expires (waiter liveness); and, with two live clients left
+	// to wait, a TTL later a second one: several clients die in line in
+	// one scenario, one dead head at a time (the lock's wait bound allows
+	// one dead waiter ahead).
+	var live []*workload.Client
+	f := &nemesis.CrashClients{}
 	holdCrash := func(ctx context.Context) error {
-		if err := bounded(ctx, victim.WaitHolding); err != nil {
+		v, err := s.firstHolder(ctx)
+		if err != nil {
 			return err
 		}
-		victim.Gate.Crash()
+		v.Gate.Crash()
+		live = without(s.wl.Clients, v)
+		f.Noted(v.Name)
 		return nil
 	}
-	steps, name := []func(context.Context) error{holdCrash}, "crash-client "+victim.Name
-	if others := without(s.wl.Clients, victim); victim.CanWait() && len(others) > 1 {
-		live := others
+	steps, name := []func(context.Context) error{holdCrash}, "crash-client (the first holder)"
+	if n := len(s.wl.Clients) - 1; victim.CanWait() && n > 1 {
 		queuedCrash := func(ctx context.Context) error {
 			var waiter *workload.Client
 			err := bounded(ctx, func(ctx context.Context) (err error) {
@@ -52,12 +58,12 @@ func strikeCrashClient(s *striking) (armed, error) {
 			}
 			waiter.Gate.Crash()
 			live = without(live, waiter)
-			s.sc.Logger.Info("crashed while queued", "client", waiter.Name)
+			f.Noted(waiter.Name)
 			return nil
 		}
 		steps = append(steps, queuedCrash)
-		name = fmt.Sprintf("crash-client %s (holding), then a waiter in line", victim.Name)
-		if len(others) >= 4 {
+		name = "crash-client (the first holder), then a waiter in line"
+		if n >= 4 {
 			later := func(ctx context.Context) error {
 				t := time.NewTimer(s.sc.TTL)
 				defer t.Stop()
@@ -69,10 +75,11 @@ func strikeCrashClient(s *striking) (armed, error) {
 				return queuedCrash(ctx)
 			}
 			steps = append(steps, later)
-			name = fmt.Sprintf("crash-client %s (holding), then two waiters in line, one after the other", victim.Name)
+			name = "crash-client (the first holder), then two waiters in line, one after the other"
 		}
 	}
-	return armed{fault: &nemesis.CrashClients{Label: name, Steps: steps}}, nil
+	f.Label, f.Steps = name, steps
+	return armed{fault: f}, nil
 }
 
 func killProcessFault() Fault {

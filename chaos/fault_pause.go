@@ -32,18 +32,27 @@ func pauseClientFault() Fault {
 		strike: strikePauseClient}
 }
 
-// strikePauseClient pauses the scenario's victim, chosen before the run
-// by its seed (a saved regression replays with the same victim), once it
-// holds or reaches its fault point. The victim must first win the lock,
-// which on a loaded machine may take most of a short run: the wait for it
-// is bounded by strikeWait in the scenario's own context, not by the
-// run's Duration, and the window counts from the strike (armed.outer), so
-// that a late strike still pauses the victim for the full 3 TTLs and the
-// workload records what it does when it wakes (Linger). Bounded by the
-// Duration, a victim that won the lock late in the run went unpaused, or
-// paused for less than the TTL (examples/ownlock on a loaded CI machine).
+// strikePauseClient pauses a victim once it holds or reaches its fault
+// point. At its own moment, or at the lease check (the default point of a
+// lock without fencing), the victim is the first client to hold once the
+// fault's moment comes, the seed's choice first when several do: a fixed
+// victim of a lock whose waiters poll may never win the lock again in a
+// short run (redsync's and redis-py's waiters starve), and the row came
+// out inconclusive. At a command's reply the victim is the seed's (a
+// command is sent by holders and waiters alike). The wait is bounded by
+// strikeWait in the scenario's own context, not by the run's Duration, and
+// the window counts from the strike (armed.outer), so that a late strike
+// still pauses the victim for the full 3 TTLs and the workload records
+// what it does when it wakes (Linger).
 func strikePauseClient(s *striking) (armed, error) {
 	window, victim := 3*s.sc.TTL, s.victim
+	if s.sc.Point.After == contract.LeaseCheckPoint {
+		// A holder is right before its lease check (Holding): arm it there.
+		var err error
+		if victim, err = s.firstHolder(s.outer); err != nil {
+			return armed{}, fmt.Errorf("pause-client: %w", err)
+		}
+	}
 	if s.sc.Point.After != "" {
 		// Arm the pause and count its window from the strike: the victim
 		// may reach its fault point long after the arming (it must win the
@@ -68,7 +77,8 @@ func strikePauseClient(s *striking) (armed, error) {
 	}
 	// Pause the victim while it holds its lock, for longer than the TTL: it
 	// wakes believing it holds a lock another client took meanwhile.
-	if err := bounded(s.outer, victim.WaitHolding); err != nil {
+	victim, err := s.firstHolder(s.outer)
+	if err != nil {
 		return armed{}, fmt.Errorf("pause-client: %w", err)
 	}
 	return armed{fault: &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate}, window: window, outer: true}, nil

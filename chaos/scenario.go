@@ -312,6 +312,23 @@ func bounded(ctx context.Context, wait func(context.Context) error) error {
 	return wait(wctx)
 }
 
+// firstHolder waits, bounded by strikeWait in ctx, for the first client to
+// hold its lock with its write ahead (workload.Client.Holding), and
+// returns it; when several hold at one look (several keys), the seed's
+// victim first, then the others in order. Faults that strike a holder take
+// whoever holds rather than wait for one client chosen beforehand: the
+// waiters of a polling lock starve, and a victim fixed by the seed may not
+// win the lock again within a short run.
+func (s *striking) firstHolder(ctx context.Context) (*workload.Client, error) {
+	order := append([]*workload.Client{s.victim}, without(s.wl.Clients, s.victim)...)
+	var v *workload.Client
+	err := bounded(ctx, func(ctx context.Context) (err error) {
+		v, err = workload.FirstHolding(ctx, order)
+		return err
+	})
+	return v, err
+}
+
 // without returns cs without c.
 func without(cs []*workload.Client, c *workload.Client) []*workload.Client {
 	out := make([]*workload.Client, 0, len(cs))

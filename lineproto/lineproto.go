@@ -547,28 +547,32 @@ func (s *lease) Lost() <-chan struct{} {
 	return s.lost
 }
 
-// setValid takes the validity a reply claims, counted from at, the call's
-// start: the process measured it later, so the claim is never stretched
-// by the protocol's latency.
+// setValid takes the validity a reply claims. The process counted it from
+// the reply's writing, which came at least took_us after the request was
+// sent (at, on the Locker's clock): at + took_us + valid_ms is never later
+// than the process's own deadline, so the protocol's latency never
+// stretches the claim, and a long blocking wait (took_us) does not
+// shrink it to nothing.
 func (s *lease) setValid(r Reply, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r.ValidMillis == nil {
 		return
 	}
-	s.valid = at.Add(time.Duration(*r.ValidMillis) * time.Millisecond)
+	s.valid = at.Add(time.Duration(r.TookMicros)*time.Microsecond + time.Duration(*r.ValidMillis)*time.Millisecond)
 }
 
 // Release implements locker.Lease.
+//
+// The lease claims nothing from the first try on, whatever its outcome: a
+// release whose reply is lost may have freed the key for another client.
 func (s *lease) Release(ctx context.Context) error {
+	s.mu.Lock()
+	s.valid = time.Time{}
+	s.mu.Unlock()
 	r, err := s.l.call(ctx, Request{Op: OpRelease, Lease: s.id})
 	if err != nil {
 		return err
-	}
-	if r.Result != ResultUnsupported {
-		s.mu.Lock()
-		s.valid = time.Time{}
-		s.mu.Unlock()
 	}
 	if r.Result == ResultOK {
 		s.forget()

@@ -49,18 +49,26 @@ func TestRedisPyLock(t *testing.T) {
 	if !ok {
 		t.Fatal("redis-py's Lock has a blocking acquire; the Locker is no Waiter")
 	}
+	start := time.Now()
 	le, err := l.TryAcquire(ctx, "k", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
+	returned := time.Now()
 	if ttl := rdb.PTTL(ctx, "p:k").Val(); ttl <= 0 || ttl > time.Second {
 		t.Fatalf("PTTL p:k = %v after acquire for 1s", ttl)
 	}
 	if _, ok := le.Fence(); ok {
 		t.Error("redis-py's Lock has no fence")
 	}
-	if _, ok := le.(locker.Claimer); ok {
-		t.Error("redis-py's Lock claims no validity; its lease is a Claimer")
+	cl, ok := le.(locker.Claimer)
+	if !ok {
+		t.Fatal("the adapter claims validity (hello claims); its lease is no Claimer")
+	}
+	// The SET was sent after the call started and before it returned: the
+	// claim ends no later than the return plus the TTL.
+	if v := cl.ValidUntil(); v.After(returned.Add(time.Second)) || v.Before(start.Add(500*time.Millisecond)) {
+		t.Errorf("ValidUntil %v after the call's start (returned after %v); want within the TTL from the SET", v.Sub(start), returned.Sub(start))
 	}
 	if _, err := l.TryAcquire(ctx, "k", time.Second); !errors.Is(err, locker.ErrNotAcquired) {
 		t.Fatalf("second acquire: %v; want ErrNotAcquired", err)
@@ -70,6 +78,9 @@ func TestRedisPyLock(t *testing.T) {
 	}
 	if ttl := rdb.PTTL(ctx, "p:k").Val(); ttl <= 2*time.Second {
 		t.Fatalf("PTTL p:k = %v after renew for 3s", ttl)
+	}
+	if v := time.Until(cl.ValidUntil()); v <= 2*time.Second || v > 3*time.Second {
+		t.Errorf("ValidUntil in %v after renew for 3s", v)
 	}
 	if _, err := le.(locker.Reentrant).Reenter(ctx, time.Second); !errors.Is(err, locker.ErrUnsupported) {
 		t.Errorf("reenter: %v; want ErrUnsupported (hello lists no reenter)", err)
@@ -91,6 +102,9 @@ func TestRedisPyLock(t *testing.T) {
 	}
 	if err := <-got; err != nil {
 		t.Fatalf("blocking acquire after the release: %v", err)
+	}
+	if !cl.ValidUntil().IsZero() {
+		t.Error("a released lease still claims validity")
 	}
 	if err := le.Release(ctx); !errors.Is(err, locker.ErrNotHeld) {
 		t.Fatalf("second release: %v; want ErrNotHeld", err)
@@ -117,6 +131,20 @@ func TestRedisPyLock(t *testing.T) {
 	}
 	if v := rdb.Get(ctx, "p:k").Val(); v != "other" {
 		t.Fatalf("the refused release changed the key: %q", v)
+	}
+	// A release whose outcome is unknown (its context ended) leaves the
+	// lease claiming nothing: it may have freed the key.
+	le4, err := l.TryAcquire(ctx, "k2", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, ccancel := context.WithCancel(ctx)
+	ccancel()
+	if err := le4.Release(cctx); err == nil {
+		t.Fatal("a release with a canceled context succeeded")
+	}
+	if v := le4.(locker.Claimer).ValidUntil(); !v.IsZero() {
+		t.Errorf("after a release of unknown outcome the lease still claims validity until %v", v)
 	}
 	if p, ok := l.(locker.Process); !ok || p.Pid() == 0 {
 		t.Fatal("the Locker does not say its process (locker.Process)")

@@ -82,6 +82,9 @@ func (f *CrashClients) Evidence() Evidence {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	text := fmt.Sprintf("%s: %d of %d crash steps done", f.Label, f.done, len(f.Steps))
+	if len(f.victims) > 0 {
+		text += " (crashed " + strings.Join(f.victims, ", ") + ")"
+	}
 	return Evidence{Text: text, Bit: f.done > 0}
 }
 

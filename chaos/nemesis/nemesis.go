@@ -332,8 +332,17 @@ type CrashClients struct {
 	// Steps run in order; the first error stops Start.
 	Steps []func(ctx context.Context) error
 
-	mu   sync.Mutex
-	done int // steps that crashed their victim
+	mu      sync.Mutex
+	done    int      // steps that crashed their victim
+	victims []string // Noted, for Evidence
+}
+
+// Noted records that a step crashed client name (its victim is chosen as
+// it strikes), for the fault's evidence.
+func (f *CrashClients) Noted(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.victims = append(f.victims, name)
 }
 
 // Name implements Fault.

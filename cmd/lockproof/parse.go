@@ -96,3 +96,67 @@ func parseNames(what, s string, known []string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// splitCommand splits a command line as a POSIX shell would split words:
+// on blanks, with '...' taking everything literally, "..." taking all but
+// \" \\ \$ \` literally, and a backslash outside quotes escaping the
+// next character. It expands nothing (no variables, no globs): the words
+// are the program and its arguments, run without a shell.
+func splitCommand(s string) ([]string, error) {
+	var (
+		args  []string
+		cur   strings.Builder
+		in    bool // a word has begun (an empty "" is a word)
+		quote rune
+	)
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case quote == '\'':
+			if r == '\'' {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case quote == '"':
+			switch {
+			case r == '"':
+				quote = 0
+			case r == '\\' && i+1 < len(rs) && strings.ContainsRune("\"\\$`", rs[i+1]):
+				i++
+				cur.WriteRune(rs[i])
+			default:
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, in = r, true
+		case r == '\\':
+			if i+1 == len(rs) {
+				return nil, fmt.Errorf("%q ends with a lone backslash", s)
+			}
+			i++
+			cur.WriteRune(rs[i])
+			in = true
+		case r == ' ' || r == '\t' || r == '\n':
+			if in {
+				args = append(args, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("%q: unterminated %c quote", s, quote)
+	}
+	if in {
+		args = append(args, cur.String())
+	}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("%q: no command", s)
+	}
+	return args, nil
+}

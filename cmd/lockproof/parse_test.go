@@ -45,3 +45,26 @@ func TestParseNames(t *testing.T) {
 		t.Fatalf("unknown name: err = %v; want runner.ErrBadConfig naming the flag and the name", err)
 	}
 }
+
+func TestSplitCommand(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"python3 adapter.py", []string{"python3", "adapter.py"}},
+		{"  java  -jar 'my lock.jar'\t--ttl=1 ", []string{"java", "-jar", "my lock.jar", "--ttl=1"}},
+		{`node "a \"b\" c" d\ e ''`, []string{"node", `a "b" c`, "d e", ""}},
+		{`sh -c 'echo $HOME'`, []string{"sh", "-c", "echo $HOME"}},
+		{`x "a\nb"`, []string{"x", `a\nb`}},
+	} {
+		got, err := splitCommand(tc.in)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("splitCommand(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	for _, in := range []string{"", "   ", `a "b`, "a 'b", `a \`} {
+		if got, err := splitCommand(in); err == nil {
+			t.Errorf("splitCommand(%q) = %q; want an error", in, got)
+		}
+	}
+}

@@ -22,6 +22,8 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/lineproto"
+	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/tla"
 	"github.com/lockproof/lockproof/zoo"
@@ -54,6 +56,8 @@ type runFlags struct {
 	tlaJar               string
 	shard                string
 	topology             string
+	lockCmd, lockName    string
+	profile              string
 }
 
 // runRun runs the matrix. Exit codes: 0 every verdict as expected, 1 some
@@ -88,6 +92,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render report.md/html, junit.xml, report.json")
 	fs.BoolVar(&f.keepAll, "keep-all", false, "keep every history as written and every Porcupine page (default: compress the histories of as-expected scenarios but a sample and the first counterexample per cell)")
 	fs.StringVar(&f.tlaJar, "tla-jar", os.Getenv("TLA2TOOLS_JAR"), "tla2tools.jar: validate each history of the fenced lock against tla/TraceFencedLock.tla with TLC (needs java; default $TLA2TOOLS_JAR; empty: not validated)")
+	fs.StringVar(&f.lockCmd, "lock-cmd", "", `run a lock in any language: the command (quoted as a shell would, "python3 adapter.py --x 1") started once per client, which speaks the line protocol on stdin and stdout (docs/LINEPROTO.md); --locks then adds built-in locks beside it`)
+	fs.StringVar(&f.lockName, "lock-name", "", "with --lock-cmd: the lock's name in the matrix (lowercase letters, digits, dashes)")
+	fs.StringVar(&f.profile, "profile", "", "with --lock-cmd: what the lock claims, fenced, lease or none (default fenced: a lock is held to the strongest claim until it says otherwise)")
 	fs.BoolVar(&f.verbose, "v", false, "log details to stderr")
 	fs.BoolVar(&f.force, "force", false, "clear --out first when it is not empty")
 	fs.BoolVar(&f.plan, "plan", false, "print what the run would do (scenarios, and each command a fault sends the deployment's servers, with the nodes it goes to) and exit without running")
@@ -135,6 +142,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad("%v", err)
 	}
+	cmdLock, err := commandLock(f)
+	if err != nil {
+		return bad("%v", err)
+	}
 	if !slices.Contains(contract.Topologies(), f.topology) {
 		return bad("--topology %q: want one of %v", f.topology, contract.Topologies())
 	}
@@ -145,6 +156,23 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	allFaults := f.faults == "all" || f.faults == ""
 	if f.locks == "all" || f.locks == "" {
 		locks = runner.Locks()
+		if cmdLock != nil {
+			locks = nil // the command's lock alone, unless --locks names others
+		}
+	}
+	if cmdLock != nil {
+		if f.topology == contract.TopologyCluster {
+			return bad("--lock-cmd: a lock's own process is handed one Redis endpoint (docs/LINEPROTO.md, version %d); --topology %s is not supported", lineproto.Version, contract.TopologyCluster)
+		}
+		for _, fault := range faults {
+			if allFaults {
+				break // the default matrix runs no child-process clients
+			}
+			if fl, ok := chaos.Lookup(fault); ok && fl.Processes > 0 {
+				return bad("--faults %s: it runs Go clients as child processes; a --lock-cmd lock is a process already, which pause-client and crash-client freeze and kill", fault)
+			}
+		}
+		locks = append(locks, cmdLock.Name)
 	}
 	seedList := f.seeds
 	if seedList == "" {
@@ -203,6 +231,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return bad("%v", err)
 	}
 
+	registry := zoo.Builtin()
+	if cmdLock != nil {
+		if err := registry.Add(*cmdLock); err != nil {
+			return bad("--lock-name: %v", err)
+		}
+	}
 	level := slog.LevelError
 	if f.verbose {
 		level = slog.LevelDebug
@@ -212,7 +246,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		faults = nil // the default matrix this environment can run (Prepare)
 	}
 	cfg := runner.Config{
-		Locks: locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
+		Registry: registry,
+		Locks:    locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
 		Duration: f.duration, TTL: f.ttl, Clients: f.clients, Hold: f.hold, Think: f.think, Parallel: f.parallel,
 		Out: f.out, CheckTimeout: f.checkTimeout, Progress: stderr, NoReport: f.noReport, KeepAll: f.keepAll, Logger: logger, Shard: shard,
 		Topology: f.topology, ChangeDeployment: f.yes,
@@ -292,6 +327,38 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// commandLock is the lock --lock-cmd runs (nil without it), its flags
+// checked: a name, a profile, a command that splits.
+func commandLock(f runFlags) (*locker.Entry, error) {
+	if f.lockCmd == "" {
+		if f.lockName != "" || f.profile != "" {
+			return nil, errors.New("--lock-name and --profile go with --lock-cmd")
+		}
+		return nil, nil
+	}
+	argv, err := splitCommand(f.lockCmd)
+	if err != nil {
+		return nil, fmt.Errorf("--lock-cmd: %w", err)
+	}
+	if f.lockName == "" {
+		return nil, errors.New("--lock-cmd needs --lock-name, the lock's name in the matrix")
+	}
+	if slices.Contains(zoo.Builtin().Names(), f.lockName) {
+		return nil, fmt.Errorf("--lock-name %q: a built-in lock has that name", f.lockName)
+	}
+	prof := locker.Profile(f.profile)
+	switch prof {
+	case "", locker.ProfileFenced, locker.ProfileLease, locker.ProfileNone:
+	default:
+		return nil, fmt.Errorf("--profile %q: want fenced, lease or none", f.profile)
+	}
+	e, err := lineproto.Entry(lineproto.Config{Name: f.lockName, Command: argv, Profile: prof})
+	if err != nil {
+		return nil, fmt.Errorf("--lock-cmd: %w", err)
+	}
+	return &e, nil
 }
 
 // printTotals prints the one-line result of a run.

@@ -45,6 +45,14 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--shard", "3/2"}, "--shard"},
 		{[]string{"--shard", "1/2", "--detect"}, "--shard"},
 		{[]string{"--locks", "lua", "--faults", "none", "--shard", "1/2"}, "holds none"},
+		{[]string{"--lock-cmd", `python3 "adapter.py`, "--lock-name", "mine"}, "unterminated"},
+		{[]string{"--lock-cmd", "python3 adapter.py"}, "--lock-name"},
+		{[]string{"--lock-cmd", "python3 adapter.py", "--lock-name", "fenced"}, "built-in"},
+		{[]string{"--lock-cmd", "python3 adapter.py", "--lock-name", "Mine"}, "lowercase"},
+		{[]string{"--lock-cmd", "python3 adapter.py", "--lock-name", "mine", "--profile", "strong"}, "--profile"},
+		{[]string{"--lock-cmd", "python3 adapter.py", "--lock-name", "mine", "--topology", "cluster"}, "--topology cluster"},
+		{[]string{"--lock-cmd", "python3 adapter.py", "--lock-name", "mine", "--faults", "kill-process"}, "child processes"},
+		{[]string{"--profile", "lease"}, "go with --lock-cmd"},
 	} {
 		code, _, stderr := runRunArgs(t, append(tc.args, "--out", t.TempDir())...)
 		if code != exitBadInput || !strings.Contains(stderr, tc.want) {

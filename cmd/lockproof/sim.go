@@ -68,6 +68,8 @@ type simFlags struct {
 	// ("" and 0: the simulation's defaults).
 	mix     string
 	clients int
+	// lockCmd is refused: the flag exists so that the refusal says why.
+	lockCmd string
 }
 
 // simMaxClients bounds --clients: every client is a goroutine set and a
@@ -77,6 +79,9 @@ const simMaxClients = 64
 // workloadOf resolves --mix and --clients into the scenario's workload.
 func (f *simFlags) workloadOf() (workload.Config, error) {
 	var wc workload.Config
+	if f.lockCmd != "" {
+		return wc, errors.New("--lock-cmd: the simulation runs every lock in virtual time inside this process (testing/synctest), and a lock's own process cannot run there; run it under the real-time matrix with lockproof run --lock-cmd")
+	}
 	if f.mix != "" {
 		m, err := workload.ParseMix(f.mix)
 		if err != nil {
@@ -98,6 +103,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "each run's length in virtual time")
 	fs.StringVar(&f.mix, "mix", "", "the workload's operation mix, as lockproof run's --mix (names not given keep their default; default: "+workload.DefaultMix().String()+")")
 	fs.IntVar(&f.clients, "clients", 0, "clients on the key (0: 3)")
+	fs.StringVar(&f.lockCmd, "lock-cmd", "", "not in the simulation: a lock in its own process runs only under lockproof run --lock-cmd (virtual time cannot reach another process)")
 }
 
 // faultsOf resolves --faults once (sim.Mix).

@@ -8,8 +8,14 @@ One process serves one workload client. Each request runs in a thread of its
 own (a blocking acquire may wait while its owner releases another hold), and
 every reply is one JSON line. redis-py's Lock is an unfenced lease: SET NX PX
 to acquire, a token-checked Lua script to release, extend and reacquire; a
-blocking acquire polls every 0.1s. It has no fence, no validity claim, no loss
-notice and no reentry, and the hello reply says so.
+blocking acquire polls every 0.1s. It has no fence, no loss notice and no
+reentry, and the hello reply says so.
+
+redis-py tells its user nothing of how long a lock stays theirs, so the
+adapter claims what a careful user reckons (hello "claims"): the TTL counted
+from the moment the command that set it was sent (Redis starts the TTL later),
+which TimedLock notes without changing what Lock does. The harness then holds
+the claim true (the claims property).
 """
 import json
 import sys
@@ -18,6 +24,7 @@ import time
 
 import redis
 from redis.exceptions import ConnectionError, LockError, LockNotOwnedError, RedisError, TimeoutError
+from redis.lock import Lock
 
 OPS = ["acquire", "wait", "release", "renew"]
 out = threading.Lock()
@@ -28,6 +35,28 @@ def send(msg):
     with out:
         sys.stdout.write(line)
         sys.stdout.flush()
+
+
+class TimedLock(Lock):
+    """redis-py's Lock, noting when the command that set the TTL was sent."""
+
+    sent = None
+
+    def do_acquire(self, token):
+        self.sent = time.monotonic()
+        return super().do_acquire(token)
+
+    def do_extend(self, additional_time, replace_ttl):
+        self.sent = time.monotonic()
+        return super().do_extend(additional_time, replace_ttl)
+
+    def do_reacquire(self):
+        self.sent = time.monotonic()
+        return super().do_reacquire()
+
+    def valid_ms(self, ttl):
+        """For how long from now the lock is surely held: ttl from the send."""
+        return max(0, int((self.sent + ttl - time.monotonic()) * 1000))
 
 
 class Adapter:
@@ -47,10 +76,10 @@ class Adapter:
                              username=rd.get("username"), password=rd.get("password"),
                              socket_timeout=1.0, socket_connect_timeout=1.0, retry_on_timeout=False)
         self.prefix = m.get("prefix", "")
-        return {"result": "ok", "version": 1, "lock": "redis-py " + redis.__version__, "ops": OPS}
+        return {"result": "ok", "version": 1, "lock": "redis-py " + redis.__version__, "ops": OPS, "claims": True}
 
     def acquire(self, m):
-        lk = self.r.lock(self.prefix + m["key"], timeout=m["ttl_ms"] / 1000, thread_local=False)
+        lk = TimedLock(self.r, self.prefix + m["key"], timeout=m["ttl_ms"] / 1000, thread_local=False)
         if m.get("wait"):
             # Give up the wait in time to answer within the caller's deadline.
             t = m.get("timeout_ms")
@@ -63,7 +92,7 @@ class Adapter:
             self.next += 1
             lid = self.next
             self.leases[lid] = lk
-        return {"result": "ok", "lease": lid}
+        return {"result": "ok", "lease": lid, "valid_ms": lk.valid_ms(lk.timeout)}
 
     def lease(self, m):
         with self.mu:
@@ -89,7 +118,7 @@ class Adapter:
             lk.reacquire()
         else:
             lk.extend(ttl, replace_ttl=True)
-        return {"result": "ok"}
+        return {"result": "ok", "valid_ms": lk.valid_ms(ttl)}
 
     def serve(self, m):
         start = time.monotonic()
