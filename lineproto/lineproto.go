@@ -152,7 +152,7 @@ func Open(c Config, d locker.Deps) (locker.Locker, error) {
 	l.mu.Unlock()
 	// A few pings measure the protocol's own round trip before the run.
 	for range 5 {
-		if _, err := l.call(ctx, Request{Op: OpPing}); err != nil {
+		if err := l.Ping(ctx); err != nil {
 			_ = l.kill()
 			return nil, fmt.Errorf("lock %q: ping: %w%s", c.Name, err, l.stderrTail())
 		}
@@ -393,6 +393,16 @@ func (l *Locker) Pid() int {
 	default:
 		return l.cmd.Process.Pid
 	}
+}
+
+// Ping makes one round trip to the process that the lock does not act on:
+// the protocol's own latency (pipes, encoding, the process's dispatch).
+func (l *Locker) Ping(ctx context.Context) error {
+	r, err := l.call(ctx, Request{Op: OpPing})
+	if err != nil {
+		return err
+	}
+	return resultErr(r, locker.ErrInvalid)
 }
 
 // Overhead is the protocol's own latency measured so far: each call's

@@ -32,7 +32,7 @@ func open(t *testing.T, cmd []string) (locker.Locker, *redis.Client) {
 }
 
 // adapter is the command of the shipped redis-py adapter.
-func adapter(t *testing.T) []string {
+func adapter(t testing.TB) []string {
 	t.Helper()
 	py := redistest.Python(t)
 	_, file, _, _ := runtime.Caller(0)

@@ -29,24 +29,28 @@ func entry(t *testing.T, name, path string) locker.Entry {
 	return e
 }
 
-// TestRedisPyUnderTheMatrix runs redis-py's Lock under none, pause-client
-// (the Python process frozen with SIGSTOP right after its holder's lease
-// check) and crash-client (SIGKILL), on real Redis behind Toxiproxy: every
-// verdict is as the lease profile predicts.
+// TestRedisPyUnderTheMatrix runs redis-py's Lock, a polling lock, under
+// none, pause-client (the Python process frozen with SIGSTOP right after
+// its holder's lease check) and crash-client (SIGKILL), on 2 seeds, on
+// real Redis behind Toxiproxy: every row is conclusive and as the lease
+// profile predicts.
 func TestRedisPyUnderTheMatrix(t *testing.T) {
 	redistest.Require(t, true)
 	res, err := lockproof.Run(context.Background(), lockproof.Options{
 		Locks:  []locker.Entry{entry(t, "redis-py", "lockproof_redispy.py")},
 		Faults: []string{contract.FaultNone, contract.FaultPauseClient, contract.FaultCrashClient},
-		Seeds:  []uint64{1}, Out: t.TempDir()})
+		Seeds:  []uint64{1, 2}, Out: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range res.Summary.Scenarios {
-		t.Logf("%s: as expected %v, verdicts %v, mismatches %v", s.ID(), s.AsExpected, s.Verdicts, s.Mismatches)
+		t.Logf("%s: as expected %v, verdicts %v, mismatches %v, fault %s", s.ID(), s.AsExpected, s.Verdicts, s.Mismatches, s.FaultEvidence)
+		if s.Fault != contract.FaultNone && (s.FaultError != "" || s.FaultEvidence == "") {
+			t.Errorf("%s: the fault did not strike (error %q, evidence %q)", s.ID(), s.FaultError, s.FaultEvidence)
+		}
 	}
-	if len(res.Summary.Scenarios) != 3 {
-		t.Fatalf("%d scenarios; want 3", len(res.Summary.Scenarios))
+	if len(res.Summary.Scenarios) != 6 {
+		t.Fatalf("%d scenarios; want 6", len(res.Summary.Scenarios))
 	}
 	if res.Status != 0 {
 		t.Fatalf("status %d; want 0 (every verdict as the lease profile predicts)", res.Status)
