@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -340,6 +341,9 @@ func commandLock(f runFlags) (*locker.Entry, error) {
 	}
 	argv, err := splitCommand(f.lockCmd)
 	if err != nil {
+		return nil, fmt.Errorf("--lock-cmd: %w", err)
+	}
+	if _, err := exec.LookPath(argv[0]); err != nil {
 		return nil, fmt.Errorf("--lock-cmd: %w", err)
 	}
 	if f.lockName == "" {

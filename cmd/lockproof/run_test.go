@@ -46,13 +46,14 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--shard", "1/2", "--detect"}, "--shard"},
 		{[]string{"--locks", "lua", "--faults", "none", "--shard", "1/2"}, "holds none"},
 		{[]string{"--lock-cmd", `python3 "adapter.py`, "--lock-name", "mine"}, "unterminated"},
-		{[]string{"--lock-cmd", "python3 adapter.py"}, "--lock-name"},
-		{[]string{"--lock-cmd", "python3 adapter.py", "--lock-name", "fenced"}, "built-in"},
-		{[]string{"--lock-cmd", "python3 adapter.py", "--lock-name", "Mine"}, "lowercase"},
-		{[]string{"--lock-cmd", "python3 adapter.py", "--lock-name", "mine", "--profile", "strong"}, "--profile"},
-		{[]string{"--lock-cmd", "python3 adapter.py", "--lock-name", "mine", "--topology", "cluster"}, "--topology cluster"},
-		{[]string{"--lock-cmd", "python3 adapter.py", "--lock-name", "mine", "--faults", "kill-process"}, "child processes"},
+		{[]string{"--lock-cmd", "sh adapter.sh"}, "--lock-name"},
+		{[]string{"--lock-cmd", "sh adapter.sh", "--lock-name", "fenced"}, "built-in"},
+		{[]string{"--lock-cmd", "sh adapter.sh", "--lock-name", "Mine"}, "lowercase"},
+		{[]string{"--lock-cmd", "sh adapter.sh", "--lock-name", "mine", "--profile", "strong"}, "--profile"},
+		{[]string{"--lock-cmd", "sh adapter.sh", "--lock-name", "mine", "--topology", "cluster"}, "--topology cluster"},
+		{[]string{"--lock-cmd", "sh adapter.sh", "--lock-name", "mine", "--faults", "kill-process"}, "child processes"},
 		{[]string{"--profile", "lease"}, "go with --lock-cmd"},
+		{[]string{"--lock-cmd", "no-such-interpreter-here adapter.py", "--lock-name", "mine"}, "no-such-interpreter-here"},
 	} {
 		code, _, stderr := runRunArgs(t, append(tc.args, "--out", t.TempDir())...)
 		if code != exitBadInput || !strings.Contains(stderr, tc.want) {
@@ -231,5 +232,38 @@ func TestRunPauseProcessFromTheBinary(t *testing.T) {
 	if s.Error != "" || s.FaultError != "" || !s.AsExpected || s.Rejected == 0 {
 		t.Errorf("%s: error %q, fault error %q, as expected %v, rejected %d; want the fault to run and a late op refused",
 			s.ID(), s.Error, s.FaultError, s.AsExpected, s.Rejected)
+	}
+}
+
+// TestRunLockCmd: lockproof run --lock-cmd runs a lock in another language
+// (redis-py's Lock, through its adapter) beside a built-in one, each row
+// under its own name, and the report takes both.
+func TestRunLockCmd(t *testing.T) {
+	redistest.Require(t, true)
+	py := redistest.Python(t)
+	adapter, err := filepath.Abs(filepath.Join("..", "..", "examples", "redispy", "lockproof_redispy.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	code, stdout, stderr := runRunArgs(t, "--lock-cmd", py+" '"+adapter+"'", "--lock-name", "redis-py", "--profile", "lease",
+		"--locks", "lua", "--faults", "none", "--out", out)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d; want 0", code)
+	}
+	sum, err := runner.ReadSummary(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks := map[string]bool{}
+	for _, s := range sum.Scenarios {
+		locks[s.Lock] = true
+		if s.Ops == 0 || !s.AsExpected {
+			t.Errorf("%s: %d ops, as expected %v", s.ID(), s.Ops, s.AsExpected)
+		}
+	}
+	if !locks["redis-py"] || !locks["lua"] || len(locks) != 2 {
+		t.Errorf("rows of %v; want redis-py and lua", locks)
 	}
 }
