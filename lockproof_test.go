@@ -39,20 +39,23 @@ func TestRunRefusesBadOptions(t *testing.T) {
 }
 
 // TestREADMEShowsTheExample: the README's "Run your own lock" code is
-// examples/ownlock/ownlock_test.go, which go test ./... compiles and runs:
+// examples/ownlock/ownlock_test.go and polling_test.go, which go test ./...
+// compiles and runs:
 // the README cannot drift from code that works.
 func TestREADMEShowsTheExample(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := os.ReadFile(filepath.Join("examples", "ownlock", "ownlock_test.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	block := fmt.Sprintf("```go\n%s```\n", code)
-	if !strings.Contains(string(readme), block) {
-		t.Error("README.md does not hold examples/ownlock/ownlock_test.go verbatim in a go code block (section \"Run your own lock\")")
+	for _, f := range []string{"ownlock_test.go", "polling_test.go"} {
+		code, err := os.ReadFile(filepath.Join("examples", "ownlock", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		block := fmt.Sprintf("```go\n%s```\n", code)
+		if !strings.Contains(string(readme), block) {
+			t.Errorf("README.md does not hold examples/ownlock/%s verbatim in a go code block (section \"Run your own lock\")", f)
+		}
 	}
 }
 
