@@ -42,7 +42,9 @@ func (l myWaiter) Acquire(ctx context.Context, key string, ttl time.Duration) (l
 // holds, so the waiters' starvation leaves no fault without its moment.
 func TestMyPollingLockUnderChaos(t *testing.T) {
 	e := locker.Entry{Name: "mylock-polling", Profile: locker.ProfileLease, Doc: "mylock, waiting by polling",
-		Open: func(d locker.Deps) (locker.Locker, error) { return myWaiter{&myLock{rdb: d.Redis, prefix: d.Prefix}}, nil }}
+		Open: func(d locker.Deps) (locker.Locker, error) {
+			return myWaiter{&myLock{rdb: d.Redis, prefix: d.Prefix}}, nil
+		}}
 	res, err := lockproof.Run(context.Background(), lockproof.Options{Locks: []locker.Entry{e},
 		Faults: []string{"none", "pause-client", "crash-client"}, Seeds: []uint64{1, 2}, Out: t.TempDir()})
 	if err != nil {
