@@ -289,13 +289,19 @@ func checks() map[string]check {
 	}
 }
 
-// checkLease decides G1 on a key: the lease model (Porcupine) and the token rules.
+// checkLease decides G1 on a key: the lease model (Porcupine), the token
+// rules and the inspect rules (what the lock said of the key's holders).
 func (c *run) checkLease(k *keyOps) finding {
 	v, undecided, vs := c.porcupineCheck(k.key, k.lease, contract.PropLeaseName)
 	if v == contract.NA && len(k.lease) > 0 {
 		v = contract.OK // only ops the model skips (failed attempts): nothing broke
 	}
-	return finding{verdict: v, undecided: undecided, violations: append(vs, c.tokenChecks(k)...)}
+	vs = append(vs, c.tokenChecks(k)...)
+	vs = append(vs, c.inspectChecks(k)...)
+	if v == contract.NA && len(k.inspects) > 0 {
+		v = contract.OK // the inspects were held to a key no lease op touched
+	}
+	return finding{verdict: v, undecided: undecided, violations: vs}
 }
 
 // checkResource decides G2 on a key: the register model (Porcupine) and the direct rules.

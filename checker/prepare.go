@@ -66,6 +66,7 @@ type keyOps struct {
 	resource []*lop // write, read: all results
 	notices  []*lop // lost: loss notices
 	closes   []*lop // close: a client closing its lock handle
+	inspects []*lop // inspect, holds: what the lock said of the key's holders
 
 	claimsOnce sync.Once   // builds claims
 	claims     *claimIndex // the claims and loss-notice rules' index (claimIndex)
@@ -199,6 +200,8 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 			}
 		case history.Lost:
 			k.notices = append(k.notices, l)
+		case history.Inspect, history.Holds:
+			k.inspects = append(k.inspects, l)
 		case history.Close:
 			k.closes = append(k.closes, l)
 			if prev := p.closed[id]; o.Completed && o.Result == history.OK && (prev == nil || o.Return < prev.ret) {
@@ -213,6 +216,7 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 		byCall(k.resource)
 		byCall(k.notices)
 		byCall(k.closes)
+		byCall(k.inspects)
 	}
 	return p, nil
 }

@@ -15,6 +15,9 @@ const (
 	RuleNotOwner        = "not-owner"        // a release or renew succeeded for a non-owner, a wrong token or an expired lease
 	RuleTokenOrder      = "token-order"      // ok-acquire tokens did not strictly increase
 	RuleTokenOwner      = "token-owner"      // one token served two clients
+	RuleInspectFree     = "inspect-free"     // the lock said a key free, or held by another, while a hold was surely live
+	RuleInspectHolder   = "inspect-holder"   // the lock named a holder (or its fence) that could not hold the key then
+	RuleHoldCount       = "hold-count"       // the lock counted a client's holds outside what the history allows
 	// Resource rules.
 	RuleFencing     = "fencing-order" // an accepted fenced op carried a token below one accepted before it
 	RuleLostUpdate  = "lost-update"   // a write's prev was no longer the resource's value

@@ -40,6 +40,9 @@ const (
 	fChecked
 	fInLine
 	fDeadline
+	fHeld
+	fHolder
+	fHolds
 )
 
 // decoder parses one history line at a time. It is a hand-written parser for
@@ -191,6 +194,12 @@ func fieldBit(key []byte) uint32 {
 		return fInLine
 	case "deadline":
 		return fDeadline
+	case "held":
+		return fHeld
+	case "holder":
+		return fHolder
+	case "holds":
+		return fHolds
 	}
 	return 0
 }
@@ -234,6 +243,12 @@ func fieldName(bit uint32) string {
 		return "in_line"
 	case fDeadline:
 		return "deadline"
+	case fHeld:
+		return "held"
+	case fHolder:
+		return "holder"
+	case fHolds:
+		return "holds"
 	}
 	return ""
 }
@@ -249,14 +264,17 @@ func (d *decoder) field(bit uint32, o *Op, seen *uint32) *fieldError {
 		return nil
 	}
 	name := fieldName(bit)
-	if bit == fWait || bit == fChecked {
+	if bit == fWait || bit == fChecked || bit == fHeld {
 		switch {
 		case len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "true":
 			d.i += 4
-			if bit == fWait {
+			switch bit {
+			case fWait:
 				o.Wait = true
-			} else {
+			case fChecked:
 				o.Checked = true
+			default:
+				o.Held = true
 			}
 		case len(d.b)-d.i >= 5 && string(d.b[d.i:d.i+5]) == "false":
 			d.i += 5
@@ -269,7 +287,7 @@ func (d *decoder) field(bit uint32, o *Op, seen *uint32) *fieldError {
 		return nil
 	}
 	switch bit {
-	case fClient, fKey, fName, fValue, fPrev, fOp, fResult, fEvidence:
+	case fClient, fKey, fName, fValue, fPrev, fOp, fResult, fEvidence, fHolder:
 		if d.i >= len(d.b) || d.b[d.i] != '"' {
 			if err := d.skip(0); err != nil {
 				return err
@@ -296,6 +314,8 @@ func (d *decoder) field(bit uint32, o *Op, seen *uint32) *fieldError {
 			o.Value, o.HasValue = string(s), true
 		case fPrev:
 			o.Prev, o.HasPrev = string(s), true
+		case fHolder:
+			o.Holder = d.interned(s)
 		case fOp:
 			o.Kind = kindOf(s)
 		case fResult:
@@ -357,6 +377,8 @@ func (d *decoder) field(bit uint32, o *Op, seen *uint32) *fieldError {
 		o.InLine, o.HasInLine = v, true
 	case fDeadline:
 		o.Deadline, o.HasDeadline = v, true
+	case fHolds:
+		o.HoldCount, o.HasHolds = v, true
 	}
 	return nil
 }
@@ -376,7 +398,7 @@ func (d *decoder) interned(s []byte) string {
 }
 
 func kindOf(s []byte) Kind {
-	for _, k := range []Kind{Acquire, Release, Renew, Write, Read, Fault, Lost, Close} {
+	for _, k := range []Kind{Acquire, Release, Renew, Write, Read, Fault, Lost, Close, Inspect, Holds} {
 		if string(s) == string(k) {
 			return k
 		}

@@ -92,6 +92,17 @@ func AppendJSON(dst []byte, op Op) []byte {
 		dst = append(dst, `,"deadline":`...)
 		dst = strconv.AppendInt(dst, op.Deadline, 10)
 	}
+	if op.Held {
+		dst = append(dst, `,"held":true`...)
+	}
+	if op.Holder != "" {
+		dst = append(dst, `,"holder":`...)
+		dst = appendString(dst, op.Holder)
+	}
+	if op.HasHolds {
+		dst = append(dst, `,"holds":`...)
+		dst = strconv.AppendInt(dst, op.HoldCount, 10)
+	}
 	return append(dst, '}')
 }
 

@@ -27,6 +27,16 @@ const (
 	// a client that closed does not open again under the same name. The
 	// calls property reads it; the models never see it.
 	Close Kind = "close"
+	// Inspect is a client asking the lock who holds the key
+	// (locker.Inspector's Inspect, package lock's Inspect): Held when the
+	// lock said someone holds it, Holder the client it named (absent when
+	// it named none), Token the holder's fence, HoldCount the holder's
+	// holds. Holds is a client asking the lock how many holds it has on
+	// the key itself (HoldsOf): HoldCount. Both change nothing; the lease
+	// property holds the answers to the history (rules inspect-holder,
+	// inspect-free, hold-count); the models never see them.
+	Inspect Kind = "inspect"
+	Holds   Kind = "holds"
 )
 
 // Result is the outcome of an operation: the "result" field.
@@ -111,6 +121,13 @@ type Op struct {
 	// a lock that promises to honour contexts to return by it.
 	Deadline    int64
 	HasDeadline bool
+	// Held ("held": true), Holder ("holder") and HoldCount ("holds",
+	// meaningful only when HasHolds): what an inspect or holds op was told
+	// (see Inspect).
+	Held      bool
+	Holder    string
+	HoldCount int64
+	HasHolds  bool
 
 	// Line is the 1-based line the op was read from; 0 when not read from a file.
 	Line int

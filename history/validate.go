@@ -65,7 +65,12 @@ func (e *ParseError) Unwrap() error { return ErrBadInput }
 //   - close (a client closing its lock handle) has the results of a lock
 //     op (ok, fail, unknown) and carries no token or lease;
 //   - deadline on any op but fault and lost, in [0, MaxTime) (it may come
-//     before the call: a context that had already expired).
+//     before the call: a context that had already expired);
+//   - inspect and holds (a client asking the lock who holds the key, and
+//     how many holds it has itself) have the results of a lock op and
+//     carry no lease or ttl_ms; held, holder and token only on inspect,
+//     holder and token only with held; holds (>= 0) only on inspect and
+//     holds, and an ok holds op carries it.
 func (op Op) Validate() error {
 	if err := validate(&op, true, op.TTLMillis != 0); err != nil {
 		return &ParseError{Line: op.Line, Field: err.field, Msg: err.msg}
@@ -92,13 +97,13 @@ func bad(field, format string, args ...any) *fieldError {
 // were present on the line (a zero value cannot tell).
 func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 	switch o.Kind {
-	case Acquire, Release, Renew, Write, Read, Fault, Lost, Close:
+	case Acquire, Release, Renew, Write, Read, Fault, Lost, Close, Inspect, Holds:
 	case "":
-		return bad("op", "missing (want acquire, release, renew, write, read, fault, lost or close)")
+		return bad("op", "missing (want acquire, release, renew, write, read, fault, lost, close, inspect or holds)")
 	default:
-		return bad("op", "unknown operation %q (want acquire, release, renew, write, read, fault, lost or close)", o.Kind)
+		return bad("op", "unknown operation %q (want acquire, release, renew, write, read, fault, lost, close, inspect or holds)", o.Kind)
 	}
-	lockOp := o.Kind == Acquire || o.Kind == Release || o.Kind == Renew || o.Kind == Close
+	lockOp := o.Kind == Acquire || o.Kind == Release || o.Kind == Renew || o.Kind == Close || o.Kind == Inspect || o.Kind == Holds
 	if o.Kind == Fault {
 		if o.Name == "" {
 			return bad("name", "missing (a fault names its window)")
@@ -214,6 +219,31 @@ func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 	}
 	if o.Kind == Close && (o.HasToken || o.Lease != 0) {
 		return bad("token", "a close is of the client's handle, not of a lease: it carries no token or lease")
+	}
+	if (o.Held || o.Holder != "") && o.Kind != Inspect {
+		return bad("held", "only inspect carries held and holder, not %s", o.Kind)
+	}
+	if o.Holder != "" && !o.Held {
+		return bad("holder", "a holder without held: the lock named a holder of a key it said was free")
+	}
+	if o.Kind == Inspect && o.HasToken && !o.Held {
+		return bad("token", "an inspect carries its holder's token only when the key is held")
+	}
+	if o.Kind == Holds && o.HasToken {
+		return bad("token", "a holds op carries no token")
+	}
+	if (o.Kind == Inspect || o.Kind == Holds) && o.Lease != 0 {
+		return bad("lease", "%s asks about the key, not a lease: it carries no lease", o.Kind)
+	}
+	if o.HasHolds {
+		switch {
+		case o.Kind != Inspect && o.Kind != Holds:
+			return bad("holds", "only inspect and holds carry a hold count, not %s", o.Kind)
+		case o.HoldCount < 0:
+			return bad("holds", "negative count %d", o.HoldCount)
+		}
+	} else if o.Kind == Holds && o.Result == OK {
+		return bad("holds", "missing (an ok holds op says the count)")
 	}
 	if o.HasInLine {
 		switch {

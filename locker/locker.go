@@ -148,6 +148,37 @@ type ForceUnlocker interface {
 	ForceUnlock(ctx context.Context, key string) (held bool, err error)
 }
 
+// Inspector is a Locker that tells who holds a key, as package lock's
+// Inspect and HoldsOf and Redisson's isLocked, isHeldByThread and
+// getHoldCount do: code and operators trust what it says, so the harness
+// holds it to the history (the lease property's rules inspect-free,
+// inspect-holder and hold-count, docs/DESIGN.md).
+//
+// Inspect reads key's state once, atomically. HoldsOf counts the holds
+// owner (as AcquireAs named it) has on key: 0 when another owner holds
+// it or nobody does. Both change nothing; errors as TryAcquire's (a
+// reply lost is ErrUnknownOutcome, though nothing can have changed).
+type Inspector interface {
+	Inspect(ctx context.Context, key string) (Inspection, error)
+	HoldsOf(ctx context.Context, key, owner string) (int64, error)
+}
+
+// Inspection is what Inspect read of a key.
+type Inspection struct {
+	// Held: someone holds the key.
+	Held bool
+	// Holder names the holder's workload client (Deps.Client) as the lock
+	// knows it (package lock: the hold's metadata, which the adapter sets
+	// to Deps.Client; or the asking Locker itself); "" when it cannot say.
+	Holder string
+	// Holds is the holder's holds; HasHolds says the lock told it.
+	Holds    int64
+	HasHolds bool
+	// Fence is the holder's fencing token; HasFence says the lock told it.
+	Fence    uint64
+	HasFence bool
+}
+
 // Lease is one hold of a lock.
 //
 // Fence returns the fencing token and ok=true for locks that issue one;

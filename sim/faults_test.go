@@ -175,10 +175,12 @@ func TestSavedSeedsReplay(t *testing.T) {
 		// The fenced lock's seeds replay byte for byte almost always, not
 		// always (goroutines woken at one virtual instant run in an order
 		// Go does not fix; README, "The simulation"): like lockproof sim
-		// --replay, a seed whose history differs runs again, up to 3 times.
+		// --replay, a seed whose history differs runs again.
 		tries := 1
 		if reg.Lock == zoo.FencedName {
-			tries = 3
+			// Seed 33 (fairness) replays 3 times in 4: five tries leave a
+			// flake once in a thousand runs.
+			tries = 5
 		}
 		var r sim.Result
 		var digest string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -52,7 +53,7 @@ func FencedEntry(opts lock.Options) locker.Entry {
 			if err != nil {
 				return nil, mapLockErr(err)
 			}
-			return &Fenced{name: FencedName, d: d, c: currentLock{c}}, nil
+			return &Fenced{name: FencedName, d: d, c: currentLock{c: c, md: d.Client}}, nil
 		}}
 }
 
@@ -310,25 +311,55 @@ type fencedHold interface {
 	Renew(ctx context.Context) error
 }
 
-type currentLock struct{ c *lock.Client }
+// currentLock is package lock's client; md is the metadata its acquires
+// store (Deps.Client: the workload client's name, which Inspect then
+// reports as the holder).
+type currentLock struct {
+	c  *lock.Client
+	md string
+}
 
 func (l currentLock) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, owner string, inLine func()) (fencedHold, error) {
 	var extra []lock.AcquireOption
 	if inLine != nil {
 		extra = append(extra, lock.WithQueued(inLine))
 	}
+	if l.md != "" {
+		extra = append(extra, lock.WithMetadata(l.md))
+	}
 	return acquireOn(ctx, key, ttl, wait, owner, l.c.TryAcquire, l.c.Acquire, lock.WithTTL, lock.WithOwner, extra...)
 }
 
 func (l currentLock) close(ctx context.Context) error { return l.c.Close(ctx) }
+
+// inspectorClient is a lock client that reports a key's holder (package
+// lock's Inspect and HoldsOf; the frozen copies have no such API).
+type inspectorClient interface {
+	inspect(ctx context.Context, key string) (lock.Info, string, error)
+	holdsOf(ctx context.Context, key, owner string) (int64, error)
+}
+
+// inspect is Client.Inspect, with the client's ID (Info.Owner is
+// "<ID>/<token>" for its own holds).
+func (l currentLock) inspect(ctx context.Context, key string) (lock.Info, string, error) {
+	in, err := l.c.Inspect(ctx, key)
+	return in, l.c.ID(), err
+}
+
+func (l currentLock) holdsOf(ctx context.Context, key, owner string) (int64, error) {
+	return l.c.HoldsOf(ctx, key, owner)
+}
 
 func (l currentLock) forceUnlock(ctx context.Context, key string) (bool, error) {
 	return l.c.ForceUnlock(ctx, key)
 }
 
 func (l currentLock) acquireRetry(ctx context.Context, key string, ttl time.Duration) (fencedHold, error) {
-	return acquireOn(ctx, key, ttl, true, "", l.c.TryAcquire, l.c.Acquire, lock.WithTTL, lock.WithOwner,
-		lock.WithRetry(lock.RetryIf(lock.ExponentialBackoff(retryMin, retryMax), retryThroughTrouble)))
+	extra := []lock.AcquireOption{lock.WithRetry(lock.RetryIf(lock.ExponentialBackoff(retryMin, retryMax), retryThroughTrouble))}
+	if l.md != "" {
+		extra = append(extra, lock.WithMetadata(l.md))
+	}
+	return acquireOn(ctx, key, ttl, true, "", l.c.TryAcquire, l.c.Acquire, lock.WithTTL, lock.WithOwner, extra...)
 }
 
 type v1Lock struct{ c *fencedv1.Client }
@@ -425,6 +456,48 @@ func (f *Fenced) ForceUnlock(ctx context.Context, key string) (bool, error) {
 	}
 	held, err := f.c.forceUnlock(ctx, f.d.Prefix+key)
 	return held, mapLockErr(err)
+}
+
+// Inspect is lock.Client.Inspect (locker.Inspector): the holder is named
+// by its hold's metadata (every acquire stores its client's name), or is
+// this client itself when the owner is one of its own; ErrUnsupported on
+// the frozen copies.
+func (f *Fenced) Inspect(ctx context.Context, key string) (locker.Inspection, error) {
+	ic, ok := f.c.(inspectorClient)
+	if !ok {
+		return locker.Inspection{}, fmt.Errorf("%s has no Inspect: %w", f.name, locker.ErrUnsupported)
+	}
+	if ctx == nil || key == "" {
+		return locker.Inspection{}, fmt.Errorf("inspect %q: ctx and key are required: %w", key, locker.ErrInvalid)
+	}
+	in, id, err := ic.inspect(ctx, f.d.Prefix+key)
+	if err != nil {
+		return locker.Inspection{}, mapLockErr(err)
+	}
+	out := locker.Inspection{Held: in.Held}
+	if in.Held {
+		out.Holder = in.Metadata
+		if out.Holder == "" && strings.HasPrefix(in.Owner, id+"/") {
+			out.Holder = f.d.Client
+		}
+		out.Holds, out.HasHolds = in.Holds, true
+		out.Fence, out.HasFence = in.Fence, in.Fence != 0
+	}
+	return out, nil
+}
+
+// HoldsOf is lock.Client.HoldsOf (locker.Inspector); ErrUnsupported on
+// the frozen copies.
+func (f *Fenced) HoldsOf(ctx context.Context, key, owner string) (int64, error) {
+	ic, ok := f.c.(inspectorClient)
+	if !ok {
+		return 0, fmt.Errorf("%s has no HoldsOf: %w", f.name, locker.ErrUnsupported)
+	}
+	if ctx == nil || key == "" || owner == "" {
+		return 0, fmt.Errorf("holds %q: ctx, key and owner are required: %w", key, locker.ErrInvalid)
+	}
+	n, err := ic.holdsOf(ctx, f.d.Prefix+key, owner)
+	return n, mapLockErr(err)
 }
 
 // AcquireAs is TryAcquire or Acquire as owner (lock.WithOwner):

@@ -203,13 +203,19 @@ type Mix struct {
 	// and the second is released as soon as both returned, after the
 	// first's section.
 	Twice float64
+	// Inspect: of the sections of a lock that tells who holds a key
+	// (locker.Inspector), those that ask it, before the acquire and again
+	// while holding (and, as the client's owner, its hold count), as
+	// operators and code checking isHeldByThread do; the lease property
+	// holds the answers to the history.
+	Inspect float64
 
 	_ struct{}
 }
 
 // DefaultMix is the mix `go test ./chaos` and `lockproof run` use.
 func DefaultMix() Mix {
-	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.4, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1, Owner: 0.3, Context: 0.3, Twice: 0.2}
+	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.4, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1, Owner: 0.3, Context: 0.3, Twice: 0.2, Inspect: 0.2}
 }
 
 // share is one choice of a Mix by its name (the CLI's --mix).
@@ -221,7 +227,7 @@ type share struct {
 func (m *Mix) shares() []share {
 	return []share{{"blocking", &m.Blocking}, {"cancel", &m.Cancel}, {"reenter", &m.Reenter}, {"renew", &m.Renew},
 		{"long-work", &m.LongWork}, {"rush-release", &m.RushRelease}, {"owner", &m.Owner}, {"leave", &m.Leave}, {"context", &m.Context},
-		{"twice", &m.Twice}}
+		{"twice", &m.Twice}, {"inspect", &m.Inspect}}
 }
 
 func (m *Mix) validate() error {
@@ -821,6 +827,42 @@ func (c *Client) recording(rec *history.Recorder) recording {
 	return recording{rec: rec, gate: c.Gate, invoked: &c.invoked}
 }
 
+// inspect asks the lock who holds the key and records it (an inspect op)
+// and, as owner when owner is set, how many holds that owner has (a holds
+// op).
+func (c *Client) inspect(ctx context.Context, rec *history.Recorder, insp locker.Inspector, owner string, timeout time.Duration) error {
+	var in locker.Inspection
+	op := history.Op{Client: c.Name, Kind: history.Inspect, Key: c.Key}
+	if _, err := c.recording(rec).lockEdit(ctx, op, ctxNormal, timeout, func(ctx context.Context) (err error) {
+		in, err = insp.Inspect(ctx, c.Key)
+		return err
+	}, func(o *history.Op, res history.Result) {
+		if res != history.OK || !in.Held {
+			return
+		}
+		o.Held, o.Holder = true, in.Holder
+		if in.HasFence {
+			o.Token, o.HasToken = in.Fence, true
+		}
+		if in.HasHolds {
+			o.HoldCount, o.HasHolds = max(in.Holds, 0), true
+		}
+	}); err != nil || owner == "" {
+		return err
+	}
+	var n int64
+	op = history.Op{Client: c.Name, Kind: history.Holds, Key: c.Key}
+	_, err := c.recording(rec).lockEdit(ctx, op, ctxNormal, timeout, func(ctx context.Context) (err error) {
+		n, err = insp.HoldsOf(ctx, c.Key, owner)
+		return err
+	}, func(o *history.Op, res history.Result) {
+		if res == history.OK {
+			o.HoldCount, o.HasHolds = max(n, 0), true
+		}
+	})
+	return err
+}
+
 // chance draws one choice of share p from c's stream.
 func (c *Client) chance(p float64) bool { return p > 0 && c.rng.Float64() < p }
 
@@ -840,6 +882,18 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	if owned != nil {
 		acquire = func(ctx context.Context) (locker.Lease, error) {
 			return owned.AcquireAs(ctx, c.Key, cfg.TTL, c.owner(), false, nil)
+		}
+	}
+	// Ask the lock who holds the key, before and while holding; only a
+	// lock that can say draws this choice, so other locks' seeds replay
+	// as before.
+	insp, _ := c.locker.(locker.Inspector)
+	if insp != nil && !c.chance(mix.Inspect) {
+		insp = nil
+	}
+	if insp != nil {
+		if err := c.inspect(ctx, rec, insp, "", cfg.OpTimeout); err != nil {
+			return err
 		}
 	}
 	var inLineAt atomic.Int64 // when the lock said the waiter is in line (locker.InLine); 0: it did not
@@ -924,6 +978,15 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	}
 	h := held{lease: lease, id: acqOp.Lease, believed: c.reckon(lease, acqStart), watched: c.watched(lease, mix)}
 	h.released = c.watchLoss(ctx, rec, h)
+	if insp != nil {
+		owner := ""
+		if owned != nil {
+			owner = c.owner()
+		}
+		if err := c.inspect(ctx, rec, insp, owner, cfg.OpTimeout); err != nil {
+			return err
+		}
+	}
 	if c.chance(mix.Leave) {
 		// Gone while holding: the lock must let the lease expire (a
 		// watchdog that outlived Close would keep the others out).
@@ -1097,6 +1160,7 @@ func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned loc
 	type result struct {
 		res history.Result
 		err error
+		h   held
 	}
 	done := make(chan result, 1)
 	go func() {
@@ -1110,14 +1174,23 @@ func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned loc
 			lease, err = owned.AcquireAs(ctx, c.Key, ttl, c.owner(), true, inLine)
 			return err
 		}, c.learnt(rec, &inLineAt, &lease))
-		done <- result{res, err}
+		var h held
+		if err == nil && res == history.OK {
+			// Its loss notice is watched from the grant on, as the first
+			// hold's is: the checker holds every live hold to the lock's
+			// loss bound (a seed whose key was lost under this hold once
+			// found it unwatched, its notice never recorded).
+			h = held{lease: lease, id: op.Lease}
+			h.released = c.watchLoss(ctx, rec, h)
+		}
+		done <- result{res, err, h}
 	}()
 	return func() error {
 		r := <-done
 		if r.err != nil || r.res != history.OK {
 			return r.err
 		}
-		return c.release(ctx, rec, held{lease: lease, id: op.Lease}, false, opTimeout)
+		return c.release(ctx, rec, r.h, false, opTimeout)
 	}
 }
 

@@ -135,8 +135,9 @@ const maxInt32 = math.MaxInt32
 // pending earlier one unless that one returned before it was called), so a
 // history is accepted iff some linearization follows the rules. Each
 // event's Upto bounds the search: an event may stay pending while at most
-// MaxAhead later events of its key are taken. Loss notices (history.Lost)
-// and closes of a client's handle (history.Close) are left out. Only an op that overlaps
+// MaxAhead later events of its key are taken. Loss notices (history.Lost),
+// closes of a client's handle (history.Close) and what the lock said of a
+// key's holders (history.Inspect, history.Holds) are left out. Only an op that overlaps
 // more than MaxAhead others (a very long pause, an op that never returned
 // among many) is limited by it, and a limit can only reject more, never
 // accept a history that has no valid order.
@@ -159,7 +160,9 @@ func Convert(ops []history.Op, opt Options) (*Trace, error) {
 	// the client's handle, not lock or resource ops: the trace spec does
 	// not describe them (the client's belief is in LockQueue.tla). An
 	// acquire after a close is an ordinary acquire to the model.
-	ops = slices.DeleteFunc(slices.Clone(ops), func(o history.Op) bool { return o.Kind == history.Lost || o.Kind == history.Close })
+	ops = slices.DeleteFunc(slices.Clone(ops), func(o history.Op) bool {
+		return o.Kind == history.Lost || o.Kind == history.Close || o.Kind == history.Inspect || o.Kind == history.Holds
+	})
 	c := converter{
 		clients: map[string]int{}, keys: map[string]int{},
 		tokens: map[uint64]int{}, values: map[string]int{"": 0},
