@@ -188,6 +188,14 @@ func profilePrediction(e locker.Entry, fault string) locker.Prediction {
 			// caller's deadline, when the history says it could not.
 			p.Set(contract.WantMay, contract.PropLease, contract.PropResource, contract.PropLiveness, contract.PropClaims)
 			p.Because("a request held in transit lands after its sender gave up: an acquire takes the key for nobody, and an unfenced write lands after the next holder's; nothing in the lock can tell it came late (lease, resource, liveness and claims may break)")
+		} else {
+			// Seen in the simulation (fenced, swarm seeds 1160 and 1405
+			// of 2,000 on 2026-11-29): an owner whose lost holds kept its
+			// key kept one fence across sections; its write of unknown
+			// outcome, held in transit, landed after its later write under
+			// that same fence, and the resource took it (a lost update).
+			p.Set(contract.WantMay, contract.PropResource)
+			p.Because("a holder's own write held in transit may land after its later write under the same fence: a token orders holders, not one holder's writes (resource may break)")
 		}
 	case contract.FaultPauseServer:
 		if !fenced {
