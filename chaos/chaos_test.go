@@ -281,7 +281,7 @@ func agreeWithModel(t *testing.T, ctx context.Context, ops []history.Op, res *ch
 	case err != nil:
 		t.Errorf("%s: trace validation: %v", where, err)
 	default:
-		if err := tr.Disagreement(res.Of(contract.PropLease).Verdict, res.Of(contract.PropResource).Verdict); err != nil {
+		if err := tr.Disagreement(res.StateLease(), res.Of(contract.PropResource).Verdict); err != nil {
 			t.Errorf("%s: %v", where, err)
 		}
 	}

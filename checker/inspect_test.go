@@ -143,3 +143,35 @@ func TestInspectRules(t *testing.T) {
 		), Options{}, bad(RuleHoldCount, 2, 3)},
 	})
 }
+
+// TestStateLease: a lease violated only by the inspect rules is ok on the
+// lock's states (what the TLA+ model describes); another rule keeps it
+// violated.
+func TestStateLease(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ops  []history.Op
+		want contract.Verdict
+	}{
+		{"inspect only", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1)),
+			inspect("b", 2, 3, ""),
+		), contract.OK},
+		{"and mutual exclusion", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1)),
+			inspect("b", 2, 3, ""),
+			acq("b", 4, 5, ok, ttl(1000), tok(2), hold(1)),
+		), contract.Violated},
+		{"no inspect", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1)),
+		), contract.OK},
+	} {
+		r, err := Check(t.Context(), tc.ops, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.StateLease(); got != tc.want || (tc.name == "inspect only" && r.Of(contract.PropLease).Verdict != contract.Violated) {
+			t.Errorf("%s: StateLease %s (lease %s); want %s", tc.name, got, r.Of(contract.PropLease).Verdict, tc.want)
+		}
+	}
+}
