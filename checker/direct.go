@@ -344,6 +344,20 @@ func (c *run) landBy(o *lop) int64 {
 	return end
 }
 
+// clientSpans returns each client's hold spans on k (holdSpans of its
+// lease ops, by call).
+func (c *run) clientSpans(k *keyOps) map[int32][]*holdSpan {
+	byClient := map[int32][]*lop{}
+	for _, o := range k.lease { // by call
+		byClient[o.client] = append(byClient[o.client], o)
+	}
+	spans := make(map[int32][]*holdSpan, len(byClient))
+	for cl, ops := range byClient {
+		spans[cl] = holdSpans(ops, c.landBy)
+	}
+	return spans
+}
+
 // holdSpan is a stretch of time in which one client may hold a key: from
 // the call of the acquire that opened it to the return of the release that
 // surely ended it, or else to when its lease (or renewal) surely expired.
@@ -441,10 +455,8 @@ func (c *run) waiterLiveness(k *keyOps) ([]Violation, bool) {
 	if w <= 0 {
 		return nil, false
 	}
-	byClient := map[int32][]*lop{}
 	var waits []*lop
 	for _, o := range k.lease { // by call
-		byClient[o.client] = append(byClient[o.client], o)
 		if o.kind == history.Acquire && o.wait && o.ret != inf && o.result != history.Unknown {
 			waits = append(waits, o)
 		}
@@ -456,8 +468,8 @@ func (c *run) waiterLiveness(k *keyOps) ([]Violation, bool) {
 	// end and the latest end of another client than that one's: F for x is
 	// the latest end among the spans of other clients begun before x.ret.
 	var spans []*holdSpan
-	for _, ops := range byClient {
-		spans = append(spans, holdSpans(ops, c.landBy)...)
+	for _, ss := range c.clientSpans(k) {
+		spans = append(spans, ss...)
 	}
 	sort.Slice(spans, func(i, j int) bool {
 		a, b := spans[i], spans[j]

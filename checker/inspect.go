@@ -134,14 +134,7 @@ func (c *run) inspectChecks(k *keyOps) []Violation {
 		return nil
 	}
 	idx := c.inspectIndex(k)
-	byClient := map[int32][]*lop{}
-	for _, o := range k.lease { // by call
-		byClient[o.client] = append(byClient[o.client], o)
-	}
-	spans := map[int32][]*holdSpan{}
-	for cl, ops := range byClient {
-		spans[cl] = holdSpans(ops, c.landBy)
-	}
+	spans := c.clientSpans(k)
 	clientID := map[string]int32{}
 	for id, name := range c.p.clients {
 		clientID[name] = int32(id)
