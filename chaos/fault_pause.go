@@ -89,9 +89,11 @@ func pauseProcessFault() Fault {
 		Processes: 1, Linger: true,
 		strike: func(s *striking) (armed, error) {
 			// As pause-client's victim (strikePauseClient): waited for in
-			// the scenario's context, paused for the full window.
+			// the scenario's context, paused for the full window. The
+			// child freezes itself at its hold (FreezeAtHold), and Start's
+			// SIGSTOP finds it frozen there.
 			p := s.wl.Procs[s.rng.IntN(len(s.wl.Procs))]
-			if err := bounded(s.outer, p.WaitHolding); err != nil {
+			if err := bounded(s.outer, p.FreezeAtHold); err != nil {
 				return armed{}, fmt.Errorf("pause-process: %w", err)
 			}
 			return armed{fault: &nemesis.PauseProcess{Client: p.Name, Pid: p.Pid}, window: 3 * s.sc.TTL, outer: true}, nil

@@ -56,6 +56,11 @@ type Proc struct {
 	exited  chan struct{}
 	holding atomic.Bool
 	held    chan struct{}
+	// stdin is the child's control line (pause, disarm, go; closed to
+	// stop it); freeze is FreezeAtHold's wish, frozen its answer.
+	stdin  io.Writer
+	freeze bool
+	frozen chan struct{}
 	// waiting: the child waits in line; inflight: its acquire as invoked
 	// (events on fd 3); killed: Kill struck it.
 	waiting  atomic.Bool
@@ -83,6 +88,9 @@ func (p *Proc) readEvents(r io.Reader) {
 		case "free":
 			p.holding.Store(false)
 			continue
+		case "pausing":
+			p.pausing()
+			continue
 		}
 		if js, ok := bytes.CutPrefix(line, []byte("waiting ")); ok {
 			var op history.Op
@@ -96,6 +104,67 @@ func (p *Proc) readEvents(r io.Reader) {
 		}
 		p.waiting.Store(false)
 	}
+}
+
+// FreezeAtHold freezes the child (SIGSTOP to its group) at its next hold,
+// right after its lease check with its write ahead, and returns once it is
+// frozen, bounded by ctx. The child stops there by itself and waits for the
+// parent's word: a SIGSTOP sent when the parent heard "holding" landed
+// wherever the child had got to meanwhile, on a loaded machine often past
+// its write (a pause-process that froze nothing that mattered, CI of
+// 890981d).
+func (p *Proc) FreezeAtHold(ctx context.Context) error {
+	p.mu.Lock()
+	p.freeze = true
+	err := p.control("pause")
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	select {
+	case <-p.frozen:
+		return nil
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.frozen: // it froze as the wait gave up
+		return nil
+	default:
+	}
+	p.freeze = false
+	_ = p.control("disarm")
+	return fmt.Errorf("freeze %s at its hold of %q: %w", p.Name, p.Key, ctx.Err())
+}
+
+// pausing answers a child that stopped at its hold for the parent's word:
+// frozen first when FreezeAtHold wants it, then told to go on (the word
+// waits in the pipe until SIGCONT).
+func (p *Proc) pausing() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.freeze {
+		p.freeze = false
+		if pid := p.pidLocked(); pid != 0 && proc.StopGroup(pid) == nil {
+			select {
+			case p.frozen <- struct{}{}:
+			default:
+			}
+		}
+	}
+	_ = p.control("go")
+}
+
+// control writes a line to the child's control line; p.mu is held.
+func (p *Proc) control(line string) error {
+	if p.stdin == nil {
+		return fmt.Errorf("child %s: not running", p.Name)
+	}
+	if _, err := io.WriteString(p.stdin, line+"\n"); err != nil {
+		return fmt.Errorf("child %s: %s: %w", p.Name, line, err)
+	}
+	return nil
 }
 
 // WaitQueued waits until the child waits in line in a blocking acquire,
@@ -139,7 +208,7 @@ func (w *Workload) newProc(ctx context.Context, e env.Env, topo env.Topology, na
 		dial[n.Addr] = a
 	}
 	c := w.cfg
-	return &Proc{Name: name, Key: key, Links: l, held: make(chan struct{}, 1), spec: childSpec{
+	return &Proc{Name: name, Key: key, Links: l, held: make(chan struct{}, 1), frozen: make(chan struct{}, 1), spec: childSpec{
 		Name: name, Key: key, Lock: c.Lock, Seed: c.Seed, Index: idx,
 		TTL: c.TTL, Hold: c.Hold, Think: c.Think, OpTimeout: c.OpTimeout, WaitTimeout: c.WaitTimeout, Mix: *c.Mix, Route: rt, Dial: dial,
 	}}, nil
@@ -149,6 +218,11 @@ func (w *Workload) newProc(ctx context.Context, e env.Env, topo env.Topology, na
 func (p *Proc) Pid() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.pidLocked()
+}
+
+// pidLocked is Pid with p.mu held.
+func (p *Proc) pidLocked() int {
 	if p.cmd == nil || p.cmd.Process == nil {
 		return 0
 	}
@@ -219,7 +293,7 @@ func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
 	go p.readEvents(evr)
 	exited := make(chan struct{})
 	p.mu.Lock()
-	p.cmd, p.exited = cmd, exited
+	p.cmd, p.exited, p.stdin = cmd, exited, stdin
 	p.mu.Unlock()
 
 	// Stop the child when ctx ends; kill it when it overstays its grace.
@@ -229,7 +303,10 @@ func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
 		case <-ctx.Done():
 		case <-readDone:
 		}
+		p.mu.Lock()
 		_ = stdin.Close()
+		p.stdin = nil
+		p.mu.Unlock()
 		grace := 3*spec.OpTimeout + 5*time.Second
 		select {
 		case <-readDone:
@@ -332,6 +409,10 @@ func runChild(js string, locks *locker.Registry, stdin io.Reader, out, events io
 		return err
 	}
 	defer c.close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var armed atomic.Bool
+	goOn := make(chan struct{}, 1)
 	if events != nil {
 		// Tell the parent when this client waits in line, with its acquire
 		// as invoked: killed there, it leaves a dead waiter the parent
@@ -351,21 +432,46 @@ func runChild(js string, locks *locker.Registry, stdin io.Reader, out, events io
 		}
 		// And when it holds with its check behind and its write ahead
 		// (see Client.WaitHolding): a SIGSTOP then lands between the two.
+		// Armed by the parent (FreezeAtHold), it says "pausing" there and
+		// waits for the parent's "go", sent once the parent has frozen it:
+		// the freeze lands at this point, not wherever the child got to
+		// while the parent heard of it.
 		c.onHolding = func(holding bool) {
 			mu.Lock()
-			defer mu.Unlock()
-			line := "free\n"
+			line, pause := "free\n", false
 			if holding {
 				line = "holding\n"
+				if pause = armed.CompareAndSwap(true, false); pause {
+					line += "pausing\n"
+				}
 			}
 			_, _ = io.WriteString(events, line)
+			mu.Unlock()
+			if pause {
+				select {
+				case <-goOn:
+				case <-ctx.Done():
+				}
+			}
 		}
 	}
 	rec := history.NewRecorder(out, history.Options{Base: time.Unix(0, spec.Base)})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	go func() {
-		_, _ = io.Copy(io.Discard, stdin)
+		// The control line: pause (arm), disarm, go; its end stops the child.
+		sc := bufio.NewScanner(stdin)
+		for sc.Scan() {
+			switch sc.Text() {
+			case "pause":
+				armed.Store(true)
+			case "disarm":
+				armed.Store(false)
+			case "go":
+				select {
+				case goOn <- struct{}{}:
+				default:
+				}
+			}
+		}
 		cancel()
 	}()
 	c.rec.Store(rec)
