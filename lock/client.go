@@ -261,6 +261,7 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	// fresh token's too, so that a lost release of its lease can be
 	// undone in the background as surely as an owner's.
 	a := &attempt{c: c, key: key, keys: RedisKeys(key), owner: c.token(given), given: given, cfg: cfg, op: op, id: newToken(c.rnd)}
+	a.call = a.id
 
 	mode := "t"
 	if wait {
@@ -439,6 +440,10 @@ type attempt struct {
 	// id names this call's attempts to the lock (r, gone), so that a lost
 	// reply's hold, or its lease's lost release, can be taken back.
 	id string
+	// call names the call's place in line, the same for all its attempts
+	// (a retry keeps the place), and the hand-off given at it (p), which
+	// only this call picks up or passes on.
+	call string
 }
 
 func (a *attempt) scriptArgs(mode string) ([]string, []any) {
@@ -448,7 +453,7 @@ func (a *attempt) scriptArgs(mode string) ([]string, []any) {
 	}
 	return []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines, a.keys.Gone},
 		[]any{a.owner, a.cfg.ttl.Milliseconds(), mode, a.c.opts.QueueTTL.Milliseconds(), reentrant,
-			a.keys.Channel, a.id, a.cfg.metadata, a.c.opts.HandoffTTL.Milliseconds()}
+			a.keys.Channel, a.id, a.cfg.metadata, a.call, a.c.opts.HandoffTTL.Milliseconds()}
 }
 
 // try runs the acquire script once (with WAIT when replica acks are asked for).
@@ -695,7 +700,7 @@ func (a *attempt) leave(ctx context.Context, cleanup bool) error {
 		by = "c"
 	}
 	_, err := a.c.run(ctx, leaveScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines, a.keys.Gone},
-		a.owner, a.keys.Channel, a.cfg.ttl.Milliseconds(), fresh, a.id, by, a.c.opts.HandoffTTL.Milliseconds())
+		a.owner, a.keys.Channel, a.cfg.ttl.Milliseconds(), fresh, a.id, by, a.call, a.c.opts.HandoffTTL.Milliseconds())
 	return err
 }
 

@@ -20,7 +20,10 @@
 //     the lock to the first waiter with a provisional lease (HandoffTTL) that
 //     the waiter confirms on pickup (one round trip), and a releasing holder
 //     that asks again queues behind the others. TryAcquire fails while
-//     others queue.
+//     others queue. A place in line is a call's, not an owner's: two waits
+//     WithOwner hold two places, and a hand-off given at one of them is
+//     that call's to pick up (another call of the owner finds the lock
+//     taken meanwhile).
 //   - Waiters are not held up by waiters that died: a dead waiter keeps its
 //     place at most QueueTTL (live waiters refresh theirs), and a lock handed
 //     to it is blocked for one hand-off lease, not a TTL. Once a lock is

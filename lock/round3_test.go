@@ -201,8 +201,24 @@ func TestLateLeavePassesNothingOn(t *testing.T) {
 		t.Fatalf("the wait whose leave was held: %v, want ErrUnknownOutcome", err)
 	}
 	eventually(t, "the cleanup to leave the line", func() bool { return queueLen(t, probe, "k") == 0 })
-	// The owner's second wait, then a third client's, behind it.
-	got := make(chan *lock.Lease, 1)
+	// The owner's second wait, then a third client's, behind it; the
+	// holder releases, and the owner's pickup stalls: the first wait's
+	// leave lands then.
+	got, thirdGot, goOn := handedWhileStalled(t, c, third, h, probe, hl)
+	h.land(t, probe)
+	close(goOn)
+	servedInOrder(t, got, thirdGot)
+}
+
+// handedWhileStalled queues the owner's wait (WithOwner "o", on c, whose
+// scripts h can stall) on key k, then another client's behind it, and
+// releases hl: the owner's wait is handed the lock, provisionally, and
+// its pickup stalls until goOn is closed. got and otherGot take the two
+// waits' leases.
+func handedWhileStalled(t *testing.T, c, other *lock.Client, h *holdNext, probe *redis.Client, hl *lock.Lease) (got, otherGot chan *lock.Lease, goOn chan struct{}) {
+	t.Helper()
+	n := queueLen(t, probe, "k")
+	got, otherGot = make(chan *lock.Lease, 1), make(chan *lock.Lease, 1)
 	go func() {
 		l, err := c.Acquire(ctxT(t), "k", lock.WithOwner("o"))
 		if err != nil {
@@ -210,15 +226,12 @@ func TestLateLeavePassesNothingOn(t *testing.T) {
 		}
 		got <- l
 	}()
-	eventually(t, "the owner's second wait to queue", func() bool { return queueLen(t, probe, "k") == 1 })
-	thirdGot := make(chan *lock.Lease, 1)
+	eventually(t, "the owner's wait to queue", func() bool { return queueLen(t, probe, "k") == n+1 })
 	go func() {
-		l, _ := third.Acquire(ctxT(t), "k")
-		thirdGot <- l
+		l, _ := other.Acquire(ctxT(t), "k")
+		otherGot <- l
 	}()
-	eventually(t, "the third client to queue", func() bool { return queueLen(t, probe, "k") == 2 })
-	// The holder releases: the owner is handed the lock, provisionally
-	// until its pickup, which stalls; the first wait's leave lands then.
+	eventually(t, "the other client to queue", func() bool { return queueLen(t, probe, "k") == n+2 })
 	stalled, goOn := h.armStall()
 	if err := hl.Release(ctxT(t)); err != nil {
 		t.Fatal(err)
@@ -226,24 +239,30 @@ func TestLateLeavePassesNothingOn(t *testing.T) {
 	select {
 	case <-stalled:
 	case <-time.After(bound):
+		close(goOn)
 		t.Fatal("the owner's pickup never came")
 	}
-	h.land(t, probe)
-	close(goOn)
+	return got, otherGot, goOn
+}
+
+// servedInOrder: the owner's wait gets the lock, the other client none
+// while the owner holds it, and the lock once the owner released.
+func servedInOrder(t *testing.T, got, otherGot chan *lock.Lease) {
+	t.Helper()
 	ol := <-got
 	if ol == nil {
-		t.Fatal("the owner's second wait got nothing")
+		t.Fatal("the owner's wait got nothing")
 	}
 	select {
-	case l := <-thirdGot:
-		t.Fatalf("the third client got the lock (fence %d) while the owner's second wait holds it (fence %d)", l.Fence(), ol.Fence())
+	case l := <-otherGot:
+		t.Fatalf("the other client got the lock (fence %d) while the owner's wait holds it (fence %d)", l.Fence(), ol.Fence())
 	case <-time.After(200 * time.Millisecond):
 	}
 	if err := ol.Release(ctxT(t)); err != nil {
 		t.Fatalf("the owner's release: %v", err)
 	}
-	if l := <-thirdGot; l == nil {
-		t.Fatal("the third client never got the lock")
+	if l := <-otherGot; l == nil {
+		t.Fatal("the other client never got the lock")
 	} else {
 		_ = l.Release(ctxT(t))
 	}
@@ -510,4 +529,34 @@ func TestValidUntilAfterAnUnknownRelease(t *testing.T) {
 	if l.Context().Err() == nil {
 		t.Fatal("Context live after a release whose outcome is unknown")
 	}
+}
+
+// TestHandOffIsItsPlacesCall: a hand-off given at a waiting call's place
+// is that call's. The owner's other call (a TryAcquire) must not pick it
+// up while the waiting call's own pickup is on its way: with hand-offs by
+// token it did, and once it released, the lock went to the client behind
+// in line while the owner's waiting call, whose place the hand-off had
+// used up, still waited (found by the TLA+ model of the line by call,
+// tla/LockLine.tla, Bug "anycall").
+func TestHandOffIsItsPlacesCall(t *testing.T) {
+	c, h, probe := lateLocks(t, lock.Options{TTL: 10 * time.Second, HandoffTTL: 5 * time.Second})
+	holder := newLocks(t, probe, lock.Options{TTL: 10 * time.Second})
+	other := newLocks(t, probe, lock.Options{TTL: 10 * time.Second})
+	hl := mustAcquire(t, holder, "k")
+	// The owner's wait, then another client's behind it; the holder
+	// releases: the owner's wait is handed the lock, and its pickup
+	// stalls on the way.
+	got, otherGot, goOn := handedWhileStalled(t, c, other, h, probe, hl)
+	// The owner's TryAcquire meanwhile: the lock is handed to a call
+	// that is not this one.
+	if l, err := c.TryAcquire(ctxT(t), "k", lock.WithOwner("o")); err == nil {
+		_ = l.Release(ctxT(t))
+		close(goOn)
+		t.Fatal("the owner's TryAcquire picked up the hand-off given at its waiting call's place")
+	} else if !errors.Is(err, lock.ErrNotAcquired) {
+		close(goOn)
+		t.Fatalf("the owner's TryAcquire: %v, want ErrNotAcquired", err)
+	}
+	close(goOn)
+	servedInOrder(t, got, otherGot)
 }

@@ -3,14 +3,16 @@ package lock
 import "github.com/lockproof/lockproof/internal/rediscmd"
 
 // The lock is a hash at Keys.Lock: o = owner token, n = hold count, f = fence,
-// p = a hand-off not yet picked up, r = the WithOwner calls that added holds
+// p = a hand-off not yet picked up (the id of the call at whose place it
+// was given: only that call picks it up; "1" for a place without one),
+// r = the WithOwner calls that added holds
 // (their ids, space-separated, the newest last, at most holdIDs of them).
 // The Lua scripts below are the only code that writes it.
 
 // The scripts share two blocks of helpers; neither runs a command itself, so
 // a fast path pays only for the commands it needs. They expect KEYS lock,
-// fence, queue, queue deadlines. Queue members are "<ttl ms>:<owner token>",
-// or "<ttl ms>#<call id>:<owner token>" for a WithOwner call: each call
+// fence, queue, queue deadlines. Queue members are "<ttl ms>:<owner token>"
+// (older clients), or "<ttl ms>#<call id>:<owner token>": each call
 // has a place of its own, so an owner's new wait never takes over a place
 // its earlier one left behind (a leave that timed out under load let the
 // owner's next wait jump the line: ZADD NX kept the old score).
@@ -70,7 +72,7 @@ local function grant(tok, ttl, handed, rid, md)
     redis.call('SET', KEYS[2], fs, 'PX', life)
   end
   if handed then
-    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'p', 1, 'r', '', 'm', '')
+    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'p', handed, 'r', '', 'm', '')
   elseif md and md ~= '' and rid and rid ~= '' then
     redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'r', rid, 'm', md, 'm.' .. rid, md)
   elseif md and md ~= '' then
@@ -175,9 +177,9 @@ local function handoff(chan)
     end
     redis.call('ZREM', KEYS[3], head)
     redis.call('ZREM', KEYS[4], head)
-    local ttl, tok = string.match(head, '^(%d+)#?%x*:(.+)$')
+    local ttl, cid, tok = string.match(head, '^(%d+)#?(%x*):(.+)$')
     if tok then
-      local _, fs = grant(tok, math.min(tonumber(ttl), ho), true)
+      local _, fs = grant(tok, math.min(tonumber(ttl), ho), cid ~= '' and cid or '1')
       local msg = tok .. ':' .. fs
       redis.call('PUBLISH', chan, msg)
       return msg
@@ -199,7 +201,9 @@ end
 // unless it picks up a hand-off; "0": same owner is an idempotent retry,
 // or a hand-off being picked up),
 // channel, metadata ("": none; a reentrant acquire or a pickup without
-// keeps the lock's), hand-off lease ms.
+// keeps the lock's), the call's id (its place in line: the same for
+// every attempt of one call, so a retry keeps the place), hand-off lease
+// ms.
 // Returns {1, fence, holds} when acquired, {0, pttl of the lock} when not.
 //
 // First, an attempt that gave up and was cleaned up (its id is in gone:
@@ -234,10 +238,18 @@ clock()
 dropDead()
 local owner = redis.call('HGET', KEYS[1], 'o')
 local member = ARGV[2] .. ':' .. ARGV[1]
-if ARGV[7] ~= '' then member = ARGV[2] .. '#' .. ARGV[7] .. ':' .. ARGV[1] end
-if owner == ARGV[1] then
+if ARGV[9] ~= '' then member = ARGV[2] .. '#' .. ARGV[9] .. ':' .. ARGV[1] end
+-- A hand-off not picked up is the call's whose place it was given at (p
+-- is its call id; '1' for a place without one): another call of the
+-- owner finds the lock taken. A hand-off by token let the owner's other
+-- call take it while the waiting call's pickup was on its way, and the
+-- waiting call, its place used up, fell behind those it had been ahead
+-- of (found by the TLA+ model of the line by call, tla/LockLine.tla).
+local pv = owner == ARGV[1] and redis.call('HGET', KEYS[1], 'p')
+if owner == ARGV[1] and (not pv or pv == '1' or pv == ARGV[9]) then
   local n
-  local picked = redis.call('HDEL', KEYS[1], 'p') == 1
+  local picked = false
+  if pv then picked = redis.call('HDEL', KEYS[1], 'p') == 1 end
   -- A call served here (a pickup, or a second wait of the owner served
   -- through reentrancy) leaves its place in line: a place left behind
   -- would later be handed the lock back, and the owner's next
@@ -385,26 +397,27 @@ return 0
 
 // leaveScript: KEYS lock, fence, queue, queue deadlines, gone. ARGV
 // token, channel, ttl ms, "1" when the token is fresh (not given
-// WithOwner), the call's id, "c" when the cleanup of the call sends it
-// ("": the call itself), hand-off lease ms. A leave of a call that is
+// WithOwner), the attempt's id, "c" when the cleanup of the call sends it
+// ("": the call itself), the call's id (its place), hand-off lease ms. A leave of a call that is
 // buried, sent by the call itself, landed after its cleanup (which
 // sends its own): it only leaves the line, and passes on nothing, since
 // a provisional hand-off to the owner now is a later call's (review
 // defect 1 of round three). A waiter that
 // gives up leaves the queue; if the lock was already handed to it, it passes
 // the lock on to the next waiter: a fresh token holds nothing else, and an
-// owner's hold still marked provisional (p) is that hand-off, not picked up
-// (an owner's confirmed hold is never touched: it is some other Lease's).
+// owner's hold still marked provisional (p) with this call's id is that
+// hand-off, not picked up (an owner's confirmed hold, or a hand-off given
+// at another call's place, is never touched: it is some other call's).
 var leaveScript = rediscmd.NewScript(luaPrelude + luaQueue + `
 clock()
 dropDead()
 local member = ARGV[3] .. ':' .. ARGV[1]
-if ARGV[5] ~= '' then member = ARGV[3] .. '#' .. ARGV[5] .. ':' .. ARGV[1] end
+if ARGV[7] ~= '' then member = ARGV[3] .. '#' .. ARGV[7] .. ':' .. ARGV[1] end
 redis.call('ZREM', KEYS[3], member)
 redis.call('ZREM', KEYS[4], member)
 if ARGV[6] ~= 'c' and redis.call('HEXISTS', KEYS[5], ARGV[5]) == 1 then return 0 end
 local h = redis.call('HMGET', KEYS[1], 'o', 'p')
-if h[1] == ARGV[1] and (ARGV[4] == '1' or h[2]) then
+if h[1] == ARGV[1] and (ARGV[4] == '1' or h[2] == '1' or h[2] == ARGV[7]) then
   handoff(ARGV[2])
   return 1
 end
