@@ -200,8 +200,10 @@ type Mix struct {
 	// from another goroutine, as two goroutines of one service sharing an
 	// owner id do. Each wait has its own place in line (a lock whose
 	// places are per owner lets a place left behind jump the line later),
-	// and the second is released as soon as both returned, after the
-	// first's section.
+	// and the second, once granted, works briefly and releases, whatever
+	// the first does meanwhile (a lock whose hand-offs are per owner lets
+	// it take the one given at the first wait's place, and the first
+	// falls behind the next client).
 	Twice float64
 	// Inspect: of the sections of a lock that tells who holds a key
 	// (locker.Inspector), those that ask it, before the acquire and again
@@ -1158,7 +1160,8 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 
 // waitTwice starts a second blocking acquire as the client's owner, on its
 // key, in a goroutine of its own (Mix.Twice), recorded with a hold number
-// of its own; join waits for it and releases what it got. The goroutine
+// of its own, which releases what it got after a brief section; join
+// waits for it. The goroutine
 // draws nothing from the client's stream, so the seed's draws stay the
 // main flow's.
 func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned locker.Owned, ttl, opTimeout, timeout time.Duration) (join func() error) {
@@ -1194,15 +1197,20 @@ func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned loc
 			// found it unwatched, its notice never recorded).
 			h = held{lease: lease, id: op.Lease}
 			h.released = c.watchLoss(ctx, rec, h)
+			// A brief section of its own, then its release, whatever the
+			// first wait does meanwhile, as a goroutine of its own does:
+			// a lock that lets this wait pick up the hand-off given at
+			// the first wait's place, the first still on its way to it,
+			// hands the lock on to the next client when this one
+			// releases, past the first wait (tla/LockLine.tla, anycall).
+			_ = sleepFor(ctx, time.Duration(op.Lease%7)*time.Millisecond)
+			err = c.release(ctx, rec, h, false, opTimeout)
 		}
 		done <- result{res, err, h}
 	}()
 	return func() error {
 		r := <-done
-		if r.err != nil || r.res != history.OK {
-			return r.err
-		}
-		return c.release(ctx, rec, r.h, false, opTimeout)
+		return r.err
 	}
 }
 
