@@ -214,6 +214,11 @@ func (l *Locker) read(stdout io.Reader) {
 	err := l.cmd.Wait()
 	l.mu.Lock()
 	l.waitErr = err
+	// Closed under l.mu, before the calls in flight hear of the death: a
+	// call made once one of them returned finds the process exited (under
+	// the race detector one slipped in between, wrote to the closed stdin
+	// and said only "file already closed").
+	close(l.exited)
 	for id, ch := range l.pending {
 		close(ch) // died mid-call
 		delete(l.pending, id)
@@ -223,7 +228,6 @@ func (l *Locker) read(stdout io.Reader) {
 		delete(l.renewals, id)
 	}
 	l.mu.Unlock()
-	close(l.exited)
 }
 
 // dispatch hands a reply to its caller, or acts on an event; it returns
@@ -332,6 +336,19 @@ func (l *Locker) call(ctx context.Context, req Request) (Reply, error) {
 		// A pipe write is whole or not at all for a line this short; a
 		// process that no longer reads got nothing.
 		l.forget(req.ID)
+		// A process that died shows as a closed or broken stdin before
+		// its reader has seen it exit: wait a moment for that, to say so.
+		t := time.NewTimer(100 * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-l.exited:
+			l.mu.Lock()
+			werr := l.waitErr
+			l.mu.Unlock()
+			return Reply{}, fmt.Errorf("the lock process of client %s exited (%v): nothing sent: %w", l.client, werr, err)
+		case <-t.C:
+		case <-ctx.Done():
+		}
 		return Reply{}, fmt.Errorf("write to the lock process of client %s: %w", l.client, err)
 	}
 	select {
