@@ -60,7 +60,7 @@ func lateDeliveryFault() Fault {
 		Doc: "for 3 TTLs, 5–20% of the clients' connections hold their requests for the op timeout and a fifth to a half TTL more: they land after their sender gave up, while its cleanup or retry runs",
 		strike: func(s *striking) (armed, error) {
 			share := 0.05 + 0.15*s.rng.Float64()
-			ot := cmp.Or(s.sc.Workload.OpTimeout, defaultShape.OpTimeout)
+			ot := cmp.Or(s.sc.Workload.OpTimeout, defaultShape().OpTimeout)
 			by := ot + s.sc.TTL/5 + time.Duration(s.rng.Int64N(int64(s.sc.TTL*3/10)+1))
 			var names []string
 			var links []*env.Links

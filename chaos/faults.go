@@ -63,8 +63,11 @@ type WorkloadShape struct {
 	Brief bool
 }
 
-// defaultShape is the workload most faults get: chaos's defaults.
-var defaultShape = WorkloadShape{Clients: 3, Hold: 20 * time.Millisecond, Think: 10 * time.Millisecond, OpTimeout: time.Second}
+// defaultShape is the workload most faults get: chaos's defaults (a
+// function, not a package variable: nothing may change it).
+func defaultShape() WorkloadShape {
+	return WorkloadShape{Clients: 3, Hold: 20 * time.Millisecond, Think: 10 * time.Millisecond, OpTimeout: time.Second}
+}
 
 // Fault is one fault of the catalogue (Catalogue): everything lockproof
 // knows about it is here, so a new fault is one file holding its Fault
@@ -206,10 +209,11 @@ func (f Fault) DefaultDuration() time.Duration {
 // WorkloadShape is the workload a matrix gives the fault, defaults filled in.
 func (f Fault) WorkloadShape() WorkloadShape {
 	s := f.Shape
-	s.Clients = cmp.Or(s.Clients, defaultShape.Clients)
-	s.Hold = cmp.Or(s.Hold, defaultShape.Hold)
-	s.Think = cmp.Or(s.Think, defaultShape.Think)
-	s.OpTimeout = cmp.Or(s.OpTimeout, defaultShape.OpTimeout)
+	d := defaultShape()
+	s.Clients = cmp.Or(s.Clients, d.Clients)
+	s.Hold = cmp.Or(s.Hold, d.Hold)
+	s.Think = cmp.Or(s.Think, d.Think)
+	s.OpTimeout = cmp.Or(s.OpTimeout, d.OpTimeout)
 	return s
 }
 
