@@ -448,6 +448,20 @@ func TestFencedPauseProcess(t *testing.T) {
 	if rejected == 0 {
 		t.Errorf("no op of the SIGSTOPped child was rejected: the pause did not bite\n%s", describe(out, res))
 	}
+	// The child froze at its hold, between its lease check and its write
+	// (workload.Proc.FreezeAtHold): the write it sent on waking is one
+	// after a check that found the lease valid, made while another client
+	// held the key. A freeze that landed anywhere else (a SIGSTOP sent
+	// when the parent heard "holding", CI of 890981d) shows no such write.
+	checkedWrite := false
+	for _, v := range res.Of(contract.PropClaims).Violations {
+		if v.Rule == checker.RuleCheckedWrite && strings.Contains(v.Explanation, `write by "p0"`) {
+			checkedWrite = true
+		}
+	}
+	if !checkedWrite {
+		t.Errorf("claims: no checked-write of the frozen child: the freeze did not land between its check and its write\n%s", describe(out, res))
+	}
 }
 
 // TestSeedReplaysChoicesAndRedlock checks that a seed fixes the fault's
