@@ -1172,12 +1172,7 @@ func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned loc
 		inLine = func() { inLineAt.Store(max(rec.Now(), 1)) }
 	}
 	var lease locker.Lease
-	type result struct {
-		res history.Result
-		err error
-		h   held
-	}
-	done := make(chan result, 1)
+	done := make(chan error, 1)
 	go func() {
 		// A moment after the first wait, of its own (by the hold number:
 		// no draw): two goroutines acting at one virtual instant run in
@@ -1189,13 +1184,12 @@ func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned loc
 			lease, err = owned.AcquireAs(ctx, c.Key, ttl, c.owner(), true, inLine)
 			return err
 		}, c.learnt(rec, &inLineAt, &lease))
-		var h held
 		if err == nil && res == history.OK {
 			// Its loss notice is watched from the grant on, as the first
 			// hold's is: the checker holds every live hold to the lock's
 			// loss bound (a seed whose key was lost under this hold once
 			// found it unwatched, its notice never recorded).
-			h = held{lease: lease, id: op.Lease}
+			h := held{lease: lease, id: op.Lease}
 			h.released = c.watchLoss(ctx, rec, h)
 			// A brief section of its own, then its release, whatever the
 			// first wait does meanwhile, as a goroutine of its own does:
@@ -1206,12 +1200,9 @@ func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned loc
 			_ = sleepFor(ctx, time.Duration(op.Lease%7)*time.Millisecond)
 			err = c.release(ctx, rec, h, false, opTimeout)
 		}
-		done <- result{res, err, h}
+		done <- err
 	}()
-	return func() error {
-		r := <-done
-		return r.err
-	}
+	return func() error { return <-done }
 }
 
 // learnt records on an acquire's op what the call learnt: when it was
