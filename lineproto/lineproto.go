@@ -230,6 +230,12 @@ func (l *Locker) read(stdout io.Reader) {
 	l.mu.Unlock()
 }
 
+// exitedLocked is the error of a call that found the process exited:
+// nothing was sent (surely no effect). Called with l.mu held.
+func (l *Locker) exitedLocked() error {
+	return fmt.Errorf("the lock process of client %s exited (%v): nothing sent", l.client, l.waitErr)
+}
+
 // dispatch hands a reply to its caller, or acts on an event; it returns
 // what is wrong with the line, "" for nothing.
 func (l *Locker) dispatch(r Reply) string {
@@ -311,8 +317,9 @@ func (l *Locker) call(ctx context.Context, req Request) (Reply, error) {
 	}
 	select {
 	case <-l.exited:
+		err := l.exitedLocked()
 		l.mu.Unlock()
-		return Reply{}, fmt.Errorf("the lock process of client %s exited (%v): nothing sent", l.client, l.waitErr)
+		return Reply{}, err
 	default:
 	}
 	l.next++
@@ -343,9 +350,9 @@ func (l *Locker) call(ctx context.Context, req Request) (Reply, error) {
 		select {
 		case <-l.exited:
 			l.mu.Lock()
-			werr := l.waitErr
+			xerr := l.exitedLocked()
 			l.mu.Unlock()
-			return Reply{}, fmt.Errorf("the lock process of client %s exited (%v): nothing sent: %w", l.client, werr, err)
+			return Reply{}, fmt.Errorf("%w: %w", xerr, err)
 		case <-t.C:
 		case <-ctx.Done():
 		}
