@@ -248,8 +248,8 @@ if ARGV[9] ~= '' then member = ARGV[2] .. '#' .. ARGV[9] .. ':' .. ARGV[1] end
 local pv = owner == ARGV[1] and redis.call('HGET', KEYS[1], 'p')
 if owner == ARGV[1] and (not pv or pv == '1' or pv == ARGV[9]) then
   local n
-  local picked = false
-  if pv then picked = redis.call('HDEL', KEYS[1], 'p') == 1 end
+  local picked = pv and true or false
+  if picked then redis.call('HDEL', KEYS[1], 'p') end
   -- A call served here (a pickup, or a second wait of the owner served
   -- through reentrancy) leaves its place in line: a place left behind
   -- would later be handed the lock back, and the owner's next
