@@ -93,7 +93,14 @@ done
 	waitState(func(s string) bool { return s != "T" && s != "" }, "running after the gate resumed")
 	c.Gate.Crash()
 	waitState(func(s string) bool { return s == "" }, "gone after the gate crashed")
-	if c.Locker().(locker.Process).Pid() != 0 {
-		t.Error("the Locker still gives a pid after its process was killed")
+	// The process is reaped (its /proc entry gone) inside cmd.Wait, a
+	// moment before the Locker's reader marks it exited: wait for that
+	// within the same bound.
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Locker().(locker.Process).Pid() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the Locker still gives a pid 5s after its process was killed")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
