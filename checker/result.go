@@ -153,10 +153,11 @@ type OptionsUsed struct {
 // it with the model's.
 func (r *Result) StateLease() contract.Verdict {
 	pr := r.Of(contract.PropLease)
-	if pr == nil || pr.Verdict != contract.Violated || len(pr.Violations) < pr.ViolationCount {
-		if pr == nil {
-			return contract.NA
-		}
+	if pr == nil {
+		return contract.NA
+	}
+	// Violations kept only in part: the rest may be of other rules.
+	if pr.Verdict != contract.Violated || len(pr.Violations) < pr.ViolationCount {
 		return pr.Verdict
 	}
 	for _, v := range pr.Violations {
