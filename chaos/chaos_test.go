@@ -309,7 +309,7 @@ func checkResource(t *testing.T, out chaos.Outcome, res *checker.Result, want co
 		return
 	}
 	if got != want {
-		t.Errorf("resource safety %s; want %s\n%s", res.Of(contract.PropResource).Verdict, want, describe(out, res))
+		t.Errorf("resource safety %s; want %s\n%s", got, want, describe(out, res))
 	}
 }
 
@@ -453,13 +453,9 @@ func TestFencedPauseProcess(t *testing.T) {
 	// after a check that found the lease valid, made while another client
 	// held the key. A freeze that landed anywhere else (a SIGSTOP sent
 	// when the parent heard "holding", CI of 890981d) shows no such write.
-	checkedWrite := false
-	for _, v := range res.Of(contract.PropClaims).Violations {
-		if v.Rule == checker.RuleCheckedWrite && strings.Contains(v.Explanation, `write by "p0"`) {
-			checkedWrite = true
-		}
-	}
-	if !checkedWrite {
+	if !slices.ContainsFunc(res.Of(contract.PropClaims).Violations, func(v checker.Violation) bool {
+		return v.Rule == checker.RuleCheckedWrite && strings.Contains(v.Explanation, `write by "p0"`)
+	}) {
 		t.Errorf("claims: no checked-write of the frozen child: the freeze did not land between its check and its write\n%s", describe(out, res))
 	}
 }

@@ -967,7 +967,8 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 	}
 	if owned != nil && blocking && c.chance(mix.Twice) {
 		// Joined at the end of the section, whatever it does: the second
-		// wait may be served only once the first hold is released.
+		// wait, which releases on its own, may be served only once the
+		// first hold is released.
 		join := c.waitTwice(ctx, rec, owned, cfg.TTL, cfg.OpTimeout, timeout)
 		// Not asked while the second wait runs beside: two goroutines of
 		// one client sending at one virtual instant take the simulated
@@ -1161,9 +1162,8 @@ func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client
 // waitTwice starts a second blocking acquire as the client's owner, on its
 // key, in a goroutine of its own (Mix.Twice), recorded with a hold number
 // of its own, which releases what it got after a brief section; join
-// waits for it. The goroutine
-// draws nothing from the client's stream, so the seed's draws stay the
-// main flow's.
+// waits for it. The goroutine draws nothing from the client's stream, so
+// the seed's draws stay the main flow's.
 func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned locker.Owned, ttl, opTimeout, timeout time.Duration) (join func() error) {
 	op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds(), Wait: true, Lease: c.nextHold()}
 	var inLine func()
