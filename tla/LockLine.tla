@@ -121,10 +121,13 @@ Before(x) == {y \in Calls : Tok(y) # Tok(x) /\ pc[y] = "queued" /\ Arrival(y) # 
                             /\ (Arrival(x) = 0 \/ Arrival(y) < Arrival(x))}
 
 \* handoff: the lock to the head's token, provisional (p), or deleted.
+\* HandTo: the lock to the head of l, provisional, at the head's place.
+HandTo(l) ==
+    /\ holder' = TokOf(Head(l)) /\ n' = 1 /\ p' = TRUE
+    /\ hfor' = IF Head(l) \in Calls THEN Head(l) ELSE None
 Handoff(l) ==
     IF l = <<>> THEN holder' = None /\ n' = 0 /\ p' = FALSE /\ line' = l /\ hfor' = None
-    ELSE /\ holder' = TokOf(Head(l)) /\ n' = 1 /\ p' = TRUE /\ line' = Tail(l)
-         /\ hfor' = IF Head(l) \in Calls THEN Head(l) ELSE None
+    ELSE HandTo(l) /\ line' = Tail(l)
 
 \* A grant through the place of call y (x's own, or the one a hand-off
 \* went to) passes a waiter that reached the server before: y's arrival
@@ -165,10 +168,9 @@ Acquire(x) ==
             /\ jumped' = (jumped \/ Passes(x, None))
             /\ hfor' = None
        ELSE IF holder = None
-       THEN /\ holder' = TokOf(Head(line)) /\ n' = 1 /\ p' = TRUE
+       THEN /\ HandTo(line)
             /\ line' = IF w THEN Join(Tail(line), m) ELSE Tail(line)
             /\ pc' = [pc EXCEPT ![x] = IF w THEN "queued" ELSE "done"]
-            /\ hfor' = IF Head(line) \in Calls THEN Head(line) ELSE None
             /\ UNCHANGED jumped
        ELSE /\ line' = IF w THEN Join(line, m) ELSE line
             /\ UNCHANGED <<holder, n, p, hfor, jumped>>
