@@ -252,13 +252,9 @@ func runAndCheck(t *testing.T, e env.Env, sc chaos.Scenario) (chaos.Outcome, *ch
 // when it is not set (TLC is optional, as in tla/run.sh).
 func modelValidator(t *testing.T) *tla.Validator {
 	t.Helper()
-	jar := os.Getenv("TLA2TOOLS_JAR")
-	if jar == "" {
-		return nil
-	}
-	v := &tla.Validator{Jar: jar}
-	if err := v.Available(); err != nil {
-		t.Fatalf("TLA2TOOLS_JAR=%s: %v", jar, err)
+	v, err := tla.FromEnv()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return v
 }
@@ -281,7 +277,7 @@ func agreeWithModel(t *testing.T, ctx context.Context, ops []history.Op, res *ch
 	case err != nil:
 		t.Errorf("%s: trace validation: %v", where, err)
 	default:
-		if err := tr.Disagreement(res.StateLease(), res.Of(contract.PropResource).Verdict); err != nil {
+		if err := tr.Disagreement(res.Of(contract.PropLease).Verdict, res.Of(contract.PropResource).Verdict); err != nil {
 			t.Errorf("%s: %v", where, err)
 		}
 	}

@@ -106,11 +106,16 @@ func (c *run) surelyLive(h *inspectHold, a, b int64) bool {
 // before a, and the client's hold span that it belongs to (holdSpans: a
 // client's holds keep its key while they overlap, so a hold never
 // released stays counted while the client's later holds keep the key)
-// may reach a.
-func (c *run) mayBeLive(h *inspectHold, spans []*holdSpan, a, b int64) bool {
+// may reach a. Within a fault's stale reach (stale) only the first holds:
+// a promoted replica may still hold what the old master released, but
+// never a hold nobody asked for.
+func (c *run) mayBeLive(h *inspectHold, spans []*holdSpan, a, b int64, stale bool) bool {
 	acq := h.acq
 	if acq.call > b {
 		return false
+	}
+	if stale {
+		return true
 	}
 	for _, r := range h.releases {
 		if r.kind == history.Release && r.result == history.OK && r.ret < a {
@@ -143,7 +148,9 @@ func (c *run) inspectChecks(k *keyOps) []Violation {
 	// promotes a replica that missed the release) leaves stale holds
 	// behind for up to a TTL after its window: the rules that say a lock
 	// names a holder or counts holds that cannot be are not judged within
-	// that reach of such a window.
+	// that reach of such a window, but for holds that cannot be on any
+	// master: of a client that never asked for one, or with a fence none
+	// of its holds has.
 	var reach int64
 	for _, o := range k.lease {
 		if o.expireFor != inf {
@@ -188,20 +195,20 @@ func (c *run) inspectChecks(k *keyOps) []Violation {
 					break
 				}
 			}
-			if !src.Held || !named || stale {
+			if !src.Held || !named {
 				break
 			}
 			// inspect-holder: the named holder must have a hold that may
 			// be live then, with the fence named.
 			var may []*inspectHold
 			for _, h := range idx[holder] {
-				if c.mayBeLive(h, spans[holder], a, b) {
+				if c.mayBeLive(h, spans[holder], a, b, stale) {
 					may = append(may, h)
 				}
 			}
 			if len(may) == 0 {
 				vs = append(vs, c.violation(contract.PropLeaseName, RuleInspectHolder, k.key,
-					fmt.Sprintf("%s named %q as the holder, but no hold of %q may have been live then", c.p.describe(in), src.Holder, src.Holder), in))
+					fmt.Sprintf("%s named %q as the holder, but no hold of %q may have been live then%s", c.p.describe(in), src.Holder, src.Holder, staleNote(stale)), in))
 				break
 			}
 			if src.HasToken {
@@ -230,7 +237,8 @@ func (c *run) inspectChecks(k *keyOps) []Violation {
 
 // holdCount checks a count of holds the lock gave for client name (hold-count):
 // at least its holds surely live throughout the op, at most those that may be
-// live at some instant of it (not judged within a fault's stale reach).
+// live at some instant of it (within a fault's stale reach, those asked for
+// by then).
 func (c *run) holdCount(k *keyOps, in *lop, hs []*inspectHold, spans []*holdSpan, name string, stale bool) []Violation {
 	n := in.src.HoldCount
 	var sure, may int64
@@ -240,7 +248,7 @@ func (c *run) holdCount(k *keyOps, in *lop, hs []*inspectHold, spans []*holdSpan
 			sure++
 			witness = h.acq
 		}
-		if c.mayBeLive(h, spans, in.call, in.ret) {
+		if c.mayBeLive(h, spans, in.call, in.ret, stale) {
 			may++
 		}
 	}
@@ -248,9 +256,18 @@ func (c *run) holdCount(k *keyOps, in *lop, hs []*inspectHold, spans []*holdSpan
 	case n < sure:
 		return []Violation{c.violation(contract.PropLeaseName, RuleHoldCount, k.key,
 			fmt.Sprintf("%s counted %d holds of %q, but %d of its holds were surely live throughout (%s among them)", c.p.describe(in), n, name, sure, c.p.describe(witness)), in, witness)}
-	case n > may && !stale:
+	case n > may:
 		return []Violation{c.violation(contract.PropLeaseName, RuleHoldCount, k.key,
-			fmt.Sprintf("%s counted %d holds of %q, but at most %d of its holds may have been live then", c.p.describe(in), n, name, may), in)}
+			fmt.Sprintf("%s counted %d holds of %q, but at most %d of its holds may have been live then%s", c.p.describe(in), n, name, may, staleNote(stale)), in)}
 	}
 	return nil
+}
+
+// staleNote says, in a violation's text, that a fault's stale reach was
+// allowed for: every hold asked for by then counted, released or not.
+func staleNote(stale bool) string {
+	if stale {
+		return " (every hold it asked for by then counted, released or not: a fault window was within a TTL)"
+	}
+	return ""
 }

@@ -118,6 +118,26 @@ func TestInspectRules(t *testing.T) {
 			fault("failover", 4, 5),
 			inspect("c", 6, 7, "a"),
 		), Options{}, okAll},
+		{"near a failover, a holder that never acquired", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1)),
+			rel("a", 2, 3, ok, hold(1)),
+			fault("failover", 4, 5),
+			inspect("c", 6, 7, "b"),
+		), Options{}, bad(RuleInspectHolder, 4)},
+		{"near a failover, a fence none of the holder's holds has", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1)),
+			rel("a", 2, 3, ok, hold(1)),
+			fault("failover", 4, 5),
+			inspect("c", 6, 7, "a", tok(2)),
+		), Options{}, bad(RuleInspectHolder, 1, 4)},
+		{"near a failover, a released hold may count", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1)),
+			acq("a", 2, 3, ok, ttl(1000), tok(1), hold(2)),
+			rel("a", 4, 5, ok, hold(2)),
+			fault("failover", 6, 7),
+			holds("a", 8, 9, 2),
+			holds("a", 10, 11, 3),
+		), Options{}, bad(RuleHoldCount, 6)},
 		{"fewer holds than are surely live", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1)),
 			acq("a", 2, 3, ok, ttl(1000), tok(1), hold(2)),
@@ -142,36 +162,4 @@ func TestInspectRules(t *testing.T) {
 			inspect("b", 4, 5, "a", tok(1), count(1)),
 		), Options{}, bad(RuleHoldCount, 2, 3)},
 	})
-}
-
-// TestStateLease: a lease violated only by the inspect rules is ok on the
-// lock's states (what the TLA+ model describes); another rule keeps it
-// violated.
-func TestStateLease(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		ops  []history.Op
-		want contract.Verdict
-	}{
-		{"inspect only", lined(
-			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1)),
-			inspect("b", 2, 3, ""),
-		), contract.OK},
-		{"and mutual exclusion", lined(
-			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1)),
-			inspect("b", 2, 3, ""),
-			acq("b", 4, 5, ok, ttl(1000), tok(2), hold(1)),
-		), contract.Violated},
-		{"no inspect", lined(
-			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1)),
-		), contract.OK},
-	} {
-		r, err := Check(t.Context(), tc.ops, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := r.StateLease(); got != tc.want || (tc.name == "inspect only" && r.Of(contract.PropLease).Verdict != contract.Violated) {
-			t.Errorf("%s: StateLease %s (lease %s); want %s", tc.name, got, r.Of(contract.PropLease).Verdict, tc.want)
-		}
-	}
 }

@@ -146,30 +146,6 @@ type OptionsUsed struct {
 	CloseRefuses bool  `json:"close_refuses,omitempty"`
 }
 
-// StateLease is the lease verdict on what a model of the lock's states
-// describes (tla/: TraceFencedLock.tla): the verdict without the inspect
-// rules, which judge what the lock said of its state, not the state (a
-// lease violated only by them is ok here). The TLA+ differential compares
-// it with the model's.
-func (r *Result) StateLease() contract.Verdict {
-	pr := r.Of(contract.PropLease)
-	if pr == nil {
-		return contract.NA
-	}
-	// Violations kept only in part: the rest may be of other rules.
-	if pr.Verdict != contract.Violated || len(pr.Violations) < pr.ViolationCount {
-		return pr.Verdict
-	}
-	for _, v := range pr.Violations {
-		switch v.Rule {
-		case RuleInspectFree, RuleInspectHolder, RuleHoldCount:
-		default:
-			return contract.Violated
-		}
-	}
-	return contract.OK
-}
-
 // Of returns the result of the property whose contract ID is id
 // (contract.PropLease, ...), or nil when the result (or r) has none.
 func (r *Result) Of(id string) *PropertyResult {

@@ -189,7 +189,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 		if err == nil {
 			// The differential: the model and the checker read one
 			// contract, so they must judge this history alike.
-			if d := tr.Disagreement(res.StateLease(), row.Verdicts[contract.PropResource]); d != nil {
+			if d := tr.Disagreement(row.Verdicts[contract.PropLease], row.Verdicts[contract.PropResource]); d != nil {
 				row.TraceDisagrees = d.Error()
 			}
 		}

@@ -42,6 +42,16 @@
 (*    client); a read returns the value of the last accepted write, and a *)
 (*    write with prev finds prev there (no lost update); a rejected op    *)
 (*    had no effect and is not judged, like a failed lock op;             *)
+(*  - an inspect or holds op (what the lock said of the key's holders)  *)
+(*    reads the lease at an instant of its window: "free" needs the key   *)
+(*    free or its lease possibly expired; "held by c" (with a fence, a    *)
+(*    count) needs c's lease, not surely expired, with that fence (or one *)
+(*    nobody learnt) and that many holds, or an acquire of c still       *)
+(*    pending, to which the lock may have handed the key (a provisional   *)
+(*    hand-off holds a fence its acquire never returns); a holds count of *)
+(*    the asker's own holds needs its lease's count, or 0 when the lease *)
+(*    may be gone or is another's; "held" naming nobody is not judged,    *)
+(*    nor is an answer that was not ok;                                   *)
 (*  - a fail acquire changes nothing; an unknown one may have taken      *)
 (*    effect with a fence nobody learnt, which its owner's next acquire   *)
 (*    may re-enter (one more hold, the fence it then learns), or may      *)
@@ -250,6 +260,60 @@ ReadEv(e) ==
        ELSE UNCHANGED res
     /\ UNCHANGED <<lock, issued, owners, now>>
 
+\* An acquire of client c on e's key, not yet taken and called before e
+\* returned, that may succeed: the lock may have handed the key to it (a
+\* provisional hand-off, named as held by c with a fence the acquire may
+\* never return) before it returned.
+PendingAcquire(e, c) ==
+    \E j \in l..Len(Trace) :
+        /\ j \notin taken
+        /\ Trace[j].kind = "acquire" /\ Trace[j].res # "fail"
+        /\ Trace[j].k = e.k /\ Trace[j].c = c /\ Trace[j].call <= e.ret
+
+\* The lock's answer e fits lease ls at some instant of e's window; the
+\* instant taken is the earliest that fits.
+\*  - free: nobody holds ls, or it may have expired (after its lo);
+\*  - held by e.holder: its lease, not surely expired (on a promoted
+\*    replica whose clock is behind, it may outlive that), with e's fence (or
+\*    a fence nobody learnt) and e's count, or, whatever fence and count,
+\*    a pending acquire of the holder while ls is free, its own, or may
+\*    have expired;
+\*  - holds (the asker's count): 0 when ls is another's or may have
+\*    expired, else its count.
+\*  - an unnamed holder is not judged (the lock may know of a hold the
+\*    history does not name).
+Answer(e, k, p, s) ==
+    LET ls == p.lk[s]
+        t0 == At(e)
+        tFree == IF ls.owner = 0 THEN t0 ELSE Max2(t0, ls.lo + 1)
+        \* taken at t0, or at tFree; the lease stays as it is
+        At0 == t0 <= e.ret /\ SetLease(k, p, s, ls) /\ SetNow(e, t0)
+        AtFree == tFree <= e.ret /\ SetLease(k, p, s, ls) /\ SetNow(e, tFree)
+        \* a promoted replica whose clock is behind (Skewed) keeps the
+        \* keys it got past their expiry on the old master's clock
+        Alive == ~SurelyExpired(ls, t0) \/ (Skewed /\ s = 2)
+        IsLease(c) == /\ ls.owner = c
+                      /\ Alive
+                      /\ (e.count < 0 \/ e.count = ls.n)
+        Fence == e.tok = 0 \/ ls.tok = 0 \/ ls.tok = e.tok
+    IN
+    CASE e.kind = "inspect" /\ ~e.held -> AtFree
+      [] e.kind = "inspect" /\ e.holder = 0 -> At0
+      [] e.kind = "inspect" ->
+           \/ IsLease(e.holder) /\ Fence /\ At0
+           \/ /\ PendingAcquire(e, e.holder)
+              /\ IF ls.owner = e.holder THEN At0 ELSE AtFree
+      [] OTHER -> \* holds: the asker's own count
+           \/ e.count = 0 /\ IF ls.owner # e.c THEN At0 ELSE AtFree
+           \/ e.count > 0 /\ IsLease(e.c) /\ At0
+
+InspectEv(e) ==
+    /\ e.kind \in {"inspect", "holds"}
+    /\ LET k == e.k IN
+       \E p \in Pre(k, e), s \in SidesOf(e) :
+         IF e.res = "ok" THEN Answer(e, k, p, s) ELSE NoEffect(k, p, s)
+    /\ UNCHANGED <<owners, res>>
+
 \* Fault windows are read through the events' win flags; the event itself
 \* is a no-op.
 FaultEv(e) ==
@@ -275,9 +339,9 @@ FirstPending(t) ==
 
 Take(i) ==
     /\ LET e == Trace[i] IN
-       /\ AcquireEv(e) \/ ReleaseEv(e) \/ RenewEv(e) \/ WriteEv(e) \/ ReadEv(e) \/ FaultEv(e)
+       /\ AcquireEv(e) \/ ReleaseEv(e) \/ RenewEv(e) \/ InspectEv(e) \/ WriteEv(e) \/ ReadEv(e) \/ FaultEv(e)
        \* the lock's ops open and close windows; the resource has no sides
-       /\ split' = IF e.kind \in {"acquire", "release", "renew"}
+       /\ split' = IF e.kind \in {"acquire", "release", "renew", "inspect", "holds"}
                    THEN [split EXCEPT ![e.k] = e.win] ELSE split
     /\ LET t == taken \cup {i} IN
          /\ l' = FirstPending(t)

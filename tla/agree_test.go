@@ -19,6 +19,7 @@ func TestDisagreement(t *testing.T) {
 	accepted, rejected := Result{Accepted: true}, Result{Line: 7}
 	windowed := func(r Result) Result { r.Windowed = true; return r }
 	bounded := func(r Result) Result { r.Bounded = true; return r }
+	said := func(r Result) Result { r.Said = true; return r }
 	for _, tc := range []struct {
 		name            string
 		r               Result
@@ -36,6 +37,8 @@ func TestDisagreement(t *testing.T) {
 		{"rejected what the checker passes", rejected, ok, ok, true},
 		{"rejected what the checker passes, in a window", windowed(rejected), ok, na, true},
 		{"rejected a bounded trace the checker passes", bounded(rejected), ok, ok, false},
+		{"rejected at what the lock said, which the checker passes", said(rejected), ok, ok, false},
+		{"accepted what the lock said, which the checker refuses", accepted, bad, na, true},
 		{"checker unknown on the lease", rejected, unk, ok, false},
 		{"checker unknown on the resource", accepted, bad, unk, false},
 	} {

@@ -71,6 +71,10 @@ type Result struct {
 	// Bounded: trace.MaxAhead cut some event's lookahead, so a rejection
 	// may come from the bound (trace.Trace.Bounded).
 	Bounded bool
+	// Said: the event at Line is what the lock said of the key's holders
+	// (an inspect or holds op), which no state that the history's other
+	// ops allow fits.
+	Said bool
 }
 
 var (
@@ -79,6 +83,26 @@ var (
 	rePending  = regexp.MustCompile(`<<"pending", (\d+)>>`)
 	reStates   = regexp.MustCompile(`([\d,]+) distinct states found`)
 )
+
+// JarEnv is the environment variable that names tla2tools.jar for the
+// tests and the command line (lockproof run and trace take it as their
+// --tla-jar default).
+const JarEnv = "TLA2TOOLS_JAR"
+
+// FromEnv returns a Validator on the jar $TLA2TOOLS_JAR names, nil when
+// the variable is unset (TLC is optional), and an error wrapping ErrNoTLC
+// when it names no TLC that can run.
+func FromEnv() (*Validator, error) {
+	jar := os.Getenv(JarEnv)
+	if jar == "" {
+		return nil, nil
+	}
+	v := &Validator{Jar: jar}
+	if err := v.Available(); err != nil {
+		return nil, fmt.Errorf("%s=%s: %w", JarEnv, jar, err)
+	}
+	return v, nil
+}
 
 // Available says whether the validator can run TLC: its jar is a file and
 // its java is found (ErrNoTLC otherwise).
@@ -173,7 +197,9 @@ func (v *Validator) Validate(ctx context.Context, ops []history.Op) (Result, err
 		if pending < 1 || pending > len(tr.Events) {
 			return res, fmt.Errorf("tla: TLC stopped at event %d of %d", pending, len(tr.Events))
 		}
-		res.Line = tr.Events[pending-1].Line
+		e := tr.Events[pending-1]
+		res.Line = e.Line
+		res.Said = e.Kind == string(history.Inspect) || e.Kind == string(history.Holds)
 		return res, nil
 	default:
 		return res, fmt.Errorf("tla: TLC: %v: %s", runErr, tail(out, 800))

@@ -3,7 +3,6 @@ package tla
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -14,13 +13,12 @@ import (
 // it (TLC is optional here, as in CI: tla/run.sh says so when it is absent).
 func validator(t *testing.T) *Validator {
 	t.Helper()
-	jar := os.Getenv("TLA2TOOLS_JAR")
-	if jar == "" {
+	v, err := FromEnv()
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case v == nil:
 		t.Skip("TLA2TOOLS_JAR not set: no TLC to run (see tla/README.md)")
-	}
-	v := &Validator{Jar: jar}
-	if err := v.Available(); err != nil {
-		t.Fatalf("TLA2TOOLS_JAR=%s: %v", jar, err)
 	}
 	return v
 }

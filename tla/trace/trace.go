@@ -30,7 +30,7 @@ var ErrNotFenced = errors.New("not a fencing lock's history")
 // names and numbers mapped to small integers.
 type Event struct {
 	Line   int    // the history line of the op (1-based)
-	Kind   string // acquire, release, renew, write, read, fault
+	Kind   string // acquire, release, renew, write, read, inspect, holds, fault
 	Result string // ok, fail, rejected, unknown; "" for a fault without one
 	Client int    // 1..len(Trace.Clients); 0 for a fault
 	Key    int    // 1..len(Trace.Keys); 0 for a fault
@@ -56,6 +56,14 @@ type Event struct {
 	// second master may have served it, and the master it talked to may
 	// have lost what it did.
 	Win bool
+	// Held, Holder and Count are what an inspect or holds op was told
+	// (history.Inspect): Held that someone holds the key, Holder the client
+	// named (1..len(Trace.Clients); 0: none named), Count the hold count
+	// (of the holder named, or of the asking client on a holds op; -1: not
+	// told). The fence told is Token.
+	Held   bool
+	Holder int
+	Count  int
 	// Upto is the last trace position (1-based) that may come before this
 	// event is taken: the trace spec takes the events of a key in any order
 	// that respects real time, and an event called after this one returned
@@ -128,6 +136,11 @@ const maxInt32 = math.MaxInt32
 
 // Convert turns ops (a history, in any order) into a trace.
 //
+// An inspect or holds op (history.Inspect, history.Holds: what the lock
+// said of a key's holders) is an event that reads the lease: the spec
+// takes it at an instant of its window where the lease it finds fits the
+// answer.
+//
 // Order: faults first (by call), then the events of each key (keys are
 // independent in the spec, and linearizability is local), each key's by
 // call. The trace spec does not follow this order blindly: it takes a key's
@@ -135,9 +148,8 @@ const maxInt32 = math.MaxInt32
 // pending earlier one unless that one returned before it was called), so a
 // history is accepted iff some linearization follows the rules. Each
 // event's Upto bounds the search: an event may stay pending while at most
-// MaxAhead later events of its key are taken. Loss notices (history.Lost),
-// closes of a client's handle (history.Close) and what the lock said of a
-// key's holders (history.Inspect, history.Holds) are left out. Only an op that overlaps
+// MaxAhead later events of its key are taken. Loss notices (history.Lost)
+// and closes of a client's handle (history.Close) are left out. Only an op that overlaps
 // more than MaxAhead others (a very long pause, an op that never returned
 // among many) is limited by it, and a limit can only reject more, never
 // accept a history that has no valid order.
@@ -161,7 +173,7 @@ func Convert(ops []history.Op, opt Options) (*Trace, error) {
 	// not describe them (the client's belief is in LockQueue.tla). An
 	// acquire after a close is an ordinary acquire to the model.
 	ops = slices.DeleteFunc(slices.Clone(ops), func(o history.Op) bool {
-		return o.Kind == history.Lost || o.Kind == history.Close || o.Kind == history.Inspect || o.Kind == history.Holds
+		return o.Kind == history.Lost || o.Kind == history.Close
 	})
 	c := converter{
 		clients: map[string]int{}, keys: map[string]int{},
@@ -234,6 +246,11 @@ func (c *converter) collect(ops []history.Op, drift int64) error {
 			}
 			names = append(names, op.Client)
 			keys = append(keys, op.Key)
+		}
+		if op.Kind == history.Inspect && op.Held && op.Holder != "" {
+			// A holder no op of the history names is a client of its
+			// own, which holds nothing.
+			names = append(names, op.Holder)
 		}
 		if op.HasToken {
 			toks = append(toks, op.Token)
@@ -330,7 +347,16 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 	for i, op := range ops {
 		e := Event{
 			Line: op.Line, Kind: string(op.Kind), Result: string(op.Result),
-			Call: c.tick(op.Call), Return: tr.Never, Lo: tr.Never, Hi: tr.Never, Prev: -1,
+			Call: c.tick(op.Call), Return: tr.Never, Lo: tr.Never, Hi: tr.Never, Prev: -1, Count: -1,
+		}
+		if op.Kind == history.Inspect || op.Kind == history.Holds {
+			e.Held = op.Kind == history.Inspect && op.Held
+			if e.Held && op.Holder != "" {
+				e.Holder = c.clients[op.Holder]
+			}
+			if op.HasHolds {
+				e.Count = int(min(op.HoldCount, maxInt32))
+			}
 		}
 		if !op.OpenEnded() {
 			// An open-ended op (never returned, or a release of unknown

@@ -571,3 +571,44 @@ func TestLossNoticesLeftOut(t *testing.T) {
 		})
 	}
 }
+
+// TestInspectEvents: an inspect or holds op is an event that carries what
+// the lock said: held, the holder named (a client of its own when no op
+// of the history is its), the fence told as a token and the count (-1:
+// not told); a holds op names no holder.
+func TestInspectEvents(t *testing.T) {
+	ms := int64(time.Millisecond)
+	ops := []history.Op{
+		{Client: "a", Kind: history.Acquire, Key: "k", Call: 0, Return: ms, Completed: true, Result: history.OK, TTLMillis: 100, Token: 7, HasToken: true, Line: 1},
+		{Client: "b", Kind: history.Inspect, Key: "k", Call: 2 * ms, Return: 3 * ms, Completed: true, Result: history.OK,
+			Held: true, Holder: "a", Token: 7, HasToken: true, HoldCount: 2, HasHolds: true, Line: 2},
+		{Client: "b", Kind: history.Inspect, Key: "k", Call: 4 * ms, Return: 5 * ms, Completed: true, Result: history.OK,
+			Held: true, Holder: "zed", Line: 3},
+		{Client: "b", Kind: history.Inspect, Key: "k", Call: 6 * ms, Return: 7 * ms, Completed: true, Result: history.OK, Line: 4},
+		{Client: "a", Kind: history.Holds, Key: "k", Call: 8 * ms, Return: 9 * ms, Completed: true, Result: history.OK,
+			HoldCount: 0, HasHolds: true, Line: 5},
+	}
+	tr := mustConvert(t, ops)
+	if !slices.Equal(tr.Clients, []string{"a", "b", "zed"}) {
+		t.Fatalf("clients %v; want a, b and the stranger zed", tr.Clients)
+	}
+	type said struct {
+		kind          string
+		held          bool
+		holder, count int
+		tok           int
+	}
+	var got []said
+	for _, e := range tr.Events {
+		if e.Kind == string(history.Inspect) || e.Kind == string(history.Holds) {
+			got = append(got, said{e.Kind, e.Held, e.Holder, e.Count, e.Token})
+		}
+	}
+	want := []said{{"inspect", true, 1, 2, 1}, {"inspect", true, 3, -1, 0}, {"inspect", false, 0, -1, 0}, {"holds", false, 0, 0, 0}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("inspect events %+v; want %+v", got, want)
+	}
+	if m := module(t, tr); !strings.Contains(m, "held |-> TRUE, holder |-> 1, count |-> 2") {
+		t.Fatalf("the module does not carry the answer:\n%s", m)
+	}
+}
