@@ -187,6 +187,10 @@ func FaultKind(opName string) string {
 //     places and take their time to come back in line.
 //   - Expiries written by a clock that runs skew ahead of the promoted
 //     replica's last up to skew longer (failover-skew).
+//   - pubsub-reset holds back, for half a TTL, the connections dialed
+//     right after each drop: a waiter whose look waited on one lost its
+//     place by the time it rejoined the line, within a TTL of the window
+//     (a waiter deaf to its hand-offs after that is the lock's fault).
 //   - Any other fault's effect: within 4 TTLs of its window (a frozen
 //     client's op returns within its timeout of the thaw).
 func ExcuseAfter(kind, prop string, ttl, skew time.Duration) time.Duration {
@@ -199,6 +203,8 @@ func ExcuseAfter(kind, prop string, ttl, skew time.Duration) time.Duration {
 		return 4 * ttl
 	case Forgets(kind):
 		return 2 * ttl
+	case kind == FaultPubSubReset:
+		return ttl
 	}
 	return 4 * ttl
 }

@@ -32,6 +32,8 @@ func predict(kind string) locker.Prediction {
 		p.Set(contract.WantMay, contract.PropLease)
 	case contract.FaultClockSkew:
 		p.Set(contract.WantAny, contract.PropLease)
+	case contract.FaultPubSubReset:
+		p.Set(contract.WantMay, contract.PropFairness)
 	case contract.FaultNone:
 		p.Set(contract.WantMay, contract.PropClaims) // a defect that needs no fault
 	}
@@ -45,6 +47,7 @@ func TestUnexcused(t *testing.T) {
 	b := Bounds{TTL: 500 * time.Millisecond}
 	failover := Window{Kind: contract.FaultFailover, Start: ms(1000), End: ms(1500)}
 	latency := Window{Kind: contract.FaultLatency, Start: ms(0), End: ms(5000)}
+	pubsub := Window{Kind: contract.FaultPubSubReset, Start: ms(1000), End: ms(1500)}
 	for _, c := range []struct {
 		name     string
 		res      *checker.Result
@@ -57,6 +60,8 @@ func TestUnexcused(t *testing.T) {
 		{"past 2T after it", violated(contract.PropLease, 2600, 2700), Windows{failover}, false, "lease violated outside every window that excuses it (r, lines 3,7; windows: failover)"},
 		{"before it", violated(contract.PropLease, 100, 200), Windows{failover}, false, "windows: failover"},
 		{"a window of a fault that cannot cause it", violated(contract.PropLease, 100, 200), Windows{failover, latency}, false, "windows: failover"},
+		{"fairness within T after a pubsub-reset", violated(contract.PropFairness, 1900, 2100), Windows{pubsub}, true, ""},
+		{"fairness past T after a pubsub-reset", violated(contract.PropFairness, 2100, 2200), Windows{pubsub}, false, "windows: pubsub-reset"},
 		{"liveness after a failover: to the end", violated(contract.PropLiveness, 9000, 9100), Windows{failover}, true, ""},
 		{"no window that may excuse it: the prediction decides", violated(contract.PropLease, 100, 200), Windows{latency}, true, ""},
 		{"a break the lock may show with no fault needs no window", violated(contract.PropClaims, 100, 200), Windows{failover}, true, ""},
