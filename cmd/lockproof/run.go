@@ -92,7 +92,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.regressions, "regressions", "chaos/regressions", "directory of saved regressions")
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render report.md/html, junit.xml, report.json")
 	fs.BoolVar(&f.keepAll, "keep-all", false, "keep every history as written and every Porcupine page (default: compress the histories of as-expected scenarios but a sample and the first counterexample per cell)")
-	fs.StringVar(&f.tlaJar, "tla-jar", os.Getenv("TLA2TOOLS_JAR"), "tla2tools.jar: validate each history of the fenced lock against tla/TraceFencedLock.tla with TLC (needs java; default $TLA2TOOLS_JAR; empty: not validated)")
+	fs.StringVar(&f.tlaJar, "tla-jar", os.Getenv(tla.JarEnv), "tla2tools.jar: validate each history of the fenced lock against tla/TraceFencedLock.tla with TLC (needs java; default $TLA2TOOLS_JAR; empty: not validated)")
 	fs.StringVar(&f.lockCmd, "lock-cmd", "", `run a lock in any language: the command (quoted as a shell would, "python3 adapter.py --x 1") started once per client, which speaks the line protocol on stdin and stdout (docs/LINEPROTO.md); --locks then adds built-in locks beside it`)
 	fs.StringVar(&f.lockName, "lock-name", "", "with --lock-cmd: the lock's name in the matrix (lowercase letters, digits, dashes)")
 	fs.StringVar(&f.profile, "profile", "", "with --lock-cmd: what the lock claims, fenced, lease or none (default fenced: a lock is held to the strongest claim until it says otherwise)")

@@ -39,7 +39,7 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	drift := fs.Float64("drift", 0.01, "relative clock drift bound, in (0, 1)")
 	settle := fs.Duration("settle", trace.DefaultSettle, "how long after a failover fault ends the old master may still serve clients")
 	validate := fs.Bool("validate", false, "run TLC on the trace against tla/TraceFencedLock.tla and print accepted or rejected (with the history line)")
-	jar := fs.String("tla-jar", os.Getenv("TLA2TOOLS_JAR"), "with --validate: tla2tools.jar (needs java; default $TLA2TOOLS_JAR)")
+	jar := fs.String("tla-jar", os.Getenv(tla.JarEnv), "with --validate: tla2tools.jar (needs java; default $TLA2TOOLS_JAR)")
 	timeout := fs.Duration("timeout", tla.DefaultTimeout, "with --validate: TLC's time budget")
 	heap := fs.String("heap", "1g", "with --validate: TLC's heap (java -Xmx)")
 	fs.Usage = func() {
