@@ -341,15 +341,28 @@ func simWorkerProcess(ctx context.Context, exe string, f simFlags, jobs []simJob
 	readErr = errors.Join(readErr, sc.Err())
 	_, _ = io.Copy(io.Discard, pipe) // after an error: the worker must not block on a full pipe
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("worker: %w: %s", err, lastLines(errBuf.String(), 20))
+		return fmt.Errorf("worker: %w: %s", err, workerStderr(errBuf.String(), 20))
 	}
 	return readErr
 }
 
-// lastLines is the tail of a worker's stderr, for an error.
-func lastLines(s string, n int) string {
+// workerStderr is a worker's stderr for an error: its own lines (those
+// that start "lockproof sim", which name the lock and seed, as a hang's
+// does), then the last n lines. A hang writes every goroutine's stack
+// after its line, so the tail alone would lose which seed hung.
+func workerStderr(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+	start := max(0, len(lines)-n)
+	var own []string
+	for _, l := range lines[:start] {
+		if strings.HasPrefix(l, "lockproof sim") && len(own) < 5 {
+			own = append(own, l)
+		}
+	}
+	if len(own) > 0 {
+		own = append(own, "...")
+	}
+	return strings.Join(append(own, lines[start:]...), "\n")
 }
 
 // simWorker runs the jobs read from in, one JSON line of simResult each

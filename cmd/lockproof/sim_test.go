@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -278,5 +279,26 @@ func TestSimShrink(t *testing.T) {
 	}
 	if code, _, errOut := runBin(t, bin, "sim", "--shrink", filepath.Join(dir, "none.jsonl")); code != exitBadInput || !strings.Contains(errOut, "none.jsonl") {
 		t.Errorf("a missing file: exit %d, want %d naming it\n%s", code, exitBadInput, errOut)
+	}
+}
+
+// TestWorkerStderrKeepsTheSeed: a worker that hangs writes which seed
+// hung, then every goroutine's stack; the error the run returns must
+// still name the seed, not only the stacks' tail.
+func TestWorkerStderrKeepsTheSeed(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("lockproof sim: fenced seed 1546 ran 2m0s of wall time without ending: the simulation's clock stopped\n")
+	for i := range 200 {
+		fmt.Fprintf(&b, "goroutine %d [select]:\n\tmain.f()\n", i)
+	}
+	got := workerStderr(b.String(), 20)
+	if !strings.Contains(got, "fenced seed 1546") {
+		t.Errorf("the worker's error lost the seed:\n%s", got)
+	}
+	if !strings.HasSuffix(got, "main.f()") || strings.Count(got, "\n") > 25 {
+		t.Errorf("want the seed's line and the last 20 lines, got:\n%s", got)
+	}
+	if got := workerStderr("a\nb", 20); got != "a\nb" {
+		t.Errorf("a short stderr: %q, want it whole", got)
 	}
 }
