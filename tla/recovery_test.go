@@ -21,12 +21,7 @@ import (
 // checks the same in CI; this runs it inside `go test` whenever
 // TLA2TOOLS_JAR is set.
 func TestRecoveryModel(t *testing.T) {
-	checkModel(t, "LockRecovery.tla", []modelCase{
-		{"LockRecovery.cfg", ""},
-		{"LockRecovery_laterelease_unsafe.cfg", "HoldsBelieved"},
-		{"LockRecovery_lateacquire_unsafe.cfg", "NoOrphanHold"},
-		{"LockRecovery_undofirst_unsafe.cfg", "NoOrphanHold"},
-	})
+	checkModel(t, "LockRecovery.tla", goTested(t, "TestRecoveryModel"))
 }
 
 // TestLineModel: the model of the line by call (LockLine.tla) passes as
@@ -36,12 +31,67 @@ func TestRecoveryModel(t *testing.T) {
 // places by token (ZADD NX kept the place an owner's earlier call left)
 // and with a served waiter that keeps its place (round three's defect 4).
 func TestLineModel(t *testing.T) {
-	checkModel(t, "LockLine.tla", []modelCase{
-		{"LockLine.cfg", ""},
-		{"LockLine_anycall_unsafe.cfg", "NoJump"},
-		{"LockLine_bytoken_unsafe.cfg", "LineInArrivalOrder"},
-		{"LockLine_keepplace_unsafe.cfg", "NoOrphanPlace"},
-	})
+	checkModel(t, "LockLine.tla", goTested(t, "TestLineModel"))
+}
+
+var (
+	reGoTest = regexp.MustCompile(`(?m)^\\\* go test: *(\w+)`)
+	reExpect = regexp.MustCompile(`(?m)^\\\* expect: *(\w+)`)
+)
+
+// modelTests are the tests that model-check configs, with their spec.
+var modelTests = map[string]string{"TestRecoveryModel": "LockRecovery.tla", "TestLineModel": "LockLine.tla"}
+
+// goTested are the cases of test: the configs whose "\* go test: NAME"
+// line names it, each with the violation its "\* expect:" line names when
+// it is an _unsafe config. tla/run.sh skips these configs when
+// TLC_SKIP_GO_TESTED=1 (.ci/run, after go test has run them), so that
+// line is what keeps a config checked once, by one of the two: a line
+// naming no test of modelTests, or a config of another spec, fails here,
+// and so does a test left with no must-pass or no must-fail config.
+func goTested(t *testing.T, test string) []modelCase {
+	t.Helper()
+	cfgs, err := filepath.Glob("*.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []modelCase
+	pass, fail := 0, 0
+	for _, cfg := range cfgs {
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := reGoTest.FindSubmatch(b)
+		if m == nil {
+			continue
+		}
+		spec, ok := modelTests[string(m[1])]
+		switch {
+		case !ok:
+			t.Fatalf("%s: \"\\* go test: %s\" names no test that model-checks configs (modelTests)", cfg, m[1])
+		case strings.TrimSuffix(spec, ".tla") != strings.SplitN(strings.TrimSuffix(cfg, ".cfg"), "_", 2)[0]:
+			t.Fatalf("%s: \"\\* go test: %s\" checks %s, not this config's spec", cfg, m[1], spec)
+		case string(m[1]) != test:
+			continue
+		}
+		tc := modelCase{cfg: cfg}
+		if strings.Contains(cfg, "_unsafe") {
+			m := reExpect.FindSubmatch(b)
+			if m == nil {
+				t.Fatalf("%s: an _unsafe config with no \"\\* expect: NAME\" line", cfg)
+			}
+			tc.violation = string(m[1])
+			fail++
+		} else {
+			pass++
+		}
+		cases = append(cases, tc)
+	}
+	if pass == 0 || fail == 0 {
+		t.Fatalf("%s: %d must-pass and %d must-fail configs marked \"\\* go test: %s\"; want some of each", test, pass, fail, test)
+	}
+	return cases
 }
 
 // modelCase is a config of a spec and what TLC must say of it.

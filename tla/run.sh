@@ -22,7 +22,11 @@
 # Without TLC the script says so and exits 1, or 0 when TLC_OPTIONAL=1 (CI
 # sets it).
 #
-# Environment: TLA2TOOLS_JAR, TLC_OPTIONAL, TLC_WORKERS (default 1),
+# A config with a "\* go test: NAME" line is also checked by that test of
+# package tla (go test ./tla, with TLA2TOOLS_JAR set); TLC_SKIP_GO_TESTED=1
+# skips it here (.ci/run sets it when its go test ran with the jar).
+#
+# Environment: TLA2TOOLS_JAR, TLC_OPTIONAL, TLC_SKIP_GO_TESTED, TLC_WORKERS (default 1),
 # TLC_TIMEOUT (seconds per config, default 600), TLC_HEAP (default 1g),
 # TLA2TOOLS_SHA256 (another release's checksum).
 # Every TLC run happens in a temp dir (-metadir there too): nothing is
@@ -152,7 +156,12 @@ elif [ $# -gt 0 ]; then
   for n in "$@"; do configs+=("$here/${n%.cfg}.cfg"); done
 else
   for c in "$here"/*.cfg; do
-    case "$(basename "$c")" in Trace*) ;; *) configs+=("$c") ;; esac
+    case "$(basename "$c")" in Trace*) continue ;; esac
+    if [ "${TLC_SKIP_GO_TESTED:-}" = 1 ] && grep -q '^\\\* go test: ' "$c"; then
+      row "$(basename "$c" .cfg)" "checked by $(sed -n 's/^\\\* go test: *\([A-Za-z0-9_]*\).*/\1/p' "$c" | head -1)" "skipped" "" ""
+      continue
+    fi
+    configs+=("$c")
   done
   for h in "$here"/testdata/*.jsonl; do traces+=("$h"); done
 fi
