@@ -95,6 +95,7 @@ func tlsFiles(t *testing.T, dir string) (ca, serverCert, serverKey, clientCert, 
 // TLS settings, or without the password, is refused when opened, and no
 // error, history or evidence holds the password.
 func TestBYOOverTLSWithAUTH(t *testing.T) {
+	t.Parallel()
 	redistest.Require(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

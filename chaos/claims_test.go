@@ -104,6 +104,7 @@ func liarEntry(t *testing.T, name, base string, l liar) locker.Entry {
 //     Lost closes, under key-loss (a holder that runs its work in the
 //     lease's context is never told).
 func TestHarnessCatchesALockThatLies(t *testing.T) {
+	t.Parallel()
 	// The key-loss victim must work on well past the loss bound after the
 	// next grant: one that releases soon after the DEL learns of the loss
 	// from its refused release, and a deaf lock then goes unseen (4 of 4
@@ -177,6 +178,7 @@ func TestHarnessCatchesALockThatLies(t *testing.T) {
 // lock on (claim-overlap), on one of 8 seeds of a workload that rushes
 // every release under latency; the lock shipped now passes them all.
 func TestHarnessCatchesTheSecondReview(t *testing.T) {
+	t.Parallel()
 	mix := workload.DefaultMix()
 	// No owned sections: an owner's defects of the old lock (caught by
 	// TestHarnessCatchesTheOwnerDefects) break G1 first.
@@ -222,6 +224,7 @@ func TestHarnessCatchesTheSecondReview(t *testing.T) {
 // on one of 3 seeds (4 of 4 when measured). The lock shipped now passes
 // the same scenarios (review defect 3).
 func TestHarnessCatchesAMissedHandOff(t *testing.T) {
+	t.Parallel()
 	var specs []runner.Spec
 	for seed := uint64(1); seed <= 3; seed++ {
 		specs = append(specs, runner.Spec{Lock: zoo.FencedV2Name, Fault: contract.FaultPubSubReset, Seed: seed},
@@ -264,6 +267,7 @@ func TestHarnessCatchesAMissedHandOff(t *testing.T) {
 // defect 4), with one client on the key so that only the lock's answers
 // count. The lock shipped now passes the same scenarios.
 func TestHarnessCatchesTheOwnerDefects(t *testing.T) {
+	t.Parallel()
 	mix := workload.DefaultMix()
 	mix.Owner, mix.Blocking, mix.Cancel = 1, 1, 0
 	var specs []runner.Spec
@@ -317,6 +321,7 @@ func TestHarnessCatchesTheOwnerDefects(t *testing.T) {
 // when its holder got all three (G1 may break when it got a bare
 // majority). Fenced histories go through trace validation too.
 func TestRedisForgetsTheLock(t *testing.T) {
+	t.Parallel()
 	var specs []runner.Spec
 	for _, l := range []string{zoo.FencedName, zoo.LuaName, zoo.RedlockName} {
 		specs = append(specs, runner.Spec{Lock: l, Fault: contract.FaultRestart, Seed: 1})
@@ -356,6 +361,7 @@ func TestRedisForgetsTheLock(t *testing.T) {
 // (issue 27): only the other properties are judged here, and the trace
 // validation is left to the smaller scenarios.
 func TestHarnessCatchesStarvation(t *testing.T) {
+	t.Parallel()
 	var specs []runner.Spec
 	for seed := uint64(1); seed <= 2; seed++ {
 		specs = append(specs, runner.Spec{Lock: zoo.FencedV2Name, Fault: contract.FaultCrowd, Seed: seed},
@@ -400,6 +406,7 @@ func TestHarnessCatchesStarvation(t *testing.T) {
 // Acquire after Close succeeds (closed-grant: the workload's leaving
 // client tries once more on its closed lock).
 func TestHarnessCatchesTheCallDefects(t *testing.T) {
+	t.Parallel()
 	var specs []runner.Spec
 	for seed := uint64(1); seed <= 2; seed++ {
 		for _, l := range []string{zoo.FencedV2Name, zoo.FencedName} {

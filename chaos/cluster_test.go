@@ -25,6 +25,7 @@ import (
 // lost), fencing must keep the resource safe across a shard's failover
 // and outage, and every verdict must be what the matrix predicts.
 func TestFencedOnCluster(t *testing.T) {
+	t.Parallel()
 	shared := openEnv(t, chaos.On(chaos.SharedSpec(), contract.TopologyCluster))
 	for _, fault := range runner.FaultsOn(contract.TopologyCluster) {
 		f, _ := chaos.Lookup(fault)
@@ -69,6 +70,7 @@ func TestFencedOnCluster(t *testing.T) {
 // a waiter starved (liveness), or as a lease a client believed released
 // still granted. Seeds until it shows, at most 4.
 func TestHarnessCatchesTryAgain(t *testing.T) {
+	t.Parallel()
 	e := chaostest.StartProcess(t, chaos.On(chaos.SharedSpec(), contract.TopologyCluster))
 	var found []string
 	for seed := uint64(1); seed <= 4 && len(found) == 0; seed++ {
@@ -97,6 +99,7 @@ func TestHarnessCatchesTryAgain(t *testing.T) {
 // The fenced lock keeps its resource safe, and every verdict is what the
 // matrix predicts.
 func TestFaultsOnBYOCluster(t *testing.T) {
+	t.Parallel()
 	existing := chaostest.StartProcess(t, chaos.On(chaos.SharedSpec(), contract.TopologyCluster))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -23,6 +23,7 @@ import (
 // victim went unpaused (the fault did not strike) or was paused for less
 // than the TTL.
 func TestPauseWaitsForItsVictim(t *testing.T) {
+	t.Parallel()
 	e := chaostest.StartProcess(t, env.Spec{})
 	const ttl, dur = 300 * time.Millisecond, 300 * time.Millisecond
 	late := 0

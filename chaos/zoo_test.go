@@ -204,6 +204,7 @@ func zooDescribe(s *runner.Scenario) string {
 // run of 2026-11-27), while a harness that stopped catching the flaw
 // still does.
 func TestZooBreaks(t *testing.T) {
+	t.Parallel()
 	decisive := runner.DecisiveScenarios()
 	spec := func(d runner.Decisive, seed uint64) runner.Spec {
 		return runner.Spec{Lock: d.Lock, Fault: d.Fault, Seed: seed, Point: d.Point}
@@ -277,6 +278,7 @@ func TestZooBreaks(t *testing.T) {
 // suite run. So at least 8 seeds are tried (stopping at the first loss):
 // a miss in all of them is a lost detection, not bad luck.
 func TestZooFailover(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("failover needs a fresh environment per seed: not with -short (TestFencedFailoverLosesLease covers fenced)")
 	}
@@ -304,6 +306,7 @@ func TestZooFailover(t *testing.T) {
 // `lockproof run --save-regression NAME`) and asserts that the saved
 // property breaks again.
 func TestRegressions(t *testing.T) {
+	t.Parallel()
 	regs, err := runner.LoadRegressions("regressions")
 	if err != nil {
 		t.Fatal(err)
@@ -339,6 +342,7 @@ func TestRegressions(t *testing.T) {
 // its acquire at once), releases, and a client crashed while it waited in
 // line (its blocking acquire never returned).
 func TestFencedDrivesEveryPath(t *testing.T) {
+	t.Parallel()
 	dir := zooDir(t)
 	// More waiters canceled in line than the default mix makes: with a
 	// 250ms deadline a canceled waiter gives up only when the lock stays
@@ -442,6 +446,7 @@ func missingPaths(count map[string]int) []string {
 // TTL (waiter liveness). The lock shipped now passes the same scenarios on
 // every seed.
 func TestHarnessCatchesTheOldLock(t *testing.T) {
+	t.Parallel()
 	var specs []runner.Spec
 	for seed := uint64(1); seed <= 8; seed++ {
 		for _, f := range []string{contract.FaultNone, contract.FaultCrashClient} {
