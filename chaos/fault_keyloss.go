@@ -84,25 +84,27 @@ func forceUnlockFault() Fault {
 			if err != nil {
 				return armed{}, fmt.Errorf("force-unlock: %w", err)
 			}
-			// The operator's tool: another client's Locker (any will do).
-			var tool locker.ForceUnlocker
-			for _, c := range s.wl.Clients {
-				if fu, ok := c.Locker().(locker.ForceUnlocker); ok && c.Name != kl.Client {
-					tool = fu
-					break
-				}
-			}
-			f := &nemesis.ForceUnlock{Lock: kl, Unlock: func(ctx context.Context) (bool, error) {
-				if tool != nil {
-					held, err := tool.ForceUnlock(ctx, kl.Key)
-					if !errors.Is(err, locker.ErrUnsupported) {
-						return held, err
+			f := &nemesis.ForceUnlock{Lock: kl, Unlock: func(ctx context.Context, kl *nemesis.KeyLoss) (bool, error) {
+				// The operator's tool: another client's Locker (any will do).
+				for _, c := range s.wl.Clients {
+					if fu, ok := c.Locker().(locker.ForceUnlocker); ok && c.Name != kl.Client {
+						held, err := fu.ForceUnlock(ctx, kl.Key)
+						if !errors.Is(err, locker.ErrUnsupported) {
+							return held, err
+						}
+						break
 					}
 				}
 				if err := kl.Start(ctx); err != nil { // no force unlock: the operator's DEL
 					return false, err
 				}
 				return kl.Evidence().Bit, nil
+			}, Again: func(context.Context) (*nemesis.KeyLoss, error) {
+				// The holder released between the look and the unlock
+				// (as restart's strike finds it): the next holder, until
+				// the strike's time runs out.
+				kl, _, err := holderKeys(s)
+				return kl, err
 			}}
 			return armed{fault: f}, nil
 		}}

@@ -244,25 +244,44 @@ func (r *Restart) Evidence() Evidence { return r.Lock.Evidence() }
 type ForceUnlock struct {
 	// Lock names the holder and the lock whose keys are the evidence.
 	Lock *KeyLoss
-	// Unlock runs the lock's force unlock of Lock.Key.
-	Unlock func(ctx context.Context) (held bool, err error)
+	// Unlock runs the lock's force unlock of lock.Key.
+	Unlock func(ctx context.Context, lock *KeyLoss) (held bool, err error)
+	// Again finds the next holder when Unlock found the lock free: its
+	// holder released between the look that found it and the unlock (a
+	// brief hold, a loaded machine). Start then unlocks that one, until
+	// Again fails (no holder before its time runs out: the evidence says
+	// the fault did not bite). Nil: one try.
+	Again func(ctx context.Context) (*KeyLoss, error)
 }
 
 // Name is "force-unlock <client> <key>".
 func (f *ForceUnlock) Name() string { return "force-unlock " + f.Lock.Client + " " + f.Lock.Key }
 
-// Start force-unlocks the lock.
+// Start force-unlocks the lock, again on the next holder while it finds
+// the lock free (Again).
 func (f *ForceUnlock) Start(ctx context.Context) error {
-	before, berr := f.Lock.allKeys(ctx)
-	held, err := f.Unlock(ctx)
-	after, aerr := f.Lock.allKeys(ctx)
-	f.Lock.record(Evidence{Bit: held,
-		Text: fmt.Sprintf("an operator force-unlocked %s while %s held it: held %v; keys before %s, right after %s",
-			f.Lock.Key, f.Lock.Client, held, list(before), list(after))})
-	if err := errors.Join(err, berr, aerr); err != nil {
-		return fmt.Errorf("force-unlock %s: %w", f.Lock.Key, err)
+	for {
+		before, berr := f.Lock.allKeys(ctx)
+		held, err := f.Unlock(ctx, f.Lock)
+		after, aerr := f.Lock.allKeys(ctx)
+		f.Lock.record(Evidence{Bit: held,
+			Text: fmt.Sprintf("an operator force-unlocked %s while %s held it: held %v; keys before %s, right after %s",
+				f.Lock.Key, f.Lock.Client, held, list(before), list(after))})
+		if err := errors.Join(err, berr, aerr); err != nil {
+			return fmt.Errorf("force-unlock %s: %w", f.Lock.Key, err)
+		}
+		if held || f.Again == nil {
+			return nil
+		}
+		next, err := f.Again(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return nil // the evidence says it did not bite
+			}
+			return fmt.Errorf("force-unlock %s: the next holder: %w", f.Lock.Key, err)
+		}
+		f.Lock = next
 	}
-	return nil
 }
 
 // Stop does nothing: the lock stays unlocked.

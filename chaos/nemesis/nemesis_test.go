@@ -313,3 +313,48 @@ func TestPubSubReset(t *testing.T) {
 		t.Errorf("recorded windows %v", r.evidences)
 	}
 }
+
+// TestForceUnlockTriesTheNextHolder: a force unlock that finds the lock
+// free (its holder released between the look and the unlock) unlocks the
+// next holder Again finds, and the evidence names that one; without Again
+// it says it did not bite. The unlock itself is the lock's: here a DEL.
+func TestForceUnlockTriesTheNextHolder(t *testing.T) {
+	p := redistest.Start(t)
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: p.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	unlock := func(ctx context.Context, kl *nemesis.KeyLoss) (bool, error) {
+		n, err := c.Del(ctx, kl.Key).Result()
+		return n > 0, err
+	}
+	first := &nemesis.KeyLoss{Client: "c0", Key: "k", Nodes: []string{p.Addr}}
+	// c0 released before the unlock: the key is free. c1 takes it next.
+	again := func(context.Context) (*nemesis.KeyLoss, error) {
+		if err := c.Set(ctx, "k", "c1", 0).Err(); err != nil {
+			return nil, err
+		}
+		return &nemesis.KeyLoss{Client: "c1", Key: "k", Nodes: []string{p.Addr}}, nil
+	}
+	f := &nemesis.ForceUnlock{Lock: first, Unlock: unlock, Again: again}
+	if err := f.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ev := f.Evidence(); !ev.Bit || !strings.Contains(ev.Text, "while c1 held it: held true") {
+		t.Errorf("evidence %+v: want the next holder, c1, force-unlocked", ev)
+	}
+	if n, _ := c.Exists(ctx, "k").Result(); n != 0 {
+		t.Errorf("the next holder's key is still there")
+	}
+	once := &nemesis.ForceUnlock{Lock: &nemesis.KeyLoss{Client: "c0", Key: "k", Nodes: []string{p.Addr}}, Unlock: unlock}
+	if err := once.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ev := once.Evidence(); ev.Bit {
+		t.Errorf("evidence %+v: a free lock and no Again: want no bite", ev)
+	}
+	gone := &nemesis.ForceUnlock{Lock: &nemesis.KeyLoss{Client: "c0", Key: "k", Nodes: []string{p.Addr}}, Unlock: unlock,
+		Again: func(ctx context.Context) (*nemesis.KeyLoss, error) { return nil, context.DeadlineExceeded }}
+	if err := gone.Start(ctx); err != nil || gone.Evidence().Bit {
+		t.Errorf("no next holder before the time ran out: %v, %+v; want no error and no bite", err, gone.Evidence())
+	}
+}
