@@ -21,7 +21,7 @@ import (
 // checks the same in CI; this runs it inside `go test` whenever
 // TLA2TOOLS_JAR is set.
 func TestRecoveryModel(t *testing.T) {
-	checkModel(t, "LockRecovery.tla", goTested(t, "TestRecoveryModel"))
+	checkModel(t)
 }
 
 // TestLineModel: the model of the line by call (LockLine.tla) passes as
@@ -31,7 +31,7 @@ func TestRecoveryModel(t *testing.T) {
 // places by token (ZADD NX kept the place an owner's earlier call left)
 // and with a served waiter that keeps its place (round three's defect 4).
 func TestLineModel(t *testing.T) {
-	checkModel(t, "LockLine.tla", goTested(t, "TestLineModel"))
+	checkModel(t)
 }
 
 var (
@@ -39,10 +39,11 @@ var (
 	reExpect = regexp.MustCompile(`(?m)^\\\* expect: *(\w+)`)
 )
 
-// modelTests are the tests that model-check configs, with their spec.
+// modelTests are the tests that model-check configs (checkModel), with
+// their spec.
 var modelTests = map[string]string{"TestRecoveryModel": "LockRecovery.tla", "TestLineModel": "LockLine.tla"}
 
-// goTested are the cases of test: the configs whose "\* go test: NAME"
+// goTested are the cases of test (a test of modelTests): the configs whose "\* go test: NAME"
 // line names it, each with the violation its "\* expect:" line names when
 // it is an _unsafe config. tla/run.sh skips these configs when
 // TLC_SKIP_GO_TESTED=1 (.ci/run, after go test has run them), so that
@@ -100,9 +101,12 @@ type modelCase struct {
 	violation string // "": must pass, with at least its min-states
 }
 
-// checkModel model-checks spec with each config.
-func checkModel(t *testing.T, spec string, cases []modelCase) {
+// checkModel model-checks the spec of t (modelTests) with each config
+// marked for t (goTested).
+func checkModel(t *testing.T) {
 	t.Helper()
+	spec := modelTests[t.Name()]
+	cases := goTested(t, t.Name())
 	v := validator(t)
 	for _, tc := range cases {
 		t.Run(strings.TrimSuffix(tc.cfg, ".cfg"), func(t *testing.T) {
