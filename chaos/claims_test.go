@@ -224,7 +224,10 @@ func TestHarnessCatchesTheSecondReview(t *testing.T) {
 // on one of 3 seeds (4 of 4 when measured). The lock shipped now passes
 // the same scenarios (review defect 3).
 func TestHarnessCatchesAMissedHandOff(t *testing.T) {
-	t.Parallel()
+	// Not t.Parallel: it wants the fixed lock's fairness ok under
+	// pubsub-reset, which a waiter's look slowed past its 100ms hand-off
+	// lease can break (the profile says may); beside another chaos test it
+	// failed so once in five whole runs (2026-12-05).
 	var specs []runner.Spec
 	for seed := uint64(1); seed <= 3; seed++ {
 		specs = append(specs, runner.Spec{Lock: zoo.FencedV2Name, Fault: contract.FaultPubSubReset, Seed: seed},
