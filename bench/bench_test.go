@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
@@ -66,4 +67,11 @@ func BenchmarkUncontendedRedsync(b *testing.B) {
 	rdb := benchRedis(b)
 	rs := redsync.New(goredis.NewPool(rdb))
 	benchPairs(b, redsyncHandle{rs.NewMutex("bench")})
+}
+
+// BenchmarkUncontendedRedislock: the same with redislock (a Lua obtain,
+// then a Lua release), the fastest peer in the README's table.
+func BenchmarkUncontendedRedislock(b *testing.B) {
+	rdb := benchRedis(b)
+	benchPairs(b, redislockHandle{redislock.New(rdb), "bench", 10 * time.Second})
 }

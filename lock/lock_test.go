@@ -976,11 +976,16 @@ func TestDeadWaiterGetsOnlyAHandoffLease(t *testing.T) {
 	keys := lock.RedisKeys("k")
 	c := newLocks(t, rdb, lock.Options{TTL: time.Minute, QueueTTL: time.Minute, HandoffTTL: 300 * time.Millisecond})
 	a := mustAcquire(t, c, "k")
-	// The dead waiter: first in line, its place valid for a minute.
+	// The dead waiter: first in line, its place valid for a minute, put
+	// there as acquireScript's join does (the place, and w on the held
+	// lock: somebody is in line).
 	if err := rdb.ZAdd(ctxT(t), keys.Queue, redis.Z{Score: 1, Member: "60000:dead"}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := rdb.ZAdd(ctxT(t), keys.QueueDeadlines, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "60000:dead"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctxT(t), keys.Lock, "w", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Release(ctxT(t)); err != nil {

@@ -179,3 +179,48 @@ func TestLateRequestAfterItsCleanupTakesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitFlag: w, the hash's "somebody may be in line", is what lets a
+// release skip the look at the queue; every way a waiter stays in line
+// behind a holder sets it. Here the holder's key ran out (deleted by hand:
+// no timing) with two waiters in line; the head takes the free lock on
+// its retry, and its release must hand the lock to the waiter behind it,
+// not delete it (the hand-off that wakes that waiter at once).
+func TestWaitFlag(t *testing.T) {
+	_, rdb := startRedis(t)
+	c := newClient(t, rdb, Options{TTL: time.Minute, QueueTTL: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	keys := RedisKeys("k")
+	waiter := func(name string) *attempt {
+		return &attempt{c: c, key: "k", keys: keys, owner: c.token(name), given: name,
+			cfg: callConfig{ttl: time.Minute}, op: "acquire", id: newToken(c.rnd), call: newToken(c.rnd)}
+	}
+	holder, a, b := waiter("h"), waiter("a"), waiter("b")
+	if res, err := holder.try(ctx, "t"); err != nil || !res.ok {
+		t.Fatalf("the holder's acquire: %+v, %v", res, err)
+	}
+	if w, _ := rdb.HGet(ctx, keys.Lock, "w").Result(); w == "1" {
+		t.Fatal("w is set on an uncontended grant: every release would look at the queue")
+	}
+	for _, x := range []*attempt{a, b} {
+		if res, err := x.try(ctx, "w"); err != nil || res.ok {
+			t.Fatalf("%s's first attempt: %+v, %v; want in line", x.given, res, err)
+		}
+	}
+	if w, _ := rdb.HGet(ctx, keys.Lock, "w").Result(); w != "1" {
+		t.Fatalf("w = %q with two in line behind the holder, want 1", w)
+	}
+	if err := rdb.Del(ctx, keys.Lock).Err(); err != nil { // the holder's TTL ran out
+		t.Fatal(err)
+	}
+	if res, err := a.try(ctx, "w"); err != nil || !res.ok {
+		t.Fatalf("the head's retry on the free lock: %+v, %v; want the lock", res, err)
+	}
+	if err := a.releaseBestEffort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := rdb.HGet(ctx, keys.Lock, "o").Result(); err != nil || o != b.owner {
+		t.Fatalf("after the head's release the lock is held by %q (%v); want it handed to the waiter behind (%q)", o, err, b.owner)
+	}
+}

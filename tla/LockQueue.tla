@@ -21,7 +21,11 @@
 (*    token) to get its TTL; a waiter that gives up passes a lock it was *)
 (*    handed on (leaveScript);                                            *)
 (*  - clients crash at any point (a dead waiter stays in the queue until *)
-(*    its deadline passes).                                               *)
+(*    its deadline passes);                                               *)
+(*  - w, the hash's "somebody may be in line": the last release hands    *)
+(*    the lock on only when w is set and the queue key exists; a call   *)
+(*    that joins the line behind a holder sets it, a grant sets it from  *)
+(*    the line it leaves behind (WaitFlag).                               *)
 (*                                                                         *)
 (* Time is a discrete clock (Tick); expiries are countdowns, so the state *)
 (* space is finite.  A client's belief about a hold is the time it thinks *)
@@ -44,6 +48,8 @@
 (*   "retrycount"  a retried acquire counts a second hold                 *)
 (*   "fromreply"   the client counts its claimed validity from the reply  *)
 (*                 instead of from its request (needs Flight > 0)         *)
+(*   "nowaitflag"  a waiter that joins the line behind a holder does not  *)
+(*                 set w, the hash's "somebody may be in line"            *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets, TLC
 
@@ -57,7 +63,7 @@ CONSTANTS
     Flight,    \* ticks a fresh acquire's reply may spend in flight (0: none)
     Bug        \* see above
 
-Bugs == {"none", "shorten", "fullhandoff", "queuettl", "noconfirm", "retrycount", "fromreply"}
+Bugs == {"none", "shorten", "fullhandoff", "queuettl", "noconfirm", "retrycount", "fromreply", "nowaitflag"}
 
 ASSUME None \notin Clients
 ASSUME TTLs \subseteq Nat \ {0} /\ TTLs # {} /\ QTTLs \subseteq Nat \ {0} /\ QTTLs # {}
@@ -71,8 +77,10 @@ Max2(a, b) == IF a >= b THEN a ELSE b
 Min2(a, b) == IF a <= b THEN a ELSE b
 
 VARIABLES
-    key,    \* the lock hash: [owner, n (holds), left (PTTL, ticks), prov]
-            \* prov: a provisional hand-off lease not yet confirmed
+    key,    \* the lock hash: [owner, n (holds), left (PTTL, ticks), prov, w]
+            \* prov: a provisional hand-off lease not yet confirmed;
+            \* w: somebody may be in line (may stay TRUE after the line
+            \* emptied: the release then looks at the queue)
     queue,  \* the queue zset, in score (arrival) order
     qdl,    \* per client: ticks until its place in the queue expires
     qleft,  \* ticks until the queue keys expire (0: no queue key)
@@ -89,11 +97,11 @@ VARIABLES
 
 vars == <<key, queue, qdl, qleft, pc, holds, mine, wttl, wqt, flight>>
 
-NoKey == [owner |-> None, n |-> 0, left |-> 0, prov |-> FALSE]
+NoKey == [owner |-> None, n |-> 0, left |-> 0, prov |-> FALSE, w |-> FALSE]
 
 TypeOK ==
     /\ key \in [owner : Clients \cup {None}, n : 0..MaxHolds + 1,
-                left : 0..TTLMax, prov : BOOLEAN]
+                left : 0..TTLMax, prov : BOOLEAN, w : BOOLEAN]
     /\ queue \in Seq(Clients) /\ Len(queue) <= Cardinality(Clients)
     /\ qdl \in [Clients -> 0..QMax] /\ qleft \in 0..QMax
     /\ pc \in [Clients -> {"idle", "waiting", "retry", "replying", "holding", "dead"}]
@@ -128,22 +136,22 @@ Live(q) == SelectSeq(q, LAMBDA m : qdl[m] > 0)
 \* Sets queue and qleft; an empty zset does not exist (no expiry either).
 SetQueue(q, ql) == queue' = q /\ qleft' = IF q = <<>> THEN 0 ELSE ql
 
-\* handoff after dropDead: the head of q gets a provisional lease, or,
-\* with nobody waiting, the key is deleted.
+\* handoff after dropDead: the head of q gets a provisional lease (w: the
+\* rest of the line), or, with nobody waiting, the key is deleted.
 HandoffKey(q) ==
     IF q = <<>> THEN NoKey
-    ELSE [owner |-> Head(q), n |-> 1, prov |-> TRUE,
+    ELSE [owner |-> Head(q), n |-> 1, prov |-> TRUE, w |-> Tail(q) # <<>>,
           left |-> IF Bug = "fullhandoff" THEN wttl[Head(q)] ELSE Min2(wttl[Head(q)], HO)]
 HandoffQueue(q) == IF q = <<>> THEN q ELSE Tail(q)
 
-Fresh(c, t) == [owner |-> c, n |-> 1, left |-> t, prov |-> FALSE]
+Fresh(c, t, w) == [owner |-> c, n |-> 1, left |-> t, prov |-> FALSE, w |-> w]
 
 \* acquireScript for token c: lease TTL t, queue TTL qt, wait (mode "w"),
 \* reent (the reentrant flag).
 AcquireScript(c, t, qt, wait, reent, got) ==
     IF key.owner = None /\ queue = <<>>
     THEN \* fast path: neither the lock nor the queue exists
-         /\ got /\ key' = Fresh(c, t) /\ UNCHANGED <<queue, qleft, qdl>>
+         /\ got /\ key' = Fresh(c, t, FALSE) /\ UNCHANGED <<queue, qleft, qdl>>
     ELSE LET q == Live(queue) IN
          IF key.owner = c
          THEN /\ got
@@ -151,20 +159,22 @@ AcquireScript(c, t, qt, wait, reent, got) ==
                                     !.left = Extend(@, t), !.prov = FALSE]
               /\ SetQueue(q, qleft) /\ UNCHANGED qdl
          ELSE IF key.owner = None /\ (q = <<>> \/ Head(q) = c)
-         THEN /\ got /\ key' = Fresh(c, t)
+         THEN /\ got /\ key' = Fresh(c, t, Without(q, c) # <<>>)
               /\ SetQueue(Without(q, c), qleft) /\ UNCHANGED qdl
          ELSE LET k2 == IF key.owner = None THEN HandoffKey(q) ELSE key
                   q2 == IF key.owner = None THEN HandoffQueue(q) ELSE q
-              IN /\ ~got /\ key' = k2
+              IN /\ ~got
+                 /\ key' = IF wait /\ Bug # "nowaitflag" THEN [k2 EXCEPT !.w = TRUE] ELSE k2
                  /\ IF wait
                     THEN /\ SetQueue(IF \E i \in 1..Len(q2) : q2[i] = c
                                      THEN q2 ELSE Append(q2, c), GrowQ(qleft, qt))
                          /\ qdl' = [qdl EXCEPT ![c] = qt]
                     ELSE SetQueue(q2, qleft) /\ UNCHANGED qdl
 
-\* releaseScript by token c, at its last hold (fewer holds only count down).
+\* releaseScript by token c, at its last hold (fewer holds only count down):
+\* with w unset it deletes the key without looking at the queue.
 ReleaseLast ==
-    IF queue = <<>>
+    IF ~key.w \/ queue = <<>>
     THEN key' = NoKey /\ UNCHANGED <<queue, qleft>>
     ELSE LET q == Live(queue) IN
          key' = HandoffKey(q) /\ SetQueue(HandoffQueue(q), qleft)
@@ -362,6 +372,11 @@ HoldCountSafe ==
 \* ahead of it, a crashed holder or a lost reply delays it, never forever.
 WaiterServed ==
     \A c \in Clients : pc[c] = "waiting" ~> pc[c] # "waiting"
+
+\* A held lock with somebody in line says so (w), so that the release
+\* that skips the queue when w is unset never strands a waiter without
+\* its hand-off.  Breaks with "nowaitflag".
+WaitFlag == key.owner # None /\ queue # <<>> => key.w
 
 Perms == Permutations(Clients)
 =============================================================================
