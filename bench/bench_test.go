@@ -1,12 +1,15 @@
 package main
 
-// The benchmarks below measure the uncontended acquire+release of lockproof
-// and redsync in-process, for benchstat comparisons (-count 6), e.g.
+// The benchmarks below measure the uncontended acquire+release of lockproof,
+// redsync and redislock in-process, for benchstat comparisons (-count 6):
+// the wall time, and the client's CPU time (client-µs/op: this process's
+// user + system time, the redis-server child not included), e.g.
 //
 //	go test -run '^$' -bench Uncontended -count 6 . | tee new.txt
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +38,7 @@ func benchRedis(b *testing.B) *redis.Client {
 func benchPairs(b *testing.B, h handle) {
 	ctx := context.Background()
 	b.ReportAllocs()
+	cpu0 := clientCPU(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -49,6 +53,16 @@ func benchPairs(b *testing.B, h handle) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	b.ReportMetric(float64((clientCPU(b)-cpu0).Microseconds())/float64(b.N), "client-µs/op")
+}
+
+// clientCPU is this process's user + system CPU time so far.
+func clientCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkUncontendedLockproof: one caller, acquire then release, one key.
