@@ -24,7 +24,14 @@ type state struct {
 	// phantoms is how many of those holds came from acquires of unknown
 	// outcome: a lock may take such a hold back later, unrecorded (see
 	// vanish).
-	phantoms     int32
+	phantoms int32
+	// leases are the lease numbers (history.Op.Lease) of the holder's
+	// holds, known and phantom, nLeases of them; untracked when they are
+	// not all known (more holds than fit, an op without a lease number, a
+	// hold that ended without saying which): see lateRelease.
+	leases       [4]uint64
+	nLeases      int8
+	untracked    bool
 	hasHolderTok bool
 	holderTok    uint64
 	validUntil   int64
@@ -58,6 +65,10 @@ func (s state) hash() uint64 {
 	mix(uint64(s.expiredAfter))
 	mix(s.lastTok)
 	mix(uint64(s.now))
+	for _, l := range s.leases {
+		mix(l)
+	}
+	mix(uint64(s.nLeases))
 	mix(uint64(s.value))
 	mix(s.maxTok)
 	var b uint64
@@ -69,6 +80,9 @@ func (s state) hash() uint64 {
 	}
 	if s.hasMax {
 		b |= 4
+	}
+	if s.untracked {
+		b |= 8
 	}
 	mix(b)
 	return h
@@ -147,9 +161,10 @@ func apply(s state, o *lop) (state, reason) {
 		if nested {
 			return nest(s, o, p), rOK
 		}
-		n := s
+		n := freed(s)
 		n.now = p
 		n.holder, n.holds, n.phantoms = o.client, 1, unknownHold(o)
+		n = addLease(n, o)
 		n.hasHolderTok, n.holderTok = o.hasToken, o.token
 		n.validUntil = satAdd(o.call, o.validFor)
 		n.expiredAfter = satAdd(o.ret, o.expireFor)
@@ -171,12 +186,16 @@ func apply(s state, o *lop) (state, reason) {
 		if p > o.upto {
 			return s, rTooLate
 		}
+		if lateRelease(s, o, p) {
+			return s, rTooLate
+		}
 		n := s
 		n.now = p
 		switch {
 		case o.kind == history.Release && s.holds > 1:
 			n.holds-- // a nested hold ends; the lease goes on
 			n.phantoms = min(n.phantoms, n.holds)
+			n = dropLease(n, o)
 		case o.kind == history.Release:
 			n = freed(s)
 			n.now = p
@@ -260,6 +279,7 @@ func nest(s state, o *lop, p int64) state {
 	n.now = p
 	n.holds++
 	n.phantoms += unknownHold(o)
+	n = addLease(n, o)
 	n.validUntil = max(s.validUntil, satAdd(o.call, o.validFor))
 	n.expiredAfter = max(s.expiredAfter, satAdd(o.ret, o.expireFor))
 	return n
@@ -278,7 +298,61 @@ func unknownHold(o *lop) int32 {
 func freed(s state) state {
 	n := s
 	n.holder, n.holds, n.phantoms, n.hasHolderTok, n.holderTok, n.validUntil, n.expiredAfter = 0, 0, 0, false, 0, 0, 0
+	n.leases, n.nLeases, n.untracked = [4]uint64{}, 0, false
 	return n
+}
+
+// lateRelease reports whether release o, taking effect at p after it
+// returned (a release of unknown outcome: its request may land late, see
+// history.Op.OpenEnded), would end a hold other than its own: its lease
+// number is not among the holder's holds. A late request of a release
+// whose hold is gone must change nothing: ending the client's newer
+// hold with it is the lock's failure (the shipped lock's round-three
+// defect 1: a late release freed the lock under a live outer lease), not
+// an explanation of the history. Since 2026-12-05: before, such a late
+// release could end any later hold of its client, and a workload that
+// lets releases time out (rush-release) gave nearly every client one, so
+// the lease model explained away two holders at once (get-del under
+// pause-client passed lease in half the seeds). Inside its call and
+// return, and when the holds' numbers are not all known, it may end any
+// hold of its client, as before.
+func lateRelease(s state, o *lop, p int64) bool {
+	if o.kind != history.Release || p <= o.ret || o.lease == 0 || s.untracked {
+		return false
+	}
+	for _, l := range s.leases[:s.nLeases] {
+		if l == o.lease {
+			return false
+		}
+	}
+	return true
+}
+
+// addLease records acquire o's lease number among the holder's holds.
+func addLease(s state, o *lop) state {
+	if o.lease == 0 || int(s.nLeases) == len(s.leases) {
+		s.untracked = true
+		return s
+	}
+	s.leases[s.nLeases] = o.lease
+	s.nLeases++
+	return s
+}
+
+// dropLease takes release o's lease number out of the holder's holds (a
+// nested hold ended); a release without one, or with one not recorded,
+// ended a hold nobody can name.
+func dropLease(s state, o *lop) state {
+	for i, l := range s.leases[:s.nLeases] {
+		if o.lease != 0 && l == o.lease {
+			copy(s.leases[i:], s.leases[i+1:s.nLeases])
+			s.nLeases--
+			s.leases[s.nLeases] = 0
+			return s
+		}
+	}
+	s.untracked = true
+	return s
 }
 
 // vanish takes one phantom hold back (ok false: s has none). An acquire
@@ -302,6 +376,7 @@ func vanish(s state) (state, bool) {
 	n := s
 	n.holds--
 	n.phantoms--
+	n.untracked = true // which hold went back is not known
 	return n, true
 }
 

@@ -466,6 +466,37 @@ func TestRules(t *testing.T) {
 			acq("a", 0, 1, ok, ttl(100), tok(1)),
 			acq("b", 2000, 2001, unknown, ttl(100)),
 		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
+		// A release of unknown outcome may land late (its request on its
+		// way when its caller gave up), but only on its own hold: ending
+		// the client's newer hold with it is the lock's failure. Before
+		// 2026-12-05 the late release of hold 1 ended hold 2 here, and two
+		// holders at once passed (get-del under pause-client, whose
+		// workload rushes releases, passed lease in half the seeds).
+		{"late unknown release does not end a newer hold", lined(
+			acq("a", 0, 1, ok, ttl(100), hold(1)),
+			rel("a", 10, 11, unknown, hold(1)),
+			acq("a", 300, 301, ok, ttl(1000), hold(2)), // hold 1 surely expired
+			acq("b", 400, 401, ok, ttl(1000), hold(1)),
+		), Options{}, want{lease: contract.Violated, resource: contract.NA, liveness: contract.NA,
+			prop: contract.PropLeaseName, rule: RuleMutualExclusion, lines: []int{3, 4}}},
+		{"late unknown release ends its own hold", lined(
+			acq("a", 0, 1, ok, ttl(1000), hold(1)),
+			rel("a", 10, 11, unknown, hold(1)),
+			acq("b", 100, 101, ok, ttl(1000), hold(1)),
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
+		{"late unknown release of a nested hold ends that hold only", lined(
+			acq("a", 0, 1, ok, ttl(1000), hold(1)),
+			acq("a", 2, 3, ok, ttl(1000), hold(2)),
+			rel("a", 10, 11, unknown, hold(2)),
+			rel("a", 50, 51, ok, hold(1)),
+			acq("b", 100, 101, ok, ttl(1000), hold(1)),
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
+		{"a release without a lease number may still end any hold of its client", lined(
+			acq("a", 0, 1, ok, ttl(100)),
+			rel("a", 10, 11, unknown),
+			acq("a", 300, 301, ok, ttl(1000)),
+			acq("b", 400, 401, ok, ttl(1000)),
+		), Options{}, want{lease: contract.OK, resource: contract.NA, liveness: contract.NA}},
 	})
 }
 
