@@ -29,6 +29,7 @@ import (
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/rediscmd"
 	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/internal/toxitest"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/tla"
@@ -53,6 +54,7 @@ var opened struct {
 func TestMain(m *testing.M) {
 	workload.MaybeChild(zoo.Builtin()) // a child-process client of pause-process runs here and exits
 	flag.Parse()
+	toxitest.Build()
 	// go-redis logs through its package logger, to stderr by default, as
 	// lockproof run does not let it (runner.Prepare routes it).
 	level := slog.LevelError

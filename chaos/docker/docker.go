@@ -8,7 +8,7 @@
 // Layout. All containers join one private bridge network made for the
 // environment. Each Redis and Sentinel container publishes its port on
 // 127.0.0.1 only, at a host port chosen once (so a restarted container keeps
-// its address). The Toxiproxy server runs in this process (env.StartToxiproxy):
+// its address). The Toxiproxy server runs on the host (env.StartToxiproxy):
 //
 //   - client proxies (made by env.NewLinks) listen on 127.0.0.1 and forward
 //     to a node's published port (Node.Upstream);

@@ -20,6 +20,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/internal/chaostest"
 	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/internal/toxitest"
 )
 
 // New is an env.Constructor.
@@ -38,6 +39,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	flag.Parse()
+	toxitest.Build()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if reason := unavailable(ctx); reason != "" {

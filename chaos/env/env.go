@@ -47,7 +47,7 @@
 // as for the Sentinel topology.
 //
 // Implementations: the process environment (NewProcess: redis-server and
-// redis-sentinel processes plus an in-process Toxiproxy server), bring your own
+// redis-sentinel processes plus a Toxiproxy server process), bring your own
 // (NewBYO: an existing deployment plus a Toxiproxy URL), and a Docker
 // environment plugged in through Options.Docker (a Constructor; package env
 // keeps no registry). Open picks one per Options.Kind (the CLI and the tests

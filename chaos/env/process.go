@@ -20,7 +20,7 @@ import (
 
 // ProcessEnv is the process environment: redis-server and redis-sentinel
 // child processes on free loopback ports, each in a directory of its own
-// under one temporary root, and an in-process Toxiproxy server.
+// under one temporary root, and a Toxiproxy server (StartToxiproxy).
 type ProcessEnv struct {
 	spec Spec
 	// replicaVars are the replicas' extra environment variables (a clock

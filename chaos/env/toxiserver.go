@@ -1,144 +1,294 @@
 package env
 
 import (
+	"bufio"
 	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"mime"
-	"net"
-	"net/http"
-	"strconv"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
-	"github.com/gorilla/mux"
-	"github.com/rs/zerolog"
+
+	"github.com/lockproof/lockproof/internal/proc"
 )
 
-// ToxiServer is a real Toxiproxy server running inside this process, its
-// HTTP API served on a free loopback port. Drive it through its API (the
-// Toxiproxy client package), as one would a separate toxiproxy-server.
+// ToxiServerEnvVar names a toxiserver binary to run instead of building one:
+// for a machine whose go command cannot reach the module proxy. Build it
+// from chaos/env/toxiserver (main.go, with go.mod.txt and go.sum.txt
+// renamed to go.mod and go.sum).
+const ToxiServerEnvVar = "LOCKPROOF_TOXISERVER"
+
+// ErrNoToxiproxy wraps the error of a machine where lockproof can neither
+// find nor build its Toxiproxy server.
+var ErrNoToxiproxy = errors.New("no toxiproxy server")
+
+// toxiSource is the server's source: upstream's API behind lockproof's guard
+// (toxiserver/main.go says why it is a process of its own).
 //
-// toxiproxy.ApiServer.Listen cannot be stopped (and exits the process on
-// error), so ToxiServer routes the server's own exported handlers through an
-// http.Server it can shut down.
+//go:embed toxiserver/main.go toxiserver/go.mod.txt toxiserver/go.sum.txt
+var toxiSource embed.FS
+
+// ToxiServer is a real Toxiproxy server running as a child process of this
+// one, its HTTP API on a free loopback port. Drive it through its API (the
+// Toxiproxy client package).
 type ToxiServer struct {
 	// URL is the API endpoint, http://127.0.0.1:port.
 	URL string
 	// API is a client of the API.
 	API *toxiclient.Client
 
-	api  *toxiproxy.ApiServer
-	http *http.Server
-	done chan struct{}
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{}
+	once  sync.Once
+	out   *tailBuffer
 }
 
-// StartToxiproxy starts an in-process Toxiproxy server with its API on a free
-// loopback port and waits until the API answers.
+// StartToxiproxy starts a Toxiproxy server (building it first, once per
+// version, into the user's cache directory) with its API on a free loopback
+// port, and waits until the API answers. The server dies with this process.
 func StartToxiproxy(ctx context.Context) (*ToxiServer, error) {
-	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	r := mux.NewRouter()
-	r.HandleFunc("/reset", api.ResetState).Methods("POST")
-	r.HandleFunc("/proxies", api.ProxyIndex).Methods("GET")
-	r.HandleFunc("/proxies", api.ProxyCreate).Methods("POST")
-	r.HandleFunc("/populate", api.Populate).Methods("POST")
-	r.HandleFunc("/proxies/{proxy}", api.ProxyShow).Methods("GET")
-	r.HandleFunc("/proxies/{proxy}", api.ProxyUpdate).Methods("POST")
-	r.HandleFunc("/proxies/{proxy}", api.ProxyDelete).Methods("DELETE")
-	r.HandleFunc("/proxies/{proxy}/toxics", api.ToxicIndex).Methods("GET")
-	r.HandleFunc("/proxies/{proxy}/toxics", api.ToxicCreate).Methods("POST")
-	r.HandleFunc("/proxies/{proxy}/toxics/{toxic}", api.ToxicShow).Methods("GET")
-	r.HandleFunc("/proxies/{proxy}/toxics/{toxic}", api.ToxicUpdate).Methods("POST")
-	r.HandleFunc("/proxies/{proxy}/toxics/{toxic}", api.ToxicDelete).Methods("DELETE")
-	r.HandleFunc("/version", api.Version).Methods("GET")
-
-	var lc net.ListenConfig
-	l, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+	bin, err := BuildToxiproxy(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("start toxiproxy: listen: %w", err)
+		return nil, fmt.Errorf("start toxiproxy: %w", err)
 	}
-	s := &ToxiServer{
-		URL: "http://" + l.Addr().String(),
-		api: api,
-		http: &http.Server{
-			Handler:      http.TimeoutHandler(apiGuard(r, l.Addr().(*net.TCPAddr).Port), 25*time.Second, "toxiproxy api timeout"),
-			ReadTimeout:  10 * time.Second,
-			WriteTimeout: 30 * time.Second,
-		},
-		done: make(chan struct{}),
+	cmd := exec.Command(bin)
+	cmd.SysProcAttr = proc.Attr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start toxiproxy: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start toxiproxy: %w", err)
+	}
+	s := &ToxiServer{cmd: cmd, stdin: stdin, done: make(chan struct{}), out: &tailBuffer{max: 4096}}
+	cmd.Stderr = s.out
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start toxiproxy: %s: %w", bin, err)
+	}
+	announced := make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(stdout)
+		line, _ := r.ReadString('\n')
+		announced <- strings.TrimSpace(line)
+		_, _ = io.Copy(s.out, r)
+	}()
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	fail := func(err error) (*ToxiServer, error) {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Close(cctx)
+		return nil, fmt.Errorf("start toxiproxy: %w", err)
+	}
+	select {
+	case line := <-announced:
+		url, ok := strings.CutPrefix(line, "toxiproxy ")
+		if !ok || !strings.HasPrefix(url, "http://127.0.0.1:") {
+			return fail(fmt.Errorf("%s said %q, not its address; its output: %s", bin, line, s.out))
+		}
+		s.URL = url
+	case <-ctx.Done():
+		return fail(fmt.Errorf("%s did not announce its address: %w", bin, ctx.Err()))
 	}
 	s.API = toxiclient.NewClient(s.URL)
-	go func() {
-		defer close(s.done)
-		_ = s.http.Serve(l)
-	}()
 	for {
 		if _, err := s.API.Proxies(); err == nil {
 			return s, nil
 		}
 		select {
+		case <-s.done:
+			return fail(fmt.Errorf("%s exited; its output: %s", bin, s.out))
 		case <-ctx.Done():
-			_ = s.Close(context.Background())
-			return nil, fmt.Errorf("start toxiproxy: api not ready: %w", ctx.Err())
+			return fail(fmt.Errorf("api not ready: %w", ctx.Err()))
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }
 
-// ProxyCount returns how many proxies the server holds.
-func (s *ToxiServer) ProxyCount() int { return len(s.api.Collection.Proxies()) }
-
-// Close removes every proxy (closing their connections) and stops the API.
-func (s *ToxiServer) Close(ctx context.Context) error {
-	_ = s.api.Collection.Clear()
-	err := s.http.Shutdown(ctx)
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		_ = s.http.Close()
-	}
+// ProxyCount returns how many proxies the server holds: none once it has
+// exited (its listeners died with it), -1 when it runs and its API does not
+// answer.
+func (s *ToxiServer) ProxyCount() int {
 	select {
 	case <-s.done:
-	case <-ctx.Done():
-		return fmt.Errorf("stop toxiproxy: %w", ctx.Err())
+		return 0
+	default:
 	}
+	ps, err := s.API.Proxies()
 	if err != nil {
-		return fmt.Errorf("stop toxiproxy: %w", err)
+		return -1
 	}
-	return nil
+	return len(ps)
 }
 
-// apiGuard keeps what is not a lockproof client off the API on port: a web
-// page the user has open (a run's proxies are on loopback, in reach of
-// any page's requests) or a DNS-rebound name. Upstream's server refuses
-// browsers by their User-Agent; this also refuses any request a browser
-// marks as its own (Origin, Sec-Fetch-Site), any Host but the loopback
-// address and port, and a body that creates something (a proxy, a toxic,
-// a populate) unless it is application/json, which a page cannot send to
-// another origin without a CORS preflight the API never answers. The
-// Toxiproxy client sends text/plain only to update a proxy and to reset.
-func apiGuard(next http.Handler, port int) http.Handler {
-	p := strconv.Itoa(port)
-	hosts := map[string]bool{"127.0.0.1:" + p: true, "localhost:" + p: true, "[::1]:" + p: true}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case !hosts[r.Host]:
-			http.Error(w, "toxiproxy api: Host "+strconv.Quote(r.Host)+" refused: loopback only", http.StatusForbidden)
-			return
-		case r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != "" || strings.HasPrefix(r.UserAgent(), "Mozilla/"):
-			http.Error(w, "toxiproxy api: requests from a browser are refused", http.StatusForbidden)
-			return
-		case r.Method == http.MethodPost && creates(r.URL.Path):
-			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-				http.Error(w, "toxiproxy api: want Content-Type application/json", http.StatusUnsupportedMediaType)
-				return
-			}
+// Close stops the server: it removes every proxy (closing their
+// connections) and exits; when it has not by ctx's end, it is killed.
+func (s *ToxiServer) Close(ctx context.Context) error {
+	s.once.Do(func() { _ = s.stdin.Close() })
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		_ = s.cmd.Process.Kill()
+		<-s.done
+		return fmt.Errorf("stop toxiproxy: killed: %w", ctx.Err())
+	}
+}
+
+// BuildToxiproxy returns the path of the Toxiproxy server StartToxiproxy
+// runs: ToxiServerEnvVar's, or the one built from lockproof's source of it
+// in the user's cache directory (os.UserCacheDir, then lockproof/), built
+// now when it is not there. Building takes the go command, which fetches
+// Toxiproxy from the module proxy, and half a minute of CPU once per
+// version; StartToxiproxy calls it, and a caller whose first start has a
+// short deadline (a test) calls it first with a longer one.
+//
+// The file's name holds the source's hash, so an upgrade builds anew. One
+// process builds at a time (a lock file beside it); the others wait for it.
+// The build goes to a temporary name first, so that no process runs a
+// half-written file.
+func BuildToxiproxy(ctx context.Context) (string, error) {
+	if p := os.Getenv(ToxiServerEnvVar); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%w: %s=%s: %w", ErrNoToxiproxy, ToxiServerEnvVar, p, err)
 		}
-		next.ServeHTTP(w, r)
-	})
+		return p, nil
+	}
+	files := map[string][]byte{}
+	h := sha256.New()
+	for _, name := range []string{"main.go", "go.mod.txt", "go.sum.txt"} {
+		b, err := toxiSource.ReadFile("toxiserver/" + name)
+		if err != nil {
+			return "", err
+		}
+		if name == "main.go" {
+			// The tag that keeps it out of lockproof's own builds.
+			b = []byte(strings.Replace(string(b), "//go:build ignore\n", "", 1))
+		}
+		files[strings.TrimSuffix(name, ".txt")] = b
+		fmt.Fprintf(h, "%s %d\n", name, len(b))
+		h.Write(b)
+	}
+	fmt.Fprintf(h, "%s/%s\n", runtime.GOOS, runtime.GOARCH)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "lockproof")
+	exe := ""
+	if runtime.GOOS == "windows" {
+		exe = ".exe"
+	}
+	bin := filepath.Join(dir, "toxiserver-"+hex.EncodeToString(h.Sum(nil))[:16]+exe)
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoToxiproxy, err)
+	}
+	unlock, err := lockFile(ctx, bin+".lock", bin)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoToxiproxy, err)
+	}
+	defer unlock()
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil // built by the process that held the lock
+	}
+	gocmd, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("%w: building it needs the go command (not on PATH), or set %s: %w", ErrNoToxiproxy, ToxiServerEnvVar, err)
+	}
+	src, err := os.MkdirTemp(dir, "toxiserver-src-")
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoToxiproxy, err)
+	}
+	defer os.RemoveAll(src)
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(src, name), b, 0o644); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrNoToxiproxy, err)
+		}
+	}
+	tmp := filepath.Join(src, "toxiserver"+exe)
+	cmd := exec.CommandContext(ctx, gocmd, "build", "-trimpath", "-o", tmp, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%w: go build of Toxiproxy v2 (github.com/Shopify/toxiproxy, which the go command fetches from the module proxy once) failed, or set %s: %w: %s", ErrNoToxiproxy, ToxiServerEnvVar, err, tail(out))
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoToxiproxy, err)
+	}
+	return bin, nil
 }
 
-// creates reports whether a POST to path creates a proxy or a toxic.
-func creates(path string) bool {
-	return path == "/proxies" || path == "/populate" || strings.HasSuffix(path, "/toxics")
+// lockFile takes the lock file path (created exclusively), waiting while
+// another process holds it, until done exists or ctx ends. A lock older
+// than the longest build (a process killed while building) is broken.
+func lockFile(ctx context.Context, path, done string) (unlock func(), err error) {
+	const stale = 10 * time.Minute
+	for {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err == nil {
+			_ = f.Close()
+			return func() { _ = os.Remove(path) }, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+		if fi, err := os.Stat(path); err == nil && time.Since(fi.ModTime()) > stale {
+			_ = os.Remove(path)
+			continue
+		}
+		if _, err := os.Stat(done); err == nil {
+			return func() {}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for another process's build (%s): %w", path, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// tail is out's last 2 KB, trimmed, for an error message.
+func tail(out []byte) string {
+	if len(out) > 2048 {
+		out = out[len(out)-2048:]
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// tailBuffer keeps the last max bytes written to it: a child's output, for
+// the error that says why it failed.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // TestToxiproxyAPIRefusesBrowsers: a web page open beside a run cannot
-// create or change proxies on the in-process Toxiproxy (issue 47 item 9):
+// create or change proxies on lockproof's Toxiproxy server (issue 47 item 9):
 // a cross-origin text/plain POST, a request a browser marks as its own and
 // a DNS-rebound Host are refused, and nothing is created; the Toxiproxy
 // client itself still works.
