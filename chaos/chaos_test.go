@@ -20,7 +20,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/chaos"
-	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
@@ -159,21 +158,21 @@ func duration() time.Duration {
 }
 
 // envOptions are the options of the environment LOCKPROOF_ENV asks for,
-// with spec: the Docker one's image from LOCKPROOF_REDIS_IMAGE, a
-// bring-your-own deployment from its variables (env.BYOFromEnviron).
+// with spec: processes, or a bring-your-own deployment from its variables
+// (env.BYOFromEnviron). The Docker environment is a module of its own
+// (chaos/docker, which a processes-only user does not import): its tests
+// run these scenarios on containers (TestFencedMatrixOnDocker).
 func envOptions(t testing.TB, spec env.Spec) env.Options {
 	t.Helper()
-	do := docker.Options{Image: os.Getenv(docker.ImageEnvVar)}
 	byo, err := env.BYOFromEnviron(os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Spec: spec, Docker: docker.With(do), DockerCheck: docker.Check(do),
-		BYO: byo}
+	return env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Spec: spec, BYO: byo}
 }
 
-// openEnv opens the environment LOCKPROOF_ENV asks for (default: processes
-// when redis-server is on PATH, else Docker), closed at test end. Without
+// openEnv opens the environment LOCKPROOF_ENV asks for (default: processes),
+// closed at test end. Without
 // either it skips, or fails under CI=true.
 //
 // Every test that opens environments of its own calls t.Parallel: its

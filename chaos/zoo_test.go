@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/chaos"
-	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
@@ -32,11 +31,11 @@ var (
 )
 
 // zooOpener returns the environment opener of the zoo tests: the kind
-// LOCKPROOF_ENV asks for, else the process environment, else Docker. With
-// neither redis-server nor Docker it skips the test, and fails it under CI=true.
+// LOCKPROOF_ENV asks for, else the process environment. Without
+// redis-server it skips the test, and fails it under CI=true.
 func zooOpener(t *testing.T) runner.Opener {
 	t.Helper()
-	o := env.Options{Kind: env.Kind(os.Getenv(env.EnvVar)), Docker: docker.With(docker.Options{Image: os.Getenv(docker.ImageEnvVar)}), DockerCheck: docker.Check(docker.Options{Image: os.Getenv(docker.ImageEnvVar)})}
+	o := env.Options{Kind: env.Kind(os.Getenv(env.EnvVar))}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := env.Choose(ctx, o); err != nil {

@@ -1,0 +1,89 @@
+package docker_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos"
+	"github.com/lockproof/lockproof/chaos/docker"
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/runner"
+)
+
+// TestFencedMatrixOnDocker runs the fenced lock's scenarios on the Docker
+// environment, as `lockproof run --env docker` runs them: the Sentinel
+// topology's faults (one of each scope: the clients', the servers', a
+// request held in the network, a clock) and the Redis Cluster's faults
+// that act on its servers. Every verdict must be what the matrix predicts
+// (status 0: no mismatch, nothing inconclusive), and every fault must bite.
+// The chaos package runs the same scenarios on processes; this is the one
+// place its scenarios meet containers, so it lives with the Docker
+// environment, in the module a processes-only user does not import.
+func TestFencedMatrixOnDocker(t *testing.T) {
+	sharedEnv(t)
+	cases := []struct {
+		topology string
+		faults   []string
+	}{
+		{contract.TopologySentinel, []string{contract.FaultNone, contract.FaultLatency, contract.FaultPartition, contract.FaultPauseClient,
+			contract.FaultPauseServer, contract.FaultCrashClient, contract.FaultClockSkew, contract.FaultLateDelivery}},
+		{contract.TopologyCluster, clusterServerFaults()},
+	}
+	for _, c := range cases {
+		t.Run(c.topology, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+			defer cancel()
+			do := docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: testLogger()}
+			cfg := runner.Config{
+				Locks:    []string{"fenced"},
+				Faults:   c.faults,
+				Seeds:    []uint64{1},
+				Topology: c.topology,
+				Out:      t.TempDir(),
+				NoReport: true,
+			}
+			if c.topology == contract.TopologySentinel {
+				cfg.Duration = 3 * time.Second // none of these faults needs longer; the cluster's failovers do
+			}
+			if _, err := runner.Prepare(ctx, &cfg, env.Options{Kind: env.Docker, Docker: docker.With(do), DockerCheck: docker.Check(do)}); err != nil {
+				t.Fatal(err)
+			}
+			sum, err := runner.Run(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sum.Scenarios) != len(c.faults) {
+				t.Errorf("%d scenarios; want %d (one per fault)", len(sum.Scenarios), len(c.faults))
+			}
+			for _, s := range sum.Scenarios {
+				if s.Error != "" || s.FaultError != "" || len(s.Mismatches) > 0 || !s.Conclusive() || s.Ops == 0 {
+					t.Errorf("%s: error %q, fault error %q, mismatches %v, conclusive %v, %d ops (history %s)",
+						s.Fault, s.Error, s.FaultError, s.Mismatches, s.Conclusive(), s.Ops, s.History)
+				}
+			}
+			if st := sum.Status(); st != 0 {
+				t.Errorf("status %d; want 0", st)
+			}
+		})
+	}
+}
+
+// clusterServerFaults are the Redis Cluster's faults that run on Docker,
+// less those that act on clients alone (the Sentinel case runs them), and
+// none.
+func clusterServerFaults() []string {
+	var out []string
+	for _, name := range runner.FaultsOn(contract.TopologyCluster) {
+		f, _ := chaos.Lookup(name)
+		if f.Available(env.Docker, contract.TopologyCluster) != nil {
+			continue
+		}
+		if f.Scope != chaos.ScopeClients || name == contract.FaultNone {
+			out = append(out, name)
+		}
+	}
+	return out
+}
