@@ -22,7 +22,15 @@ import (
 // The chaos package runs the same scenarios on processes; this is the one
 // place its scenarios meet containers, so it lives with the Docker
 // environment, in the module a processes-only user does not import.
+//
+// It runs when LOCKPROOF_ENV=docker asks for the scenarios on containers
+// (.ci/run's Docker step), as the chaos package's did before the split: in
+// the test command it would run beside the chaos package's timing-bound
+// scenarios, on two cores, for two and a half minutes of containers.
 func TestFencedMatrixOnDocker(t *testing.T) {
+	if env.Kind(os.Getenv(env.EnvVar)) != env.Docker {
+		t.Skipf("the fenced lock's scenarios on containers run with %s=docker", env.EnvVar)
+	}
 	sharedEnv(t)
 	cases := []struct {
 		topology string
