@@ -11,6 +11,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/internal/chaostest"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/testlong"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/runner"
 )
@@ -44,7 +45,12 @@ func TestFencedOnCluster(t *testing.T) {
 			// history, and with three a kill-failover's window took
 			// 216s of its 300s budget on a loaded machine.
 			sc := chaos.Scenario{Lock: "fenced", Fault: fault, Seed: *flagSeed, Duration: f.DefaultDuration(), Clients: 2}
-			out, res := runAndCheck(t, e, sc)
+			// TLC on these histories took 250 of the test's 317 s (a core
+			// busy, 2026-12-05; 64 s without): the test command checks them
+			// against the matrix, the nightly (testlong) against the model
+			// too. The Sentinel topology's scenarios are validated in every
+			// run (TestFencedUnderFaults, TestFencedFailoverLosesLease).
+			out, res := runAndCheckModel(t, e, sc, testlong.On())
 			t.Logf("%s\nfault evidence: %s", describe(out, res), out.FaultEvidence)
 			if fault != contract.FaultNone && !strings.HasPrefix(out.FaultName, fault+" ") {
 				t.Errorf("fault window %q; want one of kind %s (tla/trace and the checker read the kind off it)", out.FaultName, fault)
