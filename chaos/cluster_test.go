@@ -74,12 +74,14 @@ func TestFencedOnCluster(t *testing.T) {
 // TRYAGAIN while the lock's slot migrates, and its watchdog then renews
 // the hold its caller gave up on for good: the migrate fault shows it as
 // a waiter starved (liveness), or as a lease a client believed released
-// still granted. Seeds until it shows, at most 4.
+// still granted. Seeds until it shows, at most 8: 7 of seeds 1–8 show it
+// on an idle machine (lockproof run, 2026-12-05), and the CI of f4d5359,
+// a core busy and TLC beside it, missed it on seeds 1–4.
 func TestHarnessCatchesTryAgain(t *testing.T) {
 	t.Parallel()
 	e := chaostest.StartProcess(t, chaos.On(chaos.SharedSpec(), contract.TopologyCluster))
 	var found []string
-	for seed := uint64(1); seed <= 4 && len(found) == 0; seed++ {
+	for seed := uint64(1); seed <= 8 && len(found) == 0; seed++ {
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
 			sc := chaos.Scenario{Lock: "fenced-v2", Fault: contract.FaultMigrate, Seed: seed, Duration: 3 * time.Second}
 			out, res := runAndCheck(t, e, sc)
@@ -92,7 +94,7 @@ func TestHarnessCatchesTryAgain(t *testing.T) {
 		})
 	}
 	if len(found) == 0 {
-		t.Fatal("fenced-v2 × migrate: no seed of 4 showed the hold a refused release left behind")
+		t.Fatal("fenced-v2 × migrate: no seed of 8 showed the hold a refused release left behind")
 	}
 }
 
