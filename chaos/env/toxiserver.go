@@ -51,7 +51,7 @@ type ToxiServer struct {
 	stdin io.WriteCloser
 	done  chan struct{}
 	once  sync.Once
-	out   *tailBuffer
+	out   *proc.Tail // the server's output, quoted when it fails
 }
 
 // StartToxiproxy starts a Toxiproxy server (building it first, once per
@@ -72,7 +72,7 @@ func StartToxiproxy(ctx context.Context) (*ToxiServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start toxiproxy: %w", err)
 	}
-	s := &ToxiServer{cmd: cmd, stdin: stdin, done: make(chan struct{}), out: &tailBuffer{max: 4096}}
+	s := &ToxiServer{cmd: cmd, stdin: stdin, done: make(chan struct{}), out: &proc.Tail{}}
 	cmd.Stderr = s.out
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start toxiproxy: %s: %w", bin, err)
@@ -223,8 +223,10 @@ func BuildToxiproxy(ctx context.Context) (string, error) {
 	cmd := exec.CommandContext(ctx, gocmd, "build", "-trimpath", "-o", tmp, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly", "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("%w: go build of Toxiproxy v2 (github.com/Shopify/toxiproxy, which the go command fetches from the module proxy once) failed, or set %s: %w: %s", ErrNoToxiproxy, ToxiServerEnvVar, err, tail(out))
+	var out proc.Tail
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%w: go build of Toxiproxy v2 (github.com/Shopify/toxiproxy, which the go command fetches from the module proxy once) failed, or set %s: %w: %s", ErrNoToxiproxy, ToxiServerEnvVar, err, &out)
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrNoToxiproxy, err)
@@ -259,36 +261,4 @@ func lockFile(ctx context.Context, path, done string) (unlock func(), err error)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// tail is out's last 2 KB, trimmed, for an error message.
-func tail(out []byte) string {
-	if len(out) > 2048 {
-		out = out[len(out)-2048:]
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// tailBuffer keeps the last max bytes written to it: a child's output, for
-// the error that says why it failed.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.b))
 }
