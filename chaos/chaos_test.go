@@ -172,8 +172,8 @@ func envOptions(t testing.TB, spec env.Spec) env.Options {
 }
 
 // openEnv opens the environment LOCKPROOF_ENV asks for (default: processes),
-// closed at test end. Without
-// either it skips, or fails under CI=true.
+// closed at test end. Where it cannot run (no redis-server) it skips, or
+// fails under CI=true.
 //
 // Every test that opens environments of its own calls t.Parallel: its
 // faults act on its own processes and proxies only, and most of a chaos
