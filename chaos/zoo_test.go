@@ -20,6 +20,7 @@ import (
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/internal/testlong"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -83,10 +84,14 @@ func zooRunIn(t *testing.T, out string, specs []runner.Spec, tune ...func(*runne
 	defer cancel()
 	cfg := runner.Config{Specs: specs, Out: out, Open: zooOpener(t), Progress: &progress,
 		Parallel: 3, CheckTimeout: 60 * time.Second, NoReport: true}
-	if v := modelValidator(t); v != nil {
-		// The differential: the fenced lock's histories go through the
-		// TLA+ model too, and a disagreement with the checker fails below.
-		cfg.Trace = map[string]runner.TraceCheck{zoo.FencedName: v.Validate}
+	if testlong.On() {
+		// The differential at the nightly breadth: every fenced history
+		// goes through the TLA+ model too, and a disagreement with the
+		// checker fails below. The test command validates the histories
+		// of the tests that ask (withModel) and of the fenced lock's own
+		// scenarios (runAndCheck): TLC on every zoo history was most of
+		// the chaos package's time (a JVM per history, a core busy).
+		withModel(t)(&cfg)
 	}
 	for _, f := range tune {
 		f(&cfg)
@@ -110,6 +115,102 @@ func zooRunIn(t *testing.T, out string, specs []runner.Spec, tune ...func(*runne
 		rows[s.ID()] = s
 		if s.History != "" {
 			sameLinesAsCheck(t, out, s)
+		}
+	}
+	return rows
+}
+
+// withModel has the fenced lock's histories validated against the TLA+
+// model too (TLA2TOOLS_JAR set) at every breadth: a zoo test whose fenced
+// histories no other test of the command makes (a fault the fenced lock's
+// own scenarios do not run, every path of the lock in one history) asks for
+// it; the others are validated at the nightly breadth (testlong).
+func withModel(t *testing.T) func(*runner.Config) {
+	t.Helper()
+	v := modelValidator(t)
+	return func(c *runner.Config) {
+		if v != nil {
+			c.Trace = map[string]runner.TraceCheck{zoo.FencedName: v.Validate}
+		}
+	}
+}
+
+// shippedSeeds is how many of a test's seeds run the lock shipped now
+// beside an old copy of it that the test catches: the nightly breadth
+// (testlong) runs it on every seed, the test command on the first two,
+// since the simulation carries that lock's breadth (thousands of seeds
+// of every fault, sim.TestSwarm) and the real-time test the defect's.
+func shippedSeeds(all uint64) uint64 {
+	if testlong.On() {
+		return all
+	}
+	return min(all, 2)
+}
+
+// beside is the specs function of a test that catches the old lock under
+// fault: the old lock on every seed, the shipped one beside it on the first
+// shippedSeeds(seeds).
+func beside(old, fault string, seeds uint64) func(seed uint64) []runner.Spec {
+	return func(seed uint64) []runner.Spec {
+		sp := []runner.Spec{{Lock: old, Fault: fault, Seed: seed}}
+		if seed <= shippedSeeds(seeds) {
+			sp = append(sp, runner.Spec{Lock: zoo.FencedName, Fault: fault, Seed: seed})
+		}
+		return sp
+	}
+}
+
+// caughtBy counts the rows of lock whose prop is violated, citing rule
+// in their check.json (read from out).
+func caughtBy(t *testing.T, out string, rows map[string]*runner.Scenario, lock, prop, rule string) int {
+	t.Helper()
+	n := 0
+	for _, s := range rows {
+		if s.Lock == lock && s.Verdict(prop) == contract.Violated && caughtIn(t, out, s, rule) {
+			n++
+		}
+	}
+	return n
+}
+
+// caughtIn reads the check.json of a row zooRunIn or zooUntil returned
+// from out, and reports whether it cites rule.
+func caughtIn(t *testing.T, out string, s *runner.Scenario, rule string) bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, filepath.Dir(s.History), contract.CheckFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(b), rule)
+}
+
+// zooUntil runs the scenarios specs(seed) makes for seed = 1, 2, ... up
+// to last, batch seeds at a time, and stops after the first batch whose
+// rows (with every earlier batch's) make done true: a test that looks for
+// a defect of an old lock on some seed runs as many as that takes, and a
+// harness that stopped catching it still runs them all and fails. At the
+// nightly breadth (testlong) every seed runs, for the catch rate. Each
+// batch runs in a directory of its own under out; the rows' History is
+// relative to out, as zooRunIn's are.
+func zooUntil(t *testing.T, out string, last, batch uint64, specs func(seed uint64) []runner.Spec, done func(map[string]*runner.Scenario) bool, tune ...func(*runner.Config)) map[string]*runner.Scenario {
+	t.Helper()
+	rows := map[string]*runner.Scenario{}
+	for first := uint64(1); first <= last; first += batch {
+		var these []runner.Spec
+		end := min(first+batch-1, last)
+		for seed := first; seed <= end; seed++ {
+			these = append(these, specs(seed)...)
+		}
+		sub := fmt.Sprintf("seeds-%d-%d", first, end)
+		for id, s := range zooRunIn(t, filepath.Join(out, sub), these, tune...) {
+			if s.History != "" {
+				s.History = filepath.Join(sub, s.History)
+			}
+			rows[id] = s
+		}
+		if !testlong.On() && done(rows) {
+			t.Logf("done after seeds 1-%d of at most %d", end, last)
+			break
 		}
 	}
 	return rows
@@ -358,7 +459,7 @@ func TestFencedDrivesEveryPath(t *testing.T) {
 	// so a run whose only waiter to give up had not done so before the
 	// crashes never would (seen under load: a minute with none).
 	rows := zooRunIn(t, dir, []runner.Spec{{Lock: "fenced", Fault: contract.FaultCrashClient, Seed: 1, Clients: 5}},
-		func(c *runner.Config) {
+		withModel(t), func(c *runner.Config) {
 			c.Mix = &mix
 			c.Runner = func(ctx context.Context, e env.Env, sc chaos.Scenario, dir string) (chaos.Outcome, error) {
 				// Mid-run a live waiter's acquire reads as never returned
@@ -446,45 +547,53 @@ func missingPaths(count map[string]int) []string {
 // every seed.
 func TestHarnessCatchesTheOldLock(t *testing.T) {
 	t.Parallel()
-	var specs []runner.Spec
-	for seed := uint64(1); seed <= 8; seed++ {
+	const seeds = 8
+	specs := func(seed uint64) []runner.Spec {
+		var sp []runner.Spec
 		for _, f := range []string{contract.FaultNone, contract.FaultCrashClient} {
 			// Three clients, as the defects were caught with: one waiter
 			// dies in line, one lives behind it.
-			specs = append(specs, runner.Spec{Lock: "fenced-v1", Fault: f, Seed: seed, Clients: 3}, runner.Spec{Lock: "fenced", Fault: f, Seed: seed, Clients: 3})
+			sp = append(sp, runner.Spec{Lock: "fenced-v1", Fault: f, Seed: seed, Clients: 3})
+			if seed <= shippedSeeds(seeds) {
+				sp = append(sp, runner.Spec{Lock: "fenced", Fault: f, Seed: seed, Clients: 3})
+			}
 		}
+		return sp
 	}
 	dir := zooDir(t)
+	defects := []string{"nested hold shortens the lease", "dead waiter holds the lock up"}
+	caught := func(rows map[string]*runner.Scenario) map[string]bool {
+		c := map[string]bool{}
+		for _, s := range rows {
+			switch {
+			case s.Lock != "fenced-v1":
+			case s.Fault == contract.FaultNone && s.Verdict(contract.PropLease) == contract.Violated && caughtIn(t, dir, s, checker.RuleMutualExclusion):
+				c[defects[0]] = true
+			case s.Fault == contract.FaultCrashClient && s.Verdict(contract.PropLiveness) == contract.Violated && caughtIn(t, dir, s, checker.RuleWaiterLiveness):
+				c[defects[1]] = true
+			}
+		}
+		return c
+	}
 	// The mix these defects were caught with: no owned sections (their
 	// own defects, TestHarnessCatchesTheOwnerDefects), so that each seed
 	// draws what it drew then.
 	mix := workload.DefaultMix()
 	mix.Owner = 0
-	rows := zooRunIn(t, dir, specs, func(c *runner.Config) { c.Mix = &mix })
-	caught := map[string]bool{}
-	for _, sp := range specs {
-		s := rows[sp.ID()]
+	rows := zooUntil(t, dir, seeds, 3, specs, func(rows map[string]*runner.Scenario) bool {
+		c := caught(rows)
+		return c[defects[0]] && c[defects[1]]
+	}, func(c *runner.Config) { c.Mix = &mix })
+	for _, s := range rows {
 		t.Log(zooDescribe(s))
-		if sp.Lock == "fenced" && (s.Verdict(contract.PropLease) == contract.Violated || s.Verdict(contract.PropLiveness) == contract.Violated || s.Verdict(contract.PropResource) == contract.Violated) {
-			t.Errorf("%s: the fixed lock broke a guarantee", sp.ID())
-		}
-		if sp.Lock != "fenced-v1" {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, filepath.Dir(s.History), contract.CheckFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case sp.Fault == contract.FaultNone && s.Verdict(contract.PropLease) == contract.Violated && strings.Contains(string(b), checker.RuleMutualExclusion):
-			caught["nested hold shortens the lease"] = true
-		case sp.Fault == contract.FaultCrashClient && s.Verdict(contract.PropLiveness) == contract.Violated && strings.Contains(string(b), checker.RuleWaiterLiveness):
-			caught["dead waiter holds the lock up"] = true
+		if s.Lock == "fenced" && (s.Verdict(contract.PropLease) == contract.Violated || s.Verdict(contract.PropLiveness) == contract.Violated || s.Verdict(contract.PropResource) == contract.Violated) {
+			t.Errorf("%s: the fixed lock broke a guarantee", s.ID())
 		}
 	}
-	for _, defect := range []string{"nested hold shortens the lease", "dead waiter holds the lock up"} {
-		if !caught[defect] {
-			t.Errorf("fenced-v1's defect %q was not caught on any of 8 seeds", defect)
+	c := caught(rows)
+	for _, defect := range defects {
+		if !c[defect] {
+			t.Errorf("fenced-v1's defect %q was not caught on any of %d seeds", defect, seeds)
 		}
 	}
 }
