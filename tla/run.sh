@@ -26,7 +26,12 @@
 # package tla (go test ./tla, with TLA2TOOLS_JAR set); TLC_SKIP_GO_TESTED=1
 # skips it here (.ci/run sets it when its go test ran with the jar).
 #
-# Environment: TLA2TOOLS_JAR, TLC_OPTIONAL, TLC_SKIP_GO_TESTED, TLC_WORKERS (default 1),
+# TLC_QUICK=1 (.ci/run sets it) skips the configs with a "\* nightly: WHY"
+# line and the traces tla/testdata/nightly.list names: the state spaces of a
+# minute or more each, which the nightly workflow's tlc job checks in full.
+# Every must-fail config and every module's smaller must-pass configs run.
+#
+# Environment: TLA2TOOLS_JAR, TLC_OPTIONAL, TLC_SKIP_GO_TESTED, TLC_QUICK, TLC_WORKERS (default 1),
 # TLC_TIMEOUT (seconds per config, default 600), TLC_HEAP (default 1g),
 # TLA2TOOLS_SHA256 (another release's checksum).
 # Every TLC run happens in a temp dir (-metadir there too): nothing is
@@ -161,9 +166,19 @@ else
       row "$(basename "$c" .cfg)" "checked by $(sed -n 's/^\\\* go test: *\([A-Za-z0-9_]*\).*/\1/p' "$c" | head -1)" "skipped" "" ""
       continue
     fi
+    if [ "${TLC_QUICK:-}" = 1 ] && grep -q '^\\\* nightly: ' "$c"; then
+      row "$(basename "$c" .cfg)" "nightly only" "skipped" "" ""
+      continue
+    fi
     configs+=("$c")
   done
-  for h in "$here"/testdata/*.jsonl; do traces+=("$h"); done
+  for h in "$here"/testdata/*.jsonl; do
+    if [ "${TLC_QUICK:-}" = 1 ] && grep -qx "$(basename "$h")" <(sed 's/[[:space:]]*#.*//' "$here/testdata/nightly.list"); then
+      row "trace: $(basename "$h" .jsonl)" "nightly only" "skipped" "" ""
+      continue
+    fi
+    traces+=("$h")
+  done
 fi
 
 for cfg in ${configs[@]+"${configs[@]}"}; do
