@@ -133,7 +133,7 @@ const (
 func Topologies() []string { return []string{TopologySentinel, TopologyCluster} }
 
 // Predicted reports whether DESIGN.md's guarantees say what a lock does
-// under fault: the faults its G1–G4 sections discuss. Under any other the
+// under fault: the faults its G1–G5 sections discuss. Under any other the
 // matrix makes no prediction (every verdict is as expected) until a lock
 // states one of its own.
 func Predicted(fault string) bool {
