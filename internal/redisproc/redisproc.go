@@ -65,7 +65,7 @@ type Process struct {
 	ownDir  bool
 	done    chan struct{}
 	waitErr error
-	// release gives up the port's reservation (see reserve): held from
+	// release gives up the port's reservation (proc.ReservePort): held from
 	// Start to Stop, through a Kill, so that while the node is down no
 	// other test's free port is this one.
 	release func() error
@@ -113,7 +113,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		port, release, err := reserve(cfg.Port)
+		port, release, err := proc.ReservePort(cfg.Port)
 		if err != nil {
 			if cfg.Port == 0 {
 				p.cleanupDir()
