@@ -1,0 +1,417 @@
+// Package etcdproc starts and stops a real etcd cluster as local processes
+// (Debian's etcd-server), each member on reserved loopback ports in a
+// temporary directory of its own, for the consensus-store environments of
+// issue 45. It is the process layer only, as redisproc is for Redis: what a
+// member advertises to its peers and clients is its caller's choice
+// (ClusterConfig.Advertise), so that a chaos environment can put a
+// Toxiproxy proxy in front of every link.
+//
+// It speaks to the members through etcd's JSON gateway (POST /v3/...) on
+// their own client ports, so that the library's module needs no etcd
+// client: the client library (go.etcd.io/etcd/client/v3, gRPC and its
+// dependencies) belongs with the locks that use it, in a module of their
+// own, as testcontainers does (a user's module lists at most 40 modules).
+//
+// Isolating a member takes a blackhole, not a refused connection. etcd's
+// peers exchange raft messages over streams each member dials to the other
+// (a member's messages to a peer flow on the connection that peer dialed to
+// it) and fall back to a pipeline of POSTs to the peer's own address when a
+// stream breaks. A member whose one inbound peer proxy refuses or resets
+// connections keeps sending through the pipeline to its peers' proxies: its
+// leadership holds and its writes commit (measured on etcd 3.4.23, a
+// 3-member cluster behind Toxiproxy, 2026-12-05). A proxy that accepts the
+// bytes and drops them (Toxiproxy's timeout toxic with timeout 0 on both
+// streams, as etcd's own functional tester blackholes a member's peer
+// port) leaves the streams up, so no fallback happens: the other members
+// elect a new leader within an election timeout, and the old one commits
+// nothing (TestBlackholeIsolatesTheLeader).
+package etcdproc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockproof/lockproof/internal/proc"
+)
+
+// ErrNotInstalled is returned when the etcd binary is not on PATH.
+var ErrNotInstalled = errors.New("etcd not found on PATH (Debian: apt-get install etcd-server)")
+
+// ErrNoLeader is returned when the members that answer do not agree on
+// one leader.
+var ErrNoLeader = errors.New("no leader the members agree on")
+
+// ClusterConfig says how to start a cluster. Zero fields take the defaults
+// named.
+type ClusterConfig struct {
+	// Members is the cluster's size; default 3.
+	Members int
+	// Advertise returns the peer and client addresses (host:port) member i
+	// announces, given the ones it listens on: a proxy's in front of
+	// each, or the same addresses. nil announces the listen addresses.
+	Advertise func(i int, peer, client string) (advPeer, advClient string, err error)
+	// HeartbeatInterval and ElectionTimeout are etcd's; defaults 100ms
+	// and 1s (etcd's own).
+	HeartbeatInterval, ElectionTimeout time.Duration
+	// StartTimeout bounds the wait for a leader; default 30s.
+	StartTimeout time.Duration
+}
+
+// Member is one running (or killed) etcd member.
+type Member struct {
+	// Name is "m0", "m1", ...
+	Name string
+	// PeerAddr and ClientAddr are the addresses it listens on.
+	PeerAddr, ClientAddr string
+	// AdvPeer and AdvClient are the addresses it announces.
+	AdvPeer, AdvClient string
+	// Dir holds its data directory and log.
+	Dir string
+
+	args     []string
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
+	waitErr  error
+	releases []func() error
+}
+
+// Cluster is a running etcd cluster.
+type Cluster struct {
+	// Members in the order of ClusterConfig's indexes.
+	Members []*Member
+
+	bin  string
+	root string
+	http *http.Client
+	once sync.Once
+}
+
+// Binary returns the path of etcd, or ErrNotInstalled.
+func Binary() (string, error) {
+	p, err := exec.LookPath("etcd")
+	if err != nil {
+		return "", ErrNotInstalled
+	}
+	return p, nil
+}
+
+// StartCluster starts cfg.Members members and waits, within ctx and
+// cfg.StartTimeout, until every one answers and they agree on a leader.
+// On an error every process started is stopped.
+func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Members <= 0 {
+		cfg.Members = 3
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 100 * time.Millisecond
+	}
+	if cfg.ElectionTimeout <= 0 {
+		cfg.ElectionTimeout = time.Second
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	root, err := os.MkdirTemp("", "lockproof-etcd-*")
+	if err != nil {
+		return nil, fmt.Errorf("start etcd: temp dir: %w", err)
+	}
+	c = &Cluster{bin: bin, root: root, http: &http.Client{Timeout: 5 * time.Second}}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+			c = nil
+		}
+	}()
+	var initial []string
+	for i := range cfg.Members {
+		m := &Member{Name: "m" + strconv.Itoa(i), Dir: filepath.Join(root, "m"+strconv.Itoa(i))}
+		c.Members = append(c.Members, m)
+		for _, addr := range []*string{&m.PeerAddr, &m.ClientAddr} {
+			port, release, err := proc.ReservePort(0)
+			if err != nil {
+				return c, err
+			}
+			m.releases = append(m.releases, release)
+			*addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		}
+		m.AdvPeer, m.AdvClient = m.PeerAddr, m.ClientAddr
+		if cfg.Advertise != nil {
+			if m.AdvPeer, m.AdvClient, err = cfg.Advertise(i, m.PeerAddr, m.ClientAddr); err != nil {
+				return c, fmt.Errorf("start etcd: advertise %s: %w", m.Name, err)
+			}
+		}
+		initial = append(initial, m.Name+"=http://"+m.AdvPeer)
+	}
+	for _, m := range c.Members {
+		m.args = []string{"--name", m.Name, "--data-dir", filepath.Join(m.Dir, "data"),
+			"--listen-peer-urls", "http://" + m.PeerAddr, "--initial-advertise-peer-urls", "http://" + m.AdvPeer,
+			"--listen-client-urls", "http://" + m.ClientAddr, "--advertise-client-urls", "http://" + m.AdvClient,
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
+			// A token of its own: a member of another test's cluster on a
+			// reused port is refused, not joined.
+			"--initial-cluster-token", filepath.Base(root),
+			"--heartbeat-interval", strconv.FormatInt(cfg.HeartbeatInterval.Milliseconds(), 10),
+			"--election-timeout", strconv.FormatInt(cfg.ElectionTimeout.Milliseconds(), 10)}
+		if err := os.MkdirAll(m.Dir, 0o700); err != nil {
+			return c, fmt.Errorf("start etcd %s: %w", m.Name, err)
+		}
+		if err := m.launch(bin); err != nil {
+			return c, err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	if _, err := c.WaitLeader(wctx, nil); err != nil {
+		return c, fmt.Errorf("start etcd: %w; %s", err, c.logTails())
+	}
+	return c, nil
+}
+
+// launch starts m's process (its data directory as it is).
+func (m *Member) launch(bin string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	logf, err := os.OpenFile(filepath.Join(m.Dir, "etcd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("start etcd %s: %w", m.Name, err)
+	}
+	cmd := exec.Command(bin, m.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = proc.Attr()
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return fmt.Errorf("start etcd %s: %w", m.Name, err)
+	}
+	done := make(chan struct{})
+	m.cmd, m.done = cmd, done
+	go func() {
+		err := cmd.Wait()
+		_ = logf.Close()
+		m.mu.Lock()
+		m.waitErr = err
+		m.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+// Running reports whether m's process runs.
+func (m *Member) Running() bool {
+	m.mu.Lock()
+	done := m.done
+	m.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill ends m's process group with SIGKILL (thawed first) and waits for it.
+func (m *Member) kill() error {
+	m.mu.Lock()
+	cmd, done := m.cmd, m.done
+	m.mu.Unlock()
+	if cmd == nil || !m.Running() {
+		return nil
+	}
+	_ = proc.KillGroup(cmd.Process.Pid)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("kill etcd %s (pid %d): still running after 10s", m.Name, cmd.Process.Pid)
+	}
+}
+
+// Kill crashes member i (SIGKILL, no shutdown); its data stays for Restart.
+func (c *Cluster) Kill(i int) error { return c.Members[i].kill() }
+
+// Restart starts a killed member i again on its data and ports.
+func (c *Cluster) Restart(i int) error {
+	m := c.Members[i]
+	if m.Running() {
+		return fmt.Errorf("restart etcd %s: still running", m.Name)
+	}
+	return m.launch(c.bin)
+}
+
+// Pause freezes member i (SIGSTOP): it keeps its sockets and answers
+// nothing. Resume thaws it.
+func (c *Cluster) Pause(i int) error { return c.signal(i, proc.StopGroup) }
+
+// Resume thaws a paused member i (SIGCONT).
+func (c *Cluster) Resume(i int) error { return c.signal(i, proc.ContGroup) }
+
+func (c *Cluster) signal(i int, send func(int) error) error {
+	m := c.Members[i]
+	m.mu.Lock()
+	cmd := m.cmd
+	m.mu.Unlock()
+	if cmd == nil || !m.Running() {
+		return fmt.Errorf("etcd %s: not running", m.Name)
+	}
+	return send(cmd.Process.Pid)
+}
+
+// Stop kills every member, gives up their ports and removes their
+// directories. It is safe to call more than once.
+func (c *Cluster) Stop() error {
+	var err error
+	c.once.Do(func() {
+		for _, m := range c.Members {
+			err = errors.Join(err, m.kill())
+			for _, r := range m.releases {
+				err = errors.Join(err, r())
+			}
+		}
+		err = errors.Join(err, os.RemoveAll(c.root))
+	})
+	return err
+}
+
+// Status is what a member says of the cluster (its maintenance status).
+type Status struct {
+	// Member is its own ID, Leader the leader's (0: none known).
+	Member, Leader uint64
+	// Term is its raft term.
+	Term uint64
+}
+
+// Status asks member i, on its own client port.
+func (c *Cluster) Status(ctx context.Context, i int) (Status, error) {
+	var r struct {
+		Header struct {
+			MemberID uint64 `json:"member_id,string"`
+		} `json:"header"`
+		Leader   uint64 `json:"leader,string"`
+		RaftTerm uint64 `json:"raftTerm,string"`
+	}
+	if err := c.post(ctx, i, "/v3/maintenance/status", struct{}{}, &r); err != nil {
+		return Status{}, err
+	}
+	return Status{Member: r.Header.MemberID, Leader: r.Leader, Term: r.RaftTerm}, nil
+}
+
+// WaitLeader waits until the members that run and are not in skip answer
+// and agree on a leader among them, and returns its index.
+func (c *Cluster) WaitLeader(ctx context.Context, skip []int) (int, error) {
+	var last error
+	for {
+		i, err := c.leader(ctx, skip)
+		if err == nil {
+			return i, nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return -1, fmt.Errorf("%w: %w (last: %v)", ErrNoLeader, ctx.Err(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) leader(ctx context.Context, skip []int) (int, error) {
+	ids := map[uint64]int{}
+	leaders := map[uint64]bool{}
+	for i, m := range c.Members {
+		if !m.Running() || slices.Contains(skip, i) {
+			continue
+		}
+		st, err := c.Status(ctx, i)
+		if err != nil {
+			return -1, fmt.Errorf("%s: %w", m.Name, err)
+		}
+		ids[st.Member] = i
+		leaders[st.Leader] = true
+	}
+	if len(leaders) != 1 {
+		return -1, fmt.Errorf("%w: leaders %v", ErrNoLeader, leaders)
+	}
+	for l := range leaders {
+		if i, ok := ids[l]; ok && l != 0 {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("%w: the leader is not among the members asked", ErrNoLeader)
+}
+
+// Put writes key = value through member i (a linearizable write: it
+// commits only with a quorum), and returns the revision it made.
+func (c *Cluster) Put(ctx context.Context, i int, key, value string) (int64, error) {
+	var r struct {
+		Header struct {
+			Revision int64 `json:"revision,string"`
+		} `json:"header"`
+	}
+	body := map[string][]byte{"key": []byte(key), "value": []byte(value)}
+	if err := c.post(ctx, i, "/v3/kv/put", body, &r); err != nil {
+		return 0, err
+	}
+	return r.Header.Revision, nil
+}
+
+// post sends a JSON request to member i's gateway and decodes its answer.
+func (c *Cluster) post(ctx context.Context, i int, path string, in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.Members[i].ClientAddr+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: %s: %s", c.Members[i].Name, path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("%s %s: %w", c.Members[i].Name, path, err)
+	}
+	return nil
+}
+
+// logTails returns the end of each member's log, for an error.
+func (c *Cluster) logTails() string {
+	var b strings.Builder
+	for _, m := range c.Members {
+		log, _ := os.ReadFile(filepath.Join(m.Dir, "etcd.log"))
+		if len(log) > 1500 {
+			log = log[len(log)-1500:]
+		}
+		fmt.Fprintf(&b, "\n%s log: %s", m.Name, strings.TrimSpace(string(log)))
+	}
+	return b.String()
+}
