@@ -71,7 +71,9 @@ type ClusterConfig struct {
 	StartTimeout time.Duration
 }
 
-// Member is one running (or killed) etcd member.
+// Member is one running (or killed) etcd member: proc.Member's Launch
+// (a restart, on its data and ports), Kill, Pause, Resume and Running act
+// on its process.
 type Member struct {
 	// Name is "m0", "m1", ...
 	Name string
@@ -82,12 +84,7 @@ type Member struct {
 	// Dir holds its data directory and log.
 	Dir string
 
-	args     []string
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	done     chan struct{}
-	waitErr  error
-	releases []func() error
+	proc.Member
 }
 
 // Cluster is a running etcd cluster.
@@ -95,7 +92,6 @@ type Cluster struct {
 	// Members in the order of ClusterConfig's indexes.
 	Members []*Member
 
-	bin  string
 	root string
 	http *http.Client
 	once sync.Once
@@ -134,7 +130,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 	if err != nil {
 		return nil, fmt.Errorf("start etcd: temp dir: %w", err)
 	}
-	c = &Cluster{bin: bin, root: root, http: &http.Client{Timeout: 5 * time.Second}}
+	c = &Cluster{root: root, http: &http.Client{Timeout: 5 * time.Second}}
 	defer func() {
 		if err != nil {
 			_ = c.Stop()
@@ -144,13 +140,14 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 	var initial []string
 	for i := range cfg.Members {
 		m := &Member{Name: "m" + strconv.Itoa(i), Dir: filepath.Join(root, "m"+strconv.Itoa(i))}
+		m.Member.Name, m.Log = "etcd "+m.Name, filepath.Join(m.Dir, "etcd.log")
 		c.Members = append(c.Members, m)
 		for _, addr := range []*string{&m.PeerAddr, &m.ClientAddr} {
 			port, release, err := proc.ReservePort(0)
 			if err != nil {
 				return c, err
 			}
-			m.releases = append(m.releases, release)
+			m.Hold(release)
 			*addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		}
 		m.AdvPeer, m.AdvClient = m.PeerAddr, m.ClientAddr
@@ -162,7 +159,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		initial = append(initial, m.Name+"=http://"+m.AdvPeer)
 	}
 	for _, m := range c.Members {
-		m.args = []string{"--name", m.Name, "--data-dir", filepath.Join(m.Dir, "data"),
+		args := []string{"--name", m.Name, "--data-dir", filepath.Join(m.Dir, "data"),
 			"--listen-peer-urls", "http://" + m.PeerAddr, "--initial-advertise-peer-urls", "http://" + m.AdvPeer,
 			"--listen-client-urls", "http://" + m.ClientAddr, "--advertise-client-urls", "http://" + m.AdvClient,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
@@ -171,10 +168,11 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 			"--initial-cluster-token", filepath.Base(root),
 			"--heartbeat-interval", strconv.FormatInt(cfg.HeartbeatInterval.Milliseconds(), 10),
 			"--election-timeout", strconv.FormatInt(cfg.ElectionTimeout.Milliseconds(), 10)}
+		m.Command = func() *exec.Cmd { return exec.Command(bin, args...) }
 		if err := os.MkdirAll(m.Dir, 0o700); err != nil {
 			return c, fmt.Errorf("start etcd %s: %w", m.Name, err)
 		}
-		if err := m.launch(bin); err != nil {
+		if err := m.Launch(); err != nil {
 			return c, err
 		}
 	}
@@ -186,107 +184,13 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 	return c, nil
 }
 
-// launch starts m's process (its data directory as it is).
-func (m *Member) launch(bin string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	logf, err := os.OpenFile(filepath.Join(m.Dir, "etcd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("start etcd %s: %w", m.Name, err)
-	}
-	cmd := exec.Command(bin, m.args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = proc.Attr()
-	if err := cmd.Start(); err != nil {
-		_ = logf.Close()
-		return fmt.Errorf("start etcd %s: %w", m.Name, err)
-	}
-	done := make(chan struct{})
-	m.cmd, m.done = cmd, done
-	go func() {
-		err := cmd.Wait()
-		_ = logf.Close()
-		m.mu.Lock()
-		m.waitErr = err
-		m.mu.Unlock()
-		close(done)
-	}()
-	return nil
-}
-
-// Running reports whether m's process runs.
-func (m *Member) Running() bool {
-	m.mu.Lock()
-	done := m.done
-	m.mu.Unlock()
-	if done == nil {
-		return false
-	}
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
-}
-
-// kill ends m's process group with SIGKILL (thawed first) and waits for it.
-func (m *Member) kill() error {
-	m.mu.Lock()
-	cmd, done := m.cmd, m.done
-	m.mu.Unlock()
-	if cmd == nil || !m.Running() {
-		return nil
-	}
-	_ = proc.KillGroup(cmd.Process.Pid)
-	select {
-	case <-done:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("kill etcd %s (pid %d): still running after 10s", m.Name, cmd.Process.Pid)
-	}
-}
-
-// Kill crashes member i (SIGKILL, no shutdown); its data stays for Restart.
-func (c *Cluster) Kill(i int) error { return c.Members[i].kill() }
-
-// Restart starts a killed member i again on its data and ports.
-func (c *Cluster) Restart(i int) error {
-	m := c.Members[i]
-	if m.Running() {
-		return fmt.Errorf("restart etcd %s: still running", m.Name)
-	}
-	return m.launch(c.bin)
-}
-
-// Pause freezes member i (SIGSTOP): it keeps its sockets and answers
-// nothing. Resume thaws it.
-func (c *Cluster) Pause(i int) error { return c.signal(i, proc.StopGroup) }
-
-// Resume thaws a paused member i (SIGCONT).
-func (c *Cluster) Resume(i int) error { return c.signal(i, proc.ContGroup) }
-
-func (c *Cluster) signal(i int, send func(int) error) error {
-	m := c.Members[i]
-	m.mu.Lock()
-	cmd := m.cmd
-	m.mu.Unlock()
-	if cmd == nil || !m.Running() {
-		return fmt.Errorf("etcd %s: not running", m.Name)
-	}
-	return send(cmd.Process.Pid)
-}
-
 // Stop kills every member, gives up their ports and removes their
 // directories. It is safe to call more than once.
 func (c *Cluster) Stop() error {
 	var err error
 	c.once.Do(func() {
 		for _, m := range c.Members {
-			err = errors.Join(err, m.kill())
-			for _, r := range m.releases {
-				err = errors.Join(err, r())
-			}
+			err = errors.Join(err, m.Close())
 		}
 		err = errors.Join(err, os.RemoveAll(c.root))
 	})

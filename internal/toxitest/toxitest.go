@@ -32,3 +32,23 @@ func Main(m *testing.M) {
 	Build()
 	os.Exit(m.Run())
 }
+
+// Server starts a Toxiproxy server (env.StartToxiproxy) for the test and
+// stops it when the test ends, failing the test when that fails.
+func Server(tb testing.TB) *env.ToxiServer {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	toxi, err := env.StartToxiproxy(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := toxi.Close(ctx); err != nil {
+			tb.Errorf("close toxiproxy: %v", err)
+		}
+	})
+	return toxi
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/internal/toxitest"
 )
 
 // StartProcess starts a process environment of spec (env.NewProcess) and
@@ -92,12 +93,5 @@ func ClusterClient(tb testing.TB, e env.Env, l *env.Links, timeout time.Duration
 // bring-your-own environment) and closes it when the test ends.
 func Toxiproxy(tb testing.TB) *env.ToxiServer {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	toxi, err := env.StartToxiproxy(ctx)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = toxi.Close(context.Background()) })
-	return toxi
+	return toxitest.Server(tb)
 }

@@ -1,0 +1,172 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+// Child is a started server process in a group of its own (Attr), whose
+// end is watched: the process layer's servers (etcd members, ZooKeeper
+// servers) are each one, killed, paused and resumed as a group.
+type Child struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	mu   sync.Mutex
+	err  error
+}
+
+// Start starts cmd in a process group of its own and watches its end;
+// onExit, when not nil, runs once it has ended (closing its log, say).
+func Start(cmd *exec.Cmd, onExit func()) (*Child, error) {
+	cmd.SysProcAttr = Attr()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &Child{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		if onExit != nil {
+			onExit()
+		}
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// Pid is the child's process id (its group's too).
+func (c *Child) Pid() int { return c.cmd.Process.Pid }
+
+// Running reports whether the child has not ended; false for nil.
+func (c *Child) Running() bool {
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill ends the child's group at once (KillGroup) and waits up to wait
+// for the child to end. An ended child is not signaled: its pid may be
+// another's by now.
+func (c *Child) Kill(wait time.Duration) error {
+	if !c.Running() {
+		return nil
+	}
+	_ = KillGroup(c.Pid())
+	select {
+	case <-c.done:
+		return nil
+	case <-time.After(wait):
+		return fmt.Errorf("pid %d still runs %v after SIGKILL", c.Pid(), wait)
+	}
+}
+
+// Signal sends send (StopGroup, ContGroup) to the child's group; an error
+// when the child has ended.
+func (c *Child) Signal(send func(pid int) error) error {
+	if !c.Running() {
+		return fmt.Errorf("not running")
+	}
+	return send(c.Pid())
+}
+
+// Member is one server of a cluster the process layer runs (an etcd
+// member, a ZooKeeper server): how to start it, where its output goes, the
+// ports it holds, and the process running it now, if any. Its methods are
+// safe for concurrent use.
+type Member struct {
+	// Name names it in errors ("etcd m0", "zookeeper 2").
+	Name string
+	// Log is the file its output is appended to.
+	Log string
+	// Command makes the command of each start.
+	Command func() *exec.Cmd
+
+	mu       sync.Mutex
+	child    *Child
+	releases []func() error
+}
+
+// Hold keeps release (a port's reservation, ReservePort) until Close.
+func (m *Member) Hold(release func() error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.releases = append(m.releases, release)
+}
+
+// Launch starts the member; an error when it runs already.
+func (m *Member) Launch() error {
+	if m.Running() {
+		return fmt.Errorf("start %s: still running", m.Name)
+	}
+	logf, err := os.OpenFile(m.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", m.Name, err)
+	}
+	cmd := m.Command()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	child, err := Start(cmd, func() { _ = logf.Close() })
+	if err != nil {
+		_ = logf.Close()
+		return fmt.Errorf("start %s: %w", m.Name, err)
+	}
+	m.mu.Lock()
+	m.child = child
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *Member) process() *Child {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.child
+}
+
+// Running reports whether the member's process runs.
+func (m *Member) Running() bool { return m.process().Running() }
+
+// Kill crashes the member (SIGKILL to its group, no shutdown) and waits
+// for it; a member not running is left alone.
+func (m *Member) Kill() error {
+	if err := m.process().Kill(10 * time.Second); err != nil {
+		return fmt.Errorf("kill %s: %w", m.Name, err)
+	}
+	return nil
+}
+
+// Pause freezes the member's group (SIGSTOP); Resume thaws it.
+func (m *Member) Pause() error { return m.signal("pause", StopGroup) }
+
+// Resume thaws a paused member (SIGCONT).
+func (m *Member) Resume() error { return m.signal("resume", ContGroup) }
+
+func (m *Member) signal(what string, send func(int) error) error {
+	if err := m.process().Signal(send); err != nil {
+		return fmt.Errorf("%s %s: %w", what, m.Name, err)
+	}
+	return nil
+}
+
+// Close kills the member and gives up what it holds.
+func (m *Member) Close() error {
+	err := m.Kill()
+	m.mu.Lock()
+	rs := m.releases
+	m.releases = nil
+	m.mu.Unlock()
+	for _, r := range rs {
+		err = errors.Join(err, r())
+	}
+	return err
+}

@@ -1,0 +1,318 @@
+// Package zkproc starts and stops a real ZooKeeper ensemble as local
+// processes (Debian's zookeeper package: its jar and the JVM), each server on
+// reserved loopback ports in a temporary directory of its own, for the
+// consensus-store environments of issue 45. It is the process layer only,
+// as redisproc is for Redis and etcdproc for etcd.
+//
+// Unlike etcd's members, whose peers find each other at one advertised
+// address per member, every ZooKeeper server reads the ensemble from its own
+// configuration: server i is told where each other server j listens
+// (server.j=host:quorum:election). ClusterConfig.Route chooses that
+// address for every ordered pair (i, j), so a chaos environment can put a
+// proxy on each direction of each link and cut a server off cleanly, in
+// both directions, from some servers and not others.
+//
+// It asks a server what it is through the four-letter word srvr on its
+// client port (whitelisted in the configuration it writes), so that the
+// library's module needs no ZooKeeper client.
+package zkproc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockproof/lockproof/internal/proc"
+)
+
+// Jar is where Debian's zookeeper package puts the server's jar; its
+// manifest's Class-Path names the libraries it needs.
+const Jar = "/usr/share/java/zookeeper.jar"
+
+// ErrNotInstalled is returned when java or the ZooKeeper jar is missing.
+var ErrNotInstalled = errors.New("ZooKeeper not installed (Debian: apt-get install zookeeper, which brings a JRE)")
+
+// ErrNotServing is Mode's error when the server answers but serves no
+// requests (it is looking for a leader, or cut off from its quorum).
+var ErrNotServing = errors.New("not currently serving requests")
+
+// ErrNoLeader is returned when the servers asked do not agree on one
+// leader with every other one a follower.
+var ErrNoLeader = errors.New("no leader the servers agree on")
+
+// ClusterConfig says how to start an ensemble. Zero fields take the
+// defaults named.
+type ClusterConfig struct {
+	// Servers is the ensemble's size; default 3.
+	Servers int
+	// Route returns the quorum and election addresses (host:port) server
+	// from dials to reach server to, given the ones to listens on: a
+	// proxy's per ordered pair, or the same. nil dials them directly.
+	Route func(from, to int, quorum, election string) (string, string, error)
+	// TickTime is ZooKeeper's tick; default 100ms. Sessions last from 2
+	// to 20 ticks.
+	TickTime time.Duration
+	// InitLimit and SyncLimit, in ticks; defaults 20 and 10. A follower
+	// that does not hear its leader for SyncLimit ticks leaves it.
+	InitLimit, SyncLimit int
+	// StartTimeout bounds the wait for a leader; default 60s.
+	StartTimeout time.Duration
+}
+
+// Server is one running (or killed) ZooKeeper server: proc.Member's
+// Launch (a restart, on its data and ports), Kill, Pause, Resume and
+// Running act on its process.
+type Server struct {
+	// ID is its server id (myid): its index + 1.
+	ID int
+	// ClientAddr, QuorumAddr and ElectionAddr are where it listens.
+	ClientAddr, QuorumAddr, ElectionAddr string
+	// Dir holds its configuration, data and log.
+	Dir string
+
+	proc.Member
+}
+
+// Cluster is a running ensemble.
+type Cluster struct {
+	// Servers in the order of ClusterConfig's indexes.
+	Servers []*Server
+
+	root string
+	once sync.Once
+}
+
+// Java returns the path of java, or ErrNotInstalled when java or Jar is
+// missing.
+func Java() (string, error) {
+	if _, err := os.Stat(Jar); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrNotInstalled, err)
+	}
+	p, err := exec.LookPath("java")
+	if err != nil {
+		return "", fmt.Errorf("%w: no java on PATH", ErrNotInstalled)
+	}
+	return p, nil
+}
+
+// StartCluster starts cfg.Servers servers and waits, within ctx and
+// cfg.StartTimeout, until one leads and every other follows it. On an
+// error every process started is stopped.
+func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error) {
+	java, err := Java()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Servers <= 0 {
+		cfg.Servers = 3
+	}
+	if cfg.TickTime <= 0 {
+		cfg.TickTime = 100 * time.Millisecond
+	}
+	if cfg.InitLimit <= 0 {
+		cfg.InitLimit = 20
+	}
+	if cfg.SyncLimit <= 0 {
+		cfg.SyncLimit = 10
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 60 * time.Second
+	}
+	root, err := os.MkdirTemp("", "lockproof-zk-*")
+	if err != nil {
+		return nil, fmt.Errorf("start zookeeper: temp dir: %w", err)
+	}
+	c = &Cluster{root: root}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+			c = nil
+		}
+	}()
+	for i := range cfg.Servers {
+		s := &Server{ID: i + 1, Dir: filepath.Join(root, "s"+strconv.Itoa(i+1))}
+		s.Name, s.Log = "zookeeper "+strconv.Itoa(s.ID), filepath.Join(s.Dir, "zookeeper.log")
+		s.Command = func() *exec.Cmd {
+			// A small heap and the client compiler: three servers start
+			// in seconds on two cores and leave the tests' clients room.
+			cmd := exec.Command(java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+				"-Dzookeeper.log.dir="+s.Dir, "-cp", Jar, "org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(s.Dir, "zoo.cfg"))
+			cmd.Dir = s.Dir
+			return cmd
+		}
+		c.Servers = append(c.Servers, s)
+		for _, addr := range []*string{&s.ClientAddr, &s.QuorumAddr, &s.ElectionAddr} {
+			port, release, err := proc.ReservePort(0)
+			if err != nil {
+				return c, err
+			}
+			s.Hold(release)
+			*addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		}
+		if err := os.MkdirAll(filepath.Join(s.Dir, "data"), 0o700); err != nil {
+			return c, fmt.Errorf("start zookeeper %d: %w", s.ID, err)
+		}
+		if err := os.WriteFile(filepath.Join(s.Dir, "data", "myid"), []byte(strconv.Itoa(s.ID)+"\n"), 0o600); err != nil {
+			return c, fmt.Errorf("start zookeeper %d: %w", s.ID, err)
+		}
+	}
+	for i, s := range c.Servers {
+		_, clientPort, _ := net.SplitHostPort(s.ClientAddr)
+		conf := []string{
+			"tickTime=" + strconv.FormatInt(cfg.TickTime.Milliseconds(), 10),
+			"initLimit=" + strconv.Itoa(cfg.InitLimit),
+			"syncLimit=" + strconv.Itoa(cfg.SyncLimit),
+			"dataDir=" + filepath.Join(s.Dir, "data"),
+			"clientPortAddress=127.0.0.1",
+			"clientPort=" + clientPort,
+			"admin.enableServer=false",
+			"4lw.commands.whitelist=srvr,ruok",
+			// Loopback only: the election's and quorum's listeners bind
+			// the server's own entry below.
+			"quorumListenOnAllIPs=false",
+		}
+		for j, o := range c.Servers {
+			q, e := o.QuorumAddr, o.ElectionAddr
+			if j != i && cfg.Route != nil {
+				if q, e, err = cfg.Route(i, j, q, e); err != nil {
+					return c, fmt.Errorf("start zookeeper: route %d to %d: %w", s.ID, o.ID, err)
+				}
+			}
+			_, qp, _ := net.SplitHostPort(q)
+			eh, ep, _ := net.SplitHostPort(e)
+			qh, _, _ := net.SplitHostPort(q)
+			if qh != eh {
+				return c, fmt.Errorf("start zookeeper: route %d to %d: quorum %s and election %s on different hosts", s.ID, o.ID, q, e)
+			}
+			conf = append(conf, fmt.Sprintf("server.%d=%s:%s:%s", o.ID, qh, qp, ep))
+		}
+		if err := os.WriteFile(filepath.Join(s.Dir, "zoo.cfg"), []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
+			return c, fmt.Errorf("start zookeeper %d: %w", s.ID, err)
+		}
+		if err := s.Launch(); err != nil {
+			return c, err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	if _, err := c.WaitLeader(wctx, nil); err != nil {
+		return c, fmt.Errorf("start zookeeper: %w; %s", err, c.logTails())
+	}
+	return c, nil
+}
+
+// Stop kills every server, gives up their ports and removes their
+// directories. It is safe to call more than once.
+func (c *Cluster) Stop() error {
+	var err error
+	c.once.Do(func() {
+		for _, s := range c.Servers {
+			err = errors.Join(err, s.Close())
+		}
+		err = errors.Join(err, os.RemoveAll(c.root))
+	})
+	return err
+}
+
+// Mode asks server i what it is ("leader", "follower", "observer",
+// "standalone") through srvr on its client port; ErrNotServing when it
+// serves no requests.
+func (c *Cluster) Mode(ctx context.Context, i int) (string, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", c.Servers[i].ClientAddr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = conn.SetDeadline(deadline)
+	if _, err := io.WriteString(conn, "srvr"); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(io.LimitReader(conn, 1<<16))
+	if err != nil {
+		return "", err
+	}
+	text := string(b)
+	if strings.Contains(text, "not currently serving requests") {
+		return "", fmt.Errorf("zookeeper %d: %w", c.Servers[i].ID, ErrNotServing)
+	}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		if m, ok := strings.CutPrefix(sc.Text(), "Mode: "); ok {
+			return strings.TrimSpace(m), nil
+		}
+	}
+	return "", fmt.Errorf("zookeeper %d: srvr without a mode: %q", c.Servers[i].ID, text)
+}
+
+// WaitLeader waits until the running servers not in skip all answer, one
+// as the leader and the others as followers, and returns the leader's
+// index.
+func (c *Cluster) WaitLeader(ctx context.Context, skip []int) (int, error) {
+	var last error
+	for {
+		i, err := c.leader(ctx, skip)
+		if err == nil {
+			return i, nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return -1, fmt.Errorf("%w: %w (last: %v)", ErrNoLeader, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) leader(ctx context.Context, skip []int) (int, error) {
+	leader := -1
+	for i, s := range c.Servers {
+		if !s.Running() || slices.Contains(skip, i) {
+			continue
+		}
+		mode, err := c.Mode(ctx, i)
+		if err != nil {
+			return -1, err
+		}
+		switch {
+		case mode == "leader" && leader < 0:
+			leader = i
+		case mode == "leader":
+			return -1, fmt.Errorf("%w: %d and %d both lead", ErrNoLeader, c.Servers[leader].ID, s.ID)
+		case mode != "follower":
+			return -1, fmt.Errorf("%w: %d is %s", ErrNoLeader, s.ID, mode)
+		}
+	}
+	if leader < 0 {
+		return -1, fmt.Errorf("%w: none leads", ErrNoLeader)
+	}
+	return leader, nil
+}
+
+// logTails returns the end of each server's log, for an error.
+func (c *Cluster) logTails() string {
+	var b strings.Builder
+	for _, s := range c.Servers {
+		log, _ := os.ReadFile(filepath.Join(s.Dir, "zookeeper.log"))
+		if len(log) > 1500 {
+			log = log[len(log)-1500:]
+		}
+		fmt.Fprintf(&b, "\nserver %d log: %s", s.ID, strings.TrimSpace(string(log)))
+	}
+	return b.String()
+}
