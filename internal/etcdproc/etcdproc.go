@@ -42,7 +42,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockproof/lockproof/internal/proc"
@@ -92,9 +91,8 @@ type Cluster struct {
 	// Members in the order of ClusterConfig's indexes.
 	Members []*Member
 
-	root string
+	ens  *proc.Ensemble
 	http *http.Client
-	once sync.Once
 }
 
 // Binary returns the path of etcd, or ErrNotInstalled.
@@ -126,11 +124,12 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 30 * time.Second
 	}
-	root, err := os.MkdirTemp("", "lockproof-etcd-*")
+	ens, err := proc.NewEnsemble("lockproof-etcd-*")
 	if err != nil {
-		return nil, fmt.Errorf("start etcd: temp dir: %w", err)
+		return nil, fmt.Errorf("start etcd: %w", err)
 	}
-	c = &Cluster{root: root, http: &http.Client{Timeout: 5 * time.Second}}
+	root := ens.Root
+	c = &Cluster{ens: ens, http: &http.Client{Timeout: 5 * time.Second}}
 	defer func() {
 		if err != nil {
 			_ = c.Stop()
@@ -142,6 +141,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		m := &Member{Name: "m" + strconv.Itoa(i), Dir: filepath.Join(root, "m"+strconv.Itoa(i))}
 		m.Member.Name, m.Log = "etcd "+m.Name, filepath.Join(m.Dir, "etcd.log")
 		c.Members = append(c.Members, m)
+		c.ens.Add(&m.Member)
 		for _, addr := range []*string{&m.PeerAddr, &m.ClientAddr} {
 			port, release, err := proc.ReservePort(0)
 			if err != nil {
@@ -179,23 +179,14 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 	wctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
 	if _, err := c.WaitLeader(wctx, nil); err != nil {
-		return c, fmt.Errorf("start etcd: %w; %s", err, c.logTails())
+		return c, fmt.Errorf("start etcd: %w; %s", err, c.ens.Tails())
 	}
 	return c, nil
 }
 
 // Stop kills every member, gives up their ports and removes their
 // directories. It is safe to call more than once.
-func (c *Cluster) Stop() error {
-	var err error
-	c.once.Do(func() {
-		for _, m := range c.Members {
-			err = errors.Join(err, m.Close())
-		}
-		err = errors.Join(err, os.RemoveAll(c.root))
-	})
-	return err
-}
+func (c *Cluster) Stop() error { return c.ens.Stop() }
 
 // Status is what a member says of the cluster (its maintenance status).
 type Status struct {
@@ -223,19 +214,11 @@ func (c *Cluster) Status(ctx context.Context, i int) (Status, error) {
 // WaitLeader waits until the members that run and are not in skip answer
 // and agree on a leader among them, and returns its index.
 func (c *Cluster) WaitLeader(ctx context.Context, skip []int) (int, error) {
-	var last error
-	for {
-		i, err := c.leader(ctx, skip)
-		if err == nil {
-			return i, nil
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return -1, fmt.Errorf("%w: %w (last: %v)", ErrNoLeader, ctx.Err(), last)
-		case <-time.After(50 * time.Millisecond):
-		}
+	i, err := proc.Await(ctx, 50*time.Millisecond, func(ctx context.Context) (int, error) { return c.leader(ctx, skip) })
+	if err != nil {
+		return -1, fmt.Errorf("%w: %w", ErrNoLeader, err)
 	}
+	return i, nil
 }
 
 func (c *Cluster) leader(ctx context.Context, skip []int) (int, error) {
@@ -305,17 +288,4 @@ func (c *Cluster) post(ctx context.Context, i int, path string, in, out any) err
 		return fmt.Errorf("%s %s: %w", c.Members[i].Name, path, err)
 	}
 	return nil
-}
-
-// logTails returns the end of each member's log, for an error.
-func (c *Cluster) logTails() string {
-	var b strings.Builder
-	for _, m := range c.Members {
-		log, _ := os.ReadFile(filepath.Join(m.Dir, "etcd.log"))
-		if len(log) > 1500 {
-			log = log[len(log)-1500:]
-		}
-		fmt.Fprintf(&b, "\n%s log: %s", m.Name, strings.TrimSpace(string(log)))
-	}
-	return b.String()
 }

@@ -1,10 +1,12 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 )
@@ -15,8 +17,6 @@ import (
 type Child struct {
 	cmd  *exec.Cmd
 	done chan struct{}
-	mu   sync.Mutex
-	err  error
 }
 
 // Start starts cmd in a process group of its own and watches its end;
@@ -28,13 +28,10 @@ func Start(cmd *exec.Cmd, onExit func()) (*Child, error) {
 	}
 	c := &Child{cmd: cmd, done: make(chan struct{})}
 	go func() {
-		err := cmd.Wait()
+		_ = cmd.Wait() // a killed server's exit status says nothing
 		if onExit != nil {
 			onExit()
 		}
-		c.mu.Lock()
-		c.err = err
-		c.mu.Unlock()
 		close(c.done)
 	}()
 	return c, nil
@@ -107,7 +104,9 @@ func (m *Member) Hold(release func() error) {
 
 // Launch starts the member; an error when it runs already.
 func (m *Member) Launch() error {
-	if m.Running() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.child.Running() {
 		return fmt.Errorf("start %s: still running", m.Name)
 	}
 	logf, err := os.OpenFile(m.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -121,9 +120,7 @@ func (m *Member) Launch() error {
 		_ = logf.Close()
 		return fmt.Errorf("start %s: %w", m.Name, err)
 	}
-	m.mu.Lock()
 	m.child = child
-	m.mu.Unlock()
 	return nil
 }
 
@@ -169,4 +166,68 @@ func (m *Member) Close() error {
 		err = errors.Join(err, r())
 	}
 	return err
+}
+
+// Ensemble is the members of one cluster of the process layer (an etcd
+// cluster, a ZooKeeper ensemble), under one temporary directory.
+type Ensemble struct {
+	// Root is the directory the members' directories are made in.
+	Root    string
+	members []*Member
+	once    sync.Once
+	err     error
+}
+
+// NewEnsemble makes the ensemble's temporary directory (os.MkdirTemp's
+// pattern).
+func NewEnsemble(pattern string) (*Ensemble, error) {
+	root, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	return &Ensemble{Root: root}, nil
+}
+
+// Add makes m one of the ensemble's members, closed by Stop.
+func (e *Ensemble) Add(m *Member) { e.members = append(e.members, m) }
+
+// Stop closes every member (Member.Close) and removes Root. It is safe
+// to call more than once; every call returns the first's error.
+func (e *Ensemble) Stop() error {
+	e.once.Do(func() {
+		for _, m := range e.members {
+			e.err = errors.Join(e.err, m.Close())
+		}
+		e.err = errors.Join(e.err, os.RemoveAll(e.Root))
+	})
+	return e.err
+}
+
+// Tails returns the last 1,500 bytes of each member's log, for an error.
+func (e *Ensemble) Tails() string {
+	var b strings.Builder
+	for _, m := range e.members {
+		log, _ := os.ReadFile(m.Log)
+		if len(log) > 1500 {
+			log = log[len(log)-1500:]
+		}
+		fmt.Fprintf(&b, "\n%s log: %s", m.Name, strings.TrimSpace(string(log)))
+	}
+	return b.String()
+}
+
+// Await calls try every interval until it succeeds, and returns its
+// result; when ctx ends first, ctx's error with try's last.
+func Await[T any](ctx context.Context, every time.Duration, try func(context.Context) (T, error)) (T, error) {
+	for {
+		v, err := try(ctx)
+		if err == nil {
+			return v, nil
+		}
+		select {
+		case <-ctx.Done():
+			return v, fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-time.After(every):
+		}
+	}
 }

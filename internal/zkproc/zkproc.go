@@ -30,7 +30,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockproof/lockproof/internal/proc"
@@ -89,8 +88,7 @@ type Cluster struct {
 	// Servers in the order of ClusterConfig's indexes.
 	Servers []*Server
 
-	root string
-	once sync.Once
+	ens *proc.Ensemble
 }
 
 // Java returns the path of java, or ErrNotInstalled when java or Jar is
@@ -129,11 +127,12 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 60 * time.Second
 	}
-	root, err := os.MkdirTemp("", "lockproof-zk-*")
+	ens, err := proc.NewEnsemble("lockproof-zk-*")
 	if err != nil {
-		return nil, fmt.Errorf("start zookeeper: temp dir: %w", err)
+		return nil, fmt.Errorf("start zookeeper: %w", err)
 	}
-	c = &Cluster{root: root}
+	root := ens.Root
+	c = &Cluster{ens: ens}
 	defer func() {
 		if err != nil {
 			_ = c.Stop()
@@ -152,6 +151,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 			return cmd
 		}
 		c.Servers = append(c.Servers, s)
+		c.ens.Add(&s.Member)
 		for _, addr := range []*string{&s.ClientAddr, &s.QuorumAddr, &s.ElectionAddr} {
 			port, release, err := proc.ReservePort(0)
 			if err != nil {
@@ -189,9 +189,11 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 					return c, fmt.Errorf("start zookeeper: route %d to %d: %w", s.ID, o.ID, err)
 				}
 			}
-			_, qp, _ := net.SplitHostPort(q)
-			eh, ep, _ := net.SplitHostPort(e)
-			qh, _, _ := net.SplitHostPort(q)
+			qh, qp, qerr := net.SplitHostPort(q)
+			eh, ep, eerr := net.SplitHostPort(e)
+			if err := errors.Join(qerr, eerr); err != nil {
+				return c, fmt.Errorf("start zookeeper: route %d to %d: %w", s.ID, o.ID, err)
+			}
 			if qh != eh {
 				return c, fmt.Errorf("start zookeeper: route %d to %d: quorum %s and election %s on different hosts", s.ID, o.ID, q, e)
 			}
@@ -207,23 +209,14 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 	wctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
 	if _, err := c.WaitLeader(wctx, nil); err != nil {
-		return c, fmt.Errorf("start zookeeper: %w; %s", err, c.logTails())
+		return c, fmt.Errorf("start zookeeper: %w; %s", err, c.ens.Tails())
 	}
 	return c, nil
 }
 
 // Stop kills every server, gives up their ports and removes their
 // directories. It is safe to call more than once.
-func (c *Cluster) Stop() error {
-	var err error
-	c.once.Do(func() {
-		for _, s := range c.Servers {
-			err = errors.Join(err, s.Close())
-		}
-		err = errors.Join(err, os.RemoveAll(c.root))
-	})
-	return err
-}
+func (c *Cluster) Stop() error { return c.ens.Stop() }
 
 // Mode asks server i what it is ("leader", "follower", "observer",
 // "standalone") through srvr on its client port; ErrNotServing when it
@@ -264,19 +257,11 @@ func (c *Cluster) Mode(ctx context.Context, i int) (string, error) {
 // as the leader and the others as followers, and returns the leader's
 // index.
 func (c *Cluster) WaitLeader(ctx context.Context, skip []int) (int, error) {
-	var last error
-	for {
-		i, err := c.leader(ctx, skip)
-		if err == nil {
-			return i, nil
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return -1, fmt.Errorf("%w: %w (last: %v)", ErrNoLeader, ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
-		}
+	i, err := proc.Await(ctx, 100*time.Millisecond, func(ctx context.Context) (int, error) { return c.leader(ctx, skip) })
+	if err != nil {
+		return -1, fmt.Errorf("%w: %w", ErrNoLeader, err)
 	}
+	return i, nil
 }
 
 func (c *Cluster) leader(ctx context.Context, skip []int) (int, error) {
@@ -302,17 +287,4 @@ func (c *Cluster) leader(ctx context.Context, skip []int) (int, error) {
 		return -1, fmt.Errorf("%w: none leads", ErrNoLeader)
 	}
 	return leader, nil
-}
-
-// logTails returns the end of each server's log, for an error.
-func (c *Cluster) logTails() string {
-	var b strings.Builder
-	for _, s := range c.Servers {
-		log, _ := os.ReadFile(filepath.Join(s.Dir, "zookeeper.log"))
-		if len(log) > 1500 {
-			log = log[len(log)-1500:]
-		}
-		fmt.Fprintf(&b, "\nserver %d log: %s", s.ID, strings.TrimSpace(string(log)))
-	}
-	return b.String()
 }
