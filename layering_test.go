@@ -55,6 +55,8 @@ func TestLayering(t *testing.T) {
 			"the lock we ship imports nothing of the harness"},
 		{"lineproto", func(p string) bool { return p == "locker" || p == "internal/proc" },
 			"a lock in its own process is a locker.Locker like any other: the protocol knows nothing of how the harness drives it"},
+		{"stores", func(p string) bool { return p == "locker" || p == "contract" || under(p, "stores") },
+			"the consensus stores' locks are locker.Lockers like any user's: they know nothing of how the harness drives them"},
 		{"judge", func(p string) bool { return p == "contract" || p == "history" || p == "checker" || p == "locker" },
 			"judging reads verdicts, fault windows and predictions: nothing of how a run was made"},
 	}

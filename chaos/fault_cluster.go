@@ -44,10 +44,13 @@ func takeoverFault() Fault {
 // replica is promoted, as the majority does at the node timeout (see
 // env.CutClusterNode for why the nemesis promotes it).
 func minorityPartitionFault() Fault {
-	return Fault{Name: contract.FaultMinorityPartition, Topologies: clusterOnly, Matrix: true,
-		Doc:   "the lock's shard master cut off from the other nodes, clients still reaching it, for the node timeout; then its replica is promoted and its writes since the cut are lost",
+	return Fault{Name: contract.FaultMinorityPartition, Topologies: append([]string{contract.TopologyCluster}, contract.StoreTopologies()...), Matrix: true,
+		Doc:   "the lock's shard master cut off from the other nodes, clients still reaching it, for the node timeout; then its replica is promoted and its writes since the cut are lost (a consensus store's leader cut off from its peers for 3 TTLs, its clients still reaching it)",
 		Scope: ScopeFresh, Duration: 8 * time.Second, Needs: needsOwnLinks,
 		strike: func(s *striking) (armed, error) {
+			if onStore(s) {
+				return armed{fault: &nemesis.Leader{Env: s.env, Mode: nemesis.LeaderIsolate, Label: contract.FaultMinorityPartition}, window: 3 * s.sc.TTL}, nil
+			}
 			f, err := shardFailover(s, contract.FaultMinorityPartition, nemesis.FailoverPartition)
 			if err != nil {
 				return armed{}, fmt.Errorf("minority-partition: %w", err)

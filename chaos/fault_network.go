@@ -18,7 +18,7 @@ import (
 // clients' traffic is their evidence (networkBite).
 
 func noneFault() Fault {
-	return Fault{Name: contract.FaultNone, Topologies: both, Doc: "no fault: the baseline", Matrix: true}
+	return Fault{Name: contract.FaultNone, Topologies: everywhere, Doc: "no fault: the baseline", Matrix: true}
 }
 
 // crowdFault is no fault but a crowd: 32 clients churn on one key, with
@@ -41,7 +41,7 @@ func crowdFault() Fault {
 }
 
 func latencyFault() Fault {
-	return Fault{Name: contract.FaultLatency, Topologies: both, Doc: "20±10 ms added each way to half the clients' traffic, for half the run", Matrix: true,
+	return Fault{Name: contract.FaultLatency, Topologies: everywhere, Doc: "20±10 ms added each way to half the clients' traffic, for half the run", Matrix: true,
 		strike: func(s *striking) (armed, error) {
 			f := cut(nemesis.Latency(fmt.Sprintf("latency %v", s.names), s.proxies, 20*time.Millisecond, 10*time.Millisecond), s.names)
 			return armed{fault: f, window: s.sc.Duration / 2}, nil
@@ -74,7 +74,7 @@ func lateDeliveryFault() Fault {
 }
 
 func partitionFault() Fault {
-	return Fault{Name: contract.FaultPartition, Topologies: both, Doc: "half the clients cut off from Redis (their traffic held) for 3 TTLs", Matrix: true,
+	return Fault{Name: contract.FaultPartition, Topologies: everywhere, Doc: "half the clients cut off from Redis (their traffic held) for 3 TTLs", Matrix: true,
 		strike: func(s *striking) (armed, error) {
 			return armed{fault: cut(nemesis.Partition(fmt.Sprintf("partition %v", s.names), s.proxies), s.names), window: 3 * s.sc.TTL}, nil
 		}}

@@ -17,7 +17,7 @@ import (
 var ErrNotOurServers = errors.New("lockproof does not run the servers of a bring-your-own deployment")
 
 func pauseClientFault() Fault {
-	return Fault{Name: contract.FaultPauseClient, Topologies: both, Doc: "a holder frozen for 3 TTLs (or right after a named command's reply), then woken", Matrix: true,
+	return Fault{Name: contract.FaultPauseClient, Topologies: everywhere, Doc: "a holder frozen for 3 TTLs (or right after a named command's reply), then woken", Matrix: true,
 		Takes: PointAfter, Linger: true,
 		// Under pause-client the woken holder's flaws only show when
 		// another client holds the lock at that moment (a DEL deleting the
@@ -113,10 +113,15 @@ func needsOwnServers(what string) func(env.Kind) error {
 }
 
 func pauseServerFault() Fault {
-	return Fault{Name: contract.FaultPauseServer, Topologies: both, Doc: "the master frozen (SIGSTOP, docker pause) for 1.5 TTLs, shorter than Sentinel's down-after", Matrix: true,
+	return Fault{Name: contract.FaultPauseServer, Topologies: everywhere, Doc: "the master frozen (SIGSTOP, docker pause) for 1.5 TTLs, shorter than Sentinel's down-after (a consensus store's leader: longer than its election timeout)", Matrix: true,
 		Scope: ScopeServers,
 		Needs: needsOwnServers("pause its master"),
 		strike: func(s *striking) (armed, error) {
+			if onStore(s) {
+				// The store's leader, frozen past its election timeout:
+				// the others elect a new one, and it wakes a follower.
+				return armed{fault: &nemesis.Leader{Env: s.env, Mode: nemesis.LeaderPause, Label: contract.FaultPauseServer}, window: s.sc.TTL + s.sc.TTL/2}, nil
+			}
 			m, err := lockServer(s)
 			if err != nil {
 				return armed{}, fmt.Errorf("pause-server: %w", err)

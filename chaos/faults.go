@@ -176,8 +176,16 @@ func (f Fault) topologies() []string {
 	return f.Topologies
 }
 
-// both are the topologies of a fault that runs on either.
+// both are the topologies of a fault that runs on either of Redis's.
 var both = []string{contract.TopologySentinel, contract.TopologyCluster}
+
+// everywhere are the topologies of a fault of the clients alone (their
+// gates, clocks and proxies), which means the same on any store: both
+// of Redis's, and the consensus stores.
+var everywhere = append(append([]string(nil), both...), contract.StoreTopologies()...)
+
+// onStore reports whether the scenario's deployment is a consensus store.
+func onStore(s *striking) bool { return s.env.Topology().StoreKind != "" }
 
 // clusterOnly are the topologies of a fault of Redis Cluster alone.
 var clusterOnly = []string{contract.TopologyCluster}
@@ -259,7 +267,15 @@ func SharedSpec() env.Spec { return env.Spec{Redlock: 3, DownAfter: 3 * time.Sec
 // stay as spec asks. Redlock keeps its independent masters on a cluster
 // too, so that its column compares; three masters of one cluster are no
 // Redlock (package zoo's TestRedlockOnOneCluster says what they give).
+//
+// On a consensus store's topology (contract.StoreTopologies) the lock's
+// deployment is that store (env.Spec Store) and no Redlock masters are
+// started: the fenced node stays.
 func On(spec env.Spec, topology string) env.Spec {
+	if contract.IsStore(topology) {
+		spec.Store, spec.Redlock = topology, 0
+		return spec
+	}
 	if topology == contract.TopologyCluster {
 		spec.Cluster = &env.ClusterSpec{NodeTimeout: max(spec.DownAfter, 2*time.Second)}
 	}

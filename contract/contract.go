@@ -12,6 +12,7 @@
 package contract
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -118,8 +119,9 @@ func Forgets(kind string) bool {
 	return false
 }
 
-// Topologies: the shapes of Redis deployment a run can take
-// (summary.json's topology, `lockproof run --topology`).
+// Topologies: the shapes of deployment a run can take (summary.json's
+// topology, `lockproof run --topology`): two of Redis, and two
+// consensus stores whose locks the matrix sets beside Redis's.
 const (
 	// TopologySentinel is one master with replicas watched by Sentinels
 	// (the default; a summary.json without a topology is one).
@@ -127,10 +129,26 @@ const (
 	// TopologyCluster is a Redis Cluster: masters each serving a range
 	// of the hash slots, each with replicas, failing over on its own.
 	TopologyCluster = "cluster"
+	// TopologyEtcd is an etcd cluster of 3 members (Raft): the lock's
+	// store for the etcd locks (locker.Needs.Store).
+	TopologyEtcd = "etcd"
+	// TopologyZooKeeper is a ZooKeeper ensemble of 3 servers (Zab): the
+	// lock's store for the ZooKeeper locks.
+	TopologyZooKeeper = "zookeeper"
 )
 
-// Topologies are the topology names, the default first.
-func Topologies() []string { return []string{TopologySentinel, TopologyCluster} }
+// StoreTopologies are the topologies of the consensus stores, whose
+// locks need their store (locker.Needs.Store) rather than Redis.
+func StoreTopologies() []string { return []string{TopologyEtcd, TopologyZooKeeper} }
+
+// IsStore reports whether topology is a consensus store's.
+func IsStore(topology string) bool { return slices.Contains(StoreTopologies(), topology) }
+
+// Topologies are the topology names, the default first: Redis's, then
+// the consensus stores'.
+func Topologies() []string {
+	return []string{TopologySentinel, TopologyCluster, TopologyEtcd, TopologyZooKeeper}
+}
 
 // Predicted reports whether DESIGN.md's guarantees say what a lock does
 // under fault: the faults its G1–G5 sections discuss. Under any other the

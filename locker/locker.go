@@ -36,6 +36,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -242,6 +243,9 @@ type Deps struct {
 	// Redlock are independent masters (at least 3, odd numbers
 	// recommended), when the lock's Entry asks for them (Needs.Redlock).
 	Redlock []redis.UniversalClient
+	// Store is the lock's consensus store (etcd, ZooKeeper), when its
+	// Entry asks for one (Needs.Store); the zero Store otherwise.
+	Store Store
 	// Clock is the client's wall clock; skew it to model clock skew. Only
 	// algorithms that read wall time use it. nil means time.Now.
 	Clock func() time.Time
@@ -263,6 +267,25 @@ type Deps struct {
 	// jitter) replays a seed byte for byte. nil everywhere else; never a
 	// production source (clients seeded alike draw alike).
 	Rand rand.Source
+}
+
+// Store is how one workload client reaches a consensus store: the lock
+// opens its own client of the store on it (the etcd or ZooKeeper client
+// library, which lockproof's module does not import) and closes it in its
+// Locker's Close.
+type Store struct {
+	// Kind is the store's topology (contract.TopologyEtcd,
+	// contract.TopologyZooKeeper); "" when there is none.
+	Kind string
+	// Endpoints are the members' client addresses (host:port), as the
+	// store's client is given them.
+	Endpoints []string
+	// Dial dials an endpoint through this client's own links (its
+	// proxies, and its gate: a paused client's connections carry nothing
+	// until it wakes, a crashed one's fail). A lock must dial through it
+	// (grpc.WithContextDialer, zk.WithDialer), or the faults miss it; nil
+	// dials directly.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Observer sees the renewals a lock makes in the background, which the

@@ -39,6 +39,10 @@ const (
 type Needs struct {
 	// Redlock: the lock runs on independent masters (Deps.Redlock, 3 of them).
 	Redlock bool
+	// Store: the lock runs on a consensus store, not on Redis
+	// (contract.TopologyEtcd, contract.TopologyZooKeeper; Deps.Store): it
+	// runs on that topology alone, and Deps.Redis is nil. "" for Redis.
+	Store string
 }
 
 // Entry is a lock the harness can run: its name (a directory and
@@ -192,6 +196,12 @@ func (r *Registry) Add(e Entry) error {
 	if e.Fair != nil && e.Fair.Bypass < 0 {
 		return fmt.Errorf("register lock %q: Fair.Bypass %d: must be >= 0: %w", e.Name, e.Fair.Bypass, ErrInvalid)
 	}
+	if e.Needs.Store != "" && !contract.IsStore(e.Needs.Store) {
+		return fmt.Errorf("register lock %q: Needs.Store %q: want one of %v: %w", e.Name, e.Needs.Store, contract.StoreTopologies(), ErrInvalid)
+	}
+	if e.Needs.Store != "" && e.Needs.Redlock {
+		return fmt.Errorf("register lock %q: Needs: a lock on a consensus store (Store %q) needs no Redlock masters: %w", e.Name, e.Needs.Store, ErrInvalid)
+	}
 	if d := e.Decisive; d != nil && (d.Fault == "" || !slices.Contains(contract.PropertyIDs(), d.Property)) {
 		return fmt.Errorf("register lock %q: Decisive {Fault %q, Property %q}: want a fault and one of %v: %w", e.Name, d.Fault, d.Property, contract.PropertyIDs(), ErrInvalid)
 	}
@@ -237,6 +247,15 @@ func (r *Registry) Open(name string, d Deps) (Locker, error) {
 	}
 	if e.Needs.Redlock && len(d.Redlock) == 0 {
 		return nil, fmt.Errorf("open lock %q: it needs independent masters (Deps.Redlock): %w", name, ErrInvalid)
+	}
+	if e.Needs.Store != d.Store.Kind {
+		if e.Needs.Store == "" {
+			return nil, fmt.Errorf("open lock %q: it runs on Redis, not on the %s store (Deps.Store): %w", name, d.Store.Kind, ErrInvalid)
+		}
+		return nil, fmt.Errorf("open lock %q: it needs the %s store (Deps.Store), got %q: %w", name, e.Needs.Store, d.Store.Kind, ErrInvalid)
+	}
+	if e.Needs.Store != "" && len(d.Store.Endpoints) == 0 {
+		return nil, fmt.Errorf("open lock %q: Deps.Store.Endpoints is empty: %w", name, ErrInvalid)
 	}
 	l, err := e.Open(d.Normalize())
 	if err != nil {

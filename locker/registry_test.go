@@ -40,6 +40,8 @@ func TestRegistry(t *testing.T) {
 		{locker.Entry{Name: "c", Open: open, Profile: "strong"}, `"strong"`},
 		{locker.Entry{Name: "c", Open: open, Decisive: &locker.Decisive{Fault: "pause-client", Property: "safety"}}, `Property "safety"`},
 		{locker.Entry{Name: "c", Open: open, Decisive: &locker.Decisive{Property: "lease"}}, `Fault ""`},
+		{locker.Entry{Name: "c", Open: open, Needs: locker.Needs{Store: "consul"}}, `Store "consul"`},
+		{locker.Entry{Name: "c", Open: open, Needs: locker.Needs{Store: "etcd", Redlock: true}}, "no Redlock"},
 	} {
 		if err := r.Add(tc.e); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Add(%+v) = %v; want ErrInvalid naming %s", tc.e, err, tc.want)
@@ -50,5 +52,25 @@ func TestRegistry(t *testing.T) {
 	}
 	if _, err := r.Open("b-2", locker.Deps{}); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "Redlock") {
 		t.Errorf("Open of a lock that needs independent masters, without them: %v", err)
+	}
+	if err := r.Add(locker.Entry{Name: "on-etcd", Open: open, Needs: locker.Needs{Store: "etcd"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		d    locker.Deps
+		want string
+	}{
+		{"on-etcd", locker.Deps{}, "needs the etcd store"},
+		{"on-etcd", locker.Deps{Store: locker.Store{Kind: "zookeeper", Endpoints: []string{"x:1"}}}, "needs the etcd store"},
+		{"on-etcd", locker.Deps{Store: locker.Store{Kind: "etcd"}}, "Endpoints is empty"},
+		{"a", locker.Deps{Store: locker.Store{Kind: "etcd", Endpoints: []string{"x:1"}}}, "runs on Redis"},
+	} {
+		if _, err := r.Open(tc.name, tc.d); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Open(%s, %+v) = %v; want ErrInvalid saying %q", tc.name, tc.d.Store, err, tc.want)
+		}
+	}
+	if _, err := r.Open("on-etcd", locker.Deps{Store: locker.Store{Kind: "etcd", Endpoints: []string{"x:1"}}}); err != nil {
+		t.Errorf("Open of a lock on its store: %v", err)
 	}
 }

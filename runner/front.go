@@ -55,6 +55,15 @@ func Prepare(ctx context.Context, cfg *Config, eo env.Options) (left []error, er
 	if err != nil {
 		return nil, err
 	}
+	if contract.IsStore(cfg.Topology) {
+		// A consensus store runs as lockproof's processes only.
+		if kind != env.Process {
+			return nil, fmt.Errorf("topology %s on the %s environment: %w: the consensus stores run as processes only (LOCKPROOF_ENV=process)", cfg.Topology, kind, env.ErrUnavailable)
+		}
+		if err := env.StoreMissing(cfg.Topology); err != nil {
+			return nil, fmt.Errorf("the %s topology needs: %v (%s): %w", cfg.Topology, err, env.StoreInstallHint, env.ErrUnavailable)
+		}
+	}
 	if kind == env.BYO && eo.BYO != nil {
 		// A deployment of the other topology: said once, up front, not
 		// once per scenario.

@@ -3,6 +3,7 @@ package runner
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -67,6 +68,20 @@ func (s Spec) ID() string { return contract.ScenarioID(s.Lock, s.Fault, int64(s.
 
 // DefaultTTL is the lease length of the matrix's scenarios (chaos's default).
 const DefaultTTL = 500 * time.Millisecond
+
+// DefaultStoreTTL is the lease length of the matrix's scenarios on a
+// consensus store: etcd's leases last whole seconds (1s at least, with
+// the store environment's 500ms election timeout), and a ZooKeeper
+// session's timeout is set alike, so that the two compare.
+const DefaultStoreTTL = time.Second
+
+// defaultTTL is the lease length of a scenario on topology.
+func defaultTTL(topology string) time.Duration {
+	if contract.IsStore(topology) {
+		return DefaultStoreTTL
+	}
+	return DefaultTTL
+}
 
 // Config is a matrix run.
 type Config struct {
@@ -182,6 +197,37 @@ func (c Config) shardOf(specs []Spec) ([]Spec, *contract.Shard, error) {
 	return out, &sh, nil
 }
 
+// ErrWrongStore: a lock runs on another deployment than the run's
+// topology (locker.Needs.Store).
+var ErrWrongStore = errors.New("the lock does not run on this topology")
+
+// RunsOn says why lock e cannot run on topology ("" is Sentinel's), or
+// nil: a lock on a consensus store runs on that store's topology alone,
+// and a Redis lock on Redis's.
+func RunsOn(e locker.Entry, topology string) error {
+	topology = cmp.Or(topology, contract.TopologySentinel)
+	switch {
+	case e.Needs.Store != "" && e.Needs.Store != topology:
+		return fmt.Errorf("lock %s on the %s topology: %w (it runs on the %s store)", e.Name, topology, ErrWrongStore, e.Needs.Store)
+	case e.Needs.Store == "" && contract.IsStore(topology):
+		return fmt.Errorf("lock %s on the %s topology: %w (it runs on Redis)", e.Name, topology, ErrWrongStore)
+	}
+	return nil
+}
+
+// LocksOn are the locks of reg that run on topology (RunsOn), in
+// registration order.
+func LocksOn(reg *locker.Registry, topology string) []string {
+	var out []string
+	for _, name := range reg.Names() {
+		e, _ := reg.Lookup(name)
+		if RunsOn(e, topology) == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // specs is the plan: c's scenarios, each with its lock's entry, its fault
 // and its prediction resolved once (c.Registry must be set).
 func (c Config) specs() ([]Spec, error) {
@@ -222,6 +268,9 @@ func (c Config) specs() ([]Spec, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: scenario %s: lock %q is not in the registry (known: %v)", ErrBadConfig, s.ID(), s.Lock, c.Registry.Names())
 		}
+		if err := RunsOn(entry, c.Topology); err != nil {
+			return nil, fmt.Errorf("%w: scenario %s: %w", ErrBadConfig, s.ID(), err)
+		}
 		s.fault, s.entry, s.exp = fault, entry, PredictOn(entry, s.Fault, c.Topology)
 		if seen[s.ID()] {
 			return nil, fmt.Errorf("%w: scenario %s given twice", ErrBadConfig, s.ID())
@@ -230,7 +279,7 @@ func (c Config) specs() ([]Spec, error) {
 		// The scenario's own value, else the run's, else the fault's default.
 		sh := fault.WorkloadShape()
 		s.Duration = cmp.Or(s.Duration, c.Duration, fault.DefaultDuration())
-		s.TTL = cmp.Or(s.TTL, c.TTL, DefaultTTL)
+		s.TTL = cmp.Or(s.TTL, c.TTL, defaultTTL(c.Topology))
 		s.Clients = cmp.Or(s.Clients, c.Clients, sh.Clients)
 		s.Hold = cmp.Or(s.Hold, c.Hold, sh.Hold)
 		s.Think = cmp.Or(s.Think, c.Think, sh.Think)

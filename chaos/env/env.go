@@ -142,6 +142,12 @@ type Spec struct {
 	// process environment can (it starts redis-server under datefudge,
 	// redisproc.ClockBehind); others refuse a Spec that asks (ErrUnavailable).
 	ReplicaClockBehind time.Duration
+	// Store, when set, makes the lock's deployment a consensus store
+	// instead of Redis (contract.TopologyEtcd: an etcd cluster of 3
+	// members; contract.TopologyZooKeeper: a ZooKeeper ensemble of 3
+	// servers; Topology.Store); the fenced node stays, and everything
+	// else is unused. Only the process environment runs one (NewStore).
+	Store string
 }
 
 // ClusterSpec is the shape of a Redis Cluster. Zero fields take the
@@ -158,9 +164,12 @@ type ClusterSpec struct {
 	NodeTimeout time.Duration
 }
 
-// Topology names the spec's shape: contract.TopologyCluster with a
-// Cluster, else contract.TopologySentinel.
+// Topology names the spec's shape: its Store, contract.TopologyCluster
+// with a Cluster, else contract.TopologySentinel.
 func (s Spec) Topology() string {
+	if s.Store != "" {
+		return s.Store
+	}
 	if s.Cluster != nil {
 		return contract.TopologyCluster
 	}
@@ -232,6 +241,10 @@ type Node struct {
 	// it was or replicated (its master can change; ask the cluster,
 	// ClusterMasters). 0 for other nodes.
 	Shard int
+	// PeerProxies are the proxies of a consensus store member's links
+	// with its peers (StoreEnv): cutting them all cuts it off from the
+	// others. Nil for Redis nodes.
+	PeerProxies []string
 }
 
 // Topology is the layout of a running environment.
@@ -256,11 +269,19 @@ type Topology struct {
 	// Auth is how every client of these nodes logs in (AUTH, database,
 	// TLS): a bring-your-own deployment's (BYOConfig), or none.
 	Auth Auth
+	// Store are the members of a consensus store (Spec.Store), whose
+	// kind StoreKind names; then Data, Sentinels and Cluster are empty.
+	Store     []Node
+	StoreKind string
 }
 
-// Name is the topology's name: contract.TopologyCluster for a cluster,
-// else contract.TopologySentinel.
+// Name is the topology's name: the store's (StoreKind) for a consensus
+// store, contract.TopologyCluster for a cluster, else
+// contract.TopologySentinel.
 func (t Topology) Name() string {
+	if t.StoreKind != "" {
+		return t.StoreKind
+	}
 	if len(t.Cluster) > 0 {
 		return contract.TopologyCluster
 	}
@@ -277,9 +298,10 @@ func (t Topology) ClusterAddrs() []string {
 	return out
 }
 
-// Nodes returns every node: data (or cluster), fenced, then redlock.
+// Nodes returns every node: data (or cluster, or store), fenced, then
+// redlock.
 func (t Topology) Nodes() []Node {
-	out := append(append([]Node(nil), t.Data...), t.Cluster...)
+	out := append(append(append([]Node(nil), t.Data...), t.Cluster...), t.Store...)
 	if t.Fenced.ID != "" {
 		out = append(out, t.Fenced)
 	}

@@ -115,8 +115,14 @@ func Open(ctx context.Context, o Options) (Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Spec.Store != "" && k != Process {
+		return nil, fmt.Errorf("kind %s: the %s store runs as processes only (LOCKPROOF_ENV=process): %w", k, o.Spec.Store, ErrUnavailable)
+	}
 	switch k {
 	case Process:
+		if o.Spec.Store != "" {
+			return NewStore(ctx, o.Spec, o.Logger)
+		}
 		return NewProcess(ctx, o.Spec, o.Logger)
 	case Docker:
 		e, err := o.Docker(ctx, o.Spec)

@@ -27,9 +27,8 @@ type ProcessEnv struct {
 	// behind the master's, Spec.ReplicaClockBehind).
 	replicaVars []string
 	log         *slog.Logger
-	toxi        *ToxiServer
 	root        string
-	topo        Topology
+	local
 
 	mu        sync.Mutex
 	nodes     map[string]*procNode
@@ -77,19 +76,11 @@ func NewProcess(ctx context.Context, spec Spec, log *slog.Logger) (*ProcessEnv, 
 			return nil, fmt.Errorf("process environment: replicas' clocks: %w: %w", ErrUnavailable, err)
 		}
 	}
-	root, err := os.MkdirTemp("", "lockproof-env-*")
+	root, secret, err := newLocal("lockproof-env-*")
 	if err != nil {
-		return nil, fmt.Errorf("process environment: temp dir: %w", err)
-	}
-	// A password of this environment's own on every server and Sentinel
-	// (issue 47): they listen on loopback, where any local user could
-	// otherwise send them commands in the middle of a run.
-	pw := make([]byte, 16)
-	if _, err := rand.Read(pw); err != nil {
-		return nil, fmt.Errorf("process environment: password: %w", err)
+		return nil, fmt.Errorf("process environment: %w", err)
 	}
 	e := &ProcessEnv{spec: spec, replicaVars: replicaVars, log: log, root: root, nodes: map[string]*procNode{}}
-	secret := Secret(hex.EncodeToString(pw))
 	e.topo.Auth = Auth{Password: secret, SentinelPassword: secret}
 	if err := e.start(ctx); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -314,19 +305,41 @@ func (e *ProcessEnv) waitReplicas(ctx context.Context, masterID string, want int
 	return nil
 }
 
+// newLocal makes the temporary root of an environment of local
+// processes, and the password of its own that every server and Sentinel
+// of it asks (issue 47): they listen on loopback, where any local user
+// could otherwise send them commands in the middle of a run.
+func newLocal(pattern string) (root string, secret Secret, err error) {
+	pw := make([]byte, 16)
+	if _, err := rand.Read(pw); err != nil {
+		return "", "", fmt.Errorf("password: %w", err)
+	}
+	if root, err = os.MkdirTemp("", pattern); err != nil {
+		return "", "", fmt.Errorf("temp dir: %w", err)
+	}
+	return root, Secret(hex.EncodeToString(pw)), nil
+}
+
+// local is what the environments of local processes (ProcessEnv,
+// StoreEnv) share: their Toxiproxy server and their layout.
+type local struct {
+	toxi *ToxiServer
+	topo Topology
+}
+
 // Kind implements Env.
-func (e *ProcessEnv) Kind() Kind { return Process }
+func (e *local) Kind() Kind { return Process }
 
 // Topology implements Env.
-func (e *ProcessEnv) Topology() Topology { return e.topo }
+func (e *local) Topology() Topology { return e.topo }
 
 // Proxies implements Env.
-func (e *ProcessEnv) Proxies() ProxyServer {
+func (e *local) Proxies() ProxyServer {
 	return ProxyServer{API: e.toxi.API, URL: e.toxi.URL, ListenHost: "127.0.0.1", DialHost: "127.0.0.1"}
 }
 
 // ProxyCount returns how many proxies the environment's Toxiproxy server holds.
-func (e *ProcessEnv) ProxyCount() int { return e.toxi.ProxyCount() }
+func (e *local) ProxyCount() int { return e.toxi.ProxyCount() }
 
 // Process returns the running process of a node (nil after Kill), for
 // signals beyond the Env interface.

@@ -454,6 +454,11 @@ func New(ctx context.Context, e env.Env, cfg Config) (*Workload, error) {
 	}
 	w := &Workload{cfg: cfg}
 	topo := e.Topology()
+	if topo.StoreKind != "" && cfg.Processes > 0 {
+		// A child process reaches Redis along a route it is given; a
+		// lock on a consensus store opens its own client in-process.
+		return nil, fmt.Errorf("%w: Processes: the clients of a lock on the %s store run in-process", ErrConfig, topo.StoreKind)
+	}
 	for k := 0; k < cfg.Keys; k++ {
 		for i := 0; i < cfg.Clients; i++ {
 			name := fmt.Sprintf("c%d-%d", k, i)
@@ -528,8 +533,13 @@ type route struct {
 	// addresses, which Dial maps to the client's proxies): the lock's
 	// Redis is then a cluster client.
 	Cluster []string `json:",omitempty"`
-	Fenced  string   // address of the client's proxy to the fenced node
-	Redlock []string // addresses of the client's proxies to the Redlock nodes
+	// Store and StoreAddrs are a consensus store's kind and its members'
+	// addresses (which Dial maps to the client's proxies): the lock's
+	// deployment is then that store (locker.Deps.Store), not Redis.
+	Store      string   `json:",omitempty"`
+	StoreAddrs []string `json:",omitempty"`
+	Fenced     string   // address of the client's proxy to the fenced node
+	Redlock    []string // addresses of the client's proxies to the Redlock nodes
 	// Auth is how the client logs in (the topology's): passed to a child
 	// process in its spec, never printed (env.Secret).
 	Auth env.Auth `json:",omitzero"`
@@ -551,7 +561,7 @@ func (r route) server(addr string) string {
 // routeOf returns the route of the client that owns l.
 func routeOf(topo env.Topology, l *env.Links) (route, error) {
 	r := route{Dial: l.Dial, MasterName: topo.MasterName, Sentinels: topo.Sentinels, Cluster: topo.ClusterAddrs(),
-		Auth: topo.Auth, Servers: map[string]string{}}
+		Store: topo.StoreKind, StoreAddrs: topo.StoreAddrs(), Auth: topo.Auth, Servers: map[string]string{}}
 	if r.MasterName == "" && len(r.Cluster) == 0 && len(topo.Data) > 0 {
 		// A lone master without Sentinels (a bring-your-own one): its
 		// address, which l.Dial maps to the client's proxy.
@@ -618,6 +628,10 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	lockDial := rt.Auth.Dialer(rt.Dial, nil)
 	a := rt.Auth
 	switch {
+	case rt.Store != "":
+		// The lock's deployment is a consensus store: the lock opens its
+		// own client of it (Deps.Store), dialling through the client's
+		// proxies and its gate.
 	case len(rt.Cluster) > 0:
 		// go-redis's defaults for redirections (MOVED and ASK are
 		// followed, up to 3 times), as a user's cluster client has them:
@@ -639,7 +653,9 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to, PoolSize: pool,
 			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2}))
 	}
-	c.lockRDB.AddHook(c.Gate.Hook())
+	if c.lockRDB != nil {
+		c.lockRDB.AddHook(c.Gate.Hook())
+	}
 	// The resource's go-redis, when it ignores ctx deadlines, reads for
 	// three op timeouts (go-redis's default is 3s): a resource that does
 	// not honour ctx itself then returns late, which the calls property
@@ -657,7 +673,12 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 		PoolTimeout: to, PoolSize: pool, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2}))
 	c.resRDB.AddHook(c.Gate.Hook())
 	deps := w.cfg.Deps
-	deps.Redis = c.lockRDB
+	if c.lockRDB != nil {
+		deps.Redis = c.lockRDB
+	}
+	if rt.Store != "" {
+		deps.Store = locker.Store{Kind: rt.Store, Endpoints: rt.StoreAddrs, Dial: c.Gate.Dialer(gate.DialFunc(rt.Dial))}
+	}
 	for _, addr := range rt.Redlock {
 		r := redis.NewClient(a.Login(&redis.Options{Addr: addr, Dialer: resDial, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
 			PoolTimeout: to, PoolSize: pool, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2}))

@@ -1,0 +1,81 @@
+package stores_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/etcdproc"
+	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/runner"
+	"github.com/lockproof/lockproof/stores"
+)
+
+// matrix runs locks × faults × seeds on topology as `lockproof run
+// --topology` does (runner.Prepare, runner.Run), and wants every verdict
+// as predicted, every scenario conclusive (its fault bit), and status 0.
+func matrix(t *testing.T, topology string, locks, faults []string, seeds []uint64) *runner.Summary {
+	t.Helper()
+	reg, err := stores.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	out := t.TempDir()
+	if d := os.Getenv("LOCKPROOF_TEST_OUT"); d != "" {
+		out = d + "/" + t.Name()
+	}
+	cfg := runner.Config{Locks: locks, Faults: faults, Seeds: seeds, Topology: topology, Registry: reg, Out: out, NoReport: true}
+	if os.Getenv("LOCKPROOF_TEST_LOG") != "" {
+		cfg.Logger = slog.Default()
+	}
+	if _, err := runner.Prepare(ctx, &cfg, env.Options{Kind: env.Process}); err != nil {
+		if !redistest.InCI() && errorsIsUnavailable(err) {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	sum, err := runner.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(locks) * len(faults) * len(seeds); len(sum.Scenarios) != want {
+		t.Errorf("%d scenarios; want %d", len(sum.Scenarios), want)
+	}
+	for _, s := range sum.Scenarios {
+		t.Logf("%s × %s seed %d: %v; fault %q", s.Lock, s.Fault, s.Seed, s.Verdicts, s.FaultEvidence)
+		if s.Error != "" || s.FaultError != "" || len(s.Mismatches) > 0 || !s.Conclusive() || s.Ops == 0 {
+			t.Errorf("%s × %s seed %d: error %q, fault error %q, mismatches %v, conclusive %v, %d ops (history %s)",
+				s.Lock, s.Fault, s.Seed, s.Error, s.FaultError, s.Mismatches, s.Conclusive(), s.Ops, s.History)
+		}
+	}
+	if st := sum.Status(); st != 0 {
+		t.Errorf("status %d; want 0", st)
+	}
+	return sum
+}
+
+// TestEtcdLocksUnderPauseAndFailover: etcd's mutex and its fenced variant
+// on a real etcd cluster of 3 processes, every link behind Toxiproxy,
+// under pause-client (the holder's session expires while it is frozen:
+// the unfenced lock's late write is accepted, the fenced one's refused)
+// and failover (the leader killed: every lease holds).
+func TestEtcdLocksUnderPauseAndFailover(t *testing.T) {
+	if _, err := etcdproc.Binary(); err != nil {
+		if redistest.InCI() {
+			t.Fatalf("CI=true but %v", err)
+		}
+		t.Skip(err)
+	}
+	matrix(t, contract.TopologyEtcd, []string{"etcd-mutex", "etcd-fenced"},
+		[]string{contract.FaultPauseClient, contract.FaultFailover}, []uint64{1})
+}
+
+// errorsIsUnavailable reports whether err says the environment cannot run here.
+func errorsIsUnavailable(err error) bool { return errors.Is(err, env.ErrUnavailable) }
