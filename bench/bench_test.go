@@ -1,7 +1,8 @@
 package main
 
 // The benchmarks below measure the uncontended acquire+release of lockproof,
-// redsync and redislock in-process, for benchstat comparisons (-count 6):
+// redsync and redislock in-process, and of etcd's and ZooKeeper's locks on
+// clusters of their own, for benchstat comparisons (-count 6):
 // the wall time, and the client's CPU time (client-µs/op: this process's
 // user + system time, the redis-server child not included), e.g.
 //
@@ -9,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +20,9 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/internal/etcdproc"
 	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/internal/zkproc"
 	"github.com/lockproof/lockproof/lock"
 )
 
@@ -89,3 +93,36 @@ func BenchmarkUncontendedRedislock(b *testing.B) {
 	rdb := benchRedis(b)
 	benchPairs(b, redislockHandle{redislock.New(rdb), "bench", 10 * time.Second})
 }
+
+// benchStore starts a consensus store's 3-member cluster for one benchmark
+// (skipped when it is not installed, failing under CI=true) and returns a
+// handle of its lock.
+func benchStore(b *testing.B, start func(context.Context) (*cluster, error)) handle {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, err := start(ctx)
+	if err != nil {
+		if errors.Is(err, etcdproc.ErrNotInstalled) || errors.Is(err, zkproc.ErrNotInstalled) {
+			if redistest.InCI() {
+				b.Fatalf("CI=true but %v", err)
+			}
+			b.Skip(err)
+		}
+		b.Fatal(err)
+	}
+	b.Cleanup(c.stop)
+	h := c.impl.newHandle("bench")
+	if f, ok := h.(failed); ok {
+		b.Fatal(f.err)
+	}
+	return h
+}
+
+// BenchmarkUncontendedEtcdMutex: the same with etcd's concurrency.Mutex on
+// a session (a Txn to lock, a Delete to unlock) on a 3-member cluster.
+func BenchmarkUncontendedEtcdMutex(b *testing.B) { benchPairs(b, benchStore(b, startEtcd)) }
+
+// BenchmarkUncontendedZkLock: the same with go-zookeeper's Lock (a create,
+// a children list, a delete) on a 3-server ensemble.
+func BenchmarkUncontendedZkLock(b *testing.B) { benchPairs(b, benchStore(b, startZooKeeper)) }

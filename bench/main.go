@@ -1,5 +1,7 @@
 // Command bench compares lockproof's lock with redsync and redislock on one
-// redis-server: uncontended acquire+release, and N goroutines contending for
+// redis-server, and with the consensus stores' locks (etcd's
+// concurrency.Mutex, go-zookeeper's Lock) each on a 3-member cluster of
+// its own: uncontended acquire+release, and N goroutines contending for
 // one key with a fixed critical section. It prints a table of throughput and
 // the p50/p99 time a caller waits to acquire.
 //
@@ -8,7 +10,10 @@
 //
 //	go run . [-addr host:port] [-goroutines 16] [-cs 1ms] [-spin] [-duration 3s] [-rounds 3]
 //
-// Without -addr it starts a redis-server of its own (redis-server on PATH).
+// Without -addr it starts a redis-server of its own (redis-server on PATH);
+// etcd-mutex and zk-lock need etcd and ZooKeeper installed (Debian's
+// etcd-server and zookeeper), or -locks without them. A Redis lock's
+// server CPU is the one redis-server's; a store's, its 3 members'.
 // All implementations share one go-redis client (ContextTimeoutEnabled) and
 // use their default options, except redislock's retry (LinearBackoff 10ms).
 // Rounds interleave the implementations so that load changes hit all alike.
@@ -51,6 +56,9 @@ type handle interface {
 type impl struct {
 	name      string
 	newHandle func(key string) handle
+	// pids are its own servers' (a consensus store's members), whose CPU
+	// time is its server cost; nil: the shared redis-server's.
+	pids func() []int
 }
 
 type lockproofHandle struct {
@@ -113,12 +121,26 @@ type serverCost struct {
 	cpu      time.Duration
 	commands int64
 	known    bool
+	// noCommands: the servers are a consensus store's, whose requests
+	// are not counted.
+	noCommands bool
+}
+
+// sampleOf is serverSample for im: its own servers' CPU time when it has
+// them (a consensus store), else the redis-server's and its commands.
+func sampleOf(ctx context.Context, im impl, rdb *redis.Client, pid int) (serverCost, error) {
+	if im.pids == nil {
+		return serverSample(ctx, rdb, pid)
+	}
+	cpu, err := cpuOf(im.pids())
+	return serverCost{cpu: cpu, known: true, noCommands: true}, err
 }
 
 func (c *serverCost) add(o serverCost) {
 	c.cpu += o.cpu
 	c.commands += o.commands
 	c.known = c.known || o.known
+	c.noCommands = c.noCommands || o.noCommands
 }
 
 // serverSample reads the server's CPU time (pid > 0) and its command count.
@@ -260,7 +282,7 @@ func mainErr() error {
 	uncontended := flag.Int("uncontended", 3000, "acquire+release pairs in each uncontended run")
 	spin := flag.Bool("spin", false, "hold the lock by spinning on the clock instead of time.Sleep (no timer wake-up delay)")
 	rounds := flag.Int("rounds", 3, "rounds; each runs every implementation once")
-	only := flag.String("locks", "lockproof,redsync,redislock", "implementations to run, comma separated")
+	only := flag.String("locks", "lockproof,redsync,redislock,etcd-mutex,zk-lock", "implementations to run, comma separated (etcd-mutex and zk-lock start a 3-member etcd cluster and ZooKeeper ensemble of their own)")
 	flag.Parse()
 	if *goroutines < 1 || *cs < 0 || *duration <= 0 || *uncontended < 1 || *rounds < 1 {
 		return errors.New("-goroutines, -uncontended, -duration and -rounds must be positive, -cs not negative")
@@ -293,12 +315,29 @@ func mainErr() error {
 	rs := redsync.New(goredis.NewPool(rdb))
 	rl := redislock.New(rdb)
 	impls := []impl{
-		{"lockproof", func(key string) handle { return lockproofHandle{lc, key} }},
-		{"redsync", func(key string) handle { return redsyncHandle{rs.NewMutex(key)} }},
-		{"redislock", func(key string) handle { return redislockHandle{rl, key, ttl} }},
+		{name: "lockproof", newHandle: func(key string) handle { return lockproofHandle{lc, key} }},
+		{name: "redsync", newHandle: func(key string) handle { return redsyncHandle{rs.NewMutex(key)} }},
+		{name: "redislock", newHandle: func(key string) handle { return redislockHandle{rl, key, ttl} }},
 	}
 	want := strings.Split(*only, ",")
 	impls = slices.DeleteFunc(impls, func(im impl) bool { return !slices.Contains(want, im.name) })
+	for _, st := range []struct {
+		name  string
+		start func(context.Context) (*cluster, error)
+	}{{"etcd-mutex", startEtcd}, {"zk-lock", startZooKeeper}} {
+		if !slices.Contains(want, st.name) {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		c, err := st.start(sctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: %w", st.name, err)
+		}
+		defer c.stop()
+		c.impl.pids = c.pids
+		impls = append(impls, c.impl)
+	}
 
 	lb, _ := os.ReadFile("/proc/loadavg")
 	loadBefore := strings.TrimSpace(string(lb))
@@ -326,16 +365,16 @@ func mainErr() error {
 	for round := 1; round <= *rounds; round++ {
 		for i, im := range impls {
 			fmt.Fprintf(os.Stderr, "bench: round %d: %s\n", round, im.name)
-			before, err := serverSample(ctx, rdb, pid)
+			before, err := sampleOf(ctx, im, rdb, pid)
 			if err != nil {
 				return err
 			}
 			u := run(ctx, im, "uncontended", "bench:u:"+im.name, 1, 0, time.Hour, *uncontended, false)
-			after, err := serverSample(ctx, rdb, pid)
+			after, err := sampleOf(ctx, im, rdb, pid)
 			if err != nil {
 				return err
 			}
-			u.server = serverCost{cpu: after.cpu - before.cpu, commands: after.commands - before.commands, known: true}
+			u.server = serverCost{cpu: after.cpu - before.cpu, commands: after.commands - before.commands, known: true, noCommands: after.noCommands}
 			rows[2*i].add(u)
 			rows[2*i+1].add(run(ctx, im, contended, "bench:c:"+im.name, *goroutines, *cs, *duration, 0, *spin))
 		}
@@ -362,10 +401,12 @@ func mainErr() error {
 		}
 		cpu, cmds := "-", "-"
 		if r.server.known && r.ops > 0 {
-			if pid > 0 {
+			if pid > 0 || r.server.noCommands {
 				cpu = fmt.Sprintf("%.1fµs", float64(r.server.cpu.Nanoseconds())/1000/float64(r.ops))
 			}
-			cmds = fmt.Sprintf("%.1f", float64(r.server.commands)/float64(r.ops))
+			if !r.server.noCommands {
+				cmds = fmt.Sprintf("%.1f", float64(r.server.commands)/float64(r.ops))
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%v\t%v\t%v\t%d\t%s\t%s\t%s\t%s\t\n", r.impl, r.workload,
 			float64(r.ops)/r.elapsed.Seconds(), ms(r.pct(50)), ms(r.pct(99)), ms(mx), r.fails, hold, pctIdeal, cpu, cmds)

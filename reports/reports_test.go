@@ -875,6 +875,48 @@ func TestCompareTopologies(t *testing.T) {
 	}
 }
 
+// TestBackends: runs of a Redis topology and a consensus store's, set
+// side by side lock by lock: each run's locks under their topology, every
+// fault of either run a column, "—" where a fault did not run, what broke
+// counted by seeds, and a cell not as predicted marked.
+func TestBackends(t *testing.T) {
+	build := func(topology, lock string, cells map[string]contract.Verdict, expected contract.Verdict) *Report {
+		run := &Run{Topology: topology}
+		for f, v := range cells {
+			run.Scenarios = append(run.Scenarios, &Scenario{Row: contract.Row{Lock: lock, Fault: f, Seed: 1,
+				Verdicts: contract.Verdicts{contract.PropLease: contract.OK, contract.PropResource: v},
+				Expected: contract.Verdicts{contract.PropResource: expected}}})
+		}
+		return Build(run)
+	}
+	redis := build(contract.TopologySentinel, "lua", map[string]contract.Verdict{contract.FaultPauseClient: contract.Violated, contract.FaultFailover: contract.OK}, contract.Violated)
+	etcd := build(contract.TopologyEtcd, "etcd-mutex", map[string]contract.Verdict{contract.FaultPauseClient: contract.Violated, contract.FaultMinorityPartition: contract.Violated}, contract.OK)
+	var b strings.Builder
+	if err := WriteBackends(&b, []string{"redis-run", "etcd-run"}, []*Report{redis, etcd}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| topology | lock | ",
+		"| sentinel | lua | ",
+		"| etcd | etcd-mutex | ",
+		"resource 1/1 |",
+		"resource 1/1 **(!)** |",
+		"| — |",
+		"- etcd (etcd-run): ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("WriteBackends lacks %q:\n%s", want, out)
+		}
+	}
+	header := strings.Split(out, "\n")[4]
+	for _, f := range []string{contract.FaultPauseClient, contract.FaultFailover, contract.FaultMinorityPartition} {
+		if strings.Count(header, f) != 1 {
+			t.Errorf("header %q: want one column for %s", header, f)
+		}
+	}
+}
+
 // TestLoadTopology: summary.json's topology reads as written, and a file
 // without one (every file before the cluster topology) as the Sentinel
 // topology.

@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/lockproof/lockproof => ../
 
 require (
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/lockproof/lockproof v0.0.0-00010101000000-000000000000
 	go.etcd.io/etcd/api/v3 v3.6.16
 	go.etcd.io/etcd/client/v3 v3.6.16
@@ -13,6 +14,8 @@ require (
 )
 
 require (
+	github.com/Shopify/toxiproxy/v2 v2.12.0 // indirect
+	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.5.0 // indirect

@@ -7,12 +7,13 @@ package stores
 import (
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/stores/etcdlock"
+	"github.com/lockproof/lockproof/stores/zklock"
 )
 
 // Entries are the consensus stores' locks, each with its profile and
 // predictions.
 func Entries() []locker.Entry {
-	return etcdlock.Entries()
+	return append(etcdlock.Entries(), zklock.Entries()...)
 }
 
 // Registry is a registry of the consensus stores' locks alone.

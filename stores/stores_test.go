@@ -79,3 +79,20 @@ func TestEtcdLocksUnderPauseAndFailover(t *testing.T) {
 
 // errorsIsUnavailable reports whether err says the environment cannot run here.
 func errorsIsUnavailable(err error) bool { return errors.Is(err, env.ErrUnavailable) }
+
+// TestZooKeeperLocksUnderPauseAndFailover: ZooKeeper's lock recipe and
+// its fenced variant on a real ensemble of 3 servers, every link behind
+// Toxiproxy, under pause-client (the holder's session expires while it is
+// frozen: the article's GC pause; the unfenced lock's late write is
+// accepted, the fenced one's refused) and failover (the leader killed:
+// every lease holds).
+func TestZooKeeperLocksUnderPauseAndFailover(t *testing.T) {
+	if err := env.StoreMissing(contract.TopologyZooKeeper); err != nil {
+		if redistest.InCI() {
+			t.Fatalf("CI=true but %v", err)
+		}
+		t.Skip(err)
+	}
+	matrix(t, contract.TopologyZooKeeper, []string{"zk-lock", "zk-fenced"},
+		[]string{contract.FaultPauseClient, contract.FaultFailover}, []uint64{1})
+}

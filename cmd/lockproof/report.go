@@ -14,7 +14,7 @@ import (
 
 // reportCommand is `lockproof report DIR` and `lockproof report --compare OLD NEW`.
 func reportCommand() command {
-	return command{summary: "render the report of a finished run DIR (report.md, report.html, junit.xml, report.json); --compare OLD NEW; --merge --out DIR SHARD...", run: runReport}
+	return command{summary: "render the report of a finished run DIR (report.md, report.html, junit.xml, report.json); --compare OLD NEW; --backends DIR... (topologies side by side, lock by lock); --merge --out DIR SHARD...", run: runReport}
 }
 
 // runReport renders a run directory's report into it, or compares two runs.
@@ -25,10 +25,11 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	compare := fs.Bool("compare", false, "compare two runs: lockproof report --compare OLD NEW")
+	backends := fs.Bool("backends", false, "set runs of several topologies side by side, lock by lock: lockproof report --backends DIR...")
 	merge := fs.Bool("merge", false, "merge the run directories of a plan's shards (lockproof run --shard K/N) into --out, and report it: lockproof report --merge --out DIR SHARD...")
 	out := fs.String("out", "", "with --merge: the run directory to write (new or empty)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproof report DIR\n       lockproof report --compare OLD NEW\n       lockproof report --merge --out DIR SHARD...")
+		fmt.Fprintln(stderr, "usage: lockproof report DIR\n       lockproof report --compare OLD NEW\n       lockproof report --backends DIR...\n       lockproof report --merge --out DIR SHARD...")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args); !ok {
@@ -50,6 +51,13 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *out != "" {
 		fmt.Fprintln(stderr, "lockproof report: --out goes with --merge")
 		return exitBadInput
+	}
+	if *backends {
+		if *compare || fs.NArg() == 0 {
+			fmt.Fprintln(stderr, "lockproof report --backends: want one or more run directories (and not --compare)")
+			return exitBadInput
+		}
+		return runBackends(fs.Args(), stdout, stderr)
 	}
 	if *compare {
 		if fs.NArg() != 2 {
@@ -87,6 +95,35 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUnknown
 	}
 	return exitOK
+}
+
+// runBackends writes runs of several topologies side by side
+// (reports.WriteBackends). Exit codes as a report's: 1 when a run is not
+// as expected, 3 when one is inconclusive.
+func runBackends(dirs []string, stdout, stderr io.Writer) int {
+	reps := make([]*reports.Report, len(dirs))
+	code := exitOK
+	for i, dir := range dirs {
+		run, err := reports.LoadWith(dir, reports.LoadOptions{SummaryOnly: true})
+		if err != nil {
+			fmt.Fprintf(stderr, "lockproof report --backends: %v\n", err)
+			return exitBadInput
+		}
+		reps[i] = reports.Build(run)
+		switch reps[i].Status {
+		case reports.Fail:
+			code = exitViolation
+		case reports.Inconclusive:
+			if code == exitOK {
+				code = exitUnknown
+			}
+		}
+	}
+	if err := reports.WriteBackends(stdout, dirs, reps); err != nil {
+		fmt.Fprintf(stderr, "lockproof report --backends: %v\n", err)
+		return exitBadInput
+	}
+	return code
 }
 
 func runCompare(oldDir, newDir string, stdout, stderr io.Writer) int {

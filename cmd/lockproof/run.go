@@ -26,6 +26,7 @@ import (
 	"github.com/lockproof/lockproof/lineproto"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/runner"
+	"github.com/lockproof/lockproof/stores"
 	"github.com/lockproof/lockproof/tla"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -70,7 +71,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f runFlags
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.locks, "locks", "all", "comma-separated locks: "+strings.Join(runner.Locks(), ","))
+	fs.StringVar(&f.locks, "locks", "all", "comma-separated locks: "+strings.Join(runner.Locks(), ",")+" on Redis; "+strings.Join(storeLocks(), ",")+" on their consensus stores (--topology etcd, zookeeper); all: the topology's")
 	fs.StringVar(&f.faults, "faults", "all", "comma-separated faults: "+strings.Join(runner.Faults(), ","))
 	fs.StringVar(&f.seeds, "seeds", "", `seeds: a list and ranges, e.g. "1-10" or "1,2,5" (default "1"; with --detect "1-20")`)
 	fs.DurationVar(&f.duration, "duration", 0, "workload duration per scenario (0: 3s, failover 6s)")
@@ -80,7 +81,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.think, "think", 0, "bound of a client's wait between two attempts (0: 5ms under pause-client, else 10ms)")
 	fs.StringVar(&f.mix, "mix", workload.DefaultMix().String(), "the workload's operation mix: the share of each choice a client makes per critical section (names not given keep their default)")
 	fs.IntVar(&f.parallel, "parallel", 3, "scenarios at once on the shared environment (pause-server and failover run alone)")
-	fs.StringVar(&f.topology, "topology", contract.TopologySentinel, "the deployment: "+strings.Join(contract.Topologies(), " or ")+" (a master, replicas and Sentinels; or a Redis Cluster of 3 shards with a replica each); the default matrix is the topology's")
+	fs.StringVar(&f.topology, "topology", contract.TopologySentinel, "the deployment: "+strings.Join(contract.Topologies(), ", ")+" (a master, replicas and Sentinels; a Redis Cluster of 3 shards with a replica each; an etcd cluster of 3 members; a ZooKeeper ensemble of 3 servers, as processes); the default matrix and locks are the topology's")
 	fs.StringVar(&f.provider, "provider", "", "environment: process, docker or byo (default: $LOCKPROOF_ENV, else process when redis-server is on PATH, else docker)")
 	fs.StringVar(&f.byoConfig, "byo-config", "", "with --provider byo: JSON file of the deployment (env.BYOConfig: ToxiproxyURL, Sentinels, Data or Cluster, Fenced, Redlock)")
 	fs.StringVar(&f.out, "out", "", "run directory (default runs/<UTC timestamp>)")
@@ -103,7 +104,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out (same flags): run only what it did not")
 	fs.StringVar(&f.shard, "shard", "", `run part K of N of the plan ("K/N": the K-th of N contiguous runs of its lock × fault cells), for a nightly fanned out over CI runners; merge the parts with "lockproof report --merge"`)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproof run [--locks L,..] [--faults F,..] [--seeds 1-10] [--duration D] [--topology sentinel|cluster] [--provider process|docker|byo] [--out DIR]")
+		fmt.Fprintln(stderr, "usage: lockproof run [--locks L,..] [--faults F,..] [--seeds 1-10] [--duration D] [--topology sentinel|cluster|etcd|zookeeper] [--provider process|docker|byo] [--out DIR]")
 		fmt.Fprintln(stderr, "       lockproof run --detect [--seeds 1-20] [--locks L,..]")
 		fmt.Fprintln(stderr, "       lockproof run --regression NAME|all")
 		fs.PrintDefaults()
@@ -139,7 +140,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return bad("--save-regression: %v", err)
 		}
 	}
-	locks, err := parseNames("--locks", f.locks, zoo.Builtin().Names())
+	registry, err := builtin()
+	if err != nil {
+		return bad("%v", err)
+	}
+	locks, err := parseNames("--locks", f.locks, registry.Names())
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -156,12 +161,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	allFaults := f.faults == "all" || f.faults == ""
 	if f.locks == "all" || f.locks == "" {
-		locks = runner.Locks()
+		locks = runner.LocksOn(registry, f.topology)
 		if cmdLock != nil {
 			locks = nil // the command's lock alone, unless --locks names others
 		}
 	}
 	if cmdLock != nil {
+		if contract.IsStore(f.topology) {
+			return bad("--lock-cmd: a lock's own process is handed one Redis endpoint (docs/LINEPROTO.md, version %d); --topology %s is not supported", lineproto.Version, f.topology)
+		}
 		if f.topology == contract.TopologyCluster {
 			return bad("--lock-cmd: a lock's own process is handed one Redis endpoint (docs/LINEPROTO.md, version %d); --topology %s is not supported", lineproto.Version, contract.TopologyCluster)
 		}
@@ -232,7 +240,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return bad("%v", err)
 	}
 
-	registry := zoo.Builtin()
 	if cmdLock != nil {
 		if err := registry.Add(*cmdLock); err != nil {
 			return bad("--lock-name: %v", err)
@@ -332,6 +339,27 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // commandLock is the lock --lock-cmd runs (nil without it), its flags
 // checked: a name, a profile, a command that splits.
+// storeLocks are the consensus stores' locks' names.
+func storeLocks() []string {
+	var out []string
+	for _, e := range stores.Entries() {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// builtin is the CLI's registry: lockproof's locks (zoo.Builtin) and
+// the consensus stores' (package stores), each run on its own topology.
+func builtin() (*locker.Registry, error) {
+	reg := zoo.Builtin()
+	for _, e := range stores.Entries() {
+		if err := reg.Add(e); err != nil {
+			return nil, fmt.Errorf("the consensus stores' locks: %w", err)
+		}
+	}
+	return reg, nil
+}
+
 func commandLock(f runFlags) (*locker.Entry, error) {
 	if f.lockCmd == "" {
 		if f.lockName != "" || f.profile != "" {

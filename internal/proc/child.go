@@ -133,6 +133,16 @@ func (m *Member) process() *Child {
 // Running reports whether the member's process runs.
 func (m *Member) Running() bool { return m.process().Running() }
 
+// Pid is the process id of the member's process, 0 when it does not run
+// (for its CPU time, in the bench).
+func (m *Member) Pid() int {
+	c := m.process()
+	if !c.Running() {
+		return 0
+	}
+	return c.Pid()
+}
+
 // Kill crashes the member (SIGKILL to its group, no shutdown) and waits
 // for it; a member not running is left alone.
 func (m *Member) Kill() error {

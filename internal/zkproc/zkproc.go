@@ -145,7 +145,12 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		s.Command = func() *exec.Cmd {
 			// A small heap and the client compiler: three servers start
 			// in seconds on two cores and leave the tests' clients room.
+			// A leader election that retries its notifications at most
+			// every second (ZooKeeper's own backoff reaches 60s), over
+			// connections given up after a second (5s): two servers cut
+			// from a third elect between them in seconds, not in tens.
 			cmd := exec.Command(java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+				"-Dzookeeper.fastleader.maxNotificationInterval=1000", "-Dzookeeper.cnxTimeout=1000",
 				"-Dzookeeper.log.dir="+s.Dir, "-cp", Jar, "org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(s.Dir, "zoo.cfg"))
 			cmd.Dir = s.Dir
 			return cmd

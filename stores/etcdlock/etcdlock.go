@@ -40,6 +40,7 @@ import (
 
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
+	"github.com/lockproof/lockproof/stores/internal/hold"
 )
 
 // The names of the two locks (their locker.Entry names).
@@ -50,39 +51,17 @@ const (
 
 // Entries are the two etcd locks, each with its profile and predictions.
 func Entries() []locker.Entry {
-	return []locker.Entry{
-		{Name: Mutex, Profile: locker.ProfileLease, Needs: locker.Needs{Store: contract.TopologyEtcd},
-			Open:    func(d locker.Deps) (locker.Locker, error) { return Open(d, false) },
-			Doc:     "etcd's concurrency.Mutex on a session with a TTL (client v3), no fencing",
-			Predict: predict, Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource}},
-		{Name: Fenced, Profile: locker.ProfileFenced, Needs: locker.Needs{Store: contract.TopologyEtcd},
-			Open:    func(d locker.Deps) (locker.Locker, error) { return Open(d, true) },
-			Doc:     "etcd's concurrency.Mutex, writing through a resource fenced by the lock key's create revision (Jepsen's advice)",
-			Predict: predict},
-	}
-}
-
-// predict is what etcd's locks are known to do beyond their profile's
-// prediction, fault by fault.
-func predict(fault string, p locker.Prediction) locker.Prediction {
-	switch fault {
-	case contract.FaultFailover, contract.FaultMinorityPartition, contract.FaultPauseServer:
+	return hold.Pair{Store: contract.TopologyEtcd, Plain: Mutex, Fenced: Fenced, Open: Open,
+		PlainDoc:  "etcd's concurrency.Mutex on a session with a TTL (client v3), no fencing",
+		FencedDoc: "etcd's concurrency.Mutex, writing through a resource fenced by the lock key's create revision (Jepsen's advice)",
 		// Raft: a write commits on a quorum, a leader cut off commits
-		// nothing, and a new leader extends every lease it inherits
-		// (by an election timeout) instead of letting them lapse.
-		q := locker.AllHold()
-		q.Set(contract.WantMay, contract.PropLiveness)
-		q.Because("a write commits on a quorum and the new leader keeps every lease (G1 holds); until a leader is elected nobody is served, and the new leader extends the leases it inherits, so a key may stay taken past its holder's TTL (liveness may break)")
-		return q
-	case contract.FaultPauseClient, contract.FaultCrashClient:
+		// nothing, and a new leader extends every lease it inherits (by
+		// an election timeout) instead of letting them lapse.
+		Quorum: "a write commits on a quorum and the new leader keeps every lease (G1 holds); until a leader is elected nobody is served, and the new leader extends the leases it inherits, so a key may stay taken past its holder's TTL (liveness may break)",
 		// The leader revokes expired leases in a loop (every 500ms)
-		// through a Raft proposal: a key outlives its lease's TTL by
-		// up to about that much, and the checker knows the key surely
-		// free at the TTL.
-		p.Set(contract.WantMay, contract.PropLiveness)
-		p.Because("the leader revokes expired leases every 500ms, through Raft: a lapsed holder's key outlives its TTL by up to that much (liveness may break)")
-	}
-	return p
+		// through a Raft proposal.
+		Lapse: "the leader revokes expired leases every 500ms, through Raft: a lapsed holder's key outlives its TTL by up to that much (liveness may break)",
+	}.Entries()
 }
 
 // Open opens a Locker of etcd's mutex for one workload client on its
@@ -145,8 +124,10 @@ func (l *Locker) Close() error {
 	l.closed = true
 	l.mu.Unlock()
 	l.cancel()
+	// The client first: a blocking acquire's cleanup runs on its context.
+	err := l.cli.Close()
 	l.wg.Wait()
-	if err := l.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
+	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("etcdlock: close: %w", err)
 	}
 	return nil
@@ -184,6 +165,7 @@ func (l *Locker) acquire(ctx context.Context, key string, ttl time.Duration, wai
 	if closed {
 		return nil, fmt.Errorf("etcdlock: acquire %s: the locker is closed", key)
 	}
+	granted := l.d.Clock()
 	g, err := l.cli.Grant(ctx, secs)
 	if err != nil {
 		// A lease granted and never used expires at its TTL.
@@ -202,7 +184,7 @@ func (l *Locker) acquire(ctx context.Context, key string, ttl time.Duration, wai
 		l.revoke(g.ID)
 		return nil, fmt.Errorf("etcdlock: session: %w", outcome(err))
 	}
-	ls := &lease{l: l, key: key, ttl: ttl, id: g.ID, lost: make(chan struct{}), stop: make(chan struct{})}
+	ls := &lease{Hold: hold.New(ttl, granted), l: l, key: key, id: g.ID}
 	ls.lastOK.Store(time.Now().UnixNano())
 	m := concurrency.NewMutex(s, l.d.Prefix+key)
 	ls.m = m
@@ -210,12 +192,12 @@ func (l *Locker) acquire(ctx context.Context, key string, ttl time.Duration, wai
 	// may wait longer than the TTL).
 	l.keepAlive(ls)
 	if wait {
-		err = m.Lock(ctx)
+		err = l.lock(ctx, m)
 	} else {
 		err = m.TryLock(ctx)
 	}
 	if err != nil {
-		ls.end()
+		ls.End()
 		l.revoke(g.ID) // the key goes with its lease, whatever the outcome
 		switch {
 		case errors.Is(err, concurrency.ErrLocked), errors.Is(err, concurrency.ErrSessionExpired):
@@ -226,6 +208,38 @@ func (l *Locker) acquire(ctx context.Context, key string, ttl time.Duration, wai
 	ls.rev = createRevision(m)
 	ls.held.Store(true)
 	return ls, nil
+}
+
+// lockGrace is how long past its caller's deadline a blocking acquire
+// waits for concurrency.Mutex.Lock's own cleanup (lock).
+const lockGrace = 200 * time.Millisecond
+
+// lock is m.Lock bounded by ctx. When its wait fails, Mutex.Lock deletes
+// its key under the client's own context (client.Ctx()), which never
+// ends while the client lives: a client cut off from the cluster, or
+// crashed, would never return. The adapter returns lockGrace after ctx's
+// end and leaves that cleanup to the background (the lease's revoke
+// deletes the key as well, and Close ends the client).
+func (l *Locker) lock(ctx context.Context, m *concurrency.Mutex) error {
+	done := make(chan error, 1)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		done <- m.Lock(ctx)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(lockGrace)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("concurrency.Mutex.Lock still deletes its key: %w", ctx.Err())
+	}
 }
 
 // createRevision is the revision at which m's key was created: the
@@ -257,25 +271,31 @@ func (l *Locker) keepAlive(ls *lease) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		every := ls.ttl / 3
+		every := ls.TTL() / 3
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
-			case <-ls.stop:
+			case <-ls.Ended():
 				return
 			case <-l.ctx.Done():
 				return
+			}
+			select {
+			case <-ls.Ended(): // ended as the tick came
+				return
+			default:
 			}
 			// A waiter's lease is kept alive while it waits, unobserved: the
 			// harness records the renewals of holds, not of places in line.
 			done := func(error) {}
 			if ls.held.Load() {
 				tok, has := ls.Fence()
-				done = l.d.Observe(ls.key, ls.ttl, tok, has)
+				done = l.d.Observe(ls.key, ls.TTL(), tok, has)
 			}
 			ctx, cancel := context.WithTimeout(l.ctx, every)
+			sent := l.d.Clock()
 			_, err := l.cli.KeepAliveOnce(ctx, ls.id)
 			cancel()
 			err = renewOutcome(err)
@@ -283,11 +303,12 @@ func (l *Locker) keepAlive(ls *lease) {
 			switch {
 			case err == nil:
 				ls.lastOK.Store(time.Now().UnixNano())
+				ls.Renewed(sent)
 			case errors.Is(err, locker.ErrNotHeld):
-				ls.lose()
+				ls.Lose()
 				return
-			case time.Since(time.Unix(0, ls.lastOK.Load())) > ls.ttl:
-				ls.lose()
+			case time.Since(time.Unix(0, ls.lastOK.Load())) > ls.TTL():
+				ls.Lose()
 				return
 			}
 		}
@@ -324,29 +345,19 @@ func renewOutcome(err error) error {
 
 // lease is one hold: its session's lease and its mutex's key.
 type lease struct {
+	*hold.Hold
 	l   *Locker
 	key string
-	ttl time.Duration
 	id  clientv3.LeaseID
 	m   *concurrency.Mutex
 	rev int64
 
-	lastOK   atomic.Int64 // UnixNano of the last renewal answered
-	held     atomic.Bool  // the mutex is taken: renewals are the hold's
-	lost     chan struct{}
-	lostOnce sync.Once
-	stop     chan struct{}
-	endOnce  sync.Once
+	lastOK atomic.Int64 // UnixNano of the last renewal answered
+	held   atomic.Bool  // the mutex is taken: renewals are the hold's
 }
-
-func (ls *lease) lose() { ls.lostOnce.Do(func() { close(ls.lost) }) }
-func (ls *lease) end()  { ls.endOnce.Do(func() { close(ls.stop) }) }
 
 // Key implements locker.Lease.
 func (ls *lease) Key() string { return ls.key }
-
-// TTL implements locker.Lease.
-func (ls *lease) TTL() time.Duration { return ls.ttl }
 
 // Fence implements locker.Lease: the create revision of the mutex's key,
 // for etcd-fenced; none for etcd-mutex.
@@ -357,20 +368,21 @@ func (ls *lease) Fence() (uint64, bool) {
 	return uint64(ls.rev), true
 }
 
-// Lost implements locker.Lease: closed when a keep-alive was refused, or
-// none was answered for a TTL (the session's Done).
-func (ls *lease) Lost() <-chan struct{} { return ls.lost }
-
 // Release implements locker.Lease: the mutex's key is deleted if it is
 // still this hold's (the mutex's IsOwner condition; Unlock itself deletes
 // whatever is there and cannot say), and the lease is revoked.
 func (ls *lease) Release(ctx context.Context) error {
+	// The keep-alives stop first: one that ran after the key was deleted
+	// would renew a lease that holds nothing (and report it renewed), and
+	// one refused after the revoke would report the lease lost.
+	ls.End()
 	resp, err := ls.l.cli.Txn(ctx).If(ls.m.IsOwner()).Then(clientv3.OpDelete(ls.m.Key())).Commit()
+	// The session goes either way: its revoke deletes the key if the
+	// delete did not land.
+	ls.l.revoke(ls.id)
 	if err != nil {
 		return fmt.Errorf("etcdlock: release %s: %w", ls.key, outcome(err))
 	}
-	ls.end()
-	ls.l.revoke(ls.id)
 	if !resp.Succeeded {
 		return fmt.Errorf("etcdlock: release %s: the key is gone (its lease expired): %w", ls.key, locker.ErrNotHeld)
 	}
@@ -380,12 +392,18 @@ func (ls *lease) Release(ctx context.Context) error {
 // Renew implements locker.Lease: one keep-alive of the session's lease,
 // which renews it by its own TTL only.
 func (ls *lease) Renew(ctx context.Context, ttl time.Duration) error {
-	if ttl != ls.ttl {
-		return fmt.Errorf("etcdlock: renew by %v: a lease renews by its TTL, %v: %w", ttl, ls.ttl, locker.ErrInvalid)
+	if ttl != ls.TTL() {
+		return fmt.Errorf("etcdlock: renew by %v: a lease renews by its TTL, %v: %w", ttl, ls.TTL(), locker.ErrInvalid)
 	}
+	sent := ls.l.d.Clock()
 	if _, err := ls.l.cli.KeepAliveOnce(ctx, ls.id); err != nil {
-		return fmt.Errorf("etcdlock: renew %s: %w", ls.key, renewOutcome(err))
+		err = renewOutcome(err)
+		if errors.Is(err, locker.ErrNotHeld) {
+			ls.Lose()
+		}
+		return fmt.Errorf("etcdlock: renew %s: %w", ls.key, err)
 	}
 	ls.lastOK.Store(time.Now().UnixNano())
+	ls.Renewed(sent)
 	return nil
 }

@@ -1,0 +1,76 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/internal/zkproc"
+	"github.com/lockproof/lockproof/locker"
+	"github.com/lockproof/lockproof/stores/internal/holdtest"
+	"github.com/lockproof/lockproof/stores/zklock"
+)
+
+// TestRecipePaths drives every path of the ZooKeeper lock on a real
+// 3-server ensemble (holdtest.Paths), its hold stolen by deleting its
+// node; and a second TTL on one client's session is refused by name.
+func TestRecipePaths(t *testing.T) {
+	if _, err := zkproc.Java(); err != nil {
+		if redistest.InCI() {
+			t.Fatalf("CI=true but %v", err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := zkproc.StartCluster(ctx, zkproc.ClusterConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	var eps []string
+	for _, s := range c.Servers {
+		eps = append(eps, s.ClientAddr)
+	}
+	open := func(t *testing.T, obs locker.Observer) locker.Locker {
+		l, err := zklock.Open(locker.Deps{Store: locker.Store{Kind: contract.TopologyZooKeeper, Endpoints: eps}, Observer: obs, Prefix: t.Name() + "/"}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := l.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+		return l
+	}
+	one := open(t, nil)
+	if _, err := one.TryAcquire(ctx, "a", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := one.TryAcquire(ctx, "b", 2*time.Second); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "one session per client") {
+		t.Fatalf("TryAcquire for another TTL on the same session: %v; want ErrInvalid", err)
+	}
+	conn, _, err := zk.Connect(eps, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	holdtest.Paths(t, holdtest.Lock{Open: open, TTL: time.Second,
+		Steal: func(t *testing.T, ctx context.Context, key string) {
+			dir := "/lockproof/" + strings.ReplaceAll(t.Name()+"/"+key, "/", "_")
+			kids, _, err := conn.Children(dir)
+			if err != nil || len(kids) != 1 {
+				t.Fatalf("the lock's node: %v, %v", kids, err)
+			}
+			if err := conn.Delete(dir+"/"+kids[0], -1); err != nil {
+				t.Fatal(err)
+			}
+		}})
+}
