@@ -29,14 +29,6 @@ const (
 	RoleZooKeeper Role = "zookeeper"
 )
 
-// storeRole is the role of the members of the store named topology.
-func storeRole(topology string) Role {
-	if topology == contract.TopologyZooKeeper {
-		return RoleZooKeeper
-	}
-	return RoleEtcd
-}
-
 // StoreEnv is the process environment of a consensus store
 // (Spec.Store): an etcd cluster of 3 members (etcdproc) or a ZooKeeper
 // ensemble of 3 servers (zkproc), the fenced Redis that holds the
