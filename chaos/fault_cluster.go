@@ -191,6 +191,11 @@ func heldShard(s *striking) (*nemesis.ShardOutage, error) {
 // every master of the cluster as one node sees it now; then Redlock's
 // masters.
 func lockNodes(ctx context.Context, topo env.Topology) ([]env.Node, error) {
+	if topo.StoreKind != "" {
+		// A consensus store's lock keeps no key in Redis: its keys live
+		// under the store's leases and sessions, and go with them.
+		return append([]env.Node(nil), topo.Redlock...), nil
+	}
 	if len(topo.Cluster) == 0 {
 		m, err := env.Master(ctx, topo)
 		if err != nil {

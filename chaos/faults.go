@@ -147,6 +147,10 @@ func (f Fault) Available(k env.Kind, topology string) error {
 	if !f.RunsOn(topology) {
 		return fmt.Errorf("fault %s on the %s topology: %w (it runs on %v)", f.Name, topology, ErrNotOnTopology, f.topologies())
 	}
+	if k == env.BYO && contract.IsStore(topology) && f.Scope != ScopeClients {
+		// A store lockproof does not run: its clients' faults only.
+		return fmt.Errorf("fault %s on the byo %s: %w, so it does not strike its leader", f.Name, topology, ErrNotOurServers)
+	}
 	if f.Needs == nil || k == "" {
 		return nil
 	}

@@ -56,11 +56,15 @@ func Prepare(ctx context.Context, cfg *Config, eo env.Options) (left []error, er
 		return nil, err
 	}
 	if contract.IsStore(cfg.Topology) {
-		// A consensus store runs as lockproof's processes only.
-		if kind != env.Process {
-			return nil, fmt.Errorf("topology %s on the %s environment: %w: the consensus stores run as processes only (LOCKPROOF_ENV=process)", cfg.Topology, kind, env.ErrUnavailable)
+		// A consensus store runs as lockproof's processes, or is yours.
+		if kind == env.Docker {
+			return nil, fmt.Errorf("topology %s on the %s environment: %w: the consensus stores run as processes, or as a deployment you bring (byo), not in containers yet", cfg.Topology, kind, env.ErrUnavailable)
 		}
-		if err := env.StoreMissing(cfg.Topology); err != nil {
+		if kind == env.BYO {
+			if eo.BYO == nil {
+				return nil, fmt.Errorf("%w: topology %s on the byo environment: no deployment given", ErrBadConfig, cfg.Topology)
+			}
+		} else if err := env.StoreMissing(cfg.Topology); err != nil {
 			return nil, fmt.Errorf("the %s topology needs: %v (%s): %w", cfg.Topology, err, env.StoreInstallHint, env.ErrUnavailable)
 		}
 	}

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/internal/etcdproc"
 	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/internal/toxitest"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/stores"
 )
@@ -20,6 +23,14 @@ import (
 // --topology` does (runner.Prepare, runner.Run), and wants every verdict
 // as predicted, every scenario conclusive (its fault bit), and status 0.
 func matrix(t *testing.T, topology string, locks, faults []string, seeds []uint64) *runner.Summary {
+	t.Helper()
+	sum, _ := matrixOn(t, topology, env.Options{Kind: env.Process}, locks, faults, seeds)
+	return sum
+}
+
+// matrixOn is matrix on the environment eo, and returns the faults the
+// default matrix left out, with why (faults nil: the default matrix).
+func matrixOn(t *testing.T, topology string, eo env.Options, locks, faults []string, seeds []uint64) (*runner.Summary, []error) {
 	t.Helper()
 	reg, err := stores.Registry()
 	if err != nil {
@@ -35,7 +46,8 @@ func matrix(t *testing.T, topology string, locks, faults []string, seeds []uint6
 	if os.Getenv("LOCKPROOF_TEST_LOG") != "" {
 		cfg.Logger = slog.Default()
 	}
-	if _, err := runner.Prepare(ctx, &cfg, env.Options{Kind: env.Process}); err != nil {
+	left, err := runner.Prepare(ctx, &cfg, eo)
+	if err != nil {
 		if !redistest.InCI() && errorsIsUnavailable(err) {
 			t.Skip(err)
 		}
@@ -45,7 +57,7 @@ func matrix(t *testing.T, topology string, locks, faults []string, seeds []uint6
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(locks) * len(faults) * len(seeds); len(sum.Scenarios) != want {
+	if want := len(locks) * len(cfg.Faults) * len(seeds); len(sum.Scenarios) != want {
 		t.Errorf("%d scenarios; want %d", len(sum.Scenarios), want)
 	}
 	for _, s := range sum.Scenarios {
@@ -58,7 +70,7 @@ func matrix(t *testing.T, topology string, locks, faults []string, seeds []uint6
 	if st := sum.Status(); st != 0 {
 		t.Errorf("status %d; want 0", st)
 	}
-	return sum
+	return sum, left
 }
 
 // TestEtcdLocksUnderPauseAndFailover: etcd's mutex and its fenced variant
@@ -95,4 +107,55 @@ func TestZooKeeperLocksUnderPauseAndFailover(t *testing.T) {
 	}
 	matrix(t, contract.TopologyZooKeeper, []string{"zk-lock", "zk-fenced"},
 		[]string{contract.FaultPauseClient, contract.FaultFailover}, []uint64{1})
+}
+
+// TestEtcdLocksOnYourOwnCluster: lockproof run --topology etcd --provider
+// byo on an etcd cluster it did not start (processes started here, known
+// to the run by their client addresses alone, as a user's would be):
+// the default matrix runs the clients' faults on it, every verdict as
+// predicted, and leaves out, saying why, every fault that would strike
+// the store's servers; no proxy is left on the user's Toxiproxy.
+func TestEtcdLocksOnYourOwnCluster(t *testing.T) {
+	if _, err := etcdproc.Binary(); err != nil {
+		if redistest.InCI() {
+			t.Fatalf("CI=true but %v", err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := etcdproc.StartCluster(ctx, etcdproc.ClusterConfig{ElectionTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	var members []string
+	for _, m := range c.Members {
+		members = append(members, m.ClientAddr)
+	}
+	fenced := redistest.Start(t)
+	toxi := toxitest.Server(t)
+	byo := &env.BYOConfig{ToxiproxyURL: toxi.URL, Etcd: members, Fenced: fenced.Addr}
+	sum, left := matrixOn(t, contract.TopologyEtcd, env.Options{Kind: env.BYO, BYO: byo}, []string{"etcd-mutex"}, nil, []uint64{1})
+	ran := map[string]bool{}
+	for _, s := range sum.Scenarios {
+		ran[s.Fault] = true
+	}
+	for _, f := range []string{contract.FaultNone, contract.FaultPauseClient, contract.FaultCrashClient, contract.FaultPartition} {
+		if !ran[f] {
+			t.Errorf("%s did not run on the deployment you bring (ran %v)", f, ran)
+		}
+	}
+	for _, f := range []string{contract.FaultFailover, contract.FaultMinorityPartition, contract.FaultPauseServer} {
+		found := false
+		for _, err := range left {
+			found = found || (strings.Contains(err.Error(), f) && errors.Is(err, chaos.ErrNotOurServers))
+		}
+		if ran[f] || !found {
+			t.Errorf("%s: ran %v, left out for not being lockproof's servers %v (left %v)", f, ran[f], found, left)
+		}
+	}
+	if n := toxi.ProxyCount(); n != 0 {
+		t.Errorf("%d proxies left on the user's Toxiproxy", n)
+	}
 }

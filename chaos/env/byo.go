@@ -44,6 +44,13 @@ type BYOConfig struct {
 	// discovered from the first seed that answers (DiscoverCluster), and
 	// MasterName, Sentinels and Data must be unset.
 	Cluster []string
+	// Etcd and ZooKeeper are the client addresses (host:port) of every
+	// member of a consensus store: the deployment is then that store (the
+	// etcd or zookeeper topology), and MasterName, Sentinels, Data and
+	// Cluster must be unset. Only the clients' faults run on it: lockproof
+	// neither kills, pauses nor cuts off a store it does not run.
+	Etcd      []string `json:",omitempty"`
+	ZooKeeper []string `json:",omitempty"`
 	// Fenced is the address of the Redis for fenced resources. Required.
 	Fenced string
 	// Redlock are independent Redlock masters (optional).
@@ -79,14 +86,20 @@ func NewBYO(ctx context.Context, cfg BYOConfig) (*BYOEnv, error) {
 	if cfg.Fenced == "" {
 		return nil, errors.New("byo environment: Fenced (address of the Redis for fenced resources) is required")
 	}
-	if len(cfg.Cluster) > 0 && len(cfg.Sentinels)+len(cfg.Data) > 0 {
-		return nil, errors.New("byo environment: give Cluster (a Redis Cluster's seeds) or Sentinels and Data (a Sentinel deployment), not both")
+	kinds := 0
+	for _, n := range []int{len(cfg.Sentinels) + len(cfg.Data), len(cfg.Cluster), len(cfg.Etcd), len(cfg.ZooKeeper)} {
+		if n > 0 {
+			kinds++
+		}
 	}
-	if len(cfg.Sentinels) == 0 && len(cfg.Data) == 0 && len(cfg.Cluster) == 0 {
-		return nil, errors.New("byo environment: give Sentinels, Data or Cluster")
+	if kinds > 1 {
+		return nil, errors.New("byo environment: give one deployment: Sentinels and Data (Redis with Sentinel), Cluster (a Redis Cluster's seeds), Etcd or ZooKeeper (a consensus store's members), not several")
+	}
+	if kinds == 0 {
+		return nil, errors.New("byo environment: give Sentinels, Data, Cluster, Etcd or ZooKeeper")
 	}
 	for field, addrs := range map[string][]string{"Sentinels": cfg.Sentinels, "Data": cfg.Data, "Cluster": cfg.Cluster,
-		"Redlock": cfg.Redlock, "Fenced": {cfg.Fenced}} {
+		"Etcd": cfg.Etcd, "ZooKeeper": cfg.ZooKeeper, "Redlock": cfg.Redlock, "Fenced": {cfg.Fenced}} {
 		for i, a := range addrs {
 			if _, _, err := net.SplitHostPort(a); err != nil {
 				return nil, fmt.Errorf("byo environment: %s[%d] = %q: want host:port: %w", field, i, a, err)
@@ -116,7 +129,18 @@ func NewBYO(ctx context.Context, cfg BYOConfig) (*BYOEnv, error) {
 	}
 	e.topo = Topology{MasterName: cfg.MasterName, Sentinels: cfg.Sentinels, Auth: cfg.Auth}
 	data := cfg.Data
-	if len(cfg.Cluster) > 0 {
+	if store := cfg.Topology(); contract.IsStore(store) {
+		// A consensus store's members, reached through the clients' own
+		// proxies (Links) as Redis nodes are.
+		role, addrs := RoleEtcd, cfg.Etcd
+		if store == contract.TopologyZooKeeper {
+			role, addrs = RoleZooKeeper, cfg.ZooKeeper
+		}
+		e.topo.MasterName, e.topo.StoreKind = "", store
+		for i, a := range addrs {
+			e.topo.Store = append(e.topo.Store, Node{ID: NodeID(role, i), Role: role, Addr: a, Upstream: a})
+		}
+	} else if len(cfg.Cluster) > 0 {
 		if e.topo.Cluster, err = DiscoverCluster(ctx, cfg.Auth, cfg.Cluster); err != nil {
 			return nil, fmt.Errorf("byo environment: Cluster %v: %w", cfg.Cluster, err)
 		}
@@ -160,9 +184,17 @@ func nodeTimeout(ctx context.Context, a Auth, addr string) time.Duration {
 	return 15 * time.Second
 }
 
-// Topology is the deployment's topology name: contract.TopologyCluster
-// with Cluster seeds, else contract.TopologySentinel.
+// Topology is the deployment's topology name: contract.TopologyEtcd or
+// contract.TopologyZooKeeper with a store's members,
+// contract.TopologyCluster with Cluster seeds, else
+// contract.TopologySentinel.
 func (c BYOConfig) Topology() string {
+	switch {
+	case len(c.Etcd) > 0:
+		return contract.TopologyEtcd
+	case len(c.ZooKeeper) > 0:
+		return contract.TopologyZooKeeper
+	}
 	if len(c.Cluster) > 0 {
 		return contract.TopologyCluster
 	}
@@ -178,7 +210,7 @@ var ErrWrongTopology = errors.New("the deployment is not of the topology asked f
 // or Data for the Sentinel one (ErrWrongTopology if not).
 func (c BYOConfig) Fits(spec Spec) error {
 	if got, want := c.Topology(), spec.Topology(); got != want {
-		return fmt.Errorf("%w: the %s topology was asked for, and the deployment given is a %s one (the cluster topology takes LOCKPROOF_CLUSTER, BYOConfig.Cluster; the sentinel one LOCKPROOF_SENTINELS or LOCKPROOF_DATA)", ErrWrongTopology, want, got)
+		return fmt.Errorf("%w: the %s topology was asked for, and the deployment given is a %s one (the cluster topology takes LOCKPROOF_CLUSTER, BYOConfig.Cluster; the sentinel one LOCKPROOF_SENTINELS or LOCKPROOF_DATA; etcd LOCKPROOF_ETCD, BYOConfig.Etcd; zookeeper LOCKPROOF_ZOOKEEPER, BYOConfig.ZooKeeper)", ErrWrongTopology, want, got)
 	}
 	return nil
 }
@@ -224,7 +256,8 @@ func (e *BYOEnv) Close(ctx context.Context) error {
 // BYOFromEnviron reads a BYOConfig from the environment variables
 // LOCKPROOF_TOXIPROXY_URL, LOCKPROOF_PROXY_LISTEN_HOST, LOCKPROOF_PROXY_DIAL_HOST,
 // LOCKPROOF_MASTER_NAME, LOCKPROOF_SENTINELS, LOCKPROOF_DATA, LOCKPROOF_CLUSTER,
-// LOCKPROOF_REDLOCK (comma-separated host:port lists) and LOCKPROOF_FENCED,
+// LOCKPROOF_ETCD, LOCKPROOF_ZOOKEEPER, LOCKPROOF_REDLOCK (comma-separated
+// host:port lists) and LOCKPROOF_FENCED,
 // and the login (AuthFromEnviron). It returns nil when
 // LOCKPROOF_TOXIPROXY_URL is unset.
 func BYOFromEnviron(getenv func(string) string) (*BYOConfig, error) {
@@ -252,6 +285,8 @@ func BYOFromEnviron(getenv func(string) string) (*BYOConfig, error) {
 		Sentinels:       list("LOCKPROOF_SENTINELS"),
 		Data:            list("LOCKPROOF_DATA"),
 		Cluster:         list("LOCKPROOF_CLUSTER"),
+		Etcd:            list("LOCKPROOF_ETCD"),
+		ZooKeeper:       list("LOCKPROOF_ZOOKEEPER"),
 		Redlock:         list("LOCKPROOF_REDLOCK"),
 		Fenced:          getenv("LOCKPROOF_FENCED"),
 		Auth:            auth,

@@ -115,8 +115,8 @@ func Open(ctx context.Context, o Options) (Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Spec.Store != "" && k != Process {
-		return nil, fmt.Errorf("kind %s: the %s store runs as processes only (LOCKPROOF_ENV=process): %w", k, o.Spec.Store, ErrUnavailable)
+	if o.Spec.Store != "" && k == Docker {
+		return nil, fmt.Errorf("kind %s: the %s store runs as processes, or as a deployment you bring (byo), not in containers yet: %w", k, o.Spec.Store, ErrUnavailable)
 	}
 	switch k {
 	case Process:

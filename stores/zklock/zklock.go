@@ -289,12 +289,14 @@ func (l *Locker) acquire(ctx context.Context, key string, ttl time.Duration, wai
 	return ls, nil
 }
 
-// parents creates dir and its parents, as go-zookeeper's Lock does.
+// parents creates dir and its parents, as go-zookeeper's Lock does, but
+// as container nodes: the server deletes each once its last child is
+// gone, so that a run leaves nothing on a ZooKeeper it does not own.
 func (l *Locker) parents(conn *zk.Conn, dir string) error {
 	p := ""
 	for _, part := range strings.Split(strings.TrimPrefix(dir, "/"), "/") {
 		p += "/" + part
-		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := conn.CreateContainer(p, nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
 	}
