@@ -43,10 +43,19 @@ func keyLossFault() Fault {
 // acts on servers every scenario shares, so it runs alone; the window is
 // the restart.
 func restartFault() Fault {
-	return Fault{Name: contract.FaultRestart, Topologies: both, Doc: "the master (for redlock, one of its masters) crashes and restarts without persistence while a client holds (Redis forgets every lock)",
+	return Fault{Name: contract.FaultRestart, Topologies: everywhere, Doc: "the master (for redlock, one of its masters) crashes and restarts without persistence while a client holds (Redis forgets every lock); a consensus store's leader crashes and comes back with its data wiped",
 		Scope: ScopeServers, Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
 		Needs: needsOwnServers("crash and restart its master"),
 		strike: func(s *striking) (armed, error) {
+			if onStore(s) {
+				// The leader, while a client holds: killed, and after 3
+				// TTLs (the others elect meanwhile) back with no data, a
+				// new member that syncs from the new leader.
+				if _, err := s.firstHolder(s.outer); err != nil {
+					return armed{}, fmt.Errorf("restart: %w", err)
+				}
+				return armed{fault: &nemesis.Leader{Env: s.env, Mode: nemesis.LeaderWipe, Label: contract.FaultRestart}, window: 3 * s.sc.TTL}, nil
+			}
 			for {
 				kl, nodes, err := holderKeys(s)
 				if err != nil {

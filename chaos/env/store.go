@@ -295,6 +295,22 @@ func (e *StoreEnv) Restart(ctx context.Context, nodeID string) error {
 	return m.Launch()
 }
 
+// Wipe starts the killed member nodeID again with its data deleted: an
+// etcd member is removed from the cluster and added again as a new
+// member, as etcd replaces a member that lost its disk; a ZooKeeper
+// server comes back with no log and no snapshot and syncs from the
+// leader.
+func (e *StoreEnv) Wipe(ctx context.Context, nodeID string) error {
+	if _, err := e.node("wipe", nodeID); err != nil {
+		return err
+	}
+	i := slices.IndexFunc(e.topo.Store, func(n Node) bool { return n.ID == nodeID })
+	if e.zk != nil {
+		return e.zk.Wipe(i)
+	}
+	return e.etcd.Wipe(ctx, i)
+}
+
 // Close implements Env: it stops the store's members, the fenced Redis
 // and the Toxiproxy server, and removes the temporary root.
 func (e *StoreEnv) Close(ctx context.Context) error {
@@ -390,6 +406,7 @@ func (e *StoreEnv) Isolate(ctx context.Context, nodeID string) (heal func(contex
 type Leaderer interface {
 	Leader(ctx context.Context, skip ...string) (Node, error)
 	Isolate(ctx context.Context, nodeID string) (heal func(context.Context) error, err error)
+	Wipe(ctx context.Context, nodeID string) error
 }
 
 // StoreLeader returns the leader of e's consensus store that the members

@@ -82,11 +82,31 @@ func ask(ctx context.Context, l *env.Links, topology string, n env.Node) (string
 	return string(b), err
 }
 
+// serves waits (30s at most) until member n answers through l as want
+// says, after what happened to it (after).
+func serves(t *testing.T, ctx context.Context, l *env.Links, topology string, n env.Node, want, after string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		got, err := ask(actx, l, topology, n)
+		acancel()
+		if err == nil && strings.Contains(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s after %s: %q, %v", n.ID, after, got, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // TestStoreEnvironments: each consensus store runs as 3 processes with
 // the fenced Redis beside them; a client reaches every member through
 // its own proxy (a cut there cuts it off); the leader, cut off from its
 // peers (nemesis.Leader), is replaced by one the others elect, and the
-// heal leaves one leader; a killed member restarts and serves again.
+// heal leaves one leader; a killed member restarts and serves again, and
+// so does one wiped of its data.
 func TestStoreEnvironments(t *testing.T) {
 	for _, topology := range contract.StoreTopologies() {
 		t.Run(topology, func(t *testing.T) {
@@ -161,21 +181,29 @@ func TestStoreEnvironments(t *testing.T) {
 			if err := e.Kill(ctx, "fenced"); err == nil {
 				t.Error("Kill of the fenced resources' Redis succeeded; the store's faults are the store's")
 			}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				actx, acancel := context.WithTimeout(ctx, 2*time.Second)
-				got, err := ask(actx, l, topology, lead)
-				acancel()
-				if err == nil && strings.Contains(got, want) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s after its restart: %q, %v", lead.ID, got, err)
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
+			serves(t, ctx, l, topology, lead, want, "its restart")
 			if _, err := env.StoreLeader(ctx, e); err != nil {
 				t.Errorf("after the restart: %v", err)
+			}
+
+			// The leader killed and back with its data wiped: it rejoins
+			// (etcd: as a new member) and serves again.
+			lead, err = env.StoreLeader(ctx, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Kill(ctx, lead.ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := env.StoreLeader(ctx, e); err != nil {
+				t.Fatalf("after the leader %s was killed: %v", lead.ID, err)
+			}
+			if err := e.Wipe(ctx, lead.ID); err != nil {
+				t.Fatal(err)
+			}
+			serves(t, ctx, l, topology, lead, want, "its wipe")
+			if _, err := env.StoreLeader(ctx, e); err != nil {
+				t.Errorf("after the wipe: %v", err)
 			}
 		})
 	}

@@ -23,6 +23,9 @@ const (
 	LeaderIsolate
 	// LeaderPause freezes the leader's process (SIGSTOP) until Stop.
 	LeaderPause
+	// LeaderWipe kills the leader's process; Stop starts it again with
+	// its data deleted (env.StoreEnv Wipe).
+	LeaderWipe
 )
 
 // Leader strikes the leader of a consensus store's environment
@@ -45,7 +48,7 @@ type Leader struct {
 
 // Name implements Fault: "<label> <mode> <member>" once struck.
 func (f *Leader) Name() string {
-	return fmt.Sprintf("%s %s", f.Label, [...]string{"leader-kill", "leader-isolate", "leader-pause"}[f.Mode])
+	return fmt.Sprintf("%s %s", f.Label, [...]string{"leader-kill", "leader-isolate", "leader-pause", "leader-wipe"}[f.Mode])
 }
 
 // leaderWait bounds the wait for a leader, before the strike and for a
@@ -64,7 +67,7 @@ func (f *Leader) Start(ctx context.Context) error {
 	f.struck, f.began = n, time.Now()
 	f.mu.Unlock()
 	switch f.Mode {
-	case LeaderKill:
+	case LeaderKill, LeaderWipe:
 		return f.Env.Kill(ctx, n.ID)
 	case LeaderPause:
 		return f.Env.Pause(ctx, n.ID)
@@ -81,8 +84,8 @@ func (f *Leader) Start(ctx context.Context) error {
 }
 
 // Stop notes the leader the others elected meanwhile, then heals: the
-// killed member starts again, the paused one resumes, the cut one's
-// links are restored.
+// killed member starts again (wiped, for LeaderWipe), the paused one
+// resumes, the cut one's links are restored.
 func (f *Leader) Stop(ctx context.Context) error {
 	f.mu.Lock()
 	n := f.struck
@@ -106,6 +109,12 @@ func (f *Leader) Stop(ctx context.Context) error {
 		err = f.Env.Restart(ctx, n.ID)
 	case LeaderPause:
 		err = f.Env.Resume(ctx, n.ID)
+	case LeaderWipe:
+		if l, ok := f.Env.(env.Leaderer); ok {
+			err = l.Wipe(ctx, n.ID)
+		} else {
+			err = fmt.Errorf("%s: the %s environment cannot wipe a member: %w", f.Name(), f.Env.Kind(), env.ErrUnsupported)
+		}
 	default:
 		f.mu.Lock()
 		heal := f.heal

@@ -84,6 +84,7 @@ type Member struct {
 	Dir string
 
 	proc.Member
+	args []string // its command line's arguments (Wipe changes them)
 }
 
 // Cluster is a running etcd cluster.
@@ -167,8 +168,13 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 			// reused port is refused, not joined.
 			"--initial-cluster-token", filepath.Base(root),
 			"--heartbeat-interval", strconv.FormatInt(cfg.HeartbeatInterval.Milliseconds(), 10),
-			"--election-timeout", strconv.FormatInt(cfg.ElectionTimeout.Milliseconds(), 10)}
+			"--election-timeout", strconv.FormatInt(cfg.ElectionTimeout.Milliseconds(), 10),
+			// A member replaced (Wipe) is added back at once: the strict
+			// check refuses any change until every member has been
+			// connected for 5s, which a member just killed never is.
+			"--strict-reconfig-check=false"}
 		m.Command = func() *exec.Cmd { return exec.Command(bin, args...) }
+		m.args = args
 		if err := os.MkdirAll(m.Dir, 0o700); err != nil {
 			return c, fmt.Errorf("start etcd %s: %w", m.Name, err)
 		}
@@ -244,6 +250,63 @@ func (c *Cluster) leader(ctx context.Context, skip []int) (int, error) {
 		}
 	}
 	return -1, fmt.Errorf("%w: the leader is not among the members asked", ErrNoLeader)
+}
+
+// Wipe gives member i, killed, back to the cluster as a member with no
+// data: it is removed from the cluster (through a member that runs), its
+// data directory deleted, added again as a new member under its name and
+// addresses, and started to join the running cluster (etcd's way to
+// replace a member that lost its disk: a member that comes back empty
+// under its old identity would be refused).
+func (c *Cluster) Wipe(ctx context.Context, i int) error {
+	m := c.Members[i]
+	if m.Running() {
+		return fmt.Errorf("wipe %s: still running (kill it first)", m.Name)
+	}
+	via := -1
+	for j, o := range c.Members {
+		if j != i && o.Running() {
+			via = j
+			break
+		}
+	}
+	if via < 0 {
+		return fmt.Errorf("wipe %s: no other member runs", m.Name)
+	}
+	var list struct {
+		Members []struct {
+			ID   uint64 `json:"ID,string"`
+			Name string `json:"name"`
+		} `json:"members"`
+	}
+	if err := c.post(ctx, via, "/v3/cluster/member/list", struct{}{}, &list); err != nil {
+		return fmt.Errorf("wipe %s: %w", m.Name, err)
+	}
+	for _, o := range list.Members {
+		if o.Name == m.Name {
+			var out struct{}
+			if err := c.post(ctx, via, "/v3/cluster/member/remove", map[string]string{"ID": strconv.FormatUint(o.ID, 10)}, &out); err != nil {
+				return fmt.Errorf("wipe %s: remove: %w", m.Name, err)
+			}
+		}
+	}
+	var out struct{}
+	if err := c.post(ctx, via, "/v3/cluster/member/add", map[string][]string{"peerURLs": {"http://" + m.AdvPeer}}, &out); err != nil {
+		return fmt.Errorf("wipe %s: add: %w", m.Name, err)
+	}
+	if err := os.RemoveAll(filepath.Join(m.Dir, "data")); err != nil {
+		return fmt.Errorf("wipe %s: %w", m.Name, err)
+	}
+	args := slices.Clone(m.args)
+	for k := range args {
+		if args[k] == "--initial-cluster-state" {
+			args[k+1] = "existing"
+		}
+	}
+	bin := m.Command().Path
+	m.args = args
+	m.Command = func() *exec.Cmd { return exec.Command(bin, args...) }
+	return m.Launch()
 }
 
 // Put writes key = value through member i (a linearizable write: it

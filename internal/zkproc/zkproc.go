@@ -219,6 +219,30 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 	return c, nil
 }
 
+// Wipe starts server i, killed, again with its data deleted (its myid
+// kept): it comes back with no log and no snapshot, and syncs from the
+// leader as a follower.
+func (c *Cluster) Wipe(i int) error {
+	s := c.Servers[i]
+	if s.Running() {
+		return fmt.Errorf("wipe zookeeper %d: still running (kill it first)", s.ID)
+	}
+	data := filepath.Join(s.Dir, "data")
+	entries, err := os.ReadDir(data)
+	if err != nil {
+		return fmt.Errorf("wipe zookeeper %d: %w", s.ID, err)
+	}
+	for _, e := range entries {
+		if e.Name() == "myid" {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(data, e.Name())); err != nil {
+			return fmt.Errorf("wipe zookeeper %d: %w", s.ID, err)
+		}
+	}
+	return s.Launch()
+}
+
 // Stop kills every server, gives up their ports and removes their
 // directories. It is safe to call more than once.
 func (c *Cluster) Stop() error { return c.ens.Stop() }

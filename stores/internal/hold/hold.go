@@ -23,8 +23,8 @@ type Pair struct {
 	// Open opens a Locker of the lock, fenced or not.
 	Open func(d locker.Deps, fenced bool) (locker.Locker, error)
 	// Quorum says why every lease holds under the store's leader
-	// faults (failover, minority-partition, pause-server), and why
-	// liveness may break there.
+	// faults (failover, minority-partition, pause-server, restart: the
+	// leader back with its data wiped), and why liveness may break there.
 	Quorum string
 	// Lapse says why liveness may break once a holder stopped renewing
 	// (pause-client, crash-client).
@@ -53,7 +53,7 @@ func (p Pair) Entries() []locker.Entry {
 // Lapse).
 func (p Pair) predict(fault string, pr locker.Prediction) locker.Prediction {
 	switch fault {
-	case contract.FaultFailover, contract.FaultMinorityPartition, contract.FaultPauseServer:
+	case contract.FaultFailover, contract.FaultMinorityPartition, contract.FaultPauseServer, contract.FaultRestart:
 		q := locker.AllHold()
 		q.Set(contract.WantMay, contract.PropLiveness)
 		q.Because(p.Quorum)
