@@ -901,3 +901,45 @@ func TestFaultsOnTopologies(t *testing.T) {
 		t.Errorf("topology ring: %v; want ErrBadConfig", err)
 	}
 }
+
+// TestStoreTopologies: a consensus store's default matrix is the clients'
+// faults and its leader's (failover, minority-partition, pause-server),
+// not Redis's own (clock-skew, key-loss, a cluster's takeover); on a
+// store you bring, every fault that would strike its servers is left
+// out, saying so; its leases default to whole seconds; and each lock
+// runs on its own topology only.
+func TestStoreTopologies(t *testing.T) {
+	want := []string{contract.FaultNone, contract.FaultLatency, contract.FaultPartition, contract.FaultPauseClient,
+		contract.FaultPauseServer, contract.FaultFailover, contract.FaultCrashClient, contract.FaultMinorityPartition}
+	for _, topo := range contract.StoreTopologies() {
+		if got := FaultsOn(topo); !slices.Equal(got, want) {
+			t.Errorf("FaultsOn(%s) = %v; want %v", topo, got, want)
+		}
+		byo, left := AvailableFaults(env.BYO, topo)
+		if want := []string{contract.FaultNone, contract.FaultLatency, contract.FaultPartition, contract.FaultPauseClient, contract.FaultCrashClient}; !slices.Equal(byo, want) {
+			t.Errorf("byo %s: %v; want the clients' faults %v", topo, byo, want)
+		}
+		for _, err := range left {
+			if !errors.Is(err, chaos.ErrNotOurServers) {
+				t.Errorf("byo %s: left out %v; want ErrNotOurServers", topo, err)
+			}
+		}
+		if defaultTTL(topo) != time.Second {
+			t.Errorf("%s: default TTL %v; want 1s", topo, defaultTTL(topo))
+		}
+	}
+	redis := locker.Entry{Name: "r"}
+	onEtcd := locker.Entry{Name: "e", Needs: locker.Needs{Store: contract.TopologyEtcd}}
+	for _, tc := range []struct {
+		e    locker.Entry
+		topo string
+		ok   bool
+	}{
+		{redis, "", true}, {redis, contract.TopologyCluster, true}, {redis, contract.TopologyEtcd, false},
+		{onEtcd, contract.TopologyEtcd, true}, {onEtcd, contract.TopologyZooKeeper, false}, {onEtcd, "", false},
+	} {
+		if err := RunsOn(tc.e, tc.topo); (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrWrongStore)) {
+			t.Errorf("RunsOn(%s, %q) = %v; want ok %v", tc.e.Name, tc.topo, err, tc.ok)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockproof/lockproof/contract"
 )
 
 // copyFixtureRun copies reports/testdata/run (a run directory with expected
@@ -125,5 +127,67 @@ func TestReportCompare(t *testing.T) {
 	code, _, errOut = runCLI(t, "report", "--compare", old, filepath.Join(old, "nope"))
 	if code != exitBadInput || !strings.Contains(errOut, "summary.json") {
 		t.Errorf("missing new run: exit %d stderr %q", code, errOut)
+	}
+}
+
+// TestReportBackends: report --backends sets runs of two topologies side
+// by side, lock by lock, and exits as the worst run's report does;
+// without a directory it is bad input.
+func TestReportBackends(t *testing.T) {
+	pass := copyFixtureRun(t, func(id string) bool { return strings.HasPrefix(id, "fenced-none") || id == "setnx-pause-client-1" })
+	etcd := copyFixtureRun(t, func(id string) bool { return strings.HasPrefix(id, "fenced-none") })
+	sum := filepath.Join(etcd, contract.SummaryFile)
+	b, err := os.ReadFile(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["topology"] = contract.TopologyEtcd
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sum, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "report", "--backends", pass, etcd)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q; want 0", code, errOut)
+	}
+	for _, want := range []string{"| topology | lock | none | pause-client |", "| sentinel | fenced | held | — |", "| etcd | fenced | held | — |", "| sentinel | setnx | — | "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report --backends lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := runCLI(t, "report", "--backends", pass, copyFixtureRun(t, nil)); code != exitViolation || !strings.Contains(out, "**(!)**") {
+		t.Errorf("with a run not as expected: exit %d; want %d and the cell marked:\n%s", code, exitViolation, out)
+	}
+	if code, _, errOut := runCLI(t, "report", "--backends"); code != exitBadInput || !strings.Contains(errOut, "--backends") {
+		t.Errorf("no directory: exit %d, stderr %q; want %d", code, errOut, exitBadInput)
+	}
+}
+
+// TestRunStoreTopologyRefusals: a consensus store's topology runs its own
+// locks only, as processes or a deployment you bring: a Redis lock there,
+// a store's lock on Redis, a lock in its own process there and Docker
+// are refused up front, each saying why.
+func TestRunStoreTopologyRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--topology", "etcd", "--locks", "fenced"}, exitBadInput, "runs on Redis"},
+		{[]string{"--locks", "etcd-mutex"}, exitBadInput, "runs on the etcd store"},
+		{[]string{"--topology", "zookeeper", "--lock-cmd", "true", "--lock-name", "x"}, exitBadInput, "--topology zookeeper is not supported"},
+		{[]string{"--topology", "etcd", "--provider", "docker"}, exitEnvironment, "not in containers yet"},
+	} {
+		args := append([]string{"run", "--seeds", "1", "--faults", "none", "--out", filepath.Join(t.TempDir(), "out")}, tc.args...)
+		code, _, errOut := runCLI(t, args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d saying %q", tc.args, code, errOut, tc.code, tc.want)
+		}
 	}
 }
