@@ -57,8 +57,8 @@ func Prepare(ctx context.Context, cfg *Config, eo env.Options) (left []error, er
 	}
 	if contract.IsStore(cfg.Topology) {
 		// A consensus store runs as lockproof's processes, or is yours.
-		if kind == env.Docker {
-			return nil, fmt.Errorf("topology %s on the %s environment: %w: the consensus stores run as processes, or as a deployment you bring (byo), not in containers yet", cfg.Topology, kind, env.ErrUnavailable)
+		if kind == env.Docker && cfg.Topology == contract.TopologyZooKeeper {
+			return nil, fmt.Errorf("topology %s on the %s environment: %w: ZooKeeper runs as processes, or as a deployment you bring (byo), not in containers yet", cfg.Topology, kind, env.ErrUnavailable)
 		}
 		if kind == env.BYO {
 			if eo.BYO == nil {

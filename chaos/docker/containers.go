@@ -150,7 +150,11 @@ func (e *Env) run(ctx context.Context, n *node, cmd []string, port string, files
 	if err != nil {
 		return fmt.Errorf("%s: port %q: %w", n.ID, clusterBusPort, err)
 	}
-	data := len(files) == 0 // Redis servers keep their data in a tmpfs: empty after a restart
+	data := len(files) == 0 && !n.keep // Redis servers keep their data in a tmpfs: empty after a restart
+	image := e.image.Ref
+	if n.image != "" {
+		image = n.image
+	}
 	var last error
 	for attempt := 0; attempt < 3; attempt++ {
 		if attempt > 0 {
@@ -175,7 +179,7 @@ func (e *Env) run(ctx context.Context, n *node, cmd []string, port string, files
 			bindings[bus] = []network.PortBinding{{HostIP: netip.MustParseAddr(loopback), HostPort: strconv.Itoa(n.busPort)}}
 		}
 		req := testcontainers.ContainerRequest{
-			Image:          e.image.Ref,
+			Image:          image,
 			Name:           "lockproof-" + e.ID + "-" + n.ID,
 			Cmd:            cmd,
 			ExposedPorts:   exposed,
@@ -209,7 +213,7 @@ func (e *Env) run(ctx context.Context, n *node, cmd []string, port string, files
 			e.mu.Unlock()
 		}
 		if err == nil {
-			return e.waitPing(ctx, n)
+			return e.waitReady(ctx, n)
 		}
 		last = fmt.Errorf("start %s on 127.0.0.1:%s: %w", n.ID, hostPort, err)
 		if !strings.Contains(err.Error(), "allocated") && !strings.Contains(err.Error(), "address already in use") {
@@ -219,20 +223,25 @@ func (e *Env) run(ctx context.Context, n *node, cmd []string, port string, files
 	return last
 }
 
-// waitPing waits (at most 30s) until the node answers PING on its published port.
-func (e *Env) waitPing(ctx context.Context, n *node) error {
+// waitReady waits (at most 30s) until the node serves: its own ready (a
+// store's member), else PING on its published port.
+func (e *Env) waitReady(ctx context.Context, n *node) error {
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c := env.AdminClient(env.Auth{}, n.Upstream)
-	defer c.Close()
+	ready := n.ready
+	if ready == nil {
+		c := env.AdminClient(env.Auth{}, n.Upstream)
+		defer c.Close()
+		ready = func(ctx context.Context) error { return c.Ping(ctx).Err() }
+	}
 	for {
-		err := c.Ping(wctx).Err()
+		err := ready(wctx)
 		if err == nil {
 			return nil
 		}
 		select {
 		case <-wctx.Done():
-			return fmt.Errorf("%s at %s: no PONG: %w (last: %v)%s", n.ID, n.Upstream, wctx.Err(), err, e.logTail(n))
+			return fmt.Errorf("%s at %s: not serving: %w (last: %v)%s", n.ID, n.Upstream, wctx.Err(), err, e.logTail(n))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -141,6 +141,15 @@ type node struct {
 	// port and its bus: where the others meet it (redisproc.FormCluster).
 	meet string
 	ctr  testcontainers.Container
+	// image, when set, is the node's image (a consensus store's member);
+	// "" is the environment's Redis image.
+	image string
+	// keep: the node's /data is the container's own, kept across a
+	// restart (a store's member), not a tmpfs emptied by it (Redis's).
+	keep bool
+	// ready, when set, says the node serves (a store's member); nil
+	// waits for PING.
+	ready func(ctx context.Context) error
 }
 
 var _ env.Env = (*Env)(nil)
@@ -274,6 +283,9 @@ func (e *Env) start(ctx context.Context, o Options) error {
 	e.mu.Unlock()
 	if e.gateway, err = e.gatewayIP(ctx); err != nil {
 		return err
+	}
+	if e.spec.Store != "" {
+		return e.startStore(ctx, o)
 	}
 	e.topo.MasterName = e.spec.MasterName
 

@@ -104,7 +104,7 @@ func (e *Env) Restart(ctx context.Context, nodeID string) error {
 	if _, err := e.cli.ContainerStart(ctx, n.ctr.GetContainerID(), client.ContainerStartOptions{}); err != nil {
 		return fmt.Errorf("restart %s: %w", nodeID, err)
 	}
-	if err := e.waitPing(ctx, n); err != nil {
+	if err := e.waitReady(ctx, n); err != nil {
 		return fmt.Errorf("restart: %w", err)
 	}
 	return nil

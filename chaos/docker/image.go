@@ -58,63 +58,98 @@ type Image struct {
 // for it at its own path, the dynamic loader, a minimal /etc/passwd, /tmp
 // and /data. Nothing is pulled.
 func BuildRedisImage(ctx context.Context) (Image, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return Image{}, fmt.Errorf("build redis image: %w: %w", ErrNoRedisBinary, err)
+	}
+	return buildImage(ctx, RedisRepo, redisDockerfile, map[string]string{"usr/local/bin/redis-server": bin})
+}
+
+// EtcdRepo is the repository of the locally built etcd image, tagged as
+// RedisRepo's is.
+const EtcdRepo = "lockproof/etcd"
+
+// etcdDockerfile runs the host's etcd from an otherwise empty image.
+const etcdDockerfile = `FROM scratch
+COPY rootfs/ /
+ENV PATH=/usr/local/bin
+WORKDIR /data
+LABEL org.lockproof.image=etcd
+`
+
+// BuildEtcdImage returns the local etcd image, built as BuildRedisImage
+// builds Redis's: FROM scratch, the host's etcd (Debian's etcd-server)
+// and what it links. Nothing is pulled.
+func BuildEtcdImage(ctx context.Context) (Image, error) {
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		return Image{}, fmt.Errorf("build etcd image: no etcd on the host (apt-get install -y etcd-server): %w", err)
+	}
+	return buildImage(ctx, EtcdRepo, etcdDockerfile, map[string]string{"usr/local/bin/etcd": bin})
+}
+
+// buildImage returns the local image repo:tag, building it first when no
+// image with the tag of its inputs exists: FROM scratch (dockerfile), the
+// host's binaries bins (image path -> host path, symlinks resolved), every
+// library ldd lists for them at its own path, the dynamic loader, a
+// minimal /etc/passwd, /tmp and /data.
+func buildImage(ctx context.Context, repo, dockerfile string, bins map[string]string) (Image, error) {
 	start := time.Now()
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
-		return Image{}, fmt.Errorf("build redis image: docker client: %w", err)
+		return Image{}, fmt.Errorf("build %s image: docker client: %w", repo, err)
 	}
 	defer cli.Close()
 
-	archive, tag, err := redisContext(ctx)
+	archive, tag, err := rootfsContext(ctx, dockerfile, bins)
 	if err != nil {
-		return Image{}, fmt.Errorf("build redis image: %w", err)
+		return Image{}, fmt.Errorf("build %s image: %w", repo, err)
 	}
-	ref := RedisRepo + ":" + tag
+	ref := repo + ":" + tag
 	if _, err := cli.ImageInspect(ctx, ref); err == nil {
 		return Image{Ref: ref, Took: time.Since(start)}, nil
 	} else if !errdefs.IsNotFound(err) {
-		return Image{}, fmt.Errorf("build redis image: inspect %s: %w", ref, err)
+		return Image{}, fmt.Errorf("build %s image: inspect %s: %w", repo, ref, err)
 	}
 
 	prov, err := testcontainers.NewDockerProvider()
 	if err != nil {
-		return Image{}, fmt.Errorf("build redis image: docker provider: %w", err)
+		return Image{}, fmt.Errorf("build %s image: docker provider: %w", repo, err)
 	}
 	defer prov.Close()
 	var buildLog bytes.Buffer
 	req := &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
 		ContextArchive: bytes.NewReader(archive),
 		Dockerfile:     "Dockerfile",
-		Repo:           RedisRepo,
+		Repo:           repo,
 		Tag:            tag,
 		KeepImage:      true,
 		BuildLogWriter: &buildLog,
 	}}
 	if _, err := prov.BuildImage(ctx, req); err != nil {
-		return Image{}, fmt.Errorf("build redis image %s: %w; build log: %s", ref, err, tail(buildLog.String(), 2000))
+		return Image{}, fmt.Errorf("build image %s: %w; build log: %s", ref, err, tail(buildLog.String(), 2000))
 	}
 	return Image{Ref: ref, Built: true, Took: time.Since(start)}, nil
 }
 
-// redisContext makes the build context (a tar archive) and the tag that
-// names its content.
-func redisContext(ctx context.Context) ([]byte, string, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: %w", ErrNoRedisBinary, err)
-	}
-	real, err := filepath.EvalSymlinks(bin)
-	if err != nil {
-		return nil, "", fmt.Errorf("resolve %s: %w", bin, err)
-	}
-	libs, err := sharedLibs(ctx, real)
-	if err != nil {
-		return nil, "", err
-	}
-
-	files := map[string]string{"usr/local/bin/redis-server": real} // image path -> host path
-	for _, l := range libs {
-		files[strings.TrimPrefix(l, "/")] = l
+// rootfsContext makes the build context (a tar archive) of dockerfile
+// and the binaries bins with what they link, and the tag that names its
+// content.
+func rootfsContext(ctx context.Context, dockerfile string, bins map[string]string) ([]byte, string, error) {
+	files := map[string]string{} // image path -> host path
+	for in, bin := range bins {
+		real, err := filepath.EvalSymlinks(bin)
+		if err != nil {
+			return nil, "", fmt.Errorf("resolve %s: %w", bin, err)
+		}
+		libs, err := sharedLibs(ctx, real)
+		if err != nil {
+			return nil, "", err
+		}
+		files[in] = real
+		for _, l := range libs {
+			files[strings.TrimPrefix(l, "/")] = l
+		}
 	}
 	names := make([]string, 0, len(files))
 	for n := range files {
@@ -151,7 +186,7 @@ func redisContext(ctx context.Context) ([]byte, string, error) {
 		return err
 	}
 
-	if err := addFile("Dockerfile", 0o644, []byte(redisDockerfile)); err != nil {
+	if err := addFile("Dockerfile", 0o644, []byte(dockerfile)); err != nil {
 		return nil, "", fmt.Errorf("build context: %w", err)
 	}
 	if err := addDir("rootfs", 0o755); err != nil {

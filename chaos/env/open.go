@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/internal/redisproc"
 )
 
@@ -115,7 +116,7 @@ func Open(ctx context.Context, o Options) (Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Spec.Store != "" && k == Docker {
+	if o.Spec.Store == contract.TopologyZooKeeper && k == Docker {
 		return nil, fmt.Errorf("kind %s: the %s store runs as processes, or as a deployment you bring (byo), not in containers yet: %w", k, o.Spec.Store, ErrUnavailable)
 	}
 	switch k {

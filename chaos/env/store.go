@@ -356,15 +356,18 @@ func (e *StoreEnv) Close(ctx context.Context) error {
 //     others' election connections to it hang in their handshake, and
 //     they do not elect among themselves within 15s.
 func (e *StoreEnv) Isolate(ctx context.Context, nodeID string) (heal func(context.Context) error, err error) {
-	var n Node
 	for _, m := range e.topo.Store {
 		if m.ID == nodeID {
-			n = m
+			return CutOff(ctx, e.toxi.API, e.topo.StoreKind, m)
 		}
 	}
-	if n.ID == "" {
-		return nil, fmt.Errorf("isolate: node %q: %w", nodeID, ErrNoNode)
-	}
+	return nil, fmt.Errorf("isolate: node %q: %w", nodeID, ErrNoNode)
+}
+
+// CutOff cuts the store member n off from its peers through its peer
+// proxies on api, each store its own way (StoreEnv.Isolate says which),
+// until the heal it returns.
+func CutOff(ctx context.Context, api *toxiclient.Client, store string, n Node) (heal func(context.Context) error, err error) {
 	var undo []func() error
 	heal = func(context.Context) error {
 		var errs []error
@@ -378,13 +381,13 @@ func (e *StoreEnv) Isolate(ctx context.Context, nodeID string) (heal func(contex
 		if err := ctx.Err(); err != nil {
 			return heal, err
 		}
-		p, err := e.toxi.API.Proxy(name)
+		p, err := api.Proxy(name)
 		if err != nil {
-			return heal, fmt.Errorf("isolate %s: proxy %s: %w", nodeID, name, err)
+			return heal, fmt.Errorf("isolate %s: proxy %s: %w", n.ID, name, err)
 		}
-		if e.topo.StoreKind == contract.TopologyZooKeeper {
+		if store == contract.TopologyZooKeeper {
 			if err := p.Disable(); err != nil {
-				return heal, fmt.Errorf("isolate %s: disable %s: %w", nodeID, name, err)
+				return heal, fmt.Errorf("isolate %s: disable %s: %w", n.ID, name, err)
 			}
 			undo = append(undo, p.Enable)
 			continue
@@ -392,7 +395,7 @@ func (e *StoreEnv) Isolate(ctx context.Context, nodeID string) (heal func(contex
 		for _, stream := range []string{"upstream", "downstream"} {
 			tox := "lp-blackhole-" + stream
 			if _, err := p.AddToxic(tox, "timeout", stream, 1, toxiclient.Attributes{"timeout": 0}); err != nil {
-				return heal, fmt.Errorf("isolate %s: blackhole %s: %w", nodeID, name, err)
+				return heal, fmt.Errorf("isolate %s: blackhole %s: %w", n.ID, name, err)
 			}
 			undo = append(undo, func() error { return p.RemoveToxic(tox) })
 		}

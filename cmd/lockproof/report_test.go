@@ -182,7 +182,7 @@ func TestRunStoreTopologyRefusals(t *testing.T) {
 		{[]string{"--topology", "etcd", "--locks", "fenced"}, exitBadInput, "runs on Redis"},
 		{[]string{"--locks", "etcd-mutex"}, exitBadInput, "runs on the etcd store"},
 		{[]string{"--topology", "zookeeper", "--lock-cmd", "true", "--lock-name", "x"}, exitBadInput, "--topology zookeeper is not supported"},
-		{[]string{"--topology", "etcd", "--provider", "docker"}, exitEnvironment, "not in containers yet"},
+		{[]string{"--topology", "zookeeper", "--provider", "docker"}, exitEnvironment, "not in containers yet"},
 	} {
 		args := append([]string{"run", "--seeds", "1", "--faults", "none", "--out", filepath.Join(t.TempDir(), "out")}, tc.args...)
 		code, _, errOut := runCLI(t, args...)

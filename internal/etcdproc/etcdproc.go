@@ -204,17 +204,7 @@ type Status struct {
 
 // Status asks member i, on its own client port.
 func (c *Cluster) Status(ctx context.Context, i int) (Status, error) {
-	var r struct {
-		Header struct {
-			MemberID uint64 `json:"member_id,string"`
-		} `json:"header"`
-		Leader   uint64 `json:"leader,string"`
-		RaftTerm uint64 `json:"raftTerm,string"`
-	}
-	if err := c.post(ctx, i, "/v3/maintenance/status", struct{}{}, &r); err != nil {
-		return Status{}, err
-	}
-	return Status{Member: r.Header.MemberID, Leader: r.Leader, Term: r.RaftTerm}, nil
+	return StatusAt(ctx, c.http, c.Members[i].ClientAddr)
 }
 
 // WaitLeader waits until the members that run and are not in skip answer
@@ -228,15 +218,43 @@ func (c *Cluster) WaitLeader(ctx context.Context, skip []int) (int, error) {
 }
 
 func (c *Cluster) leader(ctx context.Context, skip []int) (int, error) {
+	addrs := make([]string, len(c.Members))
+	for i, m := range c.Members {
+		if m.Running() && !slices.Contains(skip, i) {
+			addrs[i] = m.ClientAddr
+		}
+	}
+	return LeaderAmong(ctx, c.http, addrs)
+}
+
+// StatusAt asks the member whose client port is addr (its JSON gateway).
+func StatusAt(ctx context.Context, hc *http.Client, addr string) (Status, error) {
+	var r struct {
+		Header struct {
+			MemberID uint64 `json:"member_id,string"`
+		} `json:"header"`
+		Leader   uint64 `json:"leader,string"`
+		RaftTerm uint64 `json:"raftTerm,string"`
+	}
+	if err := postTo(ctx, hc, addr, "/v3/maintenance/status", struct{}{}, &r); err != nil {
+		return Status{}, err
+	}
+	return Status{Member: r.Header.MemberID, Leader: r.Leader, Term: r.RaftTerm}, nil
+}
+
+// LeaderAmong asks the members at addrs ("" for one not to ask) and
+// returns the index of the leader they all name, or an error wrapping
+// ErrNoLeader.
+func LeaderAmong(ctx context.Context, hc *http.Client, addrs []string) (int, error) {
 	ids := map[uint64]int{}
 	leaders := map[uint64]bool{}
-	for i, m := range c.Members {
-		if !m.Running() || slices.Contains(skip, i) {
+	for i, a := range addrs {
+		if a == "" {
 			continue
 		}
-		st, err := c.Status(ctx, i)
+		st, err := StatusAt(ctx, hc, a)
 		if err != nil {
-			return -1, fmt.Errorf("%s: %w", m.Name, err)
+			return -1, fmt.Errorf("%s: %w", a, err)
 		}
 		ids[st.Member] = i
 		leaders[st.Leader] = true
@@ -326,16 +344,25 @@ func (c *Cluster) Put(ctx context.Context, i int, key, value string) (int64, err
 
 // post sends a JSON request to member i's gateway and decodes its answer.
 func (c *Cluster) post(ctx context.Context, i int, path string, in, out any) error {
+	if err := postTo(ctx, c.http, c.Members[i].ClientAddr, path, in, out); err != nil {
+		return fmt.Errorf("%s: %w", c.Members[i].Name, err)
+	}
+	return nil
+}
+
+// postTo sends a JSON request to the gateway of the member at addr and
+// decodes its answer.
+func postTo(ctx context.Context, hc *http.Client, addr, path string, in, out any) error {
 	b, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.Members[i].ClientAddr+path, bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(b))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
@@ -345,10 +372,10 @@ func (c *Cluster) post(ctx context.Context, i int, path string, in, out any) err
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: %s: %s", c.Members[i].Name, path, resp.Status, strings.TrimSpace(string(body)))
+		return fmt.Errorf("%s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
 	}
 	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("%s %s: %w", c.Members[i].Name, path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }
