@@ -151,6 +151,10 @@ func (f Fault) Available(k env.Kind, topology string) error {
 		// A store lockproof does not run: its clients' faults only.
 		return fmt.Errorf("fault %s on the byo %s: %w, so it does not strike its leader", f.Name, topology, ErrNotOurServers)
 	}
+	if k == env.Docker && contract.IsStore(topology) && f.Name == contract.FaultRestart {
+		// A store's member replaced with its data wiped: processes only.
+		return fmt.Errorf("fault %s on the docker %s: %w (a member wiped and replaced)", f.Name, topology, ErrNeedsProcesses)
+	}
 	if f.Needs == nil || k == "" {
 		return nil
 	}

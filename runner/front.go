@@ -56,10 +56,9 @@ func Prepare(ctx context.Context, cfg *Config, eo env.Options) (left []error, er
 		return nil, err
 	}
 	if contract.IsStore(cfg.Topology) {
-		// A consensus store runs as lockproof's processes, or is yours.
-		if kind == env.Docker && cfg.Topology == contract.TopologyZooKeeper {
-			return nil, fmt.Errorf("topology %s on the %s environment: %w: ZooKeeper runs as processes, or as a deployment you bring (byo), not in containers yet", cfg.Topology, kind, env.ErrUnavailable)
-		}
+		// A consensus store runs as lockproof's processes or containers
+		// (its binaries on this machine: the images are built from them),
+		// or is yours.
 		if kind == env.BYO {
 			if eo.BYO == nil {
 				return nil, fmt.Errorf("%w: topology %s on the byo environment: no deployment given", ErrBadConfig, cfg.Topology)

@@ -178,6 +178,14 @@ func (e *Env) run(ctx context.Context, n *node, cmd []string, port string, files
 			exposed = append(exposed, clusterBusPort)
 			bindings[bus] = []network.PortBinding{{HostIP: netip.MustParseAddr(loopback), HostPort: strconv.Itoa(n.busPort)}}
 		}
+		for cp, hp := range n.more { // a store member's peer ports, for its peers' proxies
+			pp, err := network.ParsePort(cp)
+			if err != nil {
+				return fmt.Errorf("%s: port %q: %w", n.ID, cp, err)
+			}
+			exposed = append(exposed, cp)
+			bindings[pp] = []network.PortBinding{{HostIP: netip.MustParseAddr(loopback), HostPort: strconv.Itoa(hp)}}
+		}
 		req := testcontainers.ContainerRequest{
 			Image:          image,
 			Name:           "lockproof-" + e.ID + "-" + n.ID,

@@ -144,6 +144,9 @@ type node struct {
 	// image, when set, is the node's image (a consensus store's member);
 	// "" is the environment's Redis image.
 	image string
+	// more are further container ports published on loopback (a ZooKeeper
+	// server's quorum and election ports), by the host port each gets.
+	more map[string]int
 	// keep: the node's /data is the container's own, kept across a
 	// restart (a store's member), not a tmpfs emptied by it (Redis's).
 	keep bool

@@ -62,7 +62,7 @@ func BuildRedisImage(ctx context.Context) (Image, error) {
 	if err != nil {
 		return Image{}, fmt.Errorf("build redis image: %w: %w", ErrNoRedisBinary, err)
 	}
-	return buildImage(ctx, RedisRepo, redisDockerfile, map[string]string{"usr/local/bin/redis-server": bin})
+	return buildImage(ctx, RedisRepo, redisDockerfile, map[string]string{"usr/local/bin/redis-server": bin}, nil)
 }
 
 // EtcdRepo is the repository of the locally built etcd image, tagged as
@@ -85,7 +85,64 @@ func BuildEtcdImage(ctx context.Context) (Image, error) {
 	if err != nil {
 		return Image{}, fmt.Errorf("build etcd image: no etcd on the host (apt-get install -y etcd-server): %w", err)
 	}
-	return buildImage(ctx, EtcdRepo, etcdDockerfile, map[string]string{"usr/local/bin/etcd": bin})
+	return buildImage(ctx, EtcdRepo, etcdDockerfile, map[string]string{"usr/local/bin/etcd": bin}, nil)
+}
+
+// ZooKeeperRepo is the repository of the locally built ZooKeeper image,
+// tagged as RedisRepo's is.
+const ZooKeeperRepo = "lockproof/zookeeper"
+
+// zkDockerfile runs the host's ZooKeeper on the host's JVM.
+const zkDockerfile = `FROM scratch
+COPY rootfs/ /
+WORKDIR /data
+LABEL org.lockproof.image=zookeeper
+`
+
+// BuildZooKeeperImage returns the local ZooKeeper image, built as
+// BuildRedisImage builds Redis's, out of the host's JVM (the java on
+// PATH, its home's bin/java, lib and conf, at their own paths, with
+// what their libraries link) and the jars of /usr/share/java (Debian's
+// zookeeper.jar names the others in its manifest). Nothing is pulled.
+func BuildZooKeeperImage(ctx context.Context) (Image, error) {
+	java, err := exec.LookPath("java")
+	if err == nil {
+		java, err = filepath.EvalSymlinks(java)
+	}
+	if err != nil {
+		return Image{}, fmt.Errorf("build zookeeper image: no java on the host (apt-get install -y zookeeper): %w", err)
+	}
+	home := filepath.Dir(filepath.Dir(java))
+	bins := map[string]string{strings.TrimPrefix(java, "/"): java}
+	files := map[string]string{}
+	for _, dir := range []string{filepath.Join(home, "lib"), filepath.Join(home, "conf"), "/usr/share/java"} {
+		err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				return nil // a dangling link (lib/src.zip without the sources)
+			}
+			if fi, err := os.Stat(real); err != nil || fi.IsDir() {
+				return nil
+			}
+			// A library whose own libraries are not here (AWT's X11)
+			// goes in as it is: the server never loads it.
+			if strings.HasSuffix(p, ".so") {
+				if _, lerr := sharedLibs(ctx, real); lerr == nil {
+					bins[strings.TrimPrefix(p, "/")] = p
+					return nil
+				}
+			}
+			files[strings.TrimPrefix(p, "/")] = real
+			return nil
+		})
+		if err != nil {
+			return Image{}, fmt.Errorf("build zookeeper image: %w", err)
+		}
+	}
+	return buildImage(ctx, ZooKeeperRepo, zkDockerfile, bins, files)
 }
 
 // buildImage returns the local image repo:tag, building it first when no
@@ -93,7 +150,7 @@ func BuildEtcdImage(ctx context.Context) (Image, error) {
 // host's binaries bins (image path -> host path, symlinks resolved), every
 // library ldd lists for them at its own path, the dynamic loader, a
 // minimal /etc/passwd, /tmp and /data.
-func buildImage(ctx context.Context, repo, dockerfile string, bins map[string]string) (Image, error) {
+func buildImage(ctx context.Context, repo, dockerfile string, bins, files map[string]string) (Image, error) {
 	start := time.Now()
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
@@ -101,7 +158,7 @@ func buildImage(ctx context.Context, repo, dockerfile string, bins map[string]st
 	}
 	defer cli.Close()
 
-	archive, tag, err := rootfsContext(ctx, dockerfile, bins)
+	archive, tag, err := rootfsContext(ctx, dockerfile, bins, files)
 	if err != nil {
 		return Image{}, fmt.Errorf("build %s image: %w", repo, err)
 	}
@@ -132,11 +189,14 @@ func buildImage(ctx context.Context, repo, dockerfile string, bins map[string]st
 	return Image{Ref: ref, Built: true, Took: time.Since(start)}, nil
 }
 
-// rootfsContext makes the build context (a tar archive) of dockerfile
-// and the binaries bins with what they link, and the tag that names its
-// content.
-func rootfsContext(ctx context.Context, dockerfile string, bins map[string]string) ([]byte, string, error) {
+// rootfsContext makes the build context (a tar archive) of dockerfile,
+// the binaries bins with what they link and the plain files plain (image
+// path -> host path, each), and the tag that names its content.
+func rootfsContext(ctx context.Context, dockerfile string, bins, plain map[string]string) ([]byte, string, error) {
 	files := map[string]string{} // image path -> host path
+	for in, host := range plain {
+		files[in] = host
+	}
 	for in, bin := range bins {
 		real, err := filepath.EvalSymlinks(bin)
 		if err != nil {

@@ -97,44 +97,50 @@ func clusterServerFaults() []string {
 	return out
 }
 
-// TestEtcdMatrixOnDocker runs etcd's locks on an etcd cluster of
-// containers (lockproof run --topology etcd --provider docker): the
-// clients' pause and crash, and every fault of the leader (killed, cut
-// off from its peers, frozen), each verdict as predicted and each fault
-// biting. Like TestFencedMatrixOnDocker, it runs with LOCKPROOF_ENV=docker.
-func TestEtcdMatrixOnDocker(t *testing.T) {
+// TestStoresMatrixOnDocker runs the consensus stores' locks on clusters
+// of containers (lockproof run --topology etcd|zookeeper --provider
+// docker): the clients' pause and crash, and every fault of the leader
+// (killed, cut off from its peers, frozen), each verdict as predicted and
+// each fault biting. Like TestFencedMatrixOnDocker, it runs with
+// LOCKPROOF_ENV=docker.
+func TestStoresMatrixOnDocker(t *testing.T) {
 	if env.Kind(os.Getenv(env.EnvVar)) != env.Docker {
-		t.Skipf("the etcd locks' scenarios on containers run with %s=docker", env.EnvVar)
+		t.Skipf("the stores' locks' scenarios on containers run with %s=docker", env.EnvVar)
 	}
 	sharedEnv(t)
 	reg, err := stores.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
 	faults := []string{contract.FaultPauseClient, contract.FaultCrashClient, contract.FaultFailover, contract.FaultMinorityPartition, contract.FaultPauseServer}
-	do := docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: testLogger()}
-	cfg := runner.Config{Locks: []string{"etcd-mutex", "etcd-fenced"}, Faults: faults, Seeds: []uint64{1},
-		Topology: contract.TopologyEtcd, Registry: reg, Out: t.TempDir(), NoReport: true}
-	if _, err := runner.Prepare(ctx, &cfg, env.Options{Kind: env.Docker, Docker: docker.With(do), DockerCheck: docker.Check(do)}); err != nil {
-		t.Fatal(err)
-	}
-	sum, err := runner.Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sum.Scenarios) != 2*len(faults) {
-		t.Errorf("%d scenarios; want %d", len(sum.Scenarios), 2*len(faults))
-	}
-	for _, s := range sum.Scenarios {
-		t.Logf("%s × %s: %v; %s", s.Lock, s.Fault, s.Verdicts, s.FaultEvidence)
-		if s.Error != "" || s.FaultError != "" || len(s.Mismatches) > 0 || !s.Conclusive() || s.Ops == 0 {
-			t.Errorf("%s × %s: error %q, fault error %q, mismatches %v, conclusive %v, %d ops (history %s)",
-				s.Lock, s.Fault, s.Error, s.FaultError, s.Mismatches, s.Conclusive(), s.Ops, s.History)
-		}
-	}
-	if st := sum.Status(); st != 0 {
-		t.Errorf("status %d; want 0", st)
+	for _, topo := range contract.StoreTopologies() {
+		t.Run(topo, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+			defer cancel()
+			do := docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: testLogger()}
+			locks := runner.LocksOn(reg, topo)
+			cfg := runner.Config{Locks: locks, Faults: faults, Seeds: []uint64{1},
+				Topology: topo, Registry: reg, Out: t.TempDir(), NoReport: true}
+			if _, err := runner.Prepare(ctx, &cfg, env.Options{Kind: env.Docker, Docker: docker.With(do), DockerCheck: docker.Check(do)}); err != nil {
+				t.Fatal(err)
+			}
+			sum, err := runner.Run(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(locks) != 2 || len(sum.Scenarios) != len(locks)*len(faults) {
+				t.Errorf("%d scenarios of %v; want %d", len(sum.Scenarios), locks, 2*len(faults))
+			}
+			for _, s := range sum.Scenarios {
+				t.Logf("%s × %s: %v; %s", s.Lock, s.Fault, s.Verdicts, s.FaultEvidence)
+				if s.Error != "" || s.FaultError != "" || len(s.Mismatches) > 0 || !s.Conclusive() || s.Ops == 0 {
+					t.Errorf("%s × %s: error %q, fault error %q, mismatches %v, conclusive %v, %d ops (history %s)",
+						s.Lock, s.Fault, s.Error, s.FaultError, s.Mismatches, s.Conclusive(), s.Ops, s.History)
+				}
+			}
+			if st := sum.Status(); st != 0 {
+				t.Errorf("status %d; want 0", st)
+			}
+		})
 	}
 }

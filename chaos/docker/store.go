@@ -2,18 +2,24 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/testcontainers/testcontainers-go"
+
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/internal/etcdproc"
 	"github.com/lockproof/lockproof/internal/redisproc"
+	"github.com/lockproof/lockproof/internal/zkproc"
 )
 
 // The container ports of a store's member: an etcd member listens for
@@ -30,22 +36,38 @@ const (
 // (its Node.Upstream, where the clients' own proxies lead) and its peer
 // port behind a proxy on the network's gateway (its Node.PeerProxies),
 // which it announces to its peers, so that cutting the proxy cuts it off
-// from them; and the fenced Redis beside it. ZooKeeper is not offered in
-// containers yet (its image would carry a JVM).
+// from them; and the fenced Redis beside it. Or a ZooKeeper ensemble of 3
+// servers (startZooKeeper).
 func (e *Env) startStore(ctx context.Context, o Options) error {
-	if e.spec.Store != contract.TopologyEtcd {
-		return fmt.Errorf("the %s store in containers: %w (it runs as processes)", e.spec.Store, env.ErrUnavailable)
-	}
-	img, err := BuildEtcdImage(ctx)
-	if err != nil {
-		return fmt.Errorf("%w: %w", env.ErrUnavailable, err)
-	}
 	e.topo.StoreKind = e.spec.Store
 	fenced, err := e.startRedis(ctx, env.NodeID(env.RoleFenced, 0), env.RoleFenced, 0)
 	if err != nil {
 		return err
 	}
 	e.topo.Fenced = fenced.Node
+	if e.spec.Store == contract.TopologyZooKeeper {
+		err = e.startZooKeeper(ctx)
+	} else {
+		err = e.startEtcd(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if _, err := e.Leader(wctx); err != nil {
+		return err
+	}
+	e.log.Debug("docker environment up", "id", e.ID, "store", e.spec.Store, "members", e.topo.StoreAddrs())
+	return nil
+}
+
+// startEtcd starts the etcd members.
+func (e *Env) startEtcd(ctx context.Context) error {
+	img, err := BuildEtcdImage(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", env.ErrUnavailable, err)
+	}
 	const members = 3
 	nodes := make([]*node, members)
 	adv := make([]string, members) // each member's peer proxy, which it announces
@@ -100,12 +122,104 @@ func (e *Env) startStore(ctx context.Context, o Options) error {
 	for _, n := range nodes {
 		e.topo.Store = append(e.topo.Store, n.Node)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if _, err := e.Leader(wctx); err != nil {
+	return nil
+}
+
+// The container ports of a ZooKeeper server: its clients', and its
+// peers' (quorum and election).
+const (
+	zkClientPort   = "2181/tcp"
+	zkQuorumPort   = "2888/tcp"
+	zkElectionPort = "3888/tcp"
+)
+
+// startZooKeeper starts the ZooKeeper servers, each in a container of the
+// local ZooKeeper image (BuildZooKeeperImage), its client port published
+// on loopback, and its quorum and election ports too, behind a proxy on
+// the network's gateway per ordered pair of servers: server i reaches
+// server j through its own pair of proxies (i to j), as zkproc routes
+// the processes, so that cutting every proxy of a server cuts it off.
+func (e *Env) startZooKeeper(ctx context.Context) error {
+	img, err := BuildZooKeeperImage(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", env.ErrUnavailable, err)
+	}
+	const servers = 3
+	nodes := make([]*node, servers)
+	for i := range nodes {
+		id := env.NodeID(env.RoleZooKeeper, i)
+		var ports [3]int
+		for k := range ports {
+			if ports[k], err = redisproc.FreePort(); err != nil {
+				return fmt.Errorf("%s: %w", id, err)
+			}
+		}
+		n := &node{Node: env.Node{ID: id, Role: env.RoleZooKeeper, Upstream: net.JoinHostPort(loopback, strconv.Itoa(ports[0]))},
+			hostPort: ports[0], image: img.Ref, keep: true,
+			more: map[string]int{zkQuorumPort: ports[1], zkElectionPort: ports[2]}}
+		n.Addr = n.Upstream
+		n.ready = func(ctx context.Context) error {
+			_, err := zkproc.ModeAt(ctx, n.Upstream)
+			if errors.Is(err, zkproc.ErrNotServing) {
+				return nil // it answers; serving waits for a quorum
+			}
+			return err
+		}
+		nodes[i] = n
+	}
+	// route[i][j] is how server i reaches server j: "host:quorum:election".
+	route := make([][]string, servers)
+	for i := range route {
+		route[i] = make([]string, servers)
+		for j, to := range nodes {
+			if i == j {
+				route[i][j] = "0.0.0.0:2888:3888"
+				continue
+			}
+			var listen []string
+			for _, k := range []struct{ kind, port string }{{"q", zkQuorumPort}, {"e", zkElectionPort}} {
+				name := fmt.Sprintf("peer-%s-%d-%d-%s", env.RoleZooKeeper, i, j, k.kind)
+				px, err := e.gatewayProxy(nodes[i].ID, name, net.JoinHostPort(loopback, strconv.Itoa(to.more[k.port])))
+				if err != nil {
+					return err
+				}
+				nodes[i].PeerProxies = append(nodes[i].PeerProxies, px.Name)
+				nodes[j].PeerProxies = append(nodes[j].PeerProxies, px.Name)
+				_, p, _ := net.SplitHostPort(px.Listen)
+				listen = append(listen, p)
+			}
+			route[i][j] = e.gateway + ":" + listen[0] + ":" + listen[1]
+		}
+	}
+	_, err = parallel(servers, func(i int) (*node, error) {
+		n := nodes[i]
+		conf := []string{"tickTime=100", "initLimit=20", "syncLimit=10", "dataDir=/data/data", "clientPort=2181",
+			"admin.enableServer=false", "4lw.commands.whitelist=srvr,ruok", "quorumListenOnAllIPs=true"}
+		for j := range nodes {
+			conf = append(conf, fmt.Sprintf("server.%d=%s", j+1, route[i][j]))
+		}
+		files := []testcontainers.ContainerFile{
+			{Reader: strings.NewReader(strings.Join(conf, "\n") + "\n"), ContainerFilePath: "/data/zoo.cfg", FileMode: 0o644},
+			{Reader: strings.NewReader(strconv.Itoa(i+1) + "\n"), ContainerFilePath: "/data/data/myid", FileMode: 0o644},
+		}
+		java, err := exec.LookPath("java")
+		if err == nil {
+			java, err = filepath.EvalSymlinks(java)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: java: %w", n.ID, err)
+		}
+		if err := e.run(ctx, n, append([]string{java}, zkproc.ServerArgs("/data", "/data/zoo.cfg")...), zkClientPort, files); err != nil {
+			return nil, err
+		}
+		return n, nil
+	})
+	if err != nil {
 		return err
 	}
-	e.log.Debug("docker environment up", "id", e.ID, "store", e.spec.Store, "members", e.topo.StoreAddrs())
+	for _, n := range nodes {
+		e.topo.Store = append(e.topo.Store, n.Node)
+	}
 	return nil
 }
 
@@ -127,7 +241,13 @@ func (e *Env) Leader(ctx context.Context, skip ...string) (env.Node, error) {
 				addrs[i] = m.Upstream
 			}
 		}
-		i, err := etcdproc.LeaderAmong(ctx, hc, addrs)
+		var i int
+		var err error
+		if e.topo.StoreKind == contract.TopologyZooKeeper {
+			i, err = zkproc.LeaderAmong(ctx, addrs)
+		} else {
+			i, err = etcdproc.LeaderAmong(ctx, hc, addrs)
+		}
 		if err == nil {
 			return e.topo.Store[i], nil
 		}

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"strings"
 
-	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/internal/redisproc"
 )
 
@@ -115,9 +114,6 @@ func Open(ctx context.Context, o Options) (Env, error) {
 	k, err := Choose(ctx, o)
 	if err != nil {
 		return nil, err
-	}
-	if o.Spec.Store == contract.TopologyZooKeeper && k == Docker {
-		return nil, fmt.Errorf("kind %s: the %s store runs as processes, or as a deployment you bring (byo), not in containers yet: %w", k, o.Spec.Store, ErrUnavailable)
 	}
 	switch k {
 	case Process:

@@ -170,9 +170,8 @@ func TestReportBackends(t *testing.T) {
 }
 
 // TestRunStoreTopologyRefusals: a consensus store's topology runs its own
-// locks only, as processes or a deployment you bring: a Redis lock there,
-// a store's lock on Redis, a lock in its own process there and Docker
-// are refused up front, each saying why.
+// locks only: a Redis lock there, a store's lock on Redis and a lock in
+// its own process there are refused up front, each saying why.
 func TestRunStoreTopologyRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -182,7 +181,6 @@ func TestRunStoreTopologyRefusals(t *testing.T) {
 		{[]string{"--topology", "etcd", "--locks", "fenced"}, exitBadInput, "runs on Redis"},
 		{[]string{"--locks", "etcd-mutex"}, exitBadInput, "runs on the etcd store"},
 		{[]string{"--topology", "zookeeper", "--lock-cmd", "true", "--lock-name", "x"}, exitBadInput, "--topology zookeeper is not supported"},
-		{[]string{"--topology", "zookeeper", "--provider", "docker"}, exitEnvironment, "not in containers yet"},
 	} {
 		args := append([]string{"run", "--seeds", "1", "--faults", "none", "--out", filepath.Join(t.TempDir(), "out")}, tc.args...)
 		code, _, errOut := runCLI(t, args...)

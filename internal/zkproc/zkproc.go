@@ -91,6 +91,19 @@ type Cluster struct {
 	ens *proc.Ensemble
 }
 
+// ServerArgs are java's arguments that run a server of configuration
+// file cfg, logging under logDir. A small heap and the client compiler:
+// three servers start in seconds on two cores and leave the tests'
+// clients room. A leader election that retries its notifications at most
+// every second (ZooKeeper's own backoff reaches 60s), over connections
+// given up after a second (5s): two servers cut from a third elect
+// between them in seconds, not in tens.
+func ServerArgs(logDir, cfg string) []string {
+	return []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.fastleader.maxNotificationInterval=1000", "-Dzookeeper.cnxTimeout=1000",
+		"-Dzookeeper.log.dir=" + logDir, "-cp", Jar, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg}
+}
+
 // Java returns the path of java, or ErrNotInstalled when java or Jar is
 // missing.
 func Java() (string, error) {
@@ -143,15 +156,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		s := &Server{ID: i + 1, Dir: filepath.Join(root, "s"+strconv.Itoa(i+1))}
 		s.Name, s.Log = "zookeeper "+strconv.Itoa(s.ID), filepath.Join(s.Dir, "zookeeper.log")
 		s.Command = func() *exec.Cmd {
-			// A small heap and the client compiler: three servers start
-			// in seconds on two cores and leave the tests' clients room.
-			// A leader election that retries its notifications at most
-			// every second (ZooKeeper's own backoff reaches 60s), over
-			// connections given up after a second (5s): two servers cut
-			// from a third elect between them in seconds, not in tens.
-			cmd := exec.Command(java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-				"-Dzookeeper.fastleader.maxNotificationInterval=1000", "-Dzookeeper.cnxTimeout=1000",
-				"-Dzookeeper.log.dir="+s.Dir, "-cp", Jar, "org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(s.Dir, "zoo.cfg"))
+			cmd := exec.Command(java, ServerArgs(s.Dir, filepath.Join(s.Dir, "zoo.cfg"))...)
 			cmd.Dir = s.Dir
 			return cmd
 		}
@@ -251,8 +256,17 @@ func (c *Cluster) Stop() error { return c.ens.Stop() }
 // "standalone") through srvr on its client port; ErrNotServing when it
 // serves no requests.
 func (c *Cluster) Mode(ctx context.Context, i int) (string, error) {
+	m, err := ModeAt(ctx, c.Servers[i].ClientAddr)
+	if err != nil {
+		return "", fmt.Errorf("zookeeper %d: %w", c.Servers[i].ID, err)
+	}
+	return m, nil
+}
+
+// ModeAt asks the server whose client port is addr what it is (Mode).
+func ModeAt(ctx context.Context, addr string) (string, error) {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", c.Servers[i].ClientAddr)
+	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return "", err
 	}
@@ -271,7 +285,7 @@ func (c *Cluster) Mode(ctx context.Context, i int) (string, error) {
 	}
 	text := string(b)
 	if strings.Contains(text, "not currently serving requests") {
-		return "", fmt.Errorf("zookeeper %d: %w", c.Servers[i].ID, ErrNotServing)
+		return "", ErrNotServing
 	}
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
@@ -279,7 +293,7 @@ func (c *Cluster) Mode(ctx context.Context, i int) (string, error) {
 			return strings.TrimSpace(m), nil
 		}
 	}
-	return "", fmt.Errorf("zookeeper %d: srvr without a mode: %q", c.Servers[i].ID, text)
+	return "", fmt.Errorf("srvr without a mode: %q", text)
 }
 
 // WaitLeader waits until the running servers not in skip all answer, one
@@ -294,22 +308,35 @@ func (c *Cluster) WaitLeader(ctx context.Context, skip []int) (int, error) {
 }
 
 func (c *Cluster) leader(ctx context.Context, skip []int) (int, error) {
-	leader := -1
+	addrs := make([]string, len(c.Servers))
 	for i, s := range c.Servers {
-		if !s.Running() || slices.Contains(skip, i) {
+		if s.Running() && !slices.Contains(skip, i) {
+			addrs[i] = s.ClientAddr
+		}
+	}
+	return LeaderAmong(ctx, addrs)
+}
+
+// LeaderAmong asks the servers at addrs ("" for one not to ask) and
+// returns the index of the one that leads while every other follows, or
+// an error wrapping ErrNoLeader.
+func LeaderAmong(ctx context.Context, addrs []string) (int, error) {
+	leader := -1
+	for i, a := range addrs {
+		if a == "" {
 			continue
 		}
-		mode, err := c.Mode(ctx, i)
+		mode, err := ModeAt(ctx, a)
 		if err != nil {
-			return -1, err
+			return -1, fmt.Errorf("%s: %w", a, err)
 		}
 		switch {
 		case mode == "leader" && leader < 0:
 			leader = i
 		case mode == "leader":
-			return -1, fmt.Errorf("%w: %d and %d both lead", ErrNoLeader, c.Servers[leader].ID, s.ID)
+			return -1, fmt.Errorf("%w: %s and %s both lead", ErrNoLeader, addrs[leader], a)
 		case mode != "follower":
-			return -1, fmt.Errorf("%w: %d is %s", ErrNoLeader, s.ID, mode)
+			return -1, fmt.Errorf("%w: %s is %s", ErrNoLeader, a, mode)
 		}
 	}
 	if leader < 0 {
