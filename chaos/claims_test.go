@@ -13,6 +13,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/alone"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/zoo"
@@ -376,6 +377,9 @@ func TestRedisForgetsTheLock(t *testing.T) {
 // validation is left to the smaller scenarios.
 func TestHarnessCatchesStarvation(t *testing.T) {
 	t.Parallel()
+	// The crowd's verdicts need the cores: not beside another package's
+	// JVMs (internal/alone).
+	alone.Take(t)
 	const seeds = 2
 	dir := zooDir(t)
 	caught := func(rows map[string]*runner.Scenario) int {

@@ -12,6 +12,7 @@ import (
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/alone"
 	"github.com/lockproof/lockproof/internal/etcdproc"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/internal/toxitest"
@@ -32,6 +33,9 @@ func matrix(t *testing.T, topology string, locks, faults []string, seeds []uint6
 // default matrix left out, with why (faults nil: the default matrix).
 func matrixOn(t *testing.T, topology string, eo env.Options, locks, faults []string, seeds []uint64) (*runner.Summary, []error) {
 	t.Helper()
+	// Three store servers (JVMs for ZooKeeper) and a workload: not beside
+	// a test whose verdicts need the cores (internal/alone).
+	alone.Take(t)
 	reg, err := stores.Registry()
 	if err != nil {
 		t.Fatal(err)

@@ -93,7 +93,7 @@ func NewBYO(ctx context.Context, cfg BYOConfig) (*BYOEnv, error) {
 		}
 	}
 	if kinds > 1 {
-		return nil, errors.New("byo environment: give one deployment: Sentinels and Data (Redis with Sentinel), Cluster (a Redis Cluster's seeds), Etcd or ZooKeeper (a consensus store's members), not several")
+		return nil, errors.New("byo environment: give one deployment, not both: Sentinels and Data (Redis with Sentinel), Cluster (a Redis Cluster's seeds), Etcd or ZooKeeper (a consensus store's members)")
 	}
 	if kinds == 0 {
 		return nil, errors.New("byo environment: give Sentinels, Data, Cluster, Etcd or ZooKeeper")

@@ -15,6 +15,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/internal/chaostest"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/alone"
 	"github.com/lockproof/lockproof/internal/redistest"
 )
 
@@ -23,6 +24,8 @@ import (
 // every process and proxy.
 func startStore(t *testing.T, topology string) *env.StoreEnv {
 	t.Helper()
+	alone.Take(t) // a store's servers start beside no test that needs the cores
+
 	if err := env.StoreMissing(topology); err != nil {
 		if redistest.InCI() {
 			t.Fatalf("CI=true but %v", err)

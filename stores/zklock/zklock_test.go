@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/alone"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/internal/zkproc"
 	"github.com/lockproof/lockproof/locker"
@@ -27,6 +28,7 @@ func TestRecipePaths(t *testing.T) {
 		}
 		t.Skip(err)
 	}
+	alone.Take(t) // three JVMs start beside no test that needs the cores
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := zkproc.StartCluster(ctx, zkproc.ClusterConfig{})
