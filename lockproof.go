@@ -51,7 +51,11 @@ type Options struct {
 	// replicas and Sentinels) or contract.TopologyCluster (a Redis Cluster
 	// of processes, 3 shards with a replica each; your lock gets a
 	// redis.ClusterClient as Deps.Redis, so the keys of one lock key must
-	// share a hash tag). The default matrix is the topology's.
+	// share a hash tag); or a consensus store, contract.TopologyEtcd or
+	// contract.TopologyZooKeeper, for locks whose entry needs it
+	// (locker.Needs.Store: Deps.Store gives them its endpoints and a
+	// dialer; module stores holds etcd's and ZooKeeper's). The default
+	// matrix is the topology's.
 	Topology string
 	// Out is the run directory; "" makes a new temporary one (Result.Dir).
 	Out string
