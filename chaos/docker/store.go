@@ -191,6 +191,14 @@ func (e *Env) startZooKeeper(ctx context.Context) error {
 			route[i][j] = e.gateway + ":" + listen[0] + ":" + listen[1]
 		}
 	}
+	// The image holds the host's java at its own path.
+	java, err := exec.LookPath("java")
+	if err == nil {
+		java, err = filepath.EvalSymlinks(java)
+	}
+	if err != nil {
+		return fmt.Errorf("java: %w", err)
+	}
 	_, err = parallel(servers, func(i int) (*node, error) {
 		n := nodes[i]
 		conf := []string{"tickTime=100", "initLimit=20", "syncLimit=10", "dataDir=/data/data", "clientPort=2181",
@@ -201,13 +209,6 @@ func (e *Env) startZooKeeper(ctx context.Context) error {
 		files := []testcontainers.ContainerFile{
 			{Reader: strings.NewReader(strings.Join(conf, "\n") + "\n"), ContainerFilePath: "/data/zoo.cfg", FileMode: 0o644},
 			{Reader: strings.NewReader(strconv.Itoa(i+1) + "\n"), ContainerFilePath: "/data/data/myid", FileMode: 0o644},
-		}
-		java, err := exec.LookPath("java")
-		if err == nil {
-			java, err = filepath.EvalSymlinks(java)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: java: %w", n.ID, err)
 		}
 		if err := e.run(ctx, n, append([]string{java}, zkproc.ServerArgs("/data", "/data/zoo.cfg")...), zkClientPort, files); err != nil {
 			return nil, err
