@@ -57,6 +57,10 @@ func TestLayering(t *testing.T) {
 			"a lock in its own process is a locker.Locker like any other: the protocol knows nothing of how the harness drives it"},
 		{"stores", func(p string) bool { return p == "locker" || p == "contract" || under(p, "stores") },
 			"the consensus stores' locks are locker.Lockers like any user's: they know nothing of how the harness drives them"},
+		{"runner", func(p string) bool { return !under(p, "zoo") },
+			"the runner runs the locks its caller registers (Config.Registry): it names no specimen, and what a lock is predicted to do comes from its entry through package judge"},
+		{"sim", func(p string) bool { return !under(p, "runner") && !under(p, "zoo") },
+			"the simulation judges through package judge, as the matrix does: it needs nothing of the matrix's runner"},
 		{"judge", func(p string) bool { return p == "contract" || p == "history" || p == "checker" || p == "locker" },
 			"judging reads verdicts, fault windows and predictions: nothing of how a run was made"},
 	}

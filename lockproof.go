@@ -101,7 +101,7 @@ type Result struct {
 	// history.jsonl and check.json, and report.md, report.html, junit.xml.
 	Dir string
 	// Summary holds one row per scenario (summary.json).
-	Summary *runner.Summary
+	Summary *contract.Summary
 	// Status is the exit status `lockproof run` gives for it: 0 every
 	// verdict as the locks' profiles predict, 1 some verdict not, 3 some
 	// verdict unknown or a scenario (or its fault) failed.
@@ -142,7 +142,7 @@ func (r *Result) Verdict(lock, fault string, seed uint64, p Property) (contract.
 }
 
 // Scenario returns the row of lock under fault with seed, or nil.
-func (r *Result) Scenario(lock, fault string, seed uint64) *runner.Scenario {
+func (r *Result) Scenario(lock, fault string, seed uint64) *contract.Row {
 	for _, s := range r.Summary.Scenarios {
 		if s.Lock == lock && s.Fault == fault && s.Seed == int64(seed) {
 			return s

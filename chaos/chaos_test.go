@@ -30,7 +30,6 @@ import (
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/internal/toxitest"
 	"github.com/lockproof/lockproof/locker"
-	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/tla"
 	"github.com/lockproof/lockproof/tla/trace"
 	"github.com/lockproof/lockproof/zoo"
@@ -361,7 +360,7 @@ func TestFencedUnderFaults(t *testing.T) {
 			}
 			out, res := runAndCheck(t, e, sc)
 			t.Logf("%s", describe(out, res))
-			exp := runner.Expected(sc.Lock, fault)
+			exp := zoo.Predicted(sc.Lock, fault)
 			checkResource(t, out, res, exp.Want(contract.PropResource).Verdict())
 			switch fault {
 			case contract.FaultNone, contract.FaultLatency, contract.FaultPartition, contract.FaultPauseClient:

@@ -138,7 +138,7 @@ func TestHarnessCatchesALockThatLies(t *testing.T) {
 	}
 	dir := zooDir(t)
 	liars := []string{"fenced-stretched", "watchdog-deaf", "fenced-ctx-deaf"}
-	caught := func(rows map[string]*runner.Scenario) map[string]bool {
+	caught := func(rows map[string]*contract.Row) map[string]bool {
 		c := map[string]bool{}
 		for _, s := range rows {
 			switch s.Lock {
@@ -155,7 +155,7 @@ func TestHarnessCatchesALockThatLies(t *testing.T) {
 	// hears of the loss through it alone.
 	mix := workload.DefaultMix()
 	mix.Context = 1
-	rows := zooUntil(t, dir, seeds, 2, specs, func(rows map[string]*runner.Scenario) bool {
+	rows := zooUntil(t, dir, seeds, 2, specs, func(rows map[string]*contract.Row) bool {
 		c := caught(rows)
 		return !slices.ContainsFunc(liars, func(l string) bool { return !c[l] })
 	}, func(c *runner.Config) { c.Registry = reg; c.Trace = nil; c.Mix = &mix })
@@ -193,10 +193,10 @@ func TestHarnessCatchesTheSecondReview(t *testing.T) {
 	mix.Blocking, mix.Cancel, mix.RushRelease, mix.Owner = 1, 0, 1, 0
 	const seeds = 8
 	dir := zooDir(t)
-	caught := func(rows map[string]*runner.Scenario) int {
+	caught := func(rows map[string]*contract.Row) int {
 		return caughtBy(t, dir, rows, zoo.FencedV2Name, contract.PropClaims, checker.RuleClaimOverlap)
 	}
-	rows := zooUntil(t, dir, seeds, 3, beside(zoo.FencedV2Name, contract.FaultLatency, seeds), func(rows map[string]*runner.Scenario) bool { return caught(rows) > 0 },
+	rows := zooUntil(t, dir, seeds, 3, beside(zoo.FencedV2Name, contract.FaultLatency, seeds), func(rows map[string]*contract.Row) bool { return caught(rows) > 0 },
 		func(c *runner.Config) { c.Mix = &mix })
 	for id, s := range rows {
 		t.Logf("%s: claims %s, notice %s", id, s.Verdict(contract.PropClaims), s.Verdict(contract.PropNotice))
@@ -228,10 +228,10 @@ func TestHarnessCatchesAMissedHandOff(t *testing.T) {
 	// lease can break (the profile says may); beside another chaos test it
 	// failed so once in five whole runs (2026-12-05).
 	const seeds = 3
-	bad := func(s *runner.Scenario) bool {
+	bad := func(s *contract.Row) bool {
 		return s.Verdict(contract.PropLiveness) == contract.Violated || s.Verdict(contract.PropFairness) == contract.Violated
 	}
-	caught := func(rows map[string]*runner.Scenario) int {
+	caught := func(rows map[string]*contract.Row) int {
 		n := 0
 		for _, s := range rows {
 			if s.Lock == zoo.FencedV2Name && bad(s) {
@@ -240,7 +240,7 @@ func TestHarnessCatchesAMissedHandOff(t *testing.T) {
 		}
 		return n
 	}
-	rows := zooUntil(t, zooDir(t), seeds, 1, beside(zoo.FencedV2Name, contract.FaultPubSubReset, seeds), func(rows map[string]*runner.Scenario) bool { return caught(rows) > 0 })
+	rows := zooUntil(t, zooDir(t), seeds, 1, beside(zoo.FencedV2Name, contract.FaultPubSubReset, seeds), func(rows map[string]*contract.Row) bool { return caught(rows) > 0 })
 	for id, s := range rows {
 		t.Logf("%s: liveness %s, fairness %s; %s", id, s.Verdict(contract.PropLiveness), s.Verdict(contract.PropFairness), s.FaultEvidence)
 		if !strings.Contains(s.FaultEvidence, "dropped per round") {
@@ -289,7 +289,7 @@ func TestHarnessCatchesTheOwnerDefects(t *testing.T) {
 	}
 	dir := zooDir(t)
 	defects := []string{"pickup counted twice", "lost lease frees the newer hold"}
-	caught := func(rows map[string]*runner.Scenario) map[string]int {
+	caught := func(rows map[string]*contract.Row) map[string]int {
 		c := map[string]int{}
 		for _, s := range rows {
 			switch {
@@ -302,7 +302,7 @@ func TestHarnessCatchesTheOwnerDefects(t *testing.T) {
 		}
 		return c
 	}
-	rows := zooUntil(t, dir, seeds, 1, specs, func(rows map[string]*runner.Scenario) bool {
+	rows := zooUntil(t, dir, seeds, 1, specs, func(rows map[string]*contract.Row) bool {
 		c := caught(rows)
 		return c[defects[0]] > 0 && c[defects[1]] > 0
 	}, func(c *runner.Config) { c.Mix = &mix })
@@ -355,7 +355,7 @@ func TestRedisForgetsTheLock(t *testing.T) {
 		if !strings.Contains(s.FaultEvidence, bit) || strings.Contains(s.FaultEvidence, "keys before none") {
 			t.Errorf("%s: the fault did not bite: %q", sp.ID(), s.FaultEvidence)
 		}
-		exp := runner.Expected(sp.Lock, sp.Fault)
+		exp := zoo.Predicted(sp.Lock, sp.Fault)
 		for _, p := range contract.PropertyIDs() {
 			if !exp.Want(p).Matches(s.Verdict(p)) {
 				t.Errorf("%s: %s %s, predicted %s", sp.ID(), p, s.Verdict(p), exp.Want(p))
@@ -382,12 +382,12 @@ func TestHarnessCatchesStarvation(t *testing.T) {
 	alone.Take(t)
 	const seeds = 2
 	dir := zooDir(t)
-	caught := func(rows map[string]*runner.Scenario) int {
+	caught := func(rows map[string]*contract.Row) int {
 		return caughtBy(t, dir, rows, zoo.FencedV2Name, contract.PropFairness, checker.RuleOvertaken)
 	}
 	// One crowd at a time: 64 clients at once on two cores starve each
 	// other's refreshes, which is the machine, not the lock.
-	rows := zooUntil(t, dir, seeds, 1, beside(zoo.FencedV2Name, contract.FaultCrowd, seeds), func(rows map[string]*runner.Scenario) bool { return caught(rows) > 0 },
+	rows := zooUntil(t, dir, seeds, 1, beside(zoo.FencedV2Name, contract.FaultCrowd, seeds), func(rows map[string]*contract.Row) bool { return caught(rows) > 0 },
 		func(c *runner.Config) { c.Trace = nil; c.CheckTimeout = 5 * time.Second; c.Parallel = 1 })
 	for id, s := range rows {
 		t.Logf("%s: liveness %s, fairness %s", id, s.Verdict(contract.PropLiveness), s.Verdict(contract.PropFairness))
@@ -421,7 +421,7 @@ func TestHarnessCatchesTheCallDefects(t *testing.T) {
 	dir := zooDir(t)
 	defects := map[string]string{"isolate": "a resource call past its ctx", "leave": "acquire after close"}
 	rules := map[string]string{"isolate": checker.RuleLateReturn, "leave": checker.RuleClosedGrant}
-	caught := func(sub string, rows map[string]*runner.Scenario) int {
+	caught := func(sub string, rows map[string]*contract.Row) int {
 		n := 0
 		for _, s := range rows {
 			if s.Lock == zoo.FencedV2Name && caughtIn(t, filepath.Join(dir, sub), s, rules[sub]) {
@@ -435,7 +435,7 @@ func TestHarnessCatchesTheCallDefects(t *testing.T) {
 		if sub == "leave" {
 			fault, tune = contract.FaultNone, func(c *runner.Config) { c.Mix = &leave }
 		}
-		rows := zooUntil(t, filepath.Join(dir, sub), seeds, 1, beside(zoo.FencedV2Name, fault, seeds), func(rows map[string]*runner.Scenario) bool { return caught(sub, rows) > 0 }, tune)
+		rows := zooUntil(t, filepath.Join(dir, sub), seeds, 1, beside(zoo.FencedV2Name, fault, seeds), func(rows map[string]*contract.Row) bool { return caught(sub, rows) > 0 }, tune)
 		for id, s := range rows {
 			t.Logf("%s/%s: calls %s", sub, id, s.Verdict(contract.PropCalls))
 			if s.Lock != zoo.FencedName {

@@ -14,6 +14,7 @@ import (
 	"github.com/lockproof/lockproof/internal/testlong"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/runner"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // TestFencedOnCluster runs the fenced lock on a Redis Cluster of
@@ -55,7 +56,7 @@ func TestFencedOnCluster(t *testing.T) {
 			if fault != contract.FaultNone && !strings.HasPrefix(out.FaultName, fault+" ") {
 				t.Errorf("fault window %q; want one of kind %s (tla/trace and the checker read the kind off it)", out.FaultName, fault)
 			}
-			exp := runner.ExpectedOn(sc.Lock, fault, contract.TopologyCluster)
+			exp := zoo.PredictedOn(sc.Lock, fault, contract.TopologyCluster)
 			for _, p := range contract.PropertyIDs() {
 				if got := res.Of(p).Verdict; !exp.Want(p).Matches(got) {
 					t.Errorf("%s %s; the matrix predicts %s (%s)\n%s", p, got, exp.Want(p), exp.Why, describe(out, res))
@@ -133,7 +134,7 @@ func TestFaultsOnBYOCluster(t *testing.T) {
 			if !strings.HasPrefix(out.FaultName, c.window) {
 				t.Errorf("fault window %q; want %q", out.FaultName, c.window)
 			}
-			exp := runner.ExpectedOn(sc.Lock, c.fault, contract.TopologyCluster)
+			exp := zoo.PredictedOn(sc.Lock, c.fault, contract.TopologyCluster)
 			for _, p := range contract.PropertyIDs() {
 				if got := res.Of(p).Verdict; !exp.Want(p).Matches(got) {
 					t.Errorf("%s %s; the matrix predicts %s (%s)", p, got, exp.Want(p), exp.Why)

@@ -21,6 +21,7 @@ import (
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/internal/testlong"
+	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -66,13 +67,13 @@ func zooDir(t *testing.T) string {
 
 // zooRun runs specs through the matrix (one shared environment, fresh ones
 // for failover) and returns the summary rows by scenario ID.
-func zooRun(t *testing.T, specs []runner.Spec) map[string]*runner.Scenario {
+func zooRun(t *testing.T, specs []runner.Spec) map[string]*contract.Row {
 	t.Helper()
 	return zooRunIn(t, zooDir(t), specs)
 }
 
 // zooRunIn is zooRun into the run directory out.
-func zooRunIn(t *testing.T, out string, specs []runner.Spec, tune ...func(*runner.Config)) map[string]*runner.Scenario {
+func zooRunIn(t *testing.T, out string, specs []runner.Spec, tune ...func(*runner.Config)) map[string]*contract.Row {
 	t.Helper()
 	var progress strings.Builder
 	for i := range specs {
@@ -82,7 +83,7 @@ func zooRunIn(t *testing.T, out string, specs []runner.Spec, tune ...func(*runne
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cfg := runner.Config{Specs: specs, Out: out, Open: zooOpener(t), Progress: &progress,
+	cfg := runner.Config{Registry: zoo.Builtin(), Specs: specs, Out: out, Open: zooOpener(t), Progress: &progress,
 		Parallel: 3, CheckTimeout: 60 * time.Second, NoReport: true}
 	if testlong.On() {
 		// The differential at the nightly breadth: every fenced history
@@ -101,7 +102,7 @@ func zooRunIn(t *testing.T, out string, specs []runner.Spec, tune ...func(*runne
 		t.Fatalf("matrix: %v", err)
 	}
 	t.Logf("run directory %s:\n%s", out, progress.String())
-	rows := map[string]*runner.Scenario{}
+	rows := map[string]*contract.Row{}
 	for _, s := range sum.Scenarios {
 		if s.Error != "" {
 			t.Errorf("%s: %s", s.ID(), s.Error)
@@ -162,7 +163,7 @@ func beside(old, fault string, seeds uint64) func(seed uint64) []runner.Spec {
 
 // caughtBy counts the rows of lock whose prop is violated, citing rule
 // in their check.json (read from out).
-func caughtBy(t *testing.T, out string, rows map[string]*runner.Scenario, lock, prop, rule string) int {
+func caughtBy(t *testing.T, out string, rows map[string]*contract.Row, lock, prop, rule string) int {
 	t.Helper()
 	n := 0
 	for _, s := range rows {
@@ -175,7 +176,7 @@ func caughtBy(t *testing.T, out string, rows map[string]*runner.Scenario, lock, 
 
 // caughtIn reads the check.json of a row zooRunIn or zooUntil returned
 // from out, and reports whether it cites rule.
-func caughtIn(t *testing.T, out string, s *runner.Scenario, rule string) bool {
+func caughtIn(t *testing.T, out string, s *contract.Row, rule string) bool {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(out, filepath.Dir(s.History), contract.CheckFile))
 	if err != nil {
@@ -192,9 +193,9 @@ func caughtIn(t *testing.T, out string, s *runner.Scenario, rule string) bool {
 // nightly breadth (testlong) every seed runs, for the catch rate. Each
 // batch runs in a directory of its own under out; the rows' History is
 // relative to out, as zooRunIn's are.
-func zooUntil(t *testing.T, out string, last, batch uint64, specs func(seed uint64) []runner.Spec, done func(map[string]*runner.Scenario) bool, tune ...func(*runner.Config)) map[string]*runner.Scenario {
+func zooUntil(t *testing.T, out string, last, batch uint64, specs func(seed uint64) []runner.Spec, done func(map[string]*contract.Row) bool, tune ...func(*runner.Config)) map[string]*contract.Row {
 	t.Helper()
-	rows := map[string]*runner.Scenario{}
+	rows := map[string]*contract.Row{}
 	for first := uint64(1); first <= last; first += batch {
 		var these []runner.Spec
 		end := min(first+batch-1, last)
@@ -220,7 +221,7 @@ func zooUntil(t *testing.T, out string, last, batch uint64, specs func(seed uint
 // check` would (from the file) and wants the verdicts and every cited line
 // of the run's check.json: the run, the reports and check cite one
 // numbering, the file's lines.
-func sameLinesAsCheck(t *testing.T, out string, s *runner.Scenario) {
+func sameLinesAsCheck(t *testing.T, out string, s *contract.Row) {
 	t.Helper()
 	ops, err := history.ReadFile(filepath.Join(out, s.History))
 	if err != nil {
@@ -284,13 +285,13 @@ func sameLinesAsCheck(t *testing.T, out string, s *runner.Scenario) {
 	}
 }
 
-func zooDescribe(s *runner.Scenario) string {
+func zooDescribe(s *contract.Row) string {
 	return fmt.Sprintf("%s: lease %s, resource %s, liveness %s, rejected %d, ops %d, fault %q, history %s",
 		s.ID(), s.Verdict(contract.PropLease), s.Verdict(contract.PropResource), s.Verdict(contract.PropLiveness), s.Rejected, s.Ops, s.FaultName, s.History)
 }
 
 // TestZooBreaks runs each lock of the zoo in its decisive scenario
-// (runner.DecisiveScenarios: the cheapest fault under which its known flaw
+// (judge.DecisiveOf: the cheapest fault under which its known flaw
 // shows) and asserts what the guarantees predict: each broken specimen
 // breaks the property the literature says it breaks, and every other
 // verdict of the run is as the locks predict; the fenced lock
@@ -305,8 +306,8 @@ func zooDescribe(s *runner.Scenario) string {
 // still does.
 func TestZooBreaks(t *testing.T) {
 	t.Parallel()
-	decisive := runner.DecisiveScenarios()
-	spec := func(d runner.Decisive, seed uint64) runner.Spec {
+	decisive := judge.DecisiveOf(zoo.Builtin())
+	spec := func(d judge.Decisive, seed uint64) runner.Spec {
 		return runner.Spec{Lock: d.Lock, Fault: d.Fault, Seed: seed, Point: d.Point}
 	}
 	var specs []runner.Spec
@@ -322,7 +323,7 @@ func TestZooBreaks(t *testing.T) {
 		var again []runner.Spec
 		for _, d := range decisive {
 			s := rows[spec(d, seed-1).ID()]
-			if s != nil && last[d.Lock] == seed-1 && runner.Expected(d.Lock, d.Fault).Want(d.Property) == contract.WantViolated && s.Verdict(d.Property) == contract.OK {
+			if s != nil && last[d.Lock] == seed-1 && zoo.Predicted(d.Lock, d.Fault).Want(d.Property) == contract.WantViolated && s.Verdict(d.Property) == contract.OK {
 				t.Logf("%s: %s not violated on seed %d; trying seed %d", s.ID(), d.Property, seed-1, seed)
 				again = append(again, spec(d, seed))
 				last[d.Lock] = seed
@@ -345,7 +346,7 @@ func TestZooBreaks(t *testing.T) {
 			if s.Ops == 0 {
 				t.Fatalf("empty history")
 			}
-			want := runner.Expected(d.Lock, d.Fault).Want(d.Property)
+			want := zoo.Predicted(d.Lock, d.Fault).Want(d.Property)
 			got := s.Verdict(d.Property)
 			switch want {
 			case contract.WantViolated:
@@ -416,7 +417,7 @@ func TestRegressions(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	res, err := runner.Replay(ctx, runner.Config{Out: zooDir(t), Open: zooOpener(t), Parallel: 3, NoReport: true}, regs)
+	res, err := runner.Replay(ctx, runner.Config{Registry: zoo.Builtin(), Out: zooDir(t), Open: zooOpener(t), Parallel: 3, NoReport: true}, regs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,7 +563,7 @@ func TestHarnessCatchesTheOldLock(t *testing.T) {
 	}
 	dir := zooDir(t)
 	defects := []string{"nested hold shortens the lease", "dead waiter holds the lock up"}
-	caught := func(rows map[string]*runner.Scenario) map[string]bool {
+	caught := func(rows map[string]*contract.Row) map[string]bool {
 		c := map[string]bool{}
 		for _, s := range rows {
 			switch {
@@ -580,7 +581,7 @@ func TestHarnessCatchesTheOldLock(t *testing.T) {
 	// draws what it drew then.
 	mix := workload.DefaultMix()
 	mix.Owner = 0
-	rows := zooUntil(t, dir, seeds, 3, specs, func(rows map[string]*runner.Scenario) bool {
+	rows := zooUntil(t, dir, seeds, 3, specs, func(rows map[string]*contract.Row) bool {
 		c := caught(rows)
 		return c[defects[0]] && c[defects[1]]
 	}, func(c *runner.Config) { c.Mix = &mix })

@@ -1,7 +1,7 @@
 package contract
 
 // Exit codes of `lockproof check` and `lockproof run` (docs/DESIGN.md);
-// runner.Summary.Status returns the first four.
+// contract.Summary.Status returns the first four.
 const (
 	// ExitOK: every verdict ok (check) or as expected (run).
 	ExitOK = 0

@@ -4,14 +4,17 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
 )
 
-// Summary is summary.json, as `lockproof run --out DIR` writes it.
+// Summary is summary.json: the one type of the file, which the matrix
+// (`lockproof run`), the simulation (`lockproof sim`), the reports and
+// lockproof.Run write and read alike.
 type Summary struct {
-	Scenarios []Row `json:"scenarios"`
+	Scenarios []*Row `json:"scenarios"`
 	// Cells sum the seeds of each lock × fault up (absent in files written
 	// before cells were: the reports then sum them up themselves).
 	Cells []*Cell `json:"cells,omitempty"`
@@ -22,6 +25,39 @@ type Summary struct {
 	// (TopologySentinel, TopologyCluster); absent in files written before
 	// there was a choice, which ran on the Sentinel topology.
 	Topology string `json:"topology,omitempty"`
+}
+
+// Status sums a run up as `lockproof run` exits: ExitOK every verdict as
+// predicted, ExitViolation some verdict not as predicted or some cell's
+// detection rate a regression (Cell.Regressions), ExitUnknown some verdict
+// unknown (and nothing unpredicted).
+func (s *Summary) Status() int {
+	unknown := false
+	for _, sc := range s.Scenarios {
+		if len(sc.Mismatches) > 0 {
+			return ExitViolation
+		}
+		unknown = unknown || sc.Unknown()
+	}
+	for _, c := range s.Cells {
+		if len(c.Regressions) > 0 {
+			return ExitViolation
+		}
+	}
+	if unknown {
+		return ExitUnknown
+	}
+	return ExitOK
+}
+
+// WrittenTopology is a topology as summary.json writes it: "" for the
+// Sentinel topology, so that a run on it writes the file it always wrote
+// (TopologyOf reads it back).
+func WrittenTopology(topology string) string {
+	if topology == TopologySentinel {
+		return ""
+	}
+	return topology
 }
 
 // TopologyOf is a summary's topology as read: TopologySentinel when the
@@ -63,7 +99,7 @@ func (s Shard) Range(cells int) (lo, hi int) {
 }
 
 // Row is one scenario of summary.json: the one row type every stage
-// reads and writes (reports.Scenario, runner.Scenario).
+// reads and writes (reports.LoadedScenario).
 //
 // Its JSON form has one member per property after "ops", keyed by the
 // property's ID ("lease": "ok", ...): the Verdicts. A type that embeds Row
@@ -212,6 +248,25 @@ func (r *Row) DropMismatch(text string) bool {
 	r.MismatchDetails = slices.DeleteFunc(r.MismatchDetails, func(m Mismatch) bool { return m.Text == text })
 	return true
 }
+
+// ID is the row's scenario directory name (its History's folder).
+func (r *Row) ID() string { return path.Dir(r.History) }
+
+// Verdict returns the verdict of the property of ID prop (PropLease, ...);
+// Unknown when the row has none.
+func (r *Row) Verdict(prop string) Verdict {
+	if v, ok := r.Verdicts[prop]; ok {
+		return v
+	}
+	return Unknown
+}
+
+// Unknown reports whether the row is inconclusive (not Conclusive): some
+// verdict is unknown, or the scenario or its fault failed (Error,
+// FaultError). A fault that never ran proves nothing, so such a row is
+// never as predicted, and the run exits ExitUnknown for it unless a
+// verdict contradicts the prediction.
+func (r *Row) Unknown() bool { return !r.Conclusive() }
 
 // EnvSim is Row.Environment for a simulation: in-process nodes, a
 // simulated network, virtual time.

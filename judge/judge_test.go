@@ -85,3 +85,16 @@ func TestUnexcused(t *testing.T) {
 		t.Errorf("a property with one violation in the window: %q", got)
 	}
 }
+
+// TestBinomialCDF: the tail Promise judges a cell's found count by.
+func TestBinomialCDF(t *testing.T) {
+	if p := binomialCDF(10, 10, 0.9); p < 0.999999 || p > 1 {
+		t.Errorf("binomialCDF(10, 10, 0.9) = %v; want 1", p)
+	}
+	if p := binomialCDF(0, 1, 0.9); p < 0.0999 || p > 0.1001 {
+		t.Errorf("binomialCDF(0, 1, 0.9) = %v; want 0.1", p)
+	}
+	if p := binomialCDF(4, 10, 0.9); p < 1.4e-4 || p > 1.5e-4 {
+		t.Errorf("binomialCDF(4, 10, 0.9) = %v; want 1.47e-4", p)
+	}
+}

@@ -33,7 +33,7 @@ var ErrBadRun = errors.New("bad run directory")
 // Run is a loaded run directory.
 type Run struct {
 	Dir       string
-	Scenarios []*Scenario
+	Scenarios []*LoadedScenario
 	// Cells are summary.json's cells (nil in files written before them).
 	Cells []*contract.Cell
 	// Shard is the part of a plan the run holds (`run --shard`); nil for
@@ -44,8 +44,8 @@ type Run struct {
 	Topology string
 }
 
-// Scenario is one scenario of a run with what its directory holds.
-type Scenario struct {
+// LoadedScenario is one scenario of a run with what its directory holds.
+type LoadedScenario struct {
 	contract.Row
 	// ID names the scenario (its directory, e.g. "fenced-pause-client-1").
 	ID string
@@ -117,11 +117,14 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 	}
 	seen := map[string]int{}
 	for i := range sum.Scenarios {
-		s := &sum.Scenarios[i]
+		s := sum.Scenarios[i]
+		if s == nil {
+			return nil, fmt.Errorf("%w: %s: scenario %d is null", ErrBadRun, sumPath, i)
+		}
 		if err := validateSummary(s); err != nil {
 			return nil, fmt.Errorf("%w: %s: scenario %d (%s/%s seed %d): %v", ErrBadRun, sumPath, i, s.Lock, s.Fault, s.Seed, err)
 		}
-		sc := &Scenario{Row: *s}
+		sc := &LoadedScenario{Row: *s}
 		sdir := path.Dir(s.History)
 		sc.ID = sdir
 		if sdir == "." {
@@ -206,7 +209,7 @@ func plainName(name string) bool {
 
 // loadScenario reads the files of one scenario inside root (the run
 // directory), recording what is wrong.
-func loadScenario(root *os.Root, sdir string, sc *Scenario) {
+func loadScenario(root *os.Root, sdir string, sc *LoadedScenario) {
 	if sc.NotRun {
 		return // nothing ran: no files to read, nothing to plot
 	}

@@ -264,7 +264,7 @@ func Build(run *Run) *Report {
 	return r
 }
 
-func buildScenario(sc *Scenario) *ScenarioReport {
+func buildScenario(sc *LoadedScenario) *ScenarioReport {
 	sr := &ScenarioReport{
 		ID: sc.ID, Lock: sc.Lock, Fault: sc.Fault, Seed: sc.Seed, Ops: sc.Ops, Rejected: sc.Rejected,
 		History: sc.History, Check: sc.CheckPath, Visualization: sc.Visualization,

@@ -325,7 +325,7 @@ func copyRun(t *testing.T, edit func(*contract.Summary)) string {
 
 func keep(ids ...string) func(*contract.Summary) {
 	return func(s *contract.Summary) {
-		var out []contract.Row
+		var out []*contract.Row
 		for _, sc := range s.Scenarios {
 			for _, id := range ids {
 				if filepath.Dir(sc.History) == id {
@@ -704,7 +704,7 @@ func TestCompareCells(t *testing.T) {
 		run := &Run{}
 		for seed := 1; seed <= 4; seed++ {
 			for _, lock := range []string{"set-del", "lua"} {
-				sc := &Scenario{Row: contract.Row{Lock: lock, Fault: "pause-client", Seed: int64(seed),
+				sc := &LoadedScenario{Row: contract.Row{Lock: lock, Fault: "pause-client", Seed: int64(seed),
 					Verdicts: contract.Verdicts{contract.PropLease: contract.OK, contract.PropResource: contract.Violated, contract.PropLiveness: contract.NA},
 					Expected: contract.Verdicts{contract.PropLease: contract.Violated, contract.PropResource: contract.Violated}}}
 				if lock == "lua" {
@@ -787,7 +787,7 @@ func TestTraceRejectedFails(t *testing.T) {
 func TestFailedSeedIsNotTallied(t *testing.T) {
 	run := &Run{}
 	for seed := 1; seed <= 2; seed++ {
-		sc := &Scenario{Row: contract.Row{Lock: "set-del", Fault: "pause-client", Seed: int64(seed),
+		sc := &LoadedScenario{Row: contract.Row{Lock: "set-del", Fault: "pause-client", Seed: int64(seed),
 			Verdicts: contract.Verdicts{contract.PropLease: contract.OK, contract.PropResource: contract.OK, contract.PropLiveness: contract.NA}},
 			ID: fmt.Sprintf("set-del-pause-client-%d", seed)}
 		if seed == 2 {
@@ -841,7 +841,7 @@ func TestCompareTopologies(t *testing.T) {
 			if f == contract.FaultTakeover {
 				v = contract.Violated
 			}
-			run.Scenarios = append(run.Scenarios, &Scenario{Row: contract.Row{Lock: "fenced", Fault: f, Seed: 1,
+			run.Scenarios = append(run.Scenarios, &LoadedScenario{Row: contract.Row{Lock: "fenced", Fault: f, Seed: 1,
 				Verdicts: contract.Verdicts{contract.PropLease: v, contract.PropResource: contract.OK}}})
 		}
 		return Build(run)
@@ -883,7 +883,7 @@ func TestBackends(t *testing.T) {
 	build := func(topology, lock string, cells map[string]contract.Verdict, expected contract.Verdict) *Report {
 		run := &Run{Topology: topology}
 		for f, v := range cells {
-			run.Scenarios = append(run.Scenarios, &Scenario{Row: contract.Row{Lock: lock, Fault: f, Seed: 1,
+			run.Scenarios = append(run.Scenarios, &LoadedScenario{Row: contract.Row{Lock: lock, Fault: f, Seed: 1,
 				Verdicts: contract.Verdicts{contract.PropLease: contract.OK, contract.PropResource: v},
 				Expected: contract.Verdicts{contract.PropResource: expected}}})
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/zoo"
+	"github.com/lockproof/lockproof/judge"
 )
 
 // DetectConfig is a detection-speed measurement: each specimen's decisive
@@ -48,10 +48,10 @@ func (r DetectRow) MeetsTarget() bool {
 }
 
 // Detect runs each specimen's decisive scenario over the seeds and measures
-// the fault time until its first violation (Scenario.DetectMs). It returns
+// the fault time until its first violation (contract.Row.DetectMs). It returns
 // one row per lock, in Locks order, and the run's summary (Config.Out holds
 // the run directory).
-func Detect(ctx context.Context, dc DetectConfig) ([]DetectRow, *Summary, error) {
+func Detect(ctx context.Context, dc DetectConfig) ([]DetectRow, *contract.Summary, error) {
 	if dc.Target <= 0 {
 		dc.Target = 10 * time.Second
 	}
@@ -60,10 +60,13 @@ func Detect(ctx context.Context, dc DetectConfig) ([]DetectRow, *Summary, error)
 			dc.Seeds = append(dc.Seeds, s)
 		}
 	}
-	var plan []Decisive
-	for _, d := range DecisiveScenarios() {
-		if d.Lock == zoo.FencedName {
-			continue // its decisive property must hold: nothing to detect
+	if dc.Registry == nil {
+		return nil, nil, fmt.Errorf("%w: Registry is required (zoo.Builtin() holds the built-in locks)", ErrBadConfig)
+	}
+	var plan []judge.Decisive
+	for _, d := range judge.DecisiveOf(dc.Registry) {
+		if e, _ := dc.Registry.Lookup(d.Lock); judge.Predict(e, d.Fault).Want(d.Property) != contract.WantViolated {
+			continue // its decisive property must hold (the fenced lock's): nothing to detect
 		}
 		if len(dc.Locks) == 0 || slices.Contains(dc.Locks, d.Lock) {
 			plan = append(plan, d)
@@ -83,7 +86,7 @@ func Detect(ctx context.Context, dc DetectConfig) ([]DetectRow, *Summary, error)
 	if err != nil {
 		return nil, sum, err
 	}
-	byID := map[string]*Scenario{}
+	byID := map[string]*contract.Row{}
 	for _, s := range sum.Scenarios {
 		byID[s.ID()] = s
 	}

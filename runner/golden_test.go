@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/zoo"
 )
 
@@ -42,16 +43,16 @@ func currentGolden() goldenFile {
 		entry, _ := reg.Lookup(l)
 		g.Cells[l] = map[string]goldenCell{}
 		for _, f := range faults {
-			e := Predict(entry, f)
-			g.Cells[l][f] = goldenCell{Wants: e.Wants, Rejected: e.Rejected, Why: e.Why, Point: PointOf(entry, f).String()}
+			e := judge.Predict(entry, f)
+			g.Cells[l][f] = goldenCell{Wants: e.Wants, Rejected: e.Rejected, Why: e.Why, Point: judge.PointOf(entry, f).String()}
 			// Where the cluster's prediction differs (PredictOn), it is
 			// kept too, as "fault@cluster".
-			if c := PredictOn(entry, f, contract.TopologyCluster); c.Why != e.Why || !maps.Equal(c.Wants, e.Wants) {
-				g.Cells[l][f+"@"+contract.TopologyCluster] = goldenCell{Wants: c.Wants, Rejected: c.Rejected, Why: c.Why, Point: PointOf(entry, f).String()}
+			if c := judge.PredictOn(entry, f, contract.TopologyCluster); c.Why != e.Why || !maps.Equal(c.Wants, e.Wants) {
+				g.Cells[l][f+"@"+contract.TopologyCluster] = goldenCell{Wants: c.Wants, Rejected: c.Rejected, Why: c.Why, Point: judge.PointOf(entry, f).String()}
 			}
 		}
 	}
-	for _, d := range DecisiveScenarios() {
+	for _, d := range judge.DecisiveOf(zoo.Builtin()) {
 		g.Decisive = append(g.Decisive, d.Lock+" × "+d.Fault+" "+d.Property+" "+d.Point.String())
 	}
 	return g

@@ -25,13 +25,13 @@ var ErrBadMerge = errors.New("bad merge")
 // its seeds), each scenario's directory copied as its shard left it, and
 // the report rendered unless noReport. out must be new or empty. Every
 // shard of the plan must be there, once.
-func Merge(out string, dirs []string, noReport bool) (*Summary, error) {
+func Merge(out string, dirs []string, noReport bool) (*contract.Summary, error) {
 	if len(dirs) == 0 {
 		return nil, fmt.Errorf("%w: no run directories", ErrBadMerge)
 	}
 	type part struct {
 		dir string
-		sum *Summary
+		sum *contract.Summary
 	}
 	parts := make([]part, 0, len(dirs))
 	for _, d := range dirs {
@@ -60,7 +60,7 @@ func Merge(out string, dirs []string, noReport bool) (*Summary, error) {
 		}
 		return nil, fmt.Errorf("%w: %d run directories for %d shards (given shards %v of 1..%d)", ErrBadMerge, len(parts), want.Count, given, want.Count)
 	}
-	merged := &Summary{Scenarios: []*Scenario{}, Topology: parts[0].sum.Topology}
+	merged := &contract.Summary{Scenarios: []*contract.Row{}, Topology: parts[0].sum.Topology}
 	ids := map[string]string{}
 	for i, p := range parts {
 		sh := *p.sum.Shard

@@ -18,12 +18,12 @@ import (
 
 // runPlan runs the small matrix of these tests (3 locks × 2 faults × 2
 // seeds) into out, whole (shard nil) or one shard of it.
-func runPlan(t *testing.T, out string, shard *contract.Shard) *Summary {
+func runPlan(t *testing.T, out string, shard *contract.Shard) *contract.Summary {
 	t.Helper()
 	var opened []env.Spec
 	var mu sync.Mutex
 	fr := &fakeRunner{}
-	sum, err := Run(context.Background(), Config{
+	sum, err := Run(context.Background(), Config{Registry: zoo.Builtin(),
 		Locks: []string{"set-del", "lua", "fenced"}, Faults: []string{contract.FaultPauseClient, contract.FaultFailover},
 		Seeds: []uint64{1, 2}, Out: out, Open: fakeOpener(&opened, &mu), Runner: fr.run, Shard: shard,
 	})
@@ -126,7 +126,7 @@ func TestMergedShardsEqualOneRun(t *testing.T) {
 	if _, err := Merge(merged, dirs, true); !errors.Is(err, ErrBadMerge) {
 		t.Errorf("merge into a non-empty directory: %v; want ErrBadMerge", err)
 	}
-	if _, err := Run(context.Background(), Config{Locks: []string{"fenced"}, Faults: []string{contract.FaultPauseClient}, Seeds: []uint64{1},
+	if _, err := Run(context.Background(), Config{Registry: zoo.Builtin(), Locks: []string{"fenced"}, Faults: []string{contract.FaultPauseClient}, Seeds: []uint64{1},
 		Out: t.TempDir(), Open: fakeOpener(new([]env.Spec), new(sync.Mutex)), Runner: (&fakeRunner{}).run, Shard: &contract.Shard{Index: 1, Count: 2}}); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("an empty shard: %v; want ErrBadConfig", err)
 	}

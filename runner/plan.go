@@ -13,6 +13,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -115,8 +116,8 @@ type Config struct {
 	// with chaos.SharedSpec, each scenario of a chaos.ScopeFresh fault with
 	// its chaos.Fault FreshSpec.
 	Open Opener
-	// Registry holds the locks Locks and Specs name; nil means
-	// zoo.Builtin(). Register your own lock in it to run it under the
+	// Registry holds the locks Locks and Specs name; required
+	// (zoo.Builtin() holds the built-in ones). Register your own lock in it to run it under the
 	// matrix (locker.Entry; see the README, "Run your own lock").
 	Registry *locker.Registry
 	// Mix is the workload's operation mix; nil means workload.DefaultMix().
@@ -147,7 +148,7 @@ type Config struct {
 	ChangeDeployment bool
 	// Resume continues the run that Out holds: the scenarios of the plan
 	// that its summary.json records as run are kept as they are, and only
-	// the others (never started, or interrupted: Scenario.NotRun) run. The
+	// the others (never started, or interrupted: contract.Row.NotRun) run. The
 	// plan (locks, faults, seeds, options) should be the interrupted run's.
 	Resume bool
 	// Trace validates the histories of the locks it names against a model
@@ -240,7 +241,7 @@ func (c Config) specs() ([]Spec, error) {
 			}
 			for _, f := range c.Faults {
 				for _, s := range c.Seeds {
-					specs = append(specs, Spec{Lock: l, Fault: f, Seed: s, Point: PointOf(e, f)})
+					specs = append(specs, Spec{Lock: l, Fault: f, Seed: s, Point: judge.PointOf(e, f)})
 				}
 			}
 		}
@@ -271,7 +272,7 @@ func (c Config) specs() ([]Spec, error) {
 		if err := RunsOn(entry, c.Topology); err != nil {
 			return nil, fmt.Errorf("%w: scenario %s: %w", ErrBadConfig, s.ID(), err)
 		}
-		s.fault, s.entry, s.exp = fault, entry, PredictOn(entry, s.Fault, c.Topology)
+		s.fault, s.entry, s.exp = fault, entry, judge.PredictOn(entry, s.Fault, c.Topology)
 		if seen[s.ID()] {
 			return nil, fmt.Errorf("%w: scenario %s given twice", ErrBadConfig, s.ID())
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -91,13 +92,13 @@ func TestALockGetsItsProfile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if w := expectedOf(reg, "claims-nothing", contract.FaultNone).Want(contract.PropLease); w != contract.WantAny {
+	if w := predictedOf(t, reg, "claims-nothing", contract.FaultNone).Want(contract.PropLease); w != contract.WantAny {
 		t.Errorf("ProfileNone: lease %s under none; want no prediction", w)
 	}
-	if w := expectedOf(reg, "lease-like", contract.FaultPauseClient).Want(contract.PropResource); w != contract.WantViolated {
+	if w := predictedOf(t, reg, "lease-like", contract.FaultPauseClient).Want(contract.PropResource); w != contract.WantViolated {
 		t.Errorf("ProfileLease: resource %s under pause-client; want violated (the lua lock's row)", w)
 	}
-	if w := expectedOf(reg, zoo.FencedName, contract.FaultPauseClient).Want(contract.PropResource); w != contract.WantOK {
+	if w := predictedOf(t, reg, zoo.FencedName, contract.FaultPauseClient).Want(contract.PropResource); w != contract.WantOK {
 		t.Errorf("fenced: resource %s under pause-client; want ok (its row)", w)
 	}
 }
@@ -140,7 +141,7 @@ func TestALockCarriesItsFaultPointAndDecisiveScenario(t *testing.T) {
 		}
 	}
 	var found bool
-	for _, d := range decisiveOf(reg) {
+	for _, d := range judge.DecisiveOf(reg) {
 		if d.Lock == "two-step" {
 			found = d.Fault == contract.FaultPauseClient && d.Property == contract.PropLease && d.Point == contract.Point{After: "get"}
 		}
@@ -149,7 +150,7 @@ func TestALockCarriesItsFaultPointAndDecisiveScenario(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Errorf("two-step's decisive scenario is missing or wrong: %+v", decisiveOf(reg))
+		t.Errorf("two-step's decisive scenario is missing or wrong: %+v", judge.DecisiveOf(reg))
 	}
 }
 
@@ -163,7 +164,7 @@ func TestPrepareIsOneFrontDoor(t *testing.T) {
 	ctx := context.Background()
 	byo := env.Options{Kind: env.BYO}
 	for _, faults := range [][]string{{"nope"}, {contract.FaultPauseServer}} {
-		cfg := Config{Faults: faults}
+		cfg := Config{Registry: zoo.Builtin(), Faults: faults}
 		if _, err := Prepare(ctx, &cfg, byo); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), faults[0]) {
 			t.Errorf("faults %v on byo: %v; want ErrBadConfig naming it", faults, err)
 		}
@@ -171,7 +172,7 @@ func TestPrepareIsOneFrontDoor(t *testing.T) {
 	// A fault that changes the deployment itself runs on a user's only
 	// when named and consented to (issue 47 item 4).
 	for _, consent := range []bool{false, true} {
-		cfg := Config{Faults: []string{contract.FaultFailover}, ChangeDeployment: consent}
+		cfg := Config{Registry: zoo.Builtin(), Faults: []string{contract.FaultFailover}, ChangeDeployment: consent}
 		_, err := Prepare(ctx, &cfg, byo)
 		if consent && err != nil {
 			t.Errorf("failover on byo with consent: %v", err)
@@ -180,7 +181,7 @@ func TestPrepareIsOneFrontDoor(t *testing.T) {
 			t.Errorf("failover on byo without consent: %v; want ErrNeedsConsent naming the command and --yes", err)
 		}
 	}
-	if _, err := Prepare(ctx, &Config{Faults: []string{contract.FaultFailover}}, env.Options{Kind: env.Process}); err != nil && errors.Is(err, ErrNeedsConsent) {
+	if _, err := Prepare(ctx, &Config{Registry: zoo.Builtin(), Faults: []string{contract.FaultFailover}}, env.Options{Kind: env.Process}); err != nil && errors.Is(err, ErrNeedsConsent) {
 		t.Errorf("failover on lockproof's own processes asks for consent: %v", err)
 	}
 	var cfg Config
@@ -190,7 +191,18 @@ func TestPrepareIsOneFrontDoor(t *testing.T) {
 		t.Errorf("default on byo: faults %v, left %v, kind %q, %v; want %v, %d left out", cfg.Faults, left, cfg.Kind, err, want, len(wantLeft))
 	}
 	t.Setenv("PATH", t.TempDir())
-	if _, err := Prepare(ctx, &Config{}, env.Options{Kind: env.Process}); !errors.Is(err, env.ErrUnavailable) || !strings.Contains(err.Error(), "redis-sentinel") {
+	if _, err := Prepare(ctx, &Config{Registry: zoo.Builtin()}, env.Options{Kind: env.Process}); !errors.Is(err, env.ErrUnavailable) || !strings.Contains(err.Error(), "redis-sentinel") {
 		t.Errorf("process without binaries: %v; want ErrUnavailable naming them", err)
 	}
+}
+
+// predictedOf is the prediction for the lock of reg named lock under
+// fault (judge.Predict).
+func predictedOf(t *testing.T, reg *locker.Registry, lock, fault string) locker.Prediction {
+	t.Helper()
+	e, ok := reg.Lookup(lock)
+	if !ok {
+		t.Fatalf("lock %q is not in the registry", lock)
+	}
+	return judge.Predict(e, fault)
 }

@@ -37,7 +37,7 @@ func TestCommittedFilesReencode(t *testing.T) {
 		}
 	}
 	run := filepath.Join("..", "docs", "example-run")
-	reencode(t, filepath.Join(run, contract.SummaryFile), new(Summary))
+	reencode(t, filepath.Join(run, contract.SummaryFile), new(contract.Summary))
 	checks, err := filepath.Glob(filepath.Join(run, "*", contract.CheckFile))
 	if err != nil || len(checks) == 0 {
 		t.Fatalf("no check.json under %s (%v)", run, err)

@@ -92,19 +92,18 @@ func (r Regression) validate() error {
 // something, named name (or name-<scenario> when there are several). Its
 // property is the first violated one (lease, resource, liveness) that the
 // lock's prediction says must break, else the first violated one.
-func regressionsFrom(name string, sum *Summary) ([]Regression, error) {
+func regressionsFrom(name string, sum *contract.Summary) ([]Regression, error) {
 	if err := CheckRegressionName(name); err != nil {
 		return nil, err
 	}
 	var out []Regression
 	for _, s := range sum.Scenarios {
 		prop := ""
-		exp := expectedOf(nil, s.Lock, s.Fault)
 		for _, p := range contract.PropertyIDs() {
 			if s.Verdict(p) != contract.Violated {
 				continue
 			}
-			if prop == "" || (exp.Want(p) == contract.WantViolated && exp.Want(prop) != contract.WantViolated) {
+			if prop == "" || (s.Expected[p] == contract.Violated && s.Expected[prop] != contract.Violated) {
 				prop = p
 			}
 		}
@@ -134,7 +133,7 @@ func regressionsFrom(name string, sum *Summary) ([]Regression, error) {
 // runDir, as regressions in dir (see regressionsFrom), each with its first
 // violation's rule and explanation from the scenario's check.json. It
 // returns the files written.
-func SaveRegressions(dir, runDir, name string, sum *Summary) ([]string, error) {
+func SaveRegressions(dir, runDir, name string, sum *contract.Summary) ([]string, error) {
 	regs, err := regressionsFrom(name, sum)
 	if err != nil {
 		return nil, err
@@ -245,8 +244,8 @@ const ReplayAttempts = 3
 // ReplayResult is the outcome of replaying one regression.
 type ReplayResult struct {
 	Regression Regression
-	// Scenario is the last attempt's scenario.
-	Scenario *Scenario
+	// Scenario is the last attempt's row.
+	Scenario *contract.Row
 	// Verdict is the regression's property's verdict in the last attempt.
 	Verdict contract.Verdict
 	// Reproduced: the property broke again. Unknown: it could not be decided.
@@ -289,7 +288,7 @@ func Replay(ctx context.Context, cfg Config, regs []Regression) ([]ReplayResult,
 		if err != nil {
 			return nil, err
 		}
-		byID := map[string]*Scenario{}
+		byID := map[string]*contract.Row{}
 		for _, s := range sum.Scenarios {
 			byID[s.ID()] = s
 		}

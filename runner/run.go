@@ -41,7 +41,6 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/reports"
-	"github.com/lockproof/lockproof/zoo"
 )
 
 // Run runs the matrix and writes the run directory. It returns the summary
@@ -50,9 +49,12 @@ import (
 // (its environment fails, the runner fails) gets unknown verdicts and its
 // error; only bad configuration and a run directory that cannot be written
 // are errors of Run.
-func Run(ctx context.Context, cfg Config) (*Summary, error) {
+func Run(ctx context.Context, cfg Config) (*contract.Summary, error) {
 	if cfg.Registry == nil {
-		cfg.Registry = zoo.Builtin()
+		// The runner names no lock of its own: the caller brings them
+		// (zoo.Builtin() for the built-in ones, lockproof.Registry for
+		// those and a user's).
+		return nil, fmt.Errorf("%w: Registry is required (zoo.Builtin() holds the built-in locks)", ErrBadConfig)
 	}
 	specs, err := cfg.specs()
 	if err != nil {
@@ -85,7 +87,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	var tok [4]byte
 	_, _ = rand.Read(tok[:]) // crypto/rand.Read never fails
-	m := &matrix{cfg: cfg, specs: specs, rows: make([]*Scenario, len(specs)), runCtx: ctx, shard: shard, token: hex.EncodeToString(tok[:])}
+	m := &matrix{cfg: cfg, specs: specs, rows: make([]*contract.Row, len(specs)), runCtx: ctx, shard: shard, token: hex.EncodeToString(tok[:])}
 	defer m.closeShared()
 	if cfg.Resume {
 		if err := m.resume(); err != nil {
@@ -168,14 +170,14 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 }
 
 // resume takes the rows of the run directory's summary.json that belong
-// to the plan and did run (see Scenario.NotRun): those scenarios are not
+// to the plan and did run (see contract.Row.NotRun): those scenarios are not
 // run again.
 func (m *matrix) resume() error {
 	old, err := ReadSummary(m.cfg.Out)
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", m.cfg.Out, err)
 	}
-	byID := map[string]*Scenario{}
+	byID := map[string]*contract.Row{}
 	for _, r := range old.Scenarios {
 		if !r.NotRun {
 			byID[r.ID()] = r
@@ -212,7 +214,7 @@ type matrix struct {
 	shard  *contract.Shard // the part of the plan run (Config.Shard), nil: all
 
 	mu       sync.Mutex
-	rows     []*Scenario
+	rows     []*contract.Row
 	cells    []*contract.Cell // judgeCells
 	done     int
 	shared   env.Env

@@ -17,6 +17,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/tla"
@@ -49,22 +50,22 @@ func TestExpectedTable(t *testing.T) {
 		{"fenced", contract.FaultFailover, contract.PropResource, contract.WantOK},
 	}
 	for _, m := range must {
-		if got := Expected(m.lock, m.fault).Want(m.prop); got != m.want {
-			t.Errorf("Expected(%s, %s).%s = %s; want %s", m.lock, m.fault, m.prop, got, m.want)
+		if got := zoo.Predicted(m.lock, m.fault).Want(m.prop); got != m.want {
+			t.Errorf("zoo.Predicted(%s, %s).%s = %s; want %s", m.lock, m.fault, m.prop, got, m.want)
 		}
 	}
 	for _, l := range []string{"lua", "watchdog", "reentrant", "redlock"} {
-		e := Expected(l, contract.FaultPauseClient)
+		e := zoo.Predicted(l, contract.FaultPauseClient)
 		lease := contract.WantOK
 		if l == "watchdog" {
 			lease = contract.WantMay // its renewal shortens a longer one, and stops with the client
 		}
 		if e.Want(contract.PropLease) != lease || e.Want(contract.PropResource) != contract.WantViolated {
-			t.Errorf("Expected(%s, pause-client) = %+v; want lease %s, resource violated", l, e, lease)
+			t.Errorf("zoo.Predicted(%s, pause-client) = %+v; want lease %s, resource violated", l, e, lease)
 		}
 	}
 	for _, f := range Faults() {
-		e := Expected("fenced", f)
+		e := zoo.Predicted("fenced", f)
 		if !contract.Predicted(f) {
 			// A fault the guarantees do not discuss yet: no prediction
 			// for anyone until a profile or a lock makes one.
@@ -79,24 +80,24 @@ func TestExpectedTable(t *testing.T) {
 		if e.Rejected != (f == contract.FaultPauseClient) {
 			t.Errorf("fenced under %s: Rejected = %v", f, e.Rejected)
 		}
-		for _, l := range Locks() {
-			e := Expected(l, f)
+		for _, l := range zoo.Builtin().Names() {
+			e := zoo.Predicted(l, f)
 			plain := e.Want(contract.PropLease) == contract.WantOK && e.Want(contract.PropResource) == contract.WantOK && e.Want(contract.PropLiveness) == contract.WantOK && !e.Rejected
 			// Every lock keeps every property, or says why not (under
 			// none too: the frozen copies of the shipped lock's past, the
 			// specimens whose release deletes the key blindly).
 			if !plain && e.Why == "" {
-				t.Errorf("Expected(%s, %s) = %+v has no Why", l, f, e)
+				t.Errorf("zoo.Predicted(%s, %s) = %+v has no Why", l, f, e)
 			}
 		}
 	}
-	if e := Expected("nope", contract.FaultNone); e.Want(contract.PropLease) != contract.WantAny {
+	if e := zoo.Predicted("nope", contract.FaultNone); e.Want(contract.PropLease) != contract.WantAny {
 		t.Errorf("unknown lock: %+v; want any", e)
 	}
 	// The decisive scenario of each lock is one its expectation says breaks
 	// (or, for fenced, holds).
-	for _, d := range DecisiveScenarios() {
-		w := Expected(d.Lock, d.Fault).Want(d.Property)
+	for _, d := range judge.DecisiveOf(zoo.Builtin()) {
+		w := zoo.Predicted(d.Lock, d.Fault).Want(d.Property)
 		if (d.Lock == "fenced") != (w == contract.WantOK) || (d.Lock != "fenced" && w != contract.WantViolated) {
 			t.Errorf("decisive %+v: expectation %s", d, w)
 		}
@@ -194,7 +195,7 @@ func TestRunWritesTheContract(t *testing.T) {
 	var opened []env.Spec
 	var mu sync.Mutex
 	fr := &fakeRunner{}
-	sum, err := Run(context.Background(), Config{
+	sum, err := Run(context.Background(), Config{Registry: zoo.Builtin(),
 		Locks: []string{"set-del", "lua", "fenced"}, Faults: []string{contract.FaultPauseClient, contract.FaultFailover},
 		Seeds: []uint64{1, 2}, Out: out, Open: fakeOpener(&opened, &mu), Runner: fr.run, Progress: &progress,
 	})
@@ -243,7 +244,7 @@ func TestRunWritesTheContract(t *testing.T) {
 			t.Errorf("%s: problems %v", sc.ID, sc.Problems)
 		}
 	}
-	byID := map[string]*Scenario{}
+	byID := map[string]*contract.Row{}
 	for _, s := range sum.Scenarios {
 		byID[s.ID()] = s
 	}
@@ -309,7 +310,7 @@ func TestRunStatus(t *testing.T) {
 	fr := &fakeRunner{}
 	// setnx's fake history is clean: under crash-client its liveness is
 	// expected to break, so the run does not match.
-	sum, err := Run(context.Background(), Config{Locks: []string{"setnx"}, Faults: []string{contract.FaultCrashClient},
+	sum, err := Run(context.Background(), Config{Registry: zoo.Builtin(), Locks: []string{"setnx"}, Faults: []string{contract.FaultCrashClient},
 		Seeds: []uint64{1}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true})
 	if err != nil {
 		t.Fatal(err)
@@ -322,7 +323,7 @@ func TestRunStatus(t *testing.T) {
 	boom := func(ctx context.Context, e env.Env, sc chaos.Scenario, dir string) (chaos.Outcome, error) {
 		return chaos.Outcome{}, errors.New("boom")
 	}
-	sum, err = Run(context.Background(), Config{Locks: []string{"lua"}, Faults: []string{contract.FaultNone},
+	sum, err = Run(context.Background(), Config{Registry: zoo.Builtin(), Locks: []string{"lua"}, Faults: []string{contract.FaultNone},
 		Seeds: []uint64{1}, Out: out, Open: fakeOpener(&opened, &mu), Runner: boom})
 	if err != nil {
 		t.Fatal(err)
@@ -341,7 +342,7 @@ func TestRunStatus(t *testing.T) {
 	}
 
 	failOpen := func(ctx context.Context, spec env.Spec) (env.Env, error) { return nil, errors.New("no redis") }
-	sum, err = Run(context.Background(), Config{Locks: []string{"lua"}, Faults: []string{contract.FaultNone, contract.FaultFailover},
+	sum, err = Run(context.Background(), Config{Registry: zoo.Builtin(), Locks: []string{"lua"}, Faults: []string{contract.FaultNone, contract.FaultFailover},
 		Seeds: []uint64{1}, Out: t.TempDir(), Open: failOpen, Runner: fr.run})
 	if err != nil {
 		t.Fatal(err)
@@ -358,7 +359,7 @@ func TestFaultPointReachesChaos(t *testing.T) {
 	var opened []env.Spec
 	var mu sync.Mutex
 	fr := &fakeRunner{}
-	_, err := Run(context.Background(), Config{Locks: []string{"setnx-expire", "get-del"}, Faults: []string{contract.FaultCrashClient, contract.FaultPauseClient},
+	_, err := Run(context.Background(), Config{Registry: zoo.Builtin(), Locks: []string{"setnx-expire", "get-del"}, Faults: []string{contract.FaultCrashClient, contract.FaultPauseClient},
 		Seeds: []uint64{1}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true, Parallel: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -450,13 +451,13 @@ func TestAvailableFaults(t *testing.T) {
 func TestRegressionsRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	start := int64(835)
-	sum := &Summary{Scenarios: []*Scenario{
-		{Row: contract.Row{Lock: "set-del", Fault: "pause-client", Seed: 3,
+	sum := &contract.Summary{Scenarios: []*contract.Row{
+		{Lock: "set-del", Fault: "pause-client", Seed: 3,
 			Verdicts: verdicts(contract.Violated, contract.OK, contract.NA), History: "set-del-pause-client-3/history.jsonl",
 			FaultStartMs: &start, DetectMs: map[string]int64{contract.PropLease: 1510}, FaultName: "pause-client c0-1",
-			SpecRecord: contract.SpecRecord{DurationMs: 3000, TTLMs: 500}}},
-		{Row: contract.Row{Lock: "lua", Fault: "none", Seed: 1,
-			Verdicts: verdicts(contract.OK, contract.OK, contract.NA), History: "lua-none-1/history.jsonl", SpecRecord: contract.SpecRecord{DurationMs: 3000, TTLMs: 500}}},
+			SpecRecord: contract.SpecRecord{DurationMs: 3000, TTLMs: 500}},
+		{Lock: "lua", Fault: "none", Seed: 1,
+			Verdicts: verdicts(contract.OK, contract.OK, contract.NA), History: "lua-none-1/history.jsonl", SpecRecord: contract.SpecRecord{DurationMs: 3000, TTLMs: 500}},
 	}}
 	paths, err := SaveRegressions(dir, t.TempDir(), "set-del-pause", sum)
 	if err != nil || len(paths) != 1 || filepath.Base(paths[0]) != "set-del-pause.json" {
@@ -508,7 +509,7 @@ func TestReplay(t *testing.T) {
 		{Name: "a", Lock: "set-del", Fault: "pause-client", Seed: 4, SpecRecord: contract.SpecRecord{DurationMs: 2000, TTLMs: 300}, Property: contract.PropLease},
 		{Name: "b", Lock: "lua", Fault: "pause-client", Seed: 4, SpecRecord: contract.SpecRecord{DurationMs: 2000, TTLMs: 300}, Property: contract.PropLease},
 	}
-	res, err := Replay(context.Background(), Config{Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true}, regs)
+	res, err := Replay(context.Background(), Config{Registry: zoo.Builtin(), Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true}, regs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +536,7 @@ func TestDetectRows(t *testing.T) {
 	var mu sync.Mutex
 	fr := &fakeRunner{}
 	rows, _, err := Detect(context.Background(), DetectConfig{
-		Config: Config{Seeds: []uint64{1, 2, 3}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true},
+		Config: Config{Registry: zoo.Builtin(), Seeds: []uint64{1, 2, 3}, Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true},
 		Locks:  []string{"set-del", "setnx"},
 	})
 	if err != nil {
@@ -567,30 +568,30 @@ func TestDetectRows(t *testing.T) {
 // run: pause-process once "passed" without pausing anything), and a run
 // with one exits 3 (1 if a verdict contradicts the expectation).
 func TestErrorIsNeverAsExpected(t *testing.T) {
-	good := func() *Scenario {
+	good := func() *contract.Row {
 		row := (&matrix{}).newRow(resolved(Spec{Lock: "fenced", Fault: contract.FaultPauseClient, Seed: 1}))
 		row.Verdicts, row.Rejected = verdicts(contract.OK, contract.OK, contract.NA), 3
 		return row
 	}
 	row := good()
-	judgeRow(Expected(row.Lock, row.Fault), row)
+	judge.Row(zoo.Predicted(row.Lock, row.Fault), row)
 	if !row.AsExpected {
 		t.Fatalf("clean row not as expected: %+v", row.Mismatches)
 	}
-	for _, spoil := range []func(*Scenario){
-		func(r *Scenario) { r.FaultError = "wait for p0 to hold: context deadline exceeded" },
-		func(r *Scenario) { r.Error = `unknown command "-test.run=^$"` },
+	for _, spoil := range []func(*contract.Row){
+		func(r *contract.Row) { r.FaultError = "wait for p0 to hold: context deadline exceeded" },
+		func(r *contract.Row) { r.Error = `unknown command "-test.run=^$"` },
 	} {
 		row := good()
 		spoil(row)
-		judgeRow(Expected(row.Lock, row.Fault), row)
-		sum := Summary{Scenarios: []*Scenario{good(), row}}
+		judge.Row(zoo.Predicted(row.Lock, row.Fault), row)
+		sum := contract.Summary{Scenarios: []*contract.Row{good(), row}}
 		if row.AsExpected || !row.Unknown() || sum.Status() != 3 {
 			t.Errorf("row with error %q / fault error %q: as expected %v, unknown %v, status %d; want false, true, 3",
 				row.Error, row.FaultError, row.AsExpected, row.Unknown(), sum.Status())
 		}
 		row.Verdicts[contract.PropResource] = contract.Violated // a contradiction found despite the error still counts
-		judgeRow(Expected(row.Lock, row.Fault), row)
+		judge.Row(zoo.Predicted(row.Lock, row.Fault), row)
 		if sum.Status() != 1 {
 			t.Errorf("violated row with an error: status %d, want 1", sum.Status())
 		}
@@ -603,16 +604,16 @@ func TestErrorIsNeverAsExpected(t *testing.T) {
 // found it stays not as expected; a must-hold property broken on one seed
 // fails its cell.
 func TestCellsJudgeOverSeeds(t *testing.T) {
-	row := func(seed int64, lease contract.Verdict, det int64) *Scenario {
+	row := func(seed int64, lease contract.Verdict, det int64) *contract.Row {
 		r := (&matrix{}).newRow(resolved(Spec{Lock: "set-del", Fault: contract.FaultPauseClient, Seed: uint64(seed)}))
 		r.Verdicts = verdicts(lease, contract.Violated, contract.NA)
 		if lease == contract.Violated {
 			r.DetectMs = map[string]int64{contract.PropLease: det}
 		}
-		judgeRow(Expected(r.Lock, r.Fault), r)
+		judge.Row(zoo.Predicted(r.Lock, r.Fault), r)
 		return r
 	}
-	rows := []*Scenario{row(1, contract.Violated, 1500), row(2, contract.OK, 0), row(3, contract.Violated, 1400)}
+	rows := []*contract.Row{row(1, contract.Violated, 1500), row(2, contract.OK, 0), row(3, contract.Violated, 1400)}
 	if rows[1].AsExpected {
 		t.Fatal("seed 2 missed a must-break property: not as expected on its own")
 	}
@@ -622,7 +623,7 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 	if !slices.Equal(rows[1].MismatchDetails, want) || len(rows[1].Mismatches) != 1 {
 		t.Fatalf("seed 2's mismatches %q, details %+v; want one, %+v", rows[1].Mismatches, rows[1].MismatchDetails, want)
 	}
-	cells := cellsOf(rows, builtinExps(rows))
+	cells := judge.Cells(rows, builtinExps(rows))
 	if len(cells) != 1 {
 		t.Fatalf("%d cells; want 1", len(cells))
 	}
@@ -639,9 +640,9 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 	// still settles the seeds that missed the break.
 	failed := row(4, contract.Violated, 900)
 	failed.FaultError = "the fault did not bite"
-	judgeRow(Expected(failed.Lock, failed.Fault), failed)
+	judge.Row(zoo.Predicted(failed.Lock, failed.Fault), failed)
 	missed := row(5, contract.OK, 0)
-	c = cellsOf([]*Scenario{failed, missed}, builtinExps([]*Scenario{failed, missed}))[0]
+	c = judge.Cells([]*contract.Row{failed, missed}, builtinExps([]*contract.Row{failed, missed}))[0]
 	if c.Seeds != 1 || c.Found[contract.PropLease] != 0 || c.Rate[contract.PropLease] != 0 || c.DetectMedianMs[contract.PropLease] != 0 {
 		t.Fatalf("cell with a failed seed = %+v; want 1 seed, lease found on none", c)
 	}
@@ -649,19 +650,19 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 		t.Fatalf("the seed that missed it: %+v; want found elsewhere", missed)
 	}
 
-	none := []*Scenario{row(1, contract.OK, 0), row(2, contract.OK, 0)}
-	if c := cellsOf(none, builtinExps(none))[0]; c.AsExpected || none[0].AsExpected || len(none[0].FoundElsewhere) != 0 {
+	none := []*contract.Row{row(1, contract.OK, 0), row(2, contract.OK, 0)}
+	if c := judge.Cells(none, builtinExps(none))[0]; c.AsExpected || none[0].AsExpected || len(none[0].FoundElsewhere) != 0 {
 		t.Fatalf("a cell where no seed found the break: %+v, %+v; want not as expected", c, none[0])
 	}
 
-	hold := func(seed uint64, lease contract.Verdict) *Scenario {
+	hold := func(seed uint64, lease contract.Verdict) *contract.Row {
 		r := (&matrix{}).newRow(resolved(Spec{Lock: "fenced", Fault: contract.FaultNone, Seed: seed}))
 		r.Verdicts = verdicts(lease, contract.OK, contract.NA)
-		judgeRow(Expected(r.Lock, r.Fault), r)
+		judge.Row(zoo.Predicted(r.Lock, r.Fault), r)
 		return r
 	}
-	rs := []*Scenario{hold(1, contract.OK), hold(2, contract.Violated)}
-	if c := cellsOf(rs, builtinExps(rs))[0]; c.AsExpected {
+	rs := []*contract.Row{hold(1, contract.OK), hold(2, contract.Violated)}
+	if c := judge.Cells(rs, builtinExps(rs))[0]; c.AsExpected {
 		t.Fatalf("a must-hold property broken on one seed: cell %+v; want not as expected", c)
 	}
 }
@@ -671,15 +672,15 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 // fails the run; a count that chance explains (one miss in ten, or a lone
 // seed that found it) is not; may-break cells promise nothing.
 func TestRateBelowPromiseIsARegression(t *testing.T) {
-	rows := func(lock, fault string, found, seeds int) []*Scenario {
-		var rs []*Scenario
+	rows := func(lock, fault string, found, seeds int) []*contract.Row {
+		var rs []*contract.Row
 		for i := range seeds {
 			r := (&matrix{}).newRow(resolved(Spec{Lock: lock, Fault: fault, Seed: uint64(i + 1)}))
 			r.Verdicts = verdicts(contract.OK, contract.Violated, contract.NA)
 			if i < found {
 				r.Verdicts[contract.PropLease] = contract.Violated
 			}
-			judgeRow(Expected(r.Lock, r.Fault), r)
+			judge.Row(zoo.Predicted(r.Lock, r.Fault), r)
 			rs = append(rs, r)
 		}
 		return rs
@@ -698,10 +699,10 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 		{"fenced", contract.FaultFailover, 1, 10, false, false}, // lease may: no promise
 	} {
 		rs := rows(tc.lock, tc.fault, tc.found, tc.seeds)
-		c := cellsOf(rs, builtinExps(rs))[0]
-		sum := &Summary{Scenarios: rs, Cells: []*contract.Cell{c}}
+		c := judge.Cells(rs, builtinExps(rs))[0]
+		sum := &contract.Summary{Scenarios: rs, Cells: []*contract.Cell{c}}
 		got := len(c.Regressions) > 0
-		if got != tc.regression || (c.Promised[contract.PropLease] == promisedRate) != tc.wantPromised {
+		if got != tc.regression || (c.Promised[contract.PropLease] == judge.PromisedRate) != tc.wantPromised {
 			t.Errorf("%s × %s found %d of %d: regressions %v, promised %v; want regression %v",
 				tc.lock, tc.fault, tc.found, tc.seeds, c.Regressions, c.Promised, tc.regression)
 		}
@@ -711,12 +712,6 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 		if !tc.regression && c.AsExpected && sum.Status() != 0 {
 			t.Errorf("%s × %s found %d of %d: status %d; want 0", tc.lock, tc.fault, tc.found, tc.seeds, sum.Status())
 		}
-	}
-	if p := binomialCDF(10, 10, 0.9); p < 0.999999 || p > 1 {
-		t.Errorf("binomialCDF(10, 10, 0.9) = %v; want 1", p)
-	}
-	if p := binomialCDF(0, 1, 0.9); p < 0.0999 || p > 0.1001 {
-		t.Errorf("binomialCDF(0, 1, 0.9) = %v; want 0.1", p)
 	}
 }
 
@@ -742,7 +737,7 @@ func TestTraceValidation(t *testing.T) {
 		var mu sync.Mutex
 		var got []int
 		fr := &fakeRunner{}
-		sum, err := Run(context.Background(), Config{
+		sum, err := Run(context.Background(), Config{Registry: zoo.Builtin(),
 			Locks: []string{"fenced", "lua"}, Faults: []string{contract.FaultPauseClient}, Seeds: []uint64{1},
 			Out: t.TempDir(), Open: fakeOpener(&opened, &mu), Runner: fr.run, NoReport: true,
 			Trace: map[string]TraceCheck{"fenced": func(ctx context.Context, ops []history.Op) (tla.Result, error) {
@@ -783,10 +778,10 @@ func verdicts(lease, resource, liveness contract.Verdict) contract.Verdicts {
 }
 
 // builtinExps is the prediction for each row's built-in lock (Expected).
-func builtinExps(rows []*Scenario) []locker.Prediction {
+func builtinExps(rows []*contract.Row) []locker.Prediction {
 	exps := make([]locker.Prediction, len(rows))
 	for i, r := range rows {
-		exps[i] = Expected(r.Lock, r.Fault)
+		exps[i] = zoo.Predicted(r.Lock, r.Fault)
 	}
 	return exps
 }
@@ -795,7 +790,7 @@ func builtinExps(rows []*Scenario) []locker.Prediction {
 func resolved(s Spec) Spec {
 	s.entry, _ = zoo.Builtin().Lookup(s.Lock)
 	s.fault, _ = chaos.Lookup(s.Fault)
-	s.exp = Predict(s.entry, s.Fault)
+	s.exp = judge.Predict(s.entry, s.Fault)
 	return s
 }
 
@@ -828,7 +823,7 @@ func TestFaultsOnTopologies(t *testing.T) {
 	}
 	// The cluster topology on Docker: the matrix less the fault whose
 	// clock shim only processes have.
-	cfg := Config{Topology: contract.TopologyCluster, Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
+	cfg := Config{Registry: zoo.Builtin(), Topology: contract.TopologyCluster, Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
 	left, err := Prepare(context.Background(), &cfg, env.Options{Kind: env.Docker,
 		Docker:      func(context.Context, env.Spec) (env.Env, error) { return nil, nil },
 		DockerCheck: func(context.Context) error { return nil }})
@@ -851,12 +846,12 @@ func TestFaultsOnTopologies(t *testing.T) {
 		topology string
 		o        env.Options
 	}{{contract.TopologyCluster, sentinelDeployment}, {contract.TopologySentinel, clusterDeployment}} {
-		cfg = Config{Topology: c.topology, Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
+		cfg = Config{Registry: zoo.Builtin(), Topology: c.topology, Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
 		if _, err := Prepare(context.Background(), &cfg, c.o); !errors.Is(err, ErrBadConfig) || !errors.Is(err, env.ErrWrongTopology) || !strings.Contains(err.Error(), "LOCKPROOF_CLUSTER") {
 			t.Errorf("the %s topology on a deployment of the other: %v; want ErrBadConfig, ErrWrongTopology naming LOCKPROOF_CLUSTER", c.topology, err)
 		}
 	}
-	cfg = Config{Topology: contract.TopologyCluster, Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
+	cfg = Config{Registry: zoo.Builtin(), Topology: contract.TopologyCluster, Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
 	if _, err := Prepare(context.Background(), &cfg, clusterDeployment); err != nil {
 		t.Fatalf("the cluster topology on a cluster deployment: %v", err)
 	}
@@ -876,7 +871,7 @@ func TestFaultsOnTopologies(t *testing.T) {
 			t.Errorf("%s is in a bring-your-own cluster's default matrix %v without consent", f, cfg.Faults)
 		}
 	}
-	cfg = Config{Topology: contract.TopologyCluster, Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir(),
+	cfg = Config{Registry: zoo.Builtin(), Topology: contract.TopologyCluster, Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir(),
 		Faults: []string{contract.FaultFailover, contract.FaultTakeover}, ChangeDeployment: true}
 	if _, err := Prepare(context.Background(), &cfg, clusterDeployment); err != nil {
 		t.Errorf("failover and takeover named with consent on a bring-your-own cluster: %v", err)
@@ -896,7 +891,7 @@ func TestFaultsOnTopologies(t *testing.T) {
 			t.Errorf("set-del × failover on the %s topology: liveness %s; want %s", c.topology, got, c.want)
 		}
 	}
-	cfg = Config{Topology: "ring", Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
+	cfg = Config{Registry: zoo.Builtin(), Topology: "ring", Locks: []string{"fenced"}, Seeds: []uint64{1}, Out: t.TempDir()}
 	if _, err := Prepare(context.Background(), &cfg, env.Options{Kind: env.Process}); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("topology ring: %v; want ErrBadConfig", err)
 	}

@@ -20,9 +20,9 @@ import (
 )
 
 // newRow is a summary row with the spec's identity and expectation.
-func (m *matrix) newRow(s Spec) *Scenario {
+func (m *matrix) newRow(s Spec) *contract.Row {
 	exp := s.exp
-	row := &Scenario{}
+	row := &contract.Row{}
 	row.SpecRecord = recordOf(s)
 	row.Lock, row.Fault, row.Seed = s.Lock, s.Fault, int64(s.Seed)
 	row.History = path.Join(s.ID(), contract.HistoryFile)
@@ -41,7 +41,7 @@ func (m *matrix) newRow(s Spec) *Scenario {
 
 // failed is the row of a scenario that could not run: unknown verdicts, an
 // empty history and a check.json saying why.
-func (m *matrix) failed(s Spec, err error) *Scenario {
+func (m *matrix) failed(s Spec, err error) *contract.Row {
 	row := m.newRow(s)
 	row.Error = err.Error()
 	for _, p := range contract.PropertyIDs() {
@@ -71,37 +71,14 @@ func unknownResult(err error) *checker.Result {
 // checkOptions are the checker's options for s: CheckOptions for its
 // lock and TTL, with the run's budget.
 func (m *matrix) checkOptions(s Spec) checker.Options {
-	return CheckOptions(s.entry, s.TTL, m.cfg.CheckTimeout)
-}
-
-// CheckOptions are the checker's options for a history of the lock e with
-// leases of ttl: the bounds e promises its waiters, its holders (loss
-// notice, for leases of ttl) and its callers (calls), and the budget. A
-// matrix run and a simulated one (package sim) judge alike through it.
-func CheckOptions(e locker.Entry, ttl, budget time.Duration) checker.Options {
-	o := checker.Options{Timeout: budget, WaitBound: e.WaitBound}
-	if e.LossBound != nil {
-		o.LossBound = e.LossBound(ttl)
-	}
-	if e.Fair != nil {
-		o.Fair, o.Bypass = true, e.Fair.Bypass
-	}
-	if e.Calls != nil {
-		o.CallSlack, o.CloseRefuses = e.Calls.Slack, e.Calls.CloseRefuses
-	}
-	return o
+	return judge.CheckOptions(s.entry, s.TTL, m.cfg.CheckTimeout)
 }
 
 // waitTimeout is WaitTimeout for s's lock.
-func (m *matrix) waitTimeout(s Spec) time.Duration { return WaitTimeout(s.entry) }
-
-// WaitTimeout is how long the waiters of the lock e wait: twice the
-// promised bound, so that a broken promise shows as a waiter served late
-// or giving up.
-func WaitTimeout(e locker.Entry) time.Duration { return 2 * e.WaitBound }
+func (m *matrix) waitTimeout(s Spec) time.Duration { return judge.WaitTimeout(s.entry) }
 
 // runOne runs, checks and files one scenario.
-func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
+func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *contract.Row {
 	row := m.newRow(s)
 	dir := filepath.Join(m.cfg.Out, s.ID())
 	sc := chaos.Scenario{Lock: s.Lock, Fault: s.Fault, Seed: s.Seed, Duration: s.Duration, TTL: s.TTL,
@@ -174,7 +151,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *Scenario {
 	}
 	// A break the fault may cause counts only near its window.
 	row.Unexcused = judge.Unexcused(res, judge.WindowsOf(ops),
-		func(kind string) locker.Prediction { return PredictOn(s.entry, kind, m.cfg.Topology) },
+		func(kind string) locker.Prediction { return judge.PredictOn(s.entry, kind, m.cfg.Topology) },
 		judge.Bounds{TTL: s.TTL, Skew: chaos.SkewBehind})
 	if check := m.cfg.Trace[s.Lock]; check != nil {
 		tr, err := check(ctx, ops)
@@ -261,43 +238,13 @@ func visualize(ctx context.Context, p string, ops []history.Op, res *checker.Res
 	return f.Close()
 }
 
-// mismatch says that property p came out v against the prediction w.
-func mismatch(p string, v contract.Verdict, w contract.Want) string {
-	return contract.VerdictMismatch(p, v, w).Text
-}
-
 // TraceCheck validates one scenario's history against a model
 // (tla.Validator.Validate): accepted, or the history line of the first
 // event the model refused. An error means no verdict (no TLC, a timeout).
 type TraceCheck func(ctx context.Context, ops []history.Op) (tla.Result, error)
 
-// judgeRow compares a row's verdicts with the prediction, and a validated
-// trace with the model.
-func judgeRow(exp locker.Prediction, row *Scenario) {
-	row.Mismatches, row.MismatchDetails = nil, nil
-	for _, p := range contract.PropertyIDs() {
-		v, w := row.Verdict(p), exp.Want(p)
-		if v != contract.Unknown && !w.Matches(v) {
-			row.AddMismatch(contract.VerdictMismatch(p, v, w))
-		}
-	}
-	if row.Trace == contract.TraceRejected {
-		row.AddMismatch(contract.Mismatch{Kind: contract.MismatchTrace, Text: fmt.Sprintf("trace rejected by the model at line %d", row.TraceLine)})
-	}
-	if row.TraceDisagrees != "" {
-		row.AddMismatch(contract.Mismatch{Kind: contract.MismatchTrace, Text: row.TraceDisagrees})
-	}
-	for _, u := range row.Unexcused {
-		row.AddMismatch(contract.UnexcusedMismatch(u, exp.Want))
-	}
-	if exp.Rejected && row.Rejected == 0 && !row.Unknown() {
-		row.AddMismatch(contract.Mismatch{Kind: contract.MismatchNoBite, Text: "rejected 0, expected > 0 (the fault did not bite)"})
-	}
-	row.AsExpected = len(row.Mismatches) == 0 && !row.Unknown()
-}
-
 // finish records a row, reports progress and rewrites summary.json.
-func (m *matrix) finish(i int, row *Scenario, start time.Time) {
+func (m *matrix) finish(i int, row *contract.Row, start time.Time) {
 	if err := m.runCtx.Err(); err != nil && !row.NotRun {
 		// Cut short by the interrupt: its verdicts say nothing, and a
 		// resumed run runs it again.
@@ -305,7 +252,7 @@ func (m *matrix) finish(i int, row *Scenario, start time.Time) {
 		row.Error = joinErr("interrupted: "+context.Cause(m.runCtx).Error(), row.Error)
 	}
 	row.ElapsedMs = time.Since(start).Milliseconds()
-	judgeRow(m.specs[i].exp, row)
+	judge.Row(m.specs[i].exp, row)
 	m.mu.Lock()
 	m.rows[i] = row
 	m.done++
@@ -321,7 +268,7 @@ func (m *matrix) finish(i int, row *Scenario, start time.Time) {
 }
 
 // progressLine is one line of progress for a finished scenario.
-func progressLine(done, total int, r *Scenario) string {
+func progressLine(done, total int, r *contract.Row) string {
 	status := "as expected"
 	switch {
 	case len(r.Mismatches) > 0:

@@ -21,7 +21,7 @@ const gzSuffix = ".gz"
 // as expected or not decided (the evidence a person will open), and per
 // lock × fault cell and property the first row that found it violated
 // (the counterexample the guarantee sheet links to).
-func kept(rows []*Scenario) []bool {
+func kept(rows []*contract.Row) []bool {
 	keep := make([]bool, len(rows))
 	type id struct{ lock, fault, prop string }
 	first := map[id]bool{}
@@ -52,7 +52,7 @@ func kept(rows []*Scenario) []bool {
 // --html` makes one again from the history). Nothing is lost: every
 // history stays checkable. A nightly of 960 scenarios keeps its artifact
 // under 100 MB this way (README, "Nightly").
-func trim(out string, rows []*Scenario) error {
+func trim(out string, rows []*contract.Row) error {
 	var errs []error
 	for i, keep := range kept(rows) {
 		r := rows[i]

@@ -10,6 +10,8 @@ import (
 
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/judge"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // TestTrimKeepsTheEvidence: trimming compresses the histories of
@@ -22,13 +24,13 @@ func TestTrimKeepsTheEvidence(t *testing.T) {
 		{Client: "a", Kind: history.Acquire, Key: "k", Call: 1, Return: 2, Completed: true, Result: history.OK, TTLMillis: 100, Token: 1, HasToken: true},
 		{Client: "a", Kind: history.Release, Key: "k", Call: 3, Return: 4, Completed: true, Result: history.OK, Token: 1, HasToken: true},
 	}
-	row := func(lock, fault string, seed uint64, lease contract.Verdict) *Scenario {
+	row := func(lock, fault string, seed uint64, lease contract.Verdict) *contract.Row {
 		r := (&matrix{}).newRow(resolved(Spec{Lock: lock, Fault: fault, Seed: seed}))
 		r.Verdicts = verdicts(lease, contract.Violated, contract.NA)
 		if lock == "fenced" {
 			r.Verdicts[contract.PropResource] = contract.OK
 		}
-		judgeRow(Expected(r.Lock, r.Fault), r)
+		judge.Row(zoo.Predicted(r.Lock, r.Fault), r)
 		dir := filepath.Join(out, r.ID())
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -41,7 +43,7 @@ func TestTrimKeepsTheEvidence(t *testing.T) {
 		}
 		return r
 	}
-	rows := []*Scenario{
+	rows := []*contract.Row{
 		row("set-del", contract.FaultPauseClient, 1, contract.OK),       // first resource counterexample (lease: found elsewhere)
 		row("set-del", contract.FaultPauseClient, 2, contract.Violated), // first lease counterexample
 		row("set-del", contract.FaultPauseClient, 3, contract.Violated), // trimmed
@@ -49,7 +51,7 @@ func TestTrimKeepsTheEvidence(t *testing.T) {
 		row("fenced", contract.FaultNone, 2, contract.OK),               // trimmed
 		row("fenced", contract.FaultNone, 3, contract.Violated),         // not as expected: kept
 	}
-	cellsOf(rows, builtinExps(rows))
+	judge.Cells(rows, builtinExps(rows))
 	if err := trim(out, rows); err != nil {
 		t.Fatal(err)
 	}

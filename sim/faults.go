@@ -44,7 +44,7 @@ type striking struct {
 	// for a reply before it gives up (late-delivery holds past it).
 	opTimeout time.Duration
 	// point is where a client fault strikes the run's lock
-	// (runner.PointOf): right after, or before, a named command; zero:
+	// (judge.PointOf): right after, or before, a named command; zero:
 	// while the victim holds its lock, its write ahead.
 	point contract.Point
 	// lockNodes are the addresses of the lock's nodes: the master, or a

@@ -13,7 +13,7 @@ import (
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
-	"github.com/lockproof/lockproof/runner"
+	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/sim"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -261,7 +261,7 @@ func TestDecisiveFindingsInSimulation(t *testing.T) {
 			t.Errorf("%s: its decisive fault %s is not simulated", name, e.Decisive.Fault)
 			continue
 		}
-		want := runner.Predict(e, f.Name)
+		want := judge.Predict(e, f.Name)
 		breaks := want.Want(e.Decisive.Property) == contract.WantViolated
 		first := 0
 		for seed := uint64(1); seed <= 5 && first == 0; seed++ {

@@ -5,7 +5,7 @@
 // holds or loses), inside a testing/synctest bubble, so that seconds of
 // leases, watchdog renewals, hand-offs and expiries take milliseconds; its
 // history goes through the same checker as a real run's, judged by the
-// same predictions (runner.Predict).
+// same predictions (judge.Predict).
 //
 // A seed decides everything: the workload's choices, the faults (Swarm
 // draws a seed's own mix), their moments and victims, every message's
@@ -40,7 +40,6 @@ import (
 	"github.com/lockproof/lockproof/internal/vnode"
 	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
-	"github.com/lockproof/lockproof/runner"
 )
 
 // Scenario is one simulated run.
@@ -66,7 +65,7 @@ type Result struct {
 	Check *checker.Result
 	// Expected is what the lock's predictions say of the run: per
 	// property, ok when every fault of the run predicts it holds
-	// (runner.Predict), else what the faults allow (expect).
+	// (judge.Predict), else what the faults allow (expect).
 	Expected locker.Prediction
 	// Mismatches name the properties whose verdict the prediction does
 	// not allow ("lease violated, expected ok"), and the violations no
@@ -96,7 +95,7 @@ func redlockAddrs() []string { return []string{"127.0.0.1:3", "127.0.0.1:4", "12
 var one sync.Mutex
 
 // Run runs sc in a synctest bubble of t and checks its history with the
-// bounds the lock's entry states (runner.CheckOptions, as a matrix run
+// bounds the lock's entry states (judge.CheckOptions, as a matrix run
 // does). It fails t on an error of the run itself. Runs of one process
 // take turns: each runs on one processor (GOMAXPROCS 1, put back after).
 func Run(t *testing.T, sc Scenario) Result {
@@ -123,7 +122,7 @@ func Simulate(t *testing.T, sc Scenario) (Result, error) {
 		cfg.TTL = 500 * time.Millisecond
 	}
 	if cfg.WaitTimeout == 0 {
-		cfg.WaitTimeout = runner.WaitTimeout(entry)
+		cfg.WaitTimeout = judge.WaitTimeout(entry)
 	}
 	d := sc.Duration
 	if d == 0 {
@@ -164,11 +163,11 @@ func Simulate(t *testing.T, sc Scenario) (Result, error) {
 	if runErr != nil {
 		return Result{}, fmt.Errorf("sim %s seed %d: %w", sc.Lock, sc.Seed, runErr)
 	}
-	res, err := checker.Check(context.Background(), ops, runner.CheckOptions(entry, cfg.TTL, time.Minute))
+	res, err := checker.Check(context.Background(), ops, judge.CheckOptions(entry, cfg.TTL, time.Minute))
 	if err != nil {
 		return Result{}, fmt.Errorf("sim %s seed %d: check: %w", sc.Lock, sc.Seed, err)
 	}
-	r := Result{Ops: ops, Check: res, Expected: expect(entry, sc.Faults)}
+	r := Result{Ops: ops, Check: res, Expected: judge.Mix(entry, faultNames(sc.Faults))}
 	for _, p := range res.Props {
 		switch w := r.Expected.Want(p.ID); {
 		case p.Verdict == contract.Unknown:
@@ -182,7 +181,7 @@ func Simulate(t *testing.T, sc Scenario) (Result, error) {
 	// its windows: a swarm seed whose mix holds a failover no longer
 	// excuses a lease break anywhere in the run.
 	r.Unexcused = judge.Unexcused(res, judge.WindowsOf(ops),
-		func(kind string) locker.Prediction { return runner.Predict(entry, kind) },
+		func(kind string) locker.Prediction { return judge.Predict(entry, kind) },
 		judge.Bounds{TTL: cfg.TTL, Skew: chaos.SkewBehind})
 	for _, u := range r.Unexcused {
 		m := contract.UnexcusedMismatch(u, r.Expected.Want)
@@ -224,7 +223,7 @@ func simulate(sc Scenario, entry locker.Entry, cfg workload.Config, d time.Durat
 	for i, f := range sc.Faults {
 		s := &striking{ctx: moments, rng: rand.New(rand.NewPCG(sc.Seed, 0x5137+uint64(i))), net: n, wl: w, rec: rec, ttl: cfg.TTL, run: d,
 			opTimeout: cmp.Or(cfg.OpTimeout, time.Second),
-			point:     runner.PointOf(entry, f.Name), lockNodes: lockNodes}
+			point:     judge.PointOf(entry, f.Name), lockNodes: lockNodes}
 		go func() { faultErrs <- f.strike(s) }()
 	}
 	var errs []error
@@ -251,29 +250,11 @@ func simulate(sc Scenario, entry locker.Entry, cfg workload.Config, d time.Durat
 	return rec.Ops(), nil
 }
 
-// expect merges the lock's predictions under each fault of a run, and
-// under none: a property is ok when every one says so; a prediction of
-// "violated" under one fault of a mix becomes "may" (another fault may
-// keep it from biting); one without a prediction stays so.
-func expect(e locker.Entry, fs []Fault) locker.Prediction {
-	if len(fs) == 1 {
-		return runner.Predict(e, fs[0].Name)
+// faultNames are the names of fs, in order.
+func faultNames(fs []Fault) []string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.Name
 	}
-	out := runner.Predict(e, contract.FaultNone)
-	for _, f := range fs {
-		p := runner.Predict(e, f.Name)
-		for _, id := range contract.PropertyIDs() {
-			switch w, have := p.Want(id), out.Want(id); {
-			case w == contract.WantOK || have == contract.WantAny:
-			case w == contract.WantAny:
-				out.Set(contract.WantAny, id)
-			default:
-				out.Set(contract.WantMay, id)
-			}
-		}
-		if p.Why != "" {
-			out.Because(p.Why)
-		}
-	}
-	return out
+	return names
 }

@@ -23,7 +23,7 @@ import (
 // matrix runs locks × faults × seeds on topology as `lockproof run
 // --topology` does (runner.Prepare, runner.Run), and wants every verdict
 // as predicted, every scenario conclusive (its fault bit), and status 0.
-func matrix(t *testing.T, topology string, locks, faults []string, seeds []uint64) *runner.Summary {
+func matrix(t *testing.T, topology string, locks, faults []string, seeds []uint64) *contract.Summary {
 	t.Helper()
 	sum, _ := matrixOn(t, topology, env.Options{Kind: env.Process}, locks, faults, seeds)
 	return sum
@@ -31,7 +31,7 @@ func matrix(t *testing.T, topology string, locks, faults []string, seeds []uint6
 
 // matrixOn is matrix on the environment eo, and returns the faults the
 // default matrix left out, with why (faults nil: the default matrix).
-func matrixOn(t *testing.T, topology string, eo env.Options, locks, faults []string, seeds []uint64) (*runner.Summary, []error) {
+func matrixOn(t *testing.T, topology string, eo env.Options, locks, faults []string, seeds []uint64) (*contract.Summary, []error) {
 	t.Helper()
 	// Three store servers (JVMs for ZooKeeper) and a workload: not beside
 	// a test whose verdicts need the cores (internal/alone).

@@ -12,6 +12,7 @@ import (
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/stores"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 // TestFencedMatrixOnDocker runs the fenced lock's scenarios on the Docker
@@ -46,7 +47,7 @@ func TestFencedMatrixOnDocker(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 			defer cancel()
 			do := docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: testLogger()}
-			cfg := runner.Config{
+			cfg := runner.Config{Registry: zoo.Builtin(),
 				Locks:    []string{"fenced"},
 				Faults:   c.faults,
 				Seeds:    []uint64{1},

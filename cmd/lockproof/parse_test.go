@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockproof/lockproof/runner"
+	"github.com/lockproof/lockproof/zoo"
 )
 
 func TestParseSeeds(t *testing.T) {
@@ -33,14 +34,14 @@ func TestParseSeeds(t *testing.T) {
 }
 
 func TestParseNames(t *testing.T) {
-	got, err := parseNames("--locks", "lua,fenced", runner.Locks())
+	got, err := parseNames("--locks", "lua,fenced", zoo.Builtin().Names())
 	if err != nil || !slices.Equal(got, []string{"lua", "fenced"}) {
 		t.Fatalf("parseNames = %v, %v", got, err)
 	}
-	if got, err := parseNames("--locks", "all", runner.Locks()); err != nil || !slices.Equal(got, runner.Locks()) {
+	if got, err := parseNames("--locks", "all", zoo.Builtin().Names()); err != nil || !slices.Equal(got, zoo.Builtin().Names()) {
 		t.Fatalf("parseNames(all) = %v, %v", got, err)
 	}
-	_, err = parseNames("--locks", "lua,nope", runner.Locks())
+	_, err = parseNames("--locks", "lua,nope", zoo.Builtin().Names())
 	if !errors.Is(err, runner.ErrBadConfig) || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "--locks") {
 		t.Fatalf("unknown name: err = %v; want runner.ErrBadConfig naming the flag and the name", err)
 	}

@@ -71,7 +71,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f runFlags
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.locks, "locks", "all", "comma-separated locks: "+strings.Join(runner.Locks(), ",")+" on Redis; "+strings.Join(storeLocks(), ",")+" on their consensus stores (--topology etcd, zookeeper); all: the topology's")
+	fs.StringVar(&f.locks, "locks", "all", "comma-separated locks: "+strings.Join(zoo.Builtin().Names(), ",")+" on Redis; "+strings.Join(storeLocks(), ",")+" on their consensus stores (--topology etcd, zookeeper); all: the topology's")
 	fs.StringVar(&f.faults, "faults", "all", "comma-separated faults: "+strings.Join(runner.Faults(), ","))
 	fs.StringVar(&f.seeds, "seeds", "", `seeds: a list and ranges, e.g. "1-10" or "1,2,5" (default "1"; with --detect "1-20")`)
 	fs.DurationVar(&f.duration, "duration", 0, "workload duration per scenario (0: 3s, failover 6s)")
@@ -394,7 +394,7 @@ func commandLock(f runFlags) (*locker.Entry, error) {
 }
 
 // printTotals prints the one-line result of a run.
-func printTotals(w io.Writer, sum *runner.Summary, out string, took time.Duration) {
+func printTotals(w io.Writer, sum *contract.Summary, out string, took time.Duration) {
 	n, unexpected, unknown, violated := len(sum.Scenarios), 0, 0, 0
 	for _, s := range sum.Scenarios {
 		if !s.AsExpected {

@@ -618,7 +618,7 @@ func writeSim(dir string, f simFlags, sum *simSummary, results []*simResult) err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	var rows []contract.Row
+	var rows []*contract.Row
 	var regs []sim.Regression
 	first := map[string]bool{}
 	for _, r := range results {
@@ -650,7 +650,7 @@ func writeSim(dir string, f simFlags, sum *simSummary, results []*simResult) err
 		if err := os.WriteFile(filepath.Join(filepath.Dir(p), contract.CheckFile), r.Check, 0o644); err != nil {
 			return err
 		}
-		rows = append(rows, r.Row)
+		rows = append(rows, &r.Row)
 		if why != "" {
 			// The seed's own mix, not "swarm": a swarm draws from the
 			// catalogue, which grows, and the regression must replay.
@@ -660,7 +660,7 @@ func writeSim(dir string, f simFlags, sum *simSummary, results []*simResult) err
 	}
 	var errs []error
 	errs = append(errs, writeJSON(filepath.Join(dir, contract.SimFile), sum))
-	errs = append(errs, writeJSON(filepath.Join(dir, contract.SummaryFile), contract.Summary{Scenarios: rows}))
+	errs = append(errs, writeJSON(filepath.Join(dir, contract.SummaryFile), &contract.Summary{Scenarios: rows}))
 	var b bytes.Buffer
 	for _, r := range regs {
 		line, err := json.Marshal(r)

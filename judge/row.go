@@ -1,0 +1,168 @@
+package judge
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockproof/lockproof/checker"
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/locker"
+)
+
+// CheckOptions are the checker's options for a history of the lock e with
+// leases of ttl: the bounds e promises its waiters, its holders (loss
+// notice, for leases of ttl) and its callers (calls), and the budget. A
+// matrix run and a simulated one (package sim) judge alike through it.
+func CheckOptions(e locker.Entry, ttl, budget time.Duration) checker.Options {
+	o := checker.Options{Timeout: budget, WaitBound: e.WaitBound}
+	if e.LossBound != nil {
+		o.LossBound = e.LossBound(ttl)
+	}
+	if e.Fair != nil {
+		o.Fair, o.Bypass = true, e.Fair.Bypass
+	}
+	if e.Calls != nil {
+		o.CallSlack, o.CloseRefuses = e.Calls.Slack, e.Calls.CloseRefuses
+	}
+	return o
+}
+
+// WaitTimeout is how long the waiters of the lock e wait: twice the
+// promised bound, so that a broken promise shows as a waiter served late
+// or giving up.
+func WaitTimeout(e locker.Entry) time.Duration { return 2 * e.WaitBound }
+
+// Row judges a row: it compares its's verdicts with the prediction exp, its unexcused violations
+// (Unexcused, already in the row) and a validated
+// trace with the model.
+func Row(exp locker.Prediction, row *contract.Row) {
+	row.Mismatches, row.MismatchDetails = nil, nil
+	for _, p := range contract.PropertyIDs() {
+		v, w := row.Verdict(p), exp.Want(p)
+		if v != contract.Unknown && !w.Matches(v) {
+			row.AddMismatch(contract.VerdictMismatch(p, v, w))
+		}
+	}
+	if row.Trace == contract.TraceRejected {
+		row.AddMismatch(contract.Mismatch{Kind: contract.MismatchTrace, Text: fmt.Sprintf("trace rejected by the model at line %d", row.TraceLine)})
+	}
+	if row.TraceDisagrees != "" {
+		row.AddMismatch(contract.Mismatch{Kind: contract.MismatchTrace, Text: row.TraceDisagrees})
+	}
+	for _, u := range row.Unexcused {
+		row.AddMismatch(contract.UnexcusedMismatch(u, exp.Want))
+	}
+	if exp.Rejected && row.Rejected == 0 && !row.Unknown() {
+		row.AddMismatch(contract.Mismatch{Kind: contract.MismatchNoBite, Text: "rejected 0, expected > 0 (the fault did not bite)"})
+	}
+	row.AsExpected = len(row.Mismatches) == 0 && !row.Unknown()
+}
+
+// mismatch says that property p came out v against the prediction w.
+func mismatch(p string, v contract.Verdict, w contract.Want) string {
+	return contract.VerdictMismatch(p, v, w).Text
+}
+
+// Cells sums each lock × fault of rows up over its seeds and settles the
+// rows of must-break properties: a seed that missed what another seed of
+// its cell found is as predicted (FoundElsewhere), not a mismatch. It
+// judges rows by cell and returns the cells in
+// plan order; exps[i] is the prediction for rows[i] (its spec's).
+func Cells(rows []*contract.Row, exps []locker.Prediction) []*contract.Cell {
+	type id struct{ lock, fault string }
+	var order []id
+	byCell := map[id][]*contract.Row{}
+	expOf := map[id]locker.Prediction{}
+	for i, r := range rows {
+		if r == nil || r.NotRun {
+			continue
+		}
+		k := id{r.Lock, r.Fault}
+		if _, ok := byCell[k]; !ok {
+			order = append(order, k)
+			expOf[k] = exps[i]
+		}
+		byCell[k] = append(byCell[k], r)
+	}
+	var cells []*contract.Cell
+	for _, k := range order {
+		rs := byCell[k]
+		exp := expOf[k]
+		c := &contract.Cell{Lock: k.lock, Fault: k.fault, Found: map[string]int{}, Rate: map[string]float64{}, DetectMedianMs: map[string]int64{},
+			Want: map[string]contract.Want{}, Why: exp.Why}
+		for _, p := range contract.PropertyIDs() {
+			var det []int64
+			anywhere := false // violated on some seed, conclusive or not
+			for _, r := range rs {
+				if r.Verdict(p) != contract.Violated {
+					continue
+				}
+				anywhere = true
+				if r.Unknown() {
+					continue // not a seed of the rate: it proves nothing of the fault
+				}
+				c.Found[p]++
+				if d, ok := r.DetectMs[p]; ok {
+					det = append(det, d)
+				}
+			}
+			if m, ok := contract.Median(det); ok {
+				c.DetectMedianMs[p] = m
+			}
+			c.Want[p] = exp.Want(p)
+			if exp.Want(p) != contract.WantViolated || !anywhere {
+				continue
+			}
+			// Found on some seed: the seeds that missed it are as expected.
+			for _, r := range rs {
+				if r.DropMismatch(mismatch(p, r.Verdict(p), contract.WantViolated)) {
+					r.FoundElsewhere = append(r.FoundElsewhere, p)
+					r.AsExpected = len(r.Mismatches) == 0 && !r.Unknown()
+				}
+			}
+		}
+		c.AsExpected = true
+		for _, r := range rs {
+			if !r.Unknown() {
+				c.Seeds++
+			}
+			c.AsExpected = c.AsExpected && r.AsExpected
+		}
+		for p, n := range c.Found {
+			if c.Seeds > 0 {
+				c.Rate[p] = float64(n) / float64(c.Seeds)
+			}
+		}
+		Promise(c, exp)
+		cells = append(cells, c)
+	}
+	return cells
+}
+
+// Mix merges lock e's predictions under each fault of a run of several
+// (a swarm seed), and under none: a property is ok when every one says
+// so; a prediction of "violated" under one fault of a mix becomes "may"
+// (another fault may keep it from biting); one without a prediction stays
+// so. A run of one fault gets that fault's prediction.
+func Mix(e locker.Entry, faults []string) locker.Prediction {
+	if len(faults) == 1 {
+		return Predict(e, faults[0])
+	}
+	out := Predict(e, contract.FaultNone)
+	for _, f := range faults {
+		p := Predict(e, f)
+		for _, id := range contract.PropertyIDs() {
+			switch w, have := p.Want(id), out.Want(id); {
+			case w == contract.WantOK || have == contract.WantAny:
+			case w == contract.WantAny:
+				out.Set(contract.WantAny, id)
+			default:
+				out.Set(contract.WantMay, id)
+			}
+		}
+		if p.Why != "" {
+			out.Because(p.Why)
+		}
+	}
+	return out
+}
