@@ -1,4 +1,20 @@
-// Package judge decides whether a run's violations are the ones its
+// Package judge is lockproof's judging layer: everything that decides
+// whether a run came out "as predicted", below the matrix (runner) and the
+// simulation (sim), which judge alike through it.
+//
+//   - predict.go: what a lock is predicted to do under a fault (Predict,
+//     PredictOn: its profile's prediction amended by its own
+//     locker.Entry), where a fault strikes it (PointOf), its decisive
+//     scenario (DecisiveOf), and the detection rate a must-break
+//     promises (Promise);
+//   - row.go: the checker's options and the waiters' bound a lock's entry
+//     states (CheckOptions, WaitTimeout), a row and a cell judged against
+//     the prediction (Row, Cells), a swarm's merged prediction (Mix);
+//   - judge.go: which fault windows excuse a violation (Unexcused).
+//
+// One word for the concept: a prediction (locker.Prediction).
+//
+// Unexcused decides whether a run's violations are the ones its
 // faults excuse. A prediction says which properties a fault may break; a
 // run of several faults (a swarm seed) allows a break when any of them
 // does. That alone let a lease break with nothing to do with a failover

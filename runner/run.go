@@ -5,13 +5,12 @@
 // is checked), check.json (the checker's result) and, for violations,
 // Porcupine's porcupine.html. It is the orchestration stage of lockproof:
 // chaos produces histories, the checker judges them, reports renders them,
-// and this package plans, schedules and judges the runs around them.
+// and this package plans and schedules the runs around them; package judge
+// decides whether each came out as predicted (the profiles' predictions,
+// amended by a lock's own locker.Entry).
 //
-// It also holds what the guarantees predict for a lock of each profile
-// under every fault (profilePrediction; a lock amends it in its own
-// locker.Entry), measures how fast the
-// harness finds each broken lock (Detect), and saves and replays violations
-// as named regressions.
+// It also measures how fast the harness finds each broken lock (Detect),
+// and saves and replays violations as named regressions.
 //
 // Scheduling follows each fault's chaos.Scope: faults that act on one
 // scenario's own clients run a few scenarios at a time on one shared
@@ -22,7 +21,7 @@
 // Files by job: plan.go (what to run), run.go (scheduling and
 // environments), scenario.go (one scenario: run, check, judge, validate the
 // trace), summary.go (summary.json and its cells), expect.go (the
-// profiles' predictions), detect.go, regression.go, trim.go, seeds.go.
+// default matrix's faults), detect.go, regression.go, trim.go, seeds.go.
 package runner
 
 import (
