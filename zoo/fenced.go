@@ -13,8 +13,8 @@ import (
 	"github.com/lockproof/lockproof/fencing"
 	"github.com/lockproof/lockproof/lock"
 	"github.com/lockproof/lockproof/locker"
-	"github.com/lockproof/lockproof/zoo/internal/fencedv1"
-	"github.com/lockproof/lockproof/zoo/internal/fencedv2"
+	"github.com/lockproof/lockproof/zoo/internal/frozen/fencedv1"
+	"github.com/lockproof/lockproof/zoo/internal/frozen/fencedv2"
 )
 
 // FencedEntry is the production lock (package lock) with opts, as the
@@ -92,7 +92,7 @@ func lateWhy(fault string, p *locker.Prediction) string {
 const FencedName = "fenced"
 
 // fencedV1Entry is "fenced-v1": package lock as it was before the fixes of
-// its review (zoo/internal/fencedv1), without watchdog, kept to show that
+// its review (zoo/internal/frozen/fencedv1), without watchdog, kept to show that
 // the harness catches its defects.
 func fencedV1Entry() locker.Entry {
 	// It claims what the shipped lock claims, its promise to waiters too.
@@ -142,7 +142,7 @@ func fencedV1Entry() locker.Entry {
 }
 
 // fencedV2Entry is "fenced-v2": package lock as it was before the fixes of
-// the review of what it tells its user (zoo/internal/fencedv2), with its
+// the review of what it tells its user (zoo/internal/frozen/fencedv2), with its
 // watchdog on as "fenced" runs, kept to show that the harness catches its
 // defects.
 func fencedV2Entry() locker.Entry {
