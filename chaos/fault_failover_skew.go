@@ -3,7 +3,6 @@ package chaos
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,18 +16,8 @@ import (
 	"github.com/lockproof/lockproof/locker"
 )
 
-// SkewBehind is how far the replicas' clocks run behind the master's under
-// failover-skew: well beyond the failover time (down-after 1s plus the
-// election), so that the promoted replica's clock-based fences fall below
-// the old master's (docs/DESIGN.md, "Fences across a failover, and
-// clocks").
-const SkewBehind = 3 * time.Second
-
-// ErrNeedsProcesses: the fault needs the process environment.
-var ErrNeedsProcesses = errors.New("needs the process environment, which starts redis-server with a shifted clock (datefudge)")
-
 func failoverSkewFault() Fault {
-	return Fault{Name: contract.FaultFailoverSkew, Topologies: both, Matrix: true,
+	return Fault{Name: contract.FaultFailoverSkew, Simulate: simFailover(SkewBehind), SimDoc: fmt.Sprintf("a failover (as failover) to a replica whose clock runs %v behind the old master's", SkewBehind), Topologies: both, Matrix: true,
 		Doc:   fmt.Sprintf("a failover (as failover) to a replica whose clock runs %v behind the old master's", SkewBehind),
 		Scope: ScopeFresh, Duration: 6*time.Second + SkewBehind,
 		Env: func(needs locker.Needs) env.Spec {
@@ -51,6 +40,13 @@ func failoverSkewFault() Fault {
 			return armed{fault: &skewedFailover{Failover: f}, window: s.sc.TTL, outer: onCluster(s)}, nil
 		}}
 }
+
+// SkewBehind is how far the replicas' clocks run behind the master's under
+// failover-skew: well beyond the failover time (down-after 1s plus the
+// election), so that the promoted replica's clock-based fences fall below
+// the old master's (docs/DESIGN.md, "Fences across a failover, and
+// clocks").
+const SkewBehind = 3 * time.Second
 
 // skewedFailover is a failover whose promoted replica's clock is behind:
 // it reads that clock right after the promotion (the proof the skew is

@@ -2,18 +2,12 @@ package chaos
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
-	toxiclient "github.com/Shopify/toxiproxy/v2/client"
-
 	"github.com/lockproof/lockproof/chaos/env"
-	"github.com/lockproof/lockproof/chaos/nemesis"
-	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
 )
@@ -133,9 +127,31 @@ type Fault struct {
 	ChangesDeployment bool
 
 	// strike builds the fault for a run once its moment has come (it may
-	// wait for it: a holder, a waiter in line), from what striking holds.
+	// wait for it: a holder, a waiter in line), from what striking holds;
+	// nil for a fault that strikes nothing (none, crowd: a workload shape)
+	// and for a fault of the simulation alone (NotRealTime says why).
 	strike func(s *striking) (armed, error)
+	// NotRealTime says why a fault of the simulation alone has no
+	// real-time strike; "" for every fault `lockproof run` runs.
+	NotRealTime string
+
+	// Simulate is the fault in the simulation (package sim): it waits
+	// for its moment, applies the fault to the simulated network, nodes
+	// or clients and records its window, and returns when the window has
+	// closed or the run ended. Nil: not simulated, and NotSimulated says
+	// why. The twin is declared here, beside the real-time strike, so
+	// that the two mean one fault (a test holds every fault to one or
+	// the other).
+	Simulate func(s *SimStrike) error
+	// SimDoc says in one line what the simulated fault does.
+	SimDoc string
+	// NotSimulated says why the simulation has no twin of the fault.
+	NotSimulated string
 }
+
+// ErrSimulationOnly: the fault runs in the simulation alone (Fault
+// NotRealTime says why).
+var ErrSimulationOnly = errors.New("runs in the simulation alone (lockproof sim)")
 
 // ErrNotOnTopology: the fault does not run on the topology asked for.
 var ErrNotOnTopology = errors.New("does not run on this topology")
@@ -144,6 +160,9 @@ var ErrNotOnTopology = errors.New("does not run on this topology")
 // with the given topology (contract.TopologySentinel when ""), or nil. An
 // empty kind is not checked.
 func (f Fault) Available(k env.Kind, topology string) error {
+	if f.NotRealTime != "" {
+		return fmt.Errorf("fault %s: %w: %s", f.Name, ErrSimulationOnly, f.NotRealTime)
+	}
 	if !f.RunsOn(topology) {
 		return fmt.Errorf("fault %s on the %s topology: %w (it runs on %v)", f.Name, topology, ErrNotOnTopology, f.topologies())
 	}
@@ -183,20 +202,6 @@ func (f Fault) topologies() []string {
 	}
 	return f.Topologies
 }
-
-// both are the topologies of a fault that runs on either of Redis's.
-var both = []string{contract.TopologySentinel, contract.TopologyCluster}
-
-// everywhere are the topologies of a fault of the clients alone (their
-// gates, clocks and proxies), which means the same on any store: both
-// of Redis's, and the consensus stores.
-var everywhere = append(append([]string(nil), both...), contract.StoreTopologies()...)
-
-// onStore reports whether the scenario's deployment is a consensus store.
-func onStore(s *striking) bool { return s.env.Topology().StoreKind != "" }
-
-// clusterOnly are the topologies of a fault of Redis Cluster alone.
-var clusterOnly = []string{contract.TopologyCluster}
 
 // CheckPoint reports whether the fault takes the fault point p: the zero
 // Point always; After for PointAfter and PointAfterOrBefore; Before for
@@ -298,12 +303,22 @@ func Catalogue() []Fault {
 		failoverFault(), crashClientFault(), clockSkewFault(), failoverSkewFault(), keyLossFault(),
 		pubsubResetFault(), takeoverFault(), minorityPartitionFault(), migrateFault(), shardOutageFault(),
 		crowdFault(), restartFault(), forceUnlockFault(), isolateFault(), resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
-		lateDeliveryFault(),
+		lateDeliveryFault(), clockRateFault(),
 	}
 }
 
-// Lookup returns the fault of the catalogue named name.
+// Lookup returns the fault of the catalogue named name that runs in real
+// time (not a fault of the simulation alone: SimLookup has those too).
 func Lookup(name string) (Fault, bool) {
+	if f, ok := SimLookup(name); ok && f.NotRealTime == "" {
+		return f, true
+	}
+	return Fault{}, false
+}
+
+// SimLookup returns the fault of the catalogue named name, whether it runs
+// in real time or in the simulation alone.
+func SimLookup(name string) (Fault, bool) {
 	for _, f := range Catalogue() {
 		if f.Name == name {
 			return f, true
@@ -316,45 +331,23 @@ func Lookup(name string) (Fault, bool) {
 func Faults() []string {
 	var names []string
 	for _, f := range Catalogue() {
+		if f.NotRealTime != "" {
+			continue
+		}
 		names = append(names, f.Name)
 	}
 	slices.Sort(names)
 	return names
 }
 
-// NotSimulatedInRealTime are the simulation's faults (package sim's
-// Catalogue) the real-time catalogue has no counterpart of, each with why;
-// sim.Unsimulated says the other way, and a test holds the two catalogues
-// to both.
+// NotSimulatedInRealTime are the simulation's faults the real-time
+// catalogue runs no strike of, each with why (Fault.NotRealTime).
 func NotSimulatedInRealTime() map[string]string {
-	return map[string]string{
-		contract.FaultClockRate: "a Redis node whose clock runs fast needs libfaketime under redis-server, which this project's machines do not install; datefudge sets an offset only (clock-skew, failover-skew)",
+	out := map[string]string{}
+	for _, f := range Catalogue() {
+		if f.NotRealTime != "" {
+			out[f.Name] = f.NotRealTime
+		}
 	}
-}
-
-// striking is what a fault's strike gets: the run, its clients, and the
-// choices made for it (a victim, half the clients for network faults).
-type striking struct {
-	// ctx ends with the run's Duration and bounds a wait for the fault's
-	// moment; outer is the scenario's own context, which bounds instead
-	// the wait for a victim chosen in advance (strikePauseClient says why).
-	ctx, outer context.Context
-	env        env.Env
-	sc         Scenario
-	wl         *workload.Workload
-	rng        *rand.Rand
-	// victim is one client chosen at random; names and proxies are about
-	// half the clients' (for network faults).
-	victim  *workload.Client
-	names   []string
-	proxies []*toxiclient.Proxy
-}
-
-// armed is a fault ready to apply: the nemesis, how long its window stays
-// open, and whether that window is counted in the scenario's own context
-// (outer) because it opened late, at a strike.
-type armed struct {
-	fault  nemesis.Fault
-	window time.Duration
-	outer  bool
+	return out
 }

@@ -23,8 +23,29 @@ func TestCatalogue(t *testing.T) {
 			t.Errorf("fault %s listed twice", f.Name)
 		}
 		seen[f.Name] = true
-		if (f.strike == nil) != (f.Name == contract.FaultNone || f.Name == contract.FaultCrowd) {
-			t.Errorf("fault %s: only none and crowd (a workload shape) strike nothing", f.Name)
+		if (f.strike == nil) != (f.Name == contract.FaultNone || f.Name == contract.FaultCrowd || f.NotRealTime != "") {
+			t.Errorf("fault %s: only none and crowd (a workload shape) and the simulation's own faults strike nothing in real time", f.Name)
+		}
+		// One fault, both twins or a reason: the simulation's strike
+		// (Simulate) or why there is none (NotSimulated), never both; a
+		// real-time strike or why there is none (NotRealTime).
+		if (f.Simulate == nil) == (f.NotSimulated == "") {
+			t.Errorf("fault %s: a simulated twin (Simulate, SimDoc) or why not (NotSimulated), one of them", f.Name)
+		}
+		if f.Simulate != nil && f.SimDoc == "" {
+			t.Errorf("fault %s: its simulated twin has no SimDoc", f.Name)
+		}
+		if f.NotRealTime != "" {
+			if f.strike != nil || f.Simulate == nil || f.Matrix {
+				t.Errorf("fault %s: a fault of the simulation alone (NotRealTime) strikes only there, and is in no matrix", f.Name)
+			}
+			if err := f.Available(env.Process, ""); !errors.Is(err, ErrSimulationOnly) {
+				t.Errorf("fault %s: Available = %v; want ErrSimulationOnly", f.Name, err)
+			}
+			if _, ok := Lookup(f.Name); ok {
+				t.Errorf("Lookup(%s) found a fault lockproof run cannot run", f.Name)
+			}
+			continue
 		}
 		if f.Scope != ScopeFresh && f.Env != nil {
 			t.Errorf("fault %s: an environment of its own (Env) needs ScopeFresh", f.Name)
@@ -33,7 +54,7 @@ func TestCatalogue(t *testing.T) {
 			t.Errorf("Lookup(%s) = %v, %v", f.Name, g.Name, ok)
 		}
 	}
-	if !slices.IsSorted(Faults()) || len(Faults()) != len(seen) {
+	if !slices.IsSorted(Faults()) || len(Faults()) != len(seen)-len(NotSimulatedInRealTime()) {
 		t.Errorf("Faults() = %v: want every catalogue fault, sorted", Faults())
 	}
 	if _, ok := Lookup("no-such-fault"); ok {

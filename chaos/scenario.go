@@ -17,7 +17,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/env"
@@ -292,61 +291,4 @@ func waitUntil(ctx context.Context, deadline time.Time, met func() bool) bool {
 		}
 	}
 	return true
-}
-
-// stillStands is a fault that can say, once the run's ops are done, whether
-// what it did still stands (nemesis.Failover: no second failover).
-type stillStands interface {
-	Check(ctx context.Context) error
-}
-
-// strikeWait bounds how long a fault waits for its moment (a client
-// holding, or waiting in line): long enough for a busy workload to get
-// there, short enough that a fault which cannot strike says so.
-const strikeWait = 5 * time.Second
-
-// bounded runs wait (a wait for a fault's moment) bounded by strikeWait.
-func bounded(ctx context.Context, wait func(context.Context) error) error {
-	wctx, cancel := context.WithTimeout(ctx, strikeWait)
-	defer cancel()
-	return wait(wctx)
-}
-
-// firstHolder waits, bounded by strikeWait in ctx, for the first client to
-// hold its lock with its write ahead (workload.Client.Holding), and
-// returns it; when several hold at one look (several keys), the seed's
-// victim first, then the others in order. Faults that strike a holder take
-// whoever holds rather than wait for one client chosen beforehand: the
-// waiters of a polling lock starve, and a victim fixed by the seed may not
-// win the lock again within a short run.
-func (s *striking) firstHolder(ctx context.Context) (*workload.Client, error) {
-	order := append([]*workload.Client{s.victim}, without(s.wl.Clients, s.victim)...)
-	var v *workload.Client
-	err := bounded(ctx, func(ctx context.Context) (err error) {
-		v, err = workload.FirstHolding(ctx, order)
-		return err
-	})
-	return v, err
-}
-
-// without returns cs without c.
-func without(cs []*workload.Client, c *workload.Client) []*workload.Client {
-	out := make([]*workload.Client, 0, len(cs))
-	for _, x := range cs {
-		if x != c {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// pick returns n distinct clients chosen by rng, in their original order.
-func pick(rng *rand.Rand, cs []*workload.Client, n int) []*workload.Client {
-	idx := rng.Perm(len(cs))[:n]
-	sort.Ints(idx)
-	out := make([]*workload.Client, n)
-	for i, j := range idx {
-		out[i] = cs[j]
-	}
-	return out
 }

@@ -142,7 +142,7 @@ func Simulate(t *testing.T, sc Scenario) (Result, error) {
 		}
 	}
 	for i, f := range sc.Faults {
-		if f.strike == nil {
+		if f.simulate == nil {
 			return Result{}, fmt.Errorf("%w: Faults[%d] %q is not of the catalogue (%v)", ErrScenario, i, f.Name, Names())
 		}
 	}
@@ -221,10 +221,10 @@ func simulate(sc Scenario, entry locker.Entry, cfg workload.Config, d time.Durat
 	go func() { ran <- w.Run(run, rec) }()
 	faultErrs := make(chan error, len(sc.Faults))
 	for i, f := range sc.Faults {
-		s := &striking{ctx: moments, rng: rand.New(rand.NewPCG(sc.Seed, 0x5137+uint64(i))), net: n, wl: w, rec: rec, ttl: cfg.TTL, run: d,
-			opTimeout: cmp.Or(cfg.OpTimeout, time.Second),
-			point:     judge.PointOf(entry, f.Name), lockNodes: lockNodes}
-		go func() { faultErrs <- f.strike(s) }()
+		s := &chaos.SimStrike{Ctx: moments, Rng: rand.New(rand.NewPCG(sc.Seed, 0x5137+uint64(i))), Net: n, Workload: w, Rec: rec, TTL: cfg.TTL, Run: d,
+			OpTimeout: cmp.Or(cfg.OpTimeout, time.Second),
+			Point:     judge.PointOf(entry, f.Name), Master: masterAddr, LockNodes: lockNodes}
+		go func() { faultErrs <- f.simulate(s) }()
 	}
 	var errs []error
 	for range sc.Faults {

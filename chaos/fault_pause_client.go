@@ -2,22 +2,16 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
 )
 
-// ErrNotOurServers: a bring-your-own deployment's servers are not
-// lockproof's processes, so it cannot freeze, kill, restart or reconfigure
-// them (the fault's Needs says which).
-var ErrNotOurServers = errors.New("lockproof does not run the servers of a bring-your-own deployment")
-
 func pauseClientFault() Fault {
-	return Fault{Name: contract.FaultPauseClient, Topologies: everywhere, Doc: "a holder frozen for 3 TTLs (or right after a named command's reply), then woken", Matrix: true,
+	return Fault{Name: contract.FaultPauseClient, Simulate: simAtPoint(simPauseClient), SimDoc: "a holder frozen between its lease check and its write for 3 TTLs (its gate holds every command, its watchdog's too)", Topologies: everywhere, Doc: "a holder frozen for 3 TTLs (or right after a named command's reply), then woken", Matrix: true,
 		Takes: PointAfter, Linger: true,
 		// Under pause-client the woken holder's flaws only show when
 		// another client holds the lock at that moment (a DEL deleting the
@@ -84,48 +78,20 @@ func strikePauseClient(s *striking) (armed, error) {
 	return armed{fault: &nemesis.PauseClient{Client: victim.Name, Gate: victim.Gate}, window: window, outer: true}, nil
 }
 
-func pauseProcessFault() Fault {
-	return Fault{Name: contract.FaultPauseProcess, Topologies: both, Doc: "a client run as a child process frozen with SIGSTOP while it holds the lock, for 3 TTLs",
-		Processes: 1, Linger: true,
-		strike: func(s *striking) (armed, error) {
-			// As pause-client's victim (strikePauseClient): waited for in
-			// the scenario's context, paused for the full window. The
-			// child freezes itself at its hold (FreezeAtHold), and Start's
-			// SIGSTOP finds it frozen there.
-			p := s.wl.Procs[s.rng.IntN(len(s.wl.Procs))]
-			if err := bounded(s.outer, p.FreezeAtHold); err != nil {
-				return armed{}, fmt.Errorf("pause-process: %w", err)
-			}
-			return armed{fault: &nemesis.PauseProcess{Client: p.Name, Pid: p.Pid}, window: 3 * s.sc.TTL, outer: true}, nil
-		}}
-}
-
-// needsOwnServers is the Needs of a fault that does to servers what
-// (pauses them, restarts them...): not on a bring-your-own deployment,
-// whose servers lockproof does not run.
-func needsOwnServers(what string) func(env.Kind) error {
-	return func(k env.Kind) error {
-		if k == env.BYO {
-			return fmt.Errorf("%w, so it does not %s", ErrNotOurServers, what)
-		}
+func simPauseClient(s *SimStrike, v *workload.Client) error {
+	if s.Point.After == "" {
+		return s.window(&nemesis.PauseClient{Client: v.Name, Gate: v.Gate}, 3*s.TTL)
+	}
+	// Armed now, its window counted from the strike, as the real-time
+	// fault does: the victim may get to its point long after.
+	pf := &nemesis.PauseClient{Client: v.Name, Gate: v.Gate, Point: s.Point}
+	pf.Arm()
+	select {
+	case <-v.Gate.Struck():
+	case <-s.Ctx.Done():
+		v.Gate.PauseAfter("")
+		v.Gate.Resume() // in case it struck as the run ended
 		return nil
 	}
-}
-
-func pauseServerFault() Fault {
-	return Fault{Name: contract.FaultPauseServer, Topologies: everywhere, Doc: "the master frozen (SIGSTOP, docker pause) for 1.5 TTLs, shorter than Sentinel's down-after (a consensus store's leader: longer than its election timeout)", Matrix: true,
-		Scope: ScopeServers,
-		Needs: needsOwnServers("pause its master"),
-		strike: func(s *striking) (armed, error) {
-			if onStore(s) {
-				// The store's leader, frozen past its election timeout:
-				// the others elect a new one, and it wakes a follower.
-				return armed{fault: &nemesis.Leader{Env: s.env, Mode: nemesis.LeaderPause, Label: contract.FaultPauseServer}, window: s.sc.TTL + s.sc.TTL/2}, nil
-			}
-			m, err := lockServer(s)
-			if err != nil {
-				return armed{}, fmt.Errorf("pause-server: %w", err)
-			}
-			return armed{fault: &nemesis.PauseServer{Env: s.env, NodeID: m.ID}, window: s.sc.TTL + s.sc.TTL/2}, nil
-		}}
+	return s.window(pf, 3*s.TTL)
 }

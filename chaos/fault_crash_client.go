@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/nemesis"
@@ -15,7 +14,7 @@ func crashClientFault() Fault {
 	// the holder and two waiters die, and live waiters are left to be
 	// served. The matrix keeps three: with five, a victim armed to crash
 	// at a command of a one-shot lock may never get the lock to get there.
-	return Fault{Name: contract.FaultCrashClient, Topologies: everywhere, Doc: "a holder crashes for good (or right after, or before, a named command), then a waiter in line (two, one after the other, with five clients or more)", Matrix: true,
+	return Fault{Name: contract.FaultCrashClient, Simulate: simAtPoint(simCrashClient), SimDoc: "a holder crashes for good while it holds", Topologies: everywhere, Doc: "a holder crashes for good (or right after, or before, a named command), then a waiter in line (two, one after the other, with five clients or more)", Matrix: true,
 		Takes: PointAfterOrBefore, strike: strikeCrashClient}
 }
 
@@ -82,22 +81,6 @@ func strikeCrashClient(s *striking) (armed, error) {
 	return armed{fault: f}, nil
 }
 
-func killProcessFault() Fault {
-	return Fault{Name: contract.FaultKillProcess, Topologies: both, Doc: "a client run as a child process SIGKILLed while it waits in line (or, for a lock without a blocking acquire, while it holds it)",
-		Processes: 1,
-		strike: func(s *striking) (armed, error) {
-			p := s.wl.Procs[s.rng.IntN(len(s.wl.Procs))]
-			where, wait := "holding", p.WaitHolding
-			if s.victim.CanWait() { // the child runs the same lock as every client
-				where, wait = "queued", p.WaitQueued
-			}
-			f := &nemesis.CrashClients{Label: fmt.Sprintf("kill-process %s (%s)", p.Name, where), Steps: []func(context.Context) error{
-				func(ctx context.Context) error {
-					if err := bounded(ctx, wait); err != nil {
-						return err
-					}
-					return p.Kill()
-				}}}
-			return armed{fault: f}, nil
-		}}
+func simCrashClient(s *SimStrike, v *workload.Client) error {
+	return s.window(&nemesis.CrashClient{Client: v.Name, Gate: v.Gate, Point: s.Point}, 3*s.TTL)
 }

@@ -1,0 +1,30 @@
+package chaos
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockproof/lockproof/chaos/nemesis"
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/vnode"
+)
+
+func latencyFault() Fault {
+	return Fault{Name: contract.FaultLatency, Simulate: simLatency, SimDoc: "every message delayed 1–5ms plus up to 5–30ms at random for 3 TTLs (messages of different connections race)", Topologies: everywhere, Doc: "20±10 ms added each way to half the clients' traffic, for half the run", Matrix: true,
+		strike: func(s *striking) (armed, error) {
+			f := cut(nemesis.Latency(fmt.Sprintf("latency %v", s.names), s.proxies, 20*time.Millisecond, 10*time.Millisecond), s.names)
+			return armed{fault: f, window: s.sc.Duration / 2}, nil
+		}}
+}
+
+func simLatency(s *SimStrike) error {
+	if !s.wait() {
+		return nil
+	}
+	r := vnode.Rates{Delay: time.Millisecond + time.Duration(s.Rng.Int64N(int64(4*time.Millisecond))),
+		Jitter: 5*time.Millisecond + time.Duration(s.Rng.Int64N(int64(25*time.Millisecond)))}
+	name := fmt.Sprintf("%s %v+%v", contract.FaultLatency, r.Delay.Round(time.Microsecond), r.Jitter.Round(time.Microsecond))
+	return s.rates(name, r, func(b, a vnode.Counts) string {
+		return fmt.Sprintf("%s: %d messages delayed", name, a.Messages-b.Messages)
+	})
+}
