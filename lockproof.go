@@ -1,7 +1,7 @@
 // Package lockproof runs lockproof's harness on your own lock from Go: wrap
 // the lock in a locker.Entry, call Run from a test, and read the verdicts,
 // the run directory (summary.json, every history, the report) and the exit
-// status `lockproof run` would give. The README's "Run your own lock" shows
+// status `lockproof run` would give. docs/OWN-LOCK.md shows
 // the whole path; examples/redsync runs go-redsync this way.
 //
 // A run starts real Redis (a master, two replicas, three Sentinels, three

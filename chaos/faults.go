@@ -254,8 +254,8 @@ func (f Fault) FreshSpec(needs locker.Needs) env.Spec {
 //
 // Why not quicker: with down-after 500ms the Sentinels, which reset their
 // view of the new master at the switch, often marked it down again within a
-// second and failed over a second time (seen in 6 of 6 failover-skew runs
-// and 1 of 3 failover runs on 2 cores; none of 5 at 1s). A run that fails
+// second and failed over a second time (docs/FINDINGS.md, "Measurements
+// behind the code"). A run that fails
 // over twice saw three masters, which its fault does not stand for: Run
 // then reports nemesis.ErrFailedOverAgain.
 func FreshSpec(needs locker.Needs) env.Spec {

@@ -92,7 +92,7 @@ func profile(e locker.Entry, fault string) locker.Prediction {
 				// As below: a lease written by the old master's clock
 				// lasts up to the skew longer on the promoted node, which
 				// refuses acquires the checker knows the key surely free
-				// for (found by the simulation: lua, 36 of 40 seeds).
+				// for (found by the simulation: docs/FINDINGS.md).
 				p.Set(contract.WantMay, contract.PropLiveness)
 				p.Because("the promoted replica's clock is behind: expiries written by the old master's clock last up to the skew longer there, so the key may stay taken after it surely expired (liveness may break)")
 			}
@@ -158,9 +158,8 @@ func profile(e locker.Entry, fault string) locker.Prediction {
 		}
 	case contract.FaultPubSubReset:
 		if fenced {
-			// Found by the simulation (fenced, 2026-11-29: 39 of 300 seeds
-			// under pubsub-reset alone, all with an owner's second wait;
-			// swarm seed 1546 of 3,000): the waiters woken by the drop
+			// Found by the simulation (fenced, swarm seed 1546; the counts
+			// are in docs/FINDINGS.md): the waiters woken by the drop
 			// look at once, and a look that needs a connection more than
 			// the client has open dials it in the stall, 250ms; the
 			// hand-off given at its place meanwhile (a 100ms lease) runs

@@ -2,7 +2,7 @@
 // lock: the production lock (package lock), the zoo of broken algorithms
 // (package zoo), and any lock a user brings. It belongs to the harness, not
 // to any lock: implement it in a few methods to put your lock under the
-// matrix (see the README, "Run your own lock").
+// matrix (see docs/OWN-LOCK.md).
 //
 // A lock implements Locker (one-shot acquire) and, when it has them, the
 // optional interfaces Waiter (blocking acquire) and, on its leases,

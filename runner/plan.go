@@ -118,7 +118,7 @@ type Config struct {
 	Open Opener
 	// Registry holds the locks Locks and Specs name; required
 	// (zoo.Builtin() holds the built-in ones). Register your own lock in it to run it under the
-	// matrix (locker.Entry; see the README, "Run your own lock").
+	// matrix (locker.Entry; see docs/OWN-LOCK.md).
 	Registry *locker.Registry
 	// Mix is the workload's operation mix; nil means workload.DefaultMix().
 	Mix *workload.Mix

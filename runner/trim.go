@@ -51,7 +51,7 @@ func kept(rows []*contract.Row) []bool {
 // History names it) and their Porcupine pages removed (`lockproof check
 // --html` makes one again from the history). Nothing is lost: every
 // history stays checkable. A nightly of 960 scenarios keeps its artifact
-// under 100 MB this way (README, "Nightly").
+// under 100 MB this way (docs/HARNESS.md).
 func trim(out string, rows []*contract.Row) error {
 	var errs []error
 	for i, keep := range kept(rows) {

@@ -174,13 +174,13 @@ func TestSavedSeedsReplay(t *testing.T) {
 	for _, reg := range regs {
 		// The fenced lock's seeds replay byte for byte almost always, not
 		// always (goroutines woken at one virtual instant run in an order
-		// Go does not fix; README, "The simulation"): like lockproof sim
+		// Go does not fix; docs/SIMULATION.md): like lockproof sim
 		// --replay, a seed whose history differs runs again.
 		tries := 1
 		if reg.Lock == zoo.FencedName {
 			// The saved seeds replayed 5 times in 5; an owner's two waits
 			// racing for one hand-off make others replay less often
-			// (README, "The simulation").
+			// (docs/SIMULATION.md).
 			tries = 5
 		}
 		var r sim.Result

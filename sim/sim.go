@@ -15,7 +15,7 @@
 // same order: the locks without pub/sub or a watchdog replay a seed byte
 // for byte (TestSeedReplays); the fenced locks most seeds, not all
 // (goroutines woken at one virtual instant by timers of the lock's own
-// still run in an order Go does not fix; README, "The simulation").
+// still run in an order Go does not fix; docs/SIMULATION.md).
 package sim
 
 import (

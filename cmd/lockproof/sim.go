@@ -710,7 +710,7 @@ func simReplay(ctx context.Context, file string, workers, tries int, stdout, std
 		}
 		f := simFlags{locks: strings.Join(locks, ","), faults: s.faults, duration: s.d, mix: s.mix, clients: s.clients}
 		// A seed of a lock with pub/sub and a watchdog can take another
-		// path on a replay (README, "The simulation": goroutines woken at
+		// path on a replay (docs/SIMULATION.md: goroutines woken at
 		// one virtual instant): such a seed is run again, up to tries in
 		// all, and its line says on which try it matched.
 		left := rs

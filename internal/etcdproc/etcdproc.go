@@ -18,8 +18,8 @@
 // it) and fall back to a pipeline of POSTs to the peer's own address when a
 // stream breaks. A member whose one inbound peer proxy refuses or resets
 // connections keeps sending through the pipeline to its peers' proxies: its
-// leadership holds and its writes commit (measured on etcd 3.4.23, a
-// 3-member cluster behind Toxiproxy, 2026-12-05). A proxy that accepts the
+// leadership holds and its writes commit (docs/FINDINGS.md, "Measurements
+// behind the code"). A proxy that accepts the
 // bytes and drops them (Toxiproxy's timeout toxic with timeout 0 on both
 // streams, as etcd's own functional tester blackholes a member's peer
 // port) leaves the streams up, so no fallback happens: the other members

@@ -1,6 +1,6 @@
 // Package testlong says whether the tests run at their nightly breadth.
 //
-// The test command (README, "Test") fits a coffee break: where a test's
+// The test command (README, "Test"; docs/EXTENDING.md) fits a coffee break: where a test's
 // breadth costs minutes of CPU that its first part already spends on the
 // same question (the checker's model differential on more random
 // histories, for one), it takes a smaller share by default and the whole
