@@ -6,7 +6,9 @@ import (
 )
 
 func clockSkewFault() Fault {
-	return Fault{Name: contract.FaultClockSkew, Simulate: simClockSkew, SimDoc: "one client's clock set 4 TTLs ahead for half the run (for locks that read client clocks)", Topologies: both, Doc: "one client's clock set 4 TTLs ahead for half the run (for locks that read client clocks)", Matrix: true,
+	return Fault{Name: contract.FaultClockSkew,
+		Simulate: simClockSkew, SimDoc: "one client's clock set 4 TTLs ahead for half the run (for locks that read client clocks)",
+		Topologies: both, Doc: "one client's clock set 4 TTLs ahead for half the run (for locks that read client clocks)", Matrix: true,
 		strike: func(s *striking) (armed, error) {
 			f := &nemesis.ClockSkew{Client: s.victim.Name, Clock: s.victim.Clock, Offset: 4 * s.sc.TTL}
 			return armed{fault: f, window: s.sc.Duration / 2}, nil

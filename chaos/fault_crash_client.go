@@ -14,7 +14,9 @@ func crashClientFault() Fault {
 	// the holder and two waiters die, and live waiters are left to be
 	// served. The matrix keeps three: with five, a victim armed to crash
 	// at a command of a one-shot lock may never get the lock to get there.
-	return Fault{Name: contract.FaultCrashClient, Simulate: simAtPoint(simCrashClient), SimDoc: "a holder crashes for good while it holds", Topologies: everywhere, Doc: "a holder crashes for good (or right after, or before, a named command), then a waiter in line (two, one after the other, with five clients or more)", Matrix: true,
+	return Fault{Name: contract.FaultCrashClient,
+		Simulate: simAtPoint(simCrashClient), SimDoc: "a holder crashes for good while it holds",
+		Topologies: everywhere, Doc: "a holder crashes for good (or right after, or before, a named command), then a waiter in line (two, one after the other, with five clients or more)", Matrix: true,
 		Takes: PointAfterOrBefore, strike: strikeCrashClient}
 }
 

@@ -20,7 +20,9 @@ import (
 // clients share with unknown outcomes straddling every hand-off is what
 // issue 27 ("crowded keys") is about; a run names it.
 func crowdFault() Fault {
-	return Fault{Name: contract.FaultCrowd, NotSimulated: "contention, not a fault: 32 clients on one key in brief sections; the simulation takes --clients (up to 64) and --mix, not the crowd's brief sections yet", Topologies: both, Doc: "no fault: 32 clients churn on one key (brief sections, holds ≤5 ms, thinking ≤2 ms, waits up to 5 s)",
+	return Fault{Name: contract.FaultCrowd,
+		NotSimulated: "contention, not a fault: 32 clients on one key in brief sections; the simulation takes --clients (up to 64) and --mix, not the crowd's brief sections yet",
+		Topologies:   both, Doc: "no fault: 32 clients churn on one key (brief sections, holds ≤5 ms, thinking ≤2 ms, waits up to 5 s)",
 		Shape:    WorkloadShape{Clients: 32, Hold: 5 * time.Millisecond, Think: 2 * time.Millisecond, OpTimeout: 5 * time.Second, Brief: true},
 		Duration: 6 * time.Second}
 }

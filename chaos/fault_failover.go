@@ -9,7 +9,9 @@ import (
 )
 
 func failoverFault() Fault {
-	return Fault{Name: contract.FaultFailover, Simulate: simFailover(0), SimDoc: "the lock's node fails over to a replica that was in sync one TTL before: the writes of that gap are lost, and every connection to the node is reset", Topologies: everywhere, Doc: "the master cut off from its replicas and Sentinels (split brain) until Sentinel promotes a replica; writes in the replication gap are lost (a consensus store's leader killed, a new one elected, and the old one restarted as a follower)", Matrix: true,
+	return Fault{Name: contract.FaultFailover,
+		Simulate: simFailover(0), SimDoc: "the lock's node fails over to a replica that was in sync one TTL before: the writes of that gap are lost, and every connection to the node is reset",
+		Topologies: everywhere, Doc: "the master cut off from its replicas and Sentinels (split brain) until Sentinel promotes a replica; writes in the replication gap are lost (a consensus store's leader killed, a new one elected, and the old one restarted as a follower)", Matrix: true,
 		Scope: ScopeFresh, Duration: 6 * time.Second, ChangesDeployment: true,
 		Admin: func(topology string) []string {
 			if contract.IsStore(topology) {

@@ -16,7 +16,9 @@ import (
 // on another client's Locker, as an operator's tool would); a lock
 // without one gets key-loss's DEL. It acts on one scenario's key only.
 func forceUnlockFault() Fault {
-	return Fault{Name: contract.FaultForceUnlock, NotSimulated: "an operator's force unlock through the lock's API: not simulated yet (key-loss deletes the keys the same way for a lock without one)", Topologies: both, Doc: "an operator's force unlock, through the lock's own API, of a lock a client holds (a DEL for a lock without one)",
+	return Fault{Name: contract.FaultForceUnlock,
+		NotSimulated: "an operator's force unlock through the lock's API: not simulated yet (key-loss deletes the keys the same way for a lock without one)",
+		Topologies:   both, Doc: "an operator's force unlock, through the lock's own API, of a lock a client holds (a DEL for a lock without one)",
 		Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
 		Admin: func(topology string) []string {
 			return append([]string{"the lock's own force unlock of the scenario's lock key, through another client's Locker; for a lock without one:"}, keyDeletion(topology)...)

@@ -12,8 +12,10 @@ import (
 )
 
 func isolateFault() Fault {
-	return Fault{Name: contract.FaultIsolate, NotSimulated: "one holder cut off from every Redis while its go-redis ignores contexts: the simulated clients always honour theirs", Topologies: both,
-		Doc: "a holder with its write ahead cut off from every Redis (its traffic held) for 3 TTLs or three op timeouts: one whose go-redis ignores ctx deadlines, so that a call that does not honour its own ctx runs past it",
+	return Fault{Name: contract.FaultIsolate,
+		NotSimulated: "one holder cut off from every Redis while its go-redis ignores contexts: the simulated clients always honour theirs",
+		Topologies:   both,
+		Doc:          "a holder with its write ahead cut off from every Redis (its traffic held) for 3 TTLs or three op timeouts: one whose go-redis ignores ctx deadlines, so that a call that does not honour its own ctx runs past it",
 		// The holder may come late in the run: the window counts from the
 		// strike and the workload lingers after it, so that the calls cut
 		// off come back (or fail to) while the run still records.

@@ -17,7 +17,9 @@ import (
 // runs on, unpaused and connected, so the loss-notice rule holds a lock
 // with a watchdog to its bound from the next grant on.
 func keyLossFault() Fault {
-	return Fault{Name: contract.FaultKeyLoss, Simulate: simOnWorker(simKeyLoss), SimDoc: "an operator deletes the lock keys of a holder found working under its lock (before its lease check), as the real-time key-loss does", Topologies: both, Doc: "an operator's DEL of a holder's lock keys while it holds (Redis forgets the lock)", Matrix: true,
+	return Fault{Name: contract.FaultKeyLoss,
+		Simulate: simOnWorker(simKeyLoss), SimDoc: "an operator deletes the lock keys of a holder found working under its lock (before its lease check), as the real-time key-loss does",
+		Topologies: both, Doc: "an operator's DEL of a holder's lock keys while it holds (Redis forgets the lock)", Matrix: true,
 		// Holders work up to 2s between read and write (four TTLs,
 		// renewed by a watchdog where the lock has one): a victim that
 		// releases soon after the DEL learns of the loss from its release,

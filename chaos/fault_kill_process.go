@@ -9,7 +9,9 @@ import (
 )
 
 func killProcessFault() Fault {
-	return Fault{Name: contract.FaultKillProcess, NotSimulated: "a client run as a child process: the simulation runs every client in one process, in virtual time", Topologies: both, Doc: "a client run as a child process SIGKILLed while it waits in line (or, for a lock without a blocking acquire, while it holds it)",
+	return Fault{Name: contract.FaultKillProcess,
+		NotSimulated: "a client run as a child process: the simulation runs every client in one process, in virtual time",
+		Topologies:   both, Doc: "a client run as a child process SIGKILLed while it waits in line (or, for a lock without a blocking acquire, while it holds it)",
 		Processes: 1,
 		strike: func(s *striking) (armed, error) {
 			p := s.wl.Procs[s.rng.IntN(len(s.wl.Procs))]

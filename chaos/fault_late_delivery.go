@@ -19,8 +19,10 @@ import (
 // connection (go-redis drops a connection whose command timed out). The
 // window lasts until the last held request has landed.
 func lateDeliveryFault() Fault {
-	return Fault{Name: contract.FaultLateDelivery, Simulate: simLateDelivery, SimDoc: "for 3 TTLs, 5–20% of requests held in transit for the op timeout and a fifth to a half TTL more: they land after their sender gave up, while its cleanup or retry runs", Topologies: both,
-		Doc: "for 3 TTLs, 5–20% of the clients' connections hold their requests for the op timeout and a fifth to a half TTL more: they land after their sender gave up, while its cleanup or retry runs",
+	return Fault{Name: contract.FaultLateDelivery,
+		Simulate: simLateDelivery, SimDoc: "for 3 TTLs, 5–20% of requests held in transit for the op timeout and a fifth to a half TTL more: they land after their sender gave up, while its cleanup or retry runs",
+		Topologies: both,
+		Doc:        "for 3 TTLs, 5–20% of the clients' connections hold their requests for the op timeout and a fifth to a half TTL more: they land after their sender gave up, while its cleanup or retry runs",
 		strike: func(s *striking) (armed, error) {
 			share := 0.05 + 0.15*s.rng.Float64()
 			ot := cmp.Or(s.sc.Workload.OpTimeout, defaultShape().OpTimeout)

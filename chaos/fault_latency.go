@@ -10,7 +10,9 @@ import (
 )
 
 func latencyFault() Fault {
-	return Fault{Name: contract.FaultLatency, Simulate: simLatency, SimDoc: "every message delayed 1–5ms plus up to 5–30ms at random for 3 TTLs (messages of different connections race)", Topologies: everywhere, Doc: "20±10 ms added each way to half the clients' traffic, for half the run", Matrix: true,
+	return Fault{Name: contract.FaultLatency,
+		Simulate: simLatency, SimDoc: "every message delayed 1–5ms plus up to 5–30ms at random for 3 TTLs (messages of different connections race)",
+		Topologies: everywhere, Doc: "20±10 ms added each way to half the clients' traffic, for half the run", Matrix: true,
 		strike: func(s *striking) (armed, error) {
 			f := cut(nemesis.Latency(fmt.Sprintf("latency %v", s.names), s.proxies, 20*time.Millisecond, 10*time.Millisecond), s.names)
 			return armed{fault: f, window: s.sc.Duration / 2}, nil

@@ -12,7 +12,9 @@ import (
 // slot changes hands. It changes servers every scenario uses (a slot of
 // the shared cluster), so it runs alone.
 func migrateFault() Fault {
-	return Fault{Name: contract.FaultMigrate, NotSimulated: "a Redis Cluster's fault: the simulation runs the Sentinel topology only", Topologies: clusterOnly, Matrix: true,
+	return Fault{Name: contract.FaultMigrate,
+		NotSimulated: "a Redis Cluster's fault: the simulation runs the Sentinel topology only",
+		Topologies:   clusterOnly, Matrix: true,
 		Doc:   "the lock's hash slot migrated to another master under load (MIGRATE key by key for 3 TTLs: ASK, TRYAGAIN, then MOVED)",
 		Scope: ScopeServers, Needs: needsOwnServers("move its slots (CLUSTER SETSLOT)"),
 		strike: func(s *striking) (armed, error) {

@@ -16,7 +16,9 @@ import (
 // replica is promoted, as the majority does at the node timeout (see
 // env.CutClusterNode for why the nemesis promotes it).
 func minorityPartitionFault() Fault {
-	return Fault{Name: contract.FaultMinorityPartition, NotSimulated: "a Redis Cluster's fault: the simulation runs the Sentinel topology only", Topologies: append([]string{contract.TopologyCluster}, contract.StoreTopologies()...), Matrix: true,
+	return Fault{Name: contract.FaultMinorityPartition,
+		NotSimulated: "a Redis Cluster's fault: the simulation runs the Sentinel topology only",
+		Topologies:   append([]string{contract.TopologyCluster}, contract.StoreTopologies()...), Matrix: true,
 		Doc:   "the lock's shard master cut off from the other nodes, clients still reaching it, for the node timeout; then its replica is promoted and its writes since the cut are lost (a consensus store's leader cut off from its peers for 3 TTLs, its clients still reaching it)",
 		Scope: ScopeFresh, Duration: 8 * time.Second, Needs: needsOwnLinks,
 		strike: func(s *striking) (armed, error) {

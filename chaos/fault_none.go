@@ -5,5 +5,7 @@ import (
 )
 
 func noneFault() Fault {
-	return Fault{Name: contract.FaultNone, NotSimulated: "the baseline: a run without faults is --faults none", Topologies: everywhere, Doc: "no fault: the baseline", Matrix: true}
+	return Fault{Name: contract.FaultNone,
+		NotSimulated: "the baseline: a run without faults is --faults none",
+		Topologies:   everywhere, Doc: "no fault: the baseline", Matrix: true}
 }

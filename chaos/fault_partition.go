@@ -10,7 +10,9 @@ import (
 )
 
 func partitionFault() Fault {
-	return Fault{Name: contract.FaultPartition, Simulate: simPartition, SimDoc: "half the clients cut off (their messages dropped, a blackhole; connections stay open) for 3 TTLs", Topologies: everywhere, Doc: "half the clients cut off from Redis (their traffic held) for 3 TTLs", Matrix: true,
+	return Fault{Name: contract.FaultPartition,
+		Simulate: simPartition, SimDoc: "half the clients cut off (their messages dropped, a blackhole; connections stay open) for 3 TTLs",
+		Topologies: everywhere, Doc: "half the clients cut off from Redis (their traffic held) for 3 TTLs", Matrix: true,
 		strike: func(s *striking) (armed, error) {
 			return armed{fault: cut(nemesis.Partition(fmt.Sprintf("partition %v", s.names), s.proxies), s.names), window: 3 * s.sc.TTL}, nil
 		}}

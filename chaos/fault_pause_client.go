@@ -11,7 +11,9 @@ import (
 )
 
 func pauseClientFault() Fault {
-	return Fault{Name: contract.FaultPauseClient, Simulate: simAtPoint(simPauseClient), SimDoc: "a holder frozen between its lease check and its write for 3 TTLs (its gate holds every command, its watchdog's too)", Topologies: everywhere, Doc: "a holder frozen for 3 TTLs (or right after a named command's reply), then woken", Matrix: true,
+	return Fault{Name: contract.FaultPauseClient,
+		Simulate: simAtPoint(simPauseClient), SimDoc: "a holder frozen between its lease check and its write for 3 TTLs (its gate holds every command, its watchdog's too)",
+		Topologies: everywhere, Doc: "a holder frozen for 3 TTLs (or right after a named command's reply), then woken", Matrix: true,
 		Takes: PointAfter, Linger: true,
 		// Under pause-client the woken holder's flaws only show when
 		// another client holds the lock at that moment (a DEL deleting the

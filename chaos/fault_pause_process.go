@@ -8,7 +8,9 @@ import (
 )
 
 func pauseProcessFault() Fault {
-	return Fault{Name: contract.FaultPauseProcess, NotSimulated: "a client run as a child process: the simulation runs every client in one process, in virtual time", Topologies: both, Doc: "a client run as a child process frozen with SIGSTOP while it holds the lock, for 3 TTLs",
+	return Fault{Name: contract.FaultPauseProcess,
+		NotSimulated: "a client run as a child process: the simulation runs every client in one process, in virtual time",
+		Topologies:   both, Doc: "a client run as a child process frozen with SIGSTOP while it holds the lock, for 3 TTLs",
 		Processes: 1, Linger: true,
 		strike: func(s *striking) (armed, error) {
 			// As pause-client's victim (strikePauseClient): waited for in

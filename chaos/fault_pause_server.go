@@ -10,7 +10,9 @@ import (
 )
 
 func pauseServerFault() Fault {
-	return Fault{Name: contract.FaultPauseServer, Simulate: simPauseServer, SimDoc: "the lock's node stops serving for 3 TTLs (requests held), then serves again", Topologies: everywhere, Doc: "the master frozen (SIGSTOP, docker pause) for 1.5 TTLs, shorter than Sentinel's down-after (a consensus store's leader: longer than its election timeout)", Matrix: true,
+	return Fault{Name: contract.FaultPauseServer,
+		Simulate: simPauseServer, SimDoc: "the lock's node stops serving for 3 TTLs (requests held), then serves again",
+		Topologies: everywhere, Doc: "the master frozen (SIGSTOP, docker pause) for 1.5 TTLs, shorter than Sentinel's down-after (a consensus store's leader: longer than its election timeout)", Matrix: true,
 		Scope: ScopeServers,
 		Needs: needsOwnServers("pause its master"),
 		strike: func(s *striking) (armed, error) {

@@ -20,7 +20,9 @@ import (
 // scenario shares, so it runs alone; on a deployment lockproof does not
 // run, it would change the operator's ACL.
 func pubsubResetFault() Fault {
-	return Fault{Name: contract.FaultPubSubReset, Simulate: simPubSubReset, SimDoc: "the lock's node drops its pub/sub connections while it refuses SUBSCRIBE, every TTL/2 for 3 TTLs, and the clients' connections dialed in the first TTL/10 after each drop open TTL/2 late (subscriptions die, commands pass)", Topologies: both, Doc: "the master drops its pub/sub connections while it refuses SUBSCRIBE, every TTL/2 for 3 TTLs, and the clients' reconnections in the first TTL/10 take TTL/2 to open (subscriptions die, commands pass)",
+	return Fault{Name: contract.FaultPubSubReset,
+		Simulate: simPubSubReset, SimDoc: "the lock's node drops its pub/sub connections while it refuses SUBSCRIBE, every TTL/2 for 3 TTLs, and the clients' connections dialed in the first TTL/10 after each drop open TTL/2 late (subscriptions die, commands pass)",
+		Topologies: both, Doc: "the master drops its pub/sub connections while it refuses SUBSCRIBE, every TTL/2 for 3 TTLs, and the clients' reconnections in the first TTL/10 take TTL/2 to open (subscriptions die, commands pass)",
 		Matrix: true, Scope: ScopeServers, Linger: true,
 		// On a cluster nobody subscribes but a lock that does (on the
 		// Sentinel topology the Sentinels' own subscriptions are on the

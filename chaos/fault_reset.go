@@ -11,7 +11,9 @@ import (
 func resetFault() Fault {
 	// In the default matrix: a reset also drops the pub/sub connection a
 	// waiter hears its hand-off on.
-	return Fault{Name: contract.FaultReset, Simulate: simReset, SimDoc: "for 3 TTLs, 2–10% of requests lost before they run and of replies lost after (the connection reset: an unknown outcome)", Topologies: both, Doc: "half the clients' connections (pub/sub included) reset for 3 TTLs", Matrix: true,
+	return Fault{Name: contract.FaultReset,
+		Simulate: simReset, SimDoc: "for 3 TTLs, 2–10% of requests lost before they run and of replies lost after (the connection reset: an unknown outcome)",
+		Topologies: both, Doc: "half the clients' connections (pub/sub included) reset for 3 TTLs", Matrix: true,
 		strike: func(s *striking) (armed, error) {
 			return armed{fault: cut(nemesis.Reset(fmt.Sprintf("reset %v", s.names), s.proxies), s.names), window: 3 * s.sc.TTL}, nil
 		}}

@@ -15,7 +15,9 @@ import (
 // acts on servers every scenario shares, so it runs alone; the window is
 // the restart.
 func restartFault() Fault {
-	return Fault{Name: contract.FaultRestart, NotSimulated: "a master that restarts empty: not simulated yet (key-loss and failover cover its losses separately)", Topologies: everywhere, Doc: "the master (for redlock, one of its masters) crashes and restarts without persistence while a client holds (Redis forgets every lock); a consensus store's leader crashes and comes back with its data wiped",
+	return Fault{Name: contract.FaultRestart,
+		NotSimulated: "a master that restarts empty: not simulated yet (key-loss and failover cover its losses separately)",
+		Topologies:   everywhere, Doc: "the master (for redlock, one of its masters) crashes and restarts without persistence while a client holds (Redis forgets every lock); a consensus store's leader crashes and comes back with its data wiped",
 		Scope: ScopeServers, Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
 		Needs: needsOwnServers("crash and restart its master"),
 		strike: func(s *striking) (armed, error) {

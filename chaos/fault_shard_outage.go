@@ -15,7 +15,9 @@ import (
 // persistence: the shard's locks are forgotten. Shorter than the shared
 // cluster's node timeout, so that the restarted master keeps its slots.
 func shardOutageFault() Fault {
-	return Fault{Name: contract.FaultShardOutage, NotSimulated: "a Redis Cluster's fault: the simulation runs the Sentinel topology only", Topologies: clusterOnly, Matrix: true,
+	return Fault{Name: contract.FaultShardOutage,
+		NotSimulated: "a Redis Cluster's fault: the simulation runs the Sentinel topology only",
+		Topologies:   clusterOnly, Matrix: true,
 		Doc:   "the lock's shard, master and replicas, killed while a client holds, and restarted without persistence 2 TTLs later (Redis forgets the shard's locks)",
 		Scope: ScopeServers, Shape: WorkloadShape{Hold: 2 * time.Second}, Duration: 6 * time.Second,
 		Needs: needsOwnServers("stop a shard's master and its replica"),

@@ -13,7 +13,9 @@ import (
 // while the master still serves; the writes the replica had not received
 // (a replication lag of one TTL first) are lost.
 func takeoverFault() Fault {
-	return Fault{Name: contract.FaultTakeover, NotSimulated: "a Redis Cluster's fault: the simulation runs the Sentinel topology only", Topologies: clusterOnly, Matrix: true,
+	return Fault{Name: contract.FaultTakeover,
+		NotSimulated: "a Redis Cluster's fault: the simulation runs the Sentinel topology only",
+		Topologies:   clusterOnly, Matrix: true,
 		Doc:   "the replica of the lock's shard master takes its slots at once (CLUSTER FAILOVER TAKEOVER) after a replication lag; writes in the gap are lost",
 		Scope: ScopeFresh, Duration: 6 * time.Second, ChangesDeployment: true,
 		Admin: func(string) []string {

@@ -66,9 +66,46 @@ type runFlags struct {
 // verdict not as expected (or a regression not reproduced, or a specimen
 // missed by --detect), 2 bad flags or a run directory in use, 3 some
 // verdict unknown or scenario inconclusive, 4 the environment lacks what the
-// run needs, 130 interrupted.
+// run needs, 130 interrupted. It reads the flags (parseRun), opens the
+// environment and the run directory (prepareRun), then runs one mode: the
+// matrix (runMatrix), --detect (runDetect) or --regression
+// (runRegressions).
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var f runFlags
+	r, code, ok := parseRun(args, stderr)
+	if !ok {
+		return code
+	}
+	cfg, code, ok := prepareRun(ctx, r, stdout, stderr)
+	if !ok {
+		return code
+	}
+	start := time.Now()
+	switch {
+	case r.f.detect:
+		return runDetect(ctx, cfg, r.f, stdout, stderr, start)
+	case r.f.regression != "":
+		return runRegressions(ctx, cfg, r.f, stdout, stderr)
+	}
+	return runMatrix(ctx, cfg, r, stdout, stderr, start)
+}
+
+// runSetup is what run's flags say, checked: everything but the
+// environment, which prepareRun opens.
+type runSetup struct {
+	f             runFlags
+	registry      *locker.Registry
+	locks, faults []string
+	allFaults     bool
+	seeds         []uint64
+	cmdLock       *locker.Entry
+	mix           workload.Mix
+	kind          env.Kind
+	byo           *env.BYOConfig
+	shard         *contract.Shard
+}
+
+// runFlagSet defines run's flags on f.
+func runFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.locks, "locks", "all", "comma-separated locks: "+strings.Join(zoo.Builtin().Names(), ",")+" on Redis; "+strings.Join(storeLocks(), ",")+" on their consensus stores (--topology etcd, zookeeper); all: the topology's")
@@ -109,12 +146,21 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "       lockproof run --regression NAME|all")
 		fs.PrintDefaults()
 	}
+	return fs
+}
+
+// parseRun reads and checks run's flags; on bad input it says why on
+// stderr and returns the exit code with ok false. Nothing is written or
+// deleted here: --out is checked, not cleared.
+func parseRun(args []string, stderr io.Writer) (r *runSetup, code int, ok bool) {
+	var f runFlags
+	fs := runFlagSet(&f, stderr)
 	if code, ok := parseFlags(fs, args); !ok {
-		return code
+		return nil, code, false
 	}
-	bad := func(format string, a ...any) int {
+	bad := func(format string, a ...any) (*runSetup, int, bool) {
 		fmt.Fprintf(stderr, "lockproof run: "+format+"\n", a...)
-		return exitBadInput
+		return nil, exitBadInput, false
 	}
 	if fs.NArg() != 0 {
 		return bad("unexpected arguments %q (flags only)", fs.Args())
@@ -240,6 +286,19 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return bad("%v", err)
 	}
 
+	return &runSetup{f: f, registry: registry, locks: locks, faults: faults, allFaults: allFaults, seeds: seeds, cmdLock: cmdLock,
+		mix: mix, kind: kind, byo: byo, shard: shard}, exitOK, true
+}
+
+// prepareRun registers --lock-cmd's lock, opens the environment
+// (runner.Prepare), prints the plan (--plan: ok false, exit 0), checks
+// --tla-jar and clears or makes --out: the config the run's mode runs.
+func prepareRun(ctx context.Context, r *runSetup, stdout, stderr io.Writer) (cfg runner.Config, code int, ok bool) {
+	f, registry, locks, faults, seeds, cmdLock, mix, kind, byo, shard := r.f, r.registry, r.locks, r.faults, r.seeds, r.cmdLock, r.mix, r.kind, r.byo, r.shard
+	bad := func(format string, a ...any) (runner.Config, int, bool) {
+		fmt.Fprintf(stderr, "lockproof run: "+format+"\n", a...)
+		return runner.Config{}, exitBadInput, false
+	}
 	if cmdLock != nil {
 		if err := registry.Add(*cmdLock); err != nil {
 			return bad("--lock-name: %v", err)
@@ -250,10 +309,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if allFaults {
+	if r.allFaults {
 		faults = nil // the default matrix this environment can run (Prepare)
 	}
-	cfg := runner.Config{
+	cfg = runner.Config{
 		Registry: registry,
 		Locks:    locks, Faults: faults, Seeds: seeds, Resume: f.resume, Mix: &mix,
 		Duration: f.duration, TTL: f.ttl, Clients: f.clients, Hold: f.hold, Think: f.think, Parallel: f.parallel,
@@ -268,38 +327,37 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return bad("%v", err)
 		}
 		fmt.Fprintf(stderr, "lockproof run: environment: %v\n", err)
-		return exitEnvironment
+		return cfg, exitEnvironment, false
 	}
 	// The default matrix's faults this environment cannot run, each said
 	// once; a fault named in --faults is refused instead.
 	for _, err := range left {
 		fmt.Fprintf(stderr, "lockproof run: left out: %v\n", err)
 	}
-	faults = cfg.Faults
 	if f.plan {
 		printPlan(stdout, cfg, kind, byo, left)
-		return exitOK
+		return cfg, exitOK, false
 	}
 	// After the environment's own check: what Redis needs is said first.
 	if f.tlaJar != "" {
 		v := &tla.Validator{Jar: f.tlaJar}
 		if err := v.Available(); err != nil {
 			fmt.Fprintf(stderr, "lockproof run: --tla-jar: %v\n", err)
-			return exitEnvironment
+			return cfg, exitEnvironment, false
 		}
 		cfg.Trace = map[string]runner.TraceCheck{zoo.FencedName: v.Validate}
 	}
 	if err := prepareOut(f.out, f.force, f.resume); err != nil {
 		return bad("%v", err)
 	}
-	start := time.Now()
-	switch {
-	case f.detect:
-		return runDetect(ctx, cfg, f, stdout, stderr, start)
-	case f.regression != "":
-		return runRegressions(ctx, cfg, f, stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "lockproof run: %d locks × %d faults × %d seeds into %s\n", len(locks), len(faults), len(seeds), f.out)
+	return cfg, exitOK, true
+}
+
+// runMatrix runs the matrix cfg plans, prints its totals and saves its
+// violations as a regression (--save-regression).
+func runMatrix(ctx context.Context, cfg runner.Config, r *runSetup, stdout, stderr io.Writer, start time.Time) int {
+	f := r.f
+	fmt.Fprintf(stderr, "lockproof run: %d locks × %d faults × %d seeds into %s\n", len(cfg.Locks), len(cfg.Faults), len(cfg.Seeds), f.out)
 	sum, err := runner.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof run: %v\n", err)

@@ -12,8 +12,6 @@ import (
 	"maps"
 	"os"
 	"os/exec"
-	"path"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -26,8 +24,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproof/lockproof/chaos/workload"
-	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/sim"
 	"github.com/lockproof/lockproof/zoo"
@@ -44,22 +40,6 @@ const simMaxSeeds = 1_000_000
 // simHang is how long one seed may run in wall time (it takes about 0.1s).
 const simHang = 2 * time.Minute
 
-// simJob is one seed of one lock, as a worker gets it.
-type simJob struct {
-	Lock string `json:"lock"`
-	Seed uint64 `json:"seed"`
-}
-
-// simResult is what a worker says of one job: the row (environment
-// "sim"), the history's digest, and the history itself when the parent
-// keeps it.
-type simResult struct {
-	Row     contract.Row    `json:"row"`
-	SHA256  string          `json:"sha256"`
-	History []byte          `json:"history,omitempty"`
-	Check   json.RawMessage `json:"check,omitempty"` // check.json
-}
-
 // simFlags are the flags a worker shares with its parent.
 type simFlags struct {
 	locks, seeds, faults string
@@ -70,6 +50,11 @@ type simFlags struct {
 	clients int
 	// lockCmd is refused: the flag exists so that the refusal says why.
 	lockCmd string
+}
+
+// campaign is what the seeds of the run share (sim.Campaign).
+func (f *simFlags) campaign() sim.Campaign {
+	return sim.Campaign{Faults: f.faults, Duration: f.duration, Mix: f.mix, Clients: f.clients}
 }
 
 // simMaxClients bounds --clients: every client is a goroutine set and a
@@ -208,10 +193,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockproof sim: %v\n", err)
 		return exitBadInput
 	}
-	var jobs []simJob
+	var jobs []sim.Job
 	for _, l := range locks {
 		for _, s := range seeds {
-			jobs = append(jobs, simJob{Lock: l, Seed: s})
+			jobs = append(jobs, sim.Job{Lock: l, Seed: s})
 		}
 	}
 	start := time.Now()
@@ -224,49 +209,36 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitBadInput
 	}
 	elapsed := time.Since(start)
-	sum := summarize(f, locks, results, elapsed)
+	sum := sim.Summarize(f.campaign(), locks, results, elapsed)
 	for _, l := range sum.Locks {
-		fmt.Fprintln(stdout, l.line())
+		fmt.Fprintln(stdout, l.Line())
 	}
 	fmt.Fprintf(stdout, "%d runs of %v of virtual time in %v on %d workers: %.0f runs a minute\n",
 		len(results), f.duration, elapsed.Round(time.Millisecond), *workers, sum.PerMinute)
 	if *out != "" {
-		if err := writeSim(*out, f, sum, results); err != nil {
+		if err := sim.WriteDir(*out, f.campaign(), sum, results); err != nil {
 			fmt.Fprintf(stderr, "lockproof sim: %v\n", err)
 			return exitBadInput
 		}
 		fmt.Fprintf(stdout, "run directory %s\n", *out)
 	}
-	return sum.status()
-}
-
-// interesting: a row the run directory keeps (with its history).
-func interesting(r contract.Row) bool {
-	if !r.AsExpected || r.Error != "" {
-		return true
-	}
-	for _, v := range r.Verdicts {
-		if v == contract.Violated {
-			return true
-		}
-	}
-	return false
+	return sum.Status()
 }
 
 // simRun hands the jobs to workers and gathers their results in job order
 // (worker w gets jobs w, w+workers, ..., and answers them in that order).
 // keep: the run directory wants the kept rows' histories.
-func simRun(ctx context.Context, f simFlags, jobs []simJob, workers int, keep bool) ([]*simResult, error) {
+func simRun(ctx context.Context, f simFlags, jobs []sim.Job, workers int, keep bool) ([]*sim.SeedResult, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	workers = min(workers, max(len(jobs), 1))
-	results := make([]*simResult, len(jobs))
+	results := make([]*sim.SeedResult, len(jobs))
 	var wg sync.WaitGroup
 	errs := make([]error, workers)
 	for w := range workers {
-		var mine []simJob
+		var mine []sim.Job
 		for i := w; i < len(jobs); i += workers {
 			mine = append(mine, jobs[i])
 		}
@@ -274,7 +246,7 @@ func simRun(ctx context.Context, f simFlags, jobs []simJob, workers int, keep bo
 		go func() {
 			defer wg.Done()
 			next := w
-			errs[w] = simWorkerProcess(ctx, exe, f, mine, func(r *simResult) error {
+			errs[w] = simWorkerProcess(ctx, exe, f, mine, func(r *sim.SeedResult) error {
 				if next >= len(jobs) || r.Row.Lock != jobs[next].Lock || uint64(r.Row.Seed) != jobs[next].Seed {
 					return fmt.Errorf("worker %d: a result for %s seed %d out of turn", w, r.Row.Lock, r.Row.Seed)
 				}
@@ -300,7 +272,7 @@ func simRun(ctx context.Context, f simFlags, jobs []simJob, workers int, keep bo
 }
 
 // simWorkerProcess runs one worker process on jobs, its results to each.
-func simWorkerProcess(ctx context.Context, exe string, f simFlags, jobs []simJob, each func(*simResult) error) error {
+func simWorkerProcess(ctx context.Context, exe string, f simFlags, jobs []sim.Job, each func(*sim.SeedResult) error) error {
 	if len(jobs) == 0 {
 		return nil
 	}
@@ -329,7 +301,7 @@ func simWorkerProcess(ctx context.Context, exe string, f simFlags, jobs []simJob
 	sc.Buffer(make([]byte, 1<<20), 1<<30)
 	var readErr error
 	for sc.Scan() {
-		var r simResult
+		var r sim.SeedResult
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			readErr = fmt.Errorf("worker: %w", err)
 			break
@@ -365,7 +337,7 @@ func workerStderr(s string, n int) string {
 	return strings.Join(append(own, lines[start:]...), "\n")
 }
 
-// simWorker runs the jobs read from in, one JSON line of simResult each
+// simWorker runs the jobs read from in, one JSON line of sim.SeedResult each
 // on out. testing/synctest needs a *testing.T: the worker runs the jobs
 // as the one test of testing.Main, then exits with the code.
 func simWorker(f simFlags, in io.Reader, out, stderr io.Writer) int {
@@ -379,10 +351,10 @@ func simWorker(f simFlags, in io.Reader, out, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockproof sim --worker: %v\n", err)
 		return exitBadInput
 	}
-	var jobs []simJob
+	var jobs []sim.Job
 	dec := json.NewDecoder(in)
 	for {
-		var j simJob
+		var j sim.Job
 		if err := dec.Decode(&j); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
@@ -408,7 +380,7 @@ func simWorker(f simFlags, in io.Reader, out, stderr io.Writer) int {
 				_ = pprof.Lookup("goroutine").WriteTo(stderr, 2)
 				os.Exit(exitUnknown)
 			})
-			r := simOne(t, reg, f, wc, faultsOf(j.Seed), j)
+			r := sim.RunSeed(t, reg, f.campaign(), wc, faultsOf(j.Seed), j)
 			hung.Stop()
 			if err := enc.Encode(r); err != nil {
 				fmt.Fprintf(stderr, "lockproof sim --worker: %v\n", err)
@@ -431,247 +403,6 @@ func simWorker(f simFlags, in io.Reader, out, stderr io.Writer) int {
 type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
-
-// simOne runs one job and makes its result.
-func simOne(t *testing.T, reg *locker.Registry, f simFlags, wc workload.Config, faults []sim.Fault, j simJob) *simResult {
-	start := time.Now()
-	row := contract.Row{Lock: j.Lock, Fault: f.faults, Seed: int64(j.Seed), Environment: contract.EnvSim,
-		FaultName: sim.Label(faults), History: path.Join(contract.ScenarioID(j.Lock, "sim", int64(j.Seed)), contract.HistoryFile)}
-	r, err := sim.Simulate(t, sim.Scenario{Locks: reg, Lock: j.Lock, Seed: j.Seed, Duration: f.duration, Faults: faults, Workload: wc})
-	row.ElapsedMs = time.Since(start).Milliseconds()
-	if err != nil {
-		row.Error = err.Error()
-		return &simResult{Row: row}
-	}
-	hist, digest, err := sim.Encode(r.Ops)
-	if err != nil {
-		row.Error = err.Error()
-		return &simResult{Row: row}
-	}
-	row.Ops = len(r.Ops)
-	row.Verdicts, row.Expected = contract.Verdicts{}, contract.Verdicts{}
-	for _, p := range r.Check.Props {
-		row.Verdicts[p.ID] = p.Verdict
-		w := r.Expected.Want(p.ID)
-		if v := w.Verdict(); v != "" {
-			row.Expected[p.ID] = v
-		} else if w == contract.WantMay {
-			row.MayViolate = append(row.MayViolate, p.ID)
-		}
-	}
-	row.Mismatches, row.MismatchDetails = r.Mismatches, r.Details
-	row.AsExpected = len(r.Mismatches) == 0 && len(r.Unknown) == 0
-	var ev []string
-	for _, o := range r.Ops {
-		if o.Kind == history.Fault && o.Evidence != "" {
-			ev = append(ev, o.Evidence)
-		}
-	}
-	row.FaultEvidence = strings.Join(ev, "; ")
-	res := &simResult{Row: row, SHA256: digest}
-	if interesting(row) {
-		// Only these reach the run directory: the others cost no pipe.
-		res.History = hist
-		if res.Check, err = json.Marshal(r.Check); err != nil {
-			res.Row.Error = err.Error()
-		}
-	}
-	return res
-}
-
-// simSummary is sim.json.
-type simSummary struct {
-	Faults     string        `json:"faults"`
-	DurationMs int64         `json:"duration_ms"`
-	Mix        string        `json:"mix,omitempty"`
-	Clients    int           `json:"clients,omitempty"`
-	Runs       int           `json:"runs"`
-	ElapsedMs  int64         `json:"elapsed_ms"`
-	PerMinute  float64       `json:"runs_per_minute"`
-	Locks      []*simLockSum `json:"locks"`
-}
-
-// simLockSum counts one lock's seeds.
-type simLockSum struct {
-	Lock       string `json:"lock"`
-	Seeds      int    `json:"seeds"`
-	AsExpected int    `json:"as_expected"`
-	Unknown    int    `json:"unknown"`
-	Failed     int    `json:"failed"`
-	// Violated counts, per property, the seeds that broke it; First is
-	// the first seed (in the order run) that did: seeds to first finding.
-	Violated map[string]int    `json:"violated"`
-	First    map[string]uint64 `json:"first"`
-	// Missed lists the properties that one fault alone (--faults F)
-	// predicts broken and no seed broke.
-	Missed []string `json:"missed,omitempty"`
-	// NotAsExpected are the seeds whose verdicts the predictions do not
-	// allow, with why (the first 20).
-	NotAsExpected []string `json:"not_as_expected,omitempty"`
-}
-
-func (l *simLockSum) line() string {
-	var found []string
-	for _, id := range contract.PropertyIDs() {
-		if n := l.Violated[id]; n > 0 {
-			found = append(found, fmt.Sprintf("%s on %d (first seed %d)", id, n, l.First[id]))
-		}
-	}
-	s := fmt.Sprintf("%-12s %d seeds: %d as expected, %d not, %d unknown, %d failed", l.Lock, l.Seeds, l.AsExpected,
-		l.notAsExpected(), l.Unknown, l.Failed)
-	if len(found) > 0 {
-		s += "; violated: " + strings.Join(found, ", ")
-	}
-	if len(l.Missed) > 0 {
-		s += "; MISSED (predicted broken, never broke): " + strings.Join(l.Missed, ", ")
-	}
-	for _, n := range l.NotAsExpected {
-		s += "\n  " + n
-	}
-	return s
-}
-
-func summarize(f simFlags, locks []string, results []*simResult, elapsed time.Duration) *simSummary {
-	s := &simSummary{Faults: f.faults, DurationMs: f.duration.Milliseconds(), Mix: f.mix, Clients: f.clients,
-		Runs: len(results), ElapsedMs: elapsed.Milliseconds()}
-	if elapsed > 0 {
-		s.PerMinute = float64(len(results)) / elapsed.Minutes()
-	}
-	by := map[string]*simLockSum{}
-	for _, l := range locks {
-		by[l] = &simLockSum{Lock: l, Violated: map[string]int{}, First: map[string]uint64{}}
-		s.Locks = append(s.Locks, by[l])
-	}
-	predicted := map[string]map[string]bool{} // lock -> properties a single fault predicts broken
-	for _, r := range results {
-		l := by[r.Row.Lock]
-		l.Seeds++
-		switch {
-		case r.Row.Error != "":
-			l.Failed++
-			l.note(fmt.Sprintf("seed %d: failed: %s", r.Row.Seed, r.Row.Error))
-			continue
-		case !r.Row.Conclusive():
-			l.Unknown++
-			l.note(fmt.Sprintf("seed %d (%s): unknown verdicts", r.Row.Seed, r.Row.FaultName))
-		case r.Row.AsExpected:
-			l.AsExpected++
-		default:
-			l.note(fmt.Sprintf("seed %d (%s): %s", r.Row.Seed, r.Row.FaultName, strings.Join(r.Row.Mismatches, "; ")))
-		}
-		if predicted[l.Lock] == nil {
-			predicted[l.Lock] = map[string]bool{}
-		}
-		for id, v := range r.Row.Expected {
-			if v == contract.Violated {
-				predicted[l.Lock][id] = true
-			}
-		}
-		for id, v := range r.Row.Verdicts {
-			if v != contract.Violated {
-				continue
-			}
-			if l.Violated[id] == 0 {
-				l.First[id] = uint64(r.Row.Seed)
-			}
-			l.Violated[id]++
-		}
-	}
-	for _, l := range s.Locks {
-		for id := range predicted[l.Lock] {
-			if l.Violated[id] == 0 {
-				l.Missed = append(l.Missed, id)
-			}
-		}
-		slices.Sort(l.Missed)
-	}
-	return s
-}
-
-// notAsExpected counts the seeds that were decided and failed or
-// unknown neither, and broke a prediction.
-func (l *simLockSum) notAsExpected() int { return l.Seeds - l.AsExpected - l.Unknown - l.Failed }
-
-func (l *simLockSum) note(s string) {
-	if len(l.NotAsExpected) < 20 {
-		l.NotAsExpected = append(l.NotAsExpected, s)
-	}
-}
-
-// status is the exit code: 1 for a seed not as expected or a predicted
-// break never seen, 3 for an unknown verdict or a failed run.
-func (s *simSummary) status() int {
-	code := exitOK
-	for _, l := range s.Locks {
-		if l.notAsExpected() > 0 || len(l.Missed) > 0 {
-			return exitViolation
-		}
-		if l.Unknown+l.Failed > 0 {
-			code = exitUnknown
-		}
-	}
-	return code
-}
-
-// writeSim writes the run directory.
-func writeSim(dir string, f simFlags, sum *simSummary, results []*simResult) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	var rows []*contract.Row
-	var regs []sim.Regression
-	first := map[string]bool{}
-	for _, r := range results {
-		if r.History == nil {
-			continue
-		}
-		why := ""
-		switch {
-		case r.Row.Error != "":
-			why = "failed"
-		case !r.Row.Conclusive():
-			why = "unknown"
-		case !r.Row.AsExpected:
-			why = "not as expected"
-		}
-		for _, id := range contract.PropertyIDs() {
-			if r.Row.Verdicts[id] == contract.Violated && !first[r.Row.Lock+" "+id] {
-				first[r.Row.Lock+" "+id] = true
-				why = strings.TrimPrefix(why+", first violated "+id, ", ")
-			}
-		}
-		p := filepath.Join(dir, filepath.FromSlash(r.Row.History))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, r.History, 0o644); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(filepath.Dir(p), contract.CheckFile), r.Check, 0o644); err != nil {
-			return err
-		}
-		rows = append(rows, &r.Row)
-		if why != "" {
-			// The seed's own mix, not "swarm": a swarm draws from the
-			// catalogue, which grows, and the regression must replay.
-			regs = append(regs, sim.Regression{Lock: r.Row.Lock, Seed: uint64(r.Row.Seed), Faults: r.Row.FaultName,
-				DurationMs: f.duration.Milliseconds(), Mix: f.mix, Clients: f.clients, SHA256: r.SHA256, Why: why})
-		}
-	}
-	var errs []error
-	errs = append(errs, writeJSON(filepath.Join(dir, contract.SimFile), sum))
-	errs = append(errs, writeJSON(filepath.Join(dir, contract.SummaryFile), &contract.Summary{Scenarios: rows}))
-	var b bytes.Buffer
-	for _, r := range regs {
-		line, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		b.Write(append(line, '\n'))
-	}
-	errs = append(errs, os.WriteFile(filepath.Join(dir, contract.RegressionsFile), b.Bytes(), 0o644))
-	return errors.Join(errs...)
-}
 
 // simReplay reruns the seeds of a regressions file and compares each
 // history's digest with the one saved: exit 0 when all replay byte for
@@ -715,9 +446,9 @@ func simReplay(ctx context.Context, file string, workers, tries int, stdout, std
 		// all, and its line says on which try it matched.
 		left := rs
 		for try := 1; try <= tries && len(left) > 0; try++ {
-			var jobs []simJob
+			var jobs []sim.Job
 			for _, r := range left {
-				jobs = append(jobs, simJob{Lock: r.Lock, Seed: r.Seed})
+				jobs = append(jobs, sim.Job{Lock: r.Lock, Seed: r.Seed})
 			}
 			results, err := simRun(ctx, f, jobs, workers, false)
 			if err != nil {

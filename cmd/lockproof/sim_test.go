@@ -51,7 +51,7 @@ func TestSimBinary(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	var sum simSummary
+	var sum sim.Totals
 	b, err := os.ReadFile(filepath.Join(dir, contract.SimFile))
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestSimWorkloadShape(t *testing.T) {
 	if saved[0].Clients != 4 || saved[0].Mix != "renew=0" {
 		t.Fatalf("regression %+v: want the workload's shape saved", saved[0])
 	}
-	var sum simSummary
+	var sum sim.Totals
 	if b, err := os.ReadFile(filepath.Join(shaped, contract.SimFile)); err != nil || json.Unmarshal(b, &sum) != nil || sum.Clients != 4 {
 		t.Errorf("sim.json: clients %d (%v); want 4", sum.Clients, err)
 	}
@@ -204,24 +204,24 @@ func TestSimFindsWhatAFaultBreaks(t *testing.T) {
 // break that no seed broke is missed (exit 1), a seed not as expected is
 // exit 1, an unknown verdict alone exit 3.
 func TestSimSummary(t *testing.T) {
-	row := func(seed int64, verdict contract.Verdict, expected contract.Verdict, asExpected bool) *simResult {
-		return &simResult{Row: contract.Row{Lock: "x", Seed: seed, AsExpected: asExpected,
+	row := func(seed int64, verdict contract.Verdict, expected contract.Verdict, asExpected bool) *sim.SeedResult {
+		return &sim.SeedResult{Row: contract.Row{Lock: "x", Seed: seed, AsExpected: asExpected,
 			Verdicts: contract.Verdicts{contract.PropLease: verdict}, Expected: contract.Verdicts{contract.PropLease: expected}}}
 	}
 	f := simFlags{faults: "pause-client", duration: time.Second}
 	for _, c := range []struct {
 		name string
-		rows []*simResult
+		rows []*sim.SeedResult
 		code int
 	}{
-		{"found on seed 2", []*simResult{row(1, contract.OK, contract.Violated, true), row(2, contract.Violated, contract.Violated, true)}, exitOK},
-		{"missed", []*simResult{row(1, contract.OK, contract.Violated, true), row(2, contract.OK, contract.Violated, true)}, exitViolation},
-		{"not as expected", []*simResult{row(1, contract.Violated, contract.OK, false)}, exitViolation},
-		{"unknown", []*simResult{row(1, contract.Unknown, contract.OK, false)}, exitUnknown},
+		{"found on seed 2", []*sim.SeedResult{row(1, contract.OK, contract.Violated, true), row(2, contract.Violated, contract.Violated, true)}, exitOK},
+		{"missed", []*sim.SeedResult{row(1, contract.OK, contract.Violated, true), row(2, contract.OK, contract.Violated, true)}, exitViolation},
+		{"not as expected", []*sim.SeedResult{row(1, contract.Violated, contract.OK, false)}, exitViolation},
+		{"unknown", []*sim.SeedResult{row(1, contract.Unknown, contract.OK, false)}, exitUnknown},
 	} {
-		s := summarize(f, []string{"x"}, c.rows, time.Second)
-		if got := s.status(); got != c.code {
-			t.Errorf("%s: exit %d, want %d (%s)", c.name, got, c.code, s.Locks[0].line())
+		s := sim.Summarize(f.campaign(), []string{"x"}, c.rows, time.Second)
+		if got := s.Status(); got != c.code {
+			t.Errorf("%s: exit %d, want %d (%s)", c.name, got, c.code, s.Locks[0].Line())
 		}
 		if c.name == "found on seed 2" && s.Locks[0].First[contract.PropLease] != 2 {
 			t.Errorf("first finding on seed %d, want 2", s.Locks[0].First[contract.PropLease])
