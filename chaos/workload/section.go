@@ -1,0 +1,452 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/fencing"
+	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/locker"
+)
+
+// A critical section is a table of steps (sectionSteps), run in order on
+// one section's state: each step draws its own choices from the client's
+// stream (a Mix share), does what it does and may end the section. A new
+// client behaviour is one step in the table and one share of the Mix.
+//
+// The steps draw in the table's order, and a step draws only what it drew
+// when the section was one function: a seed replays the history it
+// recorded before (the simulation's saved findings hold that to their
+// digests).
+
+// step is one step of a critical section: its name (what the package doc
+// and a reader of the table call it) and what it does. done ends the
+// section after it, with err (nil for a section that ended as it should).
+type step struct {
+	name string
+	run  func(w *Workload, s *section) (done bool, err error)
+}
+
+// sectionSteps are a critical section's steps, in order, each with the
+// Mix shares it draws.
+func sectionSteps() []step {
+	return []step{
+		{"as-owner", (*Workload).stepOwner},               // Owner
+		{"inspect-before", (*Workload).stepInspectBefore}, // Inspect
+		{"wait-in-line", (*Workload).stepWait},            // Blocking, Cancel
+		{"wait-twice", (*Workload).stepTwice},             // Twice
+		{"acquire", (*Workload).stepAcquire},
+		{"inspect-holding", (*Workload).stepInspectHolding},
+		{"leave", (*Workload).stepLeave},       // Leave
+		{"renew", (*Workload).stepRenew},       // Renew
+		{"reenter", (*Workload).stepReenter},   // Reenter, LongWork, RushRelease
+		{"read", (*Workload).stepRead},         //
+		{"check-write", (*Workload).stepWrite}, //
+		{"release", (*Workload).stepRelease},   // RushRelease
+	}
+}
+
+// section is one critical section's state, as its steps build it.
+type section struct {
+	ctx context.Context
+	rec *history.Recorder
+	c   *Client
+	seq int
+	cfg Config
+	mix *Mix
+	// The acquire the section makes: its op, how, and its deadline.
+	acqOp    history.Op
+	acquire  func(ctx context.Context) (locker.Lease, error)
+	timeout  time.Duration
+	owned    locker.Owned     // as the client's own owner; nil: not
+	insp     locker.Inspector // asked who holds; nil: not
+	inLineAt *atomic.Int64    // when the lock said the waiter is in line (locker.InLine); 0: it did not
+	waiter   locker.Waiter
+	blocking bool
+	// What it holds once acquired.
+	lease    locker.Lease
+	acqStart time.Time
+	h        held
+	token    uint64
+	fenced   bool
+	resource fencing.Resource
+	// What it read: the value, and whether the read succeeded.
+	read   fencing.Value
+	readOK bool
+	// gone: the check before the write found the lease gone.
+	gone bool
+	// cleanups run when the section ends, last first (as defers do),
+	// and may set its error.
+	cleanups []func(err *error)
+}
+
+// section is one critical section (see the package doc): its steps
+// (sectionSteps), in order, until one ends it.
+func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client, seq int) (err error) {
+	s := &section{ctx: ctx, rec: rec, c: c, seq: seq, cfg: w.cfg, mix: w.cfg.Mix, inLineAt: new(atomic.Int64)}
+	defer func() {
+		for i := len(s.cleanups) - 1; i >= 0; i-- {
+			s.cleanups[i](&err)
+		}
+	}()
+	for _, st := range sectionSteps() {
+		done, err := st.run(w, s)
+		if done || err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stepOwner: acquire as the client's own owner (locker.Owned). Only a
+// lock that has owners draws this choice, so other locks' seeds replay as
+// before.
+func (w *Workload) stepOwner(s *section) (bool, error) {
+	c, cfg := s.c, s.cfg
+	// Acquire: one attempt, or wait in line (and maybe be canceled there).
+	s.acqOp = history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Lease: c.nextHold()}
+	s.acquire, s.timeout = func(ctx context.Context) (locker.Lease, error) { return c.locker.TryAcquire(ctx, c.Key, cfg.TTL) }, cfg.OpTimeout
+	s.owned, _ = c.locker.(locker.Owned)
+	if s.owned != nil && !c.chance(s.mix.Owner) {
+		s.owned = nil
+	}
+	if owned := s.owned; owned != nil {
+		s.acquire = func(ctx context.Context) (locker.Lease, error) {
+			return owned.AcquireAs(ctx, c.Key, cfg.TTL, c.owner(), false, nil)
+		}
+	}
+	return false, nil
+}
+
+// stepInspectBefore: ask the lock who holds the key, before the acquire
+// (and, drawn here, while holding: stepInspectHolding). Only a lock that
+// can say draws this choice, so other locks' seeds replay as before.
+func (w *Workload) stepInspectBefore(s *section) (bool, error) {
+	c := s.c
+	s.insp, _ = c.locker.(locker.Inspector)
+	if s.insp != nil && !c.chance(s.mix.Inspect) {
+		s.insp = nil
+	}
+	if s.insp == nil {
+		return false, nil
+	}
+	// Before the acquire, the client's owner holds nothing a live hold
+	// could count for (a lock that counts another owner's holds for it
+	// shows here).
+	owner := ""
+	if _, ok := c.locker.(locker.Owned); ok {
+		owner = c.owner()
+	}
+	return false, c.inspect(s.ctx, s.rec, s.insp, owner, s.cfg.OpTimeout)
+}
+
+// stepWait: wait in line (locker.Waiter) instead of one attempt, and maybe
+// be canceled there; or, one blocking acquire in four, retry one-shot
+// attempts (locker.Retrier).
+func (w *Workload) stepWait(s *section) (bool, error) {
+	c, cfg, rec, owned := s.c, s.cfg, s.rec, s.owned
+	waiter, canWait := c.locker.(locker.Waiter)
+	s.blocking = canWait && c.chance(s.mix.Blocking)
+	if retrier, ok := c.locker.(locker.Retrier); ok && s.blocking && owned == nil && s.seq%4 == 1 {
+		// One blocking acquire in four, by the section's number (the
+		// seed's draws stay as they were), retries one-shot attempts
+		// (locker.Retrier) instead of waiting in line: recorded as a
+		// one-shot acquire, promised no wait bound. It gives up after half
+		// a TTL: waiters in line go first, so a retrier may starve, and a
+		// long op would overlap more events than trace validation lets
+		// one stay pending (tla/trace.MaxAhead).
+		s.blocking = false
+		s.timeout = max(cfg.TTL/2, time.Millisecond)
+		s.acquire = func(ctx context.Context) (locker.Lease, error) { return retrier.AcquireRetry(ctx, c.Key, cfg.TTL) }
+	}
+	if !s.blocking {
+		return false, nil
+	}
+	s.acqOp.Wait = true
+	inLineAt := s.inLineAt
+	s.acquire = func(ctx context.Context) (locker.Lease, error) {
+		// In line when the lock says so (locker.InLine), or else once
+		// the first attempt is surely over (see FirstQueued).
+		var marked atomic.Bool
+		mark := func() {
+			if marked.Swap(true) {
+				return
+			}
+			c.waiting.Store(true)
+			if c.onQueued != nil {
+				c.onQueued(c.invoked.Load(), true)
+			}
+		}
+		t := time.AfterFunc(queuedAfter, mark)
+		defer func() {
+			t.Stop()
+			if marked.Swap(true) && c.onQueued != nil {
+				c.onQueued(nil, false)
+			}
+			c.waiting.Store(false)
+		}()
+		inLine := func() {
+			inLineAt.Store(max(rec.Now(), 1))
+			mark()
+		}
+		if owned != nil {
+			if _, ok := c.locker.(locker.InLine); !ok {
+				inLine = nil // a lock that cannot say when it is in line
+			}
+			return owned.AcquireAs(ctx, c.Key, cfg.TTL, c.owner(), true, inLine)
+		}
+		if il, ok := c.locker.(locker.InLine); ok {
+			return il.AcquireInLine(ctx, c.Key, cfg.TTL, inLine)
+		}
+		return waiter.Acquire(ctx, c.Key, cfg.TTL)
+	}
+	// A waiter waits long enough for the lock's promise to waiters to be
+	// checked (locker.Entry.WaitBound), or is canceled in line.
+	s.timeout = max(cfg.OpTimeout, cfg.WaitTimeout)
+	if c.chance(s.mix.Cancel) {
+		s.timeout = max(cfg.TTL/2, time.Millisecond)
+	}
+	return false, nil
+}
+
+// stepTwice: an owner waiting in line waits a second time beside,
+// joined at the end of the section, whatever it does: the second wait,
+// which releases on its own, may be served only once the first hold is
+// released.
+func (w *Workload) stepTwice(s *section) (bool, error) {
+	c, cfg := s.c, s.cfg
+	if s.owned == nil || !s.blocking || !c.chance(s.mix.Twice) {
+		return false, nil
+	}
+	join := c.waitTwice(s.ctx, s.rec, s.owned, cfg.TTL, cfg.OpTimeout, s.timeout)
+	// Not asked while the second wait runs beside: two goroutines of one
+	// client sending at one virtual instant take the simulated network's
+	// draws in an order Go does not fix, and the seed would replay less
+	// often.
+	s.insp = nil
+	s.cleanups = append(s.cleanups, func(err *error) {
+		if jerr := join(); jerr != nil && *err == nil {
+			*err = jerr
+		}
+	})
+	return false, nil
+}
+
+// stepAcquire makes the acquire the steps before planned; a section that
+// did not get the lock ends here.
+func (w *Workload) stepAcquire(s *section) (bool, error) {
+	c, rec := s.c, s.rec
+	s.acqStart = c.Clock.Now()
+	res, err := c.recording(rec).lockEdit(s.ctx, s.acqOp, ctxNormal, s.timeout, func(ctx context.Context) error {
+		var err error
+		s.lease, err = s.acquire(ctx)
+		return err
+	}, c.learnt(rec, s.inLineAt, &s.lease))
+	if err != nil || res != history.OK {
+		return true, err
+	}
+	s.h = held{lease: s.lease, id: s.acqOp.Lease, believed: c.reckon(s.lease, s.acqStart), watched: c.watched(s.lease, s.mix)}
+	s.h.released = c.watchLoss(s.ctx, rec, s.h)
+	return false, nil
+}
+
+// stepInspectHolding asks the lock who holds the key while holding (drawn
+// in stepInspectBefore).
+func (w *Workload) stepInspectHolding(s *section) (bool, error) {
+	if s.insp == nil {
+		return false, nil
+	}
+	owner := ""
+	if s.owned != nil {
+		owner = s.c.owner()
+	}
+	return false, s.c.inspect(s.ctx, s.rec, s.insp, owner, s.cfg.OpTimeout)
+}
+
+// stepLeave: gone while holding; the lock must let the lease expire (a
+// watchdog that outlived Close would keep the others out). Otherwise the
+// holder learns its fence and resource.
+func (w *Workload) stepLeave(s *section) (bool, error) {
+	c := s.c
+	if c.chance(s.mix.Leave) {
+		close(c.gone) // nobody is left to hear a loss notice
+		if err := w.leave(s.ctx, s.rec, c); err != nil {
+			return true, err
+		}
+		return true, errStop
+	}
+	s.token, s.fenced = s.lease.Fence()
+	s.resource = c.unfenced
+	if s.fenced {
+		s.resource = c.fenced
+	}
+	s.cleanups = append(s.cleanups, func(*error) { c.setHolding(false) })
+	return false, nil
+}
+
+// stepRenew renews explicitly: by the lease's TTL, or in every third
+// section for twice it (package lock's RenewFor: the lease's TTL from then
+// on, watchdog included). A lock that renews only by its own TTL says so
+// (ErrUnsupported, or ErrInvalid for that ttl): the renewal is then
+// withdrawn from the history.
+func (w *Workload) stepRenew(s *section) (bool, error) {
+	c, cfg, rec, lease := s.c, s.cfg, s.rec, s.lease
+	if !c.chance(s.mix.Renew) {
+		return false, nil
+	}
+	rttl := cfg.TTL
+	if s.seq%3 == 0 { // by the section's number: the seed's draws stay as they were
+		rttl = 2 * cfg.TTL
+	}
+	op := history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: rttl.Milliseconds(), Token: s.token, HasToken: s.fenced, Lease: s.h.id}
+	start := c.Clock.Now()
+	res, err := c.recording(rec).lock(s.ctx, op, ctxNormal, cfg.OpTimeout, func(ctx context.Context) error {
+		err := lease.Renew(ctx, rttl)
+		if rttl != cfg.TTL && errors.Is(err, locker.ErrInvalid) {
+			return fmt.Errorf("%w: %w", locker.ErrUnsupported, err)
+		}
+		return err
+	}, func(o *history.Op) { c.claim(rec, o, lease) })
+	if err != nil {
+		return true, err
+	}
+	if b := c.reckon(lease, start); res == history.OK && b.After(s.h.believed) {
+		s.h.believed = b
+	}
+	return false, nil
+}
+
+// stepReenter takes a nested hold by the same owner, with a shorter or a
+// longer TTL, and releases it (maybe rushed); or works long.
+func (w *Workload) stepReenter(s *section) (bool, error) {
+	c, cfg, rec, ctx := s.c, s.cfg, s.rec, s.ctx
+	if r, ok := s.lease.(locker.Reentrant); ok && c.chance(s.mix.Reenter) {
+		ttl := max(cfg.TTL/5, 10*time.Millisecond)
+		if c.rng.IntN(3) == 0 {
+			ttl = 2 * cfg.TTL
+		}
+		var inner locker.Lease
+		op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds(), Lease: c.nextHold()}
+		res, err := c.recording(rec).lock(ctx, op, ctxNormal, cfg.OpTimeout, func(ctx context.Context) error {
+			var err error
+			inner, err = r.Reenter(ctx, ttl)
+			return err
+		}, func(o *history.Op) {
+			o.Token, o.HasToken = inner.Fence()
+			c.claim(rec, o, inner)
+		})
+		if err != nil {
+			return true, err
+		}
+		if res == history.OK {
+			in := held{lease: inner, id: op.Lease}
+			in.released = c.watchLoss(ctx, rec, in)
+			_ = sleepRand(ctx, c.rng, cfg.Hold)
+			// A nested release may be rushed too: its reply lost, the
+			// lock's undo of the nested hold races the request still on
+			// its way, and the outer hold works on, which a late release
+			// ending the outer hold breaks (round three's defect 1).
+			rushIn := c.chance(s.mix.RushRelease) && !c.Gate.Armed()
+			if err := c.release(ctx, rec, in, rushIn, cfg.OpTimeout); err != nil {
+				return true, err
+			}
+			// The outer hold outlives the nested one, as it does in code
+			// that calls a locked helper and then goes on: a nested hold
+			// that shortened the lease shows now.
+			_ = sleepRand(ctx, c.rng, cfg.TTL/2)
+		}
+	} else if c.chance(s.mix.LongWork) {
+		_ = sleepRand(ctx, c.rng, cfg.TTL/2)
+	}
+	return false, nil
+}
+
+// stepRead reads the resource under the lease.
+func (w *Workload) stepRead(s *section) (bool, error) {
+	c, cfg, rec := s.c, s.cfg, s.rec
+	if err := c.Gate.Wait(s.ctx); err != nil {
+		return true, errStop
+	}
+	readOp := history.Op{Client: c.Name, Kind: history.Read, Key: c.Key, Token: s.token, HasToken: s.fenced, Lease: s.h.id}
+	res, err := c.recording(rec).resource(s.ctx, readOp, cfg.OpTimeout, func(ctx context.Context) (err error) {
+		if fr, ok := s.resource.(FencedReader); ok && s.fenced {
+			s.read, err = fr.ReadFenced(ctx, c.Key, s.token, c.Name)
+		} else {
+			s.read, err = s.resource.Read(ctx, c.Key)
+		}
+		return err
+	}, func(o *history.Op) { o.Value = s.read.Value })
+	if err != nil {
+		return true, err
+	}
+	s.readOK = res == history.OK
+	return false, nil
+}
+
+// stepWrite works on what was read, then checks the lease as users
+// without fencing do, leaving room for the write to come (gap, a
+// twentieth to a tenth of the TTL: long enough for a fault that waits for
+// the holder to strike in it), and writes while the lease is valid.
+func (w *Workload) stepWrite(s *section) (bool, error) {
+	c, cfg, rec, ctx := s.c, s.cfg, s.rec, s.ctx
+	if !s.readOK {
+		return false, nil
+	}
+	c.working.Store(true)
+	_ = sleepRand(ctx, c.rng, cfg.Hold)
+	c.working.Store(false)
+	gap := cfg.TTL/20 + time.Duration(c.rng.Int64N(int64(cfg.TTL/20)+1))
+	valid, claimed := c.check(s.h, gap)
+	s.gone = !valid
+	if valid {
+		// Holding, with the write ahead and the check behind: a fault
+		// that waits for the client to hold strikes here, between the
+		// check and the act (the GC pause of the literature: a frozen
+		// process cannot see time pass).
+		c.setHolding(true)
+		_ = sleepFor(ctx, gap) // preparing the write
+	}
+	// The fault point: a paused client stops here, after its check.
+	if err := c.Gate.Pass(ctx, contract.LeaseCheckPoint); err != nil {
+		return true, errStop
+	}
+	// A pause that strikes from now on holds the write's command at the gate.
+	c.setHolding(false)
+	if !valid {
+		return false, nil
+	}
+	val := fmt.Sprintf("%s-%d", c.Name, s.seq)
+	writeOp := history.Op{Client: c.Name, Kind: history.Write, Key: c.Key, Token: s.token, HasToken: s.fenced,
+		Value: val, Prev: s.read.Value, HasPrev: true, Lease: s.h.id, Checked: true}
+	if !claimed.IsZero() {
+		writeOp.ValidUntil, writeOp.HasValid = c.onHistory(rec, claimed), true
+	}
+	if _, err := c.recording(rec).resource(ctx, writeOp, cfg.OpTimeout, func(ctx context.Context) error {
+		return s.resource.Write(ctx, c.Key, fencing.Write{Token: s.token, NoToken: !s.fenced, Owner: c.Name, Value: val})
+	}, nil); err != nil {
+		return true, err
+	}
+	return false, nil
+}
+
+// stepRelease releases the hold (maybe rushed), or, for an owner whose
+// check found its lease gone, tries again (Workload.again).
+func (w *Workload) stepRelease(s *section) (bool, error) {
+	c := s.c
+	if err := c.Gate.Wait(s.ctx); err != nil {
+		return true, errStop
+	}
+	// A client armed for a fault at a command is not rushed: the fault
+	// point (e.g. between the GET and the DEL of a release) is where a
+	// careful client stands, and a rushed release never sends its DEL
+	// after a pause (get-del × pause-client missed 3 seeds of 20 so).
+	rush := c.chance(s.mix.RushRelease) && !c.Gate.Armed()
+	if s.gone && s.owned != nil {
+		return true, w.again(s.ctx, s.rec, c, s.owned, s.h)
+	}
+	return true, c.release(s.ctx, s.rec, s.h, rush, s.cfg.OpTimeout)
+}
