@@ -25,11 +25,11 @@ func simClockRate(s *SimStrike) error {
 	addr := s.lockNode()
 	fast := 0.007 + 0.003*s.Rng.Float64()
 	name := fmt.Sprintf("%s %s %.2f%% fast", contract.FaultClockRate, addr, 100*fast)
-	node := s.Net.Node(addr)
+	setRate := s.Net.ClockRate(addr)
 	var from time.Time
 	return s.window(&simWindow{name: name,
-		start: func() { from = time.Now(); node.SetRate(fast) },
-		stop:  func() { node.SetRate(0) },
+		start: func() { from = time.Now(); setRate(fast) },
+		stop:  func() { setRate(0) },
 		evidence: func() string {
 			return fmt.Sprintf("%s: the node's clock ran %v ahead in %v", name,
 				time.Duration(float64(time.Since(from))*fast).Round(time.Microsecond), time.Since(from).Round(time.Millisecond))

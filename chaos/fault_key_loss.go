@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/workload"
@@ -44,13 +43,7 @@ func simKeyLoss(s *SimStrike, v *workload.Client) error {
 			// any (for Redlock, one of its masters found holding the lock,
 			// as the real-time key-loss strikes).
 			for _, a := range s.LockNodes {
-				node := s.Net.Node(a)
-				node.Advance()
-				for _, k := range node.M.Keys() {
-					if strings.Contains(k, v.Key) && node.M.Del(k) {
-						deleted = append(deleted, k)
-					}
-				}
+				deleted = append(deleted, s.Net.DelKeys(a, v.Key)...)
 				if len(deleted) > 0 {
 					return
 				}

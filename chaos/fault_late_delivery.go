@@ -8,7 +8,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/internal/vnode"
+	"github.com/lockproof/lockproof/internal/simnet"
 )
 
 // lateDeliveryFault is the simulation's late-delivery in real time: for
@@ -39,7 +39,7 @@ func lateDeliveryFault() Fault {
 }
 
 // simLateDelivery holds some requests in transit past their sender's
-// deadline (vnode.Rates.Late): a request that lands after its sender
+// deadline (simnet.Rates.Late): a request that lands after its sender
 // gave up races the lock's cleanup of that unknown outcome, or its
 // retry. It bites when some request landed after its connection closed.
 // Its window closes when the last held request has landed: a lock must
@@ -55,9 +55,9 @@ func simLateDelivery(s *SimStrike) error {
 	name := fmt.Sprintf("%s %.1f%% by %v", contract.FaultLateDelivery, 100*p, by.Round(time.Millisecond))
 	// The window lasts until the last request it held has landed (or
 	// was dropped): what it does goes on after the rates are put back.
-	return s.onNet(name, func() { _ = s.Net.SetRates(vnode.Rates{Late: p, LateBy: by}) },
-		func() { _ = s.Net.SetRates(vnode.Rates{}); <-s.Net.LateSettled() },
-		func(b, a vnode.Counts) string {
+	return s.onNet(name, func() { _ = s.Net.SetRates(simnet.Rates{Late: p, LateBy: by}) },
+		func() { _ = s.Net.SetRates(simnet.Rates{}); <-s.Net.LateSettled() },
+		func(b, a simnet.Counts) string {
 			return fmt.Sprintf("%s: %d requests held in transit, %d of them landed after their sender gave up", name,
 				a.Late-b.Late, a.Orphaned-b.Orphaned)
 		})

@@ -6,7 +6,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/internal/vnode"
+	"github.com/lockproof/lockproof/internal/simnet"
 )
 
 func latencyFault() Fault {
@@ -23,10 +23,10 @@ func simLatency(s *SimStrike) error {
 	if !s.wait() {
 		return nil
 	}
-	r := vnode.Rates{Delay: time.Millisecond + time.Duration(s.Rng.Int64N(int64(4*time.Millisecond))),
+	r := simnet.Rates{Delay: time.Millisecond + time.Duration(s.Rng.Int64N(int64(4*time.Millisecond))),
 		Jitter: 5*time.Millisecond + time.Duration(s.Rng.Int64N(int64(25*time.Millisecond)))}
 	name := fmt.Sprintf("%s %v+%v", contract.FaultLatency, r.Delay.Round(time.Microsecond), r.Jitter.Round(time.Microsecond))
-	return s.rates(name, r, func(b, a vnode.Counts) string {
+	return s.rates(name, r, func(b, a simnet.Counts) string {
 		return fmt.Sprintf("%s: %d messages delayed", name, a.Messages-b.Messages)
 	})
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/internal/vnode"
+	"github.com/lockproof/lockproof/internal/simnet"
 )
 
 func partitionFault() Fault {
@@ -28,7 +28,7 @@ func simPartition(s *SimStrike) error {
 	}
 	slices.Sort(names)
 	name := fmt.Sprintf("%s %v", contract.FaultPartition, names)
-	return s.onNet(name, func() { s.Net.Cut(names...) }, s.Net.Heal, func(b, a vnode.Counts) string {
+	return s.onNet(name, func() { s.Net.Cut(names...) }, s.Net.Heal, func(b, a simnet.Counts) string {
 		return fmt.Sprintf("%s: %d messages dropped", name, a.Blackholed-b.Blackholed)
 	})
 }

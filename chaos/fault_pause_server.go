@@ -6,7 +6,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/internal/vnode"
+	"github.com/lockproof/lockproof/internal/simnet"
 )
 
 func pauseServerFault() Fault {
@@ -53,7 +53,7 @@ func simPauseServer(s *SimStrike) error {
 	}
 	addr := s.lockNode()
 	name := contract.FaultPauseServer + " " + addr
-	return s.onNet(name, func() { s.Net.Pause(addr) }, s.Net.Resume, func(b, a vnode.Counts) string {
+	return s.onNet(name, func() { s.Net.Pause(addr) }, s.Net.Resume, func(b, a simnet.Counts) string {
 		return fmt.Sprintf("%s: %d messages held", name, a.Held-b.Held)
 	})
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/internal/vnode"
+	"github.com/lockproof/lockproof/internal/simnet"
 )
 
 // pubsubResetFault kills the subscriptions a waiter hears its hand-off
@@ -121,7 +121,7 @@ func simPubSubReset(s *SimStrike) error {
 	}
 	return s.onNet(name, func() { go rounds() },
 		func() { close(stop); <-done; s.Net.RefuseSubscribe(addr, false) },
-		func(b, a vnode.Counts) string {
+		func(b, a simnet.Counts) string {
 			return fmt.Sprintf("%s: %d pub/sub connections dropped, %d SUBSCRIBE refused, %d new connections held back %v", name,
 				a.PubSubDropped-b.PubSubDropped, a.Refused-b.Refused, a.Stalled-b.Stalled, s.TTL/2)
 		})

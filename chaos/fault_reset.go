@@ -5,7 +5,7 @@ import (
 
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/internal/vnode"
+	"github.com/lockproof/lockproof/internal/simnet"
 )
 
 func resetFault() Fault {
@@ -24,9 +24,9 @@ func simReset(s *SimStrike) error {
 		return nil
 	}
 	p := 0.02 + 0.08*s.Rng.Float64()
-	r := vnode.Rates{Drop: p, LoseReply: p}
+	r := simnet.Rates{Drop: p, LoseReply: p}
 	name := fmt.Sprintf("%s lost messages %.1f%%", contract.FaultReset, 100*p)
-	return s.rates(name, r, func(b, a vnode.Counts) string {
+	return s.rates(name, r, func(b, a simnet.Counts) string {
 		return fmt.Sprintf("%s: %d requests and %d replies lost, %d connections reset", name,
 			a.Dropped-b.Dropped, a.LostReplies-b.LostReplies, a.Resets-b.Resets)
 	})

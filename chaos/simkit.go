@@ -8,12 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/internal/vnode"
+	"github.com/lockproof/lockproof/internal/simnet"
 )
 
 // The simulation's kit: what a fault's simulated strike (Fault.Simulate)
@@ -23,6 +21,45 @@ import (
 // its window in the history carries the same kind and the lock's
 // predictions and excuses are the matrix's.
 
+// SimNet is what a simulated strike does to the simulated network and its
+// in-process Redis nodes (internal/vnode's Net implements it): declared
+// here, with simnet's plain types, so that package chaos, which a user's
+// module imports to run locks in real time, does not pull the
+// simulation's in-process Redis.
+type SimNet interface {
+	// SetRates sets the network's message faults; Counts says what it
+	// did so far; LateSettled is closed once no late request is in
+	// transit.
+	SetRates(r simnet.Rates) error
+	Counts() simnet.Counts
+	LateSettled() <-chan struct{}
+	// Cut drops the clients' messages (a blackhole) until Heal.
+	Cut(clients ...string)
+	Heal()
+	// Pause holds the requests to the node at addr until Resume.
+	Pause(addr string)
+	Resume()
+	// RefuseSubscribe makes the node refuse SUBSCRIBE, or not;
+	// DropSubscribed closes its pub/sub connections; StallDials holds back
+	// the connections dialed within the next within, by d.
+	RefuseSubscribe(addr string, on bool)
+	DropSubscribed(addr string) int
+	StallDials(within, d time.Duration)
+	// Keys are the node's keys; DelKeys deletes those containing part
+	// and returns them (each advances the node's clock first).
+	Keys(addr string) []string
+	DelKeys(addr, part string) []string
+	// ClockRate is the node's clock-rate setter (fast by a fraction).
+	ClockRate(addr string) func(fast float64)
+	// SyncReplica makes a replica of the node in sync now, its clock
+	// behind by behind, and says its id and how many keys it holds;
+	// PromoteReplica puts it in the node's place and says how many of
+	// the old node's entries it lacks; DropReplica discards it.
+	SyncReplica(addr string, behind time.Duration) (id, keys int, err error)
+	PromoteReplica(id int) (lost int, err error)
+	DropReplica(id int)
+}
+
 // SimStrike is what a fault's simulated strike gets: the simulated run
 // and the fault's own draws. Package sim makes one per fault of a run.
 type SimStrike struct {
@@ -30,8 +67,8 @@ type SimStrike struct {
 	Ctx context.Context
 	// Rng is the fault's own stream: other draws stay as they were.
 	Rng *rand.Rand
-	// Net is the simulated network and its nodes.
-	Net *vnode.Net
+	// Net is the simulated network and its nodes (internal/vnode's).
+	Net SimNet
 	// Workload is the run's workload (its clients, their gates and clocks).
 	Workload *workload.Workload
 	// Rec records the fault's window.
@@ -131,8 +168,8 @@ func (s *SimStrike) jitter() time.Duration {
 // says (say) what the network did in it: the counts from its start to
 // its end. nemesis.Apply starts the window and reads its evidence in one
 // goroutine.
-func (s *SimStrike) onNet(name string, start, stop func(), say func(before, after vnode.Counts) string) error {
-	var before vnode.Counts
+func (s *SimStrike) onNet(name string, start, stop func(), say func(before, after simnet.Counts) string) error {
+	var before simnet.Counts
 	return s.window(&simWindow{name: name,
 		start:    func() { before = s.Net.Counts(); start() },
 		stop:     stop,
@@ -141,16 +178,14 @@ func (s *SimStrike) onNet(name string, start, stop func(), say func(before, afte
 }
 
 // rates changes the network's rates for a window and puts them back.
-func (s *SimStrike) rates(name string, r vnode.Rates, say func(before, after vnode.Counts) string) error {
-	return s.onNet(name, func() { _ = s.Net.SetRates(r) }, func() { _ = s.Net.SetRates(vnode.Rates{}) }, say)
+func (s *SimStrike) rates(name string, r simnet.Rates, say func(before, after simnet.Counts) string) error {
+	return s.onNet(name, func() { _ = s.Net.SetRates(r) }, func() { _ = s.Net.SetRates(simnet.Rates{}) }, say)
 }
 
 // keysOn reports whether a lock node holds a key of lock key k.
 func (s *SimStrike) keysOn(k string) bool {
 	for _, a := range s.LockNodes {
-		node := s.Net.Node(a)
-		node.Advance()
-		for _, key := range node.M.Keys() {
+		for _, key := range s.Net.Keys(a) {
 			if strings.Contains(key, k) {
 				return true
 			}
@@ -218,7 +253,7 @@ func simAtPoint(strike func(s *SimStrike, v *workload.Client) error) func(*SimSt
 }
 
 // simFailover is a failover of the lock's node, as Sentinel's after a
-// split brain: a replica in sync at the window's start (vnode.Copy) is
+// split brain: a replica in sync at the window's start (SyncReplica) is
 // promoted at its end, one TTL later (as the real-time failover's window,
 // its replication lag a TTL): what the old master took in the gap is
 // lost, every connection to it is reset, and clients reconnect to the
@@ -232,28 +267,16 @@ func simFailover(behind time.Duration) func(*SimStrike) error {
 		if behind > 0 {
 			name = fmt.Sprintf("%s %s, the replica's clock %v behind", contract.FaultFailoverSkew, s.Master, behind)
 		}
-		replica := miniredis.NewMiniRedis()
-		var synced, lost int
-		var synced0 time.Time
+		var id, synced, lost int
 		var err error
 		werr := s.window(&simWindow{name: name,
-			start: func() {
-				node := s.Net.Node(s.Master)
-				node.Advance()
-				err = vnode.Copy(replica, node.M, behind)
-				synced, synced0 = len(replica.Keys()), time.Now()
-			},
+			start: func() { id, synced, err = s.Net.SyncReplica(s.Master, behind) },
 			stop: func() {
 				if err != nil {
-					replica.Close()
+					s.Net.DropReplica(id)
 					return
 				}
-				// The replica's keys expired on its clock meanwhile.
-				replica.FastForward(time.Since(synced0))
-				node := s.Net.Node(s.Master)
-				node.Advance()
-				lost = simGap(node.M, replica)
-				err = s.Net.Promote(s.Master, replica, behind)
+				lost, err = s.Net.PromoteReplica(id)
 			},
 			evidence: func() string {
 				return fmt.Sprintf("%s: a replica in sync at the window's start (%d keys) promoted at its end; %d entries of the old master's data lost", name, synced, lost)
@@ -261,20 +284,4 @@ func simFailover(behind time.Duration) func(*SimStrike) error {
 		}, s.TTL)
 		return errors.Join(werr, err)
 	}
-}
-
-// simGap counts the entries (keys with their values, as Dump renders them)
-// of the old master that the promoted replica does not have.
-func simGap(old, replica *miniredis.Miniredis) int {
-	have := map[string]bool{}
-	for _, l := range strings.Split(replica.Dump(), "\n") {
-		have[l] = true
-	}
-	n := 0
-	for _, l := range strings.Split(old.Dump(), "\n") {
-		if l != "" && !have[l] {
-			n++
-		}
-	}
-	return n
 }

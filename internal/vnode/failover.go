@@ -98,3 +98,83 @@ func (n *Net) Promote(addr string, m *miniredis.Miniredis, behind time.Duration)
 	}
 	return nil
 }
+
+// replica is a replica a failover promotes (SyncReplica, PromoteReplica).
+type replica struct {
+	addr   string // the node it replicates, and whose place it takes
+	m      *miniredis.Miniredis
+	behind time.Duration
+	at     time.Time // when it was in sync
+}
+
+// SyncReplica makes a replica of the node at addr, in sync now (Copy), its
+// clock behind the bubble's by behind, to be promoted in its place
+// (PromoteReplica) or dropped (DropReplica) by the id it returns, with how
+// many keys the replica holds. Two failovers of one node at once have a
+// replica each.
+func (n *Net) SyncReplica(addr string, behind time.Duration) (id, keys int, err error) {
+	r := &replica{addr: addr, m: miniredis.NewMiniRedis(), behind: behind}
+	node := n.Node(addr)
+	node.Advance()
+	err = Copy(r.m, node.M, behind)
+	r.at = time.Now()
+	n.mu.Lock()
+	if n.replicas == nil {
+		n.replicas = map[int]*replica{}
+	}
+	n.replicaSeq++
+	id = n.replicaSeq
+	n.replicas[id] = r
+	n.mu.Unlock()
+	return id, len(r.m.Keys()), err
+}
+
+// takeReplica removes and returns the replica of id; nil: none.
+func (n *Net) takeReplica(id int) *replica {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := n.replicas[id]
+	delete(n.replicas, id)
+	return r
+}
+
+// PromoteReplica promotes the replica of id (SyncReplica): its keys
+// first expire on its own clock for the time since it was in sync, then
+// it takes the node's place (Promote). It returns how many entries of the
+// old node's data the replica lacks: the writes lost in the gap.
+func (n *Net) PromoteReplica(id int) (lost int, err error) {
+	r := n.takeReplica(id)
+	if r == nil {
+		return 0, fmt.Errorf("vnode: promote: no replica %d", id)
+	}
+	addr := r.addr
+	// The replica's keys expired on its clock meanwhile.
+	r.m.FastForward(time.Since(r.at))
+	node := n.Node(addr)
+	node.Advance()
+	lost = gap(node.M, r.m)
+	return lost, n.Promote(addr, r.m, r.behind)
+}
+
+// DropReplica discards the replica of id (SyncReplica), if any.
+func (n *Net) DropReplica(id int) {
+	if r := n.takeReplica(id); r != nil {
+		r.m.Close()
+	}
+}
+
+// gap counts the entries (keys with their values, as Dump renders them)
+// of the old master that the promoted replica does not have.
+func gap(old, replica *miniredis.Miniredis) int {
+	have := map[string]bool{}
+	for _, l := range strings.Split(replica.Dump(), "\n") {
+		have[l] = true
+	}
+	n := 0
+	for _, l := range strings.Split(old.Dump(), "\n") {
+		if l != "" && !have[l] {
+			n++
+		}
+	}
+	return n
+}

@@ -16,73 +16,15 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+
+	"github.com/lockproof/lockproof/internal/simnet"
 )
 
-// Rates are the network's message faults, drawn per message from a
-// stream seeded by the network's seed and the connection. Zero means a
-// perfect network: every message is delivered at once, in order.
-type Rates struct {
-	// Delay is the least one-way delay of a message; Jitter the most
-	// added to it at random. Messages of one connection keep their order
-	// (a stream), those of different connections race.
-	Delay, Jitter time.Duration
-	// Drop is the chance that a request is lost on its way to the node:
-	// the command never runs and the connection is reset.
-	Drop float64
-	// LoseReply is the chance that a reply is lost after its command ran:
-	// the connection is reset, and the client cannot know the outcome.
-	LoseReply float64
-	// Late is the chance that a request is held in transit for LateBy
-	// more (and up to half of it again, drawn), as a TCP retransmit
-	// holds it: the requests behind it on its connection wait too, and
-	// when its sender gives up meanwhile and closes the connection, the
-	// request is still delivered, at its time, to whichever node then
-	// serves its address (the sender never hears the reply). LateBy
-	// above the clients' op timeout makes requests land after their
-	// sender gave up: the lock's recovery paths (undo, bury, cleanup)
-	// race them.
-	Late   float64
-	LateBy time.Duration
-}
+// Rates are the network's message faults (simnet.Rates).
+type Rates = simnet.Rates
 
-// Validate reports a rate out of range, naming the field.
-func (r Rates) Validate() error {
-	switch {
-	case r.Delay < 0:
-		return fmt.Errorf("vnode: Rates.Delay = %v: must be at least 0", r.Delay)
-	case r.Jitter < 0:
-		return fmt.Errorf("vnode: Rates.Jitter = %v: must be at least 0", r.Jitter)
-	case r.Drop < 0 || r.Drop > 1:
-		return fmt.Errorf("vnode: Rates.Drop = %v: must be in [0, 1]", r.Drop)
-	case r.LoseReply < 0 || r.LoseReply > 1:
-		return fmt.Errorf("vnode: Rates.LoseReply = %v: must be in [0, 1]", r.LoseReply)
-	case r.Late < 0 || r.Late > 1:
-		return fmt.Errorf("vnode: Rates.Late = %v: must be in [0, 1]", r.Late)
-	case r.LateBy < 0:
-		return fmt.Errorf("vnode: Rates.LateBy = %v: must be at least 0", r.LateBy)
-	case r.Late > 0 && r.LateBy == 0:
-		return fmt.Errorf("vnode: Rates.LateBy = 0 with Late = %v: a late request needs a delay", r.Late)
-	}
-	return nil
-}
-
-// Counts say what the network did to messages: its evidence.
-type Counts struct {
-	// Messages is how many were delivered; Dropped and LostReplies how
-	// many requests and replies were lost (each with a reset); Blackholed
-	// how many a cut dropped; Held how many requests waited out a pause;
-	// Resets the connections a lost message reset. Late is how many
-	// requests were held in transit (Rates.Late), and Orphaned how many
-	// of those were delivered after their connection had closed: their
-	// sender had given up on them.
-	Messages, Dropped, LostReplies, Blackholed, Held, Resets int
-	Late, Orphaned                                           int
-	// PubSubDropped is how many pub/sub connections DropSubscribed
-	// closed, Refused how many SUBSCRIBE commands a node refused
-	// (RefuseSubscribe), and Stalled how many connections StallDials
-	// held back.
-	PubSubDropped, Refused, Stalled int
-}
+// Counts say what the network did to messages (simnet.Counts).
+type Counts = simnet.Counts
 
 // Net is a simulated network between named clients and in-process Redis
 // nodes (miniredis) in a testing/synctest bubble. Every connection is a
@@ -101,11 +43,15 @@ type Net struct {
 	mu      sync.Mutex
 	nodes   map[string]*Node // by address
 	retired []*Node          // nodes a promotion replaced, stopped at Close
-	rates   Rates
-	dials   map[string]int     // connections made so far, by client and address
-	links   map[*link]struct{} // open connections
-	cut     map[string]bool    // clients cut off
-	paused  map[string]bool    // nodes paused, by address
+	// replicas are the replicas SyncReplica made, not yet promoted or
+	// dropped, by id; replicaSeq is the last id given.
+	replicas   map[int]*replica
+	replicaSeq int
+	rates      Rates
+	dials      map[string]int     // connections made so far, by client and address
+	links      map[*link]struct{} // open connections
+	cut        map[string]bool    // clients cut off
+	paused     map[string]bool    // nodes paused, by address
 	// refusing are the nodes that refuse SUBSCRIBE, by address
 	// (RefuseSubscribe); a connection dialed before stallTo has its
 	// requests held back for stallFor from its dial (StallDials).
@@ -181,6 +127,34 @@ func NewNet(seed uint64, addrs ...string) *Net {
 	}
 	return n
 }
+
+// Keys are the keys of the node at addr, its clock advanced to the
+// bubble's now first.
+func (n *Net) Keys(addr string) []string {
+	node := n.Node(addr)
+	node.Advance()
+	return node.M.Keys()
+}
+
+// DelKeys deletes the keys of the node at addr that contain part, as an
+// operator's DEL does, its clock advanced first, and returns those it
+// deleted.
+func (n *Net) DelKeys(addr, part string) []string {
+	node := n.Node(addr)
+	node.Advance()
+	var deleted []string
+	for _, k := range node.M.Keys() {
+		if strings.Contains(k, part) && node.M.Del(k) {
+			deleted = append(deleted, k)
+		}
+	}
+	return deleted
+}
+
+// ClockRate is the clock-rate setter of the node at addr now
+// (Node.SetRate: fast by that fraction; 0 puts it back): the node's, also
+// once a promotion has replaced it at addr.
+func (n *Net) ClockRate(addr string) func(fast float64) { return n.Node(addr).SetRate }
 
 // closed returns a closed channel.
 func closed() chan struct{} {
