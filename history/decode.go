@@ -2,6 +2,7 @@ package history
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -20,31 +21,6 @@ type fieldError struct {
 	encoding bool
 }
 
-// Field presence bits, to reject duplicates and tell "absent" from zero.
-const (
-	fClient = 1 << iota
-	fOp
-	fKey
-	fName
-	fCall
-	fReturn
-	fResult
-	fTTL
-	fToken
-	fValue
-	fPrev
-	fWait
-	fEvidence
-	fValid
-	fLease
-	fChecked
-	fInLine
-	fDeadline
-	fHeld
-	fHolder
-	fHolds
-)
-
 // decoder parses one history line at a time. It is a hand-written parser for
 // the flat objects of the contract: the checker reads histories of millions
 // of lines, and reflection-based decoding would dominate its start-up.
@@ -54,6 +30,34 @@ type decoder struct {
 	scratch []byte
 	// intern shares the strings that repeat on every line (clients, keys).
 	intern map[string]string
+	// table is the field table (fields) and byName its index by JSON
+	// name, made at the first line.
+	table  [numFields]field
+	byName map[string]fieldID
+}
+
+// bit is field id's bit in a line's fields seen.
+func bit(id fieldID) uint32 { return 1 << id }
+
+// init makes the decoder's index of the field table, once.
+func (d *decoder) init() {
+	if d.byName != nil {
+		return
+	}
+	d.table = fields()
+	d.byName = make(map[string]fieldID, numFields)
+	for id, f := range d.table {
+		d.byName[f.name] = fieldID(id)
+	}
+}
+
+// fieldBit is the bit of the field named key in a line's fields seen; 0
+// for a field the format does not have (skipped).
+func (d *decoder) fieldBit(key []byte) uint32 {
+	if id, ok := d.byName[string(key)]; ok {
+		return bit(id)
+	}
+	return 0
 }
 
 func (d *decoder) syntax(format string, args ...any) *fieldError {
@@ -92,6 +96,7 @@ func blank(line []byte) bool {
 
 // parse decodes one line into o and validates it.
 func (d *decoder) parse(line []byte, o *Op) *fieldError {
+	d.init()
 	d.b, d.i = line, 0
 	var seen uint32
 	d.ws()
@@ -115,7 +120,7 @@ func (d *decoder) parse(line []byte, o *Op) *fieldError {
 				}
 				return err
 			}
-			bit := fieldBit(key)
+			bit := d.fieldBit(key)
 			if bit != 0 {
 				if seen&bit != 0 {
 					return &fieldError{field: string(key), msg: "duplicate field"}
@@ -153,129 +158,28 @@ func (d *decoder) parse(line []byte, o *Op) *fieldError {
 	if d.i != len(d.b) {
 		return d.syntax("unexpected %q after the object (one object per line)", d.b[d.i])
 	}
-	return validate(o, seen&fCall != 0, seen&fTTL != 0)
-}
-
-func fieldBit(key []byte) uint32 {
-	switch string(key) {
-	case "client":
-		return fClient
-	case "op":
-		return fOp
-	case "key":
-		return fKey
-	case "name":
-		return fName
-	case "call":
-		return fCall
-	case "return":
-		return fReturn
-	case "result":
-		return fResult
-	case "ttl_ms":
-		return fTTL
-	case "token":
-		return fToken
-	case "value":
-		return fValue
-	case "prev":
-		return fPrev
-	case "wait":
-		return fWait
-	case "evidence":
-		return fEvidence
-	case "valid_until":
-		return fValid
-	case "lease":
-		return fLease
-	case "checked":
-		return fChecked
-	case "in_line":
-		return fInLine
-	case "deadline":
-		return fDeadline
-	case "held":
-		return fHeld
-	case "holder":
-		return fHolder
-	case "holds":
-		return fHolds
-	}
-	return 0
-}
-
-// fieldName is the JSON name of a field bit.
-func fieldName(bit uint32) string {
-	switch bit {
-	case fClient:
-		return "client"
-	case fOp:
-		return "op"
-	case fKey:
-		return "key"
-	case fName:
-		return "name"
-	case fCall:
-		return "call"
-	case fReturn:
-		return "return"
-	case fResult:
-		return "result"
-	case fTTL:
-		return "ttl_ms"
-	case fToken:
-		return "token"
-	case fValue:
-		return "value"
-	case fPrev:
-		return "prev"
-	case fWait:
-		return "wait"
-	case fEvidence:
-		return "evidence"
-	case fValid:
-		return "valid_until"
-	case fLease:
-		return "lease"
-	case fChecked:
-		return "checked"
-	case fInLine:
-		return "in_line"
-	case fDeadline:
-		return "deadline"
-	case fHeld:
-		return "held"
-	case fHolder:
-		return "holder"
-	case fHolds:
-		return "holds"
-	}
-	return ""
+	return validate(o, seen&bit(fCall) != 0, seen&bit(fTTL) != 0)
 }
 
 // field decodes the value of the field bit (0: an extra field, skipped). A
 // null value counts as absent: its bit is cleared from seen.
-func (d *decoder) field(bit uint32, o *Op, seen *uint32) *fieldError {
-	if bit == 0 {
+func (d *decoder) field(b uint32, o *Op, seen *uint32) *fieldError {
+	if b == 0 {
 		return d.skip(0)
 	}
 	if d.null() {
-		*seen &^= bit
+		*seen &^= b
 		return nil
 	}
-	name := fieldName(bit)
-	if bit == fWait || bit == fChecked || bit == fHeld {
+	id := fieldID(bits.TrailingZeros32(b))
+	f := &d.table[id]
+	name := f.name
+	switch f.typ {
+	case tBool:
 		switch {
 		case len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "true":
 			d.i += 4
-			switch bit {
-			case fWait:
-				o.Wait = true
-			case fChecked:
-				o.Checked = true
-			default:
-				o.Held = true
-			}
+			o.setFlag(id)
 		case len(d.b)-d.i >= 5 && string(d.b[d.i:d.i+5]) == "false":
 			d.i += 5
 		default:
@@ -285,9 +189,7 @@ func (d *decoder) field(bit uint32, o *Op, seen *uint32) *fieldError {
 			return &fieldError{field: name, msg: "want true or false"}
 		}
 		return nil
-	}
-	switch bit {
-	case fClient, fKey, fName, fValue, fPrev, fOp, fResult, fEvidence, fHolder:
+	case tString:
 		if d.i >= len(d.b) || d.b[d.i] != '"' {
 			if err := d.skip(0); err != nil {
 				return err
@@ -301,26 +203,7 @@ func (d *decoder) field(bit uint32, o *Op, seen *uint32) *fieldError {
 			}
 			return err
 		}
-		switch bit {
-		case fClient:
-			o.Client = d.interned(s)
-		case fKey:
-			o.Key = d.interned(s)
-		case fName:
-			o.Name = string(s)
-		case fEvidence:
-			o.Evidence = string(s)
-		case fValue:
-			o.Value, o.HasValue = string(s), true
-		case fPrev:
-			o.Prev, o.HasPrev = string(s), true
-		case fHolder:
-			o.Holder = d.interned(s)
-		case fOp:
-			o.Kind = kindOf(s)
-		case fResult:
-			o.Result = resultOf(s)
-		}
+		d.setString(o, id, s)
 		return nil
 	}
 	if d.i >= len(d.b) || (d.b[d.i] != '-' && (d.b[d.i] < '0' || d.b[d.i] > '9')) {
@@ -342,7 +225,7 @@ func (d *decoder) field(bit uint32, o *Op, seen *uint32) *fieldError {
 	if !integer {
 		return &fieldError{field: name, msg: "want an integer, got " + text}
 	}
-	if bit == fToken || bit == fLease {
+	if f.typ == tUint {
 		if text[0] == '-' {
 			return &fieldError{field: name, msg: "negative " + name + " " + text}
 		}
@@ -350,36 +233,16 @@ func (d *decoder) field(bit uint32, o *Op, seen *uint32) *fieldError {
 		if perr != nil {
 			return &fieldError{field: name, msg: text + " is out of range"}
 		}
-		if bit == fLease {
-			if v == 0 {
-				return &fieldError{field: name, msg: "0 is not a lease number (they start at 1; leave the field out when unknown)"}
-			}
-			o.Lease = v
-			return nil
+		if refused := o.setUint(id, v); refused != "" {
+			return &fieldError{field: name, msg: refused}
 		}
-		o.Token, o.HasToken = v, true
 		return nil
 	}
 	v, perr := strconv.ParseInt(text, 10, 64)
 	if perr != nil {
 		return &fieldError{field: name, msg: text + " is out of range"}
 	}
-	switch bit {
-	case fCall:
-		o.Call = v
-	case fReturn:
-		o.Return, o.Completed = v, true
-	case fTTL:
-		o.TTLMillis = v
-	case fValid:
-		o.ValidUntil, o.HasValid = v, true
-	case fInLine:
-		o.InLine, o.HasInLine = v, true
-	case fDeadline:
-		o.Deadline, o.HasDeadline = v, true
-	case fHolds:
-		o.HoldCount, o.HasHolds = v, true
-	}
+	o.setInt(id, v)
 	return nil
 }
 

@@ -6,102 +6,42 @@ import (
 )
 
 // AppendJSON appends op to dst as one JSON object in the contract's field
-// order (client, op, key, name, evidence, call, return, result, ttl_ms,
-// token, value, prev, wait, valid_until, in_line, lease, checked, deadline), without a trailing newline, and returns the extended buffer.
+// order (the field table, fields: client, op, key, name, evidence, call,
+// return, result, ttl_ms, token, value, prev, wait, valid_until, in_line,
+// lease, checked, deadline, held, holder, holds), without a trailing
+// newline, and returns the extended buffer.
 //
-// Optional fields are written only when present: client, key, name and result
-// when not empty, return when Completed, ttl_ms when not 0, token when
-// HasToken, value when HasValue, prev when HasPrev, wait and checked when
-// true, valid_until when HasValid, in_line when HasInLine, lease when not 0,
-// deadline when HasDeadline. AppendJSON does not
-// validate op; Writer.WriteOp does.
+// A field is written only when present (its getter says so: client, key,
+// name and result when not empty, return when Completed, ttl_ms and lease
+// when not 0, a flag when true, token, value, prev, valid_until, in_line,
+// deadline and holds when their Has field is set); op and call always.
+// AppendJSON does not validate op; Writer.WriteOp does.
 func AppendJSON(dst []byte, op Op) []byte {
 	dst = append(dst, '{')
+	table := fields()
 	first := true
-	sep := func() {
+	for id, f := range table {
+		present, str, num, unum := op.get(fieldID(id))
+		if !present && !f.always {
+			continue
+		}
 		if !first {
 			dst = append(dst, ',')
 		}
 		first = false
-	}
-	if op.Client != "" {
-		sep()
-		dst = append(dst, `"client":`...)
-		dst = appendString(dst, op.Client)
-	}
-	sep()
-	dst = append(dst, `"op":`...)
-	dst = appendString(dst, string(op.Kind))
-	if op.Key != "" {
-		dst = append(dst, `,"key":`...)
-		dst = appendString(dst, op.Key)
-	}
-	if op.Name != "" {
-		dst = append(dst, `,"name":`...)
-		dst = appendString(dst, op.Name)
-	}
-	if op.Evidence != "" {
-		dst = append(dst, `,"evidence":`...)
-		dst = appendString(dst, op.Evidence)
-	}
-	dst = append(dst, `,"call":`...)
-	dst = strconv.AppendInt(dst, op.Call, 10)
-	if op.Completed {
-		dst = append(dst, `,"return":`...)
-		dst = strconv.AppendInt(dst, op.Return, 10)
-	}
-	if op.Result != "" {
-		dst = append(dst, `,"result":`...)
-		dst = appendString(dst, string(op.Result))
-	}
-	if op.TTLMillis != 0 {
-		dst = append(dst, `,"ttl_ms":`...)
-		dst = strconv.AppendInt(dst, op.TTLMillis, 10)
-	}
-	if op.HasToken {
-		dst = append(dst, `,"token":`...)
-		dst = strconv.AppendUint(dst, op.Token, 10)
-	}
-	if op.HasValue {
-		dst = append(dst, `,"value":`...)
-		dst = appendString(dst, op.Value)
-	}
-	if op.HasPrev {
-		dst = append(dst, `,"prev":`...)
-		dst = appendString(dst, op.Prev)
-	}
-	if op.Wait {
-		dst = append(dst, `,"wait":true`...)
-	}
-	if op.HasValid {
-		dst = append(dst, `,"valid_until":`...)
-		dst = strconv.AppendInt(dst, op.ValidUntil, 10)
-	}
-	if op.HasInLine {
-		dst = append(dst, `,"in_line":`...)
-		dst = strconv.AppendInt(dst, op.InLine, 10)
-	}
-	if op.Lease != 0 {
-		dst = append(dst, `,"lease":`...)
-		dst = strconv.AppendUint(dst, op.Lease, 10)
-	}
-	if op.Checked {
-		dst = append(dst, `,"checked":true`...)
-	}
-	if op.HasDeadline {
-		dst = append(dst, `,"deadline":`...)
-		dst = strconv.AppendInt(dst, op.Deadline, 10)
-	}
-	if op.Held {
-		dst = append(dst, `,"held":true`...)
-	}
-	if op.Holder != "" {
-		dst = append(dst, `,"holder":`...)
-		dst = appendString(dst, op.Holder)
-	}
-	if op.HasHolds {
-		dst = append(dst, `,"holds":`...)
-		dst = strconv.AppendInt(dst, op.HoldCount, 10)
+		dst = append(dst, '"')
+		dst = append(dst, f.name...)
+		dst = append(dst, '"', ':')
+		switch f.typ {
+		case tString:
+			dst = appendString(dst, str)
+		case tInt:
+			dst = strconv.AppendInt(dst, num, 10)
+		case tUint:
+			dst = strconv.AppendUint(dst, unum, 10)
+		case tBool:
+			dst = append(dst, "true"...)
+		}
 	}
 	return append(dst, '}')
 }
