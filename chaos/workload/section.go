@@ -65,7 +65,6 @@ type section struct {
 	owned    locker.Owned     // as the client's own owner; nil: not
 	insp     locker.Inspector // asked who holds; nil: not
 	inLineAt *atomic.Int64    // when the lock said the waiter is in line (locker.InLine); 0: it did not
-	waiter   locker.Waiter
 	blocking bool
 	// What it holds once acquired.
 	lease    locker.Lease
