@@ -30,32 +30,31 @@ type decoder struct {
 	scratch []byte
 	// intern shares the strings that repeat on every line (clients, keys).
 	intern map[string]string
-	// table is the field table (fields) and byName its index by JSON
-	// name, made at the first line.
-	table  [numFields]field
-	byName map[string]fieldID
+	// table is the field table (fields), copied at the first line (ready):
+	// a decoder made for one op (UnmarshalJSON) builds no index of it.
+	table [numFields]field
+	ready bool
 }
 
 // bit is field id's bit in a line's fields seen.
 func bit(id fieldID) uint32 { return 1 << id }
 
-// init makes the decoder's index of the field table, once.
+// init copies the field table into the decoder, once.
 func (d *decoder) init() {
-	if d.byName != nil {
-		return
-	}
-	d.table = fields()
-	d.byName = make(map[string]fieldID, numFields)
-	for id, f := range d.table {
-		d.byName[f.name] = fieldID(id)
+	if !d.ready {
+		d.table, d.ready = fields(), true
 	}
 }
 
 // fieldBit is the bit of the field named key in a line's fields seen; 0
-// for a field the format does not have (skipped).
+// for a field the format does not have (skipped). A scan of the table:
+// lines carry a handful of fields, most names differ in length or first
+// byte, and no index is built per decoder.
 func (d *decoder) fieldBit(key []byte) uint32 {
-	if id, ok := d.byName[string(key)]; ok {
-		return bit(id)
+	for id := range d.table {
+		if d.table[id].name == string(key) {
+			return bit(fieldID(id))
+		}
 	}
 	return 0
 }
