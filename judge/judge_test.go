@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,5 +97,28 @@ func TestBinomialCDF(t *testing.T) {
 	}
 	if p := binomialCDF(4, 10, 0.9); p < 1.4e-4 || p > 1.5e-4 {
 		t.Errorf("binomialCDF(4, 10, 0.9) = %v; want 1.47e-4", p)
+	}
+}
+
+// TestRecord: a row states what the prediction expects of each property,
+// and lists the ones it allows to break.
+func TestRecord(t *testing.T) {
+	exp := locker.AllHold()
+	exp.Set(contract.WantViolated, contract.PropClaims)
+	exp.Set(contract.WantMay, contract.PropLease, contract.PropFairness)
+	exp.Set(contract.WantAny, contract.PropResource)
+	row := &contract.Row{MayViolate: []string{"stale"}}
+	Record(row, exp)
+	if row.Expected[contract.PropClaims] != contract.Violated || row.Expected[contract.PropLiveness] != contract.OK {
+		t.Errorf("Expected = %v; want claims violated, liveness ok", row.Expected)
+	}
+	if _, ok := row.Expected[contract.PropResource]; ok {
+		t.Errorf("Expected = %v: a property with no prediction expects nothing", row.Expected)
+	}
+	if _, ok := row.Expected[contract.PropLease]; ok {
+		t.Errorf("Expected = %v: a property that may break expects no verdict", row.Expected)
+	}
+	if want := []string{contract.PropLease, contract.PropFairness}; !slices.Equal(row.MayViolate, want) {
+		t.Errorf("MayViolate = %v; want %v, in property order", row.MayViolate, want)
 	}
 }

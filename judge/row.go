@@ -32,8 +32,23 @@ func CheckOptions(e locker.Entry, ttl, budget time.Duration) checker.Options {
 // or giving up.
 func WaitTimeout(e locker.Entry) time.Duration { return 2 * e.WaitBound }
 
-// Row judges a row: it compares its's verdicts with the prediction exp, its unexcused violations
-// (Unexcused, already in the row) and a validated
+// Record writes the prediction exp into a row: the verdict it expects of
+// each property (Row.Expected), and the properties it allows to break
+// (Row.MayViolate). The matrix and the simulation write their rows so.
+func Record(row *contract.Row, exp locker.Prediction) {
+	row.Expected, row.MayViolate = contract.Verdicts{}, nil
+	for _, p := range contract.PropertyIDs() {
+		if v := exp.Want(p).Verdict(); v != "" {
+			row.Expected[p] = v
+		}
+		if exp.Want(p) == contract.WantMay {
+			row.MayViolate = append(row.MayViolate, p)
+		}
+	}
+}
+
+// Row judges a row against the prediction exp: its verdicts, its
+// unexcused violations (Unexcused, already in the row) and a validated
 // trace with the model.
 func Row(exp locker.Prediction, row *contract.Row) {
 	row.Mismatches, row.MismatchDetails = nil, nil
@@ -56,11 +71,6 @@ func Row(exp locker.Prediction, row *contract.Row) {
 		row.AddMismatch(contract.Mismatch{Kind: contract.MismatchNoBite, Text: "rejected 0, expected > 0 (the fault did not bite)"})
 	}
 	row.AsExpected = len(row.Mismatches) == 0 && !row.Unknown()
-}
-
-// mismatch says that property p came out v against the prediction w.
-func mismatch(p string, v contract.Verdict, w contract.Want) string {
-	return contract.VerdictMismatch(p, v, w).Text
 }
 
 // Cells sums each lock × fault of rows up over its seeds and settles the
@@ -115,7 +125,7 @@ func Cells(rows []*contract.Row, exps []locker.Prediction) []*contract.Cell {
 			}
 			// Found on some seed: the seeds that missed it are as expected.
 			for _, r := range rs {
-				if r.DropMismatch(mismatch(p, r.Verdict(p), contract.WantViolated)) {
+				if r.DropMismatch(contract.VerdictMismatch(p, r.Verdict(p), contract.WantViolated).Text) {
 					r.FoundElsewhere = append(r.FoundElsewhere, p)
 					r.AsExpected = len(r.Mismatches) == 0 && !r.Unknown()
 				}

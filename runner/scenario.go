@@ -21,21 +21,13 @@ import (
 
 // newRow is a summary row with the spec's identity and expectation.
 func (m *matrix) newRow(s Spec) *contract.Row {
-	exp := s.exp
 	row := &contract.Row{}
 	row.SpecRecord = recordOf(s)
 	row.Lock, row.Fault, row.Seed = s.Lock, s.Fault, int64(s.Seed)
 	row.History = path.Join(s.ID(), contract.HistoryFile)
 	row.Started = time.Now().UTC().Format(time.RFC3339Nano)
-	row.Verdicts, row.Expected = contract.Verdicts{}, contract.Verdicts{}
-	for _, p := range contract.PropertyIDs() {
-		if v := exp.Want(p).Verdict(); v != "" {
-			row.Expected[p] = v
-		}
-		if exp.Want(p) == contract.WantMay {
-			row.MayViolate = append(row.MayViolate, p)
-		}
-	}
+	row.Verdicts = contract.Verdicts{}
+	judge.Record(row, s.exp)
 	return row
 }
 

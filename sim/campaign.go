@@ -16,6 +16,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -83,16 +84,11 @@ func RunSeed(t *testing.T, reg *locker.Registry, c Campaign, wc workload.Config,
 		return &SeedResult{Row: row}
 	}
 	row.Ops = len(r.Ops)
-	row.Verdicts, row.Expected = contract.Verdicts{}, contract.Verdicts{}
+	row.Verdicts = contract.Verdicts{}
 	for _, p := range r.Check.Props {
 		row.Verdicts[p.ID] = p.Verdict
-		w := r.Expected.Want(p.ID)
-		if v := w.Verdict(); v != "" {
-			row.Expected[p.ID] = v
-		} else if w == contract.WantMay {
-			row.MayViolate = append(row.MayViolate, p.ID)
-		}
 	}
+	judge.Record(&row, r.Expected)
 	row.Mismatches, row.MismatchDetails = r.Mismatches, r.Details
 	row.AsExpected = len(r.Mismatches) == 0 && len(r.Unknown) == 0
 	var ev []string
