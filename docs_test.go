@@ -1,6 +1,7 @@
 package lockproof_test
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,19 +14,19 @@ import (
 	"github.com/lockproof/lockproof/zoo"
 )
 
+// docTable is a generated table: the page that holds it and what makes it.
+type docTable struct {
+	page  string
+	table func() string
+}
+
 // docTables are the tables the docs hold that the catalogues make: each
 // between the lines "<!-- generated: NAME -->" and "<!-- end generated -->"
 // of its page. A page whose table differs from what the catalogue makes
 // fails TestDocsTablesMatchTheCatalogues; LOCKPROOF_UPDATE_DOCS=1 rewrites
 // it. So the fault, lock and property tables cannot drift.
-func docTables() map[string]struct {
-	page  string
-	table func() string
-} {
-	return map[string]struct {
-		page  string
-		table func() string
-	}{
+func docTables() map[string]docTable {
+	return map[string]docTable{
 		"faults":     {filepath.Join("docs", "HARNESS.md"), faultTable},
 		"locks":      {filepath.Join("docs", "HARNESS.md"), lockTable},
 		"properties": {filepath.Join("docs", "DESIGN.md"), propertyTable},
@@ -54,7 +55,7 @@ func faultTable() string {
 		if f.Simulate == nil {
 			simulated = "no: " + f.NotSimulated
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", f.Name, where, or(strings.Join(matrix, ", "), "no (when named)"), cell(simulated), cell(f.Doc))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", f.Name, where, cmp.Or(strings.Join(matrix, ", "), "no (when named)"), cell(simulated), cell(f.Doc))
 	}
 	return b.String()
 }
@@ -73,7 +74,7 @@ func lockTable() string {
 		if e.Needs.Store != "" {
 			needs = append(needs, e.Needs.Store)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", e.Name, or(string(e.Profile), string(locker.ProfileFenced)), or(strings.Join(needs, ", "), "Redis"), cell(e.Doc))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", e.Name, cmp.Or(string(e.Profile), string(locker.ProfileFenced)), cmp.Or(strings.Join(needs, ", "), "Redis"), cell(e.Doc))
 	}
 	return b.String()
 }
@@ -86,13 +87,6 @@ func propertyTable() string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", p.ID, p.Name, p.Guarantee, p.Letter, cell(p.Summary))
 	}
 	return b.String()
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // cell is s made safe for a Markdown table cell.

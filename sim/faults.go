@@ -133,9 +133,5 @@ func Label(fs []Fault) string {
 	if len(fs) == 0 {
 		return contract.FaultNone
 	}
-	names := make([]string, len(fs))
-	for i, f := range fs {
-		names[i] = f.Name
-	}
-	return strings.Join(names, "+")
+	return strings.Join(faultNames(fs), "+")
 }
