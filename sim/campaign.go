@@ -16,6 +16,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/internal/jsonfile"
 	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
 )
@@ -294,8 +295,8 @@ func WriteDir(dir string, c Campaign, sum *Totals, results []*SeedResult) error 
 		}
 	}
 	var errs []error
-	errs = append(errs, writeJSON(filepath.Join(dir, contract.SimFile), sum))
-	errs = append(errs, writeJSON(filepath.Join(dir, contract.SummaryFile), &contract.Summary{Scenarios: rows}))
+	errs = append(errs, jsonfile.Write(filepath.Join(dir, contract.SimFile), sum))
+	errs = append(errs, jsonfile.Write(filepath.Join(dir, contract.SummaryFile), &contract.Summary{Scenarios: rows}))
 	var b bytes.Buffer
 	for _, r := range regs {
 		line, err := json.Marshal(r)
@@ -385,16 +386,4 @@ func (s ShrinkStep) Faults() string {
 		return contract.FaultNone
 	}
 	return strings.Join(s.Mix, "+")
-}
-
-// writeJSON writes v as indented JSON to p.
-func writeJSON(p string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("json: %w", err)
-	}
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		return fmt.Errorf("json: %w", err)
-	}
-	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/internal/jsonfile"
 )
 
 // checkCommand is `lockproof check [flags] FILE`.
@@ -100,7 +100,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if *jsonPath != "" {
-		if err := writeJSON(*jsonPath, res); err != nil {
+		if err := jsonfile.Write(*jsonPath, res); err != nil {
 			fmt.Fprintf(stderr, "lockproof check: %v\n", err)
 		}
 	}
@@ -199,18 +199,6 @@ func writeHTML(ctx context.Context, path string, ops []history.Op, res *checker.
 	}()
 	if err := checker.Visualize(ctx, f, ops, res, opts); err != nil {
 		return fmt.Errorf("html %s: %w", path, err)
-	}
-	return nil
-}
-
-// writeJSON writes v, indented, to path (check --json, lockproof sim's files).
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("json: %w", err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return fmt.Errorf("json: %w", err)
 	}
 	return nil
 }
