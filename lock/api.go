@@ -26,9 +26,9 @@ func (l *Lease) RenewFor(ctx context.Context, ttl time.Duration) error {
 }
 
 // TTLLeft returns how long the lock has left in Redis (PTTL), as long as
-// this lease's hold stands (its owner holds the lock under its fence);
-// ErrNotHeld otherwise, also when the same owner holds it anew (a newer
-// lease's hold, whose Renew this lease's would refuse too). It is Redis's view,
+// this lease's own hold stands (its record, under its owner and fence);
+// ErrNotHeld otherwise: also when the lease was released while another
+// hold of its owner (an outer or nested one, a newer lease) stands. It is Redis's view,
 // which can be longer than ValidUntil (ValidUntil allows for clock drift
 // and counts from the acquire's start) but never describes a lock held by
 // someone else.
@@ -39,7 +39,7 @@ func (l *Lease) TTLLeft(ctx context.Context) (time.Duration, error) {
 	if ctx == nil {
 		return 0, fmt.Errorf("ttl %q: ctx is nil: %w", l.key, ErrInvalid)
 	}
-	reply, err := l.c.run(ctx, ttlScript, []string{l.keys.Lock}, l.owner, strconv.FormatUint(l.fence, 10))
+	reply, err := l.c.run(ctx, ttlScript, []string{l.keys.Lock}, l.owner, strconv.FormatUint(l.fence, 10), l.id)
 	if err != nil {
 		return 0, fmt.Errorf("ttl %q: %w", l.key, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -261,7 +262,6 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	// fresh token's too, so that a lost release of its lease can be
 	// undone in the background as surely as an owner's.
 	a := &attempt{c: c, key: key, keys: RedisKeys(key), owner: c.token(given), given: given, cfg: cfg, op: op, id: newToken(c.rnd)}
-	a.call = a.id
 
 	mode := "t"
 	if wait {
@@ -368,12 +368,17 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 // never joins the queue) spaced as the strategy says, until one gets the
 // lock, the strategy gives up (on a taken lock: a *TakenError, wrapping
 // ErrNotAcquired; on an error: that error, see ErrorAwareStrategy) or ctx
-// ends. Every attempt uses the call's owner token, so an attempt after
-// one whose reply was lost picks up what that one may have taken; only a
-// WithOwner call, whose attempts add holds, stops at an unknown outcome.
+// ends. An attempt whose reply was lost may have taken the lock: before
+// the next, it is cleaned up (its id buried and its hold ended, one
+// script), and the next attempt gets an id of its own. When that cleanup
+// does not surely happen, the call ends there with ErrUnknownOutcome and
+// the cleanup goes on in the background. A call that ends without a
+// lease after a lost attempt says ErrUnknownOutcome: the lock may have
+// been held for it for a moment.
 func (a *attempt) retry(ctx context.Context) (*Lease, error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var lost error // the last attempt whose reply was lost, cleaned up since
 	for {
 		start := time.Now()
 		res, err := a.try(ctx, "t")
@@ -382,7 +387,7 @@ func (a *attempt) retry(ctx context.Context) (*Lease, error) {
 		}
 		var ns errNotSent
 		if err != nil && (errors.As(err, &ns) || (outcomeUnknown(err) && a.cfg.ownerSet)) {
-			return a.finish(ctx, start, res, err, false)
+			return a.finish(ctx, start, res, a.orLost(err, lost), false)
 		}
 		why := err
 		switch {
@@ -396,35 +401,49 @@ func (a *attempt) retry(ctx context.Context) (*Lease, error) {
 		d := nextAfter(a.cfg.retry, why)
 		if d <= 0 {
 			if err != nil {
-				return a.finish(ctx, start, res, err, false)
+				return a.finish(ctx, start, res, a.orLost(err, lost), false)
+			}
+			if lost != nil {
+				return nil, fmt.Errorf("the retry strategy gave up: %w (after an attempt whose reply was lost: %w: %w)", why, ErrUnknownOutcome, lost)
 			}
 			return nil, fmt.Errorf("the retry strategy gave up: %w", why)
 		}
 		if err != nil && outcomeUnknown(err) {
-			// The lost attempt may still be on its way: bury it before
-			// the next, which gets an id of its own, so that it takes
-			// nothing when it lands later (review defect 3 of round
-			// three: it landed after the lease's release and took the
-			// free lock for a token nobody held). What it took before
-			// the bury, the next attempt, by the same token, picks up.
-			// When the bury's outcome is unknown too, the call ends here
-			// and the cleanup goes on in the background.
-			if berr := a.bury(ctx); berr != nil {
+			// The lost attempt may have taken the lock, or may still be
+			// on its way: bury it and end its hold (one script) before
+			// the next attempt, which gets an id of its own.
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveBudget)
+			cerr := a.end(lctx, true, false)
+			cancel()
+			if cerr != nil {
 				return a.finish(ctx, start, res, err, false)
 			}
+			lost = err
 			a.id = newToken(a.c.rnd)
 		}
 		timer.Reset(d)
 		select {
 		case <-ctx.Done():
 			if err != nil && outcomeUnknown(err) {
-				// The last attempt may have taken the lock.
-				return a.finish(ctx, start, res, err, false)
+				lost = err
+			}
+			if lost != nil {
+				return nil, fmt.Errorf("%s %q: %w: %w (an attempt's reply was lost: %w)", a.op, a.key, ErrUnknownOutcome, context.Cause(ctx), lost)
 			}
 			return nil, fmt.Errorf("%s %q: %w: %w", a.op, a.key, ErrNotAcquired, context.Cause(ctx))
 		case <-timer.C:
 		}
 	}
+}
+
+// orLost is err, or, when an earlier attempt's reply was lost (lost, its
+// hold taken back since), err marked ErrUnknownOutcome: the lock may have
+// been held for the call for a moment.
+func (a *attempt) orLost(err, lost error) error {
+	if lost == nil || outcomeUnknown(err) {
+		return err
+	}
+	return fmt.Errorf("%w (an earlier attempt's reply was lost: %w: %w)", err, ErrUnknownOutcome, lost)
 }
 
 // attempt is one Acquire call in progress.
@@ -437,23 +456,29 @@ type attempt struct {
 	cfg   callConfig
 	op    string
 	acks  int64 // replica acks, when Options.ReplicaAcks > 0
-	// id names this call's attempts to the lock (r, gone), so that a lost
-	// reply's hold, or its lease's lost release, can be taken back.
+	// id names the hold the call makes (h.<id>) and its place in line,
+	// the same for every attempt of a wait (a retry keeps the place);
+	// WithRetry's attempt after a lost one gets a new id.
 	id string
-	// call names the call's place in line, the same for all its attempts
-	// (a retry keeps the place), and the hand-off given at it (p), which
-	// only this call picks up or passes on.
-	call string
 }
 
-func (a *attempt) scriptArgs(mode string) ([]string, []any) {
+// keyList is the lock's Redis keys in the order the scripts expect them.
+func (k Keys) keyList() []string {
+	return []string{k.Lock, k.Fence, k.Queue, k.QueueDeadlines, k.Gone}
+}
+
+// member is the call's place in line, as the queue stores it.
+func (a *attempt) member() string {
+	return strconv.FormatInt(a.cfg.ttl.Milliseconds(), 10) + "#" + a.id + ":" + a.owner
+}
+
+func (a *attempt) scriptArgs(mode string) []any {
 	reentrant := "0"
 	if a.cfg.ownerSet {
 		reentrant = "1"
 	}
-	return []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines, a.keys.Gone},
-		[]any{a.owner, a.cfg.ttl.Milliseconds(), mode, a.c.opts.QueueTTL.Milliseconds(), reentrant,
-			a.keys.Channel, a.id, a.cfg.metadata, a.call, a.c.opts.HandoffTTL.Milliseconds()}
+	return []any{a.owner, a.cfg.ttl.Milliseconds(), mode, a.c.opts.QueueTTL.Milliseconds(), reentrant,
+		a.keys.Channel, a.cfg.metadata, a.id, a.c.opts.HandoffTTL.Milliseconds()}
 }
 
 // try runs the acquire script once (with WAIT when replica acks are asked for).
@@ -461,7 +486,7 @@ func (a *attempt) try(ctx context.Context, mode string) (attemptResult, error) {
 	if err := ctx.Err(); err != nil {
 		return attemptResult{}, errNotSent{context.Cause(ctx)}
 	}
-	keys, args := a.scriptArgs(mode)
+	keys, args := a.keys.keyList(), a.scriptArgs(mode)
 	var reply any
 	var err error
 	if a.c.opts.ReplicaAcks > 0 {
@@ -509,115 +534,84 @@ func (a *attempt) finish(ctx context.Context, start time.Time, res attemptResult
 		return nil, fmt.Errorf("%s %q: %w: %w", a.op, a.key, ErrUnknownOutcome, err)
 	}
 	if a.c.opts.ReplicaAcks > 0 && a.acks < int64(a.c.opts.ReplicaAcks) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveBudget)
-		_ = a.releaseBestEffort(rctx) // logged; the lock expires with its TTL otherwise
-		cancel()
+		// The give-back ends this call's hold and no other: landing late,
+		// on a later hold of the owner, it finds no record of its id.
+		if gerr := a.giveBack(ctx); gerr != nil {
+			a.cleanup(false)
+		}
 		return nil, fmt.Errorf("%s %q: %d of %d replicas acknowledged within %v: %w",
 			a.op, a.key, a.acks, a.c.opts.ReplicaAcks, a.c.replicaTimeout(a.cfg.ttl), ErrReplicaAcks)
+	}
+	if a.c.isClosed() {
+		// Close ran while this acquire was in flight: a closed Client
+		// grants nothing (its watchdogs are stopped, and its caller is
+		// shutting down), so the hold goes back at once.
+		return nil, a.closedMeanwhile(ctx)
 	}
 	l := newLease(a.c, a.key, a.keys, a.owner, a.given, res.fence, res.holds, a.cfg, start)
 	l.id = a.id
 	if a.cfg.watchdog && !l.watched() {
-		// Close ran while this acquire was in flight: the watchdog asked
-		// for will not run, so give the lock back rather than hand out a
-		// lease that would be lost one TTL from now.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveBudget)
-		err := l.Release(rctx)
-		cancel()
-		if err != nil && !errors.Is(err, ErrNotHeld) {
-			return nil, fmt.Errorf("%s %q: %w: closed meanwhile, and giving the lock back failed: %w (%w)", a.op, a.key, ErrUnknownOutcome, err, ErrClosed)
-		}
-		return nil, fmt.Errorf("%s %q: %w: %w", a.op, a.key, ErrNotAcquired, ErrClosed)
+		// Close ran between the check above and the watchdog's start.
+		l.StopWatchdog()
+		return nil, a.closedMeanwhile(ctx)
 	}
 	return l, nil
 }
 
+// giveBack ends the call's hold within leaveBudget.
+func (a *attempt) giveBack(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveBudget)
+	defer cancel()
+	return a.end(rctx, false, false)
+}
+
+// closedMeanwhile gives back the hold of an acquire that Close overtook.
+func (a *attempt) closedMeanwhile(ctx context.Context) error {
+	if err := a.giveBack(ctx); err != nil {
+		a.cleanup(false)
+		return fmt.Errorf("%s %q: %w: closed meanwhile, and giving the lock back failed: %w (%w)", a.op, a.key, ErrUnknownOutcome, err, ErrClosed)
+	}
+	return fmt.Errorf("%s %q: %w: %w", a.op, a.key, ErrNotAcquired, ErrClosed)
+}
+
 // cleanup runs after an acquire whose reply was lost (or, with queued, one
-// that failed surely): it buries the attempt, releases the lock if this
-// attempt got it (a WithOwner call takes back only the hold it added:
-// undo) and leaves the queue. It runs in the background so
-// that the call returns within its own deadline, and it tries again (Redis
-// may be frozen or cut off right now) until it is done, or for
+// that failed surely): one script buries the call's id (a request of it
+// still on its way then takes nothing), ends the hold it may have made,
+// and leaves its place in line (queued). It runs in the background so
+// that the call returns within its own deadline, and it tries again
+// (Redis may be frozen or cut off right now) until it is done, or for
 // cleanupPatience (or the call's TTL, if longer).
-func (a *attempt) cleanup(queued bool) { a.cleanupSteps(true, queued) }
+func (a *attempt) cleanup(queued bool) {
+	a.background(func(ctx context.Context) error { return a.end(ctx, true, queued) })
+}
 
-// buryOnly is the cleanup of a call that can have added nothing to take
-// back: a renewal whose reply was lost (an extension cannot be undone,
-// but once its id is buried, the request takes nothing when it lands).
-func (a *attempt) buryOnly() { a.cleanupSteps(false, false) }
-
-// cleanupSteps is cleanup: bury, then release (if release) and leave (if
-// queued).
-func (a *attempt) cleanupSteps(release, queued bool) {
+// background runs step until it succeeds, in the background (Close waits
+// for it): each try bounded by cleanupLimit, spaced from 5ms to a second,
+// for cleanupPatience or the call's TTL, whichever is longer. The call's
+// own request may still be on its way (held in transit past its sender's
+// deadline): until the bury has run it takes what it finds when it lands,
+// so the first tries come fast.
+func (a *attempt) background(step func(context.Context) error) {
 	a.c.bg.Add(1)
 	go func() {
 		defer a.c.bg.Done()
-		// Not the attempt's TTL: the attempt's own request may still be
-		// on its way (held in transit past its sender's deadline), and
-		// until the bury has run it takes what it finds when it lands.
-		// An owner's hold it adds joins the owner's own, which outlives
-		// any TTL while the owner comes back (the simulation's
-		// late-delivery, seed 873: the bury was itself held past the
-		// TTL, the cleanup gave up, the attempt landed, and the owner's
-		// next lease got the fence of the one it had released).
 		deadline := time.Now().Add(max(a.cfg.ttl, cleanupPatience))
-		pause, buryPause := 50*time.Millisecond, 5*time.Millisecond
-		bury, leave := true, queued
-		for bury || release || leave {
-			// The bury is sent again soon, on another connection, when
-			// its reply does not come within a healthy round trip: it may
-			// be held in transit as the attempt's own request was, and
-			// until one lands the attempt's request takes what it finds
-			// (the simulation's late-delivery, seed 1047: the bury waited
-			// out a second's limit, the attempt landed meanwhile and
-			// joined its owner's next hold). Burying twice is harmless.
-			limit := cleanupLimit
-			if bury {
-				limit = leaveBudget
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), limit)
-			var errs []error
-			if bury {
-				// First: a request of the attempt still on its way takes
-				// nothing once this ran, so what follows sees all it did.
-				err := a.bury(ctx)
-				bury = err != nil
-				errs = append(errs, err)
-			}
-			if release && !bury {
-				var err error
-				if a.cfg.ownerSet {
-					// The owner's other holds are its own Leases': take
-					// back only the hold this call added, if it did.
-					err = a.undo(ctx)
-				} else {
-					err = a.releaseBestEffort(ctx)
-				}
-				release = err != nil
-				errs = append(errs, err)
-			}
-			if leave && !bury {
-				err := a.leave(ctx, true)
-				leave = err != nil
-				errs = append(errs, err)
-			}
+		pause := 5 * time.Millisecond
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), leaveBudget+pause)
+			err := step(ctx)
 			cancel()
 			// A closed Redis client will not come back: nothing to wait for.
-			wait := pause
-			if bury {
-				wait, buryPause = buryPause, min(2*buryPause, 200*time.Millisecond)
+			if err == nil || errors.Is(err, redis.ErrClosed) {
+				return
 			}
-			if (!bury && !release && !leave) || errors.Is(errors.Join(errs...), redis.ErrClosed) || time.Now().Add(wait).After(deadline) {
-				break
+			if time.Now().Add(pause).After(deadline) {
+				a.c.opts.Logger.Warn("lock: cleanup after an ambiguous call gave up; the lock and the queue place expire on their own",
+					"key", a.key, "op", a.op, "ttl", a.cfg.ttl, "queue_ttl", a.c.opts.QueueTTL, "err", err)
+				return
 			}
-			time.Sleep(wait)
-			if !bury {
-				pause = min(2*pause, time.Second)
-			}
-		}
-		if bury || release || leave {
-			a.c.opts.Logger.Warn("lock: cleanup after an ambiguous acquire gave up; the lock and the queue place expire on their own",
-				"key", a.key, "ttl", a.cfg.ttl, "queue_ttl", a.c.opts.QueueTTL)
+			time.Sleep(pause)
+			pause = min(2*pause, time.Second)
 		}
 	}()
 }
@@ -628,8 +622,6 @@ const (
 	// when its ctx ends: long enough for a healthy round trip, short enough
 	// that the call returns within its deadline plus a small constant.
 	leaveBudget = 100 * time.Millisecond
-	// cleanupLimit bounds each round trip of a background cleanup.
-	cleanupLimit = time.Second
 	// cleanupPatience is how long a background cleanup keeps trying
 	// (or the call's TTL, if longer): a request of the call held in
 	// transit longer than that past its sender's deadline, which no TCP
@@ -645,7 +637,7 @@ const (
 // hand-off lease).
 func (a *attempt) gaveUp(ctx context.Context, cause error) error {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveBudget)
-	err := a.leave(lctx, false)
+	err := a.end(lctx, true, true)
 	cancel()
 	if err == nil {
 		return fmt.Errorf("%s %q: %w: %w", a.op, a.key, ErrNotAcquired, cause)
@@ -657,50 +649,23 @@ func (a *attempt) gaveUp(ctx context.Context, cause error) error {
 	return fmt.Errorf("%s %q: %w: leaving the queue: %w (%w)", a.op, a.key, ErrNotAcquired, err, cause)
 }
 
-// bury marks the attempt gone (buryScript), by its id.
-func (a *attempt) bury(ctx context.Context) error {
-	_, err := a.c.run(ctx, buryScript, []string{a.keys.Gone}, a.id)
+// end ends the call's hold, if it stands (endScript): burying the call's
+// id first (bury), and leaving its place in line (queued). It is the
+// release, the undo, the give-back and the leave: a no-op when it lands
+// twice or late.
+func (a *attempt) end(ctx context.Context, bury, queued bool) error {
+	b, place := "", ""
+	if bury {
+		b = "1"
+	}
+	if queued {
+		place = a.member()
+	}
+	_, err := a.c.run(ctx, endScript, a.keys.keyList(),
+		a.owner, a.id, "", b, place, a.keys.Channel, a.c.opts.HandoffTTL.Milliseconds())
 	if err != nil {
-		a.c.opts.Logger.Warn("lock: cleanup bury failed", "key", a.key, "ttl", a.cfg.ttl, "err", err)
+		a.c.opts.Logger.Warn("lock: ending a hold failed", "key", a.key, "op", a.op, "err", err)
 	}
-	return err
-}
-
-// releaseBestEffort releases the lock if the attempt's token holds it.
-func (a *attempt) releaseBestEffort(ctx context.Context) error {
-	_, err := a.c.run(ctx, releaseScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines, a.keys.Gone},
-		a.owner, a.keys.Channel, "", "", a.c.opts.HandoffTTL.Milliseconds())
-	if err != nil {
-		a.c.opts.Logger.Warn("lock: cleanup release failed", "key", a.key, "ttl", a.cfg.ttl, "err", err)
-	}
-	return err
-}
-
-// undo takes back the hold this WithOwner call added, if its lost reply
-// hid one and no later acquire of the owner added another since.
-func (a *attempt) undo(ctx context.Context) error {
-	_, err := a.c.run(ctx, undoScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines},
-		a.owner, a.id, a.keys.Channel, a.c.opts.HandoffTTL.Milliseconds())
-	if err != nil {
-		a.c.opts.Logger.Warn("lock: cleanup undo failed", "key", a.key, "ttl", a.cfg.ttl, "err", err)
-	}
-	return err
-}
-
-// leave takes the attempt's place out of the queue (and passes the lock on
-// if it was handed to the attempt's fresh token); cleanup: the attempt's
-// cleanup sends it, after burying the attempt (a leave of the attempt's
-// own that lands later passes nothing on: leaveScript).
-func (a *attempt) leave(ctx context.Context, cleanup bool) error {
-	fresh, by := "1", ""
-	if a.cfg.ownerSet {
-		fresh = "0"
-	}
-	if cleanup {
-		by = "c"
-	}
-	_, err := a.c.run(ctx, leaveScript, []string{a.keys.Lock, a.keys.Fence, a.keys.Queue, a.keys.QueueDeadlines, a.keys.Gone},
-		a.owner, a.keys.Channel, a.cfg.ttl.Milliseconds(), fresh, a.id, by, a.call, a.c.opts.HandoffTTL.Milliseconds())
 	return err
 }
 

@@ -47,9 +47,9 @@ func TestMiniredisFidelity(t *testing.T) {
 }
 
 // lockScripts is the number of Lua scripts in package lock (scripts.go):
-// acquire, undo, release, renew, leave, holds, ttl, inspect, force unlock,
-// reenter and bury.
-const lockScripts = 11
+// acquire, end (release, undo, give-back, leave), renew, holds, ttl,
+// inspect, force unlock, reenter and bury (of a renewal).
+const lockScripts = 9
 
 // replayOnBoth replays cmds on a fresh redis-server and a fresh miniredis.
 func replayOnBoth(t *testing.T, cmds []fidelity.Command) []fidelity.Diff {
@@ -119,6 +119,11 @@ func recordLockPaths(t *testing.T, rec *fidelity.Recorder) []fidelity.Command {
 	must(err)
 	must(l.Renew(ctx))
 	must(l.RenewFor(ctx, 3*time.Second))
+	lost.armed.Store(true)
+	if err := l.Renew(ctx); !errors.Is(err, lock.ErrUnknownOutcome) {
+		t.Fatalf("renewal with its reply lost: %v, want ErrUnknownOutcome", err)
+	}
+	time.Sleep(100 * time.Millisecond) // its bury runs in the background
 	in, err := l.Reenter(ctx)
 	must(err)
 	must(in.Release(ctx))

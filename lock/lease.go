@@ -20,9 +20,9 @@ type Lease struct {
 	keys  Keys
 	owner string // as Redis stores it (Client.token)
 	given string // as the caller gave it (WithOwner), or the fresh token
-	// id names the hold to the lock (its attempt's id): a release whose
-	// reply was lost is made sure by undoing that hold (undoScript),
-	// which does nothing when the release ran.
+	// id names the lease's hold record in Redis (h.<id>): every request
+	// about this hold (release, renew, TTLLeft, Reenter) names it, so it
+	// acts on this hold and on no other of the same owner.
 	id    string
 	md    string // WithMetadata's
 	fence uint64
@@ -46,8 +46,11 @@ type Lease struct {
 	// succeeds could close Lost on the lease it released.
 	releasing   int
 	pendingLoss string
-	// unsure: a release's reply was lost. A retry is the hold's undo,
-	// which cannot take another hold of the same token.
+	// release is the Release call in flight (nil: none): a concurrent
+	// Release waits for its result instead of sending its own.
+	release *releaseCall
+	// unsure: a release's reply was lost (a later Release says so when
+	// it finds the hold gone).
 	unsure bool
 	// renewals numbers the lease's renewals: each has the id
 	// "<id>.<n>", which a renewal whose reply was lost buries.
@@ -239,17 +242,23 @@ func (l *Lease) armExpiry() {
 	l.lose("validity deadline passed without a renewal")
 }
 
-// Release frees this hold. The lock is freed when its owner's hold count
-// reaches zero; then it is handed to the next waiter. Errors:
+// releaseCall is one Release in flight; done is closed when err is set.
+type releaseCall struct {
+	done chan struct{}
+	err  error
+}
+
+// Release frees this hold. The lock is freed when its last hold is
+// released; then it is handed to the next waiter. Errors:
 //   - ErrNotHeld: the lock expired or was taken, or this lease was already
 //     released or lost. The lease has ended.
 //   - ErrUnknownOutcome: the reply was lost; the release may or may not have
 //     happened. The lease ends here (the work under it must stop: the lock
 //     may be another client's already). The lock makes sure of it in the
-//     background: it takes the hold back if the release did not run and
-//     leaves the lock alone if it did, within the lease's TTL. Release can
-//     be called again: it runs that undo, never a release of another hold
-//     of the same token (ErrNotHeld when the hold was gone already).
+//     background: it sends the release again until Redis answers. Release
+//     can be called again, and does the same: a release names this hold's
+//     record, so landing twice, late, or after the background one, it ends
+//     nothing else (ErrNotHeld when the hold was gone already).
 //   - the ctx error, when ctx was done before anything was sent: nothing
 //     happened, the lease is unchanged; call again with a live ctx.
 //   - any other error: the release surely did not happen (a refusal such
@@ -258,13 +267,15 @@ func (l *Lease) armExpiry() {
 //     stands, but its watchdog stops: the lock expires with its TTL
 //     unless Release is called again.
 //
+// Release is single-flight: a call made while another is in flight waits
+// for it (or for its own ctx) and returns its result.
+//
 // A release that definitely happened (nil), definitely could not
 // (ErrNotHeld), or may have happened (ErrUnknownOutcome) ends the lease:
 // it stops the watchdog and cancels Context (an unknown outcome with a
 // cause wrapping ErrUnknownOutcome), and the lease no longer claims to be
 // valid: the lock may already be another client's. Lost is not closed by a
-// release, nor by a loss found while the release was in flight. After an
-// unknown outcome, Release may be called again (see above).
+// release, nor by a loss found while the release was in flight.
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return fmt.Errorf("release: lease is nil: %w", ErrInvalid)
@@ -277,19 +288,37 @@ func (l *Lease) Release(ctx context.Context) error {
 		l.mu.Unlock()
 		return fmt.Errorf("release %q: already released: %w", l.key, ErrNotHeld)
 	}
-	l.mu.Unlock()
+	if rc := l.release; rc != nil {
+		l.mu.Unlock()
+		select {
+		case <-rc.done:
+			return rc.err
+		case <-ctx.Done():
+			return fmt.Errorf("release %q: waiting for the release in flight: %w", l.key, context.Cause(ctx))
+		}
+	}
 	if err := ctx.Err(); err != nil {
+		l.mu.Unlock()
 		return fmt.Errorf("release %q: nothing sent: %w", l.key, context.Cause(ctx))
 	}
-	l.mu.Lock()
-	retryUndo := l.unsure
+	rc := &releaseCall{done: make(chan struct{})}
+	l.release = rc
+	again := l.unsure
 	l.releasing++
 	l.mu.Unlock()
-	if retryUndo {
-		return l.releaseAgain(ctx)
-	}
-	reply, err := l.c.run(ctx, releaseScript, []string{l.keys.Lock, l.keys.Fence, l.keys.Queue, l.keys.QueueDeadlines, l.keys.Gone},
-		l.owner, l.keys.Channel, strconv.FormatUint(l.fence, 10), l.id, l.c.opts.HandoffTTL.Milliseconds())
+	rc.err = l.releaseOnce(ctx, again)
+	l.mu.Lock()
+	l.release = nil
+	l.mu.Unlock()
+	close(rc.done)
+	return rc.err
+}
+
+// releaseOnce sends the release (endScript, naming this hold) once; again:
+// an earlier one's outcome was unknown.
+func (l *Lease) releaseOnce(ctx context.Context, again bool) error {
+	reply, err := l.c.run(ctx, endScript, l.keys.keyList(),
+		l.owner, l.id, strconv.FormatUint(l.fence, 10), "", "", l.keys.Channel, l.c.opts.HandoffTTL.Milliseconds())
 	if err != nil {
 		var ns errNotSent
 		if outcomeUnknown(err) && !errors.As(err, &ns) {
@@ -299,23 +328,22 @@ func (l *Lease) Release(ctx context.Context) error {
 			l.mu.Unlock()
 			l.endRelease(err)
 			// A hold whose release did not run would stay for its TTL,
-			// or for good for an owner (WithOwner, Reenter), whose next
-			// acquire re-enters and extends it while its release leaves
-			// it: the lock was never free while the owner kept coming
-			// back (the simulation found it: a waiter starved for the
-			// whole run under lost messages), and a fresh token's hold
-			// kept its own client's next acquire waiting for the TTL a
-			// nested hold had stretched (seed 7739). Undo it in the
-			// background; the undo does nothing when the release ran.
-			l.cleanupOf("release", l.id, l.TTL()).cleanup(false)
+			// and for good while its watchdog or an owner's later
+			// acquires kept the lock alive: send it again in the
+			// background until Redis answers. It ends this hold's
+			// record only, so landing after the first does nothing.
+			l.cleanupOf("release", l.TTL()).background(func(ctx context.Context) error {
+				_, err := l.c.run(ctx, endScript, l.keys.keyList(),
+					l.owner, l.id, strconv.FormatUint(l.fence, 10), "", "", l.keys.Channel, l.c.opts.HandoffTTL.Milliseconds())
+				return err
+			})
 			return err
 		}
 		// Surely not released (a refusal such as TRYAGAIN through a slot
 		// migration that outlasted ctx, a refused dial): the watchdog
 		// stops, so that a caller that gives up does not leave a hold the
 		// lock itself keeps alive; it expires with its TTL, unless Release
-		// is called again (review, fenced x migrate: the watchdog renewed
-		// the hold for the rest of the run, and a waiter starved).
+		// is called again.
 		l.StopWatchdog()
 		l.endRelease(nil)
 		return fmt.Errorf("release %q: %w", l.key, err)
@@ -332,6 +360,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Unlock()
 	if n, _ := vals[0].(int64); n < 0 {
 		err := fmt.Errorf("release %q: expired or taken by another owner: %w", l.key, ErrNotHeld)
+		if again {
+			err = fmt.Errorf("release %q: the hold was gone (released by the request whose reply was lost, or expired): %w", l.key, ErrNotHeld)
+		}
 		l.reportRelease(err)
 		return err
 	}
@@ -346,41 +377,12 @@ func (l *Lease) Release(ctx context.Context) error {
 	return nil
 }
 
-// cleanupOf is the attempt whose cleanup makes sure of a call op of the
-// lease (a release, a renewal) whose reply was lost: the call's id, the
-// lease's owner, a cleanup bounded by ttl (the lease's, read under l.mu
-// by the caller). An owner's attempt: its undo takes back only the hold
-// the call names.
-func (l *Lease) cleanupOf(op, id string, ttl time.Duration) *attempt {
+// cleanupOf is the attempt whose background work makes sure of a call op
+// of the lease (a release, a renewal) whose reply was lost, bounded by
+// ttl (the lease's, read under l.mu by the caller).
+func (l *Lease) cleanupOf(op string, ttl time.Duration) *attempt {
 	return &attempt{c: l.c, key: l.key, keys: l.keys, owner: l.owner, given: l.given,
-		cfg: callConfig{ttl: ttl, owner: l.given, ownerSet: true}, op: op, id: id}
-}
-
-// releaseAgain is Release after one whose reply was lost: the undo of the
-// hold (undoScript) takes it back when the lost release did not run, and
-// nothing when it did or when the background undo came first (ErrNotHeld).
-// A plain release would take another hold of the same token, a nested
-// one's or, for an owner, another Lease's.
-func (l *Lease) releaseAgain(ctx context.Context) error {
-	reply, err := l.c.run(ctx, undoScript, []string{l.keys.Lock, l.keys.Fence, l.keys.Queue, l.keys.QueueDeadlines},
-		l.owner, l.id, l.keys.Channel, l.c.opts.HandoffTTL.Milliseconds())
-	l.mu.Lock()
-	l.releasing--
-	if err == nil {
-		l.released = true
-	}
-	l.mu.Unlock()
-	if err != nil {
-		var ns errNotSent
-		if outcomeUnknown(err) && !errors.As(err, &ns) {
-			return unknown(ctx, "release", l.key, err)
-		}
-		return fmt.Errorf("release %q: %w", l.key, err)
-	}
-	if n, _ := reply.(int64); n == 0 {
-		return fmt.Errorf("release %q: the hold was gone (released by the lost reply's release, taken back, or expired): %w", l.key, ErrNotHeld)
-	}
-	return nil
+		cfg: callConfig{ttl: ttl, owner: l.given, ownerSet: true}, op: op, id: l.id}
 }
 
 // endRelease ends a Release call that did not surely release: with an
@@ -441,7 +443,7 @@ func (l *Lease) renew(ctx context.Context, ttl time.Duration) error {
 	l.renewals++
 	id := l.id + "." + strconv.Itoa(l.renewals)
 	l.mu.Unlock()
-	reply, err := l.c.run(ctx, renewScript, []string{l.keys.Lock, l.keys.Gone}, l.owner, ttl.Milliseconds(), strconv.FormatUint(l.fence, 10), id)
+	reply, err := l.c.run(ctx, renewScript, []string{l.keys.Lock, l.keys.Gone}, l.owner, ttl.Milliseconds(), strconv.FormatUint(l.fence, 10), id, l.id)
 	if err != nil {
 		if outcomeUnknown(err) {
 			// The request may still be on its way: once it is buried it
@@ -449,7 +451,11 @@ func (l *Lease) renew(ctx context.Context, ttl time.Duration) error {
 			// in transit past the lease's loss kept its key for seconds,
 			// and a Release of the lost lease then freed a key the
 			// history knew expired: the simulation's late-delivery).
-			l.cleanupOf("renew", id, ttl).buryOnly()
+			c := l.cleanupOf("renew", ttl)
+			c.background(func(ctx context.Context) error {
+				_, err := l.c.run(ctx, buryScript, l.keys.keyList(), id)
+				return err
+			})
 			return unknown(ctx, "renew", l.key, err)
 		}
 		return fmt.Errorf("renew %q: %w", l.key, err)
@@ -681,7 +687,7 @@ func (l *Lease) Reenter(ctx context.Context, opts ...AcquireOption) (*Lease, err
 	}
 	start := time.Now()
 	reply, err := l.c.run(ctx, reenterScript, []string{l.keys.Lock, l.keys.Gone},
-		l.owner, strconv.FormatUint(l.fence, 10), cfg.ttl.Milliseconds(), a.id, cfg.metadata)
+		l.owner, strconv.FormatUint(l.fence, 10), cfg.ttl.Milliseconds(), a.id, cfg.metadata, l.id)
 	if err != nil {
 		return a.finish(ctx, start, attemptResult{}, err, false)
 	}

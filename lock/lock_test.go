@@ -979,10 +979,10 @@ func TestDeadWaiterGetsOnlyAHandoffLease(t *testing.T) {
 	// The dead waiter: first in line, its place valid for a minute, put
 	// there as acquireScript's join does (the place, and w on the held
 	// lock: somebody is in line).
-	if err := rdb.ZAdd(ctxT(t), keys.Queue, redis.Z{Score: 1, Member: "60000:dead"}).Err(); err != nil {
+	if err := rdb.ZAdd(ctxT(t), keys.Queue, redis.Z{Score: 1, Member: "60000#dead:dead"}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.ZAdd(ctxT(t), keys.QueueDeadlines, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "60000:dead"}).Err(); err != nil {
+	if err := rdb.ZAdd(ctxT(t), keys.QueueDeadlines, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "60000#dead:dead"}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := rdb.HSet(ctxT(t), keys.Lock, "w", "1").Err(); err != nil {
@@ -1012,10 +1012,10 @@ func TestFreeLockGoesToTheHeadProvisionally(t *testing.T) {
 	p := redistest.Start(t)
 	rdb := newRDB(t, p)
 	keys := lock.RedisKeys("k")
-	if err := rdb.ZAdd(ctxT(t), keys.Queue, redis.Z{Score: 1, Member: "60000:dead"}).Err(); err != nil {
+	if err := rdb.ZAdd(ctxT(t), keys.Queue, redis.Z{Score: 1, Member: "60000#dead:dead"}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.ZAdd(ctxT(t), keys.QueueDeadlines, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "60000:dead"}).Err(); err != nil {
+	if err := rdb.ZAdd(ctxT(t), keys.QueueDeadlines, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "60000#dead:dead"}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	c := newLocks(t, rdb, lock.Options{TTL: time.Minute, QueueTTL: time.Minute, HandoffTTL: 200 * time.Millisecond})

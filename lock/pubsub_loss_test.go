@@ -3,6 +3,7 @@ package lock_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -150,7 +151,22 @@ func TestWaiterHearsAfterItsSubscriptionDies(t *testing.T) {
 			if err := l.Release(ctxT(t)); err != nil {
 				t.Fatal(err)
 			}
-			if err := <-got; err != nil {
+			err := <-got
+			if tc.name == "client-closed" {
+				// A closed Client grants nothing: the waiter still hears
+				// of its hand-off, within seconds, and gives it back.
+				if !errors.Is(err, lock.ErrClosed) {
+					t.Fatalf("the closed client's waiter: %v, want ErrClosed within seconds", err)
+				}
+				other := newLocks(t, admin, opts)
+				if ol, err := other.TryAcquire(ctxT(t), "k"); err != nil {
+					t.Fatalf("the closed client's waiter kept the lock: %v", err)
+				} else {
+					_ = ol.Release(ctxT(t))
+				}
+				return
+			}
+			if err != nil {
 				t.Fatalf("the waiter missed its hand-off: %v", err)
 			}
 		})

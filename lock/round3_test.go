@@ -88,20 +88,11 @@ func (h *holdNext) land(t *testing.T, rdb *redis.Client) {
 	held := h.held
 	h.held = nil
 	h.mu.Unlock()
-	if len(held) == 0 {
-		t.Fatal("no request was held back")
-	}
-	for _, args := range held {
-		if err := rdb.Do(ctxT(t), args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
-			t.Fatalf("the late request %v: %v", args[0], err)
-		}
-	}
+	deliver(t, rdb, held)
 }
 
 // lateLocks is a lock client on a fresh redis-server whose next script
-// holdNext can hold back, and a probe of that server. A first acquire and
-// release (on another key) loads the scripts, so that a held EVALSHA
-// lands as the script it names.
+// holdNext can hold back, and a probe of that server.
 func lateLocks(t *testing.T, opts lock.Options) (*lock.Client, *holdNext, *redis.Client) {
 	t.Helper()
 	p := redistest.Start(t)
@@ -109,17 +100,7 @@ func lateLocks(t *testing.T, opts lock.Options) (*lock.Client, *holdNext, *redis
 	h := &holdNext{}
 	rdb.AddHook(h)
 	c := newLocks(t, rdb, opts)
-	warm := mustAcquire(t, c, "warm", lock.WithOwner("warm"))
-	in, err := warm.Reenter(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := in.Release(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
+	warmScripts(t, c)
 	return c, h, newRDB(t, p)
 }
 

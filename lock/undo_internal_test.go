@@ -8,7 +8,7 @@ import (
 )
 
 // TestUndoTakesBackItsHoldAfterNewerOnes: a WithOwner attempt whose reply
-// was lost is undone (undoScript) after the same owner added another hold
+// was lost is undone (endScript) after the same owner added another hold
 // (its next acquire was sent while the undo was on its way); the undo
 // takes back the lost attempt's hold, and the owner's one release of the
 // hold it knows of frees the lock. The lost attempt got its hold by the
@@ -41,7 +41,7 @@ func TestUndoTakesBackItsHoldAfterNewerOnes(t *testing.T) {
 				if res, err := lost.try(ctx, "w"); err != nil || res.ok {
 					t.Fatalf("the waiter's first attempt: %+v, %v; want in line", res, err)
 				}
-				if err := other.releaseBestEffort(ctx); err != nil {
+				if err := other.end(ctx, false, false); err != nil {
 					t.Fatal(err) // hands the lock to the waiter
 				}
 				if res, err := lost.try(ctx, "w"); err != nil || !res.ok || res.holds != 1 {
@@ -53,13 +53,13 @@ func TestUndoTakesBackItsHoldAfterNewerOnes(t *testing.T) {
 			if res, err := next.try(ctx, "t"); err != nil || !res.ok || res.holds != 2 {
 				t.Fatalf("the owner's next acquire: %+v, %v; want a second hold", res, err)
 			}
-			if err := lost.undo(ctx); err != nil {
+			if err := lost.end(ctx, true, false); err != nil {
 				t.Fatal(err)
 			}
 			if n, err := rdb.HGet(ctx, RedisKeys("k").Lock, "n").Int(); err != nil || n != 1 {
 				t.Fatalf("after the undo: %d holds (%v), want 1: the lost attempt's hold stayed", n, err)
 			}
-			if err := next.releaseBestEffort(ctx); err != nil {
+			if err := next.end(ctx, false, false); err != nil {
 				t.Fatal(err)
 			}
 			if n, err := rdb.Exists(ctx, RedisKeys("k").Lock).Result(); err != nil || n != 0 {
@@ -69,40 +69,55 @@ func TestUndoTakesBackItsHoldAfterNewerOnes(t *testing.T) {
 	}
 }
 
-// TestHoldIDsBounded: r keeps the newest holdIDs attempt ids, so an owner
-// that re-enters for good does not grow the lock's hash without bound.
-func TestHoldIDsBounded(t *testing.T) {
+// TestHoldRecordsFollowTheHolds: every hold of an owner that re-enters
+// for good is a record of its own, and ending one (the oldest, the newest,
+// in any order) removes exactly its record: the hash never holds more
+// than the holds alive and its fixed fields, and the last end frees the
+// lock (before the redesign r kept 16 ids and an undo of an older hold
+// found nothing to take back).
+func TestHoldRecordsFollowTheHolds(t *testing.T) {
 	_, rdb := startRedis(t)
 	c := newClient(t, rdb, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var first, last *attempt
+	var holds []*attempt
 	for i := range 40 {
 		a := &attempt{c: c, key: "k", keys: RedisKeys("k"), owner: c.token("w1"), given: "w1",
 			cfg: callConfig{ttl: time.Minute, owner: "w1", ownerSet: true}, op: "acquire", id: newToken(c.rnd)}
 		if res, err := a.try(ctx, "t"); err != nil || !res.ok || res.holds != int64(i+1) {
 			t.Fatalf("hold %d: %+v, %v", i+1, res, err)
 		}
-		if first == nil {
-			first = a
+		holds = append(holds, a)
+	}
+	fields := func() int64 {
+		n, err := rdb.HLen(ctx, RedisKeys("k").Lock).Result()
+		if err != nil {
+			t.Fatal(err)
 		}
-		last = a
+		return n
 	}
-	r, err := rdb.HGet(ctx, RedisKeys("k").Lock, "r").Result()
-	if err != nil {
-		t.Fatal(err)
+	const fixed = 4 // o, n, f, s
+	if n := fields(); n != 40+fixed {
+		t.Fatalf("40 holds: %d fields, want %d", n, 40+fixed)
 	}
-	if len(r) > 16*33 {
-		t.Fatalf("r is %d bytes after 40 holds: %q", len(r), r)
+	for _, i := range []int{0, 39, 0, 39} { // the second end of each lands twice: a no-op
+		if err := holds[i].end(ctx, false, false); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := first.undo(ctx); err != nil {
-		t.Fatal(err)
+	if n, err := rdb.HGet(ctx, RedisKeys("k").Lock, "n").Int(); err != nil || n != 38 {
+		t.Fatalf("after ending the oldest and the newest (each twice): %d holds (%v), want 38", n, err)
 	}
-	if err := last.undo(ctx); err != nil {
-		t.Fatal(err)
+	if n := fields(); n != 38+fixed {
+		t.Fatalf("38 holds: %d fields, want %d", n, 38+fixed)
 	}
-	if n, err := rdb.HGet(ctx, RedisKeys("k").Lock, "n").Int(); err != nil || n != 39 {
-		t.Fatalf("after undoing the oldest (pushed out) and the newest: %d holds (%v), want 39", n, err)
+	for _, a := range holds[1:39] {
+		if err := a.end(ctx, false, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := rdb.Exists(ctx, RedisKeys("k").Lock).Result(); err != nil || n != 0 {
+		t.Fatalf("after every hold ended the lock exists (%d, %v)", n, err)
 	}
 }
 
@@ -149,17 +164,7 @@ func TestLateRequestAfterItsCleanupTakesNothing(t *testing.T) {
 				late = mk("w1", true)
 			}
 			// The cleanup, as the attempt's give-up runs it, first.
-			if err := late.bury(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if tc.owned {
-				if err := late.undo(ctx); err != nil {
-					t.Fatal(err)
-				}
-			} else if err := late.releaseBestEffort(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := late.leave(ctx, true); err != nil {
+			if err := late.end(ctx, true, true); err != nil {
 				t.Fatal(err)
 			}
 			// Then the attempt's own request.
@@ -194,7 +199,7 @@ func TestWaitFlag(t *testing.T) {
 	keys := RedisKeys("k")
 	waiter := func(name string) *attempt {
 		return &attempt{c: c, key: "k", keys: keys, owner: c.token(name), given: name,
-			cfg: callConfig{ttl: time.Minute}, op: "acquire", id: newToken(c.rnd), call: newToken(c.rnd)}
+			cfg: callConfig{ttl: time.Minute}, op: "acquire", id: newToken(c.rnd)}
 	}
 	holder, a, b := waiter("h"), waiter("a"), waiter("b")
 	if res, err := holder.try(ctx, "t"); err != nil || !res.ok {
@@ -217,7 +222,7 @@ func TestWaitFlag(t *testing.T) {
 	if res, err := a.try(ctx, "w"); err != nil || !res.ok {
 		t.Fatalf("the head's retry on the free lock: %+v, %v; want the lock", res, err)
 	}
-	if err := a.releaseBestEffort(ctx); err != nil {
+	if err := a.end(ctx, false, false); err != nil {
 		t.Fatal(err)
 	}
 	if o, err := rdb.HGet(ctx, keys.Lock, "o").Result(); err != nil || o != b.owner {
