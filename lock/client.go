@@ -26,6 +26,8 @@ type Client struct {
 
 	// id scopes the Client's owner tokens in Redis (Options.SharedOwners).
 	id string
+	// boxed are options the scripts take on every call, boxed once.
+	boxed struct{ ttl, queue, handoff any }
 
 	// watched are the leases whose watchdog runs, so that Close can stop
 	// them; closed refuses new watchdogs after Close.
@@ -92,6 +94,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Client, error) {
 	}
 	rnd := seeded.New(o.Rand)
 	c := &Client{opts: o, rnd: rnd, cmds: rediscmd.NewSender(rdb), id: newToken(rnd)[:16]}
+	c.boxed.ttl, c.boxed.queue, c.boxed.handoff = o.TTL.Milliseconds(), o.QueueTTL.Milliseconds(), o.HandoffTTL.Milliseconds()
 	c.notes = newNotifier(rdb, o.Logger, &c.bg, o.HandoffTTL)
 	return c, nil
 }
@@ -261,7 +264,13 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	// id names the hold this call adds, for undoScript: an owner's, and a
 	// fresh token's too, so that a lost release of its lease can be
 	// undone in the background as surely as an owner's.
-	a := &attempt{c: c, key: key, keys: RedisKeys(key), owner: c.token(given), given: given, cfg: cfg, op: op, id: newToken(c.rnd)}
+	a := newAttempt(c, key, RedisKeys(key), c.token(given), given, cfg, op)
+	if cfg.ownerSet {
+		a.setID(newToken(c.rnd))
+	} else {
+		// A fresh token is the call's own: it names its hold too.
+		a.setID(given)
+	}
 
 	mode := "t"
 	if wait {
@@ -419,7 +428,7 @@ func (a *attempt) retry(ctx context.Context) (*Lease, error) {
 				return a.finish(ctx, start, res, err, false)
 			}
 			lost = err
-			a.id = newToken(a.c.rnd)
+			a.setID(newToken(a.c.rnd))
 		}
 		timer.Reset(d)
 		select {
@@ -446,6 +455,13 @@ func (a *attempt) orLost(err, lost error) error {
 	return fmt.Errorf("%w (an earlier attempt's reply was lost: %w: %w)", err, ErrUnknownOutcome, lost)
 }
 
+// newAttempt is a call of op on key for owner (as Redis stores it; given
+// as the caller gave it); its id is set by setID.
+func newAttempt(c *Client, key string, keys Keys, owner, given string, cfg callConfig, op string) *attempt {
+	return &attempt{c: c, key: key, keys: keys, owner: owner, given: given, cfg: cfg, op: op,
+		sk: keys.boxed(), ownerArg: owner}
+}
+
 // attempt is one Acquire call in progress.
 type attempt struct {
 	c     *Client
@@ -458,13 +474,35 @@ type attempt struct {
 	acks  int64 // replica acks, when Options.ReplicaAcks > 0
 	// id names the hold the call makes (h.<id>) and its place in line,
 	// the same for every attempt of a wait (a retry keeps the place);
-	// WithRetry's attempt after a lost one gets a new id.
+	// WithRetry's attempt after a lost one gets a new id (setID).
 	id string
+	// sk, ownerArg and idArg are keys, owner and id boxed as script
+	// arguments, once for the call and its lease.
+	sk              *scriptKeys
+	ownerArg, idArg any
 }
 
 // keyList is the lock's Redis keys in the order the scripts expect them.
 func (k Keys) keyList() []string {
 	return []string{k.Lock, k.Fence, k.Queue, k.QueueDeadlines, k.Gone}
+}
+
+// scriptArgs is the argument slice of a script on the five keys (sk) and
+// args: rediscmd.Head free elements first (Client.runArgs).
+func (sk *scriptKeys) scriptArgs(args ...any) []any {
+	a := make([]any, rediscmd.Head, rediscmd.Head+len(sk.keys)+len(args))
+	a = append(a, sk.keys[:]...)
+	return append(a, args...)
+}
+
+// endArgs are endScript's arguments for hold id (boxed) of owner (boxed):
+// fence ("" any), bury ("1" or ""), place ("" none).
+func (c *Client) endArgs(sk *scriptKeys, owner, id, fence any, bury bool, place string) []any {
+	var b any = ""
+	if bury {
+		b = "1"
+	}
+	return sk.scriptArgs(owner, id, fence, b, place, sk.channel, c.boxed.handoff)
 }
 
 // member is the call's place in line, as the queue stores it.
@@ -473,12 +511,29 @@ func (a *attempt) member() string {
 }
 
 func (a *attempt) scriptArgs(mode string) []any {
-	reentrant := "0"
+	var reentrant any = "0"
 	if a.cfg.ownerSet {
 		reentrant = "1"
 	}
-	return []any{a.owner, a.cfg.ttl.Milliseconds(), mode, a.c.opts.QueueTTL.Milliseconds(), reentrant,
-		a.keys.Channel, a.cfg.metadata, a.id, a.c.opts.HandoffTTL.Milliseconds()}
+	var m any = "t"
+	if mode == "w" {
+		m = "w"
+	}
+	return a.sk.scriptArgs(a.ownerArg, a.ttlArg(), m, a.c.boxed.queue, reentrant,
+		a.sk.channel, a.cfg.metadata, a.idArg, a.c.boxed.handoff)
+}
+
+// ttlArg is the call's TTL in ms, boxed (the Client's when it is its default).
+func (a *attempt) ttlArg() any {
+	if a.cfg.ttl == a.c.opts.TTL {
+		return a.c.boxed.ttl
+	}
+	return a.cfg.ttl.Milliseconds()
+}
+
+// setID names the call's hold id.
+func (a *attempt) setID(id string) {
+	a.id, a.idArg = id, id
 }
 
 // try runs the acquire script once (with WAIT when replica acks are asked for).
@@ -486,13 +541,13 @@ func (a *attempt) try(ctx context.Context, mode string) (attemptResult, error) {
 	if err := ctx.Err(); err != nil {
 		return attemptResult{}, errNotSent{context.Cause(ctx)}
 	}
-	keys, args := a.keys.keyList(), a.scriptArgs(mode)
+	args := a.scriptArgs(mode)
 	var reply any
 	var err error
 	if a.c.opts.ReplicaAcks > 0 {
-		reply, a.acks, err = a.c.runWithWait(ctx, acquireScript, keys, args, a.c.opts.ReplicaAcks, a.c.replicaTimeout(a.cfg.ttl))
+		reply, a.acks, err = a.c.runWithWait(ctx, acquireScript, a.keys.keyList(), args[rediscmd.Head+5:], a.c.opts.ReplicaAcks, a.c.replicaTimeout(a.cfg.ttl))
 	} else {
-		reply, err = a.c.run(ctx, acquireScript, keys, args...)
+		reply, err = a.c.runArgs(ctx, acquireScript, 5, args)
 	}
 	if err != nil {
 		return attemptResult{}, err
@@ -548,8 +603,7 @@ func (a *attempt) finish(ctx context.Context, start time.Time, res attemptResult
 		// shutting down), so the hold goes back at once.
 		return nil, a.closedMeanwhile(ctx)
 	}
-	l := newLease(a.c, a.key, a.keys, a.owner, a.given, res.fence, res.holds, a.cfg, start)
-	l.id = a.id
+	l := newLease(a, res.fence, res.holds, start)
 	if a.cfg.watchdog && !l.watched() {
 		// Close ran between the check above and the watchdog's start.
 		l.StopWatchdog()
@@ -654,15 +708,11 @@ func (a *attempt) gaveUp(ctx context.Context, cause error) error {
 // release, the undo, the give-back and the leave: a no-op when it lands
 // twice or late.
 func (a *attempt) end(ctx context.Context, bury, queued bool) error {
-	b, place := "", ""
-	if bury {
-		b = "1"
-	}
+	place := ""
 	if queued {
 		place = a.member()
 	}
-	_, err := a.c.run(ctx, endScript, a.keys.keyList(),
-		a.owner, a.id, "", b, place, a.keys.Channel, a.c.opts.HandoffTTL.Milliseconds())
+	_, err := a.c.runArgs(ctx, endScript, 5, a.c.endArgs(a.sk, a.ownerArg, a.idArg, "", bury, place))
 	if err != nil {
 		a.c.opts.Logger.Warn("lock: ending a hold failed", "key", a.key, "op", a.op, "err", err)
 	}
@@ -682,9 +732,19 @@ func (a *attempt) end(ctx context.Context, bury, queued bool) error {
 // release returned the refusal before, and its hold stayed, renewed by
 // the watchdog for good once its caller moved on (TestReleaseDuringSlotMigration).
 func (c *Client) run(ctx context.Context, s *rediscmd.Script, keys []string, args ...any) (any, error) {
+	a := make([]any, rediscmd.Head, rediscmd.Head+len(keys)+len(args))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return c.runArgs(ctx, s, len(keys), append(a, args...))
+}
+
+// runArgs is run on a: rediscmd.Head free elements, numKeys keys, then the
+// script's arguments.
+func (c *Client) runArgs(ctx context.Context, s *rediscmd.Script, numKeys int, a []any) (any, error) {
 	for wait, tries := time.Millisecond, 1; ; wait, tries = min(2*wait, 50*time.Millisecond), tries+1 {
-		reply, err := c.cmds.Run(ctx, s, keys, args...)
-		if !redis.HasErrorPrefix(err, "TRYAGAIN") || tries == 100 {
+		reply, err := c.cmds.RunArgs(ctx, s, numKeys, a)
+		if err == nil || !redis.HasErrorPrefix(err, "TRYAGAIN") || tries == 100 {
 			return reply, err
 		}
 		t := time.NewTimer(wait)

@@ -11,11 +11,15 @@ import (
 // Keys are the Redis names one lock key uses. All share one hash tag, so they
 // live in one Cluster slot and one Lua script may touch them all.
 type Keys struct {
-	// Lock is a hash {o: owner token, n: hold count, f: fence} with a PX TTL.
+	// Lock is a hash with a PX TTL: {o: owner token, n: hold count, f:
+	// fence, s: hold sequence, p: call given a hand-off not yet picked
+	// up, w: somebody may be in line, h.<id>: one record per hold, named
+	// by its call's id, "<seq>|<metadata>"} (see scripts.go).
 	Lock string
 	// Fence is the fencing counter. It never expires, so fences only grow.
 	Fence string
-	// Queue is a sorted set of waiters ("<ttl ms>:<owner token>"), scored by arrival (FIFO).
+	// Queue is a sorted set of waiting calls ("<ttl ms>#<call id>:<owner
+	// token>"), scored by arrival (FIFO).
 	Queue string
 	// QueueDeadlines is a sorted set of the same members scored by the time
 	// (ms, server clock) after which a waiter that stopped refreshing is dropped.
@@ -23,11 +27,13 @@ type Keys struct {
 	// Channel is the pub/sub channel on which a release that hands the lock
 	// over publishes "<new owner token>:<fence>".
 	Channel string
-	// Gone is a hash of the attempts (by id) that gave up with their
-	// outcome unknown and were cleaned up:
-	// a request of theirs that reaches Redis after the cleanup (held by a
-	// paused server, or run behind the cleanup from another connection)
-	// takes nothing. It lives an hour past its last entry.
+	// Gone is a sorted set of the calls (by id) that gave up with their
+	// outcome unknown and were cleaned up, each scored by its own expiry
+	// (an hour after its bury, server clock, ms): a request of theirs that
+	// reaches Redis after the cleanup (held by a paused server, or run
+	// behind the cleanup from another connection) takes nothing. Each bury
+	// trims the ids whose time has passed, and the key lives as long as
+	// its newest id.
 	Gone string
 }
 
@@ -42,14 +48,36 @@ func RedisKeys(key string) Keys {
 		sum := sha256.Sum256([]byte(key))
 		base = "{" + hex.EncodeToString(sum[:8]) + "}" + key
 	}
-	return Keys{
-		Lock:           base,
-		Fence:          base + ":fence",
-		Queue:          base + ":q",
-		QueueDeadlines: base + ":qt",
-		Channel:        base + ":released",
-		Gone:           base + ":gone",
+	// One string holds every name (one allocation, not six: a key's names
+	// are made on every acquire); each name is a slice of it.
+	all := base + base + ":fence" + base + ":q" + base + ":qt" + base + ":released" + base + ":gone"
+	b := len(base)
+	at := b
+	next := func(suffix int) string {
+		n := all[at : at+b+suffix]
+		at += b + suffix
+		return n
 	}
+	return Keys{
+		Lock:           all[:b],
+		Fence:          next(len(":fence")),
+		Queue:          next(len(":q")),
+		QueueDeadlines: next(len(":qt")),
+		Channel:        next(len(":released")),
+		Gone:           next(len(":gone")),
+	}
+}
+
+// scriptKeys are the keys the scripts expect (lock, fence, queue, queue
+// deadlines, gone) and the channel, boxed once per call for the script
+// arguments.
+type scriptKeys struct {
+	keys    [5]any
+	channel any
+}
+
+func (k Keys) boxed() *scriptKeys {
+	return &scriptKeys{keys: [5]any{k.Lock, k.Fence, k.Queue, k.QueueDeadlines, k.Gone}, channel: k.Channel}
 }
 
 // newToken returns a fresh 128-bit owner token, hex encoded: from

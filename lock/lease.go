@@ -30,15 +30,27 @@ type Lease struct {
 	ttl   time.Duration
 	drift float64
 
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	lost   chan struct{}
-	born   time.Time // when the attempt that got it started
+	// sk, ownerArg, idArg: keys, owner and id boxed as script arguments
+	// (the acquire's, reused by the release).
+	sk              *scriptKeys
+	ownerArg, idArg any
+	born            time.Time // when the attempt that got it started
 
 	mu         sync.Mutex
 	validUntil time.Time // local monotonic clock
 	done       bool      // released or lost
 	released   bool      // ended by Release
+	// cause is why the lease ended (nil while it stands). ctx and lost
+	// are made when first asked for (Context, Lost): most leases are
+	// released by code that asks for neither, and each is an allocation
+	// on the uncontended path.
+	cause  error
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	lost   chan struct{}
+	// fenceArg is the fence as a script argument, made at the first
+	// request that checks it.
+	fenceArg any
 	// releasing counts the Release calls in flight: a loss found meanwhile
 	// (a watchdog renewal that lost the race with the release's script,
 	// the validity deadline) waits for them in pendingLoss, and is
@@ -46,9 +58,11 @@ type Lease struct {
 	// succeeds could close Lost on the lease it released.
 	releasing   int
 	pendingLoss string
-	// release is the Release call in flight (nil: none): a concurrent
-	// Release waits for its result instead of sending its own.
-	release *releaseCall
+	// relBusy: a Release call is in flight; a concurrent Release waits
+	// for its result (relWait, made by the first such caller) instead of
+	// sending its own.
+	relBusy bool
+	relWait *releaseCall
 	// unsure: a release's reply was lost (a later Release says so when
 	// it finds the hold gone).
 	unsure bool
@@ -61,12 +75,14 @@ type Lease struct {
 	stopWD   context.CancelFunc // cancels wdCtx
 }
 
-func newLease(c *Client, key string, keys Keys, owner, given string, fence uint64, holds int64, cfg callConfig, start time.Time) *Lease {
+// newLease is the lease of the hold that call a got, with this fence and
+// hold count, its validity counted from start.
+func newLease(a *attempt, fence uint64, holds int64, start time.Time) *Lease {
+	c, cfg := a.c, a.cfg
 	l := &Lease{
-		c: c, key: key, keys: keys, owner: owner, given: given, md: cfg.metadata, fence: fence, holds: holds,
-		ttl: cfg.ttl, drift: c.opts.Drift, lost: make(chan struct{}), born: start,
+		c: c, key: a.key, keys: a.keys, owner: a.owner, given: a.given, id: a.id, md: cfg.metadata, fence: fence, holds: holds,
+		ttl: cfg.ttl, drift: c.opts.Drift, born: start, sk: a.sk, ownerArg: a.ownerArg, idArg: a.idArg,
 	}
-	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.validUntil = l.deadline(start, l.ttl)
@@ -199,6 +215,14 @@ func (l *Lease) Lost() <-chan struct{} {
 		return ch
 	}
 	l.armExpiry()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost == nil {
+		l.lost = make(chan struct{})
+		if l.done && errors.Is(l.cause, ErrLost) {
+			close(l.lost)
+		}
+	}
 	return l.lost
 }
 
@@ -216,7 +240,36 @@ func (l *Lease) Context() context.Context {
 		return ctx
 	}
 	l.armExpiry()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.contextLocked()
+}
+
+// contextLocked is the lease's context, made now if it was not (canceled
+// at once with the cause of a lease that ended). Called with l.mu held.
+func (l *Lease) contextLocked() context.Context {
+	if l.ctx == nil {
+		l.ctx, l.cancel = context.WithCancelCause(context.Background())
+		if l.done {
+			l.cancel(l.cause)
+		}
+	}
 	return l.ctx
+}
+
+// ended reports whether the lease ended, and why.
+func (l *Lease) ended() (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done, l.cause
+}
+
+// fenceArgLocked is the fence as a script argument. Called with l.mu held.
+func (l *Lease) fenceArgLocked() any {
+	if l.fenceArg == nil {
+		l.fenceArg = strconv.FormatUint(l.fence, 10)
+	}
+	return l.fenceArg
 }
 
 // armExpiry starts the timer that loses the lease at its validity
@@ -288,7 +341,11 @@ func (l *Lease) Release(ctx context.Context) error {
 		l.mu.Unlock()
 		return fmt.Errorf("release %q: already released: %w", l.key, ErrNotHeld)
 	}
-	if rc := l.release; rc != nil {
+	if l.relBusy {
+		if l.relWait == nil {
+			l.relWait = &releaseCall{done: make(chan struct{})}
+		}
+		rc := l.relWait
 		l.mu.Unlock()
 		select {
 		case <-rc.done:
@@ -301,24 +358,28 @@ func (l *Lease) Release(ctx context.Context) error {
 		l.mu.Unlock()
 		return fmt.Errorf("release %q: nothing sent: %w", l.key, context.Cause(ctx))
 	}
-	rc := &releaseCall{done: make(chan struct{})}
-	l.release = rc
+	l.relBusy = true
 	again := l.unsure
+	fence := l.fenceArgLocked()
 	l.releasing++
 	l.mu.Unlock()
-	rc.err = l.releaseOnce(ctx, again)
+	err := l.releaseOnce(ctx, fence, again)
 	l.mu.Lock()
-	l.release = nil
+	l.relBusy = false
+	rc := l.relWait
+	l.relWait = nil
 	l.mu.Unlock()
-	close(rc.done)
-	return rc.err
+	if rc != nil {
+		rc.err = err
+		close(rc.done)
+	}
+	return err
 }
 
 // releaseOnce sends the release (endScript, naming this hold) once; again:
 // an earlier one's outcome was unknown.
-func (l *Lease) releaseOnce(ctx context.Context, again bool) error {
-	reply, err := l.c.run(ctx, endScript, l.keys.keyList(),
-		l.owner, l.id, strconv.FormatUint(l.fence, 10), "", "", l.keys.Channel, l.c.opts.HandoffTTL.Milliseconds())
+func (l *Lease) releaseOnce(ctx context.Context, fence any, again bool) error {
+	reply, err := l.c.runArgs(ctx, endScript, 5, l.c.endArgs(l.sk, l.ownerArg, l.idArg, fence, false, ""))
 	if err != nil {
 		var ns errNotSent
 		if outcomeUnknown(err) && !errors.As(err, &ns) {
@@ -333,8 +394,7 @@ func (l *Lease) releaseOnce(ctx context.Context, again bool) error {
 			// background until Redis answers. It ends this hold's
 			// record only, so landing after the first does nothing.
 			l.cleanupOf("release", l.TTL()).background(func(ctx context.Context) error {
-				_, err := l.c.run(ctx, endScript, l.keys.keyList(),
-					l.owner, l.id, strconv.FormatUint(l.fence, 10), "", "", l.keys.Channel, l.c.opts.HandoffTTL.Milliseconds())
+				_, err := l.c.runArgs(ctx, endScript, 5, l.c.endArgs(l.sk, l.ownerArg, l.idArg, fence, false, ""))
 				return err
 			})
 			return err
@@ -381,8 +441,9 @@ func (l *Lease) releaseOnce(ctx context.Context, again bool) error {
 // of the lease (a release, a renewal) whose reply was lost, bounded by
 // ttl (the lease's, read under l.mu by the caller).
 func (l *Lease) cleanupOf(op string, ttl time.Duration) *attempt {
-	return &attempt{c: l.c, key: l.key, keys: l.keys, owner: l.owner, given: l.given,
-		cfg: callConfig{ttl: ttl, owner: l.given, ownerSet: true}, op: op, id: l.id}
+	a := newAttempt(l.c, l.key, l.keys, l.owner, l.given, callConfig{ttl: ttl, owner: l.given, ownerSet: true}, op)
+	a.setID(l.id)
+	return a
 }
 
 // endRelease ends a Release call that did not surely release: with an
@@ -427,13 +488,13 @@ func (l *Lease) Renew(ctx context.Context) error {
 // becomes the lease's TTL (RenewFor).
 func (l *Lease) renew(ctx context.Context, ttl time.Duration) error {
 	l.mu.Lock()
-	done := l.done
+	done, cause := l.done, l.cause
 	if ttl == 0 {
 		ttl = l.ttl
 	}
 	l.mu.Unlock()
 	if done {
-		return fmt.Errorf("renew %q: lease ended (%v): %w", l.key, context.Cause(l.ctx), ErrNotHeld)
+		return fmt.Errorf("renew %q: lease ended (%v): %w", l.key, cause, ErrNotHeld)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("renew %q: %w", l.key, context.Cause(ctx))
@@ -472,7 +533,7 @@ func (l *Lease) renew(ctx context.Context, ttl time.Duration) error {
 		// which says the renewal had no effect, and a history that believes
 		// it sees the owner's later release as one after the lease expired.
 		return fmt.Errorf("renew %q: Redis renewed the lock, but the lease had ended meanwhile (%v): %w",
-			l.key, context.Cause(l.ctx), ErrUnknownOutcome)
+			l.key, l.cause, ErrUnknownOutcome)
 	}
 	l.ttl = ttl
 	if v := l.deadline(start, ttl); v.After(l.validUntil) {
@@ -514,7 +575,9 @@ func (l *Lease) lose(why string) {
 	}
 	cause := fmt.Errorf("lease %q fence %d: %s: %w", l.key, l.fence, why, ErrLost)
 	l.finishLocked(cause)
-	close(l.lost)
+	if l.lost != nil {
+		close(l.lost)
+	}
 	l.c.opts.Logger.Warn("lock: lease lost", "key", l.key, "fence", l.fence, "reason", why)
 	if h := l.c.opts.Hooks.OnLost; h != nil {
 		h(l.key, l.fence, cause)
@@ -537,7 +600,10 @@ func (l *Lease) finishLocked(cause error) {
 		l.expiry.Stop()
 	}
 	l.stopWatchdogLocked()
-	l.cancel(cause)
+	l.cause = cause
+	if l.cancel != nil {
+		l.cancel(cause)
+	}
 }
 
 // watchdogTick renews the lease; it runs every TTL/3 (a timer, so a lease
@@ -670,10 +736,8 @@ func (l *Lease) Reenter(ctx context.Context, opts ...AcquireOption) (*Lease, err
 	if l.c.isClosed() {
 		return nil, fmt.Errorf("reenter %q: %w: %w", l.key, ErrNotAcquired, ErrClosed)
 	}
-	select {
-	case <-l.ctx.Done():
-		return nil, fmt.Errorf("reenter %q: the lease ended (%w): %w", l.key, context.Cause(l.ctx), ErrNotHeld)
-	default:
+	if done, cause := l.ended(); done {
+		return nil, fmt.Errorf("reenter %q: the lease ended (%w): %w", l.key, cause, ErrNotHeld)
 	}
 	if !time.Now().Before(l.ValidUntil()) {
 		// Its validity ran out, though the timer that loses it may not
@@ -681,7 +745,8 @@ func (l *Lease) Reenter(ctx context.Context, opts ...AcquireOption) (*Lease, err
 		// drift allowance): the lease vouches for nothing now.
 		return nil, fmt.Errorf("reenter %q: the lease's validity ran out: %w", l.key, ErrNotHeld)
 	}
-	a := &attempt{c: l.c, key: l.key, keys: l.keys, owner: l.owner, given: l.given, cfg: cfg, op: "reenter", id: newToken(l.c.rnd)}
+	a := newAttempt(l.c, l.key, l.keys, l.owner, l.given, cfg, "reenter")
+	a.setID(newToken(l.c.rnd))
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("reenter %q: nothing sent: %w", l.key, context.Cause(ctx))
 	}

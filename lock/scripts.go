@@ -7,7 +7,8 @@ import "github.com/lockproof/lockproof/internal/rediscmd"
 //	o     the owner token
 //	f     the fence
 //	n     how many hold records there are
-//	s     a sequence that orders the holds (for metadata)
+//	s     a sequence that orders the holds (for metadata; absent until
+//	      a second hold: the first is number 0)
 //	p     the id of the call a hand-off was given to, until that call
 //	      picks it up (a provisional hold)
 //	w     "1" when somebody may be in line (absent or "0": nobody is)
@@ -54,8 +55,8 @@ import "github.com/lockproof/lockproof/internal/rediscmd"
 //     (ms) from the server clock (TIME).
 //   - grant gives the lock to tok as the hold id: fence = max(counter+1,
 //     server µs), read and written by one SET ... PX ... GET in the usual
-//     case that the clock is ahead, then one HSET of every field and
-//     PEXPIRE. A hand-off (handed) also sets p, the mark of a provisional
+//     case that the clock is ahead, then one HSET of every field (the
+//     first hold is number 0, so s waits for a second) and PEXPIRE. A hand-off (handed) also sets p, the mark of a provisional
 //     hold that the call's pickup confirms. The counter lives an hour (or
 //     two TTLs, if longer) past the last grant: a lock name used once does
 //     not leave a key behind for good, and fences stay monotonic, because
@@ -89,11 +90,11 @@ local function grant(tok, ttl, id, md, handed, w)
   end
   if handed then
     redis.call('DEL', KEYS[1])
-    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 's', 1, 'p', id, 'h.' .. id, '1|', 'w', w or '0')
+    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'p', id, 'h.' .. id, '0|', 'w', w or '0')
   elseif w then
-    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 's', 1, 'h.' .. id, '1|' .. md, 'w', w)
+    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'h.' .. id, '0|' .. md, 'w', w)
   else
-    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 's', 1, 'h.' .. id, '1|' .. md)
+    redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'h.' .. id, '0|' .. md)
   end
   redis.call('PEXPIRE', KEYS[1], ttl)
   return f, fs
@@ -376,7 +377,7 @@ return -1
 // that has some, none while a hand-off is not picked up.
 var inspectScript = rediscmd.NewScript(`
 local all = redis.call('HGETALL', KEYS[1])
-local h, md, seq = {}, '', 0
+local h, md, seq = {}, '', -1
 for i = 1, #all, 2 do
   local k, v = all[i], all[i + 1]
   if string.sub(k, 1, 2) == 'h.' then

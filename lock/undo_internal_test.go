@@ -30,11 +30,11 @@ func TestUndoTakesBackItsHoldAfterNewerOnes(t *testing.T) {
 			defer cancel()
 			owned := func(id string) *attempt {
 				cfg := callConfig{ttl: time.Minute, owner: "w1", ownerSet: true}
-				return &attempt{c: c, key: "k", keys: RedisKeys("k"), owner: c.token("w1"), given: "w1", cfg: cfg, op: "acquire", id: id}
+				return testAttempt(c, RedisKeys("k"), c.token("w1"), "w1", cfg, id)
 			}
 			lost, next := owned(newToken(c.rnd)), owned(newToken(c.rnd))
 			if handedOff {
-				other := &attempt{c: c, key: "k", keys: RedisKeys("k"), owner: c.token("o"), given: "o", cfg: callConfig{ttl: time.Minute}, op: "acquire"}
+				other := testAttempt(c, RedisKeys("k"), c.token("o"), "o", callConfig{ttl: time.Minute}, newToken(c.rnd))
 				if res, err := other.try(ctx, "t"); err != nil || !res.ok {
 					t.Fatalf("another owner's acquire: %+v, %v", res, err)
 				}
@@ -82,8 +82,7 @@ func TestHoldRecordsFollowTheHolds(t *testing.T) {
 	defer cancel()
 	var holds []*attempt
 	for i := range 40 {
-		a := &attempt{c: c, key: "k", keys: RedisKeys("k"), owner: c.token("w1"), given: "w1",
-			cfg: callConfig{ttl: time.Minute, owner: "w1", ownerSet: true}, op: "acquire", id: newToken(c.rnd)}
+		a := testAttempt(c, RedisKeys("k"), c.token("w1"), "w1", callConfig{ttl: time.Minute, owner: "w1", ownerSet: true}, newToken(c.rnd))
 		if res, err := a.try(ctx, "t"); err != nil || !res.ok || res.holds != int64(i+1) {
 			t.Fatalf("hold %d: %+v, %v", i+1, res, err)
 		}
@@ -147,8 +146,7 @@ func TestLateRequestAfterItsCleanupTakesNothing(t *testing.T) {
 			defer cancel()
 			keys := RedisKeys("k")
 			mk := func(owner string, owned bool) *attempt {
-				return &attempt{c: c, key: "k", keys: keys, owner: c.token(owner), given: owner,
-					cfg: callConfig{ttl: time.Minute, owner: owner, ownerSet: owned}, op: "acquire", id: newToken(c.rnd)}
+				return testAttempt(c, keys, c.token(owner), owner, callConfig{ttl: time.Minute, owner: owner, ownerSet: owned}, newToken(c.rnd))
 			}
 			holder := mk("holder", false)
 			if tc.owned {
@@ -198,8 +196,7 @@ func TestWaitFlag(t *testing.T) {
 	defer cancel()
 	keys := RedisKeys("k")
 	waiter := func(name string) *attempt {
-		return &attempt{c: c, key: "k", keys: keys, owner: c.token(name), given: name,
-			cfg: callConfig{ttl: time.Minute}, op: "acquire", id: newToken(c.rnd)}
+		return testAttempt(c, keys, c.token(name), name, callConfig{ttl: time.Minute}, newToken(c.rnd))
 	}
 	holder, a, b := waiter("h"), waiter("a"), waiter("b")
 	if res, err := holder.try(ctx, "t"); err != nil || !res.ok {
@@ -228,4 +225,11 @@ func TestWaitFlag(t *testing.T) {
 	if o, err := rdb.HGet(ctx, keys.Lock, "o").Result(); err != nil || o != b.owner {
 		t.Fatalf("after the head's release the lock is held by %q (%v); want it handed to the waiter behind (%q)", o, err, b.owner)
 	}
+}
+
+// testAttempt is a call on key "k" as Acquire makes it, with this id.
+func testAttempt(c *Client, keys Keys, owner, given string, cfg callConfig, id string) *attempt {
+	a := newAttempt(c, "k", keys, owner, given, cfg, "acquire")
+	a.setID(id)
+	return a
 }

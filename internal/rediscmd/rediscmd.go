@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,59 +32,74 @@ func newCmd(ctx context.Context, args ...any) noRetryCmd {
 	return noRetryCmd{redis.NewCmd(ctx, args...)}
 }
 
-// process sends one command: a client's Process, or Sender.Process.
-type process func(ctx context.Context, cmd redis.Cmder) error
+// processor sends one command: a client, or a Sender. An interface, not a
+// func: a method value passed as a func is a heap allocation per call.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
 
 // Do sends one command once, whatever the client's MaxRetries, and returns
 // it with its error.
 func Do(ctx context.Context, rdb redis.UniversalClient, args ...any) (*redis.Cmd, error) {
-	return doVia(ctx, rdb.Process, args...)
+	return doVia(ctx, rdb, args...)
 }
 
 // doVia is Do through send.
-func doVia(ctx context.Context, send process, args ...any) (*redis.Cmd, error) {
+func doVia(ctx context.Context, send processor, args ...any) (*redis.Cmd, error) {
 	cmd := newCmd(ctx, args...)
-	err := send(ctx, cmd)
+	err := send.Process(ctx, cmd)
 	return cmd.Cmd, err
 }
 
 // Script is a Lua script and the SHA1 digest EVALSHA names it by.
 type Script struct {
 	src, sha string
+	// the same, as command arguments: boxed once, not on every run
+	evalsha, eval [2]any
 }
 
 // NewScript returns the Script of src.
 func NewScript(src string) *Script {
 	h := sha1.Sum([]byte(src))
-	return &Script{src: src, sha: hex.EncodeToString(h[:])}
+	sha := hex.EncodeToString(h[:])
+	return &Script{src: src, sha: sha, evalsha: [2]any{"evalsha", sha}, eval: [2]any{"eval", src}}
+}
+
+// head is the verb and body of EVALSHA (false) or EVAL (true).
+func (s *Script) head(eval bool) [2]any {
+	if eval {
+		return s.eval
+	}
+	return s.evalsha
 }
 
 // args are the arguments of verb (EVALSHA with the digest, EVAL with the
 // source) on keys and args.
-func (s *Script) args(verb string, keys []string, args []any) []any {
-	body := s.sha
-	if verb == "eval" {
-		body = s.src
-	}
+func (s *Script) args(eval bool, keys []string, args []any) []any {
+	h := s.head(eval)
 	a := make([]any, 0, 3+len(keys)+len(args))
-	a = append(a, verb, body, len(keys))
+	a = append(a, h[0], h[1], len(keys))
 	for _, k := range keys {
 		a = append(a, k)
 	}
 	return append(a, args...)
 }
 
+// Head is how many leading elements of the slice Sender.RunArgs takes
+// are its own (the verb, the body and the key count).
+const Head = 3
+
 // Run runs s once: EVALSHA, and EVAL when Redis does not have it cached (a
 // NOSCRIPT reply means EVALSHA did nothing). Neither is resent.
 func (s *Script) Run(ctx context.Context, rdb redis.UniversalClient, keys []string, args ...any) (*redis.Cmd, error) {
-	return s.runVia(ctx, rdb.Process, keys, args...)
+	return s.runVia(ctx, rdb, keys, args...)
 }
 
 // runVia is Run through send.
-func (s *Script) runVia(ctx context.Context, send process, keys []string, args ...any) (*redis.Cmd, error) {
-	cmd, err := doVia(ctx, send, s.args("evalsha", keys, args)...)
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd, err = doVia(ctx, send, s.args("eval", keys, args)...)
+func (s *Script) runVia(ctx context.Context, send processor, keys []string, args ...any) (*redis.Cmd, error) {
+	cmd, err := doVia(ctx, send, s.args(false, keys, args)...)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmd, err = doVia(ctx, send, s.args(true, keys, args)...)
 	}
 	return cmd, err
 }
@@ -120,10 +136,7 @@ func NewSender(rdb redis.UniversalClient) *Sender {
 // then takes effect at the end of the round trip, or at the client's
 // ReadTimeout.
 func (s *Sender) honour(ctx context.Context, do func() error) error {
-	if ctx.Done() == nil {
-		return do()
-	}
-	if _, ok := ctx.Deadline(); ok && s.ctxDeadlines {
+	if s.direct(ctx) {
 		return do()
 	}
 	done := make(chan error, 1)
@@ -136,8 +149,21 @@ func (s *Sender) honour(ctx context.Context, do func() error) error {
 	}
 }
 
+// direct reports whether a command under ctx can be sent without a helper
+// goroutine: ctx never ends, or the client enforces its deadline.
+func (s *Sender) direct(ctx context.Context) bool {
+	if ctx.Done() == nil {
+		return true
+	}
+	_, ok := ctx.Deadline()
+	return ok && s.ctxDeadlines
+}
+
 // Process sends cmd, honouring ctx.
 func (s *Sender) Process(ctx context.Context, cmd redis.Cmder) error {
+	if s.direct(ctx) {
+		return s.rdb.Process(ctx, cmd) // no closure: the usual path allocates nothing here
+	}
 	return s.honour(ctx, func() error { return s.rdb.Process(ctx, cmd) })
 }
 
@@ -152,12 +178,31 @@ func (s *Sender) Run(ctx context.Context, script *Script, keys []string, args ..
 
 // RunCmd is Run returning the command, for its typed accessors.
 func (s *Sender) RunCmd(ctx context.Context, script *Script, keys []string, args ...any) (*redis.Cmd, error) {
-	return script.runVia(ctx, s.Process, keys, args...)
+	return script.runVia(ctx, s, keys, args...)
+}
+
+// RunArgs runs script once, as Run, on a: Head elements it fills itself,
+// then numKeys keys, then the script's arguments, boxed by the caller
+// (who can box once what it sends often, and build the slice once).
+func (s *Sender) RunArgs(ctx context.Context, script *Script, numKeys int, a []any) (any, error) {
+	h := script.head(false)
+	a[0], a[1], a[2] = h[0], h[1], numKeys
+	cmd, err := doVia(ctx, s, a...)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		h = script.head(true)
+		b := slices.Clone(a) // the first command keeps its own
+		b[0], b[1] = h[0], h[1]
+		cmd, err = doVia(ctx, s, b...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cmd.Val(), nil
 }
 
 // Do is the package's Do through s: sent once, within ctx.
 func (s *Sender) Do(ctx context.Context, args ...any) (*redis.Cmd, error) {
-	return doVia(ctx, s.Process, args...)
+	return doVia(ctx, s, args...)
 }
 
 // RunWithWait runs script (one EVAL: a NOSCRIPT could not be answered with
@@ -167,7 +212,7 @@ func (s *Sender) Do(ctx context.Context, args ...any) (*redis.Cmd, error) {
 // count; waitErr says that WAIT failed after the script ran (the count is
 // then unknown: 0).
 func (s *Sender) RunWithWait(ctx context.Context, script *Script, n int, timeout time.Duration, keys []string, args ...any) (reply any, acks int64, waitErr, err error) {
-	cmd := newCmd(ctx, script.args("eval", keys, args)...)
+	cmd := newCmd(ctx, script.args(true, keys, args)...)
 	wait := newCmd(ctx, "wait", n, timeout.Milliseconds())
 	var pipe redis.Pipeliner
 	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
