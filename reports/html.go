@@ -399,6 +399,7 @@ const scenarioPage = `{{define "scenario"}}<!DOCTYPE html>
 <table><tr><th>property</th><th>verdict</th><th>predicted</th><th>outcome</th><th>found after the fault</th><th>evidence</th></tr>
 {{range .Properties}}<tr><td>{{.Property}}</td><td class="{{if eq .Verdict "violated"}}violated{{else if eq .Verdict "unknown"}}unknown{{end}}">{{verdict .Verdict}}</td><td>{{want .Want}}</td><td class="{{if eq .Outcome "unexpected"}}bad{{end}}">{{outcome .Outcome}}</td><td>{{with .DetectMs}}{{ms .}}{{else}}—{{end}}</td><td>{{.Evidence}}</td></tr>
 {{end}}</table>
+{{with .Mismatches}}<h2>Not as predicted</h2><ul>{{range .}}<li class="bad">{{.Text}}</li>{{end}}</ul>{{end}}
 {{with .Problems}}<h2>Problems</h2><ul>{{range .}}<li class="bad">{{.}}</li>{{end}}</ul>{{end}}
 <h2>Files</h2>
 <ul>
