@@ -237,6 +237,44 @@ func (r *Row) AddMismatch(m Mismatch) {
 	r.MismatchDetails = append(r.MismatchDetails, m)
 }
 
+// Details are the row's mismatches in structured form: MismatchDetails,
+// or, in a file written before they were, each of Mismatches read back
+// from its text (MismatchOf).
+func (r *Row) Details() []Mismatch {
+	if len(r.MismatchDetails) == len(r.Mismatches) {
+		return r.MismatchDetails
+	}
+	out := make([]Mismatch, len(r.Mismatches))
+	for i, t := range r.Mismatches {
+		out[i] = MismatchOf(t)
+	}
+	return out
+}
+
+// MismatchOf reads a mismatch back from its line in Row.Mismatches (its
+// Text), as the judge writes them: "P V, expected W" (a verdict), "P
+// violated outside every window..." (unexcused), "trace ..." (the model),
+// "rejected 0, ..." (no-bite). A line of none of these forms has no kind
+// and no property: it is about the row.
+func MismatchOf(text string) Mismatch {
+	m := Mismatch{Text: text}
+	first, rest, _ := strings.Cut(text, " ")
+	switch {
+	case slices.Contains(PropertyIDs(), first) && strings.HasPrefix(rest, "violated outside every window"):
+		m.Kind, m.Property, m.Verdict = MismatchUnexcused, first, Violated
+	case slices.Contains(PropertyIDs(), first):
+		m.Kind, m.Property = MismatchVerdict, first
+		if v, w, ok := strings.Cut(rest, ", expected "); ok {
+			m.Verdict, m.Expected = Verdict(v), Want(w)
+		}
+	case first == "trace":
+		m.Kind = MismatchTrace
+	case strings.HasPrefix(text, "rejected 0, expected > 0"):
+		m.Kind = MismatchNoBite
+	}
+	return m
+}
+
 // DropMismatch removes the mismatch whose text is text, from both forms,
 // and reports whether there was one.
 func (r *Row) DropMismatch(text string) bool {

@@ -138,3 +138,25 @@ func TestMismatchForms(t *testing.T) {
 		t.Error("dropped a mismatch the row does not have")
 	}
 }
+
+// TestMismatchOf: a mismatch's line reads back as the judge wrote it, so
+// that a file written before mismatch_details says which property each
+// line is about (Row.Details).
+func TestMismatchOf(t *testing.T) {
+	for _, m := range []Mismatch{
+		VerdictMismatch(PropLease, Violated, WantOK),
+		VerdictMismatch(PropResource, OK, WantViolated),
+		{Kind: MismatchUnexcused, Property: PropLease, Verdict: Violated,
+			Text: "lease violated outside every window that excuses it (mutual-exclusion, lines 1,2; windows: key-loss)"},
+		{Kind: MismatchTrace, Text: "trace rejected by the model at line 5"},
+		{Kind: MismatchNoBite, Text: "rejected 0, expected > 0 (the fault did not bite)"},
+	} {
+		if got := MismatchOf(m.Text); got != m {
+			t.Errorf("MismatchOf(%q) = %+v; want %+v", m.Text, got, m)
+		}
+	}
+	r := Row{Mismatches: []string{"lease violated, expected ok", "rejected 0, expected > 0 (the fault did not bite)"}}
+	if d := r.Details(); len(d) != 2 || d[0].Property != PropLease || d[1].Kind != MismatchNoBite {
+		t.Errorf("Details of an older row: %+v", d)
+	}
+}

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lockproof/lockproof/checker"
@@ -47,14 +48,32 @@ func Record(row *contract.Row, exp locker.Prediction) {
 	}
 }
 
-// Row judges a row against the prediction exp: its verdicts, its
-// unexcused violations (Unexcused, already in the row) and a validated
-// trace with the model.
-func Row(exp locker.Prediction, row *contract.Row) {
+// Row judges a row of the matrix against the prediction exp: its
+// verdicts, its unexcused violations (Unexcused, already in the row), a
+// validated trace with the model, and whether the fault bit (rejected >
+// 0 where exp needs it). It sets the row's mismatches and AsExpected: the
+// one judgment of "as predicted" that summary.json, the exit code, the
+// reports and the simulation all read. A must-break property the row
+// missed is a mismatch until Cells finds it on another seed of the cell.
+func Row(exp locker.Prediction, row *contract.Row) { judgeRow(exp, row, false) }
+
+// Seed judges a seed that stands alone, with no cell of seeds around it
+// (a simulation's): as Row does, except that a property exp says must
+// break and the seed did not break is no mismatch (one seed of a
+// timing-dependent fault may miss what the next finds; a campaign says of
+// a break no seed found, sim.LockTotals.Missed), nor is a fault that
+// refused no stale op (a simulated row counts none, Row.Rejected).
+func Seed(exp locker.Prediction, row *contract.Row) { judgeRow(exp, row, true) }
+
+func judgeRow(exp locker.Prediction, row *contract.Row, alone bool) {
 	row.Mismatches, row.MismatchDetails = nil, nil
 	for _, p := range contract.PropertyIDs() {
 		v, w := row.Verdict(p), exp.Want(p)
-		if v != contract.Unknown && !w.Matches(v) {
+		if alone && w == contract.WantViolated {
+			continue
+		}
+		// A property the row predates (not checked) decides nothing.
+		if v != contract.Unknown && v != contract.NotChecked && !w.Matches(v) {
 			row.AddMismatch(contract.VerdictMismatch(p, v, w))
 		}
 	}
@@ -67,10 +86,30 @@ func Row(exp locker.Prediction, row *contract.Row) {
 	for _, u := range row.Unexcused {
 		row.AddMismatch(contract.UnexcusedMismatch(u, exp.Want))
 	}
-	if exp.Rejected && row.Rejected == 0 && !row.Unknown() {
+	if !alone && exp.Rejected && row.Rejected == 0 && !row.Unknown() {
 		row.AddMismatch(contract.Mismatch{Kind: contract.MismatchNoBite, Text: "rejected 0, expected > 0 (the fault did not bite)"})
 	}
-	row.AsExpected = len(row.Mismatches) == 0 && !row.Unknown()
+	settle(row)
+}
+
+// settle decides a judged row's AsExpected from its mismatches: none, and
+// every verdict known.
+func settle(row *contract.Row) { row.AsExpected = len(row.Mismatches) == 0 && !row.Unknown() }
+
+// Recorded is the prediction a row records (Record's inverse): the
+// verdict it expects of each property, and the properties it may
+// violate; a property with neither has no prediction. Whether the fault
+// must bite (Prediction.Rejected) and why are not recorded. The reports
+// judge through it the rows a summary.json holds unjudged (a file written
+// by hand, with no as_expected): Row(Recorded(r), r), then Cells.
+func Recorded(row *contract.Row) locker.Prediction {
+	var p locker.Prediction
+	for _, id := range contract.PropertyIDs() {
+		if w := contract.WantOf(row.Expected[id], slices.Contains(row.MayViolate, id)); w != "" {
+			p.Set(w, id)
+		}
+	}
+	return p
 }
 
 // Cells sums each lock × fault of rows up over its seeds and settles the
@@ -127,7 +166,7 @@ func Cells(rows []*contract.Row, exps []locker.Prediction) []*contract.Cell {
 			for _, r := range rs {
 				if r.DropMismatch(contract.VerdictMismatch(p, r.Verdict(p), contract.WantViolated).Text) {
 					r.FoundElsewhere = append(r.FoundElsewhere, p)
-					r.AsExpected = len(r.Mismatches) == 0 && !r.Unknown()
+					settle(r)
 				}
 			}
 		}

@@ -15,6 +15,10 @@ import (
 // Diff is what changed between two runs, scenario by scenario (matched by
 // lock, fault and seed).
 type Diff struct {
+	// NotAsPredicted are the new run's scenarios not as predicted (its
+	// judged rows' mismatches), whether or not a verdict changed: what
+	// makes the new run fail.
+	NotAsPredicted []Mismatched `json:"not_as_predicted,omitempty"`
 	// NewViolations: properties violated in the new run and not in the old.
 	NewViolations []Change `json:"new_violations"`
 	// Fixed: properties violated in the old run and holding (or n/a) in
@@ -43,6 +47,13 @@ type Diff struct {
 	Sides      []Side   `json:"sides,omitempty"`
 }
 
+// Mismatched is one scenario not as predicted: its ID and what the judge
+// found (contract.Mismatch texts).
+type Mismatched struct {
+	Scenario   string   `json:"scenario"`
+	Mismatches []string `json:"mismatches"`
+}
+
 // Side is one lock × fault of a comparison of topologies: what each
 // run's cell found ("—" where the run has no such cell: a fault of one
 // topology alone).
@@ -66,10 +77,14 @@ func found(c *CellReport) string {
 			parts = append(parts, fmt.Sprintf("%s %d/%d", p.Property, p.Violated, p.Decided()))
 		}
 	}
+	out := "violated: " + strings.Join(parts, ", ")
 	if len(parts) == 0 {
-		return fmt.Sprintf("all held (%d seeds)", seeds)
+		out = fmt.Sprintf("all held (%d seeds)", seeds)
 	}
-	return "violated: " + strings.Join(parts, ", ")
+	if c.Status == Fail {
+		out += " (not as predicted)"
+	}
+	return out
 }
 
 // Change is one property whose verdict changed.
@@ -115,6 +130,13 @@ func Compare(old, new *Report) Diff {
 	}
 	news := map[string]bool{}
 	for _, s := range new.Scenarios {
+		if s.Status == Fail {
+			m := Mismatched{Scenario: s.ID}
+			for _, x := range s.Mismatches {
+				m.Mismatches = append(m.Mismatches, x.Text)
+			}
+			d.NotAsPredicted = append(d.NotAsPredicted, m)
+		}
 		k := scenarioKey(s)
 		news[k] = true
 		o, ok := olds[k]
@@ -197,6 +219,13 @@ func WriteDiff(w io.Writer, d Diff) error {
 	}
 	if len(d.NewViolations)+len(d.Fixed)+len(d.Inconclusive)+len(d.Changed)+len(d.Added)+len(d.Removed)+len(d.RateDrops)+len(d.Slowdowns) == 0 {
 		fmt.Fprintf(b, "No verdict changed.\n")
+	}
+	if len(d.NotAsPredicted) > 0 {
+		fmt.Fprintf(b, "\n## Not as predicted in the new run (%d)\n\n| scenario | what is not as predicted |\n|---|---|\n", len(d.NotAsPredicted))
+		for _, m := range d.NotAsPredicted {
+			fmt.Fprintf(b, "| %s | %s |\n", mdEscape(m.Scenario), mdEscape(strings.Join(m.Mismatches, "; ")))
+		}
+		fmt.Fprintln(b)
 	}
 	section := func(title string, cs []Change) {
 		if len(cs) == 0 {

@@ -23,7 +23,7 @@ func Example() {
 	fmt.Printf("setnx × pause-client: resource violated on %d of %d seeds, %s; counterexample %s lines %v\n",
 		p.Violated, p.Decided(), p.Outcome, p.Counterexample, p.Lines)
 	// Output:
-	// fail - 2 verdicts not as expected in 7 scenarios; 1 unknown
+	// fail - 2 verdicts not as expected in 2 of 7 scenarios; 1 unknown
 	// setnx × pause-client: resource violated on 1 of 1 seeds, as-expected; counterexample setnx-pause-client-1 lines [6 7]
 }
 

@@ -119,11 +119,12 @@ func outcomeWord(o Outcome) string {
 	return string(o)
 }
 
-// statusWord is a report's, cell's or scenario's status in capitals.
+// statusWord is a report's, cell's or scenario's status in capitals: a
+// pass says what it means, as predicted (a predicted violation is one).
 func statusWord(s Status) string {
 	switch s {
 	case Pass:
-		return "PASS"
+		return "AS PREDICTED"
 	case Fail:
 		return "FAIL"
 	}
@@ -194,6 +195,9 @@ type issue struct {
 	Text     string
 }
 
+// unexpectedOf lists what the judge found not as predicted, scenario by
+// scenario (their rows' mismatches): each property not as predicted,
+// then what is about the whole scenario (its trace, its fault).
 func unexpectedOf(r *Report) []issue {
 	var out []issue
 	for _, s := range r.Scenarios {
@@ -202,11 +206,36 @@ func unexpectedOf(r *Report) []issue {
 				out = append(out, issue{s, p.Property, fmt.Sprintf("%s, predicted %s: %s", verdictWord(p.Verdict), wantWord(p.Want), p.Evidence)})
 			}
 		}
-		if s.TraceRejected() {
-			out = append(out, issue{s, "trace", traceRejectedText(s)})
+		for _, m := range s.Mismatches {
+			if m.Property != "" && s.Property(m.Property) != nil {
+				continue // listed with its property
+			}
+			out = append(out, issue{s, mismatchSubject(m), mismatchText(s, m)})
 		}
 	}
 	return out
+}
+
+// mismatchSubject names what a mismatch of no property of the report is
+// about: the trace, the fault, or a property this reader does not know.
+func mismatchSubject(m contract.Mismatch) string {
+	switch {
+	case m.Property != "":
+		return m.Property
+	case m.Kind == contract.MismatchTrace:
+		return "trace"
+	case m.Kind == contract.MismatchNoBite:
+		return "fault"
+	}
+	return "scenario"
+}
+
+// mismatchText says a mismatch of the scenario s for people.
+func mismatchText(s *ScenarioReport, m contract.Mismatch) string {
+	if m.Kind == contract.MismatchTrace && s.TraceRejected() && strings.HasPrefix(m.Text, "trace rejected") {
+		return traceRejectedText(s)
+	}
+	return m.Text
 }
 
 // traceRejectedText says where the model refused a scenario's history.
@@ -272,7 +301,6 @@ func pageTemplates() *template.Template {
 		"unknowns":   unknownOf,
 		"sheet":      sheetOf,
 		"base":       path.Base,
-		"add":        func(a, b int) int { return a + b },
 		"gz":         func(p string) bool { return strings.HasSuffix(p, ".gz") },
 		"pct":        func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
 		"cellof":     func(r *Report, lock, fault string) *CellReport { return r.CellOf(lock, fault) },
@@ -314,7 +342,7 @@ const indexPage = `{{define "index"}}<!DOCTYPE html>
 <p class="headline {{.Status}}"><span class="word">{{status .Status}}</span>: {{.Headline}}</p>
 <p class="muted">{{.Counts.Scenarios}} scenarios in {{len .Cells}} lock × fault cells{{with .Started}}, started {{.}}{{end}}. Properties: {{range $i, $p := props}}{{if $i}}, {{end}}<b>{{$p.ID}}</b> ({{$p.Guarantee}}, {{$p.Summary}}){{end}}. A verdict says whether the property <i>held</i> or was <i>violated</i>; the outcome says whether that is <i>as expected</i> for this lock under this fault. Unknown is never a pass.</p>
 {{with .Counts.TraceValidated}}<p class="muted">Trace validation against the TLA+ model: {{.}} fenced-lock histories validated, {{$.Counts.TraceRejected}} rejected.</p>{{end}}
-<nav><a href="#unexpected">Not as expected ({{add .Counts.Unexpected .Counts.TraceRejected}})</a><a href="#unknown">Unknown ({{.Counts.Unknown}})</a><a href="#regressions">Regressions ({{.Counts.Regressions}})</a><a href="#sheet">Guarantee sheet</a><a href="#matrix">Matrix</a></nav>
+<nav><a href="#unexpected">Not as expected ({{len (unexpected .)}})</a><a href="#unknown">Unknown ({{.Counts.Unknown}})</a><a href="#regressions">Regressions ({{.Counts.Regressions}})</a><a href="#sheet">Guarantee sheet</a><a href="#matrix">Matrix</a></nav>
 
 <h2 id="unexpected">Not as expected</h2>
 {{with unexpected .}}<table><tr><th>scenario</th><th>property</th><th>what happened</th></tr>
@@ -371,6 +399,7 @@ const scenarioPage = `{{define "scenario"}}<!DOCTYPE html>
 <table><tr><th>property</th><th>verdict</th><th>predicted</th><th>outcome</th><th>found after the fault</th><th>evidence</th></tr>
 {{range .Properties}}<tr><td>{{.Property}}</td><td class="{{if eq .Verdict "violated"}}violated{{else if eq .Verdict "unknown"}}unknown{{end}}">{{verdict .Verdict}}</td><td>{{want .Want}}</td><td class="{{if eq .Outcome "unexpected"}}bad{{end}}">{{outcome .Outcome}}</td><td>{{with .DetectMs}}{{ms .}}{{else}}—{{end}}</td><td>{{.Evidence}}</td></tr>
 {{end}}</table>
+{{with .Mismatches}}<h2>Not as predicted</h2><ul>{{range .}}<li class="bad">{{.Text}}</li>{{end}}</ul>{{end}}
 {{with .Problems}}<h2>Problems</h2><ul>{{range .}}<li class="bad">{{.}}</li>{{end}}</ul>{{end}}
 <h2>Files</h2>
 <ul>

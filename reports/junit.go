@@ -59,8 +59,9 @@ type junitProblem struct {
 }
 
 // WriteJUnit renders the report as JUnit XML: one test suite per lock, one
-// test case per scenario. A verdict that is not as expected is a failure; an
-// unknown verdict or broken files (with nothing unexpected) is an error.
+// test case per scenario. A scenario not as predicted (its row's
+// mismatches) is a failure; an unknown verdict, a failed scenario or
+// broken files (with nothing unexpected) is an error.
 func WriteJUnit(w io.Writer, r *Report) error {
 	out := junitSuites{Name: "lockproof"}
 	var total int64
@@ -85,7 +86,7 @@ func WriteJUnit(w io.Writer, r *Report) error {
 				suite.Cases = append(suite.Cases, c)
 				continue
 			}
-			var fails, errs, details []string
+			var errs, details []string
 			for _, p := range s.Properties {
 				line := fmt.Sprintf("%s: %s", p.Property, p.Verdict)
 				if p.Expected != "" {
@@ -95,16 +96,18 @@ func WriteJUnit(w io.Writer, r *Report) error {
 					line += ": " + p.Evidence
 				}
 				details = append(details, line)
-				switch p.Outcome {
-				case Unexpected:
-					fails = append(fails, fmt.Sprintf("%s %s, expected %s", p.Property, p.Verdict, p.Expected))
-				case Undecided:
+				if p.Outcome == Undecided {
 					errs = append(errs, p.Property+" unknown")
 				}
 			}
-			if s.TraceRejected() {
-				fails = append(fails, "trace rejected by the TLA+ model")
-				details = append(details, traceRejectedText(s))
+			// A failure is what the judge found not as predicted (the
+			// row's mismatches), as the exit code counts it.
+			var fails []string
+			for _, m := range s.Mismatches {
+				fails = append(fails, m.Text)
+				if m.Property == "" || s.Property(m.Property) == nil {
+					details = append(details, mismatchText(s, m))
+				}
 			}
 			for _, pr := range s.Problems {
 				errs = append(errs, "broken file")
@@ -115,11 +118,14 @@ func WriteJUnit(w io.Writer, r *Report) error {
 				details = append(details, "visualization: "+s.Visualization)
 			}
 			text := strings.Join(details, "\n")
-			switch {
-			case len(fails) > 0:
+			switch s.Status {
+			case Fail:
 				c.Failure = &junitProblem{Message: strings.Join(fails, "; "), Type: "unexpected-verdict", Text: text}
 				suite.Failures++
-			case len(errs) > 0:
+			case Inconclusive:
+				if len(errs) == 0 {
+					errs = append(errs, "undecided")
+				}
 				c.Error = &junitProblem{Message: strings.Join(dedupe(errs), "; "), Type: "unknown-verdict", Text: text}
 				suite.Errors++
 			default:

@@ -47,6 +47,13 @@ type Run struct {
 // LoadedScenario is one scenario of a run with what its directory holds.
 type LoadedScenario struct {
 	contract.Row
+	// Judged: summary.json holds the row's judgment, as every row
+	// lockproof writes does (as_expected, and the mismatches that make it
+	// false): the report reads it. A row without one (a file written by
+	// hand: no as_expected, or one that its mismatches and verdicts do not
+	// explain) is judged, for the report alone, by package judge against
+	// the prediction it records (judge.Recorded).
+	Judged bool
 	// ID names the scenario (its directory, e.g. "fenced-pause-client-1").
 	ID string
 	// Check is the checker's result from check.json; nil when it could not be read.
@@ -104,6 +111,14 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 	if err := json.Unmarshal(data, &sum); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadRun, sumPath, err)
 	}
+	// Which rows hold their judgment: as_expected is always written
+	// (no omitempty), so a row without it was not judged.
+	var members struct {
+		Scenarios []map[string]json.RawMessage `json:"scenarios"`
+	}
+	if err := json.Unmarshal(data, &members); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadRun, sumPath, err)
+	}
 	run := &Run{Dir: dir, Cells: sum.Cells, Shard: sum.Shard, Topology: contract.TopologyOf(sum.Topology)}
 	// Every file a row names is read inside the run directory: a name or
 	// a link that leads out of it is refused (review: report wrote, and
@@ -124,7 +139,9 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 		if err := validateSummary(s); err != nil {
 			return nil, fmt.Errorf("%w: %s: scenario %d (%s/%s seed %d): %v", ErrBadRun, sumPath, i, s.Lock, s.Fault, s.Seed, err)
 		}
-		sc := &LoadedScenario{Row: *s}
+		_, judged := members.Scenarios[i]["as_expected"]
+		judged = judged && s.AsExpected == (len(s.Mismatches) == 0 && !s.Unknown())
+		sc := &LoadedScenario{Row: *s, Judged: judged}
 		sdir := path.Dir(s.History)
 		sc.ID = sdir
 		if sdir == "." {

@@ -89,7 +89,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	return nil
 }
 
-// markdownCell sums a cell up: "L 9/10 R 10/10 · ok", "held · ok".
+// markdownCell sums a cell up: "L 9/10 R 10/10 · as predicted", "held ·
+// as predicted", "L 1/1 · **FAIL**" (its seeds' judged rows, or a
+// regression, say not as predicted).
 func markdownCell(c *CellReport) string {
 	if c == nil {
 		return " "
@@ -114,7 +116,7 @@ func markdownCell(c *CellReport) string {
 	case Inconclusive:
 		s += " · undecided"
 	default:
-		s += " · ok"
+		s += " · as predicted"
 	}
 	return s
 }

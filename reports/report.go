@@ -8,6 +8,8 @@ import (
 
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/judge"
+	"github.com/lockproof/lockproof/locker"
 )
 
 // Status is the verdict of a whole report.
@@ -15,7 +17,8 @@ type Status string
 
 // Report statuses.
 const (
-	// Pass: every scenario gave its expected verdicts and none is unknown.
+	// Pass: every scenario came out as predicted (its row's judgment)
+	// and none is unknown.
 	Pass Status = "pass"
 	// Fail: some verdict is not what was expected.
 	Fail Status = "fail"
@@ -55,11 +58,20 @@ type Report struct {
 
 // Counts sum a report up.
 type Counts struct {
-	Scenarios  int `json:"scenarios"`
-	Unexpected int `json:"unexpected"` // property verdicts not as expected
-	Unknown    int `json:"unknown"`    // property verdicts unknown
-	Problems   int `json:"problems"`   // scenarios failed or with broken files
-	NotRun     int `json:"not_run"`    // scenarios an interruption kept from running
+	Scenarios int `json:"scenarios"`
+	// AsExpected and NotAsExpected count the scenarios as predicted and
+	// not (their rows' judgment, summary.json's as_expected and
+	// mismatches); the others are unknown, failed or not run.
+	AsExpected    int `json:"as_expected"`
+	NotAsExpected int `json:"not_as_expected"`
+	// Unexpected counts the property verdicts not as expected; Unexcused
+	// the violations a fault of the run may cause, outside every window of
+	// one (each a mismatch of its row: summary.json's mismatch_details).
+	Unexpected int `json:"unexpected"`
+	Unexcused  int `json:"unexcused,omitempty"`
+	Unknown    int `json:"unknown"`  // property verdicts unknown
+	Problems   int `json:"problems"` // scenarios failed or with broken files
+	NotRun     int `json:"not_run"`  // scenarios an interruption kept from running
 	// Regressions counts the cells whose detection rate fell too far below
 	// the promised one to be chance (CellReport.Regressions).
 	Regressions int `json:"regressions"`
@@ -68,6 +80,12 @@ type Counts struct {
 	// rejected ones, which fail the run like a verdict not as expected.
 	TraceValidated int `json:"trace_validated,omitempty"`
 	TraceRejected  int `json:"trace_rejected,omitempty"`
+	// TraceDisagrees counts the histories the model and the checker
+	// disagree on; NoBite the scenarios whose fault refused no stale op
+	// where it must; OtherMismatches any other mismatch of a row.
+	TraceDisagrees  int `json:"trace_disagrees,omitempty"`
+	NoBite          int `json:"no_bite,omitempty"`
+	OtherMismatches int `json:"other_mismatches,omitempty"`
 }
 
 // ScenarioReport is one scenario in a report.
@@ -83,7 +101,11 @@ type ScenarioReport struct {
 	Visualization string            `json:"visualization,omitempty"`
 	Properties    []PropertyOutcome `json:"properties"`
 	Problems      []string          `json:"problems,omitempty"`
-	Status        Status            `json:"status"`
+	// Mismatches are what the judge found not as predicted in the
+	// scenario (summary.json's mismatch_details): its status is fail
+	// when there is one.
+	Mismatches []contract.Mismatch `json:"mismatches,omitempty"`
+	Status     Status              `json:"status"`
 	// ElapsedMs is the scenario's wall time; NotRun: an interruption kept
 	// it from running.
 	ElapsedMs int64 `json:"elapsed_ms,omitempty"`
@@ -142,28 +164,53 @@ type PropertyOutcome struct {
 // propertyNames are the properties of a report, in matrix order.
 func propertyNames() []string { return contract.PropertyIDs() }
 
-// compare says how verdict v compares to prediction want. Only the line
-// between violated and not-violated matters: n/a meets an expected ok. A
-// predicted break missed on this seed but found on another seed of its
-// cell (foundElsewhere) is as expected.
-func compare(v contract.Verdict, want contract.Want, foundElsewhere bool) Outcome {
+// outcome says how a property's verdict v compares with its prediction
+// want, as the row's judgment says (package judge): unexpected when the
+// judge found the property not as predicted (mismatched), unknown when
+// the verdict is, else as expected where there is a prediction.
+func outcome(v contract.Verdict, want contract.Want, mismatched bool) Outcome {
 	switch {
+	case mismatched:
+		return Unexpected
 	case v == contract.NotChecked:
 		return NoExpected // the property is newer than the row: nothing to compare
 	case v == contract.Unknown:
 		return Undecided
-	case want == contract.WantMay:
+	case want == contract.WantOK || want == contract.WantViolated || want == contract.WantMay:
 		return AsExpected
-	case want == contract.WantOK || want == contract.WantViolated:
-		if (v == contract.Violated) == (want == contract.WantViolated) || want == contract.WantViolated && foundElsewhere {
-			return AsExpected
-		}
-		return Unexpected
 	}
 	return NoExpected
 }
 
-// Build turns a loaded run into a report.
+// judgedRows are run's rows as judged, in its order: a row summary.json
+// holds judged (LoadedScenario.Judged, every row lockproof writes) as it
+// is; any other (a file written by hand) a copy, judged by package judge
+// against the prediction it records, as the matrix judges (judge.Row,
+// then judge.Cells for the seeds that missed what their cell found). The
+// report reads the judgment; it never decides "as predicted" itself.
+func judgedRows(run *Run) []*contract.Row {
+	rows := make([]*contract.Row, len(run.Scenarios))
+	var fresh []*contract.Row
+	var exps []locker.Prediction
+	for i, sc := range run.Scenarios {
+		if sc.Judged {
+			rows[i] = &sc.Row
+			continue
+		}
+		r := sc.Row
+		r.FoundElsewhere = nil // judge.Cells finds them
+		exp := judge.Recorded(&r)
+		judge.Row(exp, &r)
+		rows[i] = &r
+		fresh, exps = append(fresh, &r), append(exps, exp)
+	}
+	judge.Cells(fresh, exps)
+	return rows
+}
+
+// Build turns a loaded run into a report. Whether each scenario, each
+// cell and the run came out as predicted is the judged rows' word
+// (judgedRows): the report agrees with summary.json and the exit code.
 func Build(run *Run) *Report {
 	r := &Report{}
 	if t := contract.TopologyOf(run.Topology); t != contract.TopologySentinel {
@@ -174,8 +221,9 @@ func Build(run *Run) *Report {
 			r.Started = sc.Started
 		}
 	}
-	for _, sc := range run.Scenarios {
-		sr := buildScenario(sc)
+	rows := judgedRows(run)
+	for i, sc := range run.Scenarios {
+		sr := buildScenario(sc, rows[i])
 		r.Scenarios = append(r.Scenarios, sr)
 		// The run's rows come in its plan's order (locks, then faults):
 		// the first appearance orders the matrix, with no list of names
@@ -199,14 +247,32 @@ func Build(run *Run) *Report {
 			r.Counts.TraceValidated++
 		case contract.TraceRejected:
 			r.Counts.TraceValidated++
-			r.Counts.TraceRejected++
 		}
 		for _, p := range sr.Properties {
-			switch p.Outcome {
-			case Unexpected:
-				r.Counts.Unexpected++
-			case Undecided:
+			if p.Outcome == Undecided {
 				r.Counts.Unknown++
+			}
+		}
+		switch sr.Status {
+		case Fail:
+			r.Counts.NotAsExpected++
+		case Pass:
+			r.Counts.AsExpected++
+		}
+		for _, m := range sr.Mismatches {
+			switch {
+			case m.Kind == contract.MismatchVerdict:
+				r.Counts.Unexpected++
+			case m.Kind == contract.MismatchUnexcused:
+				r.Counts.Unexcused++
+			case m.Kind == contract.MismatchTrace && sr.TraceRejected() && strings.HasPrefix(m.Text, "trace rejected"):
+				r.Counts.TraceRejected++
+			case m.Kind == contract.MismatchTrace:
+				r.Counts.TraceDisagrees++
+			case m.Kind == contract.MismatchNoBite:
+				r.Counts.NoBite++
+			default:
+				r.Counts.OtherMismatches++
 			}
 		}
 	}
@@ -226,45 +292,90 @@ func Build(run *Run) *Report {
 			r.Counts.Regressions++
 		}
 	}
-	switch {
-	case r.Counts.Unexpected > 0 || r.Counts.Regressions > 0 || r.Counts.TraceRejected > 0:
-		r.Status = Fail
-		var parts []string
-		if r.Counts.Unexpected > 0 {
-			parts = append(parts, fmt.Sprintf("%d verdicts not as expected", r.Counts.Unexpected))
-		}
-		if r.Counts.TraceRejected > 0 {
-			parts = append(parts, fmt.Sprintf("%d traces rejected by the TLA+ model", r.Counts.TraceRejected))
-		}
-		if r.Counts.Regressions > 0 {
-			parts = append(parts, fmt.Sprintf("%d cells detect a predicted break too rarely (regression)", r.Counts.Regressions))
-		}
-		r.Headline = strings.Join(parts, " and ") + fmt.Sprintf(" in %d scenarios", r.Counts.Scenarios)
-		if r.Counts.Unknown > 0 {
-			r.Headline += fmt.Sprintf("; %d unknown", r.Counts.Unknown)
-		}
-		if r.Counts.NotRun > 0 {
-			r.Headline += fmt.Sprintf("; interrupted after %d of %d scenarios", r.Counts.Scenarios-r.Counts.NotRun, r.Counts.Scenarios)
-		}
-	case r.Counts.NotRun > 0:
-		r.Status = Inconclusive
-		r.Headline = fmt.Sprintf("interrupted after %d of %d scenarios (%d verdicts unknown among them); this run does not show the locks safe",
-			r.Counts.Scenarios-r.Counts.NotRun, r.Counts.Scenarios, r.Counts.Unknown)
-	case r.Counts.Unknown > 0 || r.Counts.Problems > 0:
-		r.Status = Inconclusive
-		r.Headline = fmt.Sprintf("inconclusive: %d verdicts unknown and %d scenarios failed or with broken files in %d scenarios; this run does not show the locks safe",
-			r.Counts.Unknown, r.Counts.Problems, r.Counts.Scenarios)
-	case r.Counts.Scenarios == 0:
-		r.Status = Inconclusive
-		r.Headline = "inconclusive: the run has no scenarios"
-	default:
-		r.Status = Pass
-		r.Headline = fmt.Sprintf("all %d scenarios gave the expected verdicts", r.Counts.Scenarios)
-	}
+	r.Status, r.Headline = headline(r)
 	return r
 }
 
-func buildScenario(sc *LoadedScenario) *ScenarioReport {
+// headline is the run's status, as summary.json's rows and cells make
+// the exit code (contract.Summary.Status), and its sentence: what is not
+// as predicted, or, for a run as predicted, where its violations are
+// (each one predicted).
+func headline(r *Report) (Status, string) {
+	c := r.Counts
+	switch {
+	case c.NotAsExpected > 0 || c.Regressions > 0:
+		var parts []string
+		for _, p := range []struct {
+			n    int
+			what string
+		}{
+			{c.Unexpected, "verdicts not as expected"},
+			{c.Unexcused, "violations outside every fault window that excuses them"},
+			{c.TraceRejected, "traces rejected by the TLA+ model"},
+			{c.TraceDisagrees, "traces the TLA+ model and the checker disagree on"},
+			{c.NoBite, "faults that did not bite (no stale op refused)"},
+			{c.OtherMismatches, "other mismatches"},
+		} {
+			if p.n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+			}
+		}
+		h := ""
+		if c.NotAsExpected > 0 {
+			h = strings.Join(parts, ", ") + fmt.Sprintf(" in %d of %d scenarios", c.NotAsExpected, c.Scenarios)
+		}
+		if c.Regressions > 0 {
+			if h != "" {
+				h += " and "
+			}
+			h += fmt.Sprintf("%d cells detect a predicted break too rarely (regression)", c.Regressions)
+		}
+		if c.Unknown > 0 {
+			h += fmt.Sprintf("; %d unknown", c.Unknown)
+		}
+		if c.NotRun > 0 {
+			h += fmt.Sprintf("; interrupted after %d of %d scenarios", c.Scenarios-c.NotRun, c.Scenarios)
+		}
+		return Fail, h
+	case c.NotRun > 0:
+		return Inconclusive, fmt.Sprintf("interrupted after %d of %d scenarios (%d verdicts unknown among them); this run does not show the locks safe",
+			c.Scenarios-c.NotRun, c.Scenarios, c.Unknown)
+	case c.Unknown > 0 || c.Problems > 0 || c.AsExpected < c.Scenarios:
+		return Inconclusive, fmt.Sprintf("inconclusive: %d verdicts unknown and %d scenarios failed or with broken files in %d scenarios; this run does not show the locks safe",
+			c.Unknown, c.Problems, c.Scenarios)
+	case c.Scenarios == 0:
+		return Inconclusive, "inconclusive: the run has no scenarios"
+	}
+	return Pass, fmt.Sprintf("all %d scenarios as predicted; %s", c.Scenarios, violationsWhere(r))
+}
+
+// violationsWhere says where a run as predicted found its violations:
+// the cells (lock × fault) with one, each predicted.
+func violationsWhere(r *Report) string {
+	var where []string
+	for _, c := range r.Cells {
+		var found []string
+		for _, p := range c.Properties {
+			if p.Violated > 0 {
+				found = append(found, fmt.Sprintf("%s %d/%d", p.Property, p.Violated, p.Decided()))
+			}
+		}
+		if len(found) > 0 {
+			where = append(where, fmt.Sprintf("%s × %s (%s)", c.Lock, c.Fault, strings.Join(found, ", ")))
+		}
+	}
+	const most = 8
+	n := len(where)
+	switch {
+	case n == 0:
+		return "no violation found"
+	case n > most:
+		where = append(where[:most], fmt.Sprintf("%d more", n-most))
+	}
+	return fmt.Sprintf("violations, each predicted, in %d of %d cells: %s", n, len(r.Cells), strings.Join(where, ", "))
+}
+
+func buildScenario(sc *LoadedScenario, row *contract.Row) *ScenarioReport {
 	sr := &ScenarioReport{
 		ID: sc.ID, Lock: sc.Lock, Fault: sc.Fault, Seed: sc.Seed, Ops: sc.Ops, Rejected: sc.Rejected,
 		History: sc.History, Check: sc.CheckPath, Visualization: sc.Visualization,
@@ -272,14 +383,21 @@ func buildScenario(sc *LoadedScenario) *ScenarioReport {
 		ElapsedMs: sc.ElapsedMs, NotRun: sc.NotRun, Started: sc.Started, FaultName: sc.FaultName, FaultEvidence: sc.FaultEvidence,
 		FaultStartMs: sc.FaultStartMs, Page: sc.Page,
 		Trace: sc.Trace, TraceLine: sc.TraceLine, TraceError: sc.TraceError,
-		failed: sc.Error != "" || sc.FaultError != "" || sc.NotRun,
+		Mismatches: row.Details(),
+		failed:     sc.Error != "" || sc.FaultError != "" || sc.NotRun,
 	}
-	sr.Status = Pass
 	for _, name := range propertyNames() {
 		po := PropertyOutcome{Property: name, Verdict: sc.Verdicts[name], Expected: sc.Expected[name],
 			Want:           contract.WantOf(sc.Expected[name], slices.Contains(sc.MayViolate, name)),
-			FoundElsewhere: slices.Contains(sc.FoundElsewhere, name)}
-		po.Outcome = compare(po.Verdict, po.Want, po.FoundElsewhere)
+			FoundElsewhere: slices.Contains(row.FoundElsewhere, name)}
+		var mine *contract.Mismatch
+		for i := range sr.Mismatches {
+			if sr.Mismatches[i].Property == name {
+				mine = &sr.Mismatches[i]
+				break
+			}
+		}
+		po.Outcome = outcome(po.Verdict, po.Want, mine != nil)
 		if d, ok := sc.DetectMs[name]; ok {
 			po.DetectMs = &d
 		}
@@ -291,26 +409,31 @@ func buildScenario(sc *LoadedScenario) *ScenarioReport {
 			}
 		}
 		switch {
+		case mine != nil && mine.Kind == contract.MismatchUnexcused:
+			po.Evidence = mine.Text
 		case po.Outcome == Unexpected && po.Verdict != contract.Violated:
 			po.Evidence = "no violation found on any seed of this lock × fault: the harness did not catch what this lock is known to break"
 		case po.FoundElsewhere && po.Verdict != contract.Violated:
 			po.Evidence = "not found on this seed; found on another seed of this lock × fault, as predicted"
-		}
-		switch po.Outcome {
-		case Unexpected:
-			sr.Status = Fail
-		case Undecided:
-			if sr.Status == Pass {
-				sr.Status = Inconclusive
-			}
 		}
 		sr.Properties = append(sr.Properties, po)
 	}
 	for i := range sr.Properties {
 		sr.byName[sr.Properties[i].Property] = &sr.Properties[i]
 	}
-	if len(sr.Problems) > 0 && sr.Status == Pass {
+	// The row's judgment decides, as it decides the exit code: not as
+	// predicted when the judge found a mismatch; undecided when a verdict
+	// is unknown, the scenario or its fault failed, or its files are
+	// broken (a report never calls those safe).
+	switch {
+	case len(sr.Mismatches) > 0:
+		sr.Status = Fail
+	case sc.NotRun:
+		sr.Status = Pass // not run: counted apart (Counts.NotRun)
+	case row.Unknown() || len(sr.Problems) > 0:
 		sr.Status = Inconclusive
+	default:
+		sr.Status = Pass
 	}
 	return sr
 }

@@ -90,8 +90,7 @@ func RunSeed(t *testing.T, reg *locker.Registry, c Campaign, wc workload.Config,
 		row.Verdicts[p.ID] = p.Verdict
 	}
 	judge.Record(&row, r.Expected)
-	row.Mismatches, row.MismatchDetails = r.Mismatches, r.Details
-	row.AsExpected = len(r.Mismatches) == 0 && len(r.Unknown) == 0
+	row.Mismatches, row.MismatchDetails, row.AsExpected = r.Mismatches, r.Details, r.AsExpected
 	var ev []string
 	for _, o := range r.Ops {
 		if o.Kind == history.Fault && o.Evidence != "" {

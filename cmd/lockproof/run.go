@@ -451,25 +451,40 @@ func commandLock(f runFlags) (*locker.Entry, error) {
 	return &e, nil
 }
 
-// printTotals prints the one-line result of a run.
+// printTotals prints the one-line result of a run: the scenarios as
+// predicted, not as predicted (their rows' mismatches, what exits 1) and
+// unknown, as summary.json judged them, then how many found a violation
+// and whether each was predicted.
 func printTotals(w io.Writer, sum *contract.Summary, out string, took time.Duration) {
-	n, unexpected, unknown, violated := len(sum.Scenarios), 0, 0, 0
+	n, as, not, unknown, violated, unpredicted := len(sum.Scenarios), 0, 0, 0, 0, 0
 	for _, s := range sum.Scenarios {
-		if !s.AsExpected {
-			unexpected++
-		}
-		if s.Unknown() {
+		switch {
+		case len(s.Mismatches) > 0:
+			not++
+		case s.Unknown():
 			unknown++
+		case s.AsExpected:
+			as++
 		}
 		for _, p := range contract.PropertyIDs() {
 			if s.Verdict(p) == contract.Violated {
 				violated++
+				if len(s.Mismatches) > 0 {
+					unpredicted++
+				}
 				break
 			}
 		}
 	}
-	fmt.Fprintf(w, "%d scenarios in %v: %d with violations, %d not as expected, %d with unknown verdicts; run directory %s\n",
-		n, took.Round(time.Second), violated, unexpected, unknown, out)
+	found := "no violation"
+	switch {
+	case violated > 0 && unpredicted == 0:
+		found = fmt.Sprintf("violations in %d, each predicted", violated)
+	case violated > 0:
+		found = fmt.Sprintf("violations in %d, %d of them in scenarios not as predicted", violated, unpredicted)
+	}
+	fmt.Fprintf(w, "%d scenarios in %v: %d as predicted, %d not as predicted, %d with unknown verdicts; %s; run directory %s\n",
+		n, took.Round(time.Second), as, not, unknown, found, out)
 	// Over several seeds, each cell's detection rate (summary.json "cells").
 	for _, c := range sum.Cells {
 		if c.Seeds < 2 || len(c.Found) == 0 {
@@ -487,9 +502,16 @@ func printTotals(w io.Writer, sum *contract.Summary, out string, took time.Durat
 			}
 			parts = append(parts, part)
 		}
-		status := "as expected"
-		if !c.AsExpected {
-			status = "NOT AS EXPECTED"
+		// The cell's word is its rows' and its regressions', as the exit
+		// code's: a cell of an unknown seed is undecided, not a failure.
+		status := "as predicted"
+		switch {
+		case len(c.Regressions) > 0 || slices.ContainsFunc(sum.Scenarios, func(r *contract.Row) bool {
+			return r.Lock == c.Lock && r.Fault == c.Fault && len(r.Mismatches) > 0
+		}):
+			status = "NOT AS PREDICTED"
+		case !c.AsExpected:
+			status = "undecided"
 		}
 		fmt.Fprintf(w, "  %s × %s: violated %s; %s\n", c.Lock, c.Fault, strings.Join(parts, ", "), status)
 	}
