@@ -117,6 +117,9 @@ func Merge(out string, dirs []string, noReport bool) (*contract.Summary, error) 
 	if entries, err := readDirIn(dst, "."); err != nil || len(entries) > 0 {
 		return nil, fmt.Errorf("%w: %s is not empty", ErrBadMerge, out)
 	}
+	if _, err := CreateRunDir(out, NewRunID()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadMerge, err)
+	}
 	for _, p := range parts {
 		for _, r := range p.sum.Scenarios {
 			dir := path.Dir(r.History)
