@@ -280,6 +280,7 @@ func (m *matrix) sharedEnv(ctx context.Context) (env.Env, error) {
 		m.shared, m.sharedEr = m.cfg.Open(octx, chaos.On(chaos.SharedSpec(), m.cfg.Topology))
 		cancel()
 		if m.sharedEr != nil {
+			m.shared = nil // nothing to close (whatever the opener returned)
 			m.sharedEr = fmt.Errorf("open the shared environment: %w", m.sharedEr)
 		} else {
 			m.warnNonEmpty(ctx, m.shared)
