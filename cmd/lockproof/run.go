@@ -59,6 +59,7 @@ type runFlags struct {
 	shard                string
 	topology             string
 	lockCmd, lockName    string
+	lockEnv              string
 	profile              string
 }
 
@@ -132,6 +133,7 @@ func runFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.keepAll, "keep-all", false, "keep every history as written and every Porcupine page (default: compress the histories of as-expected scenarios but a sample and the first counterexample per cell)")
 	fs.StringVar(&f.tlaJar, "tla-jar", os.Getenv(tla.JarEnv), "tla2tools.jar: validate each history of the fenced lock against tla/TraceFencedLock.tla with TLC (needs java; default $TLA2TOOLS_JAR; empty: not validated)")
 	fs.StringVar(&f.lockCmd, "lock-cmd", "", `run a lock in any language: the command (quoted as a shell would, "python3 adapter.py --x 1") started once per client, which speaks the line protocol on stdin and stdout (docs/LINEPROTO.md); --locks then adds built-in locks beside it`)
+	fs.StringVar(&f.lockEnv, "lock-env", "", "with --lock-cmd: comma-separated names of variables of this environment the lock's process gets beside PATH, HOME, LANG, LC_*, TMPDIR and TZ (e.g. PYTHONPATH,VIRTUAL_ENV; docs/LINEPROTO.md): no other reaches it")
 	fs.StringVar(&f.lockName, "lock-name", "", "with --lock-cmd: the lock's name in the matrix (lowercase letters, digits, dashes)")
 	fs.StringVar(&f.profile, "profile", "", "with --lock-cmd: what the lock claims, fenced, lease or none (default fenced: a lock is held to the strongest claim until it says otherwise)")
 	fs.BoolVar(&f.verbose, "v", false, "log details to stderr")
@@ -420,10 +422,22 @@ func builtin() (*locker.Registry, error) {
 
 func commandLock(f runFlags) (*locker.Entry, error) {
 	if f.lockCmd == "" {
-		if f.lockName != "" || f.profile != "" {
-			return nil, errors.New("--lock-name and --profile go with --lock-cmd")
+		if f.lockName != "" || f.profile != "" || f.lockEnv != "" {
+			return nil, errors.New("--lock-name, --profile and --lock-env go with --lock-cmd")
 		}
 		return nil, nil
+	}
+	var lockEnv []string
+	for n := range strings.SplitSeq(f.lockEnv, ",") {
+		switch n = strings.TrimSpace(n); {
+		case n == "":
+		case strings.ContainsAny(n, "= \t"):
+			return nil, fmt.Errorf("--lock-env %q: want names of variables, comma-separated (not NAME=value)", n)
+		case strings.HasPrefix(strings.ToUpper(n), "LOCKPROOF_"):
+			return nil, fmt.Errorf("--lock-env %s: lockproof's own variables (its passwords among them) are not the lock's: hello gives the process what it needs", n)
+		default:
+			lockEnv = append(lockEnv, n)
+		}
 	}
 	argv, err := splitCommand(f.lockCmd)
 	if err != nil {
@@ -444,7 +458,7 @@ func commandLock(f runFlags) (*locker.Entry, error) {
 	default:
 		return nil, fmt.Errorf("--profile %q: want fenced, lease or none", f.profile)
 	}
-	e, err := lineproto.Entry(lineproto.Config{Name: f.lockName, Command: argv, Profile: prof})
+	e, err := lineproto.Entry(lineproto.Config{Name: f.lockName, Command: argv, Profile: prof, Env: lockEnv})
 	if err != nil {
 		return nil, fmt.Errorf("--lock-cmd: %w", err)
 	}
