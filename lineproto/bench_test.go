@@ -69,7 +69,7 @@ func benchLocker(b *testing.B, cmd []string, env ...string) (pinger, *redis.Clie
 	for _, e := range env {
 		b.Setenv(echoEnv, e)
 	}
-	l, err := lineproto.Open(lineproto.Config{Name: "bench", Command: cmd}, locker.Deps{Redis: rdb})
+	l, err := lineproto.Open(lineproto.Config{Name: "bench", Command: cmd, Env: []string{echoEnv}}, locker.Deps{Redis: rdb})
 	if err != nil {
 		b.Fatal(err)
 	}

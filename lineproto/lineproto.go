@@ -19,7 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -49,6 +51,39 @@ type Config struct {
 	// CloseTimeout bounds Close: a process that has not exited by then
 	// after its close request and the end of its stdin is killed; 0 means 5s.
 	CloseTimeout time.Duration
+	// Env names the variables of this process's environment the lock's
+	// process gets beside the ones it always gets (BaseEnv): its
+	// interpreter's, say (PYTHONPATH, VIRTUAL_ENV, JAVA_HOME). No other
+	// variable reaches it (docs/LINEPROTO.md, The process's environment).
+	Env []string
+}
+
+// BaseEnv are the variables of this process's environment every lock
+// process gets (when set): what finds programs and files and says the
+// locale, nothing that may hold a secret of the harness's (issue 62.11:
+// the process inherited LOCKPROOF_SENTINEL_PASSWORD). LC_* is every
+// variable of that prefix; SYSTEMROOT, TEMP and TMP are Windows'.
+var BaseEnv = []string{"PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TMPDIR", "TZ", "SYSTEMROOT", "TEMP", "TMP"}
+
+// Environ returns the environment of a lock process: the variables of
+// environ (os.Environ's form) that BaseEnv or extra name.
+func Environ(environ, extra []string) []string {
+	keep := func(name string) bool {
+		for _, n := range slices.Concat(BaseEnv, extra) {
+			if prefix, ok := strings.CutSuffix(n, "*"); ok && strings.HasPrefix(name, prefix) || n == name ||
+				runtime.GOOS == "windows" && strings.EqualFold(n, name) {
+				return true
+			}
+		}
+		return false
+	}
+	out := []string{} // never nil: exec.Cmd's nil Env is the whole environment
+	for _, kv := range environ {
+		if name, _, ok := strings.Cut(kv, "="); ok && name != "" && keep(name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // Entry returns the locker.Entry of the lock c runs: each client's Locker
@@ -166,6 +201,7 @@ func Open(c Config, d locker.Deps) (locker.Locker, error) {
 func (l *Locker) start() error {
 	cmd := exec.Command(l.cfg.Command[0], l.cfg.Command[1:]...)
 	cmd.Dir = l.cfg.Dir
+	cmd.Env = Environ(os.Environ(), l.cfg.Env)
 	cmd.SysProcAttr = proc.Attr()
 	cmd.Stderr = &l.stderr
 	stdin, err := cmd.StdinPipe()

@@ -264,3 +264,41 @@ func TestHelloRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestLockProcessEnvironment (issue 62.11): the lock's process gets the
+// variables docs/LINEPROTO.md lists (PATH, HOME, LANG, LC_*, TMPDIR, ...)
+// and no other of the harness's: not LOCKPROOF_SENTINEL_PASSWORD, not
+// any secret of the caller's environment.
+func TestLockProcessEnvironment(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	t.Setenv("LOCKPROOF_SENTINEL_PASSWORD", "sentinel-secret-7f3a")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-91c2")
+	t.Setenv("LC_TIME", "C")
+	t.Setenv("LANG", "C.UTF-8")
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	envFile := filepath.Join(dir, "env.txt")
+	p := filepath.Join(dir, "lock.sh")
+	script := "env > '" + envFile + "'; read -r line; echo '{\"id\":1,\"result\":\"ok\",\"version\":2,\"ops\":[\"acquire\"]}'\n"
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = lineproto.Open(lineproto.Config{Name: "t", Command: []string{"sh", p}}, locker.Deps{Redis: rdb})
+	b, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	for _, secret := range []string{"LOCKPROOF_SENTINEL_PASSWORD", "sentinel-secret-7f3a", "AWS_SECRET_ACCESS_KEY"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("the lock's process got %s; its environment:\n%s", secret, got)
+		}
+	}
+	for _, want := range []string{"PATH=" + os.Getenv("PATH"), "LC_TIME=C", "LANG=C.UTF-8", "TMPDIR=" + dir} {
+		if !strings.Contains(got, want+"\n") {
+			t.Errorf("the lock's process lacks %s; its environment:\n%s", want, got)
+		}
+	}
+}

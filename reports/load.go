@@ -93,6 +93,11 @@ type LoadOptions struct {
 	// SummaryOnly reads summary.json alone: no check.json, history or plot
 	// (what Compare needs, and all a previous night's artifact may keep).
 	SummaryOnly bool
+	// Root, when set, is the run directory opened as an os.Root: every
+	// file, summary.json too, is read through it, and dir only names the
+	// files in errors (lockproof report --merge: nothing it reads may lead
+	// out of a shard). The caller closes it.
+	Root *os.Root
 
 	_ struct{}
 }
@@ -100,7 +105,14 @@ type LoadOptions struct {
 // LoadWith is Load with options.
 func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 	sumPath := filepath.Join(dir, contract.SummaryFile)
-	data, err := os.ReadFile(sumPath)
+	var data []byte
+	var err error
+	if opts.Root != nil {
+		data, err = opts.Root.ReadFile(contract.SummaryFile)
+		fullPath(err, sumPath)
+	} else {
+		data, err = os.ReadFile(sumPath)
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s: no such file (is %s the --out directory of lockproof run?)", ErrBadRun, sumPath, dir)
@@ -123,8 +135,8 @@ func LoadWith(dir string, opts LoadOptions) (*Run, error) {
 	// Every file a row names is read inside the run directory: a name or
 	// a link that leads out of it is refused (review: report wrote, and
 	// read, through scenario folders that were links).
-	var root *os.Root
-	if !opts.SummaryOnly {
+	root := opts.Root
+	if !opts.SummaryOnly && root == nil {
 		if root, err = os.OpenRoot(dir); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBadRun, err)
 		}

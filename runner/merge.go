@@ -3,13 +3,16 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/reports"
 )
 
 // ErrBadMerge: the run directories given to Merge are not the shards of
@@ -30,10 +33,16 @@ func Merge(out string, dirs []string, noReport bool) (*contract.Summary, error) 
 		return nil, fmt.Errorf("%w: no run directories", ErrBadMerge)
 	}
 	type part struct {
-		dir string
-		sum *contract.Summary
+		dir  string
+		root *os.Root
+		sum  *contract.Summary
 	}
 	parts := make([]part, 0, len(dirs))
+	defer func() {
+		for _, p := range parts {
+			p.root.Close()
+		}
+	}()
 	for _, d := range dirs {
 		same, err := sameDir(d, out)
 		if err != nil {
@@ -42,14 +51,25 @@ func Merge(out string, dirs []string, noReport bool) (*contract.Summary, error) 
 		if same {
 			return nil, fmt.Errorf("%w: %s is the output directory too", ErrBadMerge, d)
 		}
-		sum, err := ReadSummary(d)
+		// Every file of a shard is read through its root, and none may
+		// be a link (issue 62.2: a scenario directory that linked to
+		// ~/.ssh was copied into the merged output).
+		root, err := os.OpenRoot(d)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadMerge, err)
+		}
+		parts = append(parts, part{dir: d, root: root})
+		if err := notLink(root, contract.SummaryFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err // (a missing one is said by the reader)
+		}
+		sum, err := readSummaryIn(root, d)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadMerge, err)
 		}
 		if sum.Shard == nil {
 			return nil, fmt.Errorf("%w: %s: not a shard (its summary.json has no \"shard\": run it with --shard K/N)", ErrBadMerge, d)
 		}
-		parts = append(parts, part{d, sum})
+		parts[len(parts)-1].sum = sum
 	}
 	slices.SortStableFunc(parts, func(a, b part) int { return a.sum.Shard.Index - b.sum.Shard.Index })
 	want := *parts[0].sum.Shard
@@ -89,8 +109,16 @@ func Merge(out string, dirs []string, noReport bool) (*contract.Summary, error) 
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadMerge, err)
 	}
-	if entries, err := os.ReadDir(out); err != nil || len(entries) > 0 {
+	dst, err := os.OpenRoot(out)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadMerge, err)
+	}
+	defer dst.Close()
+	if entries, err := readDirIn(dst, "."); err != nil || len(entries) > 0 {
 		return nil, fmt.Errorf("%w: %s is not empty", ErrBadMerge, out)
+	}
+	if _, err := CreateRunDir(out, NewRunID()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadMerge, err)
 	}
 	for _, p := range parts {
 		for _, r := range p.sum.Scenarios {
@@ -98,21 +126,24 @@ func Merge(out string, dirs []string, noReport bool) (*contract.Summary, error) 
 			if dir == "." {
 				continue
 			}
-			src := filepath.Join(p.dir, filepath.FromSlash(dir))
-			if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
-				continue // a scenario that never ran has no files
-			}
-			if err := os.CopyFS(filepath.Join(out, filepath.FromSlash(dir)), os.DirFS(src)); err != nil {
-				return nil, fmt.Errorf("copy %s: %w", src, err)
+			if err := copyTree(p.root, dst, filepath.FromSlash(dir)); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // a scenario that never ran has no files
+				}
+				return nil, err
 			}
 		}
 	}
-	if err := writeJSON(filepath.Join(out, contract.SummaryFile), merged); err != nil {
+	if err := writeJSONIn(dst, contract.SummaryFile, merged); err != nil {
 		return merged, err
 	}
 	if !noReport {
-		if err := writeReport(out); err != nil {
-			return merged, err
+		run, err := reports.LoadWith(out, reports.LoadOptions{Root: dst})
+		if err == nil {
+			err = reports.WriteAll(out, reports.Build(run))
+		}
+		if err != nil {
+			return merged, fmt.Errorf("report of %s: %w", out, err)
 		}
 	}
 	return merged, nil
@@ -129,4 +160,134 @@ func sameDir(a, b string) (bool, error) {
 		return false, err
 	}
 	return filepath.Clean(aa) == filepath.Clean(bb), nil
+}
+
+// readSummaryIn is ReadSummary reading through root (the run directory
+// dir, which names the files in errors).
+func readSummaryIn(root *os.Root, dir string) (*contract.Summary, error) {
+	run, err := reports.LoadWith(dir, reports.LoadOptions{SummaryOnly: true, Root: root})
+	if err != nil {
+		return nil, err
+	}
+	return summaryOf(run), nil
+}
+
+// notLink refuses name, inside root, when it or a directory on the way to
+// it is a symbolic link (or anything but a directory or a regular file).
+// A name that does not exist is fs.ErrNotExist.
+func notLink(root *os.Root, name string) error {
+	p := ""
+	for _, elem := range strings.Split(filepath.ToSlash(name), "/") {
+		p = filepath.Join(p, elem)
+		fi, err := root.Lstat(p)
+		if err != nil {
+			fullPath(err, filepath.Join(root.Name(), p))
+			return fmt.Errorf("%w: %w", ErrBadMerge, err)
+		}
+		if err := plainFile(root, p, fi); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// plainFile refuses what a merge does not copy: a link, a device, a pipe.
+func plainFile(root *os.Root, name string, fi fs.FileInfo) error {
+	full := filepath.Join(root.Name(), name)
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%w: %s is a symbolic link: a shard's files are copied, never links (refused; replace it by what it links to, if that is meant)", ErrBadMerge, full)
+	case !fi.IsDir() && !fi.Mode().IsRegular():
+		return fmt.Errorf("%w: %s is not a regular file (%s): refused", ErrBadMerge, full, fi.Mode().Type())
+	}
+	return nil
+}
+
+// fullPath makes a path error from inside a root name the whole path p.
+func fullPath(err error, p string) {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		pe.Path = p
+	}
+}
+
+// readDirIn lists the directory name inside root.
+func readDirIn(root *os.Root, name string) ([]fs.DirEntry, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// copyTree copies the directory dir of src into dst, as the same name,
+// through both roots: a link anywhere in it (dir itself, a directory on
+// the way to it, a file in it) is refused with an error naming it, and so
+// is a file that changes into another while it is copied. A dir that does
+// not exist is fs.ErrNotExist.
+func copyTree(src, dst *os.Root, dir string) error {
+	if err := notLink(src, dir); err != nil {
+		return err
+	}
+	if err := dst.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadMerge, err)
+	}
+	entries, err := readDirIn(src, dir)
+	if err != nil {
+		fullPath(err, filepath.Join(src.Name(), dir))
+		return fmt.Errorf("%w: %w", ErrBadMerge, err)
+	}
+	for _, e := range entries {
+		name := filepath.Join(dir, e.Name())
+		fi, err := src.Lstat(name)
+		if err != nil {
+			fullPath(err, filepath.Join(src.Name(), name))
+			return fmt.Errorf("%w: %w", ErrBadMerge, err)
+		}
+		if err := plainFile(src, name, fi); err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			if err := copyTree(src, dst, name); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := copyFile(src, dst, name, fi); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyFile copies the regular file name (fi, from Lstat) of src into dst,
+// a new file there.
+func copyFile(src, dst *os.Root, name string, fi fs.FileInfo) (err error) {
+	full := filepath.Join(src.Name(), name)
+	in, err := src.Open(name)
+	if err != nil {
+		fullPath(err, full)
+		return fmt.Errorf("%w: %w", ErrBadMerge, err)
+	}
+	defer in.Close()
+	// Open follows a link made since the Lstat (inside the shard only):
+	// what is copied must be the file that was looked at.
+	if ofi, err := in.Stat(); err != nil || !os.SameFile(fi, ofi) {
+		return fmt.Errorf("%w: %s changed while it was copied (a link put in its place?): refused", ErrBadMerge, full)
+	}
+	out, err := dst.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm()|0o200)
+	if err != nil {
+		fullPath(err, filepath.Join(dst.Name(), name))
+		return fmt.Errorf("%w: %w", ErrBadMerge, err)
+	}
+	defer func() {
+		if cerr := out.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("copy %s: %w", full, cerr)
+		}
+	}()
+	if _, err := io.Copy(out, in); err != nil {
+		return fmt.Errorf("copy %s: %w", full, err)
+	}
+	return nil
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -178,5 +180,70 @@ func TestFreshEnvironmentFromTheLocksNeeds(t *testing.T) {
 	}
 	if len(opened) != 2 || opened[0].Redlock != 3 || opened[1].Redlock != 0 {
 		t.Fatalf("fresh environments %+v; want 3 masters for my-redlock (Needs.Redlock), none for lua", opened)
+	}
+}
+
+// TestMergeRefusesLinksInAShard: a shard whose scenario directory is a
+// symbolic link (to ~/.ssh, say), or that holds a link among a scenario's
+// files, is refused with an error naming the link; nothing behind the
+// link reaches the merged directory (issue 62.2: os.CopyFS followed the
+// link at the root of what it copied).
+func TestMergeRefusesLinksInAShard(t *testing.T) {
+	secret := t.TempDir()
+	if err := os.WriteFile(filepath.Join(secret, "id_ed25519"), []byte("PRIVATE KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, how := range []string{"scenario directory", "file in a scenario", "summary.json"} {
+		t.Run(how, func(t *testing.T) {
+			var dirs []string
+			for k := 1; k <= 2; k++ {
+				d := t.TempDir()
+				runPlan(t, d, &contract.Shard{Index: k, Count: 2})
+				dirs = append(dirs, d)
+			}
+			sum, err := ReadSummary(dirs[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := sum.Scenarios[0].ID()
+			link := filepath.Join(dirs[1], id)
+			switch how {
+			case "scenario directory":
+				if err := os.RemoveAll(link); err != nil {
+					t.Fatal(err)
+				}
+			case "summary.json":
+				link = filepath.Join(dirs[1], contract.SummaryFile)
+				moved := filepath.Join(secret, contract.SummaryFile)
+				if err := os.Rename(link, moved); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				link = filepath.Join(link, "stolen")
+			}
+			target := secret
+			switch how {
+			case "file in a scenario":
+				target = filepath.Join(secret, "id_ed25519")
+			case "summary.json":
+				target = filepath.Join(secret, contract.SummaryFile)
+			}
+			if err := os.Symlink(target, link); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "merged")
+			_, err = Merge(out, dirs, true)
+			if !errors.Is(err, ErrBadMerge) || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "link") {
+				t.Errorf("merge of a shard with a link at %s: %v; want ErrBadMerge naming the link", link, err)
+			}
+			_ = filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					if b, _ := os.ReadFile(p); strings.Contains(string(b), "PRIVATE KEY") {
+						t.Errorf("%s: the secret behind the link was copied into the merged directory", p)
+					}
+				}
+				return nil
+			})
+		})
 	}
 }

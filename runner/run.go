@@ -26,12 +26,9 @@ package runner
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -81,12 +78,18 @@ func Run(ctx context.Context, cfg Config) (*contract.Summary, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("run directory: %w", err)
+	// A new run directory is marked first, with the run's id (the one
+	// its keys are named by, too); one made by lockproof run (marked
+	// already) keeps its id.
+	token := NewRunID()
+	id, err := CreateRunDir(cfg.Out, token)
+	if err != nil {
+		return nil, err
 	}
-	var tok [4]byte
-	_, _ = rand.Read(tok[:]) // crypto/rand.Read never fails
-	m := &matrix{cfg: cfg, specs: specs, rows: make([]*contract.Row, len(specs)), runCtx: ctx, shard: shard, token: hex.EncodeToString(tok[:])}
+	if id != "" && validRunID(id) && !cfg.Resume {
+		token = id
+	}
+	m := &matrix{cfg: cfg, specs: specs, rows: make([]*contract.Row, len(specs)), runCtx: ctx, shard: shard, token: token}
 	defer m.closeShared()
 	if cfg.Resume {
 		if err := m.resume(); err != nil {
@@ -277,6 +280,7 @@ func (m *matrix) sharedEnv(ctx context.Context) (env.Env, error) {
 		m.shared, m.sharedEr = m.cfg.Open(octx, chaos.On(chaos.SharedSpec(), m.cfg.Topology))
 		cancel()
 		if m.sharedEr != nil {
+			m.shared = nil // nothing to close (whatever the opener returned)
 			m.sharedEr = fmt.Errorf("open the shared environment: %w", m.sharedEr)
 		} else {
 			m.warnNonEmpty(ctx, m.shared)

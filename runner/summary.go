@@ -68,6 +68,23 @@ func writeJSON(p string, v any) error {
 	return nil
 }
 
+// writeJSONIn is writeJSON of the file name inside root.
+func writeJSONIn(root *os.Root, name string, v any) error {
+	p := filepath.Join(root.Name(), name)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	tmp := name + ".tmp"
+	if err := root.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := root.Rename(tmp, name); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	return nil
+}
+
 // ReadSummary reads a run directory's summary.json through the one reader
 // of the file, the reports' validating one (reports.LoadWith, summary only).
 func ReadSummary(dir string) (*contract.Summary, error) {
@@ -75,9 +92,14 @@ func ReadSummary(dir string) (*contract.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	return summaryOf(run), nil
+}
+
+// summaryOf is the summary of a loaded run.
+func summaryOf(run *reports.Run) *contract.Summary {
 	sum := &contract.Summary{Cells: run.Cells, Shard: run.Shard, Topology: contract.WrittenTopology(run.Topology)}
 	for _, sc := range run.Scenarios {
 		sum.Scenarios = append(sum.Scenarios, &sc.Row)
 	}
-	return sum, nil
+	return sum
 }

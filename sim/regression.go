@@ -9,9 +9,20 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/history"
+)
+
+// MaxDuration and MaxClients bound a simulated run (lockproof sim's
+// --duration and --clients, a regressions file's duration_ms and
+// clients): the history, and every client's goroutines and connection
+// pool, live in one worker's memory (issue 62.7: duration_ms
+// 900000000000 grew a worker by about 150 MB a second).
+const (
+	MaxDuration = 10 * time.Minute
+	MaxClients  = 64
 )
 
 // Regression is one line of a regressions file (`lockproof sim --out DIR`
@@ -78,12 +89,14 @@ func ReadRegressions(file string) ([]Regression, error) {
 			err = errors.New("lock: missing")
 		case r.DurationMs <= 0:
 			err = fmt.Errorf("duration_ms: %d: must be positive", r.DurationMs)
+		case r.DurationMs > MaxDuration.Milliseconds():
+			err = fmt.Errorf("duration_ms: %d: at most %d (%v of virtual time)", r.DurationMs, MaxDuration.Milliseconds(), MaxDuration)
 		case len(r.SHA256) != 64:
 			err = fmt.Errorf("sha256: %q: want 64 hex digits", r.SHA256)
 		case r.Faults == "":
 			err = errors.New("faults: missing")
-		case r.Clients < 0:
-			err = fmt.Errorf("clients: %d: must be 0 (the default) or more", r.Clients)
+		case r.Clients < 0 || r.Clients > MaxClients:
+			err = fmt.Errorf("clients: %d: want 0 (the default) to %d", r.Clients, MaxClients)
 		case r.Mix != "":
 			if _, merr := workload.ParseMix(r.Mix); merr != nil {
 				err = fmt.Errorf("mix: %w", merr)

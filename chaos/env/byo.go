@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -250,6 +252,36 @@ func (e *BYOEnv) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
+	return nil
+}
+
+// ToxiproxyAnswers says whether the deployment's Toxiproxy answers its
+// API (GET /version within 5 s): an error naming its URL (redacted) and
+// why not.
+func (c BYOConfig) ToxiproxyAnswers(ctx context.Context) error {
+	u, err := url.Parse(c.ToxiproxyURL)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("toxiproxy %s: want http://host:port", RedactURL(c.ToxiproxyURL))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.ToxiproxyURL, "/")+"/version", nil)
+	if err != nil {
+		return fmt.Errorf("toxiproxy %s: %v", RedactURL(c.ToxiproxyURL), err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its URL may hold the password
+		}
+		return fmt.Errorf("toxiproxy %s answering (ToxiproxyURL): %v", RedactURL(c.ToxiproxyURL), err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("toxiproxy %s answering (ToxiproxyURL): GET /version: %s", RedactURL(c.ToxiproxyURL), resp.Status)
+	}
 	return nil
 }
 

@@ -223,3 +223,19 @@ func TestToxiproxyURLNeverPrinted(t *testing.T) {
 		t.Errorf("RedactURL of a URL without a password = %q, want it as is", r)
 	}
 }
+
+// TestOpenBYOFailedIsNil (issue 62.8): an environment that could not be
+// opened is a nil Env, not a nil *BYOEnv in an interface (whose Close
+// panicked in the runner), and the preflight says the Toxiproxy does not
+// answer, before anything runs.
+func TestOpenBYOFailedIsNil(t *testing.T) {
+	closed := "127.0.0.1:1"
+	cfg := &env.BYOConfig{ToxiproxyURL: "http://" + closed, Data: []string{closed}, Fenced: closed}
+	e, err := env.Open(context.Background(), env.Options{Kind: env.BYO, BYO: cfg})
+	if err == nil || e != nil {
+		t.Fatalf("Open of a deployment whose Toxiproxy does not answer: %#v, %v; want a nil Env and an error", e, err)
+	}
+	if _, err := env.Preflight(context.Background(), env.Options{Kind: env.BYO, BYO: cfg}); !errors.Is(err, env.ErrUnavailable) || !strings.Contains(err.Error(), "toxiproxy http://"+closed) {
+		t.Errorf("Preflight: %v; want env.ErrUnavailable naming the toxiproxy", err)
+	}
+}

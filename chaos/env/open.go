@@ -94,6 +94,15 @@ func Preflight(ctx context.Context, o Options) (Kind, error) {
 		if _, err := redisproc.FreePort(); err != nil {
 			missing = append(missing, "no free loopback port: "+err.Error())
 		}
+	case BYO:
+		// A deployment whose Toxiproxy does not answer runs nothing:
+		// said once, up front (issue 62.8: every scenario failed, then
+		// the run panicked closing the environment it never had).
+		if o.BYO != nil {
+			if err := o.BYO.ToxiproxyAnswers(ctx); err != nil {
+				missing = append(missing, err.Error())
+			}
+		}
 	case Docker:
 		// Choose picked Docker on its own only after DockerCheck passed:
 		// ask it again only for a Docker the caller named.
@@ -118,9 +127,9 @@ func Open(ctx context.Context, o Options) (Env, error) {
 	switch k {
 	case Process:
 		if o.Spec.Store != "" {
-			return NewStore(ctx, o.Spec, o.Logger)
+			return nilIfErr(NewStore(ctx, o.Spec, o.Logger))
 		}
-		return NewProcess(ctx, o.Spec, o.Logger)
+		return nilIfErr(NewProcess(ctx, o.Spec, o.Logger))
 	case Docker:
 		e, err := o.Docker(ctx, o.Spec)
 		if err != nil {
@@ -137,6 +146,16 @@ func Open(ctx context.Context, o Options) (Env, error) {
 		if err := o.BYO.Fits(o.Spec); err != nil {
 			return nil, fmt.Errorf("kind byo: %w", err)
 		}
-		return NewBYO(ctx, *o.BYO)
+		return nilIfErr(NewBYO(ctx, *o.BYO))
 	}
+}
+
+// nilIfErr returns a constructor's environment as an Env: nil (not a nil
+// pointer in a non-nil interface, whose Close panicked: issue 62.8) when
+// it failed.
+func nilIfErr[E Env](e E, err error) (Env, error) {
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
 }

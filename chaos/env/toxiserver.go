@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,8 +149,11 @@ func (s *ToxiServer) Close(ctx context.Context) error {
 
 // BuildToxiproxy returns the path of the Toxiproxy server StartToxiproxy
 // runs: ToxiServerEnvVar's, or the one built from lockproof's source of it
-// in the user's cache directory (os.UserCacheDir, then lockproof/), built
-// now when it is not there. Building takes the go command, which fetches
+// in the user's cache directory (os.UserCacheDir, then lockproof/; without
+// one, the temp directory's lockproof-UID/, made 0700), built now when it is
+// not there. A cached file is run only when it is a regular file of this
+// user's that nobody else may write (not a link); anything else is removed
+// and rebuilt (issue 62.12). Building takes the go command, which fetches
 // Toxiproxy from the module proxy, and half a minute of CPU once per
 // version; StartToxiproxy calls it, and a caller whose first start has a
 // short deadline (a test) calls it first with a longer one.
@@ -181,28 +185,28 @@ func BuildToxiproxy(ctx context.Context) (string, error) {
 		h.Write(b)
 	}
 	fmt.Fprintf(h, "%s/%s\n", runtime.GOOS, runtime.GOARCH)
-	cache, err := os.UserCacheDir()
+	dir, err := toxiCacheDir()
 	if err != nil {
-		cache = os.TempDir()
+		return "", fmt.Errorf("%w: %w", ErrNoToxiproxy, err)
 	}
-	dir := filepath.Join(cache, "lockproof")
 	exe := ""
 	if runtime.GOOS == "windows" {
 		exe = ".exe"
 	}
 	bin := filepath.Join(dir, "toxiserver-"+hex.EncodeToString(h.Sum(nil))[:16]+exe)
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if ok, err := cachedBinary(bin); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrNoToxiproxy, err)
+	} else if ok {
+		return bin, nil
 	}
 	unlock, err := lockFile(ctx, bin+".lock", bin)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrNoToxiproxy, err)
 	}
 	defer unlock()
-	if _, err := os.Stat(bin); err == nil {
+	if ok, err := cachedBinary(bin); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoToxiproxy, err)
+	} else if ok {
 		return bin, nil // built by the process that held the lock
 	}
 	gocmd, err := exec.LookPath("go")
@@ -228,10 +232,76 @@ func BuildToxiproxy(ctx context.Context) (string, error) {
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("%w: go build of Toxiproxy v2 (github.com/Shopify/toxiproxy, which the go command fetches from the module proxy once) failed, or set %s: %w: %s", ErrNoToxiproxy, ToxiServerEnvVar, err, &out)
 	}
+	// Writable by this user alone, whatever the umask (cachedBinary
+	// runs nothing else).
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoToxiproxy, err)
+	}
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrNoToxiproxy, err)
 	}
 	return bin, nil
+}
+
+// toxiCacheDir returns the directory the server is cached in, made 0700
+// if new: lockproof/ in the user's cache directory, or, on a machine
+// without one, lockproof-UID/ in the temp directory (issue 62.12: the
+// shared temp directory's lockproof/ was anyone's to fill). A directory
+// there that is a link, another user's, or writable by others is not used:
+// a new private directory of the temp directory is, for this process.
+func toxiCacheDir() (string, error) {
+	dir := ""
+	if cache, err := os.UserCacheDir(); err == nil {
+		dir = filepath.Join(cache, "lockproof")
+	} else {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("lockproof-%d", os.Getuid()))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	if fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 && ownedByMe(fi) && !private(fi) {
+		// Ours, but writable by others (made by an older lockproof under
+		// a lax umask): closed now; what is in it is checked file by file.
+		if err := os.Chmod(dir, 0o700); err == nil {
+			fi, err = os.Lstat(dir)
+			if err != nil {
+				return "", err
+			}
+		}
+	}
+	if !fi.IsDir() || !private(fi) {
+		return os.MkdirTemp("", "lockproof-toxiserver-")
+	}
+	return dir, nil
+}
+
+// cachedBinary says whether the cached server bin may be run: a regular
+// file (not a link) of this user's, writable by nobody else. A file there
+// that is not is removed, to be rebuilt; none there is false.
+func cachedBinary(bin string) (bool, error) {
+	fi, err := os.Lstat(bin)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	case fi.Mode().IsRegular() && private(fi):
+		return true, nil
+	}
+	if err := os.RemoveAll(bin); err != nil {
+		return false, fmt.Errorf("%s is not a server lockproof built (a link, another user's, or writable by others), and cannot be removed: %w", bin, err)
+	}
+	return false, nil
+}
+
+// private: fi (from Lstat) is no link, is owned by this process's user
+// (where the system says), and is writable by no one else.
+func private(fi fs.FileInfo) bool {
+	return fi.Mode()&fs.ModeSymlink == 0 && fi.Mode().Perm()&0o022 == 0 && ownedByMe(fi)
 }
 
 // lockFile takes the lock file path (created exclusively), waiting while

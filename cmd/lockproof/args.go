@@ -17,7 +17,7 @@ import (
 func parseFileArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (file string, code int, ok bool) {
 	var files []string
 	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
+		if err := parseQuiet(fs, rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return "", exitOK, false
 			}
@@ -40,7 +40,7 @@ func parseFileArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (file stri
 // parseFlags parses args with fs. It returns ok, or, when parsing ends
 // the command (bad flags reported by fs, or --help), the exit code and !ok.
 func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
+	if err := parseQuiet(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK, false
 		}

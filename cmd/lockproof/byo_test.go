@@ -178,3 +178,34 @@ func TestRunOnBYOCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRunBYOUnreachableExits4 (issues 62.8, 63.2): a bring-your-own run
+// whose Toxiproxy does not answer is refused as an environment that lacks
+// what the run needs: exit 4, the refusal naming the Toxiproxy, and no
+// panic (BYOEnv.Close on the nil environment a failed open returned).
+func TestRunBYOUnreachableExits4(t *testing.T) {
+	dir := t.TempDir()
+	closed := "127.0.0.1:1" // nothing listens on port 1
+	b, err := json.Marshal(env.BYOConfig{ToxiproxyURL: "http://" + closed, Data: []string{closed}, Fenced: closed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "byo.json")
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var code int
+	var stderr string
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("lockproof run --provider byo with Toxiproxy unreachable panicked: %v", r)
+			}
+		}()
+		code, _, stderr = runRunArgs(t, "--provider", "byo", "--byo-config", cfg, "--locks", "lua", "--faults", "none",
+			"--seeds", "1", "--out", filepath.Join(dir, "run"))
+	}()
+	if code != exitEnvironment || !strings.Contains(stderr, "toxiproxy") {
+		t.Errorf("exit %d, %q; want %d naming the toxiproxy", code, stderr, exitEnvironment)
+	}
+}

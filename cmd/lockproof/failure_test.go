@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,7 +119,7 @@ func TestRunOutRules(t *testing.T) {
 	// --force clears nothing before the run is sure to start: here the
 	// environment is missing, so the run stops at its preflight, and the
 	// stale run directory stays as it was.
-	if err := os.WriteFile(filepath.Join(used, "summary.json"), []byte("{}"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(used, runMarker), []byte(`{"run":"0badf00d","note":"a lockproof run directory: lockproof run --force may clear it"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", t.TempDir())
@@ -181,10 +183,10 @@ func TestForceClearsOnlyARunDirectory(t *testing.T) {
 	// A run directory is cleared right before the run, links inside it
 	// removed and not followed, and marked as a run directory anew.
 	run := filepath.Join(t.TempDir(), "run")
-	if err := os.MkdirAll(filepath.Join(run, "lua-none-1"), 0o755); err != nil {
+	if _, err := runner.CreateRunDir(run, runner.NewRunID()); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(run, runMarker), nil, 0o644); err != nil {
+	if err := os.MkdirAll(filepath.Join(run, "lua-none-1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(precious, filepath.Join(run, "link")); err != nil {
@@ -193,8 +195,12 @@ func TestForceClearsOnlyARunDirectory(t *testing.T) {
 	if err := checkOut(run, true, false); err != nil {
 		t.Fatalf("a run directory with --force: %v", err)
 	}
-	if err := prepareOut(run, true, false); err != nil {
+	var said bytes.Buffer
+	if err := prepareOut(run, true, false, &said); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(said.String(), "clearing "+run) || !strings.Contains(said.String(), "lua-none-1") {
+		t.Errorf("--force said %q; want what it removes", said.String())
 	}
 	ents, _ := os.ReadDir(run)
 	if len(ents) != 1 || ents[0].Name() != runMarker {
@@ -263,5 +269,77 @@ func TestRunTopologyFlag(t *testing.T) {
 	code, _, stderr := runRunArgs(t, "--topology", "ring", "--locks", "lua", "--faults", "none", "--out", filepath.Join(t.TempDir(), "r"))
 	if code != exitBadInput || !strings.Contains(stderr, "--topology") || !strings.Contains(stderr, "cluster") {
 		t.Errorf("--topology ring: exit %d, %q; want %d naming the topologies", code, stderr, exitBadInput)
+	}
+}
+
+// TestForceNeedsTheRunsOwnMarker (issue 62.3): a folder that merely holds
+// a file named summary.json (a coverage report beside a source tree) is
+// not a run directory and --force leaves it alone; a run directory is
+// marked when it is made, the marker holding the run's id; an old run
+// directory without a marker is cleared only when its summary.json is a
+// run's and it holds nothing but a run's files.
+func TestForceNeedsTheRunsOwnMarker(t *testing.T) {
+	write := func(dir, name, body string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	project := t.TempDir()
+	write(project, "summary.json", `{"coverage": 87}`)
+	write(project, "src/main.c", "int main(void) { return 0; }\n")
+	write(project, "notes.txt", "keep")
+	if err := checkOut(project, true, false); err == nil || !strings.Contains(err.Error(), "not a run directory") {
+		t.Errorf("--force on a folder with a foreign summary.json: %v; want refused as not a run directory", err)
+	}
+	for _, f := range []string{"summary.json", "src/main.c", "notes.txt"} {
+		if _, err := os.Stat(filepath.Join(project, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+
+	// A new run directory: the marker is its first file, with the run's id.
+	run := filepath.Join(t.TempDir(), "run")
+	if err := prepareOut(run, false, false, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(run, runMarker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mark struct {
+		Run string `json:"run"`
+	}
+	if err := json.Unmarshal(b, &mark); err != nil || len(mark.Run) < 8 {
+		t.Errorf("the marker of a new run directory: %q (%v); want JSON holding the run's id", b, err)
+	}
+	if err := checkOut(run, true, false); err != nil {
+		t.Errorf("--force on a marked run directory: %v", err)
+	}
+	// A marker that is not one this tool wrote does not make a run directory.
+	fake := t.TempDir()
+	write(fake, runMarker, "whatever")
+	write(fake, "notes.txt", "keep")
+	if err := checkOut(fake, true, false); err == nil || !strings.Contains(err.Error(), "not a run directory") {
+		t.Errorf("--force on a folder with a foreign marker: %v; want refused", err)
+	}
+
+	// An old run directory (no marker): its summary.json is a run's and
+	// it holds a run's files only; one more file of the user's and it is
+	// refused, naming the file.
+	old := t.TempDir()
+	write(old, "summary.json", `{"scenarios": [{"lock": "lua", "fault": "none", "seed": 1, "history": "lua-none-1/history.jsonl"}]}`)
+	write(old, "lua-none-1/history.jsonl", "")
+	write(old, "report.md", "")
+	if err := checkOut(old, true, false); err != nil {
+		t.Errorf("--force on an old run directory without a marker: %v", err)
+	}
+	write(old, "notes.txt", "keep")
+	if err := checkOut(old, true, false); err == nil || !strings.Contains(err.Error(), "notes.txt") {
+		t.Errorf("--force on an old run directory holding notes.txt: %v; want refused naming it", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -69,11 +70,16 @@ func main() {
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
-	if len(args) == 2 && args[0] == "help" {
-		if c, ok := cmds[args[1]]; ok {
-			c.run(ctx, []string{"-h"}, stdout, stderr) // prints the command's usage and flags
-			return exitOK
+	if len(args) >= 2 && args[0] == "help" {
+		c, ok := cmds[args[1]]
+		if !ok || len(args) > 2 {
+			// As lockproof bogus is refused (issue 63.4: help bogus
+			// printed the commands and exited 0).
+			fmt.Fprintf(stderr, "lockproof help: unknown command %q%s (lockproof help lists the commands)\n", strings.Join(args[1:], " "), didYouMean(args[1], cmds))
+			return exitBadInput
 		}
+		c.run(ctx, []string{"-h"}, stdout, stderr) // prints the command's usage and flags
+		return exitOK
 	}
 	if len(args) == 1 && (args[0] == "--version" || args[0] == "version") {
 		fmt.Fprintln(stdout, version())
@@ -88,7 +94,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "lockproof: unknown command %q\n", args[0])
+		fmt.Fprintf(stderr, "lockproof: unknown command %q%s\n", args[0], didYouMean(args[0], cmds))
 		usage(stderr, cmds)
 		return exitBadInput
 	}
@@ -120,6 +126,19 @@ func version() string {
 		}
 	}
 	return out + " " + runtime.Version()
+}
+
+// didYouMean is ": did you mean NAME?" for the command nearest typed, or "".
+func didYouMean(typed string, cmds map[string]command) string {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if n := nearest(typed, names); n != "" {
+		return fmt.Sprintf(": did you mean %s?", n)
+	}
+	return ""
 }
 
 func usage(w io.Writer, cmds map[string]command) {

@@ -59,6 +59,7 @@ type runFlags struct {
 	shard                string
 	topology             string
 	lockCmd, lockName    string
+	lockEnv              string
 	profile              string
 }
 
@@ -132,6 +133,7 @@ func runFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.keepAll, "keep-all", false, "keep every history as written and every Porcupine page (default: compress the histories of as-expected scenarios but a sample and the first counterexample per cell)")
 	fs.StringVar(&f.tlaJar, "tla-jar", os.Getenv(tla.JarEnv), "tla2tools.jar: validate each history of the fenced lock against tla/TraceFencedLock.tla with TLC (needs java; default $TLA2TOOLS_JAR; empty: not validated)")
 	fs.StringVar(&f.lockCmd, "lock-cmd", "", `run a lock in any language: the command (quoted as a shell would, "python3 adapter.py --x 1") started once per client, which speaks the line protocol on stdin and stdout (docs/LINEPROTO.md); --locks then adds built-in locks beside it`)
+	fs.StringVar(&f.lockEnv, "lock-env", "", "with --lock-cmd: comma-separated names of variables of this environment the lock's process gets beside PATH, HOME, LANG, LC_*, TMPDIR and TZ (e.g. PYTHONPATH,VIRTUAL_ENV; docs/LINEPROTO.md): no other reaches it")
 	fs.StringVar(&f.lockName, "lock-name", "", "with --lock-cmd: the lock's name in the matrix (lowercase letters, digits, dashes)")
 	fs.StringVar(&f.profile, "profile", "", "with --lock-cmd: what the lock claims, fenced, lease or none (default fenced: a lock is held to the strongest claim until it says otherwise)")
 	fs.BoolVar(&f.verbose, "v", false, "log details to stderr")
@@ -347,7 +349,7 @@ func prepareRun(ctx context.Context, r *runSetup, stdout, stderr io.Writer) (cfg
 		}
 		cfg.Trace = map[string]runner.TraceCheck{zoo.FencedName: v.Validate}
 	}
-	if err := prepareOut(f.out, f.force, f.resume); err != nil {
+	if err := prepareOut(f.out, f.force, f.resume, stderr); err != nil {
 		return bad("%v", err)
 	}
 	return cfg, exitOK, true
@@ -420,10 +422,22 @@ func builtin() (*locker.Registry, error) {
 
 func commandLock(f runFlags) (*locker.Entry, error) {
 	if f.lockCmd == "" {
-		if f.lockName != "" || f.profile != "" {
-			return nil, errors.New("--lock-name and --profile go with --lock-cmd")
+		if f.lockName != "" || f.profile != "" || f.lockEnv != "" {
+			return nil, errors.New("--lock-name, --profile and --lock-env go with --lock-cmd")
 		}
 		return nil, nil
+	}
+	var lockEnv []string
+	for n := range strings.SplitSeq(f.lockEnv, ",") {
+		switch n = strings.TrimSpace(n); {
+		case n == "":
+		case strings.ContainsAny(n, "= \t"):
+			return nil, fmt.Errorf("--lock-env %q: want names of variables, comma-separated (not NAME=value)", n)
+		case strings.HasPrefix(strings.ToUpper(n), "LOCKPROOF_"):
+			return nil, fmt.Errorf("--lock-env %s: lockproof's own variables (its passwords among them) are not the lock's: hello gives the process what it needs", n)
+		default:
+			lockEnv = append(lockEnv, n)
+		}
 	}
 	argv, err := splitCommand(f.lockCmd)
 	if err != nil {
@@ -444,7 +458,7 @@ func commandLock(f runFlags) (*locker.Entry, error) {
 	default:
 		return nil, fmt.Errorf("--profile %q: want fenced, lease or none", f.profile)
 	}
-	e, err := lineproto.Entry(lineproto.Config{Name: f.lockName, Command: argv, Profile: prof})
+	e, err := lineproto.Entry(lineproto.Config{Name: f.lockName, Command: argv, Profile: prof, Env: lockEnv})
 	if err != nil {
 		return nil, fmt.Errorf("--lock-cmd: %w", err)
 	}
@@ -638,10 +652,10 @@ func lineAt(b []byte, off int64, err error) int {
 	return 1 + bytes.Count(b[:off], []byte("\n"))
 }
 
-// runMarker is the file a run directory holds from its start, before
-// its summary.json: --force clears a directory only if it holds one of
-// the two (a directory lockproof made).
-const runMarker = ".lockproof-run"
+// runMarker is the file a run directory holds from its start, with the
+// run's id (runner.MarkerFile): --force clears a directory only if
+// runner.RunDirOf recognises it as one lockproof made.
+const runMarker = runner.MarkerFile
 
 // checkOut checks --out before anything runs: new, empty, or (--resume)
 // a run to continue, or (--force) a run directory to clear that is none
@@ -679,7 +693,9 @@ func checkOut(out string, force, resume bool) error {
 }
 
 // checkClearable refuses to let --force clear dir unless it is a run
-// directory (it holds summary.json or runMarker), and never the file
+// directory lockproof made (runner.RunDirOf: its marker, or an old run
+// directory's summary.json and files; issue 62.3: a folder holding a
+// coverage summary.json beside a source tree was emptied), and never the file
 // system's root, the home directory, the current directory or one of
 // its parents, wherever a link leads (review: --force emptied a folder
 // holding .ssh and a source tree).
@@ -712,20 +728,18 @@ func checkClearable(dir string) error {
 	if what, ok := guarded[real]; ok {
 		return fmt.Errorf("--force: %s is %s: lockproof clears only a run directory it made", dir, what)
 	}
-	for _, name := range []string{contract.SummaryFile, runMarker} {
-		if fi, err := os.Lstat(filepath.Join(real, name)); err == nil && fi.Mode().IsRegular() {
-			return nil
-		}
+	if _, err := runner.RunDirOf(real); err != nil {
+		return fmt.Errorf("--force: %s: %w: lockproof clears only a run directory it made; choose another --out", dir, err)
 	}
-	return fmt.Errorf("--force: %s is not a run directory (it holds neither %s nor %s): lockproof clears only a run directory it made; choose another --out",
-		dir, contract.SummaryFile, runMarker)
+	return nil
 }
 
 // prepareOut makes --out ready right before the run, after checkOut: a
 // --force run directory is cleared (checked again: it may have changed
-// since), and a new run's directory is made and marked as a run
-// directory (runMarker).
-func prepareOut(out string, force, resume bool) error {
+// since), what is removed said on w first; and a new run's directory is
+// made and marked as a run directory first (runner.CreateRunDir, the
+// marker holding the run's id).
+func prepareOut(out string, force, resume bool, w io.Writer) error {
 	if err := checkOut(out, force, resume); err != nil {
 		return err
 	}
@@ -736,16 +750,24 @@ func prepareOut(out string, force, resume bool) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("--out: %w", err)
 	}
+	if len(ents) > 0 {
+		why, err := runner.RunDirOf(out)
+		if err != nil {
+			return fmt.Errorf("--force: %s: %w", out, err)
+		}
+		names := make([]string, len(ents))
+		for i, e := range ents {
+			names[i] = e.Name()
+		}
+		fmt.Fprintf(w, "lockproof run --force: clearing %s, %s: removing its %d entries: %s\n", out, why, len(ents), runner.DescribeEntries(names, 20))
+	}
 	for _, e := range ents {
 		// RemoveAll removes a link, never what it points to.
 		if err := os.RemoveAll(filepath.Join(out, e.Name())); err != nil {
 			return fmt.Errorf("--force: %w", err)
 		}
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(out, runMarker), []byte("a lockproof run directory: lockproof run --force may clear it\n"), 0o644); err != nil {
+	if _, err := runner.CreateRunDir(out, runner.NewRunID()); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	return nil

@@ -59,7 +59,7 @@ func (f *simFlags) campaign() sim.Campaign {
 
 // simMaxClients bounds --clients: every client is a goroutine set and a
 // connection pool in one bubble.
-const simMaxClients = 64
+const simMaxClients = sim.MaxClients
 
 // workloadOf resolves --mix and --clients into the scenario's workload.
 func (f *simFlags) workloadOf() (workload.Config, error) {
@@ -176,8 +176,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return simShrink(ctx, *shrink, out, *workers, stdout, stderr)
 	}
-	if f.duration <= 0 {
-		fmt.Fprintf(stderr, "lockproof sim: --duration %v: must be positive\n", f.duration)
+	if f.duration <= 0 || f.duration > sim.MaxDuration {
+		fmt.Fprintf(stderr, "lockproof sim: --duration %v: want more than 0, at most %v (of virtual time)\n", f.duration, sim.MaxDuration)
 		return exitBadInput
 	}
 	reg := zoo.Builtin()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -300,5 +301,15 @@ func TestWorkerStderrKeepsTheSeed(t *testing.T) {
 	}
 	if got := workerStderr("a\nb", 20); got != "a\nb" {
 		t.Errorf("a short stderr: %q, want it whole", got)
+	}
+}
+
+// TestSimDurationBounded: --duration is bounded as a regressions file's
+// duration_ms is (sim.MaxDuration, issue 62.7).
+func TestSimDurationBounded(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), []string{"sim", "--duration", "1000h", "--seeds", "1"}, &out, &errb)
+	if code != exitBadInput || !strings.Contains(errb.String(), "--duration") {
+		t.Errorf("sim --duration 1000h: exit %d, %q; want 2 naming --duration", code, errb.String())
 	}
 }
