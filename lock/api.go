@@ -130,23 +130,41 @@ func (c *Client) Inspect(ctx context.Context, key string) (Info, error) {
 // ForceUnlock frees key's lock whoever holds it, for an operator clearing a
 // lock whose holder is known to be gone: the lock passes to the first
 // waiter (hand-off lease, as a release), or is deleted. The fence counter
-// is kept, so fences stay monotonic: the holder's lease is lost, and its
-// late writes are refused by fenced resources. It reports whether a lock
-// was held.
+// is kept, so fences stay monotonic: the holder's lease is lost (at its
+// next renewal, or its validity deadline), and its late writes are
+// refused by fenced resources. It reports whether it freed a lock. It
+// reads the holder's fence, then frees the lock held under that fence
+// (two round trips), so that its request landing late (after a lost
+// reply: ErrUnknownOutcome) or twice never frees a later holder's lock.
 func (c *Client) ForceUnlock(ctx context.Context, key string) (bool, error) {
 	if c == nil || ctx == nil || key == "" {
 		return false, fmt.Errorf("force-unlock %q: client, ctx and key are required: %w", key, ErrInvalid)
 	}
 	k := RedisKeys(key)
-	reply, err := c.run(ctx, forceUnlockScript, []string{k.Lock, k.Fence, k.Queue, k.QueueDeadlines},
-		k.Channel, c.opts.HandoffTTL.Milliseconds())
+	keys := []string{k.Lock, k.Fence, k.Queue, k.QueueDeadlines}
+	// First the fence of the hold to free (a read), then the free of that
+	// hold: a request of this call that lands late or twice frees nothing
+	// but the lock it saw.
+	reply, err := c.run(ctx, forceUnlockScript, keys, k.Channel, "", c.boxed.handoff)
+	if err != nil {
+		return false, fmt.Errorf("force-unlock %q: %w", key, err)
+	}
+	vals, _ := reply.([]any)
+	if len(vals) < 2 {
+		return false, fmt.Errorf("force-unlock %q: unexpected reply %v", key, reply)
+	}
+	fence, _ := vals[1].(string)
+	if fence == "" {
+		return false, nil // nobody holds it
+	}
+	reply, err = c.run(ctx, forceUnlockScript, keys, k.Channel, fence, c.boxed.handoff)
 	if err != nil {
 		if outcomeUnknown(err) {
 			return false, unknown(ctx, "force-unlock", key, err)
 		}
 		return false, fmt.Errorf("force-unlock %q: %w", key, err)
 	}
-	vals, _ := reply.([]any)
+	vals, _ = reply.([]any)
 	if len(vals) == 0 {
 		return false, fmt.Errorf("force-unlock %q: unexpected reply %v", key, reply)
 	}

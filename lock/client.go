@@ -496,11 +496,11 @@ func (sk *scriptKeys) scriptArgs(args ...any) []any {
 }
 
 // endArgs are endScript's arguments for hold id (boxed) of owner (boxed):
-// fence ("" any), bury ("1" or ""), place ("" none).
-func (c *Client) endArgs(sk *scriptKeys, owner, id, fence any, bury bool, place string) []any {
+// fence ("" any), bury (for a call of ttl), place ("" none).
+func (c *Client) endArgs(sk *scriptKeys, owner, id, fence any, bury bool, ttl time.Duration, place string) []any {
 	var b any = ""
 	if bury {
-		b = "1"
+		b = c.buryLife(ttl)
 	}
 	return sk.scriptArgs(owner, id, fence, b, place, sk.channel, c.boxed.handoff)
 }
@@ -670,6 +670,12 @@ func (a *attempt) background(step func(context.Context) error) {
 	}()
 }
 
+// buryLife is how long a call of ttl stays buried (ms): an hour, or two
+// TTLs if longer, since its cleanup keeps trying for the TTL.
+func (c *Client) buryLife(ttl time.Duration) int64 {
+	return max(time.Hour, 2*ttl).Milliseconds()
+}
+
 // Bounds of the cleanup an acquire does when it gives up.
 const (
 	// leaveBudget bounds the leave a waiter sends, past its own deadline,
@@ -696,8 +702,11 @@ func (a *attempt) gaveUp(ctx context.Context, cause error) error {
 	if err == nil {
 		return fmt.Errorf("%s %q: %w: %w", a.op, a.key, ErrNotAcquired, cause)
 	}
+	// Not done: it goes on in the background until it is (a refusal,
+	// such as BUSY or READONLY, as surely as a lost reply: until the leave
+	// lands, the place stays in line and a hand-off may be given to it).
+	a.cleanup(true)
 	if outcomeUnknown(err) {
-		a.cleanup(true) // goes on in the background until it is done
 		return fmt.Errorf("%s %q: %w: leaving the queue: %w (%w)", a.op, a.key, ErrUnknownOutcome, err, cause)
 	}
 	return fmt.Errorf("%s %q: %w: leaving the queue: %w (%w)", a.op, a.key, ErrNotAcquired, err, cause)
@@ -712,7 +721,7 @@ func (a *attempt) end(ctx context.Context, bury, queued bool) error {
 	if queued {
 		place = a.member()
 	}
-	_, err := a.c.runArgs(ctx, endScript, 5, a.c.endArgs(a.sk, a.ownerArg, a.idArg, "", bury, place))
+	_, err := a.c.runArgs(ctx, endScript, 5, a.c.endArgs(a.sk, a.ownerArg, a.idArg, "", bury, a.cfg.ttl, place))
 	if err != nil {
 		a.c.opts.Logger.Warn("lock: ending a hold failed", "key", a.key, "op", a.op, "err", err)
 	}

@@ -77,16 +77,21 @@
 //
 // # Reentrancy and identity
 //
-// Lease.Reenter takes one more hold of a held lock (the lock key is a hash
-// {o: owner, n: holds, f: fence, ...}) and returns a new Lease with the
-// same fence; the lock is freed when every hold has been released. It
-// refuses (ErrNotHeld) once the outer lease's hold is gone, rather than
-// take a fresh hold nothing outer protects. Acquiring WithOwner(token)
-// names an owner across calls: it re-enters a lock that owner holds. An
-// owner token belongs to its Client (Redis stores "<Client.ID>/<token>"),
-// so two processes that pick the same token still exclude each other;
-// Options.SharedOwners opts out. WithMetadata stores who holds a lock and
-// why, for Inspect; Client.HoldsOf counts an owner's holds.
+// Every hold is a record of its own in Redis, named by the call that made
+// it: an outer hold, a nested one (Lease.Reenter, a second acquire
+// WithOwner) and a hand-off alike. Lease.Reenter takes one more hold of a
+// held lock and returns a new Lease with the same owner and fence and a
+// record of its own; the lock is freed when every hold has been released.
+// It refuses (ErrNotHeld) once the outer lease's own record is gone,
+// rather than take a fresh hold nothing outer protects. Acquiring
+// WithOwner(token) names an owner across calls: it re-enters a lock that
+// owner holds. Release, Renew, TTLLeft and Reenter of a lease act on its
+// own record only, so a released nested lease is not held (its TTLLeft
+// says ErrNotHeld) while its outer one is. An owner token belongs to its
+// Client (Redis stores "<Client.ID>/<token>"), so two processes that pick
+// the same token still exclude each other; Options.SharedOwners opts out.
+// WithMetadata stores who holds a lock and why, for Inspect (the newest
+// hold's that has some); Client.HoldsOf counts an owner's holds.
 //
 // # Retries, deadlines, shutdown
 //
@@ -101,21 +106,28 @@
 // # Unknown outcomes
 //
 // A call whose reply was lost (ErrUnknownOutcome) is made sure in the
-// background: the attempt is first buried (its id or fresh token goes
-// into the hash {key}:gone, so that a request of it that reaches Redis
-// later, held by a paused server, held in transit past its sender's
-// deadline as a TCP retransmit is, or behind the cleanup on another
-// connection, takes nothing), then the hold it may have added is taken
-// back (an owner's by its call's id, whatever holds the owner added
-// since) and its place in line left. A release or a leave of the call
-// that lands after the bury takes nothing either (a nested hold's late
-// release used to end the outer hold it shared owner and fence with). A
-// release of an owner's hold whose reply was lost is undone the same way,
-// and Release called again after it runs that undo, never a release of
-// another of the owner's holds. An Acquire WithRetry whose strategy
-// retries after an unknown outcome (RetryIf sees it wrapped in
-// ErrUnknownOutcome) buries the lost attempt before the next. The
-// cleanup keeps trying for a minute (or the call's TTL, if longer) while
-// Redis does not answer; a request held in transit longer than that may
-// still take effect.
+// background. Every request that ends a hold names its record: a release,
+// the undo of an acquire whose reply was lost, the give-back of an acquire
+// too few replicas acknowledged, and a waiter's leave are one script that
+// ends hold <id> and does nothing when that record is gone, so landing
+// twice, late or at the same time as another is harmless. A request that
+// makes a record (an acquire, a reentry) whose reply was lost may still
+// land after its sender gave up (held by a paused server, held in transit
+// as a TCP retransmit is, or behind the cleanup on another connection):
+// its cleanup buries the call's id (the sorted set {key}:gone, each id for
+// an hour, or two TTLs if longer) in the same script that ends its hold
+// and leaves its place in line, so the late request takes nothing. A
+// renewal whose reply was lost is buried too. Release is single-flight
+// per Lease, and Release called again after an unknown outcome sends the
+// same request again. An Acquire WithRetry cleans a lost attempt up before
+// the next, which gets an id of its own, and says ErrUnknownOutcome when
+// it ends without a lease after one. The cleanup keeps trying for a minute
+// (or the call's TTL, if longer) while Redis does not answer; a request
+// held in transit longer than its bury may still take effect.
+//
+// The lock never sends a request twice (go-redis is told not to resend a
+// script), and a request that was answered is not delivered again (TCP):
+// only a request whose reply was lost can land late. A network that
+// replays answered requests is outside what it defends against: a replayed
+// acquire of a released hold would take the lock again for a TTL.
 package lock

@@ -16,7 +16,9 @@ type Keys struct {
 	// up, w: somebody may be in line, h.<id>: one record per hold, named
 	// by its call's id, "<seq>|<metadata>"} (see scripts.go).
 	Lock string
-	// Fence is the fencing counter. It never expires, so fences only grow.
+	// Fence is the fencing counter: the last fence granted. It lives an
+	// hour (or two TTLs) past the last grant; fences still only grow,
+	// since a fence is max(counter+1, server time in µs).
 	Fence string
 	// Queue is a sorted set of waiting calls ("<ttl ms>#<call id>:<owner
 	// token>"), scored by arrival (FIFO).

@@ -360,10 +360,17 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	l.relBusy = true
 	again := l.unsure
+	lost := l.done && !l.unsure && errors.Is(l.cause, ErrLost)
 	fence := l.fenceArgLocked()
 	l.releasing++
 	l.mu.Unlock()
 	err := l.releaseOnce(ctx, fence, again)
+	if lost && err == nil {
+		// The lease was lost already (its validity ran out, or a renewal
+		// found the hold gone): the release ended its hold, which Redis
+		// still kept (the drift allowance), but the lease had ended before.
+		err = fmt.Errorf("release %q: the lease was lost before (%v); its hold, still in Redis, is ended: %w", l.key, l.cause, ErrNotHeld)
+	}
 	l.mu.Lock()
 	l.relBusy = false
 	rc := l.relWait
@@ -379,7 +386,7 @@ func (l *Lease) Release(ctx context.Context) error {
 // releaseOnce sends the release (endScript, naming this hold) once; again:
 // an earlier one's outcome was unknown.
 func (l *Lease) releaseOnce(ctx context.Context, fence any, again bool) error {
-	reply, err := l.c.runArgs(ctx, endScript, 5, l.c.endArgs(l.sk, l.ownerArg, l.idArg, fence, false, ""))
+	reply, err := l.c.runArgs(ctx, endScript, 5, l.c.endArgs(l.sk, l.ownerArg, l.idArg, fence, false, 0, ""))
 	if err != nil {
 		var ns errNotSent
 		if outcomeUnknown(err) && !errors.As(err, &ns) {
@@ -394,7 +401,7 @@ func (l *Lease) releaseOnce(ctx context.Context, fence any, again bool) error {
 			// background until Redis answers. It ends this hold's
 			// record only, so landing after the first does nothing.
 			l.cleanupOf("release", l.TTL()).background(func(ctx context.Context) error {
-				_, err := l.c.runArgs(ctx, endScript, 5, l.c.endArgs(l.sk, l.ownerArg, l.idArg, fence, false, ""))
+				_, err := l.c.runArgs(ctx, endScript, 5, l.c.endArgs(l.sk, l.ownerArg, l.idArg, fence, false, 0, ""))
 				return err
 			})
 			return err
@@ -514,7 +521,7 @@ func (l *Lease) renew(ctx context.Context, ttl time.Duration) error {
 			// history knew expired: the simulation's late-delivery).
 			c := l.cleanupOf("renew", ttl)
 			c.background(func(ctx context.Context) error {
-				_, err := l.c.run(ctx, buryScript, l.keys.keyList(), id)
+				_, err := l.c.run(ctx, buryScript, l.keys.keyList(), id, l.c.buryLife(ttl))
 				return err
 			})
 			return unknown(ctx, "renew", l.key, err)
@@ -527,11 +534,17 @@ func (l *Lease) renew(ctx context.Context, ttl time.Duration) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.released {
+		// The renewal ran before the release that ended the hold (after
+		// it, it finds no record): the release freed the key.
+		return fmt.Errorf("renew %q: the lease was released meanwhile: %w", l.key, ErrNotHeld)
+	}
 	if l.done {
 		// Redis did renew the key, but the lease ended here meanwhile (its
-		// validity deadline passed, or a Release ended it): not ErrNotHeld,
-		// which says the renewal had no effect, and a history that believes
-		// it sees the owner's later release as one after the lease expired.
+		// validity deadline passed, or a release of unknown outcome): not
+		// ErrNotHeld, which says the renewal had no effect, and a history
+		// that believes it sees the owner's later release as one after the
+		// lease expired.
 		return fmt.Errorf("renew %q: Redis renewed the lock, but the lease had ended meanwhile (%v): %w",
 			l.key, l.cause, ErrUnknownOutcome)
 	}

@@ -125,18 +125,19 @@ local function addHold(id, md)
 end
 `
 
-// buryLife is how long a buried id is remembered (ms): longer than any
-// request waits in a server's buffer here (luaBury).
-const buryLife = "3600000"
-
-// luaBury defines bury(id): id joins the buried ids (KEYS[5]) with an
-// expiry of its own; those whose time has passed leave. The key lives as
-// long as its newest id. Needs clock().
+// luaBury defines bury(id, life): id joins the buried ids (KEYS[5]) for
+// life ms (Client.buryLife: an hour, or two of the call's TTLs if longer,
+// longer than any request waits in a server's buffer here and than the
+// cleanup keeps trying); those whose time has passed leave. The key lives
+// as long as its latest id. Needs clock().
 const luaBury = `
-local function bury(id)
+local function bury(id, life)
+  life = tonumber(life)
   redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
-  redis.call('ZADD', KEYS[5], now + ` + buryLife + `, id)
-  redis.call('PEXPIRE', KEYS[5], ` + buryLife + `)
+  redis.call('ZADD', KEYS[5], now + life, id)
+  if redis.call('PTTL', KEYS[5]) < life then
+    redis.call('PEXPIRE', KEYS[5], life)
+  end
 end
 `
 
@@ -288,7 +289,8 @@ return {0, redis.call('PTTL', KEYS[1])}
 `)
 
 // endScript: KEYS lock, fence, queue, queue deadlines, gone. ARGV token,
-// the hold's id, fence ("": any), "1" to bury the id first ("": don't),
+// the hold's id, fence ("": any), how long to bury the id first (ms; "":
+// don't),
 // the call's place in line ("": none), channel, hand-off lease ms.
 //
 // It ends hold <id>: the one request for a release, the undo of an
@@ -311,7 +313,7 @@ return {0, redis.call('PTTL', KEYS[1])}
 var endScript = rediscmd.NewScript(`
 local h = redis.call('HMGET', KEYS[1], 'o', 'n', 'f', 'w', 'h.' .. ARGV[2])
 local mine = h[1] == ARGV[1] and h[5] and (ARGV[3] == '' or h[3] == ARGV[3])
-if ARGV[4] ~= '1' and ARGV[5] == '' then
+if ARGV[4] == '' and ARGV[5] == '' then
   if not mine then return {-1} end
   if (tonumber(h[2]) or 1) > 1 then
     redis.call('HDEL', KEYS[1], 'h.' .. ARGV[2])
@@ -324,7 +326,7 @@ if ARGV[4] ~= '1' and ARGV[5] == '' then
 end
 ` + luaPrelude + luaQueue + luaBury + `
 clock()
-if ARGV[4] == '1' then bury(ARGV[2]) end
+if ARGV[4] ~= '' then bury(ARGV[2], ARGV[4]) end
 if ARGV[5] ~= '' then
   redis.call('ZREM', KEYS[3], ARGV[5])
   redis.call('ZREM', KEYS[4], ARGV[5])
@@ -392,14 +394,20 @@ return {h.o or '', tonumber(h.n or '0'), h.f or '', redis.call('PTTL', KEYS[1]),
 `)
 
 // forceUnlockScript: KEYS lock, fence, queue, queue deadlines. ARGV
-// channel, hand-off lease ms. Frees the lock whoever holds it: hands it to
-// the first live waiter or deletes it; the fence counter stays. Returns
-// {1 when it was held else 0, the hand-off message or ”}.
+// channel, the fence of the hold to free ("": read it), hand-off lease
+// ms. Frees the lock held under that fence, whoever holds it: hands it to
+// the first live waiter or deletes it; the fence counter stays. Without a
+// fence it frees nothing and returns the fence it read: the operator's
+// call then sends the fence it saw, so that a request of it that lands
+// late, or twice, frees nothing but that one holder's lock. Returns {1
+// when it freed the lock else 0, the hand-off message or the fence read}.
 var forceUnlockScript = rediscmd.NewScript(luaPrelude + luaQueue + `
-local held = redis.call('EXISTS', KEYS[1])
+local f = redis.call('HGET', KEYS[1], 'f')
+if ARGV[2] == '' then return {0, f or ''} end
+if f ~= ARGV[2] then return {0, ''} end
 clock()
 dropDead()
-return {held, handoff(ARGV[1])}
+return {1, handoff(ARGV[1])}
 `)
 
 // reenterScript: KEYS lock, gone. ARGV token, fence, ttl ms, the new
@@ -423,12 +431,12 @@ return n
 `)
 
 // buryScript: KEYS lock, fence, queue, queue deadlines, gone (only gone is
-// touched). ARGV the id. A renewal whose reply was lost is buried: it
-// extends nothing when it lands later. Returns 1.
+// touched). ARGV the id, how long (ms). A renewal whose reply was lost is
+// buried: it extends nothing when it lands later. Returns 1.
 var buryScript = rediscmd.NewScript(`
 local t = redis.call('TIME')
 local now = math.floor(tonumber(t[1] .. string.sub('00000' .. t[2], -6)) / 1000)
 ` + luaBury + `
-bury(ARGV[1])
+bury(ARGV[1], ARGV[2])
 return 1
 `)
