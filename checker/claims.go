@@ -177,6 +177,16 @@ func sameHold(a, b *lop) bool { return a.lease == 0 || b.lease == 0 || a.lease =
 func (cl *claimIndex) endedBy(o *lop, t int64) *lop {
 	for _, list := range [][]*lop{cl.releases[o.client], cl.notices[o.client]} {
 		i := sort.Search(len(list), func(i int) bool { return list[i].call >= o.call })
+		// A release of the hold called a moment before the claim's own op
+		// and still running then (two calls at once on one lease, as a
+		// program's deferred release beside its renewal loop) ends the
+		// claim too: the holder was giving the lease up. One client has a
+		// few calls at once at most: look back a few.
+		for j := i - 1; j >= 0 && j >= i-4; j-- {
+			if r := list[j]; r.ret >= o.call && sameHold(o, r) {
+				return r
+			}
+		}
 		for _, r := range list[i:] {
 			if r.call > t {
 				break

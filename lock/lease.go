@@ -320,8 +320,10 @@ type releaseCall struct {
 //     stands, but its watchdog stops: the lock expires with its TTL
 //     unless Release is called again.
 //
-// Release is single-flight: a call made while another is in flight waits
-// for it (or for its own ctx) and returns its result.
+// Release is single-flight: a call made while another is in flight sends
+// nothing; it waits for that one (or for its own ctx) and returns its
+// error, or ErrNotHeld when that one released the hold (exactly one call
+// ends a hold: the history of the calls says so).
 //
 // A release that definitely happened (nil), definitely could not
 // (ErrNotHeld), or may have happened (ErrUnknownOutcome) ends the lease:
@@ -349,6 +351,10 @@ func (l *Lease) Release(ctx context.Context) error {
 		l.mu.Unlock()
 		select {
 		case <-rc.done:
+			if rc.err == nil {
+				// One release ends a hold: this call ended nothing.
+				return fmt.Errorf("release %q: released by a concurrent Release: %w", l.key, ErrNotHeld)
+			}
 			return rc.err
 		case <-ctx.Done():
 			return fmt.Errorf("release %q: waiting for the release in flight: %w", l.key, context.Cause(ctx))

@@ -43,10 +43,10 @@ func sectionSteps() []step {
 		{"inspect-holding", (*Workload).stepInspectHolding},
 		{"leave", (*Workload).stepLeave},       // Leave
 		{"renew", (*Workload).stepRenew},       // Renew
-		{"reenter", (*Workload).stepReenter},   // Reenter, LongWork, RushRelease
+		{"reenter", (*Workload).stepReenter},   // Reenter, LongWork, RushRelease, Concurrent
 		{"read", (*Workload).stepRead},         //
 		{"check-write", (*Workload).stepWrite}, //
-		{"release", (*Workload).stepRelease},   // RushRelease
+		{"release", (*Workload).stepRelease},   // RushRelease, Concurrent
 	}
 }
 
@@ -350,7 +350,7 @@ func (w *Workload) stepReenter(s *section) (bool, error) {
 			// its way, and the outer hold works on, which a late release
 			// ending the outer hold breaks (round three's defect 1).
 			rushIn := c.chance(s.mix.RushRelease) && !c.Gate.Armed()
-			if err := c.release(ctx, rec, in, rushIn, cfg.OpTimeout); err != nil {
+			if err := c.releaseBeside(ctx, rec, in, rushIn, c.beside(s.mix), cfg.OpTimeout); err != nil {
 				return true, err
 			}
 			// The outer hold outlives the nested one, as it does in code
@@ -447,5 +447,5 @@ func (w *Workload) stepRelease(s *section) (bool, error) {
 	if s.gone && s.owned != nil {
 		return true, w.again(s.ctx, s.rec, c, s.owned, s.h)
 	}
-	return true, c.release(s.ctx, s.rec, s.h, rush, s.cfg.OpTimeout)
+	return true, c.releaseBeside(s.ctx, s.rec, s.h, rush, c.beside(s.mix), s.cfg.OpTimeout)
 }

@@ -210,13 +210,24 @@ type Mix struct {
 	// operators and code checking isHeldByThread do; the lease property
 	// holds the answers to the history.
 	Inspect float64
+	// Concurrent: of the releases in a section (a nested hold's and the
+	// lease's), those beside which a second call on the same lease runs
+	// at once from another goroutine, as two paths of one program do (a
+	// deferred release and an error path; a renewal loop and the code
+	// that is done): half a second Release, half a Renew. At most one
+	// Release ends the hold; the other must say it did not (a lock whose
+	// second release ends another hold of the owner, a nested lease's
+	// outer one, frees the key under a valid lease: the lease and claims
+	// properties).
+	Concurrent float64
 
 	_ struct{}
 }
 
 // DefaultMix is the mix `go test ./chaos` and `lockproof run` use.
 func DefaultMix() Mix {
-	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.4, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1, Owner: 0.3, Context: 0.3, Twice: 0.2, Inspect: 0.2}
+	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.4, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1, Owner: 0.3, Context: 0.3, Twice: 0.2, Inspect: 0.2,
+		Concurrent: 0.15}
 }
 
 // share is one choice of a Mix by its name (the CLI's --mix).
@@ -228,7 +239,7 @@ type share struct {
 func (m *Mix) shares() []share {
 	return []share{{"blocking", &m.Blocking}, {"cancel", &m.Cancel}, {"reenter", &m.Reenter}, {"renew", &m.Renew},
 		{"long-work", &m.LongWork}, {"rush-release", &m.RushRelease}, {"owner", &m.Owner}, {"leave", &m.Leave}, {"context", &m.Context},
-		{"twice", &m.Twice}, {"inspect", &m.Inspect}}
+		{"twice", &m.Twice}, {"inspect", &m.Inspect}, {"concurrent", &m.Concurrent}}
 }
 
 func (m *Mix) validate() error {
@@ -888,6 +899,15 @@ func (c *Client) inspect(ctx context.Context, rec *history.Recorder, insp locker
 // chance draws one choice of share p from c's stream.
 func (c *Client) chance(p float64) bool { return p > 0 && c.rng.Float64() < p }
 
+// beside draws the second call made beside a release (Mix.Concurrent):
+// besideNone, besideRelease or besideRenew.
+func (c *Client) beside(m *Mix) int {
+	if !c.chance(m.Concurrent) {
+		return besideNone
+	}
+	return besideRelease + c.rng.IntN(2)
+}
+
 // waitTwice starts a second blocking acquire as the client's owner, on its
 // key, in a goroutine of its own (Mix.Twice), recorded with a hold number
 // of its own, which releases what it got after a brief section; join
@@ -1204,6 +1224,48 @@ func (c *Client) watchLoss(ctx context.Context, rec *history.Recorder, h held) (
 // unknown), it is sent once more with the op timeout, as a careful caller
 // retries a release until it is done.
 func (c *Client) release(ctx context.Context, rec *history.Recorder, h held, rush bool, timeout time.Duration) error {
+	return c.releaseBeside(ctx, rec, h, rush, 0, timeout)
+}
+
+// Second calls beside a release (Mix.Concurrent).
+const (
+	besideNone    = iota
+	besideRelease // a second Release
+	besideRenew   // a Renew
+)
+
+// releaseBeside is release with a second call on the same lease at once
+// (beside: besideRelease or besideRenew), from a goroutine that draws
+// nothing from the client's stream and is joined before it returns.
+func (c *Client) releaseBeside(ctx context.Context, rec *history.Recorder, h held, rush bool, beside int, timeout time.Duration) error {
+	if beside == besideNone {
+		return c.releaseOne(ctx, rec, h, rush, timeout)
+	}
+	l := h.lease
+	token, fenced := l.Fence()
+	op := history.Op{Client: c.Name, Kind: history.Release, Key: c.Key, Token: token, HasToken: fenced, Lease: h.id}
+	do := func(ctx context.Context) error { return l.Release(ctx) }
+	if beside == besideRenew {
+		op = history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: l.TTL().Milliseconds(), Token: token, HasToken: fenced, Lease: h.id}
+		do = func(ctx context.Context) error { return l.Renew(ctx, l.TTL()) }
+	}
+	// Its own recording without the op in flight (the main call's).
+	r := recording{rec: rec, gate: c.Gate}
+	second := make(chan error, 1)
+	go func() {
+		_, err := r.lockEdit(ctx, op, ctxNormal, timeout, do, func(o *history.Op, res history.Result) {
+			if o.Kind == history.Renew && res == history.OK {
+				c.claim(rec, o, l)
+			}
+		})
+		second <- err
+	}()
+	err := c.releaseOne(ctx, rec, h, rush, timeout)
+	return errors.Join(err, <-second)
+}
+
+// releaseOne is release alone.
+func (c *Client) releaseOne(ctx context.Context, rec *history.Recorder, h held, rush bool, timeout time.Duration) error {
 	l := h.lease
 	if h.released != nil {
 		// Before the release: it ends a watched context (Mix.Context).
