@@ -97,6 +97,9 @@ type claimIndex struct {
 	grants   []*lop             // ok acquires, by call
 	byRet    []*lop             // ok acquires, by return
 	releases map[int32][]*lop   // per client, by call
+	// relMaxRet: per client, relMaxRet[c][i] is the latest return among
+	// releases[c][:i+1] (endedBy looks back only as far as one can reach).
+	relMaxRet map[int32][]int64
 	notices  map[int32][]*lop   // per client, by call
 	acquires map[int32][]*lop   // ok acquires per client, by call
 	unsure   map[int32][]*lop   // acquires of unknown outcome per client, by call
@@ -158,6 +161,17 @@ func newClaimIndex(k *keyOps) *claimIndex {
 		note(n)
 		cl.notices[n.client] = append(cl.notices[n.client], n)
 	}
+	cl.relMaxRet = make(map[int32][]int64, len(cl.releases))
+	for c, list := range cl.releases {
+		m := make([]int64, len(list))
+		for i, r := range list {
+			m[i] = r.ret
+			if i > 0 {
+				m[i] = max(m[i], m[i-1])
+			}
+		}
+		cl.relMaxRet[c] = m
+	}
 	cl.byRet = append([]*lop(nil), cl.grants...)
 	sort.SliceStable(cl.byRet, func(i, j int) bool { return cl.byRet[i].ret < cl.byRet[j].ret })
 	cl.latestCall = prefixTop2(cl.byRet, func(o *lop) int64 { return o.call }, clientOf)
@@ -175,18 +189,19 @@ func sameHold(a, b *lop) bool { return a.lease == 0 || b.lease == 0 || a.lease =
 // endedBy returns a release or loss notice of o's hold by o's client
 // called in [o.call, t], or nil.
 func (cl *claimIndex) endedBy(o *lop, t int64) *lop {
-	for _, list := range [][]*lop{cl.releases[o.client], cl.notices[o.client]} {
-		i := sort.Search(len(list), func(i int) bool { return list[i].call >= o.call })
-		// A release of the hold called a moment before the claim's own op
-		// and still running then (two calls at once on one lease, as a
-		// program's deferred release beside its renewal loop) ends the
-		// claim too: the holder was giving the lease up. One client has a
-		// few calls at once at most: look back a few.
-		for j := i - 1; j >= 0 && j >= i-4; j-- {
-			if r := list[j]; r.ret >= o.call && sameHold(o, r) {
-				return r
-			}
+	// A release of the hold called before the claim's own op and still
+	// running then (two calls at once on one lease, as a program's
+	// deferred release beside its renewal loop) ends the claim too: the
+	// holder was giving the lease up.
+	rels, m := cl.releases[o.client], cl.relMaxRet[o.client]
+	i := sort.Search(len(rels), func(i int) bool { return rels[i].call >= o.call })
+	for j := i - 1; j >= 0 && m[j] >= o.call; j-- {
+		if r := rels[j]; r.ret >= o.call && sameHold(o, r) {
+			return r
 		}
+	}
+	for _, list := range [][]*lop{rels, cl.notices[o.client]} {
+		i := sort.Search(len(list), func(i int) bool { return list[i].call >= o.call })
 		for _, r := range list[i:] {
 			if r.call > t {
 				break

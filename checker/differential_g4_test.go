@@ -65,11 +65,16 @@ func g4Brute(ops []history.Op, drift float64, bound int64, fair bool, b int) g4V
 		okAcquire := func(o history.Op) bool { return o.Kind == history.Acquire && o.Result == history.OK }
 		sameHold := func(a, b history.Op) bool { return a.Lease == 0 || b.Lease == 0 || a.Lease == b.Lease }
 		// An end of the claims of o's hold, called in [o.call, t]: a
-		// release (but an unknown one that still claimed), or a loss notice.
+		// release (but an unknown one that still claimed), or a loss
+		// notice; or a release called before o and still running at
+		// o.call (two calls at once on one lease).
 		ended := func(o history.Op, t int64) bool {
 			for _, e := range on {
-				isEnd := e.Kind == history.Lost || e.Kind == history.Release && !(e.Result == history.Unknown && e.HasValid)
-				if isEnd && e.Client == o.Client && e.Call >= o.Call && e.Call <= t && sameHold(o, e) {
+				isRelease := e.Kind == history.Release && !(e.Result == history.Unknown && e.HasValid)
+				isEnd := e.Kind == history.Lost || isRelease
+				during := e.Call >= o.Call && e.Call <= t
+				before := isRelease && e.Call < o.Call && ret(e) >= o.Call
+				if isEnd && e.Client == o.Client && (during || before) && sameHold(o, e) {
 					return true
 				}
 			}
