@@ -94,17 +94,17 @@ func isClaim(o *lop) bool {
 
 // claimIndex holds a key's ops by client for the claims rules.
 type claimIndex struct {
-	grants   []*lop             // ok acquires, by call
-	byRet    []*lop             // ok acquires, by return
-	releases map[int32][]*lop   // per client, by call
+	grants   []*lop           // ok acquires, by call
+	byRet    []*lop           // ok acquires, by return
+	releases map[int32][]*lop // per client, by call
 	// relMaxRet: per client, relMaxRet[c][i] is the latest return among
 	// releases[c][:i+1] (endedBy looks back only as far as one can reach).
 	relMaxRet map[int32][]int64
-	notices  map[int32][]*lop   // per client, by call
-	acquires map[int32][]*lop   // ok acquires per client, by call
-	unsure   map[int32][]*lop   // acquires of unknown outcome per client, by call
-	last     map[int32]int64    // per client, the latest call of any op on the key
-	byLease  map[holdRef][]*lop // ok acquires per (client, lease)
+	notices   map[int32][]*lop   // per client, by call
+	acquires  map[int32][]*lop   // ok acquires per client, by call
+	unsure    map[int32][]*lop   // acquires of unknown outcome per client, by call
+	last      map[int32]int64    // per client, the latest call of any op on the key
+	byLease   map[holdRef][]*lop // ok acquires per (client, lease)
 	// unknownClaims: per client, its releases of unknown outcome after
 	// which the lock still claimed the lease (isClaim), by call.
 	unknownClaims map[int32][]*lop
