@@ -302,9 +302,12 @@ type releaseCall struct {
 }
 
 // Release frees this hold. The lock is freed when its last hold is
-// released; then it is handed to the next waiter. Errors:
-//   - ErrNotHeld: the lock expired or was taken, or this lease was already
-//     released or lost. The lease has ended.
+// released; then it is handed to the next waiter. A lease lost here (its
+// validity ran out) whose hold Redis still keeps (the drift allowance)
+// is released as any other: nil, and the key is free at once. Errors:
+//   - ErrNotHeld: the hold was gone (the lock expired or was taken), or
+//     this lease was already released. The release had no effect; the
+//     lease has ended.
 //   - ErrUnknownOutcome: the reply was lost; the release may or may not have
 //     happened. The lease ends here (the work under it must stop: the lock
 //     may be another client's already). The lock makes sure of it in the
@@ -366,17 +369,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	l.relBusy = true
 	again := l.unsure
-	lost := l.done && !l.unsure && errors.Is(l.cause, ErrLost)
 	fence := l.fenceArgLocked()
 	l.releasing++
 	l.mu.Unlock()
 	err := l.releaseOnce(ctx, fence, again)
-	if lost && err == nil {
-		// The lease was lost already (its validity ran out, or a renewal
-		// found the hold gone): the release ended its hold, which Redis
-		// still kept (the drift allowance), but the lease had ended before.
-		err = fmt.Errorf("release %q: the lease was lost before (%v); its hold, still in Redis, is ended: %w", l.key, l.cause, ErrNotHeld)
-	}
 	l.mu.Lock()
 	l.relBusy = false
 	rc := l.relWait
