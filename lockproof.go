@@ -114,13 +114,14 @@ type Property string
 
 // The properties, in summary order (contract.Properties).
 const (
-	Lease    Property = contract.PropLease    // G1: one holder at a time
-	Resource Property = contract.PropResource // G2: no stale write or read accepted
-	Liveness Property = contract.PropLiveness // G3: a lock nobody holds is granted
-	Claims   Property = contract.PropClaims   // G4: the validity the lock tells its holder is true
-	Notice   Property = contract.PropNotice   // G4: a holder is told, in time, that its lease is gone
-	Fairness Property = contract.PropFairness // G3: waiters are served in the order they joined
-	Calls    Property = contract.PropCalls    // G5: calls return within their context; a closed lock grants nothing
+	Lease     Property = contract.PropLease     // G1: one holder at a time
+	Resource  Property = contract.PropResource  // G2: no stale write or read accepted
+	Liveness  Property = contract.PropLiveness  // G3: a lock nobody holds is granted
+	Claims    Property = contract.PropClaims    // G4: the validity the lock tells its holder is true
+	Notice    Property = contract.PropNotice    // G4: a holder is told, in time, that its lease is gone
+	Fairness  Property = contract.PropFairness  // G3: waiters are served in the order they joined
+	Calls     Property = contract.PropCalls     // G5: calls return within their context; a closed lock grants nothing
+	Footprint Property = contract.PropFootprint // G6: the lock's keys stay within a bound of what is alive
 )
 
 // Verdict is the verdict on property p of lock under fault with seed:

@@ -342,6 +342,29 @@ func describe(out chaos.Outcome, res *checker.Result) string {
 
 // TestFencedUnderFaults runs the fenced lock under every fault but failover
 // on one environment and checks what the guarantees predict.
+// checkFootprint: the fenced lock's keys, sampled during the run and
+// after it, stay within the bound its entry states (the footprint
+// property, which the tests' own checker options leave out).
+func checkFootprint(t *testing.T, out chaos.Outcome) {
+	t.Helper()
+	e, _ := zoo.Builtin().Lookup(zoo.FencedName)
+	b := e.Footprint
+	res, err := checker.Check(context.Background(), out.Ops, checker.Options{Timeout: 30 * time.Second,
+		Footprint: &checker.FootprintBound{Base: int64(b.Base), PerHold: int64(b.PerHold), PerWaiter: int64(b.PerWaiter), PerUnknown: int64(b.PerUnknown), BuriedFor: b.BuriedFor}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := 0
+	for _, o := range out.Ops {
+		if o.Kind == history.Footprint && o.Result == history.OK {
+			samples++
+		}
+	}
+	if p := res.Of(contract.PropFootprint); p.Verdict != contract.OK || samples < 2 {
+		t.Errorf("footprint %s on %d ok samples; want ok, sampled during the run and after: %s", p.Verdict, samples, p.Explanation)
+	}
+}
+
 func TestFencedUnderFaults(t *testing.T) {
 	t.Parallel()
 	e := openEnv(t, env.Spec{DownAfter: 3 * time.Second})
@@ -386,6 +409,7 @@ func TestFencedUnderFaults(t *testing.T) {
 			if res.Of(contract.PropLiveness).Verdict == contract.Violated {
 				t.Errorf("liveness violated\n%s", describe(out, res))
 			}
+			checkFootprint(t, out)
 			if res.Counts.LeaseOps == 0 || res.Counts.ResourceOps == 0 {
 				t.Errorf("the workload did nothing: %+v", res.Counts)
 			}

@@ -114,6 +114,10 @@ type Options struct {
 	// lease: an acquire called after its client's close returned ok is
 	// refused. false: the closed-grant rule is off.
 	CloseRefuses bool
+	// Footprint is the bound the lock states for what it keeps in Redis
+	// for a key (history op footprint): nil states none, and the
+	// footprint property is n/a. See docs/DESIGN.md (footprint).
+	Footprint *FootprintBound
 	// Timeout bounds the whole Check, every key and every property, the
 	// explanations included; 0: no limit. What is not decided in time is
 	// unknown (a direct rule's violation found in time still counts).
@@ -160,6 +164,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Timeout < 0 {
 		return o, fmt.Errorf("%w: negative timeout %v", ErrBadOptions, o.Timeout)
+	}
+	if b := o.Footprint; b != nil && (b.Base < 0 || b.PerHold < 0 || b.PerWaiter < 0 || b.PerUnknown < 0 || b.BuriedFor < 0) {
+		return o, fmt.Errorf("%w: footprint bound %+v: every term must be >= 0", ErrBadOptions, *b)
 	}
 	if o.Parallelism <= 0 {
 		o.Parallelism = runtime.GOMAXPROCS(0)
@@ -279,13 +286,14 @@ type check func(c *run, k *keyOps) finding
 // stage reads the property list.
 func checks() map[string]check {
 	return map[string]check{
-		contract.PropLease:    (*run).checkLease,
-		contract.PropResource: (*run).checkResource,
-		contract.PropLiveness: (*run).checkLiveness,
-		contract.PropClaims:   (*run).checkClaims,
-		contract.PropNotice:   (*run).checkNotice,
-		contract.PropFairness: (*run).checkFairness,
-		contract.PropCalls:    (*run).checkCalls,
+		contract.PropLease:     (*run).checkLease,
+		contract.PropResource:  (*run).checkResource,
+		contract.PropLiveness:  (*run).checkLiveness,
+		contract.PropClaims:    (*run).checkClaims,
+		contract.PropNotice:    (*run).checkNotice,
+		contract.PropFairness:  (*run).checkFairness,
+		contract.PropCalls:     (*run).checkCalls,
+		contract.PropFootprint: (*run).checkFootprint,
 	}
 }
 
@@ -356,7 +364,7 @@ func (c *run) check() *Result {
 		Options: OptionsUsed{Drift: c.opts.Drift, LivenessSlackMs: c.opts.LivenessSlack.Milliseconds(),
 			TimeoutMs: c.opts.Timeout.Milliseconds(), WaitBoundMs: c.opts.WaitBound.Milliseconds(),
 			LossBoundMs: c.opts.LossBound.Milliseconds(), Fair: c.opts.Fair, Bypass: c.opts.Bypass,
-			CallSlackMs: c.opts.CallSlack.Milliseconds(), CloseRefuses: c.opts.CloseRefuses},
+			CallSlackMs: c.opts.CallSlack.Milliseconds(), CloseRefuses: c.opts.CloseRefuses, Footprint: c.opts.Footprint.used()},
 	}
 	var verdicts []contract.Verdict
 	for p, prop := range props {

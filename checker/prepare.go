@@ -67,6 +67,7 @@ type keyOps struct {
 	notices  []*lop // lost: loss notices
 	closes   []*lop // close: a client closing its lock handle
 	inspects []*lop // inspect, holds: what the lock said of the key's holders
+	samples  []*lop // footprint: what the lock kept in Redis for the key
 
 	claimsOnce sync.Once   // builds claims
 	claims     *claimIndex // the claims and loss-notice rules' index (claimIndex)
@@ -202,6 +203,8 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 			k.notices = append(k.notices, l)
 		case history.Inspect, history.Holds:
 			k.inspects = append(k.inspects, l)
+		case history.Footprint:
+			k.samples = append(k.samples, l)
 		case history.Close:
 			k.closes = append(k.closes, l)
 			if prev := p.closed[id]; o.Completed && o.Result == history.OK && (prev == nil || o.Return < prev.ret) {
@@ -217,6 +220,7 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 		byCall(k.notices)
 		byCall(k.closes)
 		byCall(k.inspects)
+		byCall(k.samples)
 	}
 	return p, nil
 }

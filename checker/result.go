@@ -36,6 +36,8 @@ const (
 	// Calls rules (what the lock promises its caller about the calls).
 	RuleLateReturn  = "late-return"  // a call returned later than its context's deadline plus the lock's slack
 	RuleClosedGrant = "closed-grant" // an acquire called after its client's close returned got the lock
+	// Footprint rule (what the lock keeps in Redis).
+	RuleFootprintBound = "footprint-bound" // the lock kept more records for a key than its bound allows for what was alive
 	// RuleLinearizability: no order of a key's ops satisfies the model, and
 	// the explanation could not single out the op at fault (e.g. it timed out).
 	RuleLinearizability = "linearizability"
@@ -144,6 +146,9 @@ type OptionsUsed struct {
 	// was off).
 	CallSlackMs  int64 `json:"call_slack_ms,omitempty"`
 	CloseRefuses bool  `json:"close_refuses,omitempty"`
+	// Footprint is Options.Footprint (absent: the footprint property
+	// was n/a).
+	Footprint *FootprintUsed `json:"footprint,omitempty"`
 }
 
 // Of returns the result of the property whose contract ID is id

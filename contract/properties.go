@@ -10,18 +10,21 @@ const (
 	PropNotice   = "notice"
 	PropFairness = "fairness"
 	PropCalls    = "calls"
+	// PropFootprint: the lock's keys stay within a bound of what is alive.
+	PropFootprint = "footprint"
 )
 
 // Property display names: check.json's "property", the check command's
 // output and the reports' headings.
 const (
-	PropLeaseName    = "lease mutual exclusion"
-	PropResourceName = "resource safety"
-	PropLivenessName = "liveness"
-	PropClaimsName   = "validity claims"
-	PropNoticeName   = "loss notice"
-	PropFairnessName = "fair queue"
-	PropCallsName    = "call contract"
+	PropLeaseName     = "lease mutual exclusion"
+	PropResourceName  = "resource safety"
+	PropLivenessName  = "liveness"
+	PropClaimsName    = "validity claims"
+	PropNoticeName    = "loss notice"
+	PropFairnessName  = "fair queue"
+	PropCallsName     = "call contract"
+	PropFootprintName = "footprint"
 )
 
 // Property is one property the checker decides and every stage reports.
@@ -58,6 +61,10 @@ func Properties() []Property {
 		// (G5): each returns within its context, and a closed handle
 		// grants nothing (a lease without the watchdog asked for).
 		{ID: PropCalls, Name: PropCallsName, Guarantee: "G5", Letter: "K", Summary: "calls return within their context; a closed lock grants nothing"},
+		// P: what the lock leaves in Redis (G6): its keys stay within a
+		// bound of the holds, waiters and buried calls alive, during a
+		// run and after it; a leak grows without one.
+		{ID: PropFootprint, Name: PropFootprintName, Guarantee: "G6", Letter: "P", Summary: "the lock's keys stay within a bound of what is alive"},
 	}
 }
 

@@ -39,6 +39,8 @@ const (
 	fHeld
 	fHolder
 	fHolds
+	fRecords
+	fBytes
 	numFields
 )
 
@@ -81,6 +83,8 @@ func fields() [numFields]field {
 		fHeld:     {name: "held", typ: tBool},
 		fHolder:   {name: "holder", typ: tString},
 		fHolds:    {name: "holds", typ: tInt},
+		fRecords:  {name: "records", typ: tInt},
+		fBytes:    {name: "bytes", typ: tInt},
 	}
 }
 
@@ -130,6 +134,10 @@ func (o *Op) get(id fieldID) (present bool, s string, i int64, u uint64) {
 		return o.Holder != "", o.Holder, 0, 0
 	case fHolds:
 		return o.HasHolds, "", o.HoldCount, 0
+	case fRecords:
+		return o.HasRecords, "", o.Records, 0
+	case fBytes:
+		return o.HasBytes, "", o.Bytes, 0
 	}
 	return false, "", 0, 0
 }
@@ -175,6 +183,10 @@ func (o *Op) setInt(id fieldID, v int64) {
 		o.Deadline, o.HasDeadline = v, true
 	case fHolds:
 		o.HoldCount, o.HasHolds = v, true
+	case fRecords:
+		o.Records, o.HasRecords = v, true
+	case fBytes:
+		o.Bytes, o.HasBytes = v, true
 	}
 }
 

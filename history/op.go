@@ -37,6 +37,13 @@ const (
 	// inspect-free, hold-count); the models never see them.
 	Inspect Kind = "inspect"
 	Holds   Kind = "holds"
+	// Footprint is a client's sample of what the lock keeps in Redis for
+	// the key (locker.Footprinter): Records, the hash fields, set members
+	// and string keys of the lock's keys, and Bytes, their length. It
+	// changes nothing; the footprint property holds it to the bound the
+	// lock states for what is alive (holds, waiters, calls of unknown
+	// outcome); the models never see it.
+	Footprint Kind = "footprint"
 )
 
 // Result is the outcome of an operation: the "result" field.
@@ -128,6 +135,14 @@ type Op struct {
 	Holder    string
 	HoldCount int64
 	HasHolds  bool
+
+	// Records ("records", meaningful only when HasRecords) and Bytes
+	// ("bytes", meaningful only when HasBytes): what a footprint op
+	// measured of the lock's keys (see Footprint).
+	Records    int64
+	HasRecords bool
+	Bytes      int64
+	HasBytes   bool
 
 	// Line is the 1-based line the op was read from; 0 when not read from a file.
 	Line int

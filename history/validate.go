@@ -70,7 +70,10 @@ func (e *ParseError) Unwrap() error { return ErrBadInput }
 //     how many holds it has itself) have the results of a lock op and
 //     carry no lease or ttl_ms; held, holder and token only on inspect,
 //     holder and token only with held; holds (>= 0) only on inspect and
-//     holds, and an ok holds op carries it.
+//     holds, and an ok holds op carries it;
+//   - footprint (a client's sample of the lock's keys) has the results of
+//     a lock op and carries no token, lease, ttl_ms or wait; records and
+//     bytes (>= 0) only on footprint, and an ok footprint carries records.
 func (op Op) Validate() error {
 	if err := validate(&op, true, op.TTLMillis != 0); err != nil {
 		return &ParseError{Line: op.Line, Field: err.field, Msg: err.msg}
@@ -97,13 +100,13 @@ func bad(field, format string, args ...any) *fieldError {
 // were present on the line (a zero value cannot tell).
 func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 	switch o.Kind {
-	case Acquire, Release, Renew, Write, Read, Fault, Lost, Close, Inspect, Holds:
+	case Acquire, Release, Renew, Write, Read, Fault, Lost, Close, Inspect, Holds, Footprint:
 	case "":
-		return bad("op", "missing (want acquire, release, renew, write, read, fault, lost, close, inspect or holds)")
+		return bad("op", "missing (want acquire, release, renew, write, read, fault, lost, close, inspect, holds or footprint)")
 	default:
-		return bad("op", "unknown operation %q (want acquire, release, renew, write, read, fault, lost, close, inspect or holds)", o.Kind)
+		return bad("op", "unknown operation %q (want acquire, release, renew, write, read, fault, lost, close, inspect, holds or footprint)", o.Kind)
 	}
-	lockOp := o.Kind == Acquire || o.Kind == Release || o.Kind == Renew || o.Kind == Close || o.Kind == Inspect || o.Kind == Holds
+	lockOp := o.Kind == Acquire || o.Kind == Release || o.Kind == Renew || o.Kind == Close || o.Kind == Inspect || o.Kind == Holds || o.Kind == Footprint
 	if o.Kind == Fault {
 		if o.Name == "" {
 			return bad("name", "missing (a fault names its window)")
@@ -244,6 +247,27 @@ func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 		}
 	} else if o.Kind == Holds && o.Result == OK {
 		return bad("holds", "missing (an ok holds op says the count)")
+	}
+	if o.Kind == Footprint && (o.HasToken || o.Lease != 0) {
+		return bad("token", "a footprint samples the key, not a lease: it carries no token or lease")
+	}
+	for _, f := range []struct {
+		name    string
+		has     bool
+		v       int64
+		missing bool
+	}{
+		{"records", o.HasRecords, o.Records, o.Kind == Footprint && o.Result == OK},
+		{"bytes", o.HasBytes, o.Bytes, false},
+	} {
+		switch {
+		case f.has && o.Kind != Footprint:
+			return bad(f.name, "only footprint carries %s, not %s", f.name, o.Kind)
+		case f.has && f.v < 0:
+			return bad(f.name, "negative count %d", f.v)
+		case !f.has && f.missing:
+			return bad(f.name, "missing (an ok footprint says what it measured)")
+		}
 	}
 	if o.HasInLine {
 		switch {

@@ -10,7 +10,7 @@ import (
 	"github.com/lockproof/lockproof/locker"
 )
 
-// The profiles' predictions: what DESIGN.md's guarantees (G1–G5) predict
+// The profiles' predictions: what DESIGN.md's guarantees (G1–G6) predict
 // for a lock that claims a profile (locker.Entry.Profile), fault by fault.
 // A lock's own knowledge (what it is known to break, where a fault strikes
 // it, its decisive scenario) lives with the lock, in its locker.Entry: the

@@ -25,6 +25,10 @@ func CheckOptions(e locker.Entry, ttl, budget time.Duration) checker.Options {
 	if e.Calls != nil {
 		o.CallSlack, o.CloseRefuses = e.Calls.Slack, e.Calls.CloseRefuses
 	}
+	if b := e.Footprint; b != nil {
+		o.Footprint = &checker.FootprintBound{Base: int64(b.Base), PerHold: int64(b.PerHold), PerWaiter: int64(b.PerWaiter),
+			PerUnknown: int64(b.PerUnknown), BuriedFor: b.BuriedFor}
+	}
 	return o
 }
 

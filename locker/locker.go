@@ -164,6 +164,29 @@ type Inspector interface {
 	HoldsOf(ctx context.Context, key, owner string) (int64, error)
 }
 
+// Footprinter is a Locker that measures what it keeps in Redis for a key:
+// Footprint reads the lock's own keys for key once (atomically, where it
+// can) and changes nothing. The harness samples it during a run and once
+// after every client stopped and closed, and holds the counts to the
+// bound the lock states (Entry.Footprint; the footprint property,
+// docs/DESIGN.md): a lock that leaks (a record of a hold that ended, a
+// buried id never forgotten) grows past it. Footprint reads Redis only:
+// it must work after Close. Errors as TryAcquire's.
+type Footprinter interface {
+	Footprint(ctx context.Context, key string) (Footprint, error)
+}
+
+// Footprint is what Footprint measured of a key's Redis keys.
+type Footprint struct {
+	// Records: hash fields, plus sorted set, set and list members, plus
+	// string keys, summed over the lock's keys for the key.
+	Records int64
+	// Bytes: how much they hold (package lock's adapter: the lengths of
+	// their fields, members and values; a lock may sum MEMORY USAGE). Shown,
+	// not bounded.
+	Bytes int64
+}
+
 // Inspection is what Inspect read of a key.
 type Inspection struct {
 	// Held: someone holds the key.

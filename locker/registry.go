@@ -106,6 +106,10 @@ type Entry struct {
 	// closed Locker grants nothing. The checker holds the lock to it (the
 	// calls property); nil promises nothing and leaves the property n/a.
 	Calls *CallContract
+	// Footprint is what the lock promises about what it keeps in Redis
+	// (Footprinter): nil promises nothing, the harness samples nothing,
+	// and the footprint property is n/a.
+	Footprint *FootprintBound
 	// Resources, when set, builds the resources a workload client reads
 	// and writes through on the resource Redis rdb, every key under
 	// prefix: fenced for leases with a fencing token, unfenced for leases
@@ -127,6 +131,23 @@ type CallContract struct {
 	// refused (the rule closed-grant), rather than granting a lease whose
 	// watchdog and hand-offs are gone with the Locker.
 	CloseRefuses bool
+}
+
+// FootprintBound is a lock's promise about what it keeps in Redis for a
+// key (Entry.Footprint): the records Footprinter.Footprint measures stay
+// at most
+//
+//	Base + PerHold×holds + PerWaiter×waiters + PerUnknown×unknown
+//
+// where holds are the holds that may be alive, waiters the blocking
+// acquires in line, and unknown the calls of unknown outcome (and the
+// waiters that gave up in line) of the last BuriedFor, as the history
+// shows them (docs/DESIGN.md, footprint). All terms >= 0.
+type FootprintBound struct {
+	Base, PerHold, PerWaiter, PerUnknown int
+	// BuriedFor is how long an unknown call's records may stay (package
+	// lock buries a call's id for an hour).
+	BuriedFor time.Duration
 }
 
 // Decisive names a lock's decisive scenario (Entry.Decisive).
@@ -195,6 +216,9 @@ func (r *Registry) Add(e Entry) error {
 	}
 	if e.Fair != nil && e.Fair.Bypass < 0 {
 		return fmt.Errorf("register lock %q: Fair.Bypass %d: must be >= 0: %w", e.Name, e.Fair.Bypass, ErrInvalid)
+	}
+	if b := e.Footprint; b != nil && (b.Base < 0 || b.PerHold < 0 || b.PerWaiter < 0 || b.PerUnknown < 0 || b.BuriedFor < 0) {
+		return fmt.Errorf("register lock %q: Footprint %+v: every term must be >= 0: %w", e.Name, *b, ErrInvalid)
 	}
 	if e.Needs.Store != "" && !contract.IsStore(e.Needs.Store) {
 		return fmt.Errorf("register lock %q: Needs.Store %q: want one of %v: %w", e.Name, e.Needs.Store, contract.StoreTopologies(), ErrInvalid)

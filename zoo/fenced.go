@@ -31,10 +31,11 @@ func FencedEntry(opts lock.Options) locker.Entry {
 		// The fenced profile's predictions are its own; its resource
 		// safety under pause-client, where every other lock breaks, is
 		// what decides it.
-		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource},
-		Fair:     &locker.FairQueue{}, // strict FIFO: a hand-off goes to the head of the line
-		Calls:    fencedCalls(),
-		Doc:      "the production lock: owner token, fence, TTL, watchdog, FIFO queue with hand-off, reentrancy",
+		Decisive:  &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource},
+		Fair:      &locker.FairQueue{}, // strict FIFO: a hand-off goes to the head of the line
+		Calls:     fencedCalls(),
+		Footprint: fencedFootprint(),
+		Doc:       "the production lock: owner token, fence, TTL, watchdog, FIFO queue with hand-off, reentrancy",
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {
 				return nil, err

@@ -100,6 +100,12 @@ type Config struct {
 	// seed: a simulation's (package sim). Off, locks draw as they do in
 	// production.
 	Replayable bool
+	// FootprintEvery is how often each key's footprint is sampled during
+	// the run, when the lock states a bound (locker.Entry.Footprint) and
+	// measures it (locker.Footprinter); it is sampled once more after
+	// every client stopped and closed its lock. 0 means
+	// DefaultFootprintEvery; negative samples nothing.
+	FootprintEvery time.Duration
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
 }
@@ -808,6 +814,13 @@ func (w *Workload) Run(ctx context.Context, rec *history.Recorder) error {
 			}
 		}()
 	}
+	sampling := w.footprinting()
+	var sampler sync.WaitGroup
+	sctx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	if sampling {
+		sampler.Go(func() { w.sampleFootprints(sctx, rec) })
+	}
 	for _, c := range w.Clients {
 		c.rec.Store(rec)
 		wg.Add(1)
@@ -822,6 +835,11 @@ func (w *Workload) Run(ctx context.Context, rec *history.Recorder) error {
 	wg.Wait()
 	for _, c := range w.Clients {
 		c.watchers.Wait()
+	}
+	stopSampling()
+	sampler.Wait()
+	if sampling {
+		w.settleFootprints(rec)
 	}
 	close(errs)
 	var all []error

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +38,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	lossBound := fs.Duration("loss-bound", 0, "what the lock promises its holders: a live holder is told (op lost) within this of another client taking its key (0: no promise, the loss-notice rule is off)")
 	callSlack := fs.Duration("call-slack", 0, "what the lock promises its callers: a call returns within its context's deadline (op deadline) plus this (0: no promise, the late-return rule is off)")
 	closeRefuses := fs.Bool("close-refuses", false, "the lock promises that a closed handle grants nothing: an acquire called after its client's close returned must not be ok (the closed-grant rule)")
+	footprint := fs.String("footprint", "", "the bound the lock states for what it keeps in Redis: BASE,HOLD,WAITER,UNKNOWN[,BURIED] (records at most BASE + HOLD×holds + WAITER×waiters + UNKNOWN×unknown calls of the last BURIED, default 1h); empty: no bound, the footprint property is n/a")
 	htmlPath := fs.String("html", "", "write Porcupine's HTML visualization to this path")
 	jsonPath := fs.String("json", "", "write the check result (check.json format) to this path")
 	fs.Usage = func() {
@@ -68,6 +70,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "lockproof check: --timeout %v: must not be negative\n", *timeout)
 		return exitBadInput
 	}
+	fpBound, err := parseFootprint(*footprint)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof check: --footprint %q: %v\n", *footprint, err)
+		return exitBadInput
+	}
 	start := time.Now()
 	if maxHeap > 0 {
 		// The Go runtime collects harder as the heap nears the budget, so
@@ -84,7 +91,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitBadInput
 	}
 	opts := checker.Options{Drift: *drift, Timeout: left(*timeout, start), LivenessSlack: *slack, WaitBound: *waitBound, LossBound: *lossBound, MaxHeap: uint64(maxHeap),
-		Fair: *fairBypass >= 0, Bypass: max(*fairBypass, 0), CallSlack: *callSlack, CloseRefuses: *closeRefuses}
+		Fair: *fairBypass >= 0, Bypass: max(*fairBypass, 0), CallSlack: *callSlack, CloseRefuses: *closeRefuses,
+		Footprint: fpBound}
 	res, err := checker.Check(ctx, ops, opts)
 	if err != nil {
 		fmt.Fprintf(stdout, "bad input: %s: %v\n", path, err)
@@ -201,4 +209,33 @@ func writeHTML(ctx context.Context, path string, ops []history.Op, res *checker.
 		return fmt.Errorf("html %s: %w", path, err)
 	}
 	return nil
+}
+
+// parseFootprint reads --footprint: "BASE,HOLD,WAITER,UNKNOWN[,BURIED]"
+// (every count >= 0, BURIED a duration, 1h when left out); "" is no bound.
+func parseFootprint(s string) (*checker.FootprintBound, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) != 4 && len(parts) != 5 {
+		return nil, fmt.Errorf("want BASE,HOLD,WAITER,UNKNOWN[,BURIED]")
+	}
+	var n [4]int64
+	for i := range n {
+		v, err := strconv.ParseInt(strings.TrimSpace(parts[i]), 10, 64)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("%q: want a count >= 0", parts[i])
+		}
+		n[i] = v
+	}
+	b := &checker.FootprintBound{Base: n[0], PerHold: n[1], PerWaiter: n[2], PerUnknown: n[3], BuriedFor: time.Hour}
+	if len(parts) == 5 {
+		d, err := time.ParseDuration(strings.TrimSpace(parts[4]))
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%q: want a duration >= 0", parts[4])
+		}
+		b.BuriedFor = d
+	}
+	return b, nil
 }

@@ -300,3 +300,28 @@ func TestCheckDriftZeroIsExact(t *testing.T) {
 		t.Errorf("default drift: exit %d, want ok; stdout %q, stderr %q", code, out, errs)
 	}
 }
+
+// TestCheckFootprint: --footprint states the lock's bound: a sample above
+// it is a violation (footprint-bound); without it the property is n/a; a
+// malformed bound is bad input.
+func TestCheckFootprint(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "leak.jsonl")
+	h := `{"client":"a","op":"acquire","key":"k","call":0,"return":1000000,"result":"ok","ttl_ms":1000,"token":1,"lease":1}
+{"client":"b","op":"footprint","key":"k","call":2000000,"return":3000000,"result":"ok","records":40,"bytes":900}
+`
+	if err := os.WriteFile(f, []byte(h), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCheckArgs(t, "--footprint", "7,1,2,4", f); code != exitViolation || !strings.Contains(errs, checker.RuleFootprintBound) {
+		t.Errorf("--footprint 7,1,2,4: exit %d, want a footprint-bound violation; stdout %q, stderr %q", code, out, errs)
+	}
+	if code, out, errs := runCheckArgs(t, "--footprint", "40,0,0,0,2h", f); code != exitOK {
+		t.Errorf("--footprint 40,0,0,0,2h: exit %d, want ok; stdout %q, stderr %q", code, out, errs)
+	}
+	if code, out, errs := runCheckArgs(t, f); code != exitOK {
+		t.Errorf("no bound: exit %d, want ok (n/a); stdout %q, stderr %q", code, out, errs)
+	}
+	if code, _, _ := runCheckArgs(t, "--footprint", "7,1", f); code != exitBadInput {
+		t.Errorf("--footprint 7,1: exit %d, want bad input", code)
+	}
+}
