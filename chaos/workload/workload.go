@@ -309,6 +309,10 @@ type Client struct {
 	fenced   fencing.Resource // for leases with a fencing token
 	unfenced fencing.Resource // for leases without one
 	rng      *rand.Rand
+	// side is a second stream, for the choices added after seeds were
+	// saved (Mix.Concurrent): drawing them from rng would shift every
+	// later draw of a saved seed, and the finding it was saved for.
+	side *rand.Rand
 	holding  atomic.Bool
 	working  atomic.Bool                // between its read and its lease check (Working)
 	held     chan struct{}              // signalled (non-blocking) when the client holds with its write ahead
@@ -622,7 +626,7 @@ func (w *Workload) newClient(ctx context.Context, e env.Env, topo env.Topology, 
 func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error) {
 	var err error
 	c := &Client{Name: name, Key: key, Gate: gate.New(), Clock: &gate.Clock{},
-		rng: rand.New(rand.NewPCG(w.cfg.Seed, idx)), held: make(chan struct{}, 1), gone: make(chan struct{})}
+		rng: rand.New(rand.NewPCG(w.cfg.Seed, idx)), side: rand.New(rand.NewPCG(w.cfg.Seed, idx^sideStream)), held: make(chan struct{}, 1), gone: make(chan struct{})}
 	to := w.cfg.OpTimeout
 	// go-redis keeps the timers of commands that wait for a pooled
 	// connection in a process-wide sync.Pool: in the simulation a timer
@@ -918,13 +922,16 @@ func (c *Client) inspect(ctx context.Context, rec *history.Recorder, insp locker
 func (c *Client) chance(p float64) bool { return p > 0 && c.rng.Float64() < p }
 
 // beside draws the second call made beside a release (Mix.Concurrent):
-// besideNone, besideRelease or besideRenew.
+// besideNone, besideRelease or besideRenew, from the side stream.
 func (c *Client) beside(m *Mix) int {
-	if !c.chance(m.Concurrent) {
+	if !(m.Concurrent > 0 && c.side.Float64() < m.Concurrent) {
 		return besideNone
 	}
-	return besideRelease + c.rng.IntN(2)
+	return besideRelease + c.side.IntN(2)
 }
+
+// sideStream marks a client's side stream apart from its main one.
+const sideStream = 1 << 40
 
 // waitTwice starts a second blocking acquire as the client's owner, on its
 // key, in a goroutine of its own (Mix.Twice), recorded with a hold number
