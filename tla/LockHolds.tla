@@ -227,11 +227,14 @@ AcquireOld(x, id, res) ==
          /\ IF x \in Waiters THEN line' = Join(Tail(line), x) /\ w' = TRUE /\ res = "q"
             ELSE res = "no"
 
-\* new reenter: a nested hold only while the outer record (call y) stands
-\* under its token and fence, and no hand-off is pending.
+\* new reenterScript: a nested hold only while the outer record (call y)
+\* stands under its token and fence, and no hand-off is pending; a repeat
+\* of a reentry that took adds nothing.
 ReenterNew(x, id, y, fl, res) ==
     IF id \notin gone /\ o = Tok(x) /\ f = fl /\ InR(Id(y)) /\ p = None
-    THEN res = "ok" /\ r' = Append(r, id) /\ n' = n + 1
+    THEN /\ res = "ok"
+         /\ r' = (IF InR(id) THEN r ELSE Append(r, id))
+         /\ n' = (IF InR(id) THEN n ELSE n + 1)
          /\ UNCHANGED <<o, f, meta, p, w, line, lapsed>>
     ELSE res = "no" /\ UNCHANGED <<o, f, n, r, meta, p, w, line, lapsed>>
 
@@ -242,16 +245,18 @@ ReenterOld(x, id, fl, res) ==
          /\ UNCHANGED <<o, f, p, w, line, lapsed>>
     ELSE res = "no" /\ UNCHANGED <<o, f, n, r, meta, p, w, line, lapsed>>
 
-\* new end(tok, id, fence|"", place, bury) (bury is applied in Script):
-\* the place goes; the record, if it stands under tok (and fence), goes;
-\* the last one frees the lock.
+\* new endScript(tok, id, fence|"", bury, place) (bury is applied in
+\* Script): the place goes; the record, if it stands under tok (and
+\* fence), goes; the last one frees the lock.  Its fast path (a release:
+\* no bury, no place) skips the queue when w is unset; the slow path
+\* hands off whenever somebody is in line.
 EndNew(x, id, fl, place, res) ==
     LET l == IF place THEN Without(line, x) ELSE line IN
     IF o = Tok(x) /\ InR(id) /\ (fl = 0 \/ fl = f)
     THEN /\ res = "ok"
          /\ IF n > 1 THEN r' = Without(r, id) /\ n' = n - 1 /\ line' = l
                           /\ UNCHANGED <<o, f, meta, p, w, lapsed>>
-            ELSE Freed(l, TRUE)
+            ELSE Freed(l, ~place)
     ELSE res = "no" /\ line' = l /\ UNCHANGED <<o, f, n, r, meta, p, w, lapsed>>
 
 \* old releaseScript (fence fl, id; relany: fence "" and id "").
