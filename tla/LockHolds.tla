@@ -44,6 +44,11 @@
 (*   "crash"   a waiting call dies; its place is dropped (dropDead) and a *)
 (*             hand-off to it runs out                                    *)
 (*   "goneexp" a buried id's hour passes once no request of it is left   *)
+(*   "dupacq"  an acquire request is sent twice (the network duplicates   *)
+(*             it): not something the client or TCP does, but the one     *)
+(*             duplication the new design does not survive: a copy that   *)
+(*             lands after its hold ended takes a hold nobody has, its id *)
+(*             not buried by the release (LockHolds_dupacq_unsafe)        *)
 (*                                                                         *)
 (* Not here: time beyond the expiries above (renewals extend nothing      *)
 (* here: Renew and TTLLeft are their answers, AnswersOwnHold), the fence  *)
@@ -82,7 +87,7 @@ Tokens == {Owner} \cup FreshCalls
 New == Design = "new"
 
 ASSUME Design \in {"new", "old"}
-ASSUME Ops \subseteq {"lose", "twice", "again", "acks", "expire", "close", "crash", "goneexp"}
+ASSUME Ops \subseteq {"lose", "twice", "again", "acks", "expire", "close", "crash", "goneexp", "dupacq"}
 ASSUME OwnerCalls \cap FreshCalls = {} /\ Owner \notin Calls
 ASSUME Reenterers \subseteq OwnerCalls /\ Waiters \subseteq Calls /\ Retriers \subseteq FreshCalls
 ASSUME Retriers \cap Waiters = {}
@@ -348,7 +353,9 @@ Start(x) ==
               /\ pc[y] = "held"
               /\ yo' = [yo EXCEPT ![x] = y]
               /\ net' = Send(net, Req("reenter", x, att[x], lf[y], y))
-       ELSE net' = Send(net, M("acq", x)) /\ UNCHANGED yo
+       ELSE net' = (IF "dupacq" \in Ops THEN Send(Send(net, M("acq", x)), M("acq", x))
+                    ELSE Send(net, M("acq", x)))
+            /\ UNCHANGED yo
     /\ pc' = [pc EXCEPT ![x] = "acq"]
     /\ UNCHANGED <<srv, lf, att, why, unk, again, closed, cg>>
 
