@@ -248,7 +248,8 @@ func sameLinesAsCheck(t *testing.T, out string, s *contract.Row) {
 	}
 	fromFile, err := checker.Check(context.Background(), ops, checker.Options{Timeout: budget,
 		WaitBound: time.Duration(used.WaitBoundMs) * time.Millisecond, LossBound: time.Duration(used.LossBoundMs) * time.Millisecond,
-		Fair: used.Fair, Bypass: used.Bypass, CallSlack: time.Duration(used.CallSlackMs) * time.Millisecond, CloseRefuses: used.CloseRefuses})
+		Fair: used.Fair, Bypass: used.Bypass, CallSlack: time.Duration(used.CallSlackMs) * time.Millisecond, CloseRefuses: used.CloseRefuses,
+		Footprint: used.Footprint.Bound()})
 	if err != nil {
 		t.Errorf("%s: check the file: %v", s.ID(), err)
 		return

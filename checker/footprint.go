@@ -43,6 +43,16 @@ type FootprintUsed struct {
 	BuriedForMs int64 `json:"buried_for_ms"`
 }
 
+// Bound is the bound a check.json recorded, to check again with it (nil
+// for none).
+func (u *FootprintUsed) Bound() *FootprintBound {
+	if u == nil {
+		return nil
+	}
+	return &FootprintBound{Base: u.Base, PerHold: u.PerHold, PerWaiter: u.PerWaiter, PerUnknown: u.PerUnknown,
+		BuriedFor: time.Duration(u.BuriedForMs) * time.Millisecond}
+}
+
 func (b *FootprintBound) used() *FootprintUsed {
 	if b == nil {
 		return nil

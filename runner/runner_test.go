@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -836,8 +839,12 @@ func TestFaultsOnTopologies(t *testing.T) {
 	// Bring your own: the deployment's topology must be the one asked
 	// for, said up front; a cluster's own links are not proxied, so the
 	// faults that cut them are left out.
+	// A Toxiproxy that answers (the preflight asks GET /version), so
+	// that what is judged is the deployment's topology.
+	toxi := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "2.12.0") }))
+	defer toxi.Close()
 	byo := func(c env.BYOConfig) env.Options {
-		c.ToxiproxyURL, c.Fenced = "http://127.0.0.1:1", "127.0.0.1:2"
+		c.ToxiproxyURL, c.Fenced = toxi.URL, "127.0.0.1:2"
 		return env.Options{Kind: env.BYO, BYO: &c}
 	}
 	sentinelDeployment := byo(env.BYOConfig{Sentinels: []string{"127.0.0.1:3"}})

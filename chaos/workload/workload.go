@@ -1317,8 +1317,15 @@ func (c *Client) releaseOne(ctx context.Context, rec *history.Recorder, h held, 
 		}
 		// A careful caller retries after a backoff (up to a fifth of the
 		// TTL), in which a release that did happen hands the key on while
-		// the lock may still claim it.
-		_ = sleepRand(ctx, c.rng, max(l.TTL()/5, 20*time.Millisecond))
+		// the lock may still claim it; or at once (half, from the side
+		// stream), while the first request and the lock's own clean-up of
+		// it may still be on their way (the fourth review's defect 2: the
+		// old lock's second Release undid the nested hold before its id
+		// was buried, and the first, landing late, ended the outer hold).
+		backoff := time.Duration(c.rng.Int64N(int64(max(l.TTL()/5, 20*time.Millisecond)) + 1))
+		if c.side.IntN(2) == 0 {
+			_ = sleepFor(ctx, backoff)
+		}
 	}
 	_, err := c.recording(rec).lockEdit(ctx, op, ctxNormal, timeout, do, still)
 	return err
