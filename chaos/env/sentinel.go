@@ -86,9 +86,32 @@ func WaitMaster(ctx context.Context, t Topology, notID string) (Node, error) {
 
 // WaitSentinels waits until every Sentinel of t sees the master, the other
 // Sentinels, and at least replicas replicas: the state in which a failover
-// can happen.
+// can happen. When they have not within 30 s (seen on a loaded machine: a
+// Sentinel that kept seeing one other of two for half a minute), every
+// Sentinel is told SENTINEL RESET, which drops what it knew of the others
+// and the replicas and learns them again from the hellos, and they get 30
+// s more.
 func WaitSentinels(ctx context.Context, t Topology, replicas int) error {
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err := waitSentinels(ctx, t, replicas, 30*time.Second)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	for _, s := range t.Sentinels {
+		c := sentinelClient(t.Auth, s)
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_ = c.Reset(rctx, t.MasterName).Err()
+		cancel()
+		_ = c.Close()
+	}
+	if again := waitSentinels(ctx, t, replicas, 30*time.Second); again != nil {
+		return fmt.Errorf("%w; after SENTINEL RESET: %w", err, again)
+	}
+	return nil
+}
+
+// waitSentinels is WaitSentinels' wait, bounded by limit.
+func waitSentinels(ctx context.Context, t Topology, replicas int, limit time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	for _, s := range t.Sentinels {
 		c := sentinelClient(t.Auth, s)
