@@ -213,11 +213,11 @@ func FaultKind(opName string) string {
 //     client's op returns within its timeout of the thaw).
 func ExcuseAfter(kind, prop string, ttl, skew time.Duration) time.Duration {
 	switch {
-	case FailsOver(kind) && (prop == PropLiveness || prop == PropFairness):
+	case FailsOver(kind) && (prop == PropLiveness || prop == PropFairness || prop == PropPromptness):
 		return -1
 	case FailsOver(kind):
 		return 2*ttl + skewOf(kind, skew)
-	case Forgets(kind) && (prop == PropLiveness || prop == PropFairness):
+	case Forgets(kind) && (prop == PropLiveness || prop == PropFairness || prop == PropPromptness):
 		return 4 * ttl
 	case Forgets(kind):
 		return 2 * ttl

@@ -29,6 +29,9 @@ func CheckOptions(e locker.Entry, ttl, budget time.Duration) checker.Options {
 		o.Footprint = &checker.FootprintBound{Base: int64(b.Base), PerHold: int64(b.PerHold), PerWaiter: int64(b.PerWaiter),
 			PerUnknown: int64(b.PerUnknown), BuriedFor: b.BuriedFor}
 	}
+	if e.Handoff != nil {
+		o.Handoff = e.Handoff.Within
+	}
 	return o
 }
 
