@@ -11,8 +11,9 @@ import (
 )
 
 // CheckOptions are the checker's options for a history of the lock e with
-// leases of ttl: the bounds e promises its waiters, its holders (loss
-// notice, for leases of ttl) and its callers (calls), and the budget. A
+// leases of ttl: the bounds e promises its waiters (waiter liveness,
+// fair queue, hand-off promptness), its holders (loss notice, for leases
+// of ttl), its callers (calls) and Redis (footprint), and the budget. A
 // matrix run and a simulated one (package sim) judge alike through it.
 func CheckOptions(e locker.Entry, ttl, budget time.Duration) checker.Options {
 	o := checker.Options{Timeout: budget, WaitBound: e.WaitBound}
