@@ -122,6 +122,8 @@ const (
 	Fairness  Property = contract.PropFairness  // G3: waiters are served in the order they joined
 	Calls     Property = contract.PropCalls     // G5: calls return within their context; a closed lock grants nothing
 	Footprint Property = contract.PropFootprint // G6: the lock's keys stay within a bound of what is alive
+	// G3: a release hands the lock to the head of the line within the lock's bound
+	Promptness Property = contract.PropPromptness
 )
 
 // Verdict is the verdict on property p of lock under fault with seed:

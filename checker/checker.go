@@ -118,6 +118,12 @@ type Options struct {
 	// for a key (history op footprint): nil states none, and the
 	// footprint property is n/a. See docs/DESIGN.md (footprint).
 	Footprint *FootprintBound
+	// Handoff is the lock's hand-off bound: a release that frees a key
+	// while waiters are in line has the head of the line granted within
+	// Handoff of its return, with no fault under way. 0: the lock states
+	// none, and the promptness property is n/a. See docs/DESIGN.md
+	// (promptness).
+	Handoff time.Duration
 	// Timeout bounds the whole Check, every key and every property, the
 	// explanations included; 0: no limit. What is not decided in time is
 	// unknown (a direct rule's violation found in time still counts).
@@ -155,6 +161,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.LossBound < 0 {
 		return o, fmt.Errorf("%w: negative loss bound %v", ErrBadOptions, o.LossBound)
+	}
+	if o.Handoff < 0 {
+		return o, fmt.Errorf("%w: negative hand-off bound %v", ErrBadOptions, o.Handoff)
 	}
 	if o.CallSlack < 0 {
 		return o, fmt.Errorf("%w: negative call slack %v", ErrBadOptions, o.CallSlack)
@@ -286,14 +295,15 @@ type check func(c *run, k *keyOps) finding
 // stage reads the property list.
 func checks() map[string]check {
 	return map[string]check{
-		contract.PropLease:     (*run).checkLease,
-		contract.PropResource:  (*run).checkResource,
-		contract.PropLiveness:  (*run).checkLiveness,
-		contract.PropClaims:    (*run).checkClaims,
-		contract.PropNotice:    (*run).checkNotice,
-		contract.PropFairness:  (*run).checkFairness,
-		contract.PropCalls:     (*run).checkCalls,
-		contract.PropFootprint: (*run).checkFootprint,
+		contract.PropLease:      (*run).checkLease,
+		contract.PropResource:   (*run).checkResource,
+		contract.PropLiveness:   (*run).checkLiveness,
+		contract.PropClaims:     (*run).checkClaims,
+		contract.PropNotice:     (*run).checkNotice,
+		contract.PropFairness:   (*run).checkFairness,
+		contract.PropCalls:      (*run).checkCalls,
+		contract.PropFootprint:  (*run).checkFootprint,
+		contract.PropPromptness: (*run).checkPromptness,
 	}
 }
 
@@ -364,7 +374,8 @@ func (c *run) check() *Result {
 		Options: OptionsUsed{Drift: c.opts.Drift, LivenessSlackMs: c.opts.LivenessSlack.Milliseconds(),
 			TimeoutMs: c.opts.Timeout.Milliseconds(), WaitBoundMs: c.opts.WaitBound.Milliseconds(),
 			LossBoundMs: c.opts.LossBound.Milliseconds(), Fair: c.opts.Fair, Bypass: c.opts.Bypass,
-			CallSlackMs: c.opts.CallSlack.Milliseconds(), CloseRefuses: c.opts.CloseRefuses, Footprint: c.opts.Footprint.used()},
+			CallSlackMs: c.opts.CallSlack.Milliseconds(), CloseRefuses: c.opts.CloseRefuses, Footprint: c.opts.Footprint.used(),
+			HandoffMs: c.opts.Handoff.Milliseconds()},
 	}
 	var verdicts []contract.Verdict
 	for p, prop := range props {

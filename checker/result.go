@@ -38,6 +38,8 @@ const (
 	RuleClosedGrant = "closed-grant" // an acquire called after its client's close returned got the lock
 	// Footprint rule (what the lock keeps in Redis).
 	RuleFootprintBound = "footprint-bound" // the lock kept more records for a key than its bound allows for what was alive
+	// Promptness rule (how soon a release's hand-off is picked up).
+	RuleHandoffLate = "handoff-late" // a release freed the lock with waiters in line, and none was granted within the lock's hand-off bound
 	// RuleLinearizability: no order of a key's ops satisfies the model, and
 	// the explanation could not single out the op at fault (e.g. it timed out).
 	RuleLinearizability = "linearizability"
@@ -149,6 +151,8 @@ type OptionsUsed struct {
 	// Footprint is Options.Footprint (absent: the footprint property
 	// was n/a).
 	Footprint *FootprintUsed `json:"footprint,omitempty"`
+	// HandoffMs is Options.Handoff (0: the promptness property was n/a).
+	HandoffMs int64 `json:"handoff_ms,omitempty"`
 }
 
 // Of returns the result of the property whose contract ID is id

@@ -198,8 +198,8 @@ func FaultKind(opName string) string {
 //   - A failover's lost lease outlives the promotion by its validity,
 //     up to a TTL; a lost release's hold comes back for a TTL, or for
 //     as long as its owner re-enters it, so waiter liveness has no bound;
-//     nor has the fair queue, whose waiters lost their places and come
-//     back in line only at their next refresh.
+//     nor have the fair queue and hand-off promptness, whose waiters lost
+//     their places and come back in line only at their next refresh.
 //   - A forgotten lock (key-loss, restart, force-unlock, shard-outage)
 //     is held on by its holder for its validity; its waiters lose their
 //     places and take their time to come back in line.
@@ -213,11 +213,11 @@ func FaultKind(opName string) string {
 //     client's op returns within its timeout of the thaw).
 func ExcuseAfter(kind, prop string, ttl, skew time.Duration) time.Duration {
 	switch {
-	case FailsOver(kind) && (prop == PropLiveness || prop == PropFairness):
+	case FailsOver(kind) && (prop == PropLiveness || prop == PropFairness || prop == PropPromptness):
 		return -1
 	case FailsOver(kind):
 		return 2*ttl + skewOf(kind, skew)
-	case Forgets(kind) && (prop == PropLiveness || prop == PropFairness):
+	case Forgets(kind) && (prop == PropLiveness || prop == PropFairness || prop == PropPromptness):
 		return 4 * ttl
 	case Forgets(kind):
 		return 2 * ttl

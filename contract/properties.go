@@ -12,19 +12,23 @@ const (
 	PropCalls    = "calls"
 	// PropFootprint: the lock's keys stay within a bound of what is alive.
 	PropFootprint = "footprint"
+	// PropPromptness: a release hands the lock to the head of the line
+	// within the bound the lock states.
+	PropPromptness = "promptness"
 )
 
 // Property display names: check.json's "property", the check command's
 // output and the reports' headings.
 const (
-	PropLeaseName     = "lease mutual exclusion"
-	PropResourceName  = "resource safety"
-	PropLivenessName  = "liveness"
-	PropClaimsName    = "validity claims"
-	PropNoticeName    = "loss notice"
-	PropFairnessName  = "fair queue"
-	PropCallsName     = "call contract"
-	PropFootprintName = "footprint"
+	PropLeaseName      = "lease mutual exclusion"
+	PropResourceName   = "resource safety"
+	PropLivenessName   = "liveness"
+	PropClaimsName     = "validity claims"
+	PropNoticeName     = "loss notice"
+	PropFairnessName   = "fair queue"
+	PropCallsName      = "call contract"
+	PropFootprintName  = "footprint"
+	PropPromptnessName = "hand-off promptness"
 )
 
 // Property is one property the checker decides and every stage reports.
@@ -65,6 +69,11 @@ func Properties() []Property {
 		// bound of the holds, waiters and buried calls alive, during a
 		// run and after it; a leak grows without one.
 		{ID: PropFootprint, Name: PropFootprintName, Guarantee: "G6", Letter: "P", Summary: "the lock's keys stay within a bound of what is alive"},
+		// H: how soon a release's hand-off reaches the head of the line
+		// (G3): a lock that states a hand-off bound and serves its
+		// waiters by their own polls passes waiter liveness, whose bound
+		// covers a poll, and breaks this one.
+		{ID: PropPromptness, Name: PropPromptnessName, Guarantee: "G3", Letter: "H", Summary: "a release hands the lock to the head of the line within the lock's bound"},
 	}
 }
 

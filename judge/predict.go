@@ -17,18 +17,22 @@ import (
 // specimens' in package zoo, beside their code.
 //
 //   - none, crowd, crash-client, clock-skew, latency, partition, reset:
-//     every property holds.
-//   - pubsub-reset: every property holds, but a fenced lock's fair queue
-//     and waiter liveness may break within a TTL of the window (a waiter
-//     whose look waits on a connection the fault holds back loses its
-//     place).
+//     every property holds; but under partition and reset a fenced
+//     lock's hand-off promptness may break near the window (the waiters
+//     whose subscription the fault cut look on their own until a fresh
+//     one is confirmed).
+//   - pubsub-reset: every property holds, but a fenced lock's fair queue,
+//     waiter liveness and hand-off promptness may break within a TTL of
+//     the window (a waiter whose look waits on a connection the fault
+//     holds back loses its place; one whose subscription is being made
+//     again picks its hand-off up at its own look).
 //   - pause-client (a holder frozen 3×TTL right after its lease check): the
 //     woken holder writes on a check another client's grant made false
 //     (claims violated); a fenced lock's resource refuses the late write
 //     (rejected > 0), a lease lock's accepts it (resource violated).
 //   - failover (master isolated after a replication lag): a lease in the
 //     replication gap is lost (lease and claims may break), with a fenced
-//     lock's places in line (fairness may), and a fenced lock's release
+//     lock's places in line (fairness and hand-off promptness may), and a fenced lock's release
 //     in the gap comes back with its hold (waiter liveness may); unfenced
 //     data may then be overwritten (resource may). failover-skew:
 //     besides, a fenced lock's deadlines written by the old master's
@@ -36,7 +40,7 @@ import (
 //     so do a lease lock's leases (liveness may).
 //   - key-loss, restart, force-unlock: Redis forgets the holder's lock
 //     (lease and claims may break); a fenced lock's queue goes with it
-//     (fairness and waiter liveness may), a lease lock's unfenced write may
+//     (fairness, waiter liveness and hand-off promptness may), a lease lock's unfenced write may
 //     overwrite the next holder's (resource may).
 //   - pause-server: a lease lock's grant the frozen master executed just
 //     before the freeze may reach its client after the lease expired
@@ -98,8 +102,8 @@ func profile(e locker.Entry, fault string) locker.Prediction {
 			}
 			break
 		}
-		p.Set(contract.WantMay, contract.PropLease, contract.PropClaims, contract.PropFairness)
-		p.Because("a lease in the replication gap is lost (G1 may break, and its holder's claim with it), and so are places in line (later joiners may be served first); fencing keeps the data safe")
+		p.Set(contract.WantMay, contract.PropLease, contract.PropClaims, contract.PropFairness, contract.PropPromptness)
+		p.Because("a lease in the replication gap is lost (G1 may break, and its holder's claim with it), and so are places in line (later joiners may be served first, and a waiter that lost its place is served at its next look, not by the release's hand-off); fencing keeps the data safe")
 		// A release in the gap is lost as well: its hold is back on the
 		// promoted master, which nobody knows of, and it keeps the key
 		// for up to its TTL after the window, or for as long as its
@@ -128,8 +132,8 @@ func profile(e locker.Entry, fault string) locker.Prediction {
 		if fenced {
 			// The DEL takes the queue too: the waiters in line lose their
 			// places, and later joiners may be served first.
-			p.Set(contract.WantMay, contract.PropFairness, contract.PropLiveness)
-			p.Because("fencing refuses the old holder's late ops; the queue is deleted with the lock, so waiters lose their places (fair queue and waiter liveness may break)")
+			p.Set(contract.WantMay, contract.PropFairness, contract.PropLiveness, contract.PropPromptness)
+			p.Because("fencing refuses the old holder's late ops; the queue is deleted with the lock, so waiters lose their places (fair queue, waiter liveness and hand-off promptness may break)")
 		} else {
 			p.Set(contract.WantMay, contract.PropResource)
 			p.Because("the old holder's unfenced write may overwrite the new holder's")
@@ -168,8 +172,20 @@ func profile(e locker.Entry, fault string) locker.Prediction {
 			// hand-off lease, as predicted. Excused only within a TTL of
 			// the window (contract.ExcuseAfter): a waiter deaf to its
 			// hand-offs after the fault still shows.
-			p.Set(contract.WantMay, contract.PropFairness, contract.PropLiveness)
-			p.Because("the fault holds back for half a TTL every connection a client opens right after a drop, a command's too: a waiter whose look waits on one takes longer than its hand-off lease and loses its place (fair queue and waiter liveness may break, within a TTL of the window)")
+			p.Set(contract.WantMay, contract.PropFairness, contract.PropLiveness, contract.PropPromptness)
+			p.Because("the fault holds back for half a TTL every connection a client opens right after a drop, a command's too: a waiter whose look waits on one takes longer than its hand-off lease and loses its place (fair queue and waiter liveness may break, within a TTL of the window), and a waiter whose subscription is being made again hears of no hand-off and picks it up at its own look (hand-off promptness may break)")
+		}
+	case contract.FaultPartition, contract.FaultReset:
+		if fenced && e.Handoff != nil {
+			// Found by the simulation (fenced, partition seeds 2 and 12
+			// of 25, 2026-12-07): a release just after the window
+			// closed, its head granted 39ms and 47ms later. The fault
+			// cut the waiters' pub/sub connection; until the notifier's
+			// fresh one is confirmed (a backoff from 10ms) they look
+			// every half hand-off lease, and pick a hand-off up at
+			// their look, not at its message.
+			p.Set(contract.WantMay, contract.PropPromptness)
+			p.Because("the fault cuts the waiters' pub/sub connection: until a fresh one is confirmed they pick a hand-off up at their own look, every half hand-off lease (hand-off promptness may break, near the window)")
 		}
 	case contract.FaultPauseServer:
 		if !fenced {

@@ -11,8 +11,9 @@ import (
 )
 
 // CheckOptions are the checker's options for a history of the lock e with
-// leases of ttl: the bounds e promises its waiters, its holders (loss
-// notice, for leases of ttl) and its callers (calls), and the budget. A
+// leases of ttl: the bounds e promises its waiters (waiter liveness,
+// fair queue, hand-off promptness), its holders (loss notice, for leases
+// of ttl), its callers (calls) and Redis (footprint), and the budget. A
 // matrix run and a simulated one (package sim) judge alike through it.
 func CheckOptions(e locker.Entry, ttl, budget time.Duration) checker.Options {
 	o := checker.Options{Timeout: budget, WaitBound: e.WaitBound}
@@ -28,6 +29,9 @@ func CheckOptions(e locker.Entry, ttl, budget time.Duration) checker.Options {
 	if b := e.Footprint; b != nil {
 		o.Footprint = &checker.FootprintBound{Base: int64(b.Base), PerHold: int64(b.PerHold), PerWaiter: int64(b.PerWaiter),
 			PerUnknown: int64(b.PerUnknown), BuriedFor: b.BuriedFor}
+	}
+	if e.Handoff != nil {
+		o.Handoff = e.Handoff.Within
 	}
 	return o
 }

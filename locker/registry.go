@@ -110,6 +110,13 @@ type Entry struct {
 	// (Footprinter): nil promises nothing, the harness samples nothing,
 	// and the footprint property is n/a.
 	Footprint *FootprintBound
+	// Handoff is what a lock that hands itself to its head of line
+	// promises about how soon: with no fault under way, a live waiter
+	// in line when a release freed the lock is granted within
+	// Handoff.Within of the release's return (the promptness property,
+	// docs/DESIGN.md). A lock whose waiters are served by their own polls
+	// states none (nil): the property is n/a.
+	Handoff *HandoffBound
 	// Resources, when set, builds the resources a workload client reads
 	// and writes through on the resource Redis rdb, every key under
 	// prefix: fenced for leases with a fencing token, unfenced for leases
@@ -148,6 +155,15 @@ type FootprintBound struct {
 	// BuriedFor is how long an unknown call's records may stay (package
 	// lock buries a call's id for an hour).
 	BuriedFor time.Duration
+}
+
+// HandoffBound is a lock's promise of a prompt hand-off (Entry.Handoff):
+// a release that frees the lock while waiters are in line passes it to
+// the head, which is granted within Within of the release's return (a
+// message and the head's pickup, a round trip or two), well before any
+// waiter's own poll would come round.
+type HandoffBound struct {
+	Within time.Duration
 }
 
 // Decisive names a lock's decisive scenario (Entry.Decisive).
@@ -219,6 +235,9 @@ func (r *Registry) Add(e Entry) error {
 	}
 	if b := e.Footprint; b != nil && (b.Base < 0 || b.PerHold < 0 || b.PerWaiter < 0 || b.PerUnknown < 0 || b.BuriedFor < 0) {
 		return fmt.Errorf("register lock %q: Footprint %+v: every term must be >= 0: %w", e.Name, *b, ErrInvalid)
+	}
+	if e.Handoff != nil && e.Handoff.Within <= 0 {
+		return fmt.Errorf("register lock %q: Handoff.Within %v: must be > 0: %w", e.Name, e.Handoff.Within, ErrInvalid)
 	}
 	if e.Needs.Store != "" && !contract.IsStore(e.Needs.Store) {
 		return fmt.Errorf("register lock %q: Needs.Store %q: want one of %v: %w", e.Name, e.Needs.Store, contract.StoreTopologies(), ErrInvalid)
