@@ -209,6 +209,13 @@ func FaultKind(opName string) string {
 //     right after each drop: a waiter whose look waited on one lost its
 //     place by the time it rejoined the line, within a TTL of the window
 //     (a waiter deaf to its hand-offs after that is the lock's fault).
+//   - Hand-off promptness after any other fault that may break it (a
+//     cut, pubsub-reset): to the run's end. A cut subscription is made
+//     again only once the lock finds it dead (package lock: a read that
+//     fails, or a ping unanswered for 3 s, then a backoff up to 1 s), and
+//     until then its waiters pick hand-offs up at their own looks; the
+//     property bites where no fault struck (simulation, partition seed 2:
+//     a release 4 TTLs after the window, its head served at its look).
 //   - Any other fault's effect: within 4 TTLs of its window (a frozen
 //     client's op returns within its timeout of the thaw).
 func ExcuseAfter(kind, prop string, ttl, skew time.Duration) time.Duration {
@@ -221,6 +228,8 @@ func ExcuseAfter(kind, prop string, ttl, skew time.Duration) time.Duration {
 		return 4 * ttl
 	case Forgets(kind):
 		return 2 * ttl
+	case prop == PropPromptness:
+		return -1
 	case kind == FaultPubSubReset:
 		return ttl
 	}

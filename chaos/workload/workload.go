@@ -312,12 +312,12 @@ type Client struct {
 	// side is a second stream, for the choices added after seeds were
 	// saved (Mix.Concurrent): drawing them from rng would shift every
 	// later draw of a saved seed, and the finding it was saved for.
-	side *rand.Rand
-	holding  atomic.Bool
-	working  atomic.Bool                // between its read and its lease check (Working)
-	held     chan struct{}              // signalled (non-blocking) when the client holds with its write ahead
-	waiting  atomic.Bool                // a blocking acquire is in line (see FirstQueued)
-	invoked  atomic.Pointer[history.Op] // the lock op in flight, as invoked
+	side    *rand.Rand
+	holding atomic.Bool
+	working atomic.Bool                // between its read and its lease check (Working)
+	held    chan struct{}              // signalled (non-blocking) when the client holds with its write ahead
+	waiting atomic.Bool                // a blocking acquire is in line (see FirstQueued)
+	invoked atomic.Pointer[history.Op] // the lock op in flight, as invoked
 	// onQueued, when set (a child process), is told when the client starts
 	// and stops waiting in line, with the blocking acquire as invoked.
 	onQueued func(op *history.Op, waiting bool)
