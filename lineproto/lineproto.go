@@ -161,22 +161,8 @@ func Open(c Config, d locker.Deps) (locker.Locker, error) {
 	defer cancel()
 	r, err := l.call(ctx, Request{Op: OpHello, Version: Version, Client: client, Prefix: d.Prefix,
 		Redis: &Redis{Addr: fwd.Addr(), Username: opt.Username, Password: opt.Password, DB: opt.DB}})
-	if err == nil && r.Result != ResultOK {
-		err = fmt.Errorf("hello: result %q: %s", r.Result, r.Error)
-	}
-	if err == nil && r.Version != Version {
-		err = fmt.Errorf("hello: the process speaks version %d, the harness %d", r.Version, Version)
-	}
 	if err == nil {
-		for _, op := range r.Ops {
-			if !slices.Contains([]string{OpAcquire, OpWait, OpRelease, OpRenew, OpReenter}, op) {
-				err = fmt.Errorf("hello: ops: unknown op %q", op)
-				break
-			}
-		}
-		if err == nil && !slices.Contains(r.Ops, OpAcquire) {
-			err = errors.New(`hello: ops: a lock must have "acquire"`)
-		}
+		err = checkHello(r)
 	}
 	if err != nil {
 		_ = l.kill()
@@ -185,6 +171,8 @@ func Open(c Config, d locker.Deps) (locker.Locker, error) {
 	l.mu.Lock()
 	l.hello = r
 	l.mu.Unlock()
+	l.deps.Logger.Debug("lineproto: hello", "client", client, "lock", r.Lock, "ops", r.Ops,
+		"fenced", r.Fenced, "claims", r.Claims, "notices", r.Notices)
 	// A few pings measure the protocol's own round trip before the run.
 	for range 5 {
 		if err := l.Ping(ctx); err != nil {
@@ -196,6 +184,26 @@ func Open(c Config, d locker.Deps) (locker.Locker, error) {
 		return &waiter{l}, nil
 	}
 	return l, nil
+}
+
+// checkHello says what is wrong with a hello reply that parsed (parseLine
+// checked its fields' types): nil for nothing.
+func checkHello(r Reply) error {
+	if r.Result != ResultOK {
+		return fmt.Errorf("hello: result %q: %s", r.Result, r.Error)
+	}
+	if r.Version != Version {
+		return fmt.Errorf("hello: the process speaks version %d, the harness %d", r.Version, Version)
+	}
+	for _, op := range r.Ops {
+		if !slices.Contains([]string{OpAcquire, OpWait, OpRelease, OpRenew, OpReenter}, op) {
+			return fmt.Errorf("hello: ops: unknown op %q", op)
+		}
+	}
+	if !slices.Contains(r.Ops, OpAcquire) {
+		return errors.New(`hello: ops: a lock must have "acquire"`)
+	}
+	return nil
 }
 
 func (l *Locker) start() error {
@@ -364,7 +372,15 @@ func (l *Locker) call(ctx context.Context, req Request) (Reply, error) {
 	l.pending[req.ID] = ch
 	l.mu.Unlock()
 	if dl, ok := ctx.Deadline(); ok {
-		req.TimeoutMillis = millis(time.Until(dl))
+		left := time.Until(dl)
+		if left <= 0 {
+			// The deadline passed since the check above: send nothing
+			// rather than a request without timeout_ms, which says "no
+			// deadline" (docs/LINEPROTO.md: timeout_ms is never 0).
+			l.forget(req.ID)
+			return Reply{}, context.DeadlineExceeded
+		}
+		req.TimeoutMillis = millis(left)
 	}
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -405,7 +421,11 @@ func (l *Locker) call(ctx context.Context, req Request) (Reply, error) {
 			}
 			return Reply{}, fmt.Errorf("%w: the lock process of client %s died during %s%s", locker.ErrUnknownOutcome, l.client, req.Op, l.stderrTail())
 		}
-		l.over.add(time.Since(start) - time.Duration(r.TookMicros)*time.Microsecond)
+		if req.Op != OpHello {
+			// hello's round trip is the process's start-up (an
+			// interpreter's, its imports), not the protocol's latency.
+			l.over.add(time.Since(start) - time.Duration(r.TookMicros)*time.Microsecond)
+		}
 		return r, nil
 	case <-ctx.Done():
 		l.forget(req.ID)
@@ -467,7 +487,8 @@ func (l *Locker) Ping(ctx context.Context) error {
 
 // Overhead is the protocol's own latency measured so far: each call's
 // round trip less the time the process says the lock spent (took_us, 0
-// when it does not say), as quantiles over the calls.
+// when it does not say), as quantiles over the calls. hello is not among
+// them: its round trip is the process's start-up.
 func (l *Locker) Overhead() (n int, p50, p99, maxd time.Duration) { return l.over.quantiles() }
 
 // TryAcquire implements locker.Locker.
@@ -492,11 +513,8 @@ func (l *Locker) acquire(ctx context.Context, key string, ttl time.Duration, wai
 
 // grant makes the lease an ok acquire or reenter reply describes.
 func (l *Locker) grant(r Reply, key string, ttl time.Duration, at time.Time) (locker.Lease, error) {
-	if r.Lease == 0 {
-		return nil, l.bad(r, "an ok acquire without a lease id")
-	}
-	if l.hello.Fenced != (r.Fence != nil) {
-		return nil, l.bad(r, fmt.Sprintf("fence given %v, but hello said fenced %v", r.Fence != nil, l.hello.Fenced))
+	if bad := checkGrant(r, l.hello.Fenced); bad != "" {
+		return nil, l.bad(r, bad)
 	}
 	ls := &lease{l: l, id: r.Lease, key: key, ttl: ttl, lost: make(chan struct{})}
 	if r.Fence != nil {
@@ -516,6 +534,18 @@ func (l *Locker) grant(r Reply, key string, ttl time.Duration, at time.Time) (lo
 		return &claimLease{ls}, nil
 	}
 	return ls, nil
+}
+
+// checkGrant says what is wrong with an ok acquire or reenter reply of a
+// lock whose hello said fenced: "" for nothing.
+func checkGrant(r Reply, fenced bool) string {
+	if r.Lease == 0 {
+		return "an ok acquire without a lease id"
+	}
+	if fenced != (r.Fence != nil) {
+		return fmt.Sprintf("fence given %v, but hello said fenced %v", r.Fence != nil, fenced)
+	}
+	return ""
 }
 
 // bad breaks the protocol on a reply that parses but says something

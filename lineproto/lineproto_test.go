@@ -302,3 +302,20 @@ func TestLockProcessEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestOverheadExcludesHello (issue 63.10): the protocol overhead -v logs
+// is the calls' round trips, not hello's, which waits out the process's
+// start-up (an interpreter's imports).
+func TestOverheadExcludesHello(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "lock.sh")
+	if err := os.WriteFile(p, []byte("sleep 0.4\n"+fakeHead+"  :\ndone\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := open(t, []string{"sh", p})
+	n, _, _, mx := l.(interface {
+		Overhead() (int, time.Duration, time.Duration, time.Duration)
+	}).Overhead()
+	if n != 5 || mx >= 300*time.Millisecond {
+		t.Errorf("overhead after Open: %d calls, max %v; want the 5 pings alone, not hello's 400 ms start-up", n, mx)
+	}
+}

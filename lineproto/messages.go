@@ -2,7 +2,10 @@ package lineproto
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -133,7 +136,20 @@ func (e *ErrProtocol) Error() string {
 func parseLine(b []byte) (Reply, string) {
 	var r Reply
 	if err := json.Unmarshal(b, &r); err != nil {
-		return r, "not a JSON object: " + err.Error()
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			return r, "not JSON: " + err.Error()
+		}
+		if te.Field == "" {
+			return r, "not a JSON object but " + jsonKind(te.Value)
+		}
+		return r, fieldRule(te.Field, jsonKind(te.Value))
+	}
+	if r.ValidMillis != nil && *r.ValidMillis < 0 {
+		return r, fieldRule("valid_ms", strconv.FormatInt(*r.ValidMillis, 10))
+	}
+	if r.TookMicros < 0 {
+		return r, fieldRule("took_us", strconv.FormatInt(r.TookMicros, 10))
 	}
 	if r.Event != "" {
 		if r.ID != 0 {
@@ -163,10 +179,54 @@ func parseLine(b []byte) (Reply, string) {
 	if !validResult(r.Result) && r.Result != ResultUnsupported {
 		return r, fmt.Sprintf("result %q: want ok, fail, unknown or unsupported", r.Result)
 	}
-	if r.ValidMillis != nil && *r.ValidMillis < 0 {
-		return r, "valid_ms < 0"
-	}
 	return r, ""
+}
+
+// replyFields is the type and range of each field of a reply or event
+// line (docs/LINEPROTO.md, "Fields of a line"): what a line that breaks
+// one is told.
+var replyFields = map[string]string{
+	"id":       "a positive integer",
+	"result":   "a string",
+	"error":    "a string",
+	"took_us":  "an integer ≥ 0 (microseconds)",
+	"lease":    "a positive integer",
+	"fence":    "an integer ≥ 0",
+	"valid_ms": "an integer ≥ 0 (milliseconds)",
+	"version":  "an integer",
+	"lock":     "a string",
+	"ops":      "an array of strings",
+	"fenced":   "a boolean",
+	"claims":   "a boolean",
+	"notices":  "a boolean",
+	"event":    "a string",
+	"renewal":  "a positive integer",
+	"ttl_ms":   "a positive integer (milliseconds)",
+}
+
+// jsonKind names the JSON value encoding/json's UnmarshalTypeError
+// describes ("object", "number 1.5"): "an object", "1.5".
+func jsonKind(v string) string {
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return n
+	}
+	switch v {
+	case "object", "array":
+		return "an " + v
+	case "bool":
+		return "a boolean"
+	}
+	return "a " + v
+}
+
+// fieldRule says that field must be what replyFields says, not what the
+// line gave (got: "object", "number 1.5", "-3").
+func fieldRule(field, got string) string {
+	rule, ok := replyFields[field]
+	if !ok {
+		rule = "of another type"
+	}
+	return fmt.Sprintf("field %q must be %s, not %s", field, rule, got)
 }
 
 func validResult(s string) bool {
