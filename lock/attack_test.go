@@ -92,7 +92,6 @@ func (p *tap) stallNext(match func(args []any) bool) (stalled, goOn chan struct{
 // The scripts by their arguments: EVALSHA|EVAL, the script, the number of
 // keys, the keys, then ARGV.
 func isAcquire(args []any) bool { return len(args) == 3+5+9 }
-func isReenter(args []any) bool { return len(args) == 3+2+6 }
 func isEnd(args []any) bool     { return len(args) == 3+5+7 }
 func isRenew(args []any) bool   { return len(args) == 3+2+5 }
 
