@@ -35,7 +35,7 @@ func TestLateTickIsAStall(t *testing.T) {
 	// (A loaded machine may add stalls of its own: look for this one.)
 	found := false
 	for _, w := range got {
-		if d := w[1].Sub(w[0]); d >= 200*time.Millisecond && d < time.Second {
+		if d := w[1].Sub(w[0]); d >= 150*time.Millisecond && d < time.Second {
 			found = true
 		}
 	}
@@ -54,12 +54,18 @@ func TestWatchSeesAFrozenProcess(t *testing.T) {
 	go Watch(ctx, Every, Threshold, func(s, e time.Time) { stalls <- e.Sub(s) })
 	time.Sleep(50 * time.Millisecond)
 	freeze(300 * time.Millisecond)
-	select {
-	case d := <-stalls:
-		if d < 200*time.Millisecond {
-			t.Errorf("stall of %v, want about 300ms", d)
+	// (A loaded machine may add stalls of its own: look for this one.)
+	deadline := time.After(5 * time.Second)
+	var seen []time.Duration
+	for {
+		select {
+		case d := <-stalls:
+			if d >= 250*time.Millisecond {
+				return
+			}
+			seen = append(seen, d)
+		case <-deadline:
+			t.Fatalf("stalls %v, none of about 300ms", seen)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no stall recorded")
 	}
 }
