@@ -142,9 +142,12 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *contract.Row {
 		row.DetectMs = detection(res, time.Duration(*row.FaultStartMs)*time.Millisecond, ops)
 	}
 	// A break the fault may cause counts only near its window.
-	row.Unexcused = judge.Unexcused(res, judge.WindowsOf(ops),
-		func(kind string) locker.Prediction { return judge.PredictOn(s.entry, kind, m.cfg.Topology) },
-		judge.Bounds{TTL: s.TTL, Skew: chaos.SkewBehind})
+	predict := func(kind string) locker.Prediction { return judge.PredictOn(s.entry, kind, m.cfg.Topology) }
+	bounds := judge.Bounds{TTL: s.TTL, Skew: chaos.SkewBehind}
+	row.Unexcused = judge.Unexcused(res, judge.WindowsOf(ops), predict, bounds)
+	// The stalls the run's processes saw, and what they excused (a pause
+	// of their clients' doing, not the lock's).
+	judge.NoteStalls(row, res, ops, s.exp, predict, bounds)
 	if check := m.cfg.Trace[s.Lock]; check != nil {
 		tr, err := check(ctx, ops)
 		switch {
@@ -287,6 +290,9 @@ func progressLine(done, total int, r *contract.Row) string {
 	var verdicts strings.Builder
 	for _, p := range contract.PropertyIDs() {
 		fmt.Fprintf(&verdicts, "%s %-8s ", p, r.Verdict(p))
+	}
+	if n := r.Stalls.Note(); n != "" {
+		status += " (" + n + ")"
 	}
 	return fmt.Sprintf("[%*d/%d] %-26s %srejected %-4d ops %-5d %5.1fs%s  %s",
 		len(fmt.Sprint(total)), done, total, r.ID(), verdicts.String(), r.Rejected, r.Ops,
