@@ -108,7 +108,8 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *contract.Row {
 		}
 	}
 	for i := range ops {
-		if ops[i].Kind == history.Fault {
+		// The injected fault's window: not a stall the run saw.
+		if ops[i].Kind == history.Fault && !contract.Observed(contract.FaultKind(ops[i].Name)) {
 			st := time.Duration(ops[i].Call).Milliseconds()
 			row.FaultStartMs = &st
 			break
@@ -187,7 +188,7 @@ func joinErr(a, b string) string {
 func detection(res *checker.Result, faultStart time.Duration, ops []history.Op) map[string]int64 {
 	start := int64(-1)
 	for i := range ops {
-		if ops[i].Kind == history.Fault && (start < 0 || ops[i].Call < start) {
+		if ops[i].Kind == history.Fault && !contract.Observed(contract.FaultKind(ops[i].Name)) && (start < 0 || ops[i].Call < start) {
 			start = ops[i].Call
 		}
 	}
