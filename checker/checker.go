@@ -275,6 +275,28 @@ type run struct {
 	// their checks (checks).
 	props  []contract.Property
 	checks map[string]check
+	// stalls notes the stall windows (contract.FaultStall) that alone
+	// excused something in one check job (windowOpen); nil outside one.
+	stalls *stallNote
+}
+
+// stallNote is the set of stall ops (indices) that excused what a check
+// job would otherwise have found.
+type stallNote struct {
+	mu  sync.Mutex
+	ops map[int]struct{}
+}
+
+func (n *stallNote) add(i int) {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ops == nil {
+		n.ops = map[int]struct{}{}
+	}
+	n.ops[i] = struct{}{}
 }
 
 // finding is what one property's check found on one key.
@@ -346,6 +368,7 @@ func (c *run) check() *Result {
 	props, all := c.props, c.checks
 	keys := c.p.keys
 	found := make([][]finding, len(keys)) // per key, per property
+	stalled := make([][]stallNote, len(keys))
 	type job struct{ k, p int }
 	jobs := make(chan job)
 	var wg sync.WaitGroup
@@ -354,12 +377,15 @@ func (c *run) check() *Result {
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				found[j.k][j.p] = all[props[j.p].ID](c, keys[j.k])
+				cj := *c // the job's own note of the stalls that excused
+				cj.stalls = &stalled[j.k][j.p]
+				found[j.k][j.p] = all[props[j.p].ID](&cj, keys[j.k])
 			}
 		}()
 	}
 	for i := range keys {
 		found[i] = make([]finding, len(props))
+		stalled[i] = make([]stallNote, len(props))
 		for p := range props {
 			if all[props[p].ID] != nil {
 				jobs <- job{i, p}
@@ -386,14 +412,35 @@ func (c *run) check() *Result {
 		} else {
 			for i, k := range keys {
 				fold(&pr, k.key, found[i][p])
+				for o := range stalled[i][p].ops {
+					c.noteStall(&pr, o)
+				}
 			}
 			finish(&pr)
+			slices.Sort(pr.StallLines)
 		}
 		out.Props = append(out.Props, pr)
 		verdicts = append(verdicts, pr.Verdict)
 	}
 	out.Verdict = combine(verdicts...)
 	return out
+}
+
+// noteStall records on pr that the stall op at index i excused
+// something of its property.
+func (c *run) noteStall(pr *PropertyResult, i int) {
+	o := &c.p.ops[i]
+	if !o.Completed {
+		return // a stall is recorded once over: never open
+	}
+	line := o.Line
+	if line == 0 {
+		line = i + 1
+	}
+	if !slices.Contains(pr.StallLines, line) {
+		pr.StallLines = append(pr.StallLines, line)
+	}
+	pr.StallExcusedMs = max(pr.StallExcusedMs, time.Duration(o.Return-o.Call).Milliseconds())
 }
 
 // fold merges one key's findings on a property into the property's result.

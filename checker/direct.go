@@ -303,7 +303,11 @@ func (c *run) faultDuring(from, to int64) bool { return c.windowOpen(c.p.excusin
 
 // windowOpen reports whether one of the fault ops at indices faults had
 // its window open at some instant of [from, to].
+// A window of an injected fault answers at once; when only stalls
+// windows (contract.FaultStall) were open, they are noted on the check
+// job (run.stalls): the verdict holds thanks to them.
 func (c *run) windowOpen(faults []int, from, to int64) bool {
+	var stalls []int
 	for _, i := range faults {
 		f := &c.p.ops[i]
 		end := inf
@@ -311,10 +315,16 @@ func (c *run) windowOpen(faults []int, from, to int64) bool {
 			end = f.Return
 		}
 		if f.Call <= to && end >= from {
-			return true
+			if contract.FaultKind(f.Name) != contract.FaultStall {
+				return true
+			}
+			stalls = append(stalls, i)
 		}
 	}
-	return false
+	for _, i := range stalls {
+		c.stalls.add(i)
+	}
+	return len(stalls) > 0
 }
 
 // landBy is the latest instant op o's effect may land: its return, but

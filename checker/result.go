@@ -84,6 +84,13 @@ type PropertyResult struct {
 	Violations     []Violation `json:"violations,omitempty"`
 	// Undecided lists the keys whose check ran out of time (verdict unknown).
 	Undecided []Undecided `json:"undecided,omitempty"`
+	// StallLines are the history lines of the stalls (contract.FaultStall
+	// windows) that alone excused what this property's check would have
+	// found (a late waiter, an overtaken one, a late return...), and
+	// StallExcusedMs the longest of them: the verdict holds because a
+	// process of the harness's did not run then (docs/DESIGN.md, "Stalls").
+	StallLines     []int `json:"stall_lines,omitempty"`
+	StallExcusedMs int64 `json:"stall_excused_ms,omitempty"`
 }
 
 // Undecided says which key's check could not finish, and why.

@@ -77,7 +77,31 @@ const (
 	// count down that much faster than the clients' clocks, so a validity
 	// claim without its drift allowance outlives the key.
 	FaultClockRate = "clock-rate"
+	// FaultStall is no fault the harness injects but one it observed: a
+	// process of clients (or the harness's own) that did not run for a
+	// while, waiting for a core or stopped by its runtime (package
+	// internal/stallwatch). Its op's name is "stall" and the names of the
+	// clients it froze ("stall c0-1 c0-2"); its call and return are the
+	// stall's window. It is in no catalogue and has no prediction of its
+	// own: its window excuses what a pause of those clients may cause
+	// (ExcusesAs), within the same reach (docs/DESIGN.md, "Stalls").
+	FaultStall = "stall"
 )
+
+// Observed reports whether a fault of kind is one the harness measured
+// rather than injected (a stall): no catalogue lists it, no run is
+// planned for it.
+func Observed(kind string) bool { return kind == FaultStall }
+
+// ExcusesAs is the fault whose prediction says what a window of kind may
+// excuse: a stall's is pause-client's (a stalled process is a paused
+// client that nobody paused); any other fault's is its own.
+func ExcusesAs(kind string) string {
+	if kind == FaultStall {
+		return FaultPauseClient
+	}
+	return kind
+}
 
 // Like is the fault whose predictions a fault shares: a cluster shard's
 // takeover and minority partition are failovers, its outage a restart
@@ -175,10 +199,10 @@ func KeepsServing(kind string) bool { return kind == FaultPubSubReset }
 // StopsClients reports whether a fault of kind freezes or kills clients
 // (their goroutines, or their process): a call in flight across its window
 // returns late through no fault of the lock, so the window excuses a late
-// return (calls, rule late-return).
+// return (calls, rule late-return). A stall (FaultStall) is one.
 func StopsClients(kind string) bool {
 	switch kind {
-	case FaultPauseClient, FaultPauseProcess, FaultCrashClient, FaultKillProcess:
+	case FaultPauseClient, FaultPauseProcess, FaultCrashClient, FaultKillProcess, FaultStall:
 		return true
 	}
 	return false

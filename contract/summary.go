@@ -173,6 +173,11 @@ type Row struct {
 	// (docs/DESIGN.md, "Judging"). Each is a mismatch too. Absent in files
 	// written before violations were judged per window.
 	Unexcused []string `json:"unexcused,omitempty"`
+	// Stalls are the stalls the harness observed in the run's processes
+	// (FaultStall windows in its history) and the verdicts they excused;
+	// absent when there were none (and in files written before stalls
+	// were measured, 2026-12-07).
+	Stalls *Stalls `json:"stalls,omitempty"`
 	// FoundElsewhere lists the properties predicted to break that this
 	// seed did not show but another seed of its cell did: as expected.
 	FoundElsewhere []string `json:"found_elsewhere,omitempty"`
@@ -401,4 +406,35 @@ type SpecRecord struct {
 	ThinkMs int64 `json:"think_ms,omitempty"`
 	// OpTimeoutMs bounds each operation (0: the default for the fault).
 	OpTimeoutMs int64 `json:"op_timeout_ms,omitempty"`
+}
+
+// Stalls sums up a run's observed stalls (contract.FaultStall windows):
+// how many, the longest, and the verdicts a stall excused.
+type Stalls struct {
+	Count     int   `json:"count"`
+	LongestMs int64 `json:"longest_ms"`
+	// Excused lists, per property, the longest stall whose window excused
+	// a violation of it: without the stall the row would have shown it
+	// (docs/DESIGN.md, "Stalls").
+	Excused []StallExcuse `json:"excused,omitempty"`
+}
+
+// StallExcuse is a property whose violation a stall of StallMs excused.
+type StallExcuse struct {
+	Property string `json:"property"`
+	StallMs  int64  `json:"stall_ms"`
+}
+
+// Note is the stalls in one phrase, for the CLI line and the reports
+// ("" for none): "stalls 3, longest 120ms; fairness excused by a stall
+// of 120ms".
+func (s *Stalls) Note() string {
+	if s == nil || s.Count == 0 {
+		return ""
+	}
+	out := fmt.Sprintf("stalls %d, longest %dms", s.Count, s.LongestMs)
+	for _, e := range s.Excused {
+		out += fmt.Sprintf("; %s excused by a stall of %dms", e.Property, e.StallMs)
+	}
+	return out
 }

@@ -10,7 +10,8 @@
 //   - row.go: the checker's options and the waiters' bound a lock's entry
 //     states (CheckOptions, WaitTimeout), a row and a cell judged against
 //     the prediction (Row, Cells), a swarm's merged prediction (Mix);
-//   - judge.go: which fault windows excuse a violation (Unexcused).
+//   - judge.go: which fault windows excuse a violation (Unexcused), and
+//     what the stalls the harness observed excused (NoteStalls).
 //
 // One word for the concept: a prediction (locker.Prediction).
 //
@@ -99,7 +100,8 @@ func Unexcused(res *checker.Result, ws Windows, predict func(kind string) locker
 		}
 		var excusing Windows
 		for _, w := range ws {
-			switch predict(w.Kind).Want(pr.ID) {
+			// A stall excuses what a pause of its clients may cause.
+			switch predict(contract.ExcusesAs(w.Kind)).Want(pr.ID) {
 			case contract.WantMay, contract.WantViolated:
 				excusing = append(excusing, w)
 			case contract.WantAny:
@@ -174,4 +176,54 @@ func (ws Windows) describe() string {
 		}
 	}
 	return strings.Join(kinds, ", ")
+}
+
+// NoteStalls records on row the stalls its history shows (contract.FaultStall
+// windows: a process of the run that did not run for a while) and the
+// verdicts they excused (contract.Row.Stalls; nil when there were none):
+//   - a property the checker found holding only because a stall's window
+//     excused what it would have found (checker.PropertyResult.StallLines:
+//     a late or overtaken waiter, a late return);
+//   - a property res found violated that exp, the run's prediction, says
+//     holds, but that a pause of the stalled clients may break
+//     (predict(contract.FaultPauseClient)), with a violation within a
+//     stall's reach (contract.ExcuseAfter, as Unexcused reads it): the row
+//     is as predicted (judgeRow drops its verdict mismatch).
+//
+// predict is the lock's prediction under one fault kind, as Unexcused's.
+func NoteStalls(row *contract.Row, res *checker.Result, ops []history.Op, exp locker.Prediction, predict func(kind string) locker.Prediction, b Bounds) {
+	row.Stalls = nil
+	var stalls Windows
+	for _, w := range WindowsOf(ops) {
+		if w.Kind == contract.FaultStall {
+			stalls = append(stalls, w)
+		}
+	}
+	if len(stalls) == 0 {
+		return
+	}
+	st := &contract.Stalls{Count: len(stalls)}
+	for _, w := range stalls {
+		st.LongestMs = max(st.LongestMs, time.Duration(w.End-w.Start).Milliseconds())
+	}
+	if res != nil {
+		pause := predict(contract.FaultPauseClient)
+		for _, pr := range res.Props {
+			ms := pr.StallExcusedMs
+			if pr.Verdict == contract.Violated && exp.Want(pr.ID) == contract.WantOK {
+				switch pause.Want(pr.ID) {
+				case contract.WantMay, contract.WantViolated, contract.WantAny:
+					for _, w := range stalls {
+						if slices.ContainsFunc(pr.Violations, func(v checker.Violation) bool { return excused(v, pr.ID, Windows{w}, b) }) {
+							ms = max(ms, time.Duration(w.End-w.Start).Milliseconds())
+						}
+					}
+				}
+			}
+			if ms > 0 {
+				st.Excused = append(st.Excused, contract.StallExcuse{Property: pr.ID, StallMs: ms})
+			}
+		}
+	}
+	row.Stalls = st
 }

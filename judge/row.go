@@ -81,7 +81,7 @@ func judgeRow(exp locker.Prediction, row *contract.Row, alone bool) {
 			continue
 		}
 		// A property the row predates (not checked) decides nothing.
-		if v != contract.Unknown && v != contract.NotChecked && !w.Matches(v) {
+		if v != contract.Unknown && v != contract.NotChecked && !w.Matches(v) && !stallExcused(row, p, v) {
 			row.AddMismatch(contract.VerdictMismatch(p, v, w))
 		}
 	}
@@ -98,6 +98,14 @@ func judgeRow(exp locker.Prediction, row *contract.Row, alone bool) {
 		row.AddMismatch(contract.Mismatch{Kind: contract.MismatchNoBite, Text: "rejected 0, expected > 0 (the fault did not bite)"})
 	}
 	settle(row)
+}
+
+// stallExcused reports whether a violation v of property p is one a
+// stall of the run excused (NoteStalls): a pause of the stalled clients
+// may cause it, and one lay within its reach.
+func stallExcused(row *contract.Row, p string, v contract.Verdict) bool {
+	return v == contract.Violated && row.Stalls != nil &&
+		slices.ContainsFunc(row.Stalls.Excused, func(e contract.StallExcuse) bool { return e.Property == p })
 }
 
 // settle decides a judged row's AsExpected from its mismatches: none, and

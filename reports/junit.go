@@ -113,6 +113,9 @@ func WriteJUnit(w io.Writer, r *Report) error {
 				errs = append(errs, "broken file")
 				details = append(details, pr)
 			}
+			if n := s.StallNote(); n != "" {
+				details = append(details, "stalls: "+n)
+			}
 			details = append(details, "history: "+s.History)
 			if s.Visualization != "" {
 				details = append(details, "visualization: "+s.Visualization)

@@ -43,6 +43,13 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		}
 		fmt.Fprintln(b)
 	}
+	if ss := stalledOf(r); len(ss) > 0 {
+		fmt.Fprintf(b, "## Excused by stalls (%d)\n\nA process of the run did not run for a while (it waited for a core, or its runtime paused it): what a pause of its clients may cause is excused near the stall.\n\n| scenario | stalls |\n|---|---|\n", len(ss))
+		for _, s := range ss {
+			fmt.Fprintf(b, "| %s | %s |\n", mdEscape(s.ID), mdEscape(s.StallNote()))
+		}
+		fmt.Fprintln(b)
+	}
 	if r.Counts.Regressions > 0 {
 		fmt.Fprintf(b, "## Regressions (%d)\n\n| lock × fault | what fell |\n|---|---|\n", r.Counts.Regressions)
 		for _, c := range r.Cells {
@@ -129,4 +136,15 @@ func propLetter(id string) string {
 		}
 	}
 	return id
+}
+
+// stalledOf are the scenarios whose verdicts a stall excused.
+func stalledOf(r *Report) []*ScenarioReport {
+	var out []*ScenarioReport
+	for _, s := range r.Scenarios {
+		if s.Stalls != nil && len(s.Stalls.Excused) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -121,6 +121,9 @@ type ScenarioReport struct {
 	Trace      string `json:"trace,omitempty"`
 	TraceLine  int    `json:"trace_line,omitempty"`
 	TraceError string `json:"trace_error,omitempty"`
+	// Stalls are the stalls the run's processes saw and the verdicts
+	// they excused (summary.json's stalls; nil for none).
+	Stalls *contract.Stalls `json:"stalls,omitempty"`
 	// Page is the scenario's own HTML page, relative to the run directory.
 	Page   string          `json:"page,omitempty"`
 	Plot   *Plot           `json:"-"`
@@ -131,6 +134,9 @@ type ScenarioReport struct {
 	// unknown, as summary.json's cells leave it out of their seeds.
 	failed bool
 }
+
+// StallNote is the run's stalls in one phrase ("" for none).
+func (s *ScenarioReport) StallNote() string { return s.Stalls.Note() }
 
 // TraceAccepted, TraceRejected and TraceNoVerdict say how the scenario's
 // trace validation came out (all false: not validated).
@@ -151,7 +157,10 @@ type PropertyOutcome struct {
 	// FoundElsewhere: predicted to break, missed on this seed and found on
 	// another seed of its cell, which makes this seed as expected.
 	FoundElsewhere bool `json:"found_elsewhere,omitempty"`
-	Violations     int  `json:"violations,omitempty"`
+	// StallMs is the longest stall that excused this property's verdict
+	// (contract.Stalls); 0 for none.
+	StallMs    int64 `json:"stall_excused_ms,omitempty"`
+	Violations int   `json:"violations,omitempty"`
 	// Lines are the history lines of the first violation; DetectMs the time
 	// from the fault to it.
 	Lines    []int  `json:"lines,omitempty"`
@@ -384,6 +393,7 @@ func buildScenario(sc *LoadedScenario, row *contract.Row) *ScenarioReport {
 		FaultStartMs: sc.FaultStartMs, Page: sc.Page,
 		Trace: sc.Trace, TraceLine: sc.TraceLine, TraceError: sc.TraceError,
 		Mismatches: row.Details(),
+		Stalls:     row.Stalls,
 		failed:     sc.Error != "" || sc.FaultError != "" || sc.NotRun,
 	}
 	for _, name := range propertyNames() {
@@ -415,6 +425,16 @@ func buildScenario(sc *LoadedScenario, row *contract.Row) *ScenarioReport {
 			po.Evidence = "no violation found on any seed of this lock × fault: the harness did not catch what this lock is known to break"
 		case po.FoundElsewhere && po.Verdict != contract.Violated:
 			po.Evidence = "not found on this seed; found on another seed of this lock × fault, as predicted"
+		}
+		if row.Stalls != nil {
+			for _, e := range row.Stalls.Excused {
+				if e.Property == name {
+					po.StallMs = e.StallMs
+				}
+			}
+		}
+		if po.StallMs > 0 && mine == nil {
+			po.Evidence = strings.TrimPrefix(po.Evidence+"; ", "; ") + fmt.Sprintf("excused by a stall of %dms: a process of the run did not run then, as a paused client does not", po.StallMs)
 		}
 		sr.Properties = append(sr.Properties, po)
 	}

@@ -1030,3 +1030,44 @@ func TestPlotMemoryIsBounded(t *testing.T) {
 		t.Errorf("the live heap grew %d MiB while reading; want it bounded by the sample", grew>>20)
 	}
 }
+
+// TestStallsAreReported: a row whose verdict a stall excused says so, with
+// the stall's length, in the scenario's evidence, Markdown and JUnit.
+func TestStallsAreReported(t *testing.T) {
+	run, err := Load(copyRun(t, keep("fenced-none-1", "fenced-none-2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range run.Scenarios {
+		if sc := run.Scenarios[i]; sc.ID == "fenced-none-1" {
+			sc.Stalls = &contract.Stalls{Count: 2, LongestMs: 130,
+				Excused: []contract.StallExcuse{{Property: contract.PropFairness, StallMs: 130}}}
+		}
+	}
+	r := Build(run)
+	var stalled *ScenarioReport
+	for _, s := range r.Scenarios {
+		if s.ID == "fenced-none-1" {
+			stalled = s
+		}
+	}
+	if stalled == nil {
+		t.Fatal("no fenced-none-1")
+	}
+	if p := stalled.Property(contract.PropFairness); p == nil || p.StallMs != 130 || !strings.Contains(p.Evidence, "excused by a stall of 130ms") {
+		t.Errorf("fairness outcome %+v, want it excused by a stall of 130ms", p)
+	}
+	var md, ju bytes.Buffer
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJUnit(&ju, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "## Excused by stalls (1)") || !strings.Contains(md.String(), "| fenced-none-1 | stalls 2, longest 130ms; fairness excused by a stall of 130ms |") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+	if !strings.Contains(ju.String(), "stalls: stalls 2, longest 130ms; fairness excused by a stall of 130ms") {
+		t.Errorf("junit says nothing of the stall:\n%s", ju.String())
+	}
+}

@@ -108,7 +108,8 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *contract.Row {
 		}
 	}
 	for i := range ops {
-		if ops[i].Kind == history.Fault {
+		// The injected fault's window: not a stall the run saw.
+		if ops[i].Kind == history.Fault && !contract.Observed(contract.FaultKind(ops[i].Name)) {
 			st := time.Duration(ops[i].Call).Milliseconds()
 			row.FaultStartMs = &st
 			break
@@ -142,9 +143,12 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *contract.Row {
 		row.DetectMs = detection(res, time.Duration(*row.FaultStartMs)*time.Millisecond, ops)
 	}
 	// A break the fault may cause counts only near its window.
-	row.Unexcused = judge.Unexcused(res, judge.WindowsOf(ops),
-		func(kind string) locker.Prediction { return judge.PredictOn(s.entry, kind, m.cfg.Topology) },
-		judge.Bounds{TTL: s.TTL, Skew: chaos.SkewBehind})
+	predict := func(kind string) locker.Prediction { return judge.PredictOn(s.entry, kind, m.cfg.Topology) }
+	bounds := judge.Bounds{TTL: s.TTL, Skew: chaos.SkewBehind}
+	row.Unexcused = judge.Unexcused(res, judge.WindowsOf(ops), predict, bounds)
+	// The stalls the run's processes saw, and what they excused (a pause
+	// of their clients' doing, not the lock's).
+	judge.NoteStalls(row, res, ops, s.exp, predict, bounds)
 	if check := m.cfg.Trace[s.Lock]; check != nil {
 		tr, err := check(ctx, ops)
 		switch {
@@ -184,7 +188,7 @@ func joinErr(a, b string) string {
 func detection(res *checker.Result, faultStart time.Duration, ops []history.Op) map[string]int64 {
 	start := int64(-1)
 	for i := range ops {
-		if ops[i].Kind == history.Fault && (start < 0 || ops[i].Call < start) {
+		if ops[i].Kind == history.Fault && !contract.Observed(contract.FaultKind(ops[i].Name)) && (start < 0 || ops[i].Call < start) {
 			start = ops[i].Call
 		}
 	}
@@ -287,6 +291,9 @@ func progressLine(done, total int, r *contract.Row) string {
 	var verdicts strings.Builder
 	for _, p := range contract.PropertyIDs() {
 		fmt.Fprintf(&verdicts, "%s %-8s ", p, r.Verdict(p))
+	}
+	if n := r.Stalls.Note(); n != "" {
+		status += " (" + n + ")"
 	}
 	return fmt.Sprintf("[%*d/%d] %-26s %srejected %-4d ops %-5d %5.1fs%s  %s",
 		len(fmt.Sprint(total)), done, total, r.ID(), verdicts.String(), r.Rejected, r.Ops,

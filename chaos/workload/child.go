@@ -475,7 +475,9 @@ func runChild(js string, locks *locker.Registry, stdin io.Reader, out, events io
 		cancel()
 	}()
 	c.rec.Store(rec)
+	stopWatching := watchStalls(ctx, rec, []string{c.Name}) // its own stalls
 	werr := w.worker(ctx, rec, c)
 	c.watchers.Wait()
+	stopWatching()
 	return errors.Join(werr, rec.Close())
 }

@@ -825,6 +825,16 @@ func (w *Workload) Run(ctx context.Context, rec *history.Recorder) error {
 	if sampling {
 		sampler.Go(func() { w.sampleFootprints(sctx, rec) })
 	}
+	if !w.cfg.Replayable {
+		// Real time: the stalls of this process are its clients' pauses
+		// that nobody injected (watchStalls); the child processes watch
+		// their own.
+		names := make([]string, len(w.Clients))
+		for i, c := range w.Clients {
+			names[i] = c.Name
+		}
+		defer watchStalls(ctx, rec, names)()
+	}
 	for _, c := range w.Clients {
 		c.rec.Store(rec)
 		wg.Add(1)
