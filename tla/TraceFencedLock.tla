@@ -68,7 +68,6 @@
 (* masters: side 1, the one before the window, or side 2, the promoted    *)
 (* replica, which starts the window with side 1's lease or without it     *)
 (* (the replica had not received the grant) and with side 1's fences      *)
-(* (until it serves, it may still take a later copy of side 1: Promote)   *)
 (* (the fence reads the clock: a promoted master's fences exceed the lost *)
 (* ones).  Each side follows the rules on its own; the first op of the    *)
 (* key after the window finds one survivor's lease and fences above both. *)
@@ -95,13 +94,10 @@ VARIABLES
     issued,  \* per key, per side: the highest fence that master issued
     owners,  \* per key: the <<fence, client>> of every ok acquire
     split,   \* per key: TRUE while its ops may go to two masters
-    fresh,   \* per key: TRUE while the promoted replica (side 2) has served
-             \* no op of the window: it may still be getting the old
-             \* master's writes (Promote)
     res,     \* per key: the resource [maxTok, owner, val]
     now      \* per key: the instant (tick) of the last lease op taken
 
-vars == <<l, taken, lock, issued, owners, split, fresh, res, now>>
+vars == <<l, taken, lock, issued, owners, split, res, now>>
 
 KeyIds == 1..NumKeys
 Sides == {1, 2}
@@ -114,7 +110,6 @@ Init ==
     /\ issued = [k \in KeyIds |-> [s \in Sides |-> 0]]
     /\ owners = [k \in KeyIds |-> {}]
     /\ split = [k \in KeyIds |-> FALSE]
-    /\ fresh = [k \in KeyIds |-> FALSE]
     /\ res = [k \in KeyIds |-> [maxTok |-> 0, owner |-> 0, val |-> 0]]
     /\ now = [k \in KeyIds |-> 0]
     /\ TLCSet(1, 1)
@@ -168,31 +163,24 @@ Ended(ls, e) ==
 \* The states of key k's two masters that event e may find: the window
 \* opens (side 2 is the promoted replica, with or without the last lease),
 \* closes (one side survives, with the fences of both), or goes on.
-\* (fr: side 2 has served nothing yet.)
 Pre(k, e) ==
     IF e.win /\ ~split[k]
     THEN {[lk |-> [lock[k] EXCEPT ![2] = x],
-           iss |-> [issued[k] EXCEPT ![2] = IF Skewed THEN 0 ELSE issued[k][1]],
-           fr |-> TRUE]
+           iss |-> [issued[k] EXCEPT ![2] = IF Skewed THEN 0 ELSE issued[k][1]]]
             : x \in {lock[k][1], NoLease}}
     ELSE IF ~e.win /\ split[k]
     THEN {[lk |-> [s \in Sides |-> lock[k][w]],
            iss |-> [s \in Sides |-> IF Skewed THEN issued[k][w]
-                                    ELSE Max2(issued[k][1], issued[k][2])],
-           fr |-> FALSE] : w \in Sides}
-    ELSE {[lk |-> lock[k], iss |-> issued[k], fr |-> fresh[k]]}
+                                    ELSE Max2(issued[k][1], issued[k][2])]] : w \in Sides}
+    ELSE {[lk |-> lock[k], iss |-> issued[k]]}
 
 \* The sides that may have served e.
 SidesOf(e) == IF e.win THEN Sides ELSE {1}
-
-\* Side s served an op of key k: side 2 has been promoted.
-Served(k, p, s) == fresh' = [fresh EXCEPT ![k] = p.fr /\ s = 1]
 
 \* Key k's lease on side s becomes ls; the fences stay.
 SetLease(k, p, s, ls) ==
     /\ lock' = [lock EXCEPT ![k] = [p.lk EXCEPT ![s] = ls]]
     /\ issued' = [issued EXCEPT ![k] = p.iss]
-    /\ Served(k, p, s)
 
 \* e had no effect (failed, or an unknown outcome that did not happen).
 NoEffect(k, p, s) == SetLease(k, p, s, p.lk[s]) /\ UNCHANGED now
@@ -223,7 +211,6 @@ AcquireTakes(e, k, p, s) ==
                    [AddHold(ls, e) EXCEPT !.tok = Max2(@, e.tok),
                               !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)]]]
             /\ issued' = [issued EXCEPT ![k] = [p.iss EXCEPT ![s] = IF e.tok > 0 THEN e.tok ELSE @]]
-            /\ Served(k, p, s)
             /\ owners' = IF e.res = "ok" /\ e.tok > 0
                          THEN [owners EXCEPT ![k] = @ \cup {<<e.tok, e.c>>}] ELSE owners
             /\ SetNow(e, t0)
@@ -236,7 +223,6 @@ AcquireTakes(e, k, p, s) ==
           /\ e.res = "ok" /\ e.tok > 0 => \A o \in owners[k] : o[1] = e.tok => o[2] = e.c
           /\ lock' = [lock EXCEPT ![k] = [p.lk EXCEPT ![s] = LeaseOf(e)]]
           /\ issued' = [issued EXCEPT ![k] = [p.iss EXCEPT ![s] = IF e.tok > 0 THEN e.tok ELSE @]]
-          /\ Served(k, p, s)
           /\ owners' = IF e.res = "ok" /\ e.tok > 0
                        THEN [owners EXCEPT ![k] = @ \cup {<<e.tok, e.c>>}] ELSE owners
           /\ SetNow(e, t)
@@ -301,7 +287,7 @@ WriteEv(e) ==
        IN CASE e.res = "ok" -> ~e.foreign /\ apply
             [] e.res = "rejected" -> UNCHANGED res
             [] OTHER -> UNCHANGED res \/ apply
-    /\ UNCHANGED <<lock, issued, owners, fresh, now>>
+    /\ UNCHANGED <<lock, issued, owners, now>>
 
 \* An unknown read observed nothing and changes nothing.
 ReadEv(e) ==
@@ -309,7 +295,7 @@ ReadEv(e) ==
     /\ IF e.res = "ok"
        THEN ~e.foreign /\ Fenced(e) /\ e.val = res[e.k].val /\ Raise(e, res[e.k].val)
        ELSE UNCHANGED res
-    /\ UNCHANGED <<lock, issued, owners, fresh, now>>
+    /\ UNCHANGED <<lock, issued, owners, now>>
 
 \* An acquire of client c on e's key, not yet taken and called before e
 \* returned, that may succeed: the lock may have handed the key to it (a
@@ -371,7 +357,7 @@ InspectEv(e) ==
 \* is a no-op.
 FaultEv(e) ==
     /\ e.kind = "fault"
-    /\ UNCHANGED <<lock, issued, owners, fresh, res, now>>
+    /\ UNCHANGED <<lock, issued, owners, res, now>>
 
 -----------------------------------------------------------------------------
 \* Real-time order (docs/DESIGN.md): a precedes b when a returned before b
@@ -410,24 +396,10 @@ Vanish(k, s) ==
     LET ls == lock[k][s] IN
     /\ \/ ls.ph > 0 /\ lock' = [lock EXCEPT ![k][s] = Norm([ls EXCEPT !.n = @ - 1, !.ph = @ - 1])]
        \/ \E x \in ls.phs : lock' = [lock EXCEPT ![k][s] = Norm([ls EXCEPT !.hs = @ \ {x}, !.phs = @ \ {x}])]
-    /\ UNCHANGED <<l, taken, issued, owners, split, fresh, res, now>>
-
-\* Until the promoted replica serves an op, replication may still bring it
-\* the old master's state (a replica that lags receives a prefix of the
-\* master's writes, and is promoted with the last it got): side 2 becomes
-\* side 1 as it is now, holds that side 1 will release included, which
-\* a failover may then bring back.  Its fences: above side 1's (the clock),
-\* or, on a replica whose clock is behind (Skewed), as they were.
-Promote(k) ==
-    /\ split[k] /\ fresh[k]
-    /\ lock[k][2] # lock[k][1]
-    /\ lock' = [lock EXCEPT ![k][2] = lock[k][1]]
-    /\ issued' = [issued EXCEPT ![k][2] = IF Skewed THEN @ ELSE Max2(@, issued[k][1])]
-    /\ UNCHANGED <<l, taken, owners, split, fresh, res, now>>
+    /\ UNCHANGED <<l, taken, issued, owners, split, res, now>>
 
 Next == l <= Len(Trace) /\ (\/ \E i \in Ready : Take(i)
-                             \/ \E k \in KeyIds, s \in Sides : Vanish(k, s)
-                             \/ \E kk \in KeyIds : Promote(kk))
+                             \/ \E k \in KeyIds, s \in Sides : Vanish(k, s))
 
 Spec == Init /\ [][Next]_vars
 
@@ -439,7 +411,7 @@ LastOf == [k \in KeyIds |-> LET is == {i \in 1..Len(Trace) : Trace[i].k = k}
 \* taken is read no more (keys are independent), so its state is left out:
 \* the orders of one key do not multiply the states of the next.
 TraceView == <<l, taken, [k \in KeyIds |-> IF LastOf[k] < l THEN <<>>
-                            ELSE <<lock[k], issued[k], owners[k], split[k], fresh[k], res[k], now[k]>>]>>
+                            ELSE <<lock[k], issued[k], owners[k], split[k], res[k], now[k]>>]>>
 
 \* The whole trace was taken.
 TraceAccepted == l = Len(Trace) + 1

@@ -50,10 +50,8 @@ type Validator struct {
 }
 
 // DefaultTimeout is Validator.Timeout when zero. A 3,500-op failover
-// history takes about 3 to 4 minutes on one busy core since the promoted
-// replica may copy the old master at any instant before it serves
-// (Promote in TraceFencedLock.tla; about 30 s before).
-const DefaultTimeout = 10 * time.Minute
+// history takes about 30 s on one core.
+const DefaultTimeout = 5 * time.Minute
 
 // Result is the outcome of one validation.
 type Result struct {
