@@ -33,6 +33,9 @@ import (
 type scriptPlan struct {
 	mu   sync.Mutex
 	plan []planned
+	// only, when set, holds the plan back for the scripts it refuses
+	// (the next planned action waits for one it accepts).
+	only func(args []any) bool
 	hold func(args []any) bool
 	held [][]any
 	// refuseSame: refuse the next script that names the same script as
@@ -73,7 +76,7 @@ func (s *scriptPlan) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		s.mu.Lock()
 		act := pass
-		if len(s.plan) > 0 {
+		if len(s.plan) > 0 && (s.only == nil || s.only(cmd.Args())) {
 			act, s.plan = s.plan[0], s.plan[1:]
 		}
 		if act == lostThenRefuseNext {
