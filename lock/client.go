@@ -183,6 +183,18 @@ func (c *Client) watch(l *Lease) bool {
 	return true
 }
 
+// tickStarts counts a watchdog tick as background work (bg), unless Close
+// was called: then the tick must not run.
+func (c *Client) tickStarts() bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.bg.Add(1)
+	return true
+}
+
 // isClosed reports whether Close was called.
 func (c *Client) isClosed() bool {
 	c.wmu.Lock()

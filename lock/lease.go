@@ -627,6 +627,14 @@ func (l *Lease) finishLocked(cause error) {
 // sooner, and when none succeeds before the validity deadline the expiry
 // timer loses the lease.
 func (l *Lease) watchdogTick() {
+	// A tick counts as the Client's background work, so that Close,
+	// which waits for that, returns only after a renewal in flight: none
+	// is made after Close returned (a tick that started before Close set
+	// closed went on renewing once, seen under the race detector).
+	if !l.c.tickStarts() {
+		return
+	}
+	defer l.c.bg.Done()
 	l.mu.Lock()
 	ctx, done, valid, ttl := l.wdCtx, l.done || l.wd == nil, l.validUntil, l.ttl
 	l.mu.Unlock()
