@@ -13,35 +13,14 @@ import (
 
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/internal/owngroup"
 )
-
-// inOwnGroup runs the calling test again in a child process of its own
-// process group and reports whether this is that child (which then runs
-// the test's body). A process that stops itself (SIGSTOP) in the test
-// binary's group can leave that group orphaned and stopped, for which the
-// kernel sends SIGHUP (a go test run in the background of a shell that
-// went on died so); alone in its group, under a parent of the same
-// session, it is never orphaned.
-func inOwnGroup(t *testing.T) bool {
-	t.Helper()
-	if os.Getenv("LOCKPROOF_FREEZE_CHILD") == "1" {
-		return true
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "LOCKPROOF_FREEZE_CHILD=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the test in a process group of its own: %v\n%s", err, out)
-	}
-	return false
-}
 
 // TestStallIsRecordedAsAWindow: the process stopped whole for 300ms (as a
 // loaded machine may stop it) shows in the history as a stall window of
 // its clients, on the history's clock, that the checker reads as a fault.
 func TestStallIsRecordedAsAWindow(t *testing.T) {
-	if !inOwnGroup(t) {
+	if !owngroup.Child(t) {
 		return // the child ran the test
 	}
 	rec := history.NewRecorder(nil, history.Options{})
