@@ -388,7 +388,10 @@ func (l *Lease) Release(ctx context.Context) error {
 // releaseOnce sends the release (endScript, naming this hold) once; again:
 // an earlier one's outcome was unknown.
 func (l *Lease) releaseOnce(ctx context.Context, fence any, again bool) error {
-	reply, err := l.c.runArgs(ctx, endScript, 5, l.c.endArgs(l.sk, l.ownerArg, l.idArg, fence, false, 0, ""))
+	send := func(ctx context.Context) (any, error) {
+		return l.c.runArgs(ctx, endScript, 5, l.c.endArgs(l.sk, l.ownerArg, l.idArg, fence, false, 0, ""))
+	}
+	reply, err := send(ctx)
 	if err != nil {
 		var ns errNotSent
 		if outcomeUnknown(err) && !errors.As(err, &ns) {
@@ -403,7 +406,7 @@ func (l *Lease) releaseOnce(ctx context.Context, fence any, again bool) error {
 			// background until Redis answers. It ends this hold's
 			// record only, so landing after the first does nothing.
 			l.cleanupOf("release", l.TTL()).background(func(ctx context.Context) error {
-				_, err := l.c.runArgs(ctx, endScript, 5, l.c.endArgs(l.sk, l.ownerArg, l.idArg, fence, false, 0, ""))
+				_, err := send(ctx)
 				return err
 			})
 			return err
