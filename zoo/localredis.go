@@ -50,7 +50,18 @@ func localRedisEntry() locker.Entry {
 		Doc:      "Spring's RedisLockRegistry: a process-local lock, then the Redis key; no fencing",
 		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource},
 		Predict: func(fault string, p locker.Prediction) locker.Prediction {
-			delayedDelete(fault, &p)
+			if delayedDelete(fault, &p) {
+				return p
+			}
+			if contract.Like(fault) == contract.FaultPauseClient {
+				// A holder woken near its lease's expiry can read its own
+				// id (GET) and lose the key before its UNLINK lands; the
+				// delete then takes the next holder's lock. Whether the
+				// expiry falls between the two depends on the pause's
+				// length and on how busy the machine is (CI saw it once).
+				mayBreak(&p, contract.PropLease, contract.PropClaims)
+				p.Because("a holder woken near its expiry may lose the key between its GET and its UNLINK, and delete the next holder's lock")
+			}
 			return p
 		}}
 }
