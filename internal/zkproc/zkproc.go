@@ -67,6 +67,11 @@ type ClusterConfig struct {
 	InitLimit, SyncLimit int
 	// StartTimeout bounds the wait for a leader; default 60s.
 	StartTimeout time.Duration
+	// ContainerCheck is how often the servers delete empty container
+	// nodes (the system property znode.container.checkIntervalMs);
+	// default ZooKeeper's own, 60s. A test shortens it to see what a
+	// lock does when its parent node is reaped between two holds.
+	ContainerCheck time.Duration
 }
 
 // Server is one running (or killed) ZooKeeper server: proc.Member's
@@ -156,7 +161,12 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		s := &Server{ID: i + 1, Dir: filepath.Join(root, "s"+strconv.Itoa(i+1))}
 		s.Name, s.Log = "zookeeper "+strconv.Itoa(s.ID), filepath.Join(s.Dir, "zookeeper.log")
 		s.Command = func() *exec.Cmd {
-			cmd := exec.Command(java, ServerArgs(s.Dir, filepath.Join(s.Dir, "zoo.cfg"))...)
+			args := ServerArgs(s.Dir, filepath.Join(s.Dir, "zoo.cfg"))
+			if cfg.ContainerCheck > 0 {
+				// A JVM option: it goes before the main class.
+				args = append([]string{"-Dznode.container.checkIntervalMs=" + strconv.FormatInt(cfg.ContainerCheck.Milliseconds(), 10)}, args...)
+			}
+			cmd := exec.Command(java, args...)
 			cmd.Dir = s.Dir
 			return cmd
 		}
@@ -331,6 +341,9 @@ func LeaderAmong(ctx context.Context, addrs []string) (int, error) {
 			return -1, fmt.Errorf("%s: %w", a, err)
 		}
 		switch {
+		case mode == "standalone" && len(addrs) == 1:
+			// An ensemble of one runs standalone: it serves alone.
+			return i, nil
 		case mode == "leader" && leader < 0:
 			leader = i
 		case mode == "leader":

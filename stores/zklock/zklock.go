@@ -2,7 +2,15 @@
 // ephemeral sequential nodes under the lock's node, the lowest holding the
 // lock and each waiter watching the one before it, as go-zookeeper's Lock
 // runs it (zk-lock), and the same lock writing through a resource fenced
-// by its node's sequence number (zk-fenced).
+// by its node's creation zxid (zk-fenced).
+//
+// The fence is the node's czxid, not its sequence number: the lock's node
+// is a container, which the server deletes once its last child is gone
+// (every znode.container.checkIntervalMs, 60s by default), and the next
+// node's sequence then starts at 0 again, below a fence a paused holder
+// may still carry. A zxid only grows over the ensemble's life (its epoch
+// in the high 32 bits grows with each leader), and a later node's is
+// higher: the lock's order is the nodes' creation order.
 //
 // go-zookeeper's Lock takes no context and keeps its node to itself, so
 // the adapter runs the same recipe step by step, with the library's own
@@ -48,7 +56,7 @@ const (
 func Entries() []locker.Entry {
 	return hold.Pair{Store: contract.TopologyZooKeeper, Plain: Lock, Fenced: Fenced, Open: Open,
 		PlainDoc:  "ZooKeeper's lock recipe (ephemeral sequential nodes) as go-zookeeper runs it, no fencing",
-		FencedDoc: "ZooKeeper's lock recipe, writing through a resource fenced by its node's sequence number",
+		FencedDoc: "ZooKeeper's lock recipe, writing through a resource fenced by its node's creation zxid",
 		// Zab: a write commits on a quorum, a leader cut off commits
 		// nothing, and sessions outlive a change of leader (their
 		// clients reconnect to another server within the timeout).
@@ -58,7 +66,7 @@ func Entries() []locker.Entry {
 }
 
 // Open opens a Locker of the recipe for one workload client on its store
-// (d.Store), fenced by the node's sequence when fenced is set. The session
+// (d.Store), fenced by the node's creation zxid when fenced is set. The session
 // opens at the first acquire; Close closes it.
 func Open(d locker.Deps, fenced bool) (locker.Locker, error) {
 	if d.Store.Kind != contract.TopologyZooKeeper || len(d.Store.Endpoints) == 0 {
@@ -247,7 +255,17 @@ func (l *Locker) acquire(ctx context.Context, key string, ttl time.Duration, wai
 		l.drop(conn, path)
 		return nil, fmt.Errorf("zklock: %s: %w", key, err)
 	}
-	ls := &lease{Hold: hold.New(ttl, sent), l: l, key: key, path: path, seq: seq}
+	// The fence: the node's creation zxid (the package doc says why not
+	// its sequence). A node gone already was lost with its session.
+	var st *zk.Stat
+	var exists bool
+	if err := l.call(ctx, func() (err error) { exists, st, err = conn.Exists(path); return err }, nil); err != nil {
+		return nil, l.abandon(conn, key, path, err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("zklock: %s: node %s is gone (its session expired): %w", key, path, locker.ErrNotAcquired)
+	}
+	ls := &lease{Hold: hold.New(ttl, sent), l: l, key: key, path: path, seq: seq, czxid: st.Czxid}
 	for {
 		var children []string
 		if err := l.call(ctx, func() (err error) { children, _, err = conn.Children(dir); return err }, nil); err != nil {
@@ -421,7 +439,9 @@ type lease struct {
 	key  string
 	path string
 	seq  int
-	once sync.Once
+	// czxid is the node's creation zxid: the fence.
+	czxid int64
+	once  sync.Once
 }
 
 // end ends the hold and forgets it (an expired session loses the holds
@@ -455,13 +475,13 @@ func (ls *lease) touch(ctx context.Context) error {
 // Key implements locker.Lease.
 func (ls *lease) Key() string { return ls.key }
 
-// Fence implements locker.Lease: the node's sequence number, for
+// Fence implements locker.Lease: the node's creation zxid, for
 // zk-fenced; none for zk-lock.
 func (ls *lease) Fence() (uint64, bool) {
 	if !ls.l.fenced {
 		return 0, false
 	}
-	return uint64(ls.seq), true
+	return uint64(ls.czxid), true
 }
 
 // Release implements locker.Lease: the node is deleted (any version: it is

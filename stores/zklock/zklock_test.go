@@ -76,3 +76,80 @@ func TestRecipePaths(t *testing.T) {
 			}
 		}})
 }
+
+// TestFenceSurvivesContainerReap: the lock's node is a container the
+// server deletes once empty, and the next node's sequence starts at 0
+// again. A hold taken after the reap must still carry a higher fence than
+// one taken before it, or a holder paused across the reap (its write not
+// yet made) would pass the resource's check after a newer holder wrote.
+// With fences by sequence number this fails: both holds are node 0.
+func TestFenceSurvivesContainerReap(t *testing.T) {
+	if _, err := zkproc.Java(); err != nil {
+		if redistest.InCI() {
+			t.Fatalf("CI=true but %v", err)
+		}
+		t.Skip(err)
+	}
+	alone.Take(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := zkproc.StartCluster(ctx, zkproc.ClusterConfig{Servers: 1, ContainerCheck: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	eps := []string{c.Servers[0].ClientAddr}
+	l, err := zklock.Open(locker.Deps{Store: locker.Store{Kind: contract.TopologyZooKeeper, Endpoints: eps}, Prefix: "reap/"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	conn, _, err := zk.Connect(eps, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const dir = "/lockproof/reap_k"
+	hold := func() (uint64, string) {
+		t.Helper()
+		ls, err := l.TryAcquire(ctx, "k", 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		children, _, err := conn.Children(dir)
+		if err != nil || len(children) != 1 {
+			t.Fatalf("children of %s: %v, %v; want the hold's node", dir, children, err)
+		}
+		fence, ok := ls.Fence()
+		if !ok {
+			t.Fatal("zk-fenced lease without a fence")
+		}
+		if err := ls.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return fence, children[0]
+	}
+	before, node := hold()
+	// The server reaps the empty container within a few checks.
+	for {
+		ok, _, err := conn.Exists(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s was not reaped: %v", dir, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	after, again := hold()
+	if !strings.HasSuffix(node, "lock-0000000000") || !strings.HasSuffix(again, "lock-0000000000") {
+		t.Fatalf("nodes %s, %s: the test wants both numbered 0 (a sequence restarted by the reap)", node, again)
+	}
+	if after <= before {
+		t.Fatalf("fence after the reap %d, before %d: the fence went back", after, before)
+	}
+}
