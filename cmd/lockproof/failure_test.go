@@ -64,8 +64,16 @@ func TestRunInterruptedThenResumed(t *testing.T) {
 	if code != exitBadInput || !strings.Contains(errs, "--resume") {
 		t.Fatalf("reused --out: exit %d, %q; want 2 naming --resume", code, errs)
 	}
+	// A resume with other flags than the run's is refused, naming them
+	// (issue 63.1: it rewrote the run's summary into its own rows).
+	code, _, errs = runRunArgs(t, "--out", out, "--resume", "--locks", "fenced", "--seeds", "1-3")
+	if code != exitBadInput || !strings.Contains(errs, `--locks "fenced" (the run's: "lua")`) || strings.Contains(errs, "--seeds") {
+		t.Fatalf("--resume with other --locks: exit %d, %q; want 2 naming --locks (and not --seeds, given the same)", code, errs)
+	}
+	// The flags not given are the run's own: the resume continues the
+	// 3 lua × none scenarios, not the default matrix.
 	var out2, err2 bytes.Buffer
-	code = dispatch(context.Background(), append(args, "--resume"), &out2, &err2)
+	code = dispatch(context.Background(), []string{"run", "--out", out, "--resume", "--parallel", "1", "--no-report"}, &out2, &err2)
 	t.Logf("resume stdout:\n%s\nstderr:\n%s", out2.String(), err2.String())
 	if code != exitOK {
 		t.Fatalf("--resume: exit %d, want 0", code)

@@ -103,6 +103,8 @@ type runSetup struct {
 	kind          env.Kind
 	byo           *env.BYOConfig
 	shard         *contract.Shard
+	// defining are the flags that decide the run's rows (runFlagsFile).
+	defining map[string]string
 }
 
 // runFlagSet defines run's flags on f.
@@ -140,7 +142,7 @@ func runFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.force, "force", false, "clear --out first when it is not empty")
 	fs.BoolVar(&f.plan, "plan", false, "print what the run would do (scenarios, and each command a fault sends the deployment's servers, with the nodes it goes to) and exit without running")
 	fs.BoolVar(&f.yes, "yes", false, "with --provider byo: allow the faults named in --faults that change the deployment itself (failover, takeover: the master moves and is not switched back)")
-	fs.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out (same flags): run only what it did not")
+	fs.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out: run only what it did not, with the run's flags (those not given are the run's; one given with another value is refused)")
 	fs.StringVar(&f.shard, "shard", "", `run part K of N of the plan ("K/N": the K-th of N contiguous runs of its lock × fault cells), for a nightly fanned out over CI runners; merge the parts with "lockproof report --merge"`)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lockproof run [--locks L,..] [--faults F,..] [--seeds 1-10] [--duration D] [--topology sentinel|cluster|etcd|zookeeper] [--provider process|docker|byo] [--out DIR]")
@@ -166,6 +168,17 @@ func parseRun(args []string, stderr io.Writer) (r *runSetup, code int, ok bool) 
 	}
 	if fs.NArg() != 0 {
 		return bad("unexpected arguments %q (flags only)", fs.Args())
+	}
+	if f.resume && f.out != "" {
+		// Before anything reads the flags: those not given take the
+		// run's own values.
+		recorded, err := resumeFlags(fs, f.out)
+		if err != nil {
+			return bad("%v", err)
+		}
+		if !recorded {
+			fmt.Fprintf(stderr, "lockproof run: --resume: %s has no %s (made by an earlier lockproof): the flags cannot be checked; give the run's own\n", f.out, runFlagsFile)
+		}
 	}
 	if f.duration < 0 || f.ttl < 0 || f.clients < 0 || f.hold < 0 || f.think < 0 || f.parallel < 1 || f.checkTimeout <= 0 || f.detectTarget <= 0 {
 		return bad("--duration, --ttl, --clients, --hold, --think must be >= 0, --parallel >= 1, --check-timeout and --detect-target > 0")
@@ -289,7 +302,7 @@ func parseRun(args []string, stderr io.Writer) (r *runSetup, code int, ok bool) 
 	}
 
 	return &runSetup{f: f, registry: registry, locks: locks, faults: faults, allFaults: allFaults, seeds: seeds, cmdLock: cmdLock,
-		mix: mix, kind: kind, byo: byo, shard: shard}, exitOK, true
+		mix: mix, kind: kind, byo: byo, shard: shard, defining: definingFlags(fs)}, exitOK, true
 }
 
 // prepareRun registers --lock-cmd's lock, opens the environment
@@ -351,6 +364,11 @@ func prepareRun(ctx context.Context, r *runSetup, stdout, stderr io.Writer) (cfg
 	}
 	if err := prepareOut(f.out, f.force, f.resume, stderr); err != nil {
 		return bad("%v", err)
+	}
+	if !f.resume {
+		if err := writeRunFlags(f.out, r.defining); err != nil {
+			return bad("%v", err)
+		}
 	}
 	return cfg, exitOK, true
 }
