@@ -166,7 +166,7 @@ func Open(c Config, d locker.Deps) (locker.Locker, error) {
 	}
 	if err != nil {
 		_ = l.kill()
-		return nil, fmt.Errorf("lock %q: %w%s", c.Name, err, l.stderrTail())
+		return nil, fmt.Errorf("lock %q: %w%s", c.Name, err, l.stderrTailUnsaid(err))
 	}
 	l.mu.Lock()
 	l.hello = r
@@ -177,7 +177,7 @@ func Open(c Config, d locker.Deps) (locker.Locker, error) {
 	for range 5 {
 		if err := l.Ping(ctx); err != nil {
 			_ = l.kill()
-			return nil, fmt.Errorf("lock %q: ping: %w%s", c.Name, err, l.stderrTail())
+			return nil, fmt.Errorf("lock %q: ping: %w%s", c.Name, err, l.stderrTailUnsaid(err))
 		}
 	}
 	if slices.Contains(r.Ops, OpWait) {
@@ -602,6 +602,15 @@ func (l *Locker) kill() error {
 	<-l.exited
 	_ = l.fwd.Close()
 	return nil
+}
+
+// stderrTailUnsaid is stderrTail unless err says it already (a call
+// that saw the process die): the process's stderr is said once.
+func (l *Locker) stderrTailUnsaid(err error) string {
+	if tail := l.stderrTail(); tail != "" && !strings.Contains(err.Error(), tail) {
+		return tail
+	}
+	return ""
 }
 
 func (l *Locker) stderrTail() string {

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/redistest"
 )
 
 // runDirWith makes a run directory to resume: a summary.json (checkOut
@@ -66,5 +68,30 @@ func TestResumeTakesTheRunsFlags(t *testing.T) {
 	stderr.Reset()
 	if _, code, ok = parseRun([]string{"--out", old, "--resume"}, &stderr); ok || code != exitBadInput || !strings.Contains(stderr.String(), runFlagsFile) {
 		t.Errorf("a broken %s: ok %v exit %d, %q; want 2 naming the file", runFlagsFile, ok, code, stderr.String())
+	}
+}
+
+// TestLockCmdCheckedFirst (issue 63.3): a --lock-cmd lock that cannot
+// start fails the run before anything runs: exit 4, its stderr once, no
+// run directory made.
+func TestLockCmdCheckedFirst(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		if redistest.InCI() {
+			t.Fatalf("CI=true but %v", err)
+		}
+		t.Skip(err)
+	}
+	p := filepath.Join(t.TempDir(), "adapter.py")
+	if err := os.WriteFile(p, []byte("import no_such_module_lockproof\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runRunArgs(t, "--lock-cmd", py+" "+p, "--lock-name", "broken", "--faults", "none", "--out", out)
+	if code != exitEnvironment || strings.Count(stderr, "ModuleNotFoundError") != 1 {
+		t.Fatalf("exit %d, stderr %q; want 4 with the process's error once", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("--out %s: %v; want it not made", out, err)
 	}
 }

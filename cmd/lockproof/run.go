@@ -105,6 +105,8 @@ type runSetup struct {
 	shard         *contract.Shard
 	// defining are the flags that decide the run's rows (runFlagsFile).
 	defining map[string]string
+	// cmdCfg is --lock-cmd's lock, checked before anything runs.
+	cmdCfg *lineproto.Config
 }
 
 // runFlagSet defines run's flags on f.
@@ -209,7 +211,7 @@ func parseRun(args []string, stderr io.Writer) (r *runSetup, code int, ok bool) 
 	if err != nil {
 		return bad("%v", err)
 	}
-	cmdLock, err := commandLock(f)
+	cmdLock, cmdCfg, err := commandLock(f)
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -302,7 +304,7 @@ func parseRun(args []string, stderr io.Writer) (r *runSetup, code int, ok bool) 
 	}
 
 	return &runSetup{f: f, registry: registry, locks: locks, faults: faults, allFaults: allFaults, seeds: seeds, cmdLock: cmdLock,
-		mix: mix, kind: kind, byo: byo, shard: shard, defining: definingFlags(fs)}, exitOK, true
+		mix: mix, kind: kind, byo: byo, shard: shard, defining: definingFlags(fs), cmdCfg: cmdCfg}, exitOK, true
 }
 
 // prepareRun registers --lock-cmd's lock, opens the environment
@@ -317,6 +319,18 @@ func prepareRun(ctx context.Context, r *runSetup, stdout, stderr io.Writer) (cfg
 	if cmdLock != nil {
 		if err := registry.Add(*cmdLock); err != nil {
 			return bad("--lock-name: %v", err)
+		}
+		// The process starts once and completes hello before anything
+		// runs (issue 63.3): a lock that cannot start fails the run here,
+		// its stderr said once, not in every scenario.
+		if r.cmdCfg != nil && !f.plan {
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := lineproto.Check(cctx, *r.cmdCfg)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(stderr, "lockproof run: --lock-cmd: %v\n", err)
+				return cfg, exitEnvironment, false
+			}
 		}
 	}
 	level := slog.LevelError
@@ -438,49 +452,50 @@ func builtin() (*locker.Registry, error) {
 	return reg, nil
 }
 
-func commandLock(f runFlags) (*locker.Entry, error) {
+func commandLock(f runFlags) (*locker.Entry, *lineproto.Config, error) {
 	if f.lockCmd == "" {
 		if f.lockName != "" || f.profile != "" || f.lockEnv != "" {
-			return nil, errors.New("--lock-name, --profile and --lock-env go with --lock-cmd")
+			return nil, nil, errors.New("--lock-name, --profile and --lock-env go with --lock-cmd")
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
 	var lockEnv []string
 	for n := range strings.SplitSeq(f.lockEnv, ",") {
 		switch n = strings.TrimSpace(n); {
 		case n == "":
 		case strings.ContainsAny(n, "= \t"):
-			return nil, fmt.Errorf("--lock-env %q: want names of variables, comma-separated (not NAME=value)", n)
+			return nil, nil, fmt.Errorf("--lock-env %q: want names of variables, comma-separated (not NAME=value)", n)
 		case strings.HasPrefix(strings.ToUpper(n), "LOCKPROOF_"):
-			return nil, fmt.Errorf("--lock-env %s: lockproof's own variables (its passwords among them) are not the lock's: hello gives the process what it needs", n)
+			return nil, nil, fmt.Errorf("--lock-env %s: lockproof's own variables (its passwords among them) are not the lock's: hello gives the process what it needs", n)
 		default:
 			lockEnv = append(lockEnv, n)
 		}
 	}
 	argv, err := splitCommand(f.lockCmd)
 	if err != nil {
-		return nil, fmt.Errorf("--lock-cmd: %w", err)
+		return nil, nil, fmt.Errorf("--lock-cmd: %w", err)
 	}
 	if _, err := exec.LookPath(argv[0]); err != nil {
-		return nil, fmt.Errorf("--lock-cmd: %w", err)
+		return nil, nil, fmt.Errorf("--lock-cmd: %w", err)
 	}
 	if f.lockName == "" {
-		return nil, errors.New("--lock-cmd needs --lock-name, the lock's name in the matrix")
+		return nil, nil, errors.New("--lock-cmd needs --lock-name, the lock's name in the matrix")
 	}
 	if slices.Contains(zoo.Builtin().Names(), f.lockName) {
-		return nil, fmt.Errorf("--lock-name %q: a built-in lock has that name", f.lockName)
+		return nil, nil, fmt.Errorf("--lock-name %q: a built-in lock has that name", f.lockName)
 	}
 	prof := locker.Profile(f.profile)
 	switch prof {
 	case "", locker.ProfileFenced, locker.ProfileLease, locker.ProfileNone:
 	default:
-		return nil, fmt.Errorf("--profile %q: want fenced, lease or none", f.profile)
+		return nil, nil, fmt.Errorf("--profile %q: want fenced, lease or none", f.profile)
 	}
-	e, err := lineproto.Entry(lineproto.Config{Name: f.lockName, Command: argv, Profile: prof, Env: lockEnv})
+	cfg := lineproto.Config{Name: f.lockName, Command: argv, Profile: prof, Env: lockEnv}
+	e, err := lineproto.Entry(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("--lock-cmd: %w", err)
+		return nil, nil, fmt.Errorf("--lock-cmd: %w", err)
 	}
-	return &e, nil
+	return &e, &cfg, nil
 }
 
 // printTotals prints the one-line result of a run: the scenarios as

@@ -1,0 +1,48 @@
+package lineproto
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproof/lockproof/locker"
+)
+
+// ErrCheck marks a lock process that failed Check: it did not start, or
+// did not complete hello (its stderr's tail is in the error).
+var ErrCheck = errors.New("the lock's process failed its check")
+
+// Check starts the lock's process once, as a run's first client would,
+// completes hello and a few pings, and closes it: what every scenario of a
+// run would otherwise meet one by one (a missing interpreter module, a
+// wrong flag: issue 63.3 ran 12 scenarios to UNKNOWN and printed the
+// same traceback 24 times). The process is handed an in-process Redis
+// (miniredis) for the check, so that nothing of a deployment is needed or
+// touched: a hello that dials and pings Redis works; the lock's own
+// scripts are not run. The check ends within ctx (and Config.HelloTimeout).
+func Check(ctx context.Context, c Config) error {
+	if deadline, ok := ctx.Deadline(); ok {
+		if left := time.Until(deadline); c.HelloTimeout <= 0 || left < c.HelloTimeout {
+			c.HelloTimeout = max(left, time.Millisecond)
+		}
+	}
+	mr := miniredis.NewMiniRedis()
+	if err := mr.Start(); err != nil {
+		return fmt.Errorf("lock %q: check: an in-process Redis: %w", c.Name, err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	l, err := Open(c, locker.Deps{Redis: rdb, Client: "check", Prefix: "lockproof-check/"})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCheck, err)
+	}
+	if err := l.Close(); err != nil {
+		return fmt.Errorf("%w: lock %q: close: %w", ErrCheck, c.Name, err)
+	}
+	return nil
+}
