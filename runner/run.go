@@ -39,6 +39,21 @@ import (
 	"github.com/lockproof/lockproof/reports"
 )
 
+// Validate checks the plan cfg makes (its scenarios and its shard)
+// without touching the disk or an environment: what Run would refuse as
+// bad configuration, said before a caller makes the run directory.
+func (c Config) Validate() error {
+	if c.Registry == nil {
+		return fmt.Errorf("%w: Registry is required (zoo.Builtin() holds the built-in locks)", ErrBadConfig)
+	}
+	specs, err := c.specs()
+	if err != nil {
+		return err
+	}
+	_, _, err = c.shardOf(specs)
+	return err
+}
+
 // Run runs the matrix and writes the run directory. It returns the summary
 // (also written as Out/summary.json, rewritten after every scenario so that
 // an interrupted run leaves a readable one). A scenario that cannot run

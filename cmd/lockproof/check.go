@@ -42,8 +42,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	htmlPath := fs.String("html", "", "write Porcupine's HTML visualization to this path")
 	jsonPath := fs.String("json", "", "write the check result (check.json format) to this path")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproof check [--drift F] [--timeout D] [--max-heap SIZE] [--slack D] [--html PATH] [--json PATH] FILE")
-		fs.PrintDefaults()
+		commandUsage(stderr, fs, []string{
+			"lockproof check [--drift F] [--slack D] [--timeout D] [--max-heap SIZE] [--html PATH] [--json PATH] FILE",
+			"                [--wait-bound D] [--loss-bound D] [--call-slack D] [--fair-bypass N] [--close-refuses] [--footprint B,H,W,U[,G]]",
+		})
 	}
 	// Flags may come before or after FILE.
 	path, code, ok := parseFileArgs(fs, args, stderr)

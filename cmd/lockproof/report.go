@@ -29,8 +29,12 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	merge := fs.Bool("merge", false, "merge the run directories of a plan's shards (lockproof run --shard K/N) into --out, and report it: lockproof report --merge --out DIR SHARD...")
 	out := fs.String("out", "", "with --merge: the run directory to write (new or empty)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproof report DIR\n       lockproof report --compare OLD NEW\n       lockproof report --backends DIR...\n       lockproof report --merge --out DIR SHARD...")
-		fs.PrintDefaults()
+		commandUsage(stderr, fs, []string{
+			"lockproof report DIR",
+			"lockproof report --compare OLD NEW",
+			"lockproof report --backends DIR...",
+			"lockproof report --merge --out DIR SHARD...",
+		})
 	}
 	if code, ok := parseFlags(fs, args); !ok {
 		return code

@@ -147,10 +147,15 @@ func runFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out: run only what it did not, with the run's flags (those not given are the run's; one given with another value is refused)")
 	fs.StringVar(&f.shard, "shard", "", `run part K of N of the plan ("K/N": the K-th of N contiguous runs of its lock × fault cells), for a nightly fanned out over CI runners; merge the parts with "lockproof report --merge"`)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproof run [--locks L,..] [--faults F,..] [--seeds 1-10] [--duration D] [--topology sentinel|cluster|etcd|zookeeper] [--provider process|docker|byo] [--out DIR]")
-		fmt.Fprintln(stderr, "       lockproof run --detect [--seeds 1-20] [--locks L,..]")
-		fmt.Fprintln(stderr, "       lockproof run --regression NAME|all")
-		fs.PrintDefaults()
+		commandUsage(stderr, fs, []string{
+			"lockproof run [--locks L,..] [--faults F,..] [--seeds 1-10] [--duration D] [--ttl D] [--clients N] [--hold D] [--think D] [--mix NAME=P,..]",
+			"              [--topology sentinel|cluster|etcd|zookeeper] [--provider process|docker|byo] [--byo-config FILE] [--yes]",
+			"              [--out DIR] [--force | --resume] [--plan] [--parallel N] [--shard K/N] [--check-timeout D] [--tla-jar JAR] [--keep-all] [--no-report] [-v]",
+			"lockproof run --lock-cmd CMD --lock-name NAME [--profile fenced|lease|none] [--lock-env VAR,..] [the flags above]",
+			"lockproof run --detect [--detect-target D] [--seeds 1-20] [--locks L,..]",
+			"lockproof run --save-regression NAME [the flags above]",
+			"lockproof run --regression NAME|all [--regressions DIR]",
+		})
 	}
 	return fs
 }
@@ -246,6 +251,16 @@ func parseRun(args []string, stderr io.Writer) (r *runSetup, code int, ok bool) 
 		}
 		locks = append(locks, cmdLock.Name)
 	}
+	// A lock of another deployment is refused here, before --plan prints
+	// it and before --out is made (issue 63.4: the run refused it only
+	// after making an empty --out).
+	for _, name := range locks {
+		if e, ok := registry.Lookup(name); ok {
+			if err := runner.RunsOn(e, f.topology); err != nil {
+				return bad("--locks: %v; choose --topology %s", err, cmp.Or(e.Needs.Store, contract.TopologySentinel))
+			}
+		}
+	}
 	seedList := f.seeds
 	if seedList == "" {
 		seedList = "1"
@@ -266,6 +281,11 @@ func parseRun(args []string, stderr io.Writer) (r *runSetup, code int, ok bool) 
 	case "", env.Process, env.Docker, env.BYO:
 	default:
 		return bad("%s %q: want process, docker or byo", from, kind)
+	}
+	if f.byoConfig != "" && kind != env.BYO {
+		// Else --plan would print the file's deployment "on the default
+		// environment", and the run would ignore it (issue 63.4).
+		return bad("--byo-config describes your own deployment: it goes with --provider byo (the %s environment starts its own servers)", cmp.Or(string(kind), "default"))
 	}
 	var byo *env.BYOConfig
 	if f.byoConfig != "" {
@@ -375,6 +395,17 @@ func prepareRun(ctx context.Context, r *runSetup, stdout, stderr io.Writer) (cfg
 			return cfg, exitEnvironment, false
 		}
 		cfg.Trace = map[string]runner.TraceCheck{zoo.FencedName: v.Validate}
+	}
+	// What the run's mode would refuse is refused before --out is made.
+	switch {
+	case f.regression != "":
+		if _, err := loadRegressions(f); err != nil {
+			return bad("--regression: %v", err)
+		}
+	case !f.detect:
+		if err := cfg.Validate(); err != nil {
+			return bad("%v", err)
+		}
 	}
 	if err := prepareOut(f.out, f.force, f.resume, stderr); err != nil {
 		return bad("%v", err)
@@ -594,22 +625,27 @@ func runDetect(ctx context.Context, cfg runner.Config, f runFlags, stdout, stder
 	return exitOK
 }
 
-func runRegressions(ctx context.Context, cfg runner.Config, f runFlags, stdout, stderr io.Writer) int {
-	var regs []runner.Regression
-	var err error
-	if f.regression == "all" {
-		regs, err = runner.LoadRegressions(f.regressions)
-	} else {
-		var r runner.Regression
-		r, err = runner.LoadRegression(f.regressions, f.regression)
-		regs = []runner.Regression{r}
+// loadRegressions loads the regressions --regression names (all: every
+// one in --regressions); none is an error.
+func loadRegressions(f runFlags) ([]runner.Regression, error) {
+	if f.regression != "all" {
+		r, err := runner.LoadRegression(f.regressions, f.regression)
+		if err != nil {
+			return nil, err
+		}
+		return []runner.Regression{r}, nil
 	}
+	regs, err := runner.LoadRegressions(f.regressions)
+	if err == nil && len(regs) == 0 {
+		err = fmt.Errorf("all: no regressions in %s", f.regressions)
+	}
+	return regs, err
+}
+
+func runRegressions(ctx context.Context, cfg runner.Config, f runFlags, stdout, stderr io.Writer) int {
+	regs, err := loadRegressions(f)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof run --regression: %v\n", err)
-		return exitBadInput
-	}
-	if len(regs) == 0 {
-		fmt.Fprintf(stderr, "lockproof run --regression all: no regressions in %s\n", f.regressions)
 		return exitBadInput
 	}
 	results, err := runner.Replay(ctx, cfg, regs)

@@ -57,10 +57,20 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--lock-cmd", "sh adapter.sh", "--lock-name", "mine", "--lock-env", "LOCKPROOF_SENTINEL_PASSWORD"}, "not the lock's"},
 		{[]string{"--lock-cmd", "sh adapter.sh", "--lock-name", "mine", "--lock-env", "A=b"}, "--lock-env"},
 		{[]string{"--lock-cmd", "no-such-interpreter-here adapter.py", "--lock-name", "mine"}, "no-such-interpreter-here"},
+		{[]string{"--byo-config", "deployment.json", "--plan"}, "goes with --provider byo"},
+		{[]string{"--byo-config", "deployment.json", "--provider", "process"}, "goes with --provider byo"},
+		{[]string{"--locks", "etcd-mutex", "--plan"}, "choose --topology etcd"},
+		{[]string{"--locks", "fenced", "--topology", "zookeeper"}, "it runs on Redis"},
 	} {
-		code, _, stderr := runRunArgs(t, append(tc.args, "--out", t.TempDir())...)
+		// A new --out: a refused run must not make it (issue 63.4: a lock
+		// of another store left an empty --out behind).
+		out := filepath.Join(t.TempDir(), "run")
+		code, _, stderr := runRunArgs(t, append(tc.args, "--out", out)...)
 		if code != exitBadInput || !strings.Contains(stderr, tc.want) {
 			t.Errorf("run %v: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, stderr, tc.want)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("run %v: --out %s made (%v); want nothing made", tc.args, out, err)
 		}
 	}
 }

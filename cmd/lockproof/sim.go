@@ -138,10 +138,12 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	shrunk := fs.String("shrunk", "", "with --shrink: the file to write the shrunk regressions to (default: the file's name with -shrunk)")
 	worker := fs.Bool("worker", false, "internal: run as a worker, jobs on stdin")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproof sim [--locks L,...] [--seeds 1-1000] [--faults swarm|none|F,...] [--duration D] [--workers N] [--out DIR]")
-		fmt.Fprintln(stderr, "       lockproof sim --replay DIR/regressions.jsonl")
-		fmt.Fprintln(stderr, "       lockproof sim --shrink DIR/regressions.jsonl [--shrunk FILE]")
-		fs.PrintDefaults()
+		commandUsage(stderr, fs, []string{
+			"lockproof sim [--locks L,...] [--seeds 1-1000] [--faults swarm|none|F,...] [--duration D] [--clients N] [--mix NAME=P,..] [--workers N] [--out DIR]",
+			"lockproof sim --lock-cmd CMD [the flags above]",
+			"lockproof sim --replay DIR/regressions.jsonl [--tries N]",
+			"lockproof sim --shrink DIR/regressions.jsonl [--shrunk FILE]",
+		}, "worker")
 		fmt.Fprintln(stderr, "faults of lockproof run not simulated:")
 		un := sim.Unsimulated()
 		for _, name := range slices.Sorted(maps.Keys(un)) {

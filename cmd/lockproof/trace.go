@@ -43,9 +43,10 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	timeout := fs.Duration("timeout", tla.DefaultTimeout, "with --validate: TLC's time budget")
 	heap := fs.String("heap", "1g", "with --validate: TLC's heap (java -Xmx)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproof trace [--out PATH] [--drift F] [--settle D] FILE")
-		fmt.Fprintln(stderr, "       lockproof trace --validate [--tla-jar JAR] [--timeout D] [--heap SIZE] [--drift F] [--settle D] FILE")
-		fs.PrintDefaults()
+		commandUsage(stderr, fs, []string{
+			"lockproof trace [--out PATH] [--drift F] [--settle D] FILE",
+			"lockproof trace --validate [--tla-jar JAR] [--timeout D] [--heap SIZE] [--drift F] [--settle D] FILE",
+		})
 	}
 	// Flags may come before or after FILE.
 	file, code, ok := parseFileArgs(fs, args, stderr)
