@@ -67,7 +67,10 @@ func TestFencedFootprint(t *testing.T) {
 	records(1, "released: the fence counter stays (an hour)")
 	// A waiter that gives up in line is buried (an hour) and leaves its place.
 	lb := acquire(t, b, "k", ttl)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// Long enough for the join's reply on a loaded machine (at 200ms a
+	// late reply made the wait unknown, not refused); lb's watchdog
+	// keeps it held past it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	_, err = a.(locker.Waiter).Acquire(ctx, "k", ttl)
 	cancel()
 	if !errors.Is(err, locker.ErrNotAcquired) {
