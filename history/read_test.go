@@ -160,7 +160,7 @@ func TestReadRejects(t *testing.T) {
 		{"wait as a string", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"fail","wait":"true"}`, 1, "wait", "want true or false"},
 		{"prev on read", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"ok","value":"","prev":""}`, 1, "prev", "only write carries prev"},
 		{"prev on acquire", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","prev":"x"}`, 1, "prev", "only write carries prev"},
-		{"claim on read", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"ok","value":"","valid_until":9}`, 1, "valid_until", "only acquire, renew, release and write"},
+		{"claim on read", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"ok","value":"","valid_until":9}`, 1, "valid_until", "only acquire, renew, release, write and ttl"},
 		{"negative claim", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","valid_until":-1}`, 1, "valid_until", "negative time -1"},
 		{"claim past MaxTime", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","valid_until":2305843009213693952}`, 1, "valid_until", "not below"},
 		{"lease zero", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","lease":0}`, 1, "lease", "0 is not a lease number"},
