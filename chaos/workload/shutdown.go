@@ -11,10 +11,14 @@ import (
 
 // stepCloseWaiting: the client shuts down for good while holding, with a
 // wait of its own in line (Mix.CloseWaiting: Workload.shutDown). Only a
-// lock with a blocking acquire draws this choice, from the side stream.
+// lock with a blocking acquire draws this choice, from the side stream,
+// and not while a second wait of the owner runs beside (Mix.Twice): that
+// wait, in line with a place of its own, would be refused at its turn
+// after the Close and passed over, which the fair-queue rule, judging a
+// waiter by its place alone, reads as an overtaking.
 func (w *Workload) stepCloseWaiting(s *section) (bool, error) {
 	c := s.c
-	if _, ok := c.locker.(locker.Waiter); !ok || !(s.mix.CloseWaiting > 0 && c.side.Float64() < s.mix.CloseWaiting) {
+	if _, ok := c.locker.(locker.Waiter); !ok || s.twice || !(s.mix.CloseWaiting > 0 && c.side.Float64() < s.mix.CloseWaiting) {
 		return false, nil
 	}
 	close(c.gone) // nobody is left to hear a loss notice
