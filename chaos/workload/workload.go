@@ -15,8 +15,10 @@
 // What the lock tells its holder is recorded too: the validity it claims
 // (locker.Claimer) after each ok acquire and renew and after a release
 // that left the lease claimed, the instant its loss notice (Lease.Lost)
-// fired, and on each write that the check before it was made. Each hold
-// has a number of its own (history.Op.Lease) on every op about it.
+// fired, on each write that the check before it was made, and (Mix.TTL)
+// what the lock's server says of a lease's time left, while held and
+// after its release (ttl ops). Each hold has a number of its own
+// (history.Op.Lease) on every op about it.
 //
 // What each section does is drawn from the client's seeded stream in the
 // shares of Config.Mix, Jepsen's generator in small: the same seed gives the
