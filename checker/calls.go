@@ -2,6 +2,8 @@ package checker
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
@@ -17,14 +19,17 @@ import (
 //     (contract.StopsClients) is not judged: a frozen process returns late
 //     through no fault of its lock.
 //   - closed-grant (Options.CloseRefuses): an ok acquire by a client called
-//     at or after the return of that client's first ok close. A client is
+//     at or after the return of that client's first ok close; or called
+//     before it and returned after it (a wait in line when the handle was
+//     closed) while another hold was surely live from its call to the
+//     close's return, so that its grant came after the close. A client is
 //     one handle, on every key; a close of unknown outcome proves nothing.
 //
 // n/a when both rules are off or nothing was judged.
 func (c *run) checkCalls(k *keyOps) finding {
 	f := finding{verdict: contract.NA}
 	if slack := c.opts.CallSlack.Nanoseconds(); slack > 0 {
-		for _, ops := range [][]*lop{k.lease, k.resource, k.closes} {
+		for _, ops := range [][]*lop{k.lease, k.resource, k.closes, k.asks} {
 			for _, o := range ops {
 				if v, judged := c.lateReturn(k, o, slack); judged {
 					f.verdict = contract.OK
@@ -36,17 +41,42 @@ func (c *run) checkCalls(k *keyOps) finding {
 		}
 	}
 	if c.opts.CloseRefuses {
+		var idx inspectIndex // built when a wait spans a close
 		for _, o := range k.lease {
 			cl := c.p.closed[o.client]
-			if o.kind != history.Acquire || cl == nil || o.call < cl.ret {
+			if o.kind != history.Acquire || cl == nil {
 				continue
 			}
-			f.verdict = contract.OK
-			if o.result == history.OK {
-				f.violations = append(f.violations, c.violation(contract.PropCallsName, RuleClosedGrant, k.key,
-					fmt.Sprintf("%s was called at %s, after %s had returned at %s, and got the lock: a closed handle grants a lease it no longer looks after",
-						c.p.describe(o), fmtTime(o.call), c.p.describe(cl), fmtTime(cl.ret)), cl, o))
+			var taken *lop // the hold that kept the key while a wait spanned the close
+			if o.call < cl.ret {
+				// Called before the close returned: it may have been
+				// granted before the close, unless the key was surely
+				// taken by another hold until the close returned (a
+				// wait in line when the handle was closed, served
+				// later).
+				if o.ret == inf || o.ret <= cl.ret {
+					continue
+				}
+				if idx == nil {
+					idx = c.inspectIndex(k)
+				}
+				if taken = c.takenThroughout(idx, o, o.call, cl.ret); taken == nil {
+					continue
+				}
 			}
+			f.verdict = contract.OK
+			if o.result != history.OK {
+				continue
+			}
+			why := fmt.Sprintf("%s was called at %s, after %s had returned at %s, and got the lock: a closed handle grants a lease it no longer looks after",
+				c.p.describe(o), fmtTime(o.call), c.p.describe(cl), fmtTime(cl.ret))
+			cited := []*lop{cl, o}
+			if taken != nil {
+				why = fmt.Sprintf("%s was waiting when %s returned at %s, %s holding the key from its call until then, and got the lock at %s: a closed handle grants a lease it no longer looks after",
+					c.p.describe(o), c.p.describe(cl), fmtTime(cl.ret), c.p.describe(taken), fmtTime(o.ret))
+				cited = []*lop{cl, taken, o}
+			}
+			f.violations = append(f.violations, c.violation(contract.PropCallsName, RuleClosedGrant, k.key, why, cited...))
 		}
 	}
 	return f
@@ -83,3 +113,24 @@ func (c *run) lateReturn(k *keyOps, o *lop, slack int64) (*Violation, bool) {
 // stoppedDuring reports whether a fault that freezes or kills clients had
 // its window open at some instant of [from, to].
 func (c *run) stoppedDuring(from, to int64) bool { return c.windowOpen(c.p.stopping, from, to) }
+
+// takenThroughout returns the acquire of a hold other than x that was
+// surely live throughout [a, b] (the inspect rules' surelyLive), or nil:
+// another client's, or one of x's client under another token than x got
+// (not a hold x may have re-entered). x could not be granted while it
+// stood (unless mutual exclusion broke, which the lease property judges):
+// x's grant came after b.
+func (c *run) takenThroughout(idx inspectIndex, x *lop, a, b int64) *lop {
+	// By client, so that the hold cited is the same on every run.
+	for _, cl := range slices.Sorted(maps.Keys(idx)) {
+		for _, h := range idx[cl] {
+			if h.acq == x || h.acq.client == x.client && !(x.hasToken && h.acq.hasToken && x.token != h.acq.token) {
+				continue
+			}
+			if c.surelyLive(h, a, b) {
+				return h.acq
+			}
+		}
+	}
+	return nil
+}

@@ -90,6 +90,51 @@ func TestCalls(t *testing.T) {
 			closeOp("a", 10, 20, ok),
 			acq("a", 15, 30, ok, ttl(1000)),
 		), refuses, contract.NA, "", nil, contract.PropCalls},
+		// Review defect 8: a wait in line when Close was called, behind
+		// its own client's hold (a goroutine of its own, under another
+		// token), was served once that hold was released, after Close,
+		// and kept the lock it asked for without a watchdog.
+		{"a wait in line behind another hold, served after the close", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1)),
+			acq("a", 2, 50, ok, ttl(1000), tok(2), hold(2), waits()),
+			closeOp("a", 10, 11, ok),
+			rel("a", 12, 13, ok, tok(1), hold(1)),
+		), refuses, contract.Violated, RuleClosedGrant, []int{1, 2, 3}, contract.PropCalls},
+		{"a wait in line behind another client's hold, served after the close", lined(
+			acq("b", 0, 1, ok, ttl(1000), tok(1), hold(1)),
+			acq("a", 2, 50, ok, ttl(1000), tok(2), hold(1), waits()),
+			closeOp("a", 10, 11, ok),
+			rel("b", 12, 13, ok, tok(1), hold(1)),
+		), refuses, contract.Violated, RuleClosedGrant, []int{1, 2, 3}, contract.PropCalls},
+		{"a wait in line behind another hold, refused after the close", lined(
+			acq("b", 0, 1, ok, ttl(1000), tok(1), hold(1)),
+			acq("a", 2, 50, fail, ttl(1000), hold(1), waits()),
+			closeOp("a", 10, 11, ok),
+			rel("b", 12, 13, ok, tok(1), hold(1)),
+		), refuses, contract.OK, "", nil, contract.PropCalls},
+		// The key may have been free before the close returned: the
+		// wait may have been granted first.
+		{"the hold ahead released before the close returned", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1)),
+			acq("a", 2, 50, ok, ttl(1000), tok(2), hold(2), waits()),
+			rel("a", 5, 6, ok, tok(1), hold(1)),
+			closeOp("a", 10, 11, ok),
+		), refuses, contract.NA, "", nil, contract.PropCalls},
+		{"the hold ahead surely expired before the close returned", lined(
+			acq("a", 0, 1, ok, ttl(5), tok(1), hold(1)),
+			acq("a", 2, 50, ok, ttl(1000), tok(2), hold(2), waits()),
+			closeOp("a", 10, 11, ok),
+		), refuses, contract.NA, "", nil, contract.PropCalls},
+		{"a wait that may re-enter its own client's hold", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1)),
+			acq("a", 2, 50, ok, ttl(1000), tok(1), hold(2), waits()),
+			closeOp("a", 10, 11, ok),
+		), refuses, contract.NA, "", nil, contract.PropCalls},
+		{"a wait served before the close returned", lined(
+			acq("b", 0, 1, ok, ttl(1000), tok(1), hold(1)),
+			acq("a", 2, 11, ok, ttl(1000), tok(2), hold(1), waits()),
+			closeOp("a", 10, 11, ok),
+		), refuses, contract.NA, "", nil, contract.PropCalls},
 		{"a close of unknown outcome proves nothing", lined(
 			closeOp("a", 10, 11, unknown),
 			acq("a", 12, 13, ok, ttl(1000)),

@@ -17,17 +17,26 @@ import (
 //     instant another client's lease took effect, unless the claiming hold
 //     was released or reported lost first;
 //   - checked-write: a write made after a check that found the lease valid
-//     never comes after another client took the key over.
+//     never comes after another client took the key over;
+//   - released-claim: a lease the lock's server still says is valid (a ttl
+//     answer) was not released before it was asked.
 //
 // The verdict is n/a when the key has no claim and no checked write.
 func (c *run) checkClaims(k *keyOps) finding {
 	f := finding{verdict: contract.NA}
 	cl := k.claimIndex()
 	examined := false
-	for _, o := range k.lease {
-		if isClaim(o) {
-			examined = true
-			f.violations = append(f.violations, c.claimOverlap(k, cl, o)...)
+	for _, ls := range [][]*lop{k.lease, k.asks} {
+		for _, o := range ls {
+			if isClaim(o) {
+				examined = true
+				f.violations = append(f.violations, c.claimOverlap(k, cl, o)...)
+			}
+		}
+	}
+	for _, o := range k.asks {
+		if v, ok := c.releasedClaim(cl, o); ok {
+			f.violations = append(f.violations, v)
 		}
 	}
 	for _, w := range k.resource {
@@ -77,14 +86,15 @@ func (c *run) checkNotice(k *keyOps) finding {
 }
 
 // isClaim reports whether o states a validity the lock then stood by: an
-// ok acquire or renew, or a release that did not surely end the lease
-// (unknown) while the lock still claimed it valid.
+// ok acquire or renew, a release that did not surely end the lease
+// (unknown) while the lock still claimed it valid, or the server's answer
+// to how long a lease is still valid (an ok ttl).
 func isClaim(o *lop) bool {
 	if !o.hasValid {
 		return false
 	}
 	switch o.kind {
-	case history.Acquire, history.Renew:
+	case history.Acquire, history.Renew, history.TTL:
 		return o.effective()
 	case history.Release:
 		return o.result == history.Unknown
@@ -227,9 +237,13 @@ func (cl *claimIndex) claimingRelease(o *lop, t int64) *lop {
 }
 
 // claimMade is when o's claim was made: a lock op's return (the claim is
-// read right after it); a checked write's call (the check just before it).
+// read right after it); a checked write's call (the check just before it);
+// a ttl op's call, which its valid_until counts from (the server measured
+// the time left at some instant of the op, no earlier than its call: the
+// claim holds from then, and its drift allowance counts the whole time
+// left).
 func claimMade(o *lop) int64 {
-	if o.kind == history.Write {
+	if o.kind == history.Write || o.kind == history.TTL {
 		return o.call
 	}
 	return o.ret
@@ -320,6 +334,26 @@ func (c *run) checkedWrite(k *keyOps, cl *claimIndex, w *lop) (Violation, bool) 
 		return c.violation(contract.PropClaimsName, RuleCheckedWrite, k.key,
 			fmt.Sprintf("%s was sent after its client's check found the lease of %s valid, yet %s had taken the key before the write was sent: the holder acted on a lease that was gone",
 				c.p.describe(w), c.p.describe(own), c.p.describe(b)), own, b, w), true
+	}
+	return Violation{}, false
+}
+
+// releasedClaim flags a ttl answer o that claimed validity (valid_until)
+// for a hold whose release had returned ok before o was called: the hold
+// was given up, and the lock still told its user the lease was valid (a
+// lock whose nested holds share their owner's record answers with the
+// record of the holds that are left; package lock's review defect 7). Only
+// a release and an answer that name the same hold are judged: one without
+// a lease may be about another hold of the client that still stands.
+func (c *run) releasedClaim(cl *claimIndex, o *lop) (Violation, bool) {
+	if !isClaim(o) || o.lease == 0 {
+		return Violation{}, false
+	}
+	for _, r := range cl.releases[o.client] {
+		if r.lease == o.lease && r.effective() && r.ret <= o.call {
+			return c.violation(contract.PropClaimsName, RuleReleasedClaim, r.src.Key,
+				fmt.Sprintf("%s said the lease was valid for %s more, after %s had released it", c.p.describe(o), fmtTime(o.validUntil-o.call), c.p.describe(r)), r, o), true
+		}
 	}
 	return Violation{}, false
 }

@@ -68,6 +68,7 @@ type keyOps struct {
 	closes   []*lop // close: a client closing its lock handle
 	inspects []*lop // inspect, holds: what the lock said of the key's holders
 	samples  []*lop // footprint: what the lock kept in Redis for the key
+	asks     []*lop // ttl: what the lock's server said of a lease's validity
 
 	claimsOnce sync.Once   // builds claims
 	claims     *claimIndex // the claims and loss-notice rules' index (claimIndex)
@@ -205,6 +206,8 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 			k.inspects = append(k.inspects, l)
 		case history.Footprint:
 			k.samples = append(k.samples, l)
+		case history.TTL:
+			k.asks = append(k.asks, l)
 		case history.Close:
 			k.closes = append(k.closes, l)
 			if prev := p.closed[id]; o.Completed && o.Result == history.OK && (prev == nil || o.Return < prev.ret) {
@@ -221,6 +224,7 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 		byCall(k.closes)
 		byCall(k.inspects)
 		byCall(k.samples)
+		byCall(k.asks)
 	}
 	return p, nil
 }

@@ -27,15 +27,16 @@ const (
 	RuleLiveness       = "liveness"        // an acquire failed after a crashed holder's lease had surely expired
 	RuleWaiterLiveness = "waiter-liveness" // a waiter got the lock (or gave up) later than the lock's bound after it was surely free
 	// Claims rules (what the lock told its holder).
-	RuleClaimOverlap = "claim-overlap" // another client's lease took effect while a holder's claimed validity ran
-	RuleLossNotice   = "loss-notice"   // a live holder was not told within the lock's bound that another client took its key
-	RuleFalseNotice  = "false-notice"  // a lease was reported lost after its release had succeeded
+	RuleClaimOverlap  = "claim-overlap"  // another client's lease took effect while a holder's claimed validity ran
+	RuleLossNotice    = "loss-notice"    // a live holder was not told within the lock's bound that another client took its key
+	RuleFalseNotice   = "false-notice"   // a lease was reported lost after its release had succeeded
+	RuleReleasedClaim = "released-claim" // the lock's server said a lease was still valid after its release had succeeded
 	// Fairness rule.
 	RuleOvertaken    = "overtaken"     // a waiter was overtaken by more waiters that joined after it than the lock allows
 	RuleCheckedWrite = "checked-write" // a write made after a check that found the lease valid overlapped another holder's lease
 	// Calls rules (what the lock promises its caller about the calls).
 	RuleLateReturn  = "late-return"  // a call returned later than its context's deadline plus the lock's slack
-	RuleClosedGrant = "closed-grant" // an acquire called after its client's close returned got the lock
+	RuleClosedGrant = "closed-grant" // an acquire called after its client's close returned, or a wait returned after it, got the lock
 	// Footprint rule (what the lock keeps in Redis).
 	RuleFootprintBound = "footprint-bound" // the lock kept more records for a key than its bound allows for what was alive
 	// Promptness rule (how soon a release's hand-off is picked up).

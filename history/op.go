@@ -44,6 +44,14 @@ const (
 	// lock states for what is alive (holds, waiters, calls of unknown
 	// outcome); the models never see it.
 	Footprint Kind = "footprint"
+	// TTL is a client asking its lock's server how long the lease it names
+	// (Lease) is still valid (locker.ServerClaimer, package lock's
+	// TTLLeft): ValidUntil, on an ok ttl op, is its call plus the time the
+	// server said was left (absent: it said none). A fail is the server
+	// saying the lease is not held. It changes nothing; the claims
+	// property holds the answer as a claim (rules claim-overlap and
+	// released-claim); the models never see it.
+	TTL Kind = "ttl"
 )
 
 // Result is the outcome of an operation: the "result" field.
@@ -98,8 +106,9 @@ type Op struct {
 	// instant, on the history's clock, until which the lock told its user
 	// the lease is valid (locker.Claimer), as read right after an ok
 	// acquire or renew, after a release that did not surely end the lease,
-	// or by the check before a write. The claims property holds the lock
-	// to it.
+	// or by the check before a write; on an ok ttl op, its call plus the
+	// time the lock's server said was left (locker.ServerClaimer). The
+	// claims property holds the lock to it.
 	ValidUntil int64
 	HasValid   bool
 

@@ -160,7 +160,7 @@ func TestReadRejects(t *testing.T) {
 		{"wait as a string", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"fail","wait":"true"}`, 1, "wait", "want true or false"},
 		{"prev on read", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"ok","value":"","prev":""}`, 1, "prev", "only write carries prev"},
 		{"prev on acquire", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","prev":"x"}`, 1, "prev", "only write carries prev"},
-		{"claim on read", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"ok","value":"","valid_until":9}`, 1, "valid_until", "only acquire, renew, release and write"},
+		{"claim on read", `{"client":"a","op":"read","key":"k","call":1,"return":2,"result":"ok","value":"","valid_until":9}`, 1, "valid_until", "only acquire, renew, release, write and ttl"},
 		{"negative claim", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","valid_until":-1}`, 1, "valid_until", "negative time -1"},
 		{"claim past MaxTime", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","valid_until":2305843009213693952}`, 1, "valid_until", "not below"},
 		{"lease zero", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","lease":0}`, 1, "lease", "0 is not a lease number"},
@@ -181,6 +181,9 @@ func TestReadRejects(t *testing.T) {
 		{"lost with a duration", `{"client":"a","op":"lost","key":"k","call":1,"return":5,"result":"ok"}`, 1, "return", "a loss notice is an instant"},
 		{"lost without return", `{"client":"a","op":"lost","key":"k","call":1,"result":"ok"}`, 1, "return", "must be unknown"},
 		{"duplicate field", `{"client":"a","client":"b","op":"acquire","key":"k","call":1,"return":2,"result":"ok"}`, 1, "client", "duplicate field"},
+		{"claim on a ttl that failed", `{"client":"a","op":"ttl","key":"k","call":1,"return":2,"result":"fail","lease":1,"valid_until":9}`, 1, "valid_until", "only when the lock answered"},
+		{"ttl_ms on a ttl", `{"client":"a","op":"ttl","key":"k","call":1,"return":2,"result":"ok","ttl_ms":100}`, 1, "ttl_ms", "only acquire and renew"},
+		{"ttl rejected", `{"client":"a","op":"ttl","key":"k","call":1,"return":2,"result":"rejected"}`, 1, "result", "not a result of ttl"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -244,6 +247,10 @@ func TestReadAccepts(t *testing.T) {
 			Op{Client: "a", Kind: Write, Key: "k", Call: 1, Return: 2, Completed: true, Result: OK, Value: "v", HasValue: true, ValidUntil: 7, HasValid: true, Lease: 3, Checked: true}},
 		{"loss notice", `{"client":"a","op":"lost","key":"k","call":4,"return":4,"result":"ok","token":2,"lease":1}`,
 			Op{Client: "a", Kind: Lost, Key: "k", Call: 4, Return: 4, Completed: true, Result: OK, Token: 2, HasToken: true, Lease: 1}},
+		{"ttl answer", `{"client":"a","op":"ttl","key":"k","call":4,"return":5,"result":"ok","token":2,"lease":3,"valid_until":504,"deadline":1004}`,
+			Op{Client: "a", Kind: TTL, Key: "k", Call: 4, Return: 5, Completed: true, Result: OK, Token: 2, HasToken: true, Lease: 3, ValidUntil: 504, HasValid: true, Deadline: 1004, HasDeadline: true}},
+		{"ttl: not held", `{"client":"a","op":"ttl","key":"k","call":4,"return":5,"result":"fail","lease":3}`,
+			Op{Client: "a", Kind: TTL, Key: "k", Call: 4, Return: 5, Completed: true, Result: Fail, Lease: 3}},
 		{"max token", `{"client":"a","op":"acquire","key":"k","call":1,"return":2,"result":"ok","token":18446744073709551615}`,
 			Op{Client: "a", Kind: Acquire, Key: "k", Call: 1, Return: 2, Completed: true, Result: OK, Token: 1<<64 - 1, HasToken: true}},
 	}

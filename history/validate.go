@@ -43,7 +43,8 @@ func (e *ParseError) Unwrap() error { return ErrBadInput }
 // Validate checks op against the history contract and returns a *ParseError
 // naming the first field at fault (with op.Line), or nil. The rules:
 //
-//   - op is one of acquire, release, renew, write, read, fault, lost, close;
+//   - op is one of acquire, release, renew, write, read, fault, lost, close,
+//     inspect, holds, footprint, ttl;
 //   - a fault needs name and may carry client, key and a result; other ops
 //     need client, key and result and carry no name;
 //   - result is ok, fail or unknown for acquire, release and renew; ok,
@@ -58,7 +59,8 @@ func (e *ParseError) Unwrap() error { return ErrBadInput }
 //     ok read ("" when the resource was never written);
 //   - prev only on write; wait only on acquire;
 //   - a lost op (a loss notice) has result ok and completes at its call;
-//   - valid_until only on acquire, renew, release and write, in [0, MaxTime);
+//   - valid_until only on acquire, renew, release, write and ok ttl, in
+//     [0, MaxTime);
 //   - lease (>= 1) on any op but fault; checked only on write;
 //   - in_line only on a blocking acquire (wait), from its call to its
 //     return;
@@ -73,7 +75,10 @@ func (e *ParseError) Unwrap() error { return ErrBadInput }
 //     holds, and an ok holds op carries it;
 //   - footprint (a client's sample of the lock's keys) has the results of
 //     a lock op and carries no token, lease, ttl_ms or wait; records and
-//     bytes (>= 0) only on footprint, and an ok footprint carries records.
+//     bytes (>= 0) only on footprint, and an ok footprint carries records;
+//   - ttl (a client asking its lock's server how long its lease is still
+//     valid) has the results of a lock op and carries no ttl_ms; it may
+//     carry token, lease and deadline, and valid_until only when ok.
 func (op Op) Validate() error {
 	if err := validate(&op, true, op.TTLMillis != 0); err != nil {
 		return &ParseError{Line: op.Line, Field: err.field, Msg: err.msg}
@@ -100,13 +105,13 @@ func bad(field, format string, args ...any) *fieldError {
 // were present on the line (a zero value cannot tell).
 func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 	switch o.Kind {
-	case Acquire, Release, Renew, Write, Read, Fault, Lost, Close, Inspect, Holds, Footprint:
+	case Acquire, Release, Renew, Write, Read, Fault, Lost, Close, Inspect, Holds, Footprint, TTL:
 	case "":
-		return bad("op", "missing (want acquire, release, renew, write, read, fault, lost, close, inspect, holds or footprint)")
+		return bad("op", "missing (want acquire, release, renew, write, read, fault, lost, close, inspect, holds, footprint or ttl)")
 	default:
-		return bad("op", "unknown operation %q (want acquire, release, renew, write, read, fault, lost, close, inspect, holds or footprint)", o.Kind)
+		return bad("op", "unknown operation %q (want acquire, release, renew, write, read, fault, lost, close, inspect, holds, footprint or ttl)", o.Kind)
 	}
-	lockOp := o.Kind == Acquire || o.Kind == Release || o.Kind == Renew || o.Kind == Close || o.Kind == Inspect || o.Kind == Holds || o.Kind == Footprint
+	lockOp := o.Kind == Acquire || o.Kind == Release || o.Kind == Renew || o.Kind == Close || o.Kind == Inspect || o.Kind == Holds || o.Kind == Footprint || o.Kind == TTL
 	if o.Kind == Fault {
 		if o.Name == "" {
 			return bad("name", "missing (a fault names its window)")
@@ -196,8 +201,10 @@ func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 	}
 	if o.HasValid {
 		switch {
-		case o.Kind != Acquire && o.Kind != Renew && o.Kind != Release && o.Kind != Write:
-			return bad("valid_until", "only acquire, renew, release and write carry a claimed validity, not %s", o.Kind)
+		case o.Kind != Acquire && o.Kind != Renew && o.Kind != Release && o.Kind != Write && o.Kind != TTL:
+			return bad("valid_until", "only acquire, renew, release, write and ttl carry a claimed validity, not %s", o.Kind)
+		case o.Kind == TTL && o.Result != OK:
+			return bad("valid_until", "a ttl op carries the time left only when the lock answered (ok), not %s", o.Result)
 		case o.ValidUntil < 0:
 			return bad("valid_until", "negative time %d", o.ValidUntil)
 		case o.ValidUntil >= MaxTime:

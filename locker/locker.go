@@ -129,6 +129,19 @@ type Owned interface {
 	AcquireAs(ctx context.Context, key string, ttl time.Duration, owner string, wait bool, inLine func()) (Lease, error)
 }
 
+// Unwatched is a Locker whose acquires may ask for no watchdog, as
+// package lock's WithWatchdog(false) and Redisson's lock with a lease time
+// do: the lease then lasts its TTL unless its holder renews it.
+// AcquireUnwatched is TryAcquire (wait false) or the blocking Acquire
+// (wait true, telling inLine as InLine does when inLine is not nil)
+// without the watchdog. The harness asks for it where the watchdog would
+// hide a defect: a wait in line when its Locker is closed must not be
+// granted (CallContract.CloseRefuses), whether or not a watchdog would
+// have to look after the lease.
+type Unwatched interface {
+	AcquireUnwatched(ctx context.Context, key string, ttl time.Duration, wait bool, inLine func()) (Lease, error)
+}
+
 // Retrier is a Locker that can acquire by one-shot attempts spaced by a
 // retry strategy (package lock's WithRetry, bsm/redislock's
 // RetryStrategy): AcquireRetry never joins a line; it returns when an
@@ -234,6 +247,20 @@ type Lease interface {
 // then takes the user's own reckoning, the acquire's start plus its TTL.
 type Claimer interface {
 	ValidUntil() time.Time
+}
+
+// ServerClaimer is a Lease that asks its lock's server how long the lease
+// is still valid, as package lock's TTLLeft and bsm/redislock's TTL do:
+// code checking its lock trusts the answer as it trusts ValidUntil, so the
+// harness records it as a claim (history op ttl) and holds the lock to it
+// (the claims property, docs/DESIGN.md), while the lease is held and
+// after its release. TTLLeft returns the time left as the server counts
+// it, and an error wrapping ErrNotHeld when the server says this lease is
+// not held (expired, released, taken; a released nested hold among them,
+// whatever its owner's other holds). It changes nothing; other errors as
+// TryAcquire's.
+type ServerClaimer interface {
+	TTLLeft(ctx context.Context) (time.Duration, error)
 }
 
 // Contexter is a Lease that offers its holder a context canceled when the

@@ -41,12 +41,14 @@ func sectionSteps() []step {
 		{"wait-twice", (*Workload).stepTwice},             // Twice
 		{"acquire", (*Workload).stepAcquire},
 		{"inspect-holding", (*Workload).stepInspectHolding},
-		{"leave", (*Workload).stepLeave},       // Leave
-		{"renew", (*Workload).stepRenew},       // Renew
-		{"reenter", (*Workload).stepReenter},   // Reenter, LongWork, RushRelease, Concurrent
-		{"read", (*Workload).stepRead},         //
-		{"check-write", (*Workload).stepWrite}, //
-		{"release", (*Workload).stepRelease},   // RushRelease, Concurrent
+		{"ask-ttl", (*Workload).stepAskTTL},             // TTL (side stream)
+		{"leave", (*Workload).stepLeave},                // Leave
+		{"close-waiting", (*Workload).stepCloseWaiting}, // CloseWaiting (side stream)
+		{"renew", (*Workload).stepRenew},                // Renew
+		{"reenter", (*Workload).stepReenter},            // Reenter, LongWork, RushRelease, Concurrent
+		{"read", (*Workload).stepRead},                  //
+		{"check-write", (*Workload).stepWrite},          //
+		{"release", (*Workload).stepRelease},            // RushRelease, Concurrent
 	}
 }
 
@@ -64,6 +66,8 @@ type section struct {
 	timeout  time.Duration
 	owned    locker.Owned     // as the client's own owner; nil: not
 	insp     locker.Inspector // asked who holds; nil: not
+	askTTL   bool             // asks the server how long its leases are valid (Mix.TTL)
+	twice    bool             // a second wait runs beside (Mix.Twice)
 	inLineAt *atomic.Int64    // when the lock said the waiter is in line (locker.InLine); 0: it did not
 	blocking bool
 	// What it holds once acquired.
@@ -226,7 +230,7 @@ func (w *Workload) stepTwice(s *section) (bool, error) {
 	// client sending at one virtual instant take the simulated network's
 	// draws in an order Go does not fix, and the seed would replay less
 	// often.
-	s.insp = nil
+	s.insp, s.twice = nil, true
 	s.cleanups = append(s.cleanups, func(err *error) {
 		if jerr := join(); jerr != nil && *err == nil {
 			*err = jerr
@@ -264,6 +268,20 @@ func (w *Workload) stepInspectHolding(s *section) (bool, error) {
 		owner = s.c.owner()
 	}
 	return false, s.c.inspect(s.ctx, s.rec, s.insp, owner, s.cfg.OpTimeout)
+}
+
+// stepAskTTL draws whether the section asks the lock's server how long its
+// leases are still valid (Mix.TTL; only a lease that can ask draws, from
+// the side stream: the seed's main draws stay as they were), and asks for
+// the lease it holds. Not while a second wait runs beside (Mix.Twice), as
+// stepTwice does not inspect then: the seed would replay less often.
+func (w *Workload) stepAskTTL(s *section) (bool, error) {
+	c := s.c
+	if _, ok := s.lease.(locker.ServerClaimer); !ok || s.twice || !(s.mix.TTL > 0 && c.side.Float64() < s.mix.TTL) {
+		return false, nil
+	}
+	s.askTTL = true
+	return false, c.askTTL(s.ctx, s.rec, s.h, s.cfg.OpTimeout)
 }
 
 // stepLeave: gone while holding; the lock must let the lease expire (a
@@ -344,14 +362,32 @@ func (w *Workload) stepReenter(s *section) (bool, error) {
 		if res == history.OK {
 			in := held{lease: inner, id: op.Lease}
 			in.released = c.watchLoss(ctx, rec, in)
+			if s.askTTL {
+				if err := c.askTTL(ctx, rec, in, cfg.OpTimeout); err != nil {
+					return true, err
+				}
+			}
 			_ = sleepRand(ctx, c.rng, cfg.Hold)
 			// A nested release may be rushed too: its reply lost, the
 			// lock's undo of the nested hold races the request still on
 			// its way, and the outer hold works on, which a late release
 			// ending the outer hold breaks (round three's defect 1).
 			rushIn := c.chance(s.mix.RushRelease) && !c.Gate.Armed()
-			if err := c.releaseBeside(ctx, rec, in, rushIn, c.beside(s.mix), cfg.OpTimeout); err != nil {
+			relRes, err := c.releaseBeside(ctx, rec, in, rushIn, c.beside(s.mix), cfg.OpTimeout)
+			if err != nil {
 				return true, err
+			}
+			if s.askTTL && relRes == history.OK {
+				// Released, the nested lease is not held, though its
+				// outer one is: a lock whose nested holds share the
+				// outer's record says otherwise (package lock's review
+				// defect 7).
+				if err := c.askTTL(ctx, rec, in, cfg.OpTimeout); err != nil {
+					return true, err
+				}
+				if err := c.askTTL(ctx, rec, s.h, cfg.OpTimeout); err != nil {
+					return true, err
+				}
 			}
 			// The outer hold outlives the nested one, as it does in code
 			// that calls a locked helper and then goes on: a nested hold
@@ -447,5 +483,10 @@ func (w *Workload) stepRelease(s *section) (bool, error) {
 	if s.gone && s.owned != nil {
 		return true, w.again(s.ctx, s.rec, c, s.owned, s.h)
 	}
-	return true, c.releaseBeside(s.ctx, s.rec, s.h, rush, c.beside(s.mix), s.cfg.OpTimeout)
+	res, err := c.releaseBeside(s.ctx, s.rec, s.h, rush, c.beside(s.mix), s.cfg.OpTimeout)
+	if err != nil || !s.askTTL || res != history.OK {
+		return true, err
+	}
+	// Released, the lease is not held: its server must not say otherwise.
+	return true, c.askTTL(s.ctx, s.rec, s.h, s.cfg.OpTimeout)
 }

@@ -15,8 +15,10 @@
 // What the lock tells its holder is recorded too: the validity it claims
 // (locker.Claimer) after each ok acquire and renew and after a release
 // that left the lease claimed, the instant its loss notice (Lease.Lost)
-// fired, and on each write that the check before it was made. Each hold
-// has a number of its own (history.Op.Lease) on every op about it.
+// fired, on each write that the check before it was made, and (Mix.TTL)
+// what the lock's server says of a lease's time left, while held and
+// after its release (ttl ops). Each hold has a number of its own
+// (history.Op.Lease) on every op about it.
 //
 // What each section does is drawn from the client's seeded stream in the
 // shares of Config.Mix, Jepsen's generator in small: the same seed gives the
@@ -193,7 +195,17 @@ type Mix struct {
 	// holding: it closes its Locker (watchdogs stop, leases stay until
 	// they expire) and stops. Default 0: a fault that waits for a client
 	// to hold or wait in line needs the clients to stay.
-	Leave float64
+	// CloseWaiting: sections after whose acquire the client shuts down
+	// for good while another of its goroutines waits in line behind its
+	// hold (a blocking acquire of its own, half of them without the
+	// watchdog when the lock can, locker.Unwatched): it closes its
+	// Locker, releases its hold, waits for the waiter and stops
+	// (Workload.shutDown). The release hands the lock on, to the waiter
+	// when it is first in line: after Close, which a lock that promises
+	// it must refuse (the calls property). Drawn from the side stream
+	// (only by a lock with a blocking acquire); default 0, as Leave.
+	CloseWaiting float64
+	Leave        float64
 	// Context: holds whose holder, as code that runs its work in the
 	// lease's context does, watches and checks the lease's Context
 	// (locker.Contexter) instead of Lost: told of a loss when it is
@@ -226,6 +238,17 @@ type Mix struct {
 	// outer one, frees the key under a valid lease: the lease and claims
 	// properties).
 	Concurrent float64
+	// TTL: of the sections of a lock whose leases ask its server how long
+	// they are still valid (locker.ServerClaimer: package lock's TTLLeft,
+	// bsm/redislock's TTL), those that ask, as code checking its lock
+	// does: the lease once acquired, a nested hold while held and again
+	// after its release (with its outer lease), and the lease after its
+	// release; an ask after a release is made only when the release
+	// succeeded. Each answer is recorded (a ttl op) and judged as a claim
+	// (the claims property): a released lease said to be valid is a false
+	// claim. Drawn from the side stream; default 0, so that the saved
+	// seeds replay as they were.
+	TTL float64
 
 	_ struct{}
 }
@@ -244,8 +267,8 @@ type share struct {
 
 func (m *Mix) shares() []share {
 	return []share{{"blocking", &m.Blocking}, {"cancel", &m.Cancel}, {"reenter", &m.Reenter}, {"renew", &m.Renew},
-		{"long-work", &m.LongWork}, {"rush-release", &m.RushRelease}, {"owner", &m.Owner}, {"leave", &m.Leave}, {"context", &m.Context},
-		{"twice", &m.Twice}, {"inspect", &m.Inspect}, {"concurrent", &m.Concurrent}}
+		{"long-work", &m.LongWork}, {"rush-release", &m.RushRelease}, {"owner", &m.Owner}, {"leave", &m.Leave}, {"close-waiting", &m.CloseWaiting}, {"context", &m.Context},
+		{"twice", &m.Twice}, {"inspect", &m.Inspect}, {"concurrent", &m.Concurrent}, {"ttl", &m.TTL}}
 }
 
 func (m *Mix) validate() error {
@@ -1005,9 +1028,7 @@ func (c *Client) learnt(rec *history.Recorder, inLineAt *atomic.Int64, lease *lo
 }
 
 // leave is a client going away while it holds: it closes its lock
-// (recorded as a close op, with its deadline when the lock's Close takes a
-// ctx, locker.ContextCloser: then as a shutdown loop does, with short
-// deadlines until one Close returns nil), and then one of its goroutines that did not
+// (closeLocker), and then one of its goroutines that did not
 // hear of the shutdown makes one more attempt on the closed lock, as code
 // racing a shutdown does (a blocking one, when the lock has it). A lock
 // that promises it refuses that attempt
@@ -1015,6 +1036,39 @@ func (c *Client) learnt(rec *history.Recorder, inLineAt *atomic.Int64, lease *lo
 // old lock granted it, without the watchdog asked for). A lease the
 // attempt got anyway is released.
 func (w *Workload) leave(ctx context.Context, rec *history.Recorder, c *Client) error {
+	cfg := w.cfg
+	if err := w.closeLocker(ctx, rec, c, "leave"); err != nil {
+		return err
+	}
+	// It waits, when the lock can: the lease the client left with is still
+	// held, and a single attempt would be refused for that alone.
+	var l locker.Lease
+	acq := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Lease: c.nextHold()}
+	try, timeout := func(ctx context.Context) (locker.Lease, error) { return c.locker.TryAcquire(ctx, c.Key, cfg.TTL) }, cfg.OpTimeout
+	if waiter, ok := c.locker.(locker.Waiter); ok {
+		acq.Wait, timeout = true, max(cfg.OpTimeout, cfg.WaitTimeout)
+		try = func(ctx context.Context) (locker.Lease, error) { return waiter.Acquire(ctx, c.Key, cfg.TTL) }
+	}
+	res, err := c.recording(rec).lock(ctx, acq, ctxNormal, timeout, func(ctx context.Context) error {
+		var err error
+		l, err = try(ctx)
+		return err
+	}, func(o *history.Op) {
+		o.Token, o.HasToken = l.Fence()
+		c.claim(rec, o, l)
+	})
+	if err != nil || res != history.OK {
+		return err
+	}
+	return c.release(ctx, rec, held{lease: l, id: acq.Lease}, false, cfg.OpTimeout)
+}
+
+// closeLocker closes c's lock, recording it (a close op, with its
+// deadline when the lock's Close takes a ctx, locker.ContextCloser: then
+// as a shutdown loop does, with short deadlines until one Close returns
+// nil); why names the caller in the log of a close that failed. A crash
+// meanwhile stops the worker (errStop).
+func (w *Workload) closeLocker(ctx context.Context, rec *history.Recorder, c *Client, why string) error {
 	cfg := w.cfg
 	op := history.Op{Client: c.Name, Kind: history.Close, Key: c.Key}
 	closer, hasCtx := c.locker.(locker.ContextCloser)
@@ -1044,36 +1098,13 @@ func (w *Workload) leave(ctx context.Context, rec *history.Recorder, c *Client) 
 	if err != nil {
 		// A close that failed may have stopped part of what it runs.
 		res = history.Unknown
-		cfg.Logger.Warn("close on leave", "client", c.Name, "err", err)
+		cfg.Logger.Warn("close on "+why, "client", c.Name, "err", err)
 	}
-	if err := p.Complete(res, func(o *history.Op) {
+	return p.Complete(res, func(o *history.Op) {
 		if hasCtx {
 			setDeadline(o, ctxNormal, cfg.OpTimeout)
 		}
-	}); err != nil {
-		return err
-	}
-	// It waits, when the lock can: the lease the client left with is still
-	// held, and a single attempt would be refused for that alone.
-	var l locker.Lease
-	acq := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Lease: c.nextHold()}
-	try, timeout := func(ctx context.Context) (locker.Lease, error) { return c.locker.TryAcquire(ctx, c.Key, cfg.TTL) }, cfg.OpTimeout
-	if waiter, ok := c.locker.(locker.Waiter); ok {
-		acq.Wait, timeout = true, max(cfg.OpTimeout, cfg.WaitTimeout)
-		try = func(ctx context.Context) (locker.Lease, error) { return waiter.Acquire(ctx, c.Key, cfg.TTL) }
-	}
-	res, err = c.recording(rec).lock(ctx, acq, ctxNormal, timeout, func(ctx context.Context) error {
-		var err error
-		l, err = try(ctx)
-		return err
-	}, func(o *history.Op) {
-		o.Token, o.HasToken = l.Fence()
-		c.claim(rec, o, l)
 	})
-	if err != nil || res != history.OK {
-		return err
-	}
-	return c.release(ctx, rec, held{lease: l, id: acq.Lease}, false, cfg.OpTimeout)
 }
 
 // again is what a holder acquiring as its own owner (Mix.Owner) does when
@@ -1197,8 +1228,41 @@ func (c *Client) claim(rec *history.Recorder, o *history.Op, l locker.Lease) {
 		return
 	}
 	if t := cl.ValidUntil(); !t.IsZero() {
-		o.ValidUntil, o.HasValid = c.onHistory(rec, t), true
+		claimUntil(o, c.onHistory(rec, t))
 	}
+}
+
+// claimUntil records on o that the lock claimed its lease valid until t
+// (history clock): the one place a claim is written, whether the lease
+// said it (claim) or its server did (askTTL).
+func claimUntil(o *history.Op, t int64) {
+	o.ValidUntil, o.HasValid = min(max(t, 0), history.MaxTime-1), true
+}
+
+// askTTL asks the lock's server how long h's lease is still valid
+// (locker.ServerClaimer), as code checking its lock does, and records the
+// answer (a ttl op): its call plus the time left, a claim the claims
+// property holds the lock to; a fail when the server says the lease is
+// not held. A lease that cannot ask is not asked.
+func (c *Client) askTTL(ctx context.Context, rec *history.Recorder, h held, timeout time.Duration) error {
+	sc, ok := h.lease.(locker.ServerClaimer)
+	if !ok {
+		return nil
+	}
+	token, fenced := h.lease.Fence()
+	op := history.Op{Client: c.Name, Kind: history.TTL, Key: c.Key, Token: token, HasToken: fenced, Lease: h.id}
+	var left time.Duration
+	_, err := c.recording(rec).lock(ctx, op, ctxNormal, timeout, func(ctx context.Context) (err error) {
+		left, err = sc.TTLLeft(ctx)
+		return err
+	}, func(o *history.Op) {
+		if left > 0 {
+			// From the call: the server counted the time left at some
+			// instant of the op, no earlier.
+			claimUntil(o, o.Call+int64(left))
+		}
+	})
+	return err
 }
 
 // watchLoss records h's loss notice (a lost op) when Lease.Lost fires,
@@ -1259,7 +1323,8 @@ func (c *Client) watchLoss(ctx context.Context, rec *history.Recorder, h held) (
 // unknown), it is sent once more with the op timeout, as a careful caller
 // retries a release until it is done.
 func (c *Client) release(ctx context.Context, rec *history.Recorder, h held, rush bool, timeout time.Duration) error {
-	return c.releaseBeside(ctx, rec, h, rush, 0, timeout)
+	_, err := c.releaseBeside(ctx, rec, h, rush, 0, timeout)
+	return err
 }
 
 // Second calls beside a release (Mix.Concurrent).
@@ -1271,8 +1336,9 @@ const (
 
 // releaseBeside is release with a second call on the same lease at once
 // (beside: besideRelease or besideRenew), from a goroutine that draws
-// nothing from the client's stream and is joined before it returns.
-func (c *Client) releaseBeside(ctx context.Context, rec *history.Recorder, h held, rush bool, beside int, timeout time.Duration) error {
+// nothing from the client's stream and is joined before it returns. res
+// is the result of the release's last call (the one beside aside).
+func (c *Client) releaseBeside(ctx context.Context, rec *history.Recorder, h held, rush bool, beside int, timeout time.Duration) (res history.Result, err error) {
 	if beside == besideNone {
 		return c.releaseOne(ctx, rec, h, rush, timeout)
 	}
@@ -1295,12 +1361,12 @@ func (c *Client) releaseBeside(ctx context.Context, rec *history.Recorder, h hel
 		})
 		second <- err
 	}()
-	err := c.releaseOne(ctx, rec, h, rush, timeout)
-	return errors.Join(err, <-second)
+	res, err = c.releaseOne(ctx, rec, h, rush, timeout)
+	return res, errors.Join(err, <-second)
 }
 
-// releaseOne is release alone.
-func (c *Client) releaseOne(ctx context.Context, rec *history.Recorder, h held, rush bool, timeout time.Duration) error {
+// releaseOne is release alone; res is its last call's result.
+func (c *Client) releaseOne(ctx context.Context, rec *history.Recorder, h held, rush bool, timeout time.Duration) (history.Result, error) {
 	l := h.lease
 	if h.released != nil {
 		// Before the release: it ends a watched context (Mix.Context).
@@ -1323,7 +1389,7 @@ func (c *Client) releaseOne(ctx context.Context, rec *history.Recorder, h held, 
 		}
 		res, err := c.recording(rec).lockEdit(ctx, op, mode, timeout, do, still)
 		if err != nil || res == history.OK {
-			return err
+			return res, err
 		}
 		// A careful caller retries after a backoff (up to a fifth of the
 		// TTL), in which a release that did happen hands the key on while
@@ -1337,8 +1403,7 @@ func (c *Client) releaseOne(ctx context.Context, rec *history.Recorder, h held, 
 			_ = sleepFor(ctx, backoff)
 		}
 	}
-	_, err := c.recording(rec).lockEdit(ctx, op, ctxNormal, timeout, do, still)
-	return err
+	return c.recording(rec).lockEdit(ctx, op, ctxNormal, timeout, do, still)
 }
 
 // renewObserver records the renewals c's lock makes in the background (a

@@ -168,13 +168,14 @@ func Convert(ops []history.Op, opt Options) (*Trace, error) {
 	if settle == 0 {
 		settle = DefaultSettle
 	}
-	// Loss notices are what the lock told its holder, a close is of the
-	// client's handle, and a footprint sample measures Redis's keys, not
-	// lock or resource ops: the trace spec does not describe them (the
-	// client's belief is in LockQueue.tla). An acquire after a close is an
-	// ordinary acquire to the model.
+	// Loss notices and the server's word on a lease's time left (ttl) are
+	// what the lock told its holder, a close is of the client's handle,
+	// and a footprint sample measures Redis's keys, not lock or resource
+	// ops: the trace spec does not describe them (the client's belief is
+	// in LockQueue.tla). An acquire after a close is an ordinary acquire
+	// to the model.
 	ops = slices.DeleteFunc(slices.Clone(ops), func(o history.Op) bool {
-		return o.Kind == history.Lost || o.Kind == history.Close || o.Kind == history.Footprint
+		return o.Kind == history.Lost || o.Kind == history.Close || o.Kind == history.Footprint || o.Kind == history.TTL
 	})
 	c := converter{
 		clients: map[string]int{}, keys: map[string]int{},
