@@ -89,6 +89,11 @@ func Prepare(ctx context.Context, cfg *Config, eo env.Options) (left []error, er
 	}
 	cfg.Kind = kind
 	eo.Kind = kind
+	if eo.BYO != nil {
+		// Known before any environment opens: a deployment that refuses
+		// the run still has them redacted from its errors.
+		cfg.Secrets = append(slices.Clone(cfg.Secrets), eo.BYO.Auth.Secrets()...)
+	}
 	cfg.Open = func(ctx context.Context, spec env.Spec) (env.Env, error) {
 		o := eo
 		o.Spec = spec
