@@ -13,6 +13,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/redact"
 	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
 )
@@ -168,6 +169,10 @@ type Config struct {
 	// summary.json, each history and check.json, and so the reports),
 	// the progress lines and the log (internal/redact).
 	Secrets []string
+	// red is the redaction of Secrets that Prepare began (its logger's
+	// and the environments'), which Run goes on with: one per run. Nil
+	// without Prepare: Run makes it.
+	red *redact.Redactor
 	// Shard, when set, runs one part of the plan (contract.Shard: a
 	// contiguous run of its lock × fault cells, never a cell split), for
 	// a nightly fanned out over CI runners; Merge puts the parts' run

@@ -228,3 +228,26 @@ func holdsText(typ reflect.Type, seen map[reflect.Type]bool) bool {
 	}
 	return false
 }
+
+// TestPrepareRedactsTheDeployment: Prepare takes a bring-your-own
+// deployment's passwords into Config.Secrets and redacts them from the
+// run's log from then on (the environments' and go-redis's lines go to
+// it), even when the deployment is then refused.
+func TestPrepareRedactsTheDeployment(t *testing.T) {
+	const pw, spw = "lp-byo-data-pw-41", "lp-byo-sentinel-pw-42"
+	var logs bytes.Buffer
+	cfg := Config{Registry: zoo.Builtin(), Logger: slog.New(slog.NewTextHandler(&logs, nil)), Secrets: []string{"lp-given-43"}}
+	byo := &env.BYOConfig{ToxiproxyURL: "http://127.0.0.1:1", Data: []string{"127.0.0.1:1"}, Fenced: "127.0.0.1:1",
+		Auth: env.Auth{Password: pw, SentinelPassword: spw}}
+	_, err := Prepare(context.Background(), &cfg, env.Options{Kind: env.BYO, BYO: byo})
+	if !errors.Is(err, env.ErrUnavailable) { // nothing answers on port 1
+		t.Errorf("Prepare: %v; want the deployment refused", err)
+	}
+	if !slices.Equal(cfg.Secrets, []string{"lp-given-43", pw, spw}) {
+		t.Errorf("Secrets %q; want the given one and the deployment's", cfg.Secrets)
+	}
+	cfg.Logger.Error("login "+pw, "err", errors.New("sentinel "+spw))
+	if out := logs.String(); strings.Contains(out, pw) || strings.Contains(out, spw) || strings.Count(out, redact.Mark) != 2 {
+		t.Errorf("log: %s; want both passwords redacted", out)
+	}
+}

@@ -79,7 +79,13 @@ func Run(ctx context.Context, cfg Config) (*contract.Summary, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	red := redact.New(cfg.Secrets...)
+	red := cfg.red
+	if red == nil {
+		red = redact.New()
+	}
+	red.Add(cfg.Secrets...)
+	// Wrapped again after Prepare's: the caller may have set another
+	// logger since, and a second pass over clean text finds nothing.
 	cfg.Logger = slog.New(red.Handler(cfg.Logger.Handler()))
 	// A new run directory is marked first, with the run's id (the one
 	// its keys are named by, too); one made by lockproof run (marked
