@@ -146,13 +146,8 @@ func readRunDir(t *testing.T, dir string) map[string]string {
 // are its own finds it quoted in any form, or cut in part.
 func assertNoSecret(t *testing.T, files map[string]string, secret string) {
 	t.Helper()
-	forms := []string{secret}
-	for _, run := range regexp.MustCompile(`[A-Za-z0-9-]{8,}`).FindAllString(secret, -1) {
-		forms = append(forms, run)
-	}
-	names := slices.Collect(maps.Keys(files))
-	slices.Sort(names)
-	for _, name := range names {
+	forms := append([]string{secret}, regexp.MustCompile(`[A-Za-z0-9-]{8,}`).FindAllString(secret, -1)...)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		for _, f := range forms {
 			if i := strings.Index(files[name], f); i >= 0 {
 				t.Errorf("%s holds the secret (%q): ...%s...", name, f, files[name][max(0, i-80):min(len(files[name]), i+len(f)+20)])
