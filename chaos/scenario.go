@@ -76,6 +76,10 @@ type Scenario struct {
 	MaxDuration time.Duration
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
+	// Redact, when set, redacts the history's texts from outside
+	// (history.Options.Redact): the runner's redactor of the run's
+	// secrets. Nil writes them as they are.
+	Redact func(string) string
 }
 
 // Outcome is what a run produced.
@@ -174,7 +178,7 @@ func Run(ctx context.Context, e env.Env, sc Scenario, dir string) (Outcome, erro
 	}
 	defer wl.Close()
 
-	rec := history.NewRecorder(f, history.Options{})
+	rec := history.NewRecorder(f, history.Options{Redact: sc.Redact})
 	start := time.Now()
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()

@@ -34,6 +34,12 @@ type Options struct {
 	// that order keep it: an op stamped as returned before another was
 	// called did return first.
 	Distinct bool
+	// Redact, when set, is applied to the text of every op that comes
+	// from outside the recorder's caller (Evidence: a fault's report,
+	// which may quote a server's error; Holder: whom a lock named) before
+	// the op is kept or written: the runner passes its secrets'
+	// redactor, so that no password reaches a history. Nil keeps them.
+	Redact func(string) string
 }
 
 // Recorder records the operations of concurrent clients on one monotonic
@@ -45,7 +51,8 @@ type Recorder struct {
 	base     time.Time
 	forget   bool
 	distinct bool
-	last     atomic.Int64 // the last time Now returned (Distinct)
+	redact   func(string) string // nil: none (Options.Redact)
+	last     atomic.Int64        // the last time Now returned (Distinct)
 
 	mu      sync.Mutex
 	w       *Writer // nil: record in memory only
@@ -70,7 +77,7 @@ type Pending struct {
 // NewRecorder returns a Recorder writing to w; w may be nil to record in
 // memory only. Close does not close w.
 func NewRecorder(w io.Writer, opts Options) *Recorder {
-	r := &Recorder{base: opts.Base, forget: opts.ForgetOps, distinct: opts.Distinct, pending: make(map[*Pending]struct{})}
+	r := &Recorder{base: opts.Base, forget: opts.ForgetOps, distinct: opts.Distinct, redact: opts.Redact, pending: make(map[*Pending]struct{})}
 	if r.base.IsZero() {
 		r.base = time.Now()
 	}
@@ -115,6 +122,7 @@ func (r *Recorder) Invoke(op Op) *Pending {
 	}
 	op.Line = 0
 	op.Call = r.Now()
+	r.clean(&op)
 	p := &Pending{rec: r, op: op, idx: -1}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -148,6 +156,7 @@ func (p *Pending) Complete(result Result, edit func(*Op)) error {
 		edit(&op)
 	}
 	op.Line = 0
+	r.clean(&op)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p.done {
@@ -230,6 +239,7 @@ func (r *Recorder) FaultWindow(name string) (end func(evidence string)) {
 // Record writes op as given (already stamped, e.g. replayed from elsewhere).
 func (r *Recorder) Record(op Op) error {
 	op.Line = 0
+	r.clean(&op)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -245,6 +255,20 @@ func (r *Recorder) Record(op Op) error {
 		r.ops = append(r.ops, op)
 	}
 	return r.write(op, true)
+}
+
+// clean redacts op's text from outside (Options.Redact), in memory as in
+// the file: what the checker judges is what a reader of the file reads.
+func (r *Recorder) clean(op *Op) {
+	if r.redact == nil {
+		return
+	}
+	if op.Evidence != "" {
+		op.Evidence = r.redact(op.Evidence)
+	}
+	if op.Holder != "" {
+		op.Holder = r.redact(op.Holder)
+	}
 }
 
 // nextLine numbers the op about to be written; r.mu is held. Ops are

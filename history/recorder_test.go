@@ -342,6 +342,51 @@ func TestRecorderFaultEvidence(t *testing.T) {
 	}
 }
 
+// TestRecorderRedacts: with Options.Redact, the texts that come from
+// outside the harness (a fault's evidence quoting a server's error, the
+// holder a lock names) are redacted in the file and in memory alike,
+// whichever way the op is recorded; the rest is kept as given.
+func TestRecorderRedacts(t *testing.T) {
+	const pw = "s3cret-pw"
+	var buf bytes.Buffer
+	r := NewRecorder(&buf, Options{Redact: func(s string) string { return strings.ReplaceAll(s, pw, "[redacted]") }})
+	end := r.FaultWindow("failover-skew")
+	p := r.Invoke(Op{Client: "c1", Kind: Inspect, Key: "k"})
+	if err := p.Complete(OK, func(o *Op) { o.Held, o.Holder = true, "holder "+pw }); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Record(Op{Client: "c2", Kind: Inspect, Key: "k", Call: 1, Return: 2, Completed: true, Result: OK, Held: true, Holder: pw + "!"}); err != nil {
+		t.Fatal(err)
+	}
+	end("read the clock: ERR invalid password " + pw)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), pw) {
+		t.Errorf("the history holds the secret:\n%s", buf.String())
+	}
+	for _, o := range r.Ops() {
+		if strings.Contains(o.Evidence+o.Holder, pw) {
+			t.Errorf("an op in memory holds the secret: %+v", o)
+		}
+	}
+	ops, err := ReadAll(&buf, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"holder [redacted]": true, "[redacted]!": true, "read the clock: ERR invalid password [redacted]": true}
+	for _, o := range ops {
+		delete(want, o.Holder)
+		delete(want, o.Evidence)
+		if o.Key != "k" && o.Kind != Fault {
+			t.Errorf("op %+v: its key changed", o)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("not in the history as redacted: %v\n%s", want, buf.String())
+	}
+}
+
 // TestDistinctStamps: on a virtual clock that stands still (a synctest
 // bubble), a Distinct recorder still stamps every event later than the
 // last, in the order they were stamped; a plain one stamps them alike.

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/internal/proc"
+	"github.com/lockproof/lockproof/internal/redact"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -112,6 +113,11 @@ type Locker struct {
 	hello  Reply
 	exited chan struct{} // closed when the process has exited
 	stderr proc.Tail
+	// red redacts the password hello hands the process from a line of
+	// its stdout before the line is cut to quote it (ErrProtocol): a cut
+	// through the password would leave a part that the harness's own
+	// redaction of the error (runner.Config.Secrets) cannot recognise.
+	red *redact.Redactor
 
 	wmu   sync.Mutex // one line at a time on stdin
 	stdin io.WriteCloser
@@ -147,7 +153,7 @@ func Open(c Config, d locker.Deps) (locker.Locker, error) {
 	if client == "" {
 		client = c.Name
 	}
-	l := &Locker{cfg: c, deps: d, client: client, fwd: fwd, exited: make(chan struct{}),
+	l := &Locker{cfg: c, deps: d, client: client, fwd: fwd, exited: make(chan struct{}), red: redact.New(opt.Password),
 		pending: map[uint64]chan Reply{}, leases: map[uint64]*lease{}, renewals: map[uint64]func(error){}}
 	if err := l.start(); err != nil {
 		_ = fwd.Close()
@@ -245,7 +251,7 @@ func (l *Locker) read(stdout io.Reader) {
 			bad = l.dispatch(r)
 		}
 		if bad != "" {
-			text := string(line)
+			text := l.red.String(string(line))
 			if len(text) > 200 {
 				text = text[:200]
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/lineproto"
 	"github.com/lockproof/lockproof/locker"
@@ -201,6 +202,55 @@ done
 	}
 	if _, err := l.TryAcquire(ctx, "k", time.Second); !errors.Is(err, locker.ErrInvalid) || !errors.As(err, &pe) {
 		t.Fatalf("a call after the protocol broke: %v; want ErrInvalid with the ErrProtocol", err)
+	}
+}
+
+// TestMalformedLineRedacted: a bad line that quotes the hello request
+// is quoted in the error with its password redacted before the line is
+// cut to 200 bytes: cut first, the part of the password before the cut
+// would be left for the run to write (a run's redaction knows the whole
+// password only).
+func TestMalformedLineRedacted(t *testing.T) {
+	pw := "lp-proto-" + strings.Repeat("0123456789abcdef", 9)
+	redistest.Require(t, false)
+	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer scancel()
+	srv, err := redisproc.Start(sctx, redisproc.Config{Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: pw, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	p := filepath.Join(t.TempDir(), "lock.sh")
+	body := `
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed 's/^{"id":\([0-9]*\).*/\1/')
+  op=$(printf '%s' "$line" | sed 's/.*"op":"\([a-z]*\)".*/\1/')
+  case $op in
+  hello) hello=$line; echo "{\"id\":$id,\"result\":\"ok\",\"version\":1,\"ops\":[\"acquire\",\"release\"]}";;
+  ping|close) echo "{\"id\":$id,\"result\":\"ok\"}";;
+  *) echo "I was told: $hello";;
+  esac
+done
+`
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := lineproto.Open(lineproto.Config{Name: "t", Command: []string{"sh", p}}, locker.Deps{Redis: rdb, Prefix: "p:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = l.TryAcquire(ctx, "k", time.Second)
+	var pe *lineproto.ErrProtocol
+	if !errors.As(err, &pe) {
+		t.Fatalf("acquire answered by a malformed line: %v; want an ErrProtocol", err)
+	}
+	if strings.Contains(err.Error(), pw[:8]) || !strings.Contains(pe.Text, "[redacted]") || !strings.HasPrefix(pe.Text, "I was told: {") {
+		t.Errorf("error %q: want the line quoted, its password redacted", err)
 	}
 }
 

@@ -123,7 +123,7 @@ const (
 type ErrProtocol struct {
 	Client string // the workload client the process serves
 	Line   int    // 1-based line of the process's stdout
-	Text   string // the line, cut to 200 bytes
+	Text   string // the line, its password redacted, cut to 200 bytes
 	Reason string
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/redact"
 	"github.com/lockproof/lockproof/internal/rediscmd"
 )
 
@@ -28,13 +29,24 @@ import (
 // and sets cfg.Kind and cfg.Open (eo with each scenario's topology).
 // go-redis's own log lines (reconnects, Sentinel switches) go to
 // cfg.Logger from then on: a run is quiet unless its logger says
-// otherwise.
+// otherwise. A bring-your-own deployment's passwords join cfg.Secrets,
+// and the run's redaction of them (which Run goes on with) covers the
+// log lines of the environments and of go-redis too.
 func Prepare(ctx context.Context, cfg *Config, eo env.Options) (left []error, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if eo.BYO != nil {
+		// Known before any environment opens: a deployment that refuses
+		// the run still has them redacted from its errors.
+		cfg.Secrets = append(slices.Clone(cfg.Secrets), eo.BYO.Auth.Secrets()...)
+	}
+	cfg.red = redact.New(cfg.Secrets...)
+	cfg.Logger = slog.New(cfg.red.Handler(cfg.Logger.Handler()))
 	if eo.Logger == nil {
 		eo.Logger = cfg.Logger
+	} else {
+		eo.Logger = slog.New(cfg.red.Handler(eo.Logger.Handler()))
 	}
 	redis.SetLogger(rediscmd.SlogLogger{L: cfg.Logger})
 	cfg.Topology = cmp.Or(cfg.Topology, contract.TopologySentinel)

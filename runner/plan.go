@@ -13,6 +13,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/redact"
 	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
 )
@@ -156,8 +157,22 @@ type Config struct {
 	// the CLI's --tla-jar sets it for the fenced lock (package tla). A
 	// rejected trace is a mismatch. Nil: no trace is validated.
 	Trace map[string]TraceCheck
-	// Logger receives details; nil discards.
+	// Logger receives details; nil discards. Run redacts what it is
+	// handed (Secrets).
 	Logger *slog.Logger
+	// Secrets are texts the run must never write: the passwords of a
+	// deployment it logs in to (Prepare adds a bring-your-own one's,
+	// env.Auth.Secrets). Run adds the passwords of each environment it
+	// opens (those lockproof makes for its own servers), and redacts them
+	// all from every text a lock, an adapter, a server or a fault sends
+	// back before it goes into the run directory (the rows of
+	// summary.json, each history and check.json, and so the reports),
+	// the progress lines and the log (internal/redact).
+	Secrets []string
+	// red is the redaction of Secrets that Prepare began (its logger's
+	// and the environments'), which Run goes on with: one per run. Nil
+	// without Prepare: Run makes it.
+	red *redact.Redactor
 	// Shard, when set, runs one part of the plan (contract.Shard: a
 	// contiguous run of its lock × fault cells, never a cell split), for
 	// a nightly fanned out over CI runners; Merge puts the parts' run

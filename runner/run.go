@@ -36,6 +36,7 @@ import (
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/redact"
 	"github.com/lockproof/lockproof/reports"
 )
 
@@ -93,6 +94,14 @@ func Run(ctx context.Context, cfg Config) (*contract.Summary, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	red := cfg.red
+	if red == nil {
+		red = redact.New()
+	}
+	red.Add(cfg.Secrets...)
+	// Wrapped again after Prepare's: the caller may have set another
+	// logger since, and a second pass over clean text finds nothing.
+	cfg.Logger = slog.New(red.Handler(cfg.Logger.Handler()))
 	// A new run directory is marked first, with the run's id (the one
 	// its keys are named by, too); one made by lockproof run (marked
 	// already) keeps its id.
@@ -104,7 +113,7 @@ func Run(ctx context.Context, cfg Config) (*contract.Summary, error) {
 	if id != "" && validRunID(id) && !cfg.Resume {
 		token = id
 	}
-	m := &matrix{cfg: cfg, specs: specs, rows: make([]*contract.Row, len(specs)), runCtx: ctx, shard: shard, token: token}
+	m := &matrix{cfg: cfg, specs: specs, rows: make([]*contract.Row, len(specs)), runCtx: ctx, shard: shard, token: token, red: red}
 	defer m.closeShared()
 	if cfg.Resume {
 		if err := m.resume(); err != nil {
@@ -242,6 +251,20 @@ type matrix struct {
 	token string
 	// warned: the non-empty databases of a bring-your-own deployment were said.
 	warned sync.Once
+	// red redacts the run's secrets (Config.Secrets, and each opened
+	// environment's: learnSecrets) from every text from outside before it is
+	// written: the one place the run's records pass through (redactRow,
+	// failed, the history's Scenario.Redact, the Logger).
+	red *redact.Redactor
+}
+
+// learnSecrets learns the secrets of e, an environment just opened, before
+// anything that ran on it is written: its servers' passwords, which
+// lockproof makes anew for each environment of its own.
+func (m *matrix) learnSecrets(e env.Env) {
+	if e != nil {
+		m.red.Add(e.Topology().Auth.Secrets()...)
+	}
 }
 
 // keyPrefix is the prefix of s's keys on a bring-your-own deployment:
@@ -298,6 +321,7 @@ func (m *matrix) sharedEnv(ctx context.Context) (env.Env, error) {
 			m.shared = nil // nothing to close (whatever the opener returned)
 			m.sharedEr = fmt.Errorf("open the shared environment: %w", m.sharedEr)
 		} else {
+			m.learnSecrets(m.shared)
 			m.warnNonEmpty(ctx, m.shared)
 		}
 	}
@@ -343,6 +367,7 @@ func (m *matrix) runFresh(ctx context.Context, i int) {
 		m.finish(i, m.failed(s, fmt.Errorf("open a fresh environment: %w", err)), start)
 		return
 	}
+	m.learnSecrets(e)
 	m.warnNonEmpty(ctx, e)
 	row := m.runOne(ctx, e, s)
 	closeEnv(e, m.cfg.Logger)

@@ -14,6 +14,7 @@ import (
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/internal/redact"
 	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/tla"
@@ -32,10 +33,12 @@ func (m *matrix) newRow(s Spec) *contract.Row {
 }
 
 // failed is the row of a scenario that could not run: unknown verdicts, an
-// empty history and a check.json saying why.
+// empty history and a check.json saying why (redacted: the error may
+// quote a lock's process or a server).
 func (m *matrix) failed(s Spec, err error) *contract.Row {
 	row := m.newRow(s)
-	row.Error = err.Error()
+	why := m.red.String(err.Error())
+	row.Error = why
 	for _, p := range contract.PropertyIDs() {
 		row.Verdicts[p] = contract.Unknown
 	}
@@ -45,17 +48,18 @@ func (m *matrix) failed(s Spec, err error) *contract.Row {
 		if _, e := os.Stat(hp); e != nil {
 			_ = os.WriteFile(hp, nil, 0o644)
 		}
-		_ = writeJSON(filepath.Join(dir, contract.CheckFile), unknownResult(err))
+		_ = writeJSON(filepath.Join(dir, contract.CheckFile), unknownResult(why))
 	}
 	return row
 }
 
-// unknownResult is a checker result with every verdict unknown because of err.
-func unknownResult(err error) *checker.Result {
+// unknownResult is a checker result with every verdict unknown because of
+// why (an error's text).
+func unknownResult(why string) *checker.Result {
 	r := &checker.Result{Verdict: contract.Unknown}
 	for _, p := range contract.Properties() {
 		r.Props = append(r.Props, checker.PropertyResult{ID: p.ID, Property: p.Name, Verdict: contract.Unknown,
-			Explanation: "not checked: " + err.Error()})
+			Explanation: "not checked: " + why})
 	}
 	return r
 }
@@ -74,7 +78,7 @@ func (m *matrix) runOne(ctx context.Context, e env.Env, s Spec) *contract.Row {
 	row := m.newRow(s)
 	dir := filepath.Join(m.cfg.Out, s.ID())
 	sc := chaos.Scenario{Lock: s.Lock, Fault: s.Fault, Seed: s.Seed, Duration: s.Duration, TTL: s.TTL,
-		Clients: s.Clients, Logger: m.cfg.Logger.With("scenario", s.ID())}
+		Clients: s.Clients, Logger: m.cfg.Logger.With("scenario", s.ID()), Redact: m.red.String}
 	sc.Workload.Hold, sc.Workload.Think, sc.Workload.OpTimeout = s.Hold, s.Think, s.OpTimeout
 	sc.Workload.Locks, sc.Workload.Mix, sc.Workload.WaitTimeout = m.cfg.Registry, m.cfg.Mix, m.waitTimeout(s)
 	sc.Point = s.Point
@@ -248,6 +252,7 @@ func (m *matrix) finish(i int, row *contract.Row, start time.Time) {
 		row.Error = joinErr("interrupted: "+context.Cause(m.runCtx).Error(), row.Error)
 	}
 	row.ElapsedMs = time.Since(start).Milliseconds()
+	redactRow(m.red, row)
 	judge.Row(m.specs[i].exp, row)
 	m.mu.Lock()
 	m.rows[i] = row
@@ -260,6 +265,22 @@ func (m *matrix) finish(i int, row *contract.Row, start time.Time) {
 	m.mu.Unlock()
 	if err := m.writeSummary(); err != nil {
 		m.cfg.Logger.Warn(contract.SummaryFile, "err", err)
+	}
+}
+
+// redactRow redacts the row's texts that may come from outside the
+// harness: errors (a lock's, its process's stderr, a server's reply, a
+// fault's), the fault's evidence, the model checker's output. Before the
+// row is judged (its mismatches quote TraceDisagrees) and before
+// anything reads it: summary.json, the progress line, the reports
+// rendered from summary.json, Run's result. The other texts of a row are
+// the harness's own (names, paths, verdicts, the checker's words about
+// a history whose texts the recorder redacted);
+// TestRedactRowCoversRow holds every text field of contract.Row to this
+// division.
+func redactRow(red *redact.Redactor, row *contract.Row) {
+	for _, s := range []*string{&row.Error, &row.FaultError, &row.FaultEvidence, &row.TraceError, &row.TraceDisagrees} {
+		*s = red.String(*s)
 	}
 }
 

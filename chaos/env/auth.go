@@ -114,6 +114,21 @@ func (a Auth) Describe() string {
 	return out
 }
 
+// Secrets are a's passwords that are set (the servers' and the
+// Sentinels'): the texts a run redacts from whatever a lock, an adapter
+// or a server sends back before it writes it (runner.Config.Secrets).
+// Usernames are not secrets; a TLS key is a file, whose path is no
+// secret either.
+func (a Auth) Secrets() []string {
+	var out []string
+	for _, s := range []Secret{a.Password, a.SentinelPassword} {
+		if s != "" {
+			out = append(out, string(s))
+		}
+	}
+	return out
+}
+
 // ErrBadTLS: the TLS settings do not make a client configuration (a
 // file that does not read, a certificate without its key).
 var ErrBadTLS = errors.New("bad TLS settings")

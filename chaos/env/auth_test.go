@@ -37,6 +37,13 @@ func TestSecretIsNeverPrinted(t *testing.T) {
 	if got := fmt.Sprint(env.Secret("")); got != "" {
 		t.Errorf("an unset secret prints %q; want nothing", got)
 	}
+	// What a run redacts: the passwords set, not the username.
+	if got := cfg.Auth.Secrets(); len(got) != 2 || got[0] != pw || got[1] != pw {
+		t.Errorf("Secrets: %q; want the password and the Sentinels'", got)
+	}
+	if got := (env.Auth{Username: "app", SentinelPassword: "s-pw"}).Secrets(); len(got) != 1 || got[0] != "s-pw" {
+		t.Errorf("Secrets of a Sentinel password alone: %q", got)
+	}
 }
 
 // TestAuthFromEnviron: the login variables fill or override a config's,
