@@ -42,9 +42,15 @@ type lop struct {
 	validUntil int64
 	hasValid   bool
 	lease      uint64
-	checked    bool
-	inLine     int64 // a waiter surely in line by then (history.Op.InLine); inf: not said
-	deadline   int64 // when the op's context expired (history.Op.Deadline); inf: not said
+	// hold is the lease number the lease model reads (see state.leases):
+	// an acquire's lease, and a release's or renew's when an acquire of
+	// its client on the key has that number; 0 otherwise (the op is read
+	// by count, as a history without numbers is, like the trace spec's
+	// converter does).
+	hold     uint64
+	checked  bool
+	inLine   int64 // a waiter surely in line by then (history.Op.InLine); inf: not said
+	deadline int64 // when the op's context expired (history.Op.Deadline); inf: not said
 	// upto is the latest instant the op can take effect: its return, or
 	// inf when it is open-ended (history.Op.OpenEnded: it never returned,
 	// or a release of unknown outcome). The models' windows use it; the
@@ -215,6 +221,7 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 	p.counts.Keys = len(p.keys)
 	sort.Slice(p.keys, func(i, j int) bool { return p.keys[i].key < p.keys[j].key })
 	for _, k := range p.keys {
+		numberHolds(k.lease)
 		byCall(k.lease)
 		byCall(k.resource)
 		byCall(k.notices)
@@ -223,6 +230,28 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 		byCall(k.samples)
 	}
 	return p, nil
+}
+
+// numberHolds sets the hold the lease model reads of each lease op of a
+// key (lop.hold). A release or renew whose number no acquire of its
+// client on the key carries names no hold the model can know of, and is
+// read by count.
+func numberHolds(lease []*lop) {
+	type ref struct {
+		client int32
+		lease  uint64
+	}
+	acquired := map[ref]bool{}
+	for _, o := range lease {
+		if o.kind == history.Acquire && o.lease != 0 {
+			acquired[ref{o.client, o.lease}] = true
+		}
+	}
+	for _, o := range lease {
+		if o.kind == history.Acquire || acquired[ref{o.client, o.lease}] {
+			o.hold = o.lease
+		}
+	}
 }
 
 // byCall sorts ops by call, then return, then input order.
