@@ -25,7 +25,7 @@ type state struct {
 	holds  int32 // the holder's hold count: reentrant acquires add one, releases take one
 	// phantoms is how many of those holds came from acquires of unknown
 	// outcome: a lock may take such a hold back later, unrecorded (see
-	// vanish).
+	// vanishes).
 	phantoms int32
 	// leases are the numbered holds among them (lop.hold: the history's
 	// lease numbers), sorted, nLeases of them; bit i of phantomLeases says
@@ -247,11 +247,11 @@ func apply(s state, o *lop) (state, reason) {
 // was never taken in this lease) is the lock's failure, since with the
 // owner's other holds it ended one the client did not release (a late
 // release that freed a live outer lease; fenced-v2 × migrate: the frozen
-// lock's refused release came back and freed its owner's next hold).
+// lock's refused release came back and freed another hold of its owner).
 // Since 2026-12-07: before, a release could end any hold of its client
 // inside its call and return, and after it any but when its number was
-// known to be gone (lateRelease). The trace spec (TraceFencedLock.tla,
-// HasHold) reads lease numbers the same way.
+// known to be gone (the late-release rule of 2026-12-05). The trace spec
+// (TraceFencedLock.tla, HasHold) reads lease numbers the same way.
 func actsOn(s state, o *lop) (int64, reason) {
 	if s.holder != o.client {
 		return 0, rNotOwner

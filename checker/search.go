@@ -366,7 +366,7 @@ func tokenRanks(ops []searchOp) []int {
 //     by m.r;
 //   - an ok acquire while another client holds a lease that cannot have
 //     expired by m.r (validUntil), and no hold of which may be taken back
-//     unseen (vanish), while no release of that holder, nor an acquire
+//     unseen (vanishes), while no release of that holder, nor an acquire
 //     of unknown outcome, is called by m.r.
 //
 // In a line, a hand-off may be linearized before the previous holder's
@@ -406,7 +406,7 @@ func (s *chunkSearch) doomed(lo int, st state) bool {
 			continue
 		}
 		// The holder's acquire of unknown outcome may end its lease too:
-		// as a new lease of a phantom hold, taken back unseen (vanish).
+		// as a new lease of a phantom hold, taken back unseen (vanishes).
 		if o.kind == needKind || needKind == history.Release && o.kind == history.Acquire && o.maybe() {
 			return false
 		}
