@@ -42,11 +42,11 @@ type lop struct {
 	validUntil int64
 	hasValid   bool
 	lease      uint64
-	// hold is the lease number the lease model reads (see state.leases):
-	// an acquire's lease, and a release's or renew's when an acquire of
-	// its client on the key has that number; 0 otherwise (the op is read
-	// by count, as a history without numbers is, like the trace spec's
-	// converter does).
+	// hold is the lease number the lease model reads (see state.leases,
+	// numberHolds): the op's lease when an acquire of its client on the
+	// key has that number and another lease op of theirs does too; 0
+	// otherwise (the op is read by count, as a history without numbers
+	// is).
 	hold     uint64
 	checked  bool
 	inLine   int64 // a waiter surely in line by then (history.Op.InLine); inf: not said
@@ -235,20 +235,28 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 // numberHolds sets the hold the lease model reads of each lease op of a
 // key (lop.hold). A release or renew whose number no acquire of its
 // client on the key carries names no hold the model can know of, and is
-// read by count.
+// read by count. So is an acquire whose number no other lease op of its
+// client on the key carries: nothing can tell its hold from one without a
+// number (a release by count ends either alike), and reading them alike
+// keeps the phantom holds of acquires of unknown outcome, which are
+// seldom released by number, interchangeable: numbered, the holds taken
+// back unseen were told apart, and their subsets multiplied the states
+// (getset × reset, 88 unknown acquires: the search ran out of its budget
+// where it had passed in a second).
 func numberHolds(lease []*lop) {
 	type ref struct {
 		client int32
 		lease  uint64
 	}
-	acquired := map[ref]bool{}
+	ops, acquired := map[ref]int{}, map[ref]bool{}
 	for _, o := range lease {
-		if o.kind == history.Acquire && o.lease != 0 {
-			acquired[ref{o.client, o.lease}] = true
+		if o.lease != 0 {
+			ops[ref{o.client, o.lease}]++
+			acquired[ref{o.client, o.lease}] = acquired[ref{o.client, o.lease}] || o.kind == history.Acquire
 		}
 	}
 	for _, o := range lease {
-		if o.kind == history.Acquire || acquired[ref{o.client, o.lease}] {
+		if r := (ref{o.client, o.lease}); acquired[r] && ops[r] > 1 {
 			o.hold = o.lease
 		}
 	}
