@@ -27,12 +27,21 @@ func TestExamples(t *testing.T) {
 		t.Fatalf("simulation examples: %v (%d files)", err, len(sims))
 	}
 	files = append(files, sims...)
+	// The trace spec's lease-number histories (issue 60): the lease model
+	// reads lease numbers as the spec does, and refuses the late release
+	// that ended the outer hold where the spec does (line 5).
+	holds, err := filepath.Glob("../tla/testdata/*-late-release-*.jsonl")
+	if err != nil || len(holds) != 2 {
+		t.Fatalf("lease-number examples: %v (%d files)", err, len(holds))
+	}
+	files = append(files, holds...)
 	want := map[string]struct {
 		prop  string
 		lines []int
 	}{
 		"violated-two-holders.jsonl":                  {contract.PropLeaseName, []int{1, 2}},
 		"violated-paused-holder-write-accepted.jsonl": {contract.PropResourceName, []int{6, 7}},
+		"violated-late-release-ends-outer-hold.jsonl": {contract.PropLeaseName, []int{2, 5}},
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -38,6 +39,10 @@ type bfOp struct {
 	value     string
 	prev      string
 	hasPrev   bool
+	// hold: "which hold of its client the op is about", for an acquire
+	// its own; a release's or renew's when an acquire of its client on
+	// the key has it, else 0 (read by count).
+	hold uint64
 }
 
 const never = int64(math.MaxInt64)
@@ -59,9 +64,13 @@ func bfPrecedes(a, b *bfOp) bool {
 }
 
 type bfLease struct {
-	holder                  string
-	holds                   int
-	unknownHolds            int // holds from unknown acquires: may be taken back unseen
+	holder       string
+	holds        int
+	unknownHolds int // holds from unknown acquires: may be taken back unseen
+	// nums are the holds with a lease number among holds, each true when
+	// an acquire of unknown outcome added it. Never changed in place: a
+	// step copies it.
+	nums                    map[uint64]bool
 	holderTok               uint64
 	holderHasTok            bool
 	validUntil, expireAfter int64
@@ -70,23 +79,72 @@ type bfLease struct {
 	now                     int64
 }
 
+// free is s with nobody holding the key.
+func (s bfLease) free() bfLease { return bfLease{lastTok: s.lastTok, hasLast: s.hasLast, now: s.now} }
+
+// without is s with one hold fewer: numbered hold x (x > 0), else a hold
+// without a number, a phantom one when phantom; the last frees the key.
+func (s bfLease) without(x uint64, phantom bool) bfLease {
+	if s.holds == 1 {
+		return s.free()
+	}
+	s.holds--
+	if phantom {
+		s.unknownHolds--
+	}
+	if x > 0 {
+		m := maps.Clone(s.nums)
+		delete(m, x)
+		s.nums = m
+	}
+	return s
+}
+
+// with is s with one more hold of acquire o: numbered when o names one.
+func (s bfLease) with(o *bfOp, unknown int) bfLease {
+	s.holds++
+	s.unknownHolds += unknown
+	if o.hold > 0 {
+		m := maps.Clone(s.nums)
+		if m == nil {
+			m = map[uint64]bool{}
+		}
+		m[o.hold] = unknown == 1
+		s.nums = m
+	}
+	return s
+}
+
 // leaseStep returns the states o may lead s to; none: it cannot take
 // effect. "A hold that an acquire of unknown outcome added may be taken
-// back at any instant after, unrecorded": o may find s with any number of
-// such holds taken back.
+// back at any instant after, unrecorded": o may find s with any of those
+// holds taken back.
 func leaseStep(s bfLease, o *bfOp) []bfLease {
 	var out []bfLease
-	for {
-		out = append(out, leaseStep1(s, o)...)
-		if s.unknownHolds == 0 {
-			return out
-		}
-		s.holds--
-		s.unknownHolds--
-		if s.holds == 0 {
-			s = bfLease{lastTok: s.lastTok, hasLast: s.hasLast, now: s.now}
+	for _, b := range takenBack(s) {
+		out = append(out, leaseStep1(b, o)...)
+	}
+	return out
+}
+
+// takenBack returns s and every state s leads to as some of its phantom
+// holds are taken back, numbered ones by number.
+func takenBack(s bfLease) []bfLease {
+	out := []bfLease{s}
+	if s.unknownHolds == 0 {
+		return out
+	}
+	numbered := 0
+	for x, ph := range s.nums {
+		if ph {
+			numbered++
+			out = append(out, takenBack(s.without(x, true))...)
 		}
 	}
+	if s.unknownHolds > numbered {
+		out = append(out, takenBack(s.without(0, true))...)
+	}
+	return out
 }
 
 // leaseStep1 is leaseStep on s as it is.
@@ -110,13 +168,16 @@ func leaseStep1(s bfLease, o *bfOp) []bfLease {
 		// "a reentrant acquire (nested hold): by the holder, p <= expiredAfter,
 		// with the holder's token or neither has one"; when only one of the
 		// two has a token, it may be a nested hold (whose token is the known
-		// one, new when the hold began) or a new lease.
+		// one, new when the hold began) or a new lease. A nested hold needs
+		// a number the holder does not hold.
 		mayNest := s.holder == o.client && p <= s.expireAfter
+		_, again := s.nums[o.hold]
+		again = again && o.hold > 0
 		sameTok := s.holderHasTok == o.hasTok && (!o.hasTok || o.tok == s.holderTok)
 		var out []bfLease
-		if mayNest && s.holderHasTok != o.hasTok && (!o.hasTok || !s.hasLast || o.tok > s.lastTok) {
-			n := s
-			n.now, n.holds, n.unknownHolds = p, s.holds+1, s.unknownHolds+unknown
+		if mayNest && !again && s.holderHasTok != o.hasTok && (!o.hasTok || !s.hasLast || o.tok > s.lastTok) {
+			n := s.with(o, unknown)
+			n.now = p
 			n.validUntil = max(s.validUntil, plus(o.call, o.validFor))
 			n.expireAfter = max(s.expireAfter, plus(o.ret, o.expireFor))
 			if o.hasTok {
@@ -129,15 +190,18 @@ func leaseStep1(s bfLease, o *bfOp) []bfLease {
 			return out
 		}
 		if nested {
-			n := s
-			n.now, n.holds, n.unknownHolds = p, s.holds+1, s.unknownHolds+unknown
+			if again {
+				return out
+			}
+			n := s.with(o, unknown)
+			n.now = p
 			n.validUntil = max(s.validUntil, plus(o.call, o.validFor))
 			n.expireAfter = max(s.expireAfter, plus(o.ret, o.expireFor))
 			return append(out, n)
 		}
-		n := bfLease{holder: o.client, holds: 1, unknownHolds: unknown, holderTok: o.tok, holderHasTok: o.hasTok,
+		n := bfLease{holder: o.client, holderTok: o.tok, holderHasTok: o.hasTok,
 			validUntil: plus(o.call, o.validFor), expireAfter: plus(o.ret, o.expireFor),
-			lastTok: s.lastTok, hasLast: s.hasLast, now: p}
+			lastTok: s.lastTok, hasLast: s.hasLast, now: p}.with(o, unknown)
 		if o.hasTok {
 			n.lastTok, n.hasLast = o.tok, true
 		}
@@ -146,19 +210,44 @@ func leaseStep1(s bfLease, o *bfOp) []bfLease {
 		if s.holder != o.client || (o.hasTok && s.holderHasTok && o.tok != s.holderTok) || p > s.expireAfter || p > o.ret {
 			return nil
 		}
-		n := s
-		n.now = p
-		switch {
-		case o.kind == history.Release && s.holds > 1:
-			n.holds--
-			n.unknownHolds = min(n.unknownHolds, n.holds)
-		case o.kind == history.Release:
-			n = bfLease{lastTok: s.lastTok, hasLast: s.hasLast, now: p}
-		default:
+		// A release or renew of lease L acts on hold L and no other.
+		phantom, held := s.nums[o.hold]
+		if o.hold > 0 && !held {
+			return nil
+		}
+		if o.kind == history.Renew {
+			n := s
+			n.now = p
 			n.validUntil = max(s.validUntil, plus(o.call, o.validFor))
 			n.expireAfter = max(s.expireAfter, plus(o.ret, o.expireFor))
+			return []bfLease{n}
 		}
-		return []bfLease{n}
+		var out []bfLease
+		if o.hold > 0 {
+			out = append(out, s.without(o.hold, phantom))
+		} else {
+			// "Release takes one hold away (a known one: the phantoms
+			// stay, up to the holds left)", numbered or not.
+			known := s.holds > s.unknownHolds
+			plainPh := s.unknownHolds
+			for _, ph := range s.nums {
+				if ph {
+					plainPh--
+				}
+			}
+			if plain := s.holds - len(s.nums); plain > 0 && (plain > plainPh || !known) {
+				out = append(out, s.without(0, plain == plainPh))
+			}
+			for x, ph := range s.nums {
+				if !ph || !known {
+					out = append(out, s.without(x, ph))
+				}
+			}
+		}
+		for i := range out {
+			out[i].now = p
+		}
+		return out
 	}
 }
 
@@ -252,7 +341,21 @@ func bruteForce(ops []history.Op, drift float64, slack int64) [3]contract.Verdic
 		if _, ok := byKey[h.Key]; !ok {
 			keys = append(keys, h.Key)
 		}
+		o.hold = h.Lease // an acquire's; a release's or renew's is checked below
 		byKey[h.Key] = append(byKey[h.Key], o)
+	}
+	for _, os := range byKey {
+		acquired := map[string]bool{}
+		for _, o := range os {
+			if o.kind == history.Acquire {
+				acquired[fmt.Sprint(o.client, "/", o.hold)] = true
+			}
+		}
+		for _, o := range os {
+			if o.kind != history.Acquire && !acquired[fmt.Sprint(o.client, "/", o.hold)] {
+				o.hold = 0
+			}
+		}
 	}
 	v := [3]contract.Verdict{contract.NA, contract.NA, contract.NA}
 	worse := func(i int, bad bool) {
@@ -500,6 +603,44 @@ func genHistory(r *rand.Rand) []history.Op {
 	return ops
 }
 
+// withHolds gives, in one history of two, every acquire, release and
+// renew a lease number, as a workload that tells its holds apart does: an
+// acquire a new one of its client, a release or renew mostly that of its
+// client's last hold on the key not yet released, else of an earlier hold
+// (released already, maybe), a number no acquire has, or none.
+func withHolds(r *rand.Rand, ops []history.Op) []history.Op {
+	if r.IntN(2) == 0 {
+		return ops
+	}
+	next := map[string]uint64{}
+	taken := map[string][]uint64{} // by client and key, in order
+	open := map[string][]uint64{}
+	for i := range ops {
+		o := &ops[i]
+		ck := o.Client + "/" + o.Key
+		switch o.Kind {
+		case history.Acquire:
+			next[o.Client]++
+			o.Lease = next[o.Client]
+			taken[ck] = append(taken[ck], o.Lease)
+			open[ck] = append(open[ck], o.Lease)
+		case history.Release, history.Renew:
+			switch x := r.IntN(20); {
+			case x < 14 && len(open[ck]) > 0:
+				o.Lease = open[ck][len(open[ck])-1]
+				if o.Kind == history.Release && r.IntN(3) > 0 {
+					open[ck] = open[ck][:len(open[ck])-1]
+				}
+			case x < 17 && len(taken[ck]) > 0:
+				o.Lease = taken[ck][r.IntN(len(taken[ck]))]
+			case x < 18:
+				o.Lease = 99
+			}
+		}
+	}
+	return ops
+}
+
 // historyText is ops as a history file says them, for a failure's message.
 func historyText(ops []history.Op) string {
 	var b strings.Builder
@@ -535,7 +676,7 @@ func TestDifferential(t *testing.T) {
 	slack := 100 * time.Millisecond
 	counts := map[contract.Verdict]int{}
 	for i := 0; i < n; i++ {
-		ops := genHistory(r)
+		ops := withHolds(r, genHistory(r))
 		for _, o := range ops {
 			if err := o.Validate(); err != nil {
 				t.Fatalf("generator made a bad op: %v", err)

@@ -67,35 +67,35 @@ func stepAtMost(rs []replayed, o *lop, limit int) ([]replayed, bool) {
 		if o.maybe() {
 			add(r)
 		}
-		if a, ok := reenter(r.s, o); ok {
-			pv := r.pv
-			pv.lease, pv.now = o, o
-			if o.hasToken {
-				pv.tok = o
-			}
-			add(replayed{a, pv})
+		// The other states o may lead to (others) are lease states,
+		// set by o as apply's are.
+		for _, a := range others(r.s, o, nil) {
+			add(replayed{a, tookEffect(r.pv, o, a)})
 		}
-		if why != rOK {
-			continue
+		if why == rOK {
+			add(replayed{n, tookEffect(r.pv, o, n)})
 		}
-		pv := r.pv
-		switch o.kind {
-		case history.Acquire:
-			pv.lease, pv.now = o, o
-			if o.hasToken {
-				pv.tok = o
-			}
-		case history.Release, history.Renew:
-			pv.lease, pv.now = o, o
-		case history.Write:
-			pv.value = o
-		}
-		if (o.kind == history.Write || o.kind == history.Read) && o.hasToken && n.maxTok == o.token {
-			pv.maxTok = o
-		}
-		add(replayed{n, pv})
 	}
 	return out, !over
+}
+
+// tookEffect is provenance pv once o took effect and left state n.
+func tookEffect(pv prov, o *lop, n state) prov {
+	switch o.kind {
+	case history.Acquire:
+		pv.lease, pv.now = o, o
+		if o.hasToken {
+			pv.tok = o
+		}
+	case history.Release, history.Renew:
+		pv.lease, pv.now = o, o
+	case history.Write:
+		pv.value = o
+	}
+	if (o.kind == history.Write || o.kind == history.Read) && o.hasToken && n.maxTok == o.token {
+		pv.maxTok = o
+	}
+	return pv
 }
 
 // explain says why a chunk of a partition has no linearization from any of
@@ -213,7 +213,7 @@ func (c *run) stuckAfter(key string, ops []searchOp, st start, seq []int, prop s
 			for _, b := range bases(r0.s) {
 				r := replayed{b, r0.pv}
 				_, w := apply(r.s, o)
-				if _, again := reenter(r.s, o); w == rOK || again {
+				if w == rOK || len(others(r.s, o, nil)) > 0 {
 					stuck = false
 					break tries
 				}
@@ -272,6 +272,17 @@ func (c *run) because(prop, key string, o *lop, r replayed, why reason) Violatio
 		e = fmt.Sprintf("%s took effect at %s at the earliest, after the lease (%s) had surely expired at %s"+
 			" (renewals, e.g. a watchdog's, must be in the history as renew ops)",
 			d, fmtTime(max(s.now, o.call)), p.describeOpt(other), fmtTime(s.expiredAfter))
+	case rHoldGone:
+		other = c.origin(key, why, s, o)
+		if other == nil {
+			other = r.pv.lease
+		}
+		e = fmt.Sprintf("%s succeeded but %q no longer held hold %d (%s): a release or renew acts on its own hold, and no other",
+			d, p.clients[o.client], o.hold, p.lastOfHold(other, o))
+	case rHoldAgain:
+		other = c.origin(key, why, s, o)
+		e = fmt.Sprintf("%s took hold %d of %q, which it already held (%s): a lease number names one hold",
+			d, o.hold, p.clients[o.client], p.describeOpt(other))
 	case rTooLate:
 		other = r.pv.now
 		e = fmt.Sprintf("%s returned at %s, before %s can have taken effect (not before %s)",
@@ -332,6 +343,12 @@ func (c *run) origin(key string, why reason, s state, o *lop) *lop {
 		}
 	case rTokenOrder:
 		match = func(x *lop) bool { return x.kind == history.Acquire && x.hasToken && x.token == s.lastTok }
+	case rHoldGone, rHoldAgain:
+		// The last op on o's hold: the release that ended it, or its
+		// acquire (a hold of a lease that ended, or the one o took again).
+		match = func(x *lop) bool {
+			return x.client == o.client && x.hold == o.hold && (x.kind == history.Acquire || x.kind == history.Release)
+		}
 	case rFencing:
 		ops = k.resource
 		match = func(x *lop) bool { return x.hasToken && x.token == s.maxTok }
@@ -358,6 +375,18 @@ func (p *prepared) describeOpt(o *lop) string {
 		return "none"
 	}
 	return p.describe(o)
+}
+
+// lastOfHold says what became of the hold o names, by the last op on it
+// before o (other).
+func (p *prepared) lastOfHold(other, o *lop) string {
+	switch {
+	case other == nil || other.hold != o.hold:
+		return "last lease op: " + p.describeOpt(other)
+	case other.kind == history.Release:
+		return "ended by " + p.describe(other)
+	}
+	return "its acquire: " + p.describe(other)
 }
 
 func (p *prepared) writtenBy(o *lop) string {

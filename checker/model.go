@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,15 +25,20 @@ type state struct {
 	holds  int32 // the holder's hold count: reentrant acquires add one, releases take one
 	// phantoms is how many of those holds came from acquires of unknown
 	// outcome: a lock may take such a hold back later, unrecorded (see
-	// vanish).
+	// vanishes).
 	phantoms int32
-	// leases are the lease numbers (history.Op.Lease) of the holder's
-	// holds, known and phantom, nLeases of them; untracked when they are
-	// not all known (more holds than fit, an op without a lease number, a
-	// hold that ended without saying which): see lateRelease.
-	leases       [4]uint64
-	nLeases      int8
-	untracked    bool
+	// leases are the numbered holds among them (lop.hold: the history's
+	// lease numbers), sorted, nLeases of them; bit i of phantomLeases says
+	// that leases[i] is a phantom. A release or renew of a number acts on
+	// that hold and no other (see apply); the holds without a number are
+	// read by count. untracked: the holder took more numbered holds than
+	// leases keeps, and until the key is free every hold is read by
+	// count, numbered or not (lenient: no order is refused for it).
+	leases        [maxLeases]uint64
+	nLeases       int8
+	phantomLeases uint8
+	untracked     bool
+
 	hasHolderTok bool
 	holderTok    uint64
 	validUntil   int64
@@ -65,10 +72,11 @@ func (s state) hash() uint64 {
 	mix(uint64(s.expiredAfter))
 	mix(s.lastTok)
 	mix(uint64(s.now))
-	for _, l := range s.leases {
+	for _, l := range s.leases[:s.nLeases] {
 		mix(l)
 	}
 	mix(uint64(s.nLeases))
+	mix(uint64(s.phantomLeases))
 	mix(uint64(s.value))
 	mix(s.maxTok)
 	var b uint64
@@ -99,6 +107,8 @@ const (
 	rWrongToken        // release/renew with a token other than the holder's
 	rExpired           // release/renew after the lease surely expired
 	rTooLate           // the op returned before the previous op can have taken effect
+	rHoldGone          // release/renew of a hold (lease number) its client no longer holds
+	rHoldAgain         // acquire of a hold (lease number) its client already holds
 	rFencing           // accepted resource op with a token below the largest accepted
 	rLostUpdate        // write whose prev is not the current value
 	rStaleRead         // read that does not return the current value
@@ -107,11 +117,11 @@ const (
 // rule maps a reason to the rule it breaks.
 func (r reason) rule(k history.Kind) string {
 	switch r {
-	case rHeld:
+	case rHeld, rHoldAgain:
 		return RuleMutualExclusion
 	case rTokenOrder:
 		return RuleTokenOrder
-	case rNotOwner, rWrongToken, rExpired:
+	case rNotOwner, rWrongToken, rExpired, rHoldGone:
 		return RuleNotOwner
 	case rTooLate:
 		if k == history.Acquire {
@@ -129,7 +139,8 @@ func (r reason) rule(k history.Kind) string {
 }
 
 // apply computes the effect of o on s, as if o took effect (ok, or the
-// "it happened" branch of an unknown op).
+// "it happened" branch of an unknown op). Where o may leave more than one
+// state (see others), it is the first of them.
 func apply(s state, o *lop) (state, reason) {
 	switch o.kind {
 	case history.Acquire:
@@ -159,13 +170,17 @@ func apply(s state, o *lop) (state, reason) {
 			return s, rTokenOrder
 		}
 		if nested {
+			// A lease number names one hold: the holder cannot take the
+			// hold it holds a second time (the trace spec's NewHold).
+			if s.leaseAt(o) >= 0 {
+				return s, rHoldAgain
+			}
 			return nest(s, o, p), rOK
 		}
 		n := freed(s)
 		n.now = p
-		n.holder, n.holds, n.phantoms = o.client, 1, unknownHold(o)
-		n = addLease(n, o)
-		n.hasHolderTok, n.holderTok = o.hasToken, o.token
+		n.holder, n.hasHolderTok, n.holderTok = o.client, o.hasToken, o.token
+		n = addHold(n, o)
 		n.validUntil = satAdd(o.call, o.validFor)
 		n.expiredAfter = satAdd(o.ret, o.expireFor)
 		if o.hasToken {
@@ -173,37 +188,23 @@ func apply(s state, o *lop) (state, reason) {
 		}
 		return n, rOK
 	case history.Release, history.Renew:
-		if s.holder != o.client {
-			return s, rNotOwner
+		p, r := actsOn(s, o)
+		if r != rOK {
+			return s, r
 		}
-		if o.hasToken && s.hasHolderTok && o.token != s.holderTok {
-			return s, rWrongToken
-		}
-		p := max(s.now, o.call)
-		if p > s.expiredAfter {
-			return s, rExpired
-		}
-		if p > o.upto {
-			return s, rTooLate
-		}
-		if lateRelease(s, o, p) {
-			return s, rTooLate
-		}
-		n := s
-		n.now = p
+		var n state
 		switch {
-		case o.kind == history.Release && s.holds > 1:
-			n.holds-- // a nested hold ends; the lease goes on
-			n.phantoms = min(n.phantoms, n.holds)
-			n = dropLease(n, o)
+		case o.kind == history.Release && s.leaseAt(o) >= 0:
+			n = endLease(s, s.leaseAt(o)) // its own hold ends, and no other
 		case o.kind == history.Release:
-			n = freed(s)
-			n.now = p
+			countEnds(s, func(e state) bool { n = e; return false })
 		default:
 			// A renewal extends the lease; it never shortens what was granted.
+			n = s
 			n.validUntil = max(s.validUntil, satAdd(o.call, o.validFor))
 			n.expiredAfter = max(s.expiredAfter, satAdd(o.ret, o.expireFor))
 		}
+		n.now = p
 		return n, rOK
 	case history.Read:
 		// A read with a token is fenced like a write and raises the largest
@@ -237,6 +238,69 @@ func apply(s state, o *lop) (state, reason) {
 	return s, rOK
 }
 
+// actsOn reports whether release or renew o can take effect in s, and the
+// earliest instant it can: its client holds the key (with the holder's
+// token when both have one), the lease may still be valid then, and the
+// hold o names, when it names one, stands. A release or renew of a lease
+// number acts on that hold and no other, whenever it lands (an unknown
+// release's late request too): an ok one of a hold that already ended (or
+// was never taken in this lease) is the lock's failure, since with the
+// owner's other holds it ended one the client did not release (a late
+// release that freed a live outer lease; fenced-v2 × migrate: the frozen
+// lock's refused release came back and freed another hold of its owner).
+// Since 2026-12-07: before, a release could end any hold of its client
+// inside its call and return, and after it any but when its number was
+// known to be gone (the late-release rule of 2026-12-05). The trace spec
+// (TraceFencedLock.tla, HasHold) reads lease numbers the same way.
+func actsOn(s state, o *lop) (int64, reason) {
+	if s.holder != o.client {
+		return 0, rNotOwner
+	}
+	if o.hasToken && s.hasHolderTok && o.token != s.holderTok {
+		return 0, rWrongToken
+	}
+	p := max(s.now, o.call)
+	if p > s.expiredAfter {
+		return 0, rExpired
+	}
+	if p > o.upto {
+		return 0, rTooLate
+	}
+	if numbered(s, o) && s.leaseAt(o) < 0 {
+		return 0, rHoldGone
+	}
+	return p, rOK
+}
+
+// others appends to out the states o may lead s to besides apply's answer
+// (and besides "no effect" for an unknown op):
+//   - an acquire by the holder while the lease may still be valid, one of
+//     the two tokens unknown: reentrance (see reenter);
+//   - a release that names no hold (see countEnds) while the holder has
+//     numbered holds: each other hold it may have ended.
+func others(s state, o *lop, out []state) []state {
+	if a, ok := reenter(s, o); ok {
+		out = append(out, a)
+	}
+	if o.kind != history.Release || numbered(s, o) || s.nLeases == 0 {
+		return out
+	}
+	p, r := actsOn(s, o)
+	if r != rOK {
+		return out
+	}
+	first := true
+	countEnds(s, func(n state) bool {
+		if !first {
+			n.now = p
+			out = append(out, n)
+		}
+		first = false
+		return true
+	})
+	return out
+}
+
 // reenter returns the other state an acquire may lead to when it is by
 // the holder while the lease may still be valid and only one of the two
 // has a known token: the holder's hold came from an acquire of unknown
@@ -249,9 +313,10 @@ func apply(s state, o *lop) (state, reason) {
 // searched, and a history whose unknown acquire had taken effect and
 // been re-entered (found by the simulation: the owner's later acquire
 // re-entered the same hold once more after the known ones were
-// released) was called a reused token. ok false: no such state.
+// released) was called a reused token. ok false: no such state (nor when
+// o names a hold the holder already holds).
 func reenter(s state, o *lop) (state, bool) {
-	if o.kind != history.Acquire || s.holder == 0 || s.holder != o.client || s.hasHolderTok == o.hasToken {
+	if o.kind != history.Acquire || s.holder == 0 || s.holder != o.client || s.hasHolderTok == o.hasToken || s.leaseAt(o) >= 0 {
 		return s, false
 	}
 	p := max(s.now, o.call)
@@ -275,11 +340,8 @@ func reenter(s state, o *lop) (state, bool) {
 // holder's lease: the lease may only grow (a nested hold with a shorter
 // TTL must not shorten it).
 func nest(s state, o *lop, p int64) state {
-	n := s
+	n := addHold(s, o)
 	n.now = p
-	n.holds++
-	n.phantoms += unknownHold(o)
-	n = addLease(n, o)
 	n.validUntil = max(s.validUntil, satAdd(o.call, o.validFor))
 	n.expiredAfter = max(s.expiredAfter, satAdd(o.ret, o.expireFor))
 	return n
@@ -298,100 +360,161 @@ func unknownHold(o *lop) int32 {
 func freed(s state) state {
 	n := s
 	n.holder, n.holds, n.phantoms, n.hasHolderTok, n.holderTok, n.validUntil, n.expiredAfter = 0, 0, 0, false, 0, 0, 0
-	n.leases, n.nLeases, n.untracked = [4]uint64{}, 0, false
+	n.leases, n.nLeases, n.phantomLeases, n.untracked = [maxLeases]uint64{}, 0, 0, false
 	return n
 }
 
-// lateRelease reports whether release o, taking effect at p after it
-// returned (a release of unknown outcome: its request may land late, see
-// history.Op.OpenEnded), would end a hold other than its own: its lease
-// number is not among the holder's holds. A late request of a release
-// whose hold is gone must change nothing: ending the client's newer
-// hold with it is the lock's failure (the shipped lock's round-three
-// defect 1: a late release freed the lock under a live outer lease), not
-// an explanation of the history. Since 2026-12-05: before, such a late
-// release could end any later hold of its client, and a workload that
-// lets releases time out (rush-release) gave nearly every client one, so
-// the lease model explained away two holders at once (get-del under
-// pause-client passed lease in half the seeds). Inside its call and
-// return, and when the holds' numbers are not all known, it may end any
-// hold of its client, as before.
-func lateRelease(s state, o *lop, p int64) bool {
-	if o.kind != history.Release || p <= o.ret || o.lease == 0 || s.untracked {
-		return false
+// maxLeases is how many numbered holds a state keeps: the workload nests
+// one hold in another, and holds of acquires of unknown outcome (phantoms)
+// add a few while they stand.
+const maxLeases = 8
+
+// numbered reports whether s reads lease op o by its lease number.
+func numbered(s state, o *lop) bool { return o.hold != 0 && !s.untracked }
+
+// leaseAt returns the index in s.leases of the hold o names, or -1: o
+// names none, s does not hold it, or s reads numbers by count.
+func (s *state) leaseAt(o *lop) int {
+	if !numbered(*s, o) {
+		return -1
 	}
-	for _, l := range s.leases[:s.nLeases] {
-		if l == o.lease {
-			return false
+	for i, l := range s.leases[:s.nLeases] {
+		if l == o.hold {
+			return i
 		}
 	}
-	return true
+	return -1
 }
 
-// addLease records acquire o's lease number among the holder's holds.
-func addLease(s state, o *lop) state {
-	if o.lease == 0 || int(s.nLeases) == len(s.leases) {
-		s.untracked = true
+// phantomAt reports whether s.leases[i] is a phantom hold.
+func (s *state) phantomAt(i int) bool { return s.phantomLeases&(1<<uint(i)) != 0 }
+
+// addHold is s with acquire o's hold added to the holder's: a phantom for
+// an acquire of unknown outcome, numbered when o names one. Past
+// maxLeases numbered holds, s reads every hold by count until the key is
+// free (untracked).
+func addHold(s state, o *lop) state {
+	s.holds++
+	s.phantoms += unknownHold(o)
+	if !numbered(s, o) {
 		return s
 	}
-	s.leases[s.nLeases] = o.lease
+	if int(s.nLeases) == len(s.leases) {
+		s.leases, s.nLeases, s.phantomLeases, s.untracked = [maxLeases]uint64{}, 0, 0, true
+		return s
+	}
+	// Kept sorted, so that equal sets of holds are equal states.
+	i := int(s.nLeases)
+	for i > 0 && s.leases[i-1] > o.hold {
+		s.leases[i] = s.leases[i-1]
+		i--
+	}
+	s.leases[i] = o.hold
+	low := s.phantomLeases & (1<<uint(i) - 1)
+	s.phantomLeases = low | (s.phantomLeases&^(1<<uint(i)-1))<<1
+	if o.maybe() {
+		s.phantomLeases |= 1 << uint(i)
+	}
 	s.nLeases++
 	return s
 }
 
-// dropLease takes release o's lease number out of the holder's holds (a
-// nested hold ended); a release without one, or with one not recorded,
-// ended a hold nobody can name.
-func dropLease(s state, o *lop) state {
-	for i, l := range s.leases[:s.nLeases] {
-		if o.lease != 0 && l == o.lease {
-			copy(s.leases[i:], s.leases[i+1:s.nLeases])
-			s.nLeases--
-			s.leases[s.nLeases] = 0
-			return s
-		}
+// endLease is s with numbered hold s.leases[i] ended; the last hold frees
+// the key.
+func endLease(s state, i int) state {
+	if s.holds == 1 {
+		return freed(s)
 	}
-	s.untracked = true
+	s.holds--
+	if s.phantomAt(i) {
+		s.phantoms--
+	}
+	copy(s.leases[i:], s.leases[i+1:s.nLeases])
+	s.nLeases--
+	s.leases[s.nLeases] = 0
+	low := s.phantomLeases & (1<<uint(i) - 1)
+	s.phantomLeases = low | (s.phantomLeases>>1)&^(1<<uint(i)-1)
 	return s
 }
 
-// vanish takes one phantom hold back (ok false: s has none). An acquire
-// of unknown outcome may have taken effect with nobody knowing, and a
-// lock may then take its hold back later without any op of the history
-// saying so: the shipped lock's cleanup of a lost acquire (found by the
-// simulation, fenced seeds 3154 and 4089: the owner re-entered the hold
-// of its lost acquire, and the cleanup later took that hold back, the
-// owner's own hold standing; no order of the recorded ops explains the
-// key freed after the owner's releases). It may happen at any instant
-// after the acquire took effect, so the models try it before every op;
-// it takes back a phantom hold only, never one a client knows it holds,
-// so no lease a client was told of ends by it.
-func vanish(s state) (state, bool) {
-	if s.holder == 0 || s.phantoms == 0 {
-		return s, false
+// countEnds yields, until yield returns false, the states a release that
+// names no hold (no lease number, or one no acquire of its client on the
+// key has) may leave s in, the first one without a numbered hold's end
+// when it can: one hold fewer, a known one while there is one (the
+// phantoms stay, up to the holds left), numbered or not (the trace spec's
+// Ended). Without numbered holds that is one state, as before lease
+// numbers. s has a hold. (A callback, not a slice: apply takes the first
+// on the search's hot path, and allocates nothing for it.)
+func countEnds(s state, yield func(state) bool) {
+	known := s.holds > s.phantoms
+	plain := s.holds - int32(s.nLeases)
+	plainPhantoms := s.phantoms - int32(bits.OnesCount8(s.phantomLeases))
+	if plain > 0 && (plain > plainPhantoms || !known) {
+		n := s
+		if n.holds == 1 {
+			n = freed(s)
+		} else {
+			n.holds--
+			n.phantoms -= plainPhantoms - min(plainPhantoms, plain-1)
+		}
+		if !yield(n) {
+			return
+		}
 	}
-	if s.holds == 1 {
-		return freed(s), true
+	for i := range int(s.nLeases) {
+		if (!s.phantomAt(i) || !known) && !yield(endLease(s, i)) {
+			return
+		}
 	}
-	n := s
-	n.holds--
-	n.phantoms--
-	n.untracked = true // which hold went back is not known
-	return n, true
 }
 
-// bases returns s and the states s leads to as its phantom holds are
-// taken back one after another (vanish).
-func bases(s state) []state {
-	out := []state{s}
-	for {
-		n, ok := vanish(s)
-		if !ok {
-			return out
+// vanishes appends to out the states s leads to when one of its phantom
+// holds is taken back (none: s has none). An acquire of unknown outcome
+// may have taken effect with nobody knowing, and a lock may then take its
+// hold back later without any op of the history saying so: the shipped
+// lock's cleanup of a lost acquire (found by the simulation, fenced seeds
+// 3154 and 4089: the owner re-entered the hold of its lost acquire, and
+// the cleanup later took that hold back, the owner's own hold standing; no
+// order of the recorded ops explains the key freed after the owner's
+// releases). It may happen at any instant after the acquire took effect,
+// so the models try it before every op; it takes back a phantom hold
+// only, never one a client knows it holds, so no lease a client was told
+// of ends by it. A numbered phantom is taken back by its number (a later
+// release of it finds it gone).
+func vanishes(s state, out []state) []state {
+	if s.holder == 0 || s.phantoms == 0 {
+		return out
+	}
+	if s.phantoms > int32(bits.OnesCount8(s.phantomLeases)) {
+		n := s
+		if n.holds == 1 {
+			n = freed(s)
+		} else {
+			n.holds--
+			n.phantoms--
 		}
 		out = append(out, n)
-		s = n
 	}
+	for i := range int(s.nLeases) {
+		if s.phantomAt(i) {
+			out = append(out, endLease(s, i))
+		}
+	}
+	return out
+}
+
+// bases returns s and the states s leads to as any of its phantom holds
+// are taken back (vanishes), each once.
+func bases(s state) []state {
+	out := []state{s}
+	for i := 0; i < len(out); i++ {
+		for _, n := range vanishes(out[i], nil) {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // checked reports whether an op goes into the Porcupine model: ops that
@@ -439,7 +562,7 @@ func newModel(ctx context.Context, p *prepared) porcupine.Model {
 				if r == rOK {
 					add(n)
 				}
-				if a, ok := reenter(s, o); ok {
+				for _, a := range others(s, o, nil) {
 					add(a)
 				}
 			}

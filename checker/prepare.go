@@ -42,9 +42,15 @@ type lop struct {
 	validUntil int64
 	hasValid   bool
 	lease      uint64
-	checked    bool
-	inLine     int64 // a waiter surely in line by then (history.Op.InLine); inf: not said
-	deadline   int64 // when the op's context expired (history.Op.Deadline); inf: not said
+	// hold is the lease number the lease model reads (see state.leases,
+	// numberHolds): the op's lease when an acquire of its client on the
+	// key has that number and another lease op of theirs does too; 0
+	// otherwise (the op is read by count, as a history without numbers
+	// is).
+	hold     uint64
+	checked  bool
+	inLine   int64 // a waiter surely in line by then (history.Op.InLine); inf: not said
+	deadline int64 // when the op's context expired (history.Op.Deadline); inf: not said
 	// upto is the latest instant the op can take effect: its return, or
 	// inf when it is open-ended (history.Op.OpenEnded: it never returned,
 	// or a release of unknown outcome). The models' windows use it; the
@@ -218,6 +224,7 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 	p.counts.Keys = len(p.keys)
 	sort.Slice(p.keys, func(i, j int) bool { return p.keys[i].key < p.keys[j].key })
 	for _, k := range p.keys {
+		numberHolds(k.lease)
 		byCall(k.lease)
 		byCall(k.resource)
 		byCall(k.notices)
@@ -227,6 +234,36 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 		byCall(k.asks)
 	}
 	return p, nil
+}
+
+// numberHolds sets the hold the lease model reads of each lease op of a
+// key (lop.hold). A release or renew whose number no acquire of its
+// client on the key carries names no hold the model can know of, and is
+// read by count. So is an acquire whose number no other lease op of its
+// client on the key carries: nothing can tell its hold from one without a
+// number (a release by count ends either alike), and reading them alike
+// keeps the phantom holds of acquires of unknown outcome, which are
+// seldom released by number, interchangeable: numbered, the holds taken
+// back unseen were told apart, and their subsets multiplied the states
+// (getset × reset, 88 unknown acquires: the search ran out of its budget
+// where it had passed in a second).
+func numberHolds(lease []*lop) {
+	type ref struct {
+		client int32
+		lease  uint64
+	}
+	ops, acquired := map[ref]int{}, map[ref]bool{}
+	for _, o := range lease {
+		if o.lease != 0 {
+			ops[ref{o.client, o.lease}]++
+			acquired[ref{o.client, o.lease}] = acquired[ref{o.client, o.lease}] || o.kind == history.Acquire
+		}
+	}
+	for _, o := range lease {
+		if r := (ref{o.client, o.lease}); acquired[r] && ops[r] > 1 {
+			o.hold = o.lease
+		}
+	}
 }
 
 // byCall sorts ops by call, then return, then input order.

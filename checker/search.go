@@ -190,6 +190,11 @@ func appendState(k []byte, st state) []byte {
 	k = binary.LittleEndian.AppendUint64(k, uint64(st.now))
 	k = binary.LittleEndian.AppendUint32(k, uint32(st.value))
 	k = binary.LittleEndian.AppendUint64(k, st.maxTok)
+	// The numbered holds: states that differ only in them are not one node.
+	k = append(k, byte(st.nLeases), st.phantomLeases)
+	for _, l := range st.leases[:st.nLeases] {
+		k = binary.LittleEndian.AppendUint64(k, l)
+	}
 	var b byte
 	if st.hasHolderTok {
 		b |= 1
@@ -199,6 +204,9 @@ func appendState(k []byte, st state) []byte {
 	}
 	if st.hasMax {
 		b |= 4
+	}
+	if st.untracked {
+		b |= 8
 	}
 	return append(k, b)
 }
@@ -226,8 +234,8 @@ func (s *chunkSearch) dfs(lo int, st state) {
 		return
 	}
 	s.noteDepth()
-	if v, ok := vanish(st); ok {
-		// A phantom hold taken back before the next op (see vanish).
+	for _, v := range vanishes(st, nil) {
+		// A phantom hold taken back before the next op (see vanishes).
 		s.dfs(lo, v)
 		if s.stopped {
 			return
@@ -286,8 +294,19 @@ func (s *chunkSearch) dfs(lo int, st state) {
 		case r == rOK:
 			s.dfs(lo, n)
 		}
-		if a, ok := reenter(st, so.o); ok && !so.floats() && !s.stopped {
-			s.dfs(lo, a)
+		// The other states it may lead to (others): a floating op's
+		// reentrance is left out as before; the other holds a release
+		// without a lease number may end are not.
+		if !s.stopped && (!so.floats() || so.o.kind == history.Release) {
+			for _, a := range others(st, so.o, nil) {
+				if s.stopped {
+					break
+				}
+				if so.floats() && a == st {
+					continue
+				}
+				s.dfs(lo, a)
+			}
 		}
 		if !so.floats() {
 			s.fixed--
@@ -342,11 +361,12 @@ func tokenRanks(ops []searchOp) []int {
 // after ops called by then only (an op linearized before m takes effect at
 // or after its call), and none of those can make m possible:
 //
-//   - an ok release or renewal of a client that does not hold the key,
-//     while no acquire of that client is called by m.r;
+//   - an ok release or renewal of a client that does not hold the key, or
+//     not the hold the op names, while no acquire of that client is called
+//     by m.r;
 //   - an ok acquire while another client holds a lease that cannot have
 //     expired by m.r (validUntil), and no hold of which may be taken back
-//     unseen (vanish), while no release of that holder, nor an acquire
+//     unseen (vanishes), while no release of that holder, nor an acquire
 //     of unknown outcome, is called by m.r.
 //
 // In a line, a hand-off may be linearized before the previous holder's
@@ -373,7 +393,7 @@ func (s *chunkSearch) doomed(lo int, st state) bool {
 	var needKind history.Kind
 	var needClient int32
 	switch {
-	case (mo.kind == history.Release || mo.kind == history.Renew) && st.holder != mo.client:
+	case (mo.kind == history.Release || mo.kind == history.Renew) && (st.holder != mo.client || numbered(st, mo) && st.leaseAt(mo) < 0):
 		needKind, needClient = history.Acquire, mo.client
 	case mo.kind == history.Acquire && st.holder != 0 && st.holder != mo.client && (st.validUntil == inf || st.validUntil+1 > minRet) && st.phantoms < st.holds:
 		needKind, needClient = history.Release, st.holder
@@ -386,7 +406,7 @@ func (s *chunkSearch) doomed(lo int, st state) bool {
 			continue
 		}
 		// The holder's acquire of unknown outcome may end its lease too:
-		// as a new lease of a phantom hold, taken back unseen (vanish).
+		// as a new lease of a phantom hold, taken back unseen (vanishes).
 		if o.kind == needKind || needKind == history.Release && o.kind == history.Acquire && o.maybe() {
 			return false
 		}

@@ -21,9 +21,9 @@ import (
 // TestModelDifferential: the TLA+ trace model (tla/TraceFencedLock.tla) and
 // the checker, two verifiers of docs/DESIGN.md, agree on random fenced
 // histories from the differential generator (genHistory, with a token on
-// every op that a fenced history carries, and in one history of four a
-// failover or failover-skew window), as tla.Result.Disagreement states the
-// agreement. It needs TLC ($TLA2TOOLS_JAR) and is skipped without it.
+// every op that a fenced history carries, lease numbers in one history of
+// two (withHolds), and in one history of four a failover or failover-skew
+// window), as tla.Result.Disagreement states the agreement. It needs TLC ($TLA2TOOLS_JAR) and is skipped without it.
 //
 // TLC starts a JVM per run, so histories are batched: each is given keys
 // of its own and a time of its own (keys are independent objects for both
@@ -54,7 +54,7 @@ func TestModelDifferential(t *testing.T) {
 	var refusedV []verdicts
 	windowed, saidRefused := 0, 0
 	for tries := 0; (len(passed) < passes || len(refused)-saidRefused < refusals || saidRefused < refusals/4) && tries < 100*(passes+refusals); tries++ {
-		ops := withWindow(r, withInspects(r, fenced(r, genHistory(r))))
+		ops := withWindow(r, withInspects(r, fenced(r, withHolds(r, genHistory(r)))))
 		if _, err := trace.Convert(ops, trace.Options{}); err != nil {
 			t.Fatalf("convert a generated history: %v", err)
 		}
@@ -86,8 +86,9 @@ func TestModelDifferential(t *testing.T) {
 		}
 	}
 	// The directed cases of holds of unknown outcome, which random
-	// histories seldom build, each alone.
-	for _, tc := range unknownHoldCases() {
+	// histories seldom build, and of holds told apart by lease number,
+	// which they do not carry, each alone.
+	for _, tc := range append(unknownHoldCases(), holdNumberCases()...) {
 		v := verdicts{tc.want.lease, tc.want.resource}
 		if v.lease == contract.OK && v.resource != contract.Violated {
 			passed = append(passed, tc.ops)

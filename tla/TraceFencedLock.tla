@@ -33,6 +33,11 @@
 (*    lease acquiring again gets its own fence and one more hold           *)
 (*    (reentrancy), and each ok release takes one hold off, the last one  *)
 (*    freeing the key;                                                     *)
+(*  - holds are kept by lease number (e.lease, 0 for none): a release or  *)
+(*    renew of lease L acts on hold L of its client and no other, an ok   *)
+(*    one needs it (a number already released is refused), and an        *)
+(*    unknown release may end hold L only, whenever it lands; ops without *)
+(*    numbers are read by count;                                          *)
 (*  - an ok release or renew needs the owner and token of the lease and   *)
 (*    the lease not surely expired; a failed one had no effect and is     *)
 (*    not judged (docs/DESIGN.md: fail ops are not in the models): a lock *)
@@ -81,10 +86,11 @@ EXTENDS Integers, Sequences, FiniteSets, TLC, TraceData, FencingRule
 VARIABLES
     l,       \* the first event not yet taken
     taken,   \* the events after l already taken
-    lock,    \* per key, per side: the current lease [owner, tok, n, ph, lo, hi]
-             \* (n: the holds its owner took with that fence, ph of them
-             \* by acquires of unknown outcome; tok 0: an acquire whose
-             \* token nobody learnt took it)
+    lock,    \* per key, per side: the current lease [owner, tok, n, ph, hs, phs, lo, hi]
+             \* (the holds its owner took with that fence: n without a
+             \* lease number, ph of them by acquires of unknown outcome, and
+             \* hs the numbers of the numbered ones, phs those of unknown
+             \* outcome; tok 0: an acquire whose token nobody learnt took it)
     issued,  \* per key, per side: the highest fence that master issued
     owners,  \* per key: the <<fence, client>> of every ok acquire
     split,   \* per key: TRUE while its ops may go to two masters
@@ -95,7 +101,7 @@ vars == <<l, taken, lock, issued, owners, split, res, now>>
 
 KeyIds == 1..NumKeys
 Sides == {1, 2}
-NoLease == [owner |-> 0, tok |-> 0, n |-> 0, ph |-> 0, lo |-> 0, hi |-> 0]
+NoLease == [owner |-> 0, tok |-> 0, n |-> 0, ph |-> 0, hs |-> {}, phs |-> {}, lo |-> 0, hi |-> 0]
 Max2(a, b) == IF a >= b THEN a ELSE b
 
 Init ==
@@ -124,7 +130,35 @@ Owns(ls, e) == ls.owner = e.c /\ (ls.tok = e.tok \/ ls.tok = 0 \/ e.tok = 0)
 SameHold(ls, e) == ls.owner = e.c /\ ls.tok = e.tok
 \* 1 for an acquire of unknown outcome: the hold it adds is a phantom.
 Ph(e) == IF e.res = "ok" THEN 0 ELSE 1
-LeaseOf(e) == [owner |-> e.c, tok |-> e.tok, n |-> 1, ph |-> Ph(e), lo |-> e.lo, hi |-> e.hi]
+
+\* Holds (docs/DESIGN.md, "Contract: history file": lease numbers).  An op
+\* with a lease number (e.lease > 0) is about that hold of its client: an
+\* acquire starts hold e.lease, and a release or renew acts on it and on no
+\* other (the lock keeps one record per hold, and a release ends exactly
+\* its own).  An op without one is read by count, as before lease numbers:
+\* an acquire adds a hold, a release takes one off.
+Count(ls) == ls.n + Cardinality(ls.hs)
+\* A lease with no hold left frees the key.
+Norm(ls) == IF Count(ls) = 0 THEN NoLease ELSE ls
+\* ls with e's hold added (a phantom for an acquire of unknown outcome).
+AddHold(ls, e) ==
+    IF e.lease = 0 THEN [ls EXCEPT !.n = @ + 1, !.ph = @ + Ph(e)]
+    ELSE [ls EXCEPT !.hs = @ \cup {e.lease}, !.phs = IF Ph(e) = 1 THEN @ \cup {e.lease} ELSE @]
+\* e may add a hold to ls: a lease number names one hold of its client.
+NewHold(ls, e) == e.lease = 0 \/ e.lease \notin ls.hs
+\* e's client acts on a hold of ls that e may name: its own, if numbered.
+HasHold(ls, e) == e.lease = 0 \/ e.lease \in ls.hs
+LeaseOf(e) == AddHold([NoLease EXCEPT !.owner = e.c, !.tok = e.tok, !.lo = e.lo, !.hi = e.hi], e)
+\* The leases a release e may leave of ls: without e's own hold, if it is
+\* numbered; else one hold fewer by count, a known one while there is one
+\* (the phantoms stay, up to the holds left), numbered or not.
+Ended(ls, e) ==
+    IF e.lease > 0
+    THEN IF e.lease \in ls.hs THEN {Norm([ls EXCEPT !.hs = @ \ {e.lease}, !.phs = @ \ {e.lease}])} ELSE {}
+    ELSE LET known == ls.n > ls.ph \/ ls.hs \ ls.phs # {} IN
+         (IF ls.n > 0 /\ (ls.n > ls.ph \/ ~known)
+          THEN {Norm([ls EXCEPT !.n = @ - 1, !.ph = IF @ < ls.n - 1 THEN @ ELSE ls.n - 1])} ELSE {})
+         \cup {Norm([ls EXCEPT !.hs = @ \ {x}, !.phs = @ \ {x}]) : x \in {y \in ls.hs : y \notin ls.phs \/ ~known}}
 
 \* The states of key k's two masters that event e may find: the window
 \* opens (side 2 is the promoted replica, with or without the last lease),
@@ -161,7 +195,8 @@ AcquireTakes(e, k, p, s) ==
     THEN \* the owner again (reentrancy): its own fence, one more hold, and
          \* the lease lives at least as long as both
          /\ t0 <= e.ret
-         /\ SetLease(k, p, s, [ls EXCEPT !.n = @ + 1, !.ph = @ + Ph(e), !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)])
+         /\ NewHold(ls, e)
+         /\ SetLease(k, p, s, [AddHold(ls, e) EXCEPT !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)])
          /\ UNCHANGED owners
          /\ SetNow(e, t0)
     ELSE \/ \* the owner again, one of the two fences unknown (an acquire of
@@ -169,10 +204,11 @@ AcquireTakes(e, k, p, s) ==
             \* known one, new when the lease began
             /\ Owns(ls, e) /\ ~SurelyExpired(ls, t0)
             /\ t0 <= e.ret
+            /\ NewHold(ls, e)
             /\ e.tok = 0 \/ e.tok > p.iss[s]
             /\ e.res = "ok" /\ e.tok > 0 => \A o \in owners[k] : o[1] = e.tok => o[2] = e.c
             /\ lock' = [lock EXCEPT ![k] = [p.lk EXCEPT ![s] =
-                   [ls EXCEPT !.n = @ + 1, !.ph = @ + Ph(e), !.tok = Max2(@, e.tok),
+                   [AddHold(ls, e) EXCEPT !.tok = Max2(@, e.tok),
                               !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)]]]
             /\ issued' = [issued EXCEPT ![k] = [p.iss EXCEPT ![s] = IF e.tok > 0 THEN e.tok ELSE @]]
             /\ owners' = IF e.res = "ok" /\ e.tok > 0
@@ -201,19 +237,20 @@ AcquireEv(e) ==
                        \/ AcquireTakes(e, k, p, s)
     /\ UNCHANGED res
 
-\* A release or renew takes effect: its client holds the lease, and at its
-\* instant the lease may still be valid.
-Holds(e, ls) == Owns(ls, e) /\ At(e) <= e.ret /\ ~SurelyExpired(ls, At(e))
+\* A release or renew takes effect: its client holds the lease (and the
+\* hold e names, if it names one), and at its instant the lease may still
+\* be valid.
+Holds(e, ls) == Owns(ls, e) /\ HasHold(ls, e) /\ At(e) <= e.ret /\ ~SurelyExpired(ls, At(e))
 
 ReleaseEv(e) ==
     /\ e.kind = "release"
     /\ LET k == e.k IN
        \E p \in Pre(k, e), s \in SidesOf(e) :
          LET ls == p.lk[s]
-             \* one hold fewer; the last one frees the key
-             after == IF ls.n > 1 THEN [ls EXCEPT !.n = @ - 1, !.ph = IF @ < ls.n - 1 THEN @ ELSE ls.n - 1]
-                      ELSE NoLease
-             takes == Holds(e, ls) /\ SetLease(k, p, s, after) /\ SetNow(e, At(e))
+             \* one hold fewer (e's own, if it names one: an unknown
+             \* release too, whenever it lands, ends no other hold); the
+             \* last one frees the key
+             takes == Holds(e, ls) /\ \E after \in Ended(ls, e) : SetLease(k, p, s, after) /\ SetNow(e, At(e))
          IN CASE e.res = "ok" -> takes
               [] e.res = "fail" -> NoEffect(k, p, s)
               [] OTHER -> NoEffect(k, p, s) \/ takes
@@ -296,7 +333,7 @@ Answer(e, k, p, s) ==
         Alive == ~SurelyExpired(ls, t0) \/ Skewed
         IsLease(c) == /\ ls.owner = c
                       /\ Alive
-                      /\ (e.count < 0 \/ e.count = ls.n)
+                      /\ (e.count < 0 \/ e.count = Count(ls))
         Fence == e.tok = 0 \/ ls.tok = 0 \/ ls.tok = e.tok
     IN
     CASE e.kind = "inspect" /\ ~e.held -> AtFree
@@ -357,8 +394,8 @@ Take(i) ==
 \* a hold a client knows of.
 Vanish(k, s) ==
     LET ls == lock[k][s] IN
-    /\ ls.ph > 0
-    /\ lock' = [lock EXCEPT ![k][s] = IF ls.n > 1 THEN [ls EXCEPT !.n = @ - 1, !.ph = @ - 1] ELSE NoLease]
+    /\ \/ ls.ph > 0 /\ lock' = [lock EXCEPT ![k][s] = Norm([ls EXCEPT !.n = @ - 1, !.ph = @ - 1])]
+       \/ \E x \in ls.phs : lock' = [lock EXCEPT ![k][s] = Norm([ls EXCEPT !.hs = @ \ {x}, !.phs = @ \ {x}])]
     /\ UNCHANGED <<l, taken, issued, owners, split, res, now>>
 
 Next == l <= Len(Trace) /\ (\/ \E i \in Ready : Take(i)

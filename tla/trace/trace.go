@@ -64,6 +64,12 @@ type Event struct {
 	Held   bool
 	Holder int
 	Count  int
+	// Lease names the hold of its client that an acquire starts or a
+	// release or renew acts on (history.Op.Lease), mapped to 1..n in the
+	// order of the numbers; 0: not said, or said by a release or renew of a
+	// number no acquire of its client and key carries (the spec then reads
+	// the op by count, as a history without numbers).
+	Lease int
 	// Upto is the last trace position (1-based) that may come before this
 	// event is taken: the trace spec takes the events of a key in any order
 	// that respects real time, and an event called after this one returned
@@ -180,6 +186,7 @@ func Convert(ops []history.Op, opt Options) (*Trace, error) {
 	c := converter{
 		clients: map[string]int{}, keys: map[string]int{},
 		tokens: map[uint64]int{}, values: map[string]int{"": 0},
+		leases: map[uint64]int{},
 	}
 	if err := c.collect(ops, drift); err != nil {
 		return nil, err
@@ -195,7 +202,29 @@ type converter struct {
 	keys    map[string]int
 	tokens  map[uint64]int
 	values  map[string]int
-	times   []int64 // every finite time point, ns, sorted and unique after collect
+	leases  map[uint64]int   // lease numbers of lock ops, in order from 1
+	held    map[holdKey]bool // the (client, key, lease) of every acquire
+	times   []int64          // every finite time point, ns, sorted and unique after collect
+}
+
+// holdKey names one hold: a client's lease number on a key.
+type holdKey struct {
+	client, key string
+	lease       uint64
+}
+
+// leaseOf is the lease number an op passes to the spec: an acquire's own,
+// and a release's or renew's when an acquire of its client and key has it.
+func (c *converter) leaseOf(op *history.Op) uint64 {
+	switch {
+	case op.Lease == 0:
+		return 0
+	case op.Kind == history.Acquire:
+		return op.Lease
+	case (op.Kind == history.Release || op.Kind == history.Renew) && c.held[holdKey{op.Client, op.Key, op.Lease}]:
+		return op.Lease
+	}
+	return 0
 }
 
 // lease returns the surely-valid and surely-expired bounds (ns) of a lease
@@ -235,8 +264,14 @@ func satAdd(a, b int64) int64 {
 // times to map.
 func (c *converter) collect(ops []history.Op, drift int64) error {
 	var names, keys []string
-	var toks []uint64
+	var toks, leases []uint64
 	var vals []string
+	c.held = map[holdKey]bool{}
+	for i := range ops {
+		if op := &ops[i]; op.Kind == history.Acquire && op.Lease != 0 {
+			c.held[holdKey{op.Client, op.Key, op.Lease}] = true
+		}
+	}
 	for i := range ops {
 		op := &ops[i]
 		if err := op.Validate(); err != nil {
@@ -256,6 +291,9 @@ func (c *converter) collect(ops []history.Op, drift int64) error {
 		}
 		if op.HasToken {
 			toks = append(toks, op.Token)
+		}
+		if l := c.leaseOf(op); l != 0 {
+			leases = append(leases, l)
 		}
 		if op.HasValue {
 			vals = append(vals, op.Value)
@@ -282,6 +320,10 @@ func (c *converter) collect(ops []history.Op, drift int64) error {
 	slices.Sort(toks)
 	for _, t := range slices.Compact(toks) {
 		c.tokens[t] = len(c.tokens) + 1
+	}
+	slices.Sort(leases)
+	for _, l := range slices.Compact(leases) {
+		c.leases[l] = len(c.leases) + 1
 	}
 	index(vals, c.values, 1)
 	slices.Sort(c.times)
@@ -372,6 +414,9 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 		}
 		if op.HasToken {
 			e.Token = c.tokens[op.Token]
+		}
+		if l := c.leaseOf(&op); l != 0 {
+			e.Lease = c.leases[l]
 		}
 		if op.HasValue {
 			e.Value = c.values[op.Value]

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -542,14 +543,15 @@ func TestTokenlessFailures(t *testing.T) {
 // TestLossNoticesLeftOut: a history's loss notices (lost ops) and the
 // claims fields are what the lock told its holder, and deadlines and close
 // ops what the calls property judges: the trace spec does not describe
-// them, and the trace is the one of the same history without them.
+// them, and the trace is the one of the same history without them. (Lease
+// numbers it reads: see TestLeaseNumbers.)
 func TestLossNoticesLeftOut(t *testing.T) {
 	for _, f := range samples(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			ops := read(t, f)
 			want := module(t, mustConvert(t, ops))
 			var with []history.Op
-			for i, o := range ops {
+			for _, o := range ops {
 				with = append(with, o)
 				if o.Kind != history.Fault {
 					// Deadlines and closes are the calls property's.
@@ -560,9 +562,9 @@ func TestLossNoticesLeftOut(t *testing.T) {
 						Completed: true, Result: history.OK, Line: o.Line})
 				}
 				if o.Kind == history.Acquire && o.Result == history.OK && o.Completed {
-					with[len(with)-1].ValidUntil, with[len(with)-1].HasValid, with[len(with)-1].Lease = o.Return+1, true, uint64(i+1)
+					with[len(with)-1].ValidUntil, with[len(with)-1].HasValid = o.Return+1, true
 					with = append(with, history.Op{Client: o.Client, Kind: history.Lost, Key: o.Key, Call: o.Return, Return: o.Return,
-						Completed: true, Result: history.OK, Lease: uint64(i + 1), Line: o.Line})
+						Completed: true, Result: history.OK, Lease: o.Lease, Line: o.Line})
 				}
 			}
 			if got := module(t, mustConvert(t, with)); got != want {
@@ -610,5 +612,45 @@ func TestInspectEvents(t *testing.T) {
 	}
 	if m := module(t, tr); !strings.Contains(m, "held |-> TRUE, holder |-> 1, count |-> 2") {
 		t.Fatalf("the module does not carry the answer:\n%s", m)
+	}
+}
+
+// TestLeaseNumbers: the lease numbers of acquires, releases and renews go
+// to the trace, mapped to 1..n in their order; a release or renew of a
+// number no acquire of its client and key carries, and every other op,
+// gets 0 (read by count, as without numbers).
+func TestLeaseNumbers(t *testing.T) {
+	op := func(line int, c string, kind history.Kind, lease uint64) history.Op {
+		return history.Op{Line: line, Client: c, Kind: kind, Key: "k", Call: int64(line), Return: int64(line) + 1, Completed: true,
+			Result: history.OK, Token: 7, HasToken: true, TTLMillis: 100, Lease: lease}
+	}
+	ops := []history.Op{
+		op(1, "a", history.Acquire, 1000),
+		op(2, "a", history.Acquire, 5),
+		op(3, "a", history.Renew, 1000),
+		op(4, "a", history.Release, 5),
+		op(5, "a", history.Release, 9),    // no acquire of a has 9
+		op(6, "b", history.Release, 1000), // nor of b 1000
+		op(7, "a", history.Write, 1000),
+		op(8, "a", history.Release, 0),
+	}
+	for i := range ops {
+		if ops[i].Kind != history.Acquire && ops[i].Kind != history.Renew {
+			ops[i].TTLMillis = 0
+		}
+	}
+	ops[6].Value, ops[6].HasValue = "x", true
+	tr := mustConvert(t, ops)
+	checkTrace(t, ops, tr)
+	got := map[int]int{}
+	for _, e := range tr.Events {
+		got[e.Line] = e.Lease
+	}
+	want := map[int]int{1: 2, 2: 1, 3: 2, 4: 1, 5: 0, 6: 0, 7: 0, 8: 0}
+	if !maps.Equal(got, want) {
+		t.Errorf("lease numbers by line %v, want %v", got, want)
+	}
+	if m := module(t, tr); !strings.Contains(m, "lease |-> 2, upto") {
+		t.Errorf("module has no lease field:\n%s", m)
 	}
 }

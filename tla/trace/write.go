@@ -45,10 +45,10 @@ func (t *Trace) WriteModule(w io.Writer, name, source string) error {
 	for i, e := range t.Events {
 		fmt.Fprintf(bw, "%s%d, kind |-> %q, res |-> %q, c |-> %d, k |-> %d, tok |-> %d, "+
 			"call |-> %d, ret |-> %d, lo |-> %d, hi |-> %d, val |-> %d, prev |-> %d, fault |-> %s, "+
-			"win |-> %s, foreign |-> %s, held |-> %s, holder |-> %d, count |-> %d, upto |-> %d]",
+			"win |-> %s, foreign |-> %s, held |-> %s, holder |-> %d, count |-> %d, lease |-> %d, upto |-> %d]",
 			EventPrefix, e.Line, e.Kind, e.Result, e.Client, e.Key, e.Token,
 			e.Call, e.Return, e.Lo, e.Hi, e.Value, e.Prev, tlaString(e.Fault), tlaBool(e.Win), tlaBool(e.Foreign),
-			tlaBool(e.Held), e.Holder, e.Count, e.Upto)
+			tlaBool(e.Held), e.Holder, e.Count, e.Lease, e.Upto)
 		if i < len(t.Events)-1 {
 			bw.WriteByte(',')
 		}
@@ -81,6 +81,7 @@ type jsonEvent struct {
 	Held    bool   `json:"held"`
 	Holder  int    `json:"holder"`
 	Count   int    `json:"count"`
+	Lease   int    `json:"lease"`
 	Upto    int    `json:"upto"`
 }
 
