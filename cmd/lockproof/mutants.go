@@ -501,16 +501,19 @@ func notAsPredicted(s *contract.Summary) []string {
 }
 
 // judgeKill reads a run that exited 1: the mutant is killed by its first
-// row not as predicted (by seed; the matrix's rows in its order of
-// faults, then by seed) that the control was as predicted on. A run whose
-// only such rows are the control's too kills nothing.
+// row not as predicted (the simulation's by seed; the matrix's as its
+// plan ran them, fault by fault in the order of --faults, seed by seed)
+// that the control was as predicted on. A run whose only such rows are
+// the control's too kills nothing.
 func (v *verifierResult) judgeKill(sum *contract.Summary, serr error, runDir, which string, controlBad map[string]bool, control bool) {
 	if sum == nil {
 		v.Verdict, v.Note = verdictInconclusive, fmt.Sprintf("exit 1, and no summary: %v", serr)
 		return
 	}
 	rows := slices.Clone(sum.Scenarios)
-	slices.SortStableFunc(rows, func(a, b *contract.Row) int { return cmp.Compare(a.Seed, b.Seed) })
+	if which != "matrix" {
+		slices.SortStableFunc(rows, func(a, b *contract.Row) int { return cmp.Compare(a.Seed, b.Seed) })
+	}
 	var shared []string
 	for _, r := range rows {
 		if len(r.Mismatches) == 0 {
