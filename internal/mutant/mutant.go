@@ -228,7 +228,7 @@ func Parse(p string, b []byte) (*Mutant, error) {
 				cur.Search, block, state = strings.Join(block, "\n"), nil, inReplace
 				continue
 			}
-			if strings.HasPrefix(line, "--- ") && (line == "--- search" || line == "--- end") {
+			if line == "--- search" || line == "--- end" {
 				return nil, bad(n, "edit", "%q inside the search text of the edit of line %d: want \"--- replace\" first", line, cur.Line)
 			}
 			block = append(block, line)
