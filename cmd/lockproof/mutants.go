@@ -56,6 +56,7 @@ type mutantsFlags struct {
 	list         bool
 	compileOnly  bool
 	seeds        int
+	simFaults    string
 	workers      int
 	matrixSeeds  int
 	matrixFaults string
@@ -83,7 +84,8 @@ func runMutants(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&f.mutants, "mutants", "all", "comma-separated mutant names or globs (e.g. \"end-*,fencing-*\"), or all")
 	fs.BoolVar(&f.list, "list", false, "list the catalogue's mutants (name, kind, class, file, the defect) and exit")
 	fs.BoolVar(&f.compileOnly, "compile-only", false, "apply each mutant to a copy and compile the package it alters; run no verifier")
-	fs.IntVar(&f.seeds, "seeds", mutantSimSeeds, "the simulation's budget: lockproof sim --locks fenced --seeds 1-N (swarm faults); 0 skips the simulation")
+	fs.IntVar(&f.seeds, "seeds", mutantSimSeeds, "the simulation's budget: lockproof sim --locks fenced --seeds 1-N; 0 skips the simulation")
+	fs.StringVar(&f.simFaults, "sim-faults", "swarm", "the simulation's faults (lockproof sim --faults): swarm (each seed its own mix), none, or a comma-separated list")
 	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "the simulation's worker processes")
 	fs.IntVar(&f.matrixSeeds, "matrix-seeds", 1, "the real-time matrix's budget: lockproof run --locks fenced --faults F --seeds 1-M; 0 skips the matrix")
 	fs.StringVar(&f.matrixFaults, "matrix-faults", mutantMatrixFaults, "the real-time matrix's faults (comma-separated, or all: the default matrix)")
@@ -125,6 +127,10 @@ func runMutants(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return bad("--timeout %v: must be more than 0", f.timeout)
 	case !f.list && !f.compileOnly && f.seeds == 0 && f.matrixSeeds == 0:
 		return bad("--seeds 0 and --matrix-seeds 0: no verifier left to run (--compile-only only compiles)")
+	}
+	f.simFaults = strings.TrimSpace(f.simFaults)
+	if _, err := sim.Mix(f.simFaults); f.seeds > 0 && err != nil {
+		return bad("--sim-faults: %v", err)
 	}
 	f.matrixFaults = strings.TrimSpace(f.matrixFaults)
 	if f.matrixSeeds > 0 && f.matrixFaults != "all" {
@@ -252,7 +258,7 @@ func (m *mutation) run(ctx context.Context, ms []*mutant.Mutant) int {
 	m.started = time.Now()
 	m.file = mutantsFile{Started: m.started.UTC().Format(time.RFC3339), Revision: revisionOf(ctx, m.src), CompileOnly: m.f.compileOnly}
 	if !m.f.compileOnly {
-		m.file.Budget = &mutantsBudget{SimSeeds: m.f.seeds, SimFaults: "swarm", MatrixSeeds: m.f.matrixSeeds}
+		m.file.Budget = &mutantsBudget{SimSeeds: m.f.seeds, SimFaults: m.f.simFaults, MatrixSeeds: m.f.matrixSeeds}
 		if m.f.matrixSeeds > 0 {
 			m.file.Budget.MatrixFaults = m.f.matrixFaults
 		}
@@ -383,7 +389,7 @@ func (m *mutation) one(ctx context.Context, mu *mutant.Mutant) *mutantResult {
 	}
 	if m.f.seeds > 0 {
 		r.Sim = m.verify(ctx, bin, dir, "sim", []string{"sim", "--locks", zoo.FencedName, "--seeds", "1-" + strconv.Itoa(m.f.seeds),
-			"--workers", strconv.Itoa(m.f.workers)}, mu == nil)
+			"--faults", m.f.simFaults, "--workers", strconv.Itoa(m.f.workers)}, mu == nil)
 	}
 	if m.f.matrixSeeds > 0 && ctx.Err() == nil {
 		if m.matrixOff != "" {

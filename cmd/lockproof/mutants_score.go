@@ -281,7 +281,7 @@ func (f *mutantsFile) scoreText() string {
 	var parts []string
 	parts = append(parts, fmt.Sprintf("%d mutants, %d counted (%d equivalent, %d failed to build)", s.Mutants, s.Counted, s.Equivalent, s.BuildFails))
 	if s.Sim != nil {
-		parts = append(parts, fmt.Sprintf("simulation: %s killed within %d swarm seeds", s.Sim, b.SimSeeds))
+		parts = append(parts, fmt.Sprintf("simulation: %s killed within seeds 1-%d (%s)", s.Sim, b.SimSeeds, b.SimFaults))
 	}
 	if s.Matrix != nil {
 		parts = append(parts, fmt.Sprintf("matrix: %s killed at seeds 1-%d of %s", s.Matrix, b.MatrixSeeds, b.MatrixFaults))

@@ -54,6 +54,7 @@ func TestMutantsBadInput(t *testing.T) {
 		{[]string{"--workers", "0"}, "--workers 0"},
 		{[]string{"--timeout", "0s"}, "--timeout 0s"},
 		{[]string{"--matrix-faults", "pause-client,bogus"}, "--matrix-faults"},
+		{[]string{"--sim-faults", "bogus"}, "--sim-faults"},
 		{[]string{"--mutants", "end-no-owner-check,nosuch", "--list"}, `"nosuch"`},
 		{[]string{"--catalogue", rotten}, "gone-away.mutant:5: mutant gone-away: lock/scripts.go: the search text occurs 0 times"},
 		{[]string{"--catalogue", malformed}, "bad.mutant:3: class: "},
