@@ -258,7 +258,10 @@ func (m *mutation) run(ctx context.Context, ms []*mutant.Mutant) int {
 	m.started = time.Now()
 	m.file = mutantsFile{Started: m.started.UTC().Format(time.RFC3339), Revision: revisionOf(ctx, m.src), CompileOnly: m.f.compileOnly}
 	if !m.f.compileOnly {
-		m.file.Budget = &mutantsBudget{SimSeeds: m.f.seeds, SimFaults: m.f.simFaults, MatrixSeeds: m.f.matrixSeeds}
+		m.file.Budget = &mutantsBudget{SimSeeds: m.f.seeds, MatrixSeeds: m.f.matrixSeeds}
+		if m.f.seeds > 0 {
+			m.file.Budget.SimFaults = m.f.simFaults
+		}
 		if m.f.matrixSeeds > 0 {
 			m.file.Budget.MatrixFaults = m.f.matrixFaults
 		}

@@ -27,10 +27,10 @@ type mutantsFile struct {
 
 // mutantsBudget is what each mutant was run at.
 type mutantsBudget struct {
-	// SimSeeds: lockproof sim --seeds 1-SimSeeds, SimFaults ("swarm");
-	// 0: the simulation was not run.
+	// SimSeeds: lockproof sim --seeds 1-SimSeeds --faults SimFaults
+	// ("swarm" unless --sim-faults); 0: the simulation was not run.
 	SimSeeds  int    `json:"sim_seeds"`
-	SimFaults string `json:"sim_faults"`
+	SimFaults string `json:"sim_faults,omitempty"`
 	// MatrixSeeds: lockproof run --seeds 1-MatrixSeeds --faults
 	// MatrixFaults; 0: the matrix was not run.
 	MatrixSeeds  int    `json:"matrix_seeds"`
