@@ -308,6 +308,16 @@ func (f *mutantsFile) scoreText() string {
 // printMutantsTable prints a line per mutant, then the score.
 func printMutantsTable(w io.Writer, f *mutantsFile) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	if f.CompileOnly {
+		fmt.Fprintln(tw, "MUTANT\tKIND\tCLASS\tBUILD")
+		for _, r := range f.Mutants {
+			b, _ := r.cells(true)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Kind, r.Class, b)
+		}
+		_ = tw.Flush()
+		fmt.Fprintln(w, f.scoreText())
+		return
+	}
 	fmt.Fprintln(tw, "MUTANT\tKIND\tCLASS\tSIMULATION\tMATRIX")
 	rows := f.Mutants
 	if f.Control != nil {
@@ -335,8 +345,13 @@ func writeMutantsMarkdown(w io.Writer, f *mutantsFile) {
 		fmt.Fprintf(w, "\nSource: `%s`.\n", f.Revision)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| mutant | kind | class | defect | simulation | matrix |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	if f.CompileOnly {
+		fmt.Fprintln(w, "| mutant | kind | class | defect | build |")
+		fmt.Fprintln(w, "|---|---|---|---|---|")
+	} else {
+		fmt.Fprintln(w, "| mutant | kind | class | defect | simulation | matrix |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	}
 	esc := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ") }
 	rows := f.Mutants
 	if f.Control != nil {
@@ -351,6 +366,10 @@ func writeMutantsMarkdown(w io.Writer, f *mutantsFile) {
 			what += " (equivalent: " + r.Equivalent + ")"
 		}
 		simCell, matrixCell := r.cells(f.CompileOnly)
+		if f.CompileOnly {
+			fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s |\n", r.Name, r.Kind, r.Class, esc(what), esc(simCell))
+			continue
+		}
 		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s |\n", r.Name, r.Kind, r.Class, esc(what), esc(simCell), esc(matrixCell))
 	}
 }

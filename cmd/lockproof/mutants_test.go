@@ -206,6 +206,30 @@ func TestMutantsScore(t *testing.T) {
 	}
 }
 
+// TestMutantsCompileOnlyTable: --compile-only's table says whether each
+// mutant built, and a mutant that did not fails the run.
+func TestMutantsCompileOnlyTable(t *testing.T) {
+	f := &mutantsFile{CompileOnly: true, Mutants: []*mutantResult{
+		{Name: "a", Kind: "go", Class: "safety", Build: "ok"},
+		{Name: "b", Kind: "lua", Class: "liveness", Build: "go build: exit status 1: undefined: x"},
+	}}
+	f.Score = score(f.Mutants, f.Budget)
+	if got := f.status(); got != exitViolation {
+		t.Errorf("exit %d, want %d", got, exitViolation)
+	}
+	var tbl, md bytes.Buffer
+	printMutantsTable(&tbl, f)
+	writeMutantsMarkdown(&md, f)
+	for _, want := range []string{"BUILD", "compiles", "build failed: go build: exit status 1: undefined: x", "1 mutants compiled, 1 failed to build"} {
+		if !strings.Contains(tbl.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tbl.String())
+		}
+	}
+	if !strings.Contains(md.String(), "| mutant | kind | class | defect | build |") || !strings.Contains(md.String(), "| `b` | lua | liveness |") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+}
+
 // TestMutantsKillInTheSimulation builds a mutant the harness surely kills
 // (the end script ignores the owner: a waiter's leave ends the holder's
 // hold) and runs it through 20 swarm seeds of the simulation: it is
