@@ -282,7 +282,7 @@ func (m *mutation) run(ctx context.Context, ms []*mutant.Mutant) int {
 	if m.f.control && !m.f.compileOnly {
 		c := m.one(ctx, nil)
 		m.file.Control = c
-		if c.Build != "ok" {
+		if c.Build != "ok" && ctx.Err() == nil {
 			// The source itself does not build: no mutant of it can.
 			if err := m.write(); err != nil {
 				fmt.Fprintf(m.stderr, "lockproof mutants: %v\n", err)
@@ -312,7 +312,6 @@ func (m *mutation) run(ctx context.Context, ms []*mutant.Mutant) int {
 			return exitBadInput
 		}
 	}
-	m.file.Score = score(m.file.Mutants, m.file.Budget)
 	if err := m.write(); err != nil {
 		fmt.Fprintf(m.stderr, "lockproof mutants: %v\n", err)
 		return exitBadInput
@@ -331,9 +330,10 @@ func (m *mutation) run(ctx context.Context, ms []*mutant.Mutant) int {
 	return m.file.status()
 }
 
-// write writes mutants.json and mutants.md as they stand.
+// write writes mutants.json and mutants.md as they stand, scored.
 func (m *mutation) write() error {
 	m.file.ElapsedMs = time.Since(m.started).Milliseconds()
+	m.file.Score = score(m.file.Mutants, m.file.Budget)
 	if err := jsonfile.Write(filepath.Join(m.f.out, contract.MutantsFile), &m.file); err != nil {
 		return err
 	}
