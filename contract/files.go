@@ -21,6 +21,11 @@ const (
 	// beside summary.json: every seed counted, and the seeds to replay.
 	SimFile         = "sim.json"
 	RegressionsFile = "regressions.jsonl"
+	// MutantsFile and MutantsTableFile are what `lockproof mutants`
+	// writes: each mutant's verdicts and the score, and the same as a
+	// Markdown table.
+	MutantsFile      = "mutants.json"
+	MutantsTableFile = "mutants.md"
 )
 
 // ScenarioID names a scenario and its directory in a run directory:

@@ -5,6 +5,7 @@
 //	lockproof check  FILE          check one history (exit 0 ok, 1 violated, 2 bad input, 3 unknown)
 //	lockproof report DIR           render the report of a finished run
 //	lockproof sim    --seeds 1-1000 run locks in virtual time, seed by seed
+//	lockproof mutants              the harness's mutation score: each mutant of lock/ and fencing/ through sim and run
 package main
 
 import (
@@ -45,11 +46,12 @@ type command struct {
 // commands lists the subcommands. Each lives in a file of its own (check.go, ...).
 func commands() map[string]command {
 	return map[string]command{
-		"check":  checkCommand(),
-		"report": reportCommand(),
-		"run":    runCommand(),
-		"sim":    simCommand(),
-		"trace":  traceCommand(),
+		"check":   checkCommand(),
+		"mutants": mutantsCommand(),
+		"report":  reportCommand(),
+		"run":     runCommand(),
+		"sim":     simCommand(),
+		"trace":   traceCommand(),
 	}
 }
 
