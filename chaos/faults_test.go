@@ -145,21 +145,32 @@ func TestCheckPoint(t *testing.T) {
 func TestPacedSearchRestsAfterEachLook(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	var looks int
-	var busy time.Duration
-	start := time.Now()
+	// Each rest is held to the look before it, as measured here: on a
+	// loaded machine a 10ms sleep takes longer, and paced rests longer
+	// after it (a share of the whole run's time would count the last
+	// look, whose rest the deadline cuts).
+	type look struct{ start, end time.Time }
+	var looks []look
 	err := paced(ctx, func() (bool, error) {
-		looks++
-		t0 := time.Now()
+		l := look{start: time.Now()}
 		time.Sleep(10 * time.Millisecond)
-		busy += time.Since(t0)
+		l.end = time.Now()
+		looks = append(looks, l)
 		return false, nil
 	})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("paced: %v; want the context's end", err)
 	}
-	if share := float64(busy) / float64(time.Since(start)); looks > 7 || share > 0.2 {
-		t.Errorf("%d looks of 10ms in 500ms, busy %.0f%% of the time; want at most 6 or so, about a tenth", looks, 100*share)
+	if len(looks) < 2 {
+		t.Fatalf("%d looks in 500ms; want a second after a rest", len(looks))
+	}
+	for i := 1; i < len(looks); i++ {
+		took, rest := looks[i-1].end.Sub(looks[i-1].start), looks[i].start.Sub(looks[i-1].end)
+		// The rest is timed from the look's start as paced saw it: allow
+		// the millisecond between that and this closure's clock.
+		if rest < scanRest*took-time.Millisecond*scanRest {
+			t.Errorf("look %d took %v, then a rest of %v; want at least %d times the look", i, took, rest, scanRest)
+		}
 	}
 	found := errors.New("look failed")
 	if err := paced(context.Background(), func() (bool, error) { return false, found }); !errors.Is(err, found) {
