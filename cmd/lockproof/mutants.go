@@ -96,13 +96,16 @@ func runMutants(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&f.src, "src", "", "the lockproof source tree to mutate (default: the module root at or above the current directory)")
 	fs.StringVar(&f.catalogue, "catalogue", "", "the directory of *.mutant files (default: SRC/mutants)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproof mutants [--mutants NAME|GLOB,...] [--seeds 300] [--matrix-seeds 1] [--matrix-faults F,...] [--out DIR]")
-		fmt.Fprintln(stderr, "       lockproof mutants --list")
-		fmt.Fprintln(stderr, "       lockproof mutants --compile-only [--mutants ...]")
-		fmt.Fprintln(stderr, "Each mutant (mutants/<name>.mutant: one defect of lock/ or fencing/) is applied to a copy of the source,")
-		fmt.Fprintln(stderr, "the CLI is built there, and the simulation and the matrix run it: a verifier kills the mutant when its run")
-		fmt.Fprintln(stderr, "is not as predicted (docs/HARNESS.md, \"Mutation score\").")
-		fs.PrintDefaults()
+		commandUsage(stderr, fs, []string{
+			"lockproof mutants [--mutants NAME|GLOB,...] [--seeds 300] [--sim-faults swarm|none|F,...] [--workers N]",
+			"                  [--matrix-seeds 1] [--matrix-faults F,...] [--parallel N] [--control=false] [--timeout D]",
+			"                  [--src DIR] [--catalogue DIR] [--out DIR]",
+			"lockproof mutants --list [--src DIR] [--catalogue DIR]",
+			"lockproof mutants --compile-only [--mutants ...]",
+			"Each mutant (mutants/<name>.mutant: one defect of lock/ or fencing/) is applied to a copy of the source,",
+			"the CLI is built there, and the simulation and the matrix run it: a verifier kills the mutant when its run",
+			"is not as predicted (docs/HARNESS.md, \"Mutation score\").",
+		})
 	}
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
