@@ -70,6 +70,16 @@ func RedlockEntry(o RedlockOptions) locker.Entry {
 				p.Why = "one of redlock's three masters forgets the lock: a holder that got all three keeps its majority on the other two, but one that got a bare majority is left with one vote, and the next client takes the restarted master's (G1 and the claimed validity may break: a restart without fsync)"
 			case contract.FaultPauseServer:
 				p = locker.AllHold()
+			case contract.FaultPauseClient:
+				// Five clients contending for 50ms holds, each instance's
+				// reply bounded by TTL/10 (50ms): on a loaded machine an
+				// acquire can win a bare majority while its SET on the
+				// third master lands after its timeout. A CI preview run
+				// (2026-12-07) found the lease broken at 0.5s, before the
+				// pause; the history was not kept, the cause not found
+				// (docs/FINDINGS.md). The decisive break (resource) stands.
+				mayBreak(&p, contract.PropLease)
+				p.Because("under contention on a loaded machine a holder may overlap the next before any pause (seen once, cause not found)")
 			}
 			return p
 		}}
