@@ -60,8 +60,11 @@ func TestExpectedTable(t *testing.T) {
 	for _, l := range []string{"lua", "watchdog", "reentrant", "redlock"} {
 		e := zoo.Predicted(l, contract.FaultPauseClient)
 		lease := contract.WantOK
-		if l == "watchdog" {
+		switch l {
+		case "watchdog":
 			lease = contract.WantMay // its renewal shortens a longer one, and stops with the client
+		case "redlock":
+			lease = contract.WantMay // seen broken before the pause on a loaded run (docs/FINDINGS.md)
 		}
 		if e.Want(contract.PropLease) != lease || e.Want(contract.PropResource) != contract.WantViolated {
 			t.Errorf("zoo.Predicted(%s, pause-client) = %+v; want lease %s, resource violated", l, e, lease)
