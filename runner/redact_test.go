@@ -2,19 +2,14 @@ package runner
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +19,7 @@ import (
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redact"
+	"github.com/lockproof/lockproof/internal/redact/redacttest"
 	"github.com/lockproof/lockproof/zoo"
 )
 
@@ -91,12 +87,12 @@ func TestRunRedactsSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := readRunDir(t, out)
+	files := redacttest.ReadTree(t, out)
 	files["(progress)"], files["(log)"] = progress.String(), logs.String()
 	b, _ := json.Marshal(sum)
 	files["(Run's summary)"] = string(b)
 	for _, secret := range []string{given, made} {
-		assertNoSecret(t, files, secret)
+		redacttest.AssertNoSecret(t, files, secret)
 	}
 	// What was said is still there, with the secret marked.
 	if r := sum.Scenarios[0]; !strings.Contains(r.Error, "hello refused") || !strings.Contains(r.Error, redact.Mark) ||
@@ -105,55 +101,6 @@ func TestRunRedactsSecrets(t *testing.T) {
 	}
 	if !strings.Contains(files["set-del-pause-client-2/check.json"], "not checked: hello refused") {
 		t.Errorf("check.json of the failed scenario does not say why:\n%s", files["set-del-pause-client-2/check.json"])
-	}
-}
-
-// readRunDir is every file under dir by its path, gzip-compressed ones
-// read as their content.
-func readRunDir(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if strings.HasSuffix(p, ".gz") {
-			zr, err := gzip.NewReader(bytes.NewReader(b))
-			if err != nil {
-				return fmt.Errorf("%s: %w", p, err)
-			}
-			if b, err = io.ReadAll(zr); err != nil {
-				return fmt.Errorf("%s: %w", p, err)
-			}
-		}
-		rel, _ := filepath.Rel(dir, p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
-// assertNoSecret fails for every file that holds secret, or any run of
-// 8 or more letters, digits and hyphens of it: no escape (JSON, once or
-// twice, %q, HTML, XML, URL) changes those, so a test secret whose runs
-// are its own finds it quoted in any form, or cut in part.
-func assertNoSecret(t *testing.T, files map[string]string, secret string) {
-	t.Helper()
-	forms := append([]string{secret}, regexp.MustCompile(`[A-Za-z0-9-]{8,}`).FindAllString(secret, -1)...)
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		for _, f := range forms {
-			if i := strings.Index(files[name], f); i >= 0 {
-				t.Errorf("%s holds the secret (%q): ...%s...", name, f, files[name][max(0, i-80):min(len(files[name]), i+len(f)+20)])
-				break
-			}
-		}
 	}
 }
 

@@ -1,21 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/internal/redact/redacttest"
 	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/runner"
@@ -101,55 +96,12 @@ func TestRunRedactsTheDeploymentPassword(t *testing.T) {
 	if !strings.Contains(sum.Scenarios[0].Error, `"password":"[redacted]"`) {
 		t.Errorf("error %q: want the password redacted", sum.Scenarios[0].Error)
 	}
-	files := readTree(t, out)
+	files := redacttest.ReadTree(t, out)
 	files["(stdout)"], files["(stderr)"] = stdout, stderr
 	for _, f := range []string{"summary.json", "report.md", "report.html", "report.json", "junit.xml"} {
 		if !strings.Contains(files[f], "cannot log in with") {
 			t.Errorf("%s does not say why the scenario failed", f)
 		}
 	}
-	assertNoSecret(t, files, password)
-}
-
-// readTree is every file under dir by its path, gzip-compressed ones
-// read as their content.
-func readTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err == nil && strings.HasSuffix(p, ".gz") {
-			var zr *gzip.Reader
-			if zr, err = gzip.NewReader(bytes.NewReader(b)); err == nil {
-				b, err = io.ReadAll(zr)
-			}
-		}
-		rel, _ := filepath.Rel(dir, p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
-// assertNoSecret fails for every file that holds secret, or any run of
-// 8 or more letters, digits and hyphens of it: no escape (JSON, once or
-// twice, %q, HTML, XML, URL) changes those, so a test secret whose runs
-// are its own finds it quoted in any form, or cut in part.
-func assertNoSecret(t *testing.T, files map[string]string, secret string) {
-	t.Helper()
-	forms := append([]string{secret}, regexp.MustCompile(`[A-Za-z0-9-]{8,}`).FindAllString(secret, -1)...)
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		for _, f := range forms {
-			if i := strings.Index(files[name], f); i >= 0 {
-				t.Errorf("%s holds the secret (%q): ...%s...", name, f, files[name][max(0, i-80):min(len(files[name]), i+len(f)+20)])
-				break
-			}
-		}
-	}
+	redacttest.AssertNoSecret(t, files, password)
 }
