@@ -39,7 +39,7 @@ func (l *Lease) TTLLeft(ctx context.Context) (time.Duration, error) {
 	if ctx == nil {
 		return 0, fmt.Errorf("ttl %q: ctx is nil: %w", l.key, ErrInvalid)
 	}
-	reply, err := l.c.run(ctx, ttlScript, []string{l.keys.Lock}, l.owner, strconv.FormatUint(l.fence, 10), l.id)
+	reply, err := l.c.run(ctx, l.proto.ttl, []string{l.keys.Lock}, l.owner, strconv.FormatUint(l.fence, 10), l.id)
 	if err != nil {
 		return 0, fmt.Errorf("ttl %q: %w", l.key, err)
 	}

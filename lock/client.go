@@ -235,6 +235,15 @@ type attemptResult struct {
 	fence uint64
 	holds int64
 	pttl  time.Duration // when !ok: the holder's remaining TTL; <= 0: no holder or no TTL
+	// upgrade: refused, since the owner holds the read-write lock for
+	// reading only and asked to write (the script left the call's place).
+	upgrade bool
+}
+
+// upgradeErr is the error of a call refused as an upgrade.
+func (a *attempt) upgradeErr() error {
+	return fmt.Errorf("%s %q: the owner holds the lock for reading; a read hold cannot become a write hold (two readers upgrading would wait for each other): %w",
+		a.op, a.key, ErrUpgrade)
 }
 
 func (c *Client) acquire(ctx context.Context, key string, wait bool, opts []AcquireOption) (*Lease, error) {
@@ -247,9 +256,19 @@ func (c *Client) acquire(ctx context.Context, key string, wait bool, opts []Acqu
 }
 
 func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []AcquireOption) (*Lease, error) {
+	return c.acquireKind(ctx, key, Keys{}, &mutexProto, "", 0, 0, wait, opts)
+}
+
+// acquireKind is an acquire of any kind: the mutex's (proto mutexProto;
+// keys are then RedisKeys(key)), or a shared kind's in mode, k permits of
+// a capacity n (shared.go).
+func (c *Client) acquireKind(ctx context.Context, key string, keys Keys, proto *protocol, mode string, k, n int, wait bool, opts []AcquireOption) (*Lease, error) {
 	op := "try-acquire"
 	if wait {
 		op = "acquire"
+	}
+	if proto.shared {
+		op += "-" + (&Lease{mode: mode}).Mode()
 	}
 	if c == nil {
 		return nil, fmt.Errorf("%s %q: client is nil: %w", op, key, ErrInvalid)
@@ -276,7 +295,11 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 	// id names the hold this call adds, for undoScript: an owner's, and a
 	// fresh token's too, so that a lost release of its lease can be
 	// undone in the background as surely as an owner's.
-	a := newAttempt(c, key, RedisKeys(key), c.token(given), given, cfg, op)
+	if !proto.shared {
+		keys = RedisKeys(key)
+	}
+	a := newAttempt(c, key, keys, c.token(given), given, cfg, op)
+	a.proto, a.mode, a.permits, a.capacity = proto, mode, k, n
 	if cfg.ownerSet {
 		a.setID(newToken(c.rnd))
 	} else {
@@ -284,9 +307,9 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 		a.setID(given)
 	}
 
-	mode := "t"
+	try := "t"
 	if wait {
-		mode = "w"
+		try = "w"
 	}
 	if wait && cfg.retry != nil {
 		return a.retry(ctx)
@@ -296,9 +319,12 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 		snap = c.notes.snapshot(a.keys.Channel)
 	}
 	start := time.Now()
-	res, err := a.try(ctx, mode)
+	res, err := a.try(ctx, try)
 	if err != nil || res.ok {
 		return a.finish(ctx, start, res, err, wait)
+	}
+	if res.upgrade {
+		return nil, a.upgradeErr()
 	}
 	if !wait {
 		return nil, &TakenError{Op: op, Key: key, RetryAfter: max(res.pttl, 0)}
@@ -374,9 +400,12 @@ func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []
 		retryNow = false
 		start = time.Now()
 		refreshAt = start.Add(refresh)
-		res, err = a.try(ctx, mode)
+		res, err = a.try(ctx, try)
 		if err != nil || res.ok {
 			return a.finish(ctx, start, res, err, true)
+		}
+		if res.upgrade {
+			return nil, a.upgradeErr()
 		}
 		freeAt = time.Time{}
 		if res.pttl > 0 {
@@ -405,6 +434,9 @@ func (a *attempt) retry(ctx context.Context) (*Lease, error) {
 		res, err := a.try(ctx, "t")
 		if res.ok {
 			return a.finish(ctx, start, res, err, false)
+		}
+		if res.upgrade {
+			return nil, a.orLost(a.upgradeErr(), lost)
 		}
 		var ns errNotSent
 		if err != nil && (errors.As(err, &ns) || (outcomeUnknown(err) && a.cfg.ownerSet)) {
@@ -471,8 +503,28 @@ func (a *attempt) orLost(err, lost error) error {
 // as the caller gave it); its id is set by setID.
 func newAttempt(c *Client, key string, keys Keys, owner, given string, cfg callConfig, op string) *attempt {
 	return &attempt{c: c, key: key, keys: keys, owner: owner, given: given, cfg: cfg, op: op,
-		sk: keys.boxed(), ownerArg: owner}
+		sk: keys.boxed(), ownerArg: owner, proto: &mutexProto}
 }
+
+// protocol is the scripts of one kind of lock: the mutex's (scripts.go) or
+// the shared kinds' (the read-write lock and the semaphore,
+// shared_scripts.go). The scripts of every kind take the same keys and
+// arguments, so one attempt and one Lease run any kind; a shared kind's
+// acquire takes three more (mode, permits, capacity).
+type protocol struct {
+	acquire, end, renew, ttl, reenter *rediscmd.Script
+	// shared: the shared kinds' (a place in line says its mode and
+	// permits; an acquire may be refused as an upgrade).
+	shared bool
+}
+
+// The two protocols. They are values of a fixed table of scripts (read
+// only), shared by every Client.
+var (
+	mutexProto  = protocol{acquire: acquireScript, end: endScript, renew: renewScript, ttl: ttlScript, reenter: reenterScript}
+	sharedProto = protocol{acquire: sharedAcquireScript, end: sharedEndScript, renew: sharedRenewScript,
+		ttl: sharedTTLScript, reenter: sharedReenterScript, shared: true}
+)
 
 // attempt is one Acquire call in progress.
 type attempt struct {
@@ -492,6 +544,12 @@ type attempt struct {
 	// arguments, once for the call and its lease.
 	sk              *scriptKeys
 	ownerArg, idArg any
+	// proto is the kind's scripts; mode ("r", "w", "p"; "" for the
+	// mutex), permits and capacity are a shared kind's (shared.go).
+	proto    *protocol
+	mode     string
+	permits  int
+	capacity int
 }
 
 // keyList is the lock's Redis keys in the order the scripts expect them.
@@ -519,6 +577,9 @@ func (c *Client) endArgs(sk *scriptKeys, owner, id, fence any, bury bool, ttl ti
 
 // member is the call's place in line, as the queue stores it.
 func (a *attempt) member() string {
+	if a.proto.shared {
+		return a.mode + strconv.Itoa(a.permits) + "#" + a.id + ":" + a.owner
+	}
 	return strconv.FormatInt(a.cfg.ttl.Milliseconds(), 10) + "#" + a.id + ":" + a.owner
 }
 
@@ -530,6 +591,10 @@ func (a *attempt) scriptArgs(mode string) []any {
 	var m any = "t"
 	if mode == "w" {
 		m = "w"
+	}
+	if a.proto.shared {
+		return a.sk.scriptArgs(a.ownerArg, a.ttlArg(), m, a.c.boxed.queue, reentrant,
+			a.sk.channel, a.cfg.metadata, a.idArg, a.c.boxed.handoff, a.mode, a.permits, a.capacity)
 	}
 	return a.sk.scriptArgs(a.ownerArg, a.ttlArg(), m, a.c.boxed.queue, reentrant,
 		a.sk.channel, a.cfg.metadata, a.idArg, a.c.boxed.handoff)
@@ -557,14 +622,17 @@ func (a *attempt) try(ctx context.Context, mode string) (attemptResult, error) {
 	var reply any
 	var err error
 	if a.c.opts.ReplicaAcks > 0 {
-		reply, a.acks, err = a.c.runWithWait(ctx, acquireScript, a.keys.keyList(), args[rediscmd.Head+5:], a.c.opts.ReplicaAcks, a.c.replicaTimeout(a.cfg.ttl))
+		reply, a.acks, err = a.c.runWithWait(ctx, a.proto.acquire, a.keys.keyList(), args[rediscmd.Head+5:], a.c.opts.ReplicaAcks, a.c.replicaTimeout(a.cfg.ttl))
 	} else {
-		reply, err = a.c.runArgs(ctx, acquireScript, 5, args)
+		reply, err = a.c.runArgs(ctx, a.proto.acquire, 5, args)
 	}
 	if err != nil {
 		return attemptResult{}, err
 	}
 	vals, ok := reply.([]any)
+	if ok && len(vals) == 1 && vals[0] == int64(-2) && a.proto.shared {
+		return attemptResult{upgrade: true}, nil
+	}
 	if !ok || len(vals) < 2 {
 		return attemptResult{}, fmt.Errorf("unexpected acquire reply %v", reply)
 	}
@@ -733,7 +801,7 @@ func (a *attempt) end(ctx context.Context, bury, queued bool) error {
 	if queued {
 		place = a.member()
 	}
-	_, err := a.c.runArgs(ctx, endScript, 5, a.c.endArgs(a.sk, a.ownerArg, a.idArg, "", bury, a.cfg.ttl, place))
+	_, err := a.c.runArgs(ctx, a.proto.end, 5, a.c.endArgs(a.sk, a.ownerArg, a.idArg, "", bury, a.cfg.ttl, place))
 	if err != nil {
 		a.c.opts.Logger.Warn("lock: ending a hold failed", "key", a.key, "op", a.op, "err", err)
 	}

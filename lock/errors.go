@@ -54,4 +54,9 @@ var (
 	// ErrClosed: the Client was closed; it acquires nothing more. An
 	// acquire refused so also wraps ErrNotAcquired (nothing was taken).
 	ErrClosed = errors.New("lock client closed")
+	// ErrUpgrade: an owner that holds a read-write lock for reading asked
+	// to write. A read hold cannot become a write hold: two readers that
+	// both tried would wait for each other for good. Release the read
+	// holds and acquire for writing.
+	ErrUpgrade = errors.New("read hold cannot be upgraded to a write hold")
 )

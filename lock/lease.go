@@ -29,6 +29,11 @@ type Lease struct {
 	holds int64
 	ttl   time.Duration
 	drift float64
+	// proto is the kind's scripts; mode and permits are a shared kind's
+	// hold's (Mode, Permits).
+	proto   *protocol
+	mode    string
+	permits int
 
 	// sk, ownerArg, idArg: keys, owner and id boxed as script arguments
 	// (the acquire's, reused by the release).
@@ -82,6 +87,7 @@ func newLease(a *attempt, fence uint64, holds int64, start time.Time) *Lease {
 	l := &Lease{
 		c: c, key: a.key, keys: a.keys, owner: a.owner, given: a.given, id: a.id, md: cfg.metadata, fence: fence, holds: holds,
 		ttl: cfg.ttl, drift: c.opts.Drift, born: start, sk: a.sk, ownerArg: a.ownerArg, idArg: a.idArg,
+		proto: a.proto, mode: a.mode, permits: a.permits,
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -389,7 +395,7 @@ func (l *Lease) Release(ctx context.Context) error {
 // an earlier one's outcome was unknown.
 func (l *Lease) releaseOnce(ctx context.Context, fence any, again bool) error {
 	send := func(ctx context.Context) (any, error) {
-		return l.c.runArgs(ctx, endScript, 5, l.c.endArgs(l.sk, l.ownerArg, l.idArg, fence, false, 0, ""))
+		return l.c.runArgs(ctx, l.proto.end, 5, l.c.endArgs(l.sk, l.ownerArg, l.idArg, fence, false, 0, ""))
 	}
 	reply, err := send(ctx)
 	if err != nil {
@@ -454,6 +460,7 @@ func (l *Lease) releaseOnce(ctx context.Context, fence any, again bool) error {
 // ttl (the lease's, read under l.mu by the caller).
 func (l *Lease) cleanupOf(op string, ttl time.Duration) *attempt {
 	a := newAttempt(l.c, l.key, l.keys, l.owner, l.given, callConfig{ttl: ttl, owner: l.given, ownerSet: true}, op)
+	a.proto, a.mode, a.permits = l.proto, l.mode, l.permits
 	a.setID(l.id)
 	return a
 }
@@ -516,7 +523,7 @@ func (l *Lease) renew(ctx context.Context, ttl time.Duration) error {
 	l.renewals++
 	id := l.id + "." + strconv.Itoa(l.renewals)
 	l.mu.Unlock()
-	reply, err := l.c.run(ctx, renewScript, []string{l.keys.Lock, l.keys.Gone}, l.owner, ttl.Milliseconds(), strconv.FormatUint(l.fence, 10), id, l.id)
+	reply, err := l.c.run(ctx, l.proto.renew, []string{l.keys.Lock, l.keys.Gone}, l.owner, ttl.Milliseconds(), strconv.FormatUint(l.fence, 10), id, l.id)
 	if err != nil {
 		if outcomeUnknown(err) {
 			// The request may still be on its way: once it is buried it
@@ -771,13 +778,17 @@ func (l *Lease) Reenter(ctx context.Context, opts ...AcquireOption) (*Lease, err
 		// drift allowance): the lease vouches for nothing now.
 		return nil, fmt.Errorf("reenter %q: the lease's validity ran out: %w", l.key, ErrNotHeld)
 	}
+	if l.mode == modePermits {
+		return nil, fmt.Errorf("reenter %q: a semaphore's permits are not reentrant: acquire more: %w", l.key, ErrInvalid)
+	}
 	a := newAttempt(l.c, l.key, l.keys, l.owner, l.given, cfg, "reenter")
+	a.proto, a.mode, a.permits = l.proto, l.mode, 1
 	a.setID(newToken(l.c.rnd))
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("reenter %q: nothing sent: %w", l.key, context.Cause(ctx))
 	}
 	start := time.Now()
-	reply, err := l.c.run(ctx, reenterScript, []string{l.keys.Lock, l.keys.Gone},
+	reply, err := l.c.run(ctx, l.proto.reenter, []string{l.keys.Lock, l.keys.Gone},
 		l.owner, strconv.FormatUint(l.fence, 10), cfg.ttl.Milliseconds(), a.id, cfg.metadata, l.id)
 	if err != nil {
 		return a.finish(ctx, start, attemptResult{}, err, false)

@@ -71,23 +71,10 @@ import "github.com/lockproof/lockproof/internal/rediscmd"
 // string.format more than a concatenation: the uncontended paths keep
 // both to a minimum, and define the helpers they do not need only past
 // their fast path.
-const luaPrelude = `
-local us, uss, now
-local function clock()
-  local t = redis.call('TIME')
-  uss = t[1] .. string.sub('00000' .. t[2], -6)
-  us = tonumber(uss)
-  now = math.floor(us / 1000)
-end
+const luaPrelude = luaClock + luaFence + `
 local function grant(tok, ttl, id, md, handed, w)
   if not us then clock() end
-  local f, fs = us, uss
-  local life = math.max(2 * tonumber(ttl), 3600000)
-  local prev = tonumber(redis.call('SET', KEYS[2], fs, 'PX', life, 'GET') or '0') + 1
-  if prev > f then
-    f, fs = prev, string.format('%.0f', prev)
-    redis.call('SET', KEYS[2], fs, 'PX', life)
-  end
+  local f, fs = newFence(ttl)
   if handed then
     redis.call('DEL', KEYS[1])
     redis.call('HSET', KEYS[1], 'o', tok, 'n', 1, 'f', fs, 'p', id, 'h.' .. id, '0|', 'w', w or '0')
@@ -98,6 +85,42 @@ local function grant(tok, ttl, id, md, handed, w)
   end
   redis.call('PEXPIRE', KEYS[1], ttl)
   return f, fs
+end
+`
+
+// luaClock defines clock() (see luaPrelude), shared by every kind's scripts.
+const luaClock = `
+local us, uss, now
+local function clock()
+  local t = redis.call('TIME')
+  uss = t[1] .. string.sub('00000' .. t[2], -6)
+  us = tonumber(uss)
+  now = math.floor(us / 1000)
+end
+`
+
+// luaFence defines newFence(ttl): the next fence of the key, as a number
+// and as a decimal string (see luaPrelude's grant); needs clock().
+const luaFence = `
+local function newFence(ttl)
+  local f, fs = us, uss
+  local life = math.max(2 * tonumber(ttl), 3600000)
+  local prev = tonumber(redis.call('SET', KEYS[2], fs, 'PX', life, 'GET') or '0') + 1
+  if prev > f then
+    f, fs = prev, string.format('%.0f', prev)
+    redis.call('SET', KEYS[2], fs, 'PX', life)
+  end
+  return f, fs
+end
+`
+
+// luaGrow defines growExpire(key, ttl): key lives at least ttl ms more,
+// never less than it had.
+const luaGrow = `
+local function growExpire(key, ttl)
+  if redis.call('PTTL', key) < tonumber(ttl) then
+    redis.call('PEXPIRE', key, ttl)
+  end
 end
 `
 
@@ -181,12 +204,7 @@ local function handoff(chan)
     end
   end
 end
-local function growExpire(key, ttl)
-  if redis.call('PTTL', key) < ttl then
-    redis.call('PEXPIRE', key, ttl)
-  end
-end
-`
+` + luaGrow
 
 // acquireScript: KEYS lock, fence, queue, queue deadlines, gone.
 // ARGV token, ttl ms, mode ("w": join the queue on failure, "t": don't),
