@@ -415,6 +415,9 @@ type message struct {
 	at        time.Time
 	handshake bool
 	late      bool // held in transit (Rates.Late): delivered even if the connection closes first
+	// drains: sent while Rates.Drain was on, a request that lands even if
+	// its sender closes the connection before its time (deliverOrphan).
+	drains bool
 }
 
 func (l *link) start() {
@@ -496,10 +499,11 @@ func (l *link) read(src net.Conn, q chan<- message, up bool, rng *rand.Rand) {
 			return
 		}
 		hs := l.handshaking(up, buf[:k])
-		d, late := time.Duration(0), false
+		d, late, drains := time.Duration(0), false, false
 		if !hs {
 			l.net.mu.Lock()
 			r := l.net.rates
+			drains = up && r.Drain
 			d = r.Delay + 1 + time.Duration(rng.Int64N(int64(Transit)))
 			if r.Jitter > 0 {
 				d += time.Duration(rng.Int64N(int64(r.Jitter) + 1))
@@ -523,10 +527,13 @@ func (l *link) read(src net.Conn, q chan<- message, up bool, rng *rand.Rand) {
 		}
 		last = at
 		select {
-		case q <- message{b: slices.Clone(buf[:k]), at: at, handshake: hs, late: late}:
+		case q <- message{b: slices.Clone(buf[:k]), at: at, handshake: hs, late: late, drains: drains}:
 		case <-l.done:
 			if late {
 				l.net.settle()
+			} else if drains {
+				// Written before the close: on the wire, it lands.
+				l.orphan(message{b: slices.Clone(buf[:k]), at: at, drains: true})
 			}
 			return
 		}
@@ -535,8 +542,10 @@ func (l *link) read(src net.Conn, q chan<- message, up bool, rng *rand.Rand) {
 
 // deliver writes the queued messages to dst at their time, holding them
 // through a cut or a pause, or loses one and resets the connection. When
-// the connection closes, the late requests still queued (Rates.Late)
-// were on the wire already: they land anyway (deliverOrphan).
+// the connection closes, the late requests still queued (Rates.Late),
+// and those sent while the network drained closed connections
+// (Rates.Drain), were on the wire already: they land anyway
+// (deliverOrphan).
 func (l *link) deliver(q <-chan message, dst net.Conn, up bool, rng *rand.Rand) {
 	defer l.wg.Done()
 	defer func() {
@@ -551,10 +560,10 @@ func (l *link) deliver(q <-chan message, dst net.Conn, up bool, rng *rand.Rand) 
 	}
 }
 
-// orphan hands late request m, whose connection closed, to
+// orphan hands late or draining request m, whose connection closed, to
 // deliverOrphan; any other message is lost with the connection.
 func (l *link) orphan(m message) {
-	if m.late {
+	if m.late || m.drains {
 		l.net.deliverOrphan(l.node.Addr, m)
 	}
 }
@@ -746,16 +755,18 @@ func (l *link) hold(up bool) error {
 	}
 }
 
-// deliverOrphan delivers late request m, whose connection has closed,
-// at its time to the node that then serves addr (a promotion may have
-// replaced the one it was sent to), on a connection of its own, held
-// through a pause like any request; the reply goes nowhere. Nothing is
-// delivered once the network is closed.
+// deliverOrphan delivers late or draining request m, whose connection
+// has closed, at its time to the node that then serves addr (a promotion
+// may have replaced the one it was sent to), on a connection of its own,
+// held through a pause like any request; the reply goes nowhere. Nothing
+// is delivered once the network is closed.
 func (n *Net) deliverOrphan(addr string, m message) {
 	n.orphans.Add(1)
 	go func() {
 		defer n.orphans.Done()
-		defer n.settle()
+		if m.late {
+			defer n.settle()
+		}
 		t := time.NewTimer(max(time.Until(m.at), 0))
 		defer t.Stop()
 		select {
@@ -767,7 +778,11 @@ func (n *Net) deliverOrphan(addr string, m message) {
 			n.mu.Lock()
 			node, paused, change, closed := n.nodes[addr], n.paused[addr], n.change, n.closed
 			if !paused && !closed && node != nil {
-				n.counts.Orphaned++
+				if m.late {
+					n.counts.Orphaned++
+				} else {
+					n.counts.Drained++
+				}
 			}
 			n.mu.Unlock()
 			if closed || node == nil {

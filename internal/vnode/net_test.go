@@ -166,6 +166,52 @@ func TestLateDelivery(t *testing.T) {
 	})
 }
 
+// TestDrain: with Rates.Drain, a request still on its way when its
+// sender gives up and closes the connection lands at its time (as TCP
+// delivers what was written before the FIN), after a request the sender
+// made later on another connection; without it the close loses it.
+func TestDrain(t *testing.T) {
+	for _, drain := range []bool{true, false} {
+		t.Run(map[bool]string{true: "Drain", false: "NoDrain"}[drain], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n, a, addr := oneNode(t)
+				ctx := context.Background()
+				if err := a.Ping(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := n.SetRates(Rates{Delay: 20 * time.Millisecond, Drain: drain}); err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+				err := a.Set(short, "k", "first", 0).Err()
+				cancel()
+				if err == nil {
+					t.Fatal("a SET 20ms in transit returned ok within its 5ms deadline")
+				}
+				// The next request goes on a new connection, with no
+				// delay: it overtakes the first.
+				_ = n.SetRates(Rates{})
+				if err := a.Set(ctx, "k", "second", 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := n.Node(addr).M.Get("k"); got != "second" {
+					t.Fatalf("k = %q before the first SET's time, want the second's", got)
+				}
+				time.Sleep(30*time.Millisecond - time.Since(start))
+				got, _ := n.Node(addr).M.Get("k")
+				c := n.Counts()
+				if drain && (got != "first" || c.Drained != 1) {
+					t.Errorf("k = %q, %d drained: want the first SET landed after the second, 1 drained", got, c.Drained)
+				}
+				if !drain && (got != "second" || c.Drained != 0) {
+					t.Errorf("k = %q, %d drained: without Drain the closed connection loses the first SET", got, c.Drained)
+				}
+			})
+		})
+	}
+}
+
 // TestRatesValidate names the field out of range.
 func TestRatesValidate(t *testing.T) {
 	for _, c := range []struct {
