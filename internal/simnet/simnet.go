@@ -87,4 +87,7 @@ type Counts struct {
 	// (RefuseSubscribe), and Stalled how many connections StallDials
 	// held back.
 	PubSubDropped, Refused, Stalled int
+	// OutOfMemory is how many requests a node refused with -OOM
+	// (RefuseWrites): each had no effect.
+	OutOfMemory int
 }

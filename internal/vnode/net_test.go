@@ -212,6 +212,51 @@ func TestDrain(t *testing.T) {
 	}
 }
 
+// TestRefuseWrites: a node refusing every write answers a SET and a
+// script that writes with -OOM in their place and runs neither, while
+// reads and a script that only reads pass and another node takes its
+// writes; put back to 0, it takes them again.
+func TestRefuseWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const addr, other = "127.0.0.1:1", "127.0.0.1:2"
+		n := NewNet(1, addr, other)
+		defer n.Close()
+		a, b := client(n, "a", addr), client(n, "a", other)
+		defer a.Close()
+		defer b.Close()
+		ctx := context.Background()
+		if err := a.Set(ctx, "k", "before", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		n.RefuseWrites(addr, 1)
+		var rerr redis.Error
+		if err := a.Set(ctx, "k", "refused", 0).Err(); !errors.As(err, &rerr) || !strings.HasPrefix(err.Error(), "OOM ") {
+			t.Errorf("a SET to a node out of memory: %v, want an -OOM error reply", err)
+		}
+		script := redis.NewScript(`return redis.call('SET', KEYS[1], ARGV[1])`)
+		if err := script.Run(ctx, a, []string{"k"}, "script").Err(); !errors.As(err, &rerr) || !strings.HasPrefix(err.Error(), "OOM ") {
+			t.Errorf("a script to a node out of memory: %v, want an -OOM error reply", err)
+		}
+		if got, err := a.Get(ctx, "k").Result(); err != nil || got != "before" {
+			t.Errorf("GET k = %q, %v: want the value from before, the read passing", got, err)
+		}
+		lookup := redis.NewScript(`return redis.call('GET', KEYS[1])`)
+		if got, err := lookup.Run(ctx, a, []string{"k"}).Result(); err != nil || got != "before" {
+			t.Errorf("a script that only reads: %v, %v: want it run, the value from before", got, err)
+		}
+		if err := b.Set(ctx, "k", "elsewhere", 0).Err(); err != nil {
+			t.Errorf("a SET to another node: %v", err)
+		}
+		if c := n.Counts(); c.OutOfMemory < 2 {
+			t.Errorf("counts %+v: want the SET and the script refused", c)
+		}
+		n.RefuseWrites(addr, 0)
+		if err := a.Set(ctx, "k", "after", 0).Err(); err != nil {
+			t.Errorf("a SET once the node takes writes again: %v", err)
+		}
+	})
+}
+
 // TestRatesValidate names the field out of range.
 func TestRatesValidate(t *testing.T) {
 	for _, c := range []struct {
