@@ -45,6 +45,9 @@ type SimNet interface {
 	RefuseSubscribe(addr string, on bool)
 	DropSubscribed(addr string) int
 	StallDials(within, d time.Duration)
+	// RefuseWrites makes the node refuse that share of the requests that
+	// hold a write, drawn per request, with -OOM (0: none).
+	RefuseWrites(addr string, share float64)
 	// Keys are the node's keys; DelKeys deletes those containing part
 	// and returns them (each advances the node's clock first).
 	Keys(addr string) []string

@@ -27,12 +27,27 @@ import (
 // acquire's call to b. It may be live at some instant of [a, b] when its
 // acquire did not fail and was called by b, no ok release of it returned
 // before a, and its client's hold span may reach a (mayBeLive).
+//
+// A blocking acquire that failed surely took no lease, but its place in
+// line may outlive it: a lock that leaves the line in the background
+// after a refusal (package lock: a refused pickup or leave is made sure
+// by its cleanup, and the call says ErrNotAcquired) may hand the key to
+// that place meanwhile, provisionally, in its client's name. Such a
+// place may be live, with a fence it never returned, from the wait's
+// call until its client's next ok acquire returned: that one was served
+// after it (a later wait of the client queued behind the place, and a
+// one-shot acquire is refused while others queue), so its hand-off was
+// over. A failed one-shot acquire has no place, and takes nothing.
 
 // inspectHold is one hold of a client, for the inspect rules.
 type inspectHold struct {
 	acq      *lop
 	renews   []*lop
 	releases []*lop // releases and loss notices of the hold
+	// placeUntil, for a blocking acquire that failed (a place in line,
+	// no lease), is the return of its client's next ok acquire (inf:
+	// none).
+	placeUntil int64
 }
 
 // inspectIndex groups a key's holds by client.
@@ -55,8 +70,25 @@ func (c *run) inspectIndex(k *keyOps) inspectIndex {
 			}
 		}
 	}
+	// Each client's failed waits, whose places last until its next ok
+	// acquire returned.
+	places := map[int32][]*inspectHold{}
 	for _, o := range k.lease { // by call
-		if o.kind != history.Acquire || o.result == history.Fail {
+		if o.kind != history.Acquire {
+			continue
+		}
+		if o.result == history.OK {
+			for _, p := range places[o.client] {
+				p.placeUntil = o.ret
+			}
+			delete(places, o.client)
+		}
+		if o.result == history.Fail {
+			if o.wait {
+				h := &inspectHold{acq: o, placeUntil: inf}
+				idx[o.client] = append(idx[o.client], h)
+				places[o.client] = append(places[o.client], h)
+			}
 			continue
 		}
 		h := &inspectHold{acq: o}
@@ -113,6 +145,9 @@ func (c *run) mayBeLive(h *inspectHold, spans []*holdSpan, a, b int64, stale boo
 	acq := h.acq
 	if acq.call > b {
 		return false
+	}
+	if acq.result == history.Fail {
+		return h.placeUntil >= a // a failed wait's place, until its client's next ok acquire returned
 	}
 	if stale {
 		return true

@@ -161,5 +161,27 @@ func TestInspectRules(t *testing.T) {
 			acq("a", 2, 3, ok, ttl(1000), tok(1), hold(2)),
 			inspect("b", 4, 5, "a", tok(1), count(1)),
 		), Options{}, bad(RuleHoldCount, 2, 3)},
+		// A failed one-shot acquire took nothing: a lock that names its
+		// client, under a fence nobody was given, kept a hold it said it
+		// never took (the fourth review's defect 4: WithRetry gave up at a
+		// refusal after an attempt whose reply was lost, and left that
+		// attempt's hold for its TTL).
+		{"a failed one-shot acquire named the holder", lined(
+			acq("a", 0, 10, fail, ttl(1000), hold(1)),
+			inspect("b", 11, 12, "a", tok(7), count(1)),
+		), Options{}, bad(RuleInspectHolder, 2)},
+		// A failed wait's place may outlive it, and be handed the key in
+		// its client's name until that client is served again (package
+		// lock leaves the line in the background after a refusal).
+		{"a failed wait's place named the holder", lined(
+			acq("a", 0, 10, fail, waits(), ttl(1000), hold(1)),
+			inspect("b", 11, 12, "a", tok(7), count(1)),
+		), Options{}, okAll},
+		{"a failed wait's place named after its client was served again", lined(
+			acq("a", 0, 10, fail, waits(), ttl(1000), hold(1)),
+			acq("a", 11, 12, ok, ttl(1000), tok(8), hold(2)),
+			rel("a", 13, 14, ok, hold(2)),
+			inspect("b", 15, 16, "a", tok(7)),
+		), Options{}, bad(RuleInspectHolder, 4)},
 	})
 }

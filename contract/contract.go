@@ -77,6 +77,11 @@ const (
 	// count down that much faster than the clients' clocks, so a validity
 	// claim without its drift allowance outlives the key.
 	FaultClockRate = "clock-rate"
+	// FaultOOM puts the lock's node at its maxmemory with the noeviction
+	// policy, its memory coming and going around the limit: it refuses
+	// some of the writes it is sent (-OOM, surely without effect) and
+	// takes others.
+	FaultOOM = "oom"
 	// FaultStall is no fault the harness injects but one it observed: a
 	// process of clients (or the harness's own) that did not run for a
 	// while, waiting for a core or stopped by its runtime (package
@@ -183,7 +188,7 @@ func Predicted(fault string) bool {
 	case FaultNone, FaultCrowd, FaultPubSubReset, FaultCrashClient, FaultClockSkew, FaultLatency, FaultPartition,
 		FaultReset, FaultPauseClient, FaultFailover, FaultFailoverSkew, FaultKeyLoss, FaultRestart,
 		FaultForceUnlock, FaultPauseServer, FaultTakeover, FaultMinorityPartition, FaultMigrate, FaultShardOutage,
-		FaultLateDelivery, FaultClockRate:
+		FaultLateDelivery, FaultClockRate, FaultOOM:
 		return true
 	}
 	return false

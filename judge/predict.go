@@ -42,6 +42,10 @@ import (
 //     (lease and claims may break); a fenced lock's queue goes with it
 //     (fairness, waiter liveness and hand-off promptness may), a lease lock's unfenced write may
 //     overwrite the next holder's (resource may).
+//   - oom (the lock's node refuses some writes): every property holds;
+//     but a fenced lock's waiter liveness may break near the window (a
+//     wait refused in line leaves its place until the lock's cleanup of
+//     it lands, and hand-offs to that place hold the line up).
 //   - pause-server: a lease lock's grant the frozen master executed just
 //     before the freeze may reach its client after the lease expired
 //     (resource: any).
@@ -186,6 +190,20 @@ func profile(e locker.Entry, fault string) locker.Prediction {
 			// their look, not at its message.
 			p.Set(contract.WantMay, contract.PropPromptness)
 			p.Because("the fault cuts the waiters' pub/sub connection: until a fresh one is confirmed they pick a hand-off up at their own look, every half hand-off lease (hand-off promptness may break, near the window)")
+		}
+	case contract.FaultOOM:
+		if fenced {
+			// Found by the simulation (fenced, --faults oom, seeds 12,
+			// 16, 44, 74 and 99 of 100, 2026-12-07): a wait whose pickup
+			// or leave Redis refused says ErrNotAcquired and leaves the
+			// line in the background (package lock's design: its
+			// cleanup resends the leave with a backoff up to a second);
+			// its place stays in line meanwhile, and each hand-off given
+			// to it holds the line up for a hand-off lease. Waiters
+			// were served 0.4-0.9s after the key was surely free, within
+			// 1.2s of the window's end.
+			p.Set(contract.WantMay, contract.PropLiveness)
+			p.Because("a wait refused in line leaves its place until the lock's background cleanup lands: each hand-off given to that place holds the line up for a hand-off lease (waiter liveness may break, near the window)")
 		}
 	case contract.FaultPauseServer:
 		if !fenced {

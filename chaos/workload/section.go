@@ -154,9 +154,11 @@ func (w *Workload) stepWait(s *section) (bool, error) {
 	c, cfg, rec, owned := s.c, s.cfg, s.rec, s.owned
 	waiter, canWait := c.locker.(locker.Waiter)
 	s.blocking = canWait && c.chance(s.mix.Blocking)
-	if retrier, ok := c.locker.(locker.Retrier); ok && s.blocking && owned == nil && s.seq%4 == 1 {
-		// One blocking acquire in four, by the section's number (the
-		// seed's draws stay as they were), retries one-shot attempts
+	if retrier, ok := c.locker.(locker.Retrier); ok && s.blocking && owned == nil && float64((s.seq+3)%4)/4 < s.mix.Retry {
+		// A share of the blocking acquires (Mix.Retry: one in four by
+		// default), chosen by the section's number (the seed's draws
+		// stay as they were: at 0.25, those whose number is 1 mod 4),
+		// retries one-shot attempts
 		// (locker.Retrier) instead of waiting in line: recorded as a
 		// one-shot acquire, promised no wait bound. It gives up after half
 		// a TTL: waiters in line go first, so a retrier may starve, and a

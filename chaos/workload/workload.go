@@ -249,6 +249,14 @@ type Mix struct {
 	// claim. Drawn from the side stream; default 0, so that the saved
 	// seeds replay as they were.
 	TTL float64
+	// Retry: of the blocking acquires not as the client's owner, of a
+	// lock that can retry one-shot attempts (locker.Retrier), those that
+	// do so instead of waiting in line, chosen by the section's number
+	// in quarters (no draw: 0.25, the default, is one in four, as before
+	// the share existed; 1 is every one). The shipped lock's adapter
+	// gives every other such call a strategy that gives up as package
+	// lock's example does.
+	Retry float64
 
 	_ struct{}
 }
@@ -256,7 +264,7 @@ type Mix struct {
 // DefaultMix is the mix `go test ./chaos` and `lockproof run` use.
 func DefaultMix() Mix {
 	return Mix{Blocking: 0.5, Cancel: 0.2, Reenter: 0.4, Renew: 0.2, LongWork: 0.15, RushRelease: 0.1, Owner: 0.3, Context: 0.3, Twice: 0.2, Inspect: 0.2,
-		Concurrent: 0.15}
+		Concurrent: 0.15, Retry: 0.25}
 }
 
 // share is one choice of a Mix by its name (the CLI's --mix).
@@ -268,7 +276,7 @@ type share struct {
 func (m *Mix) shares() []share {
 	return []share{{"blocking", &m.Blocking}, {"cancel", &m.Cancel}, {"reenter", &m.Reenter}, {"renew", &m.Renew},
 		{"long-work", &m.LongWork}, {"rush-release", &m.RushRelease}, {"owner", &m.Owner}, {"leave", &m.Leave}, {"close-waiting", &m.CloseWaiting}, {"context", &m.Context},
-		{"twice", &m.Twice}, {"inspect", &m.Inspect}, {"concurrent", &m.Concurrent}, {"ttl", &m.TTL}}
+		{"twice", &m.Twice}, {"inspect", &m.Inspect}, {"concurrent", &m.Concurrent}, {"ttl", &m.TTL}, {"retry", &m.Retry}}
 }
 
 func (m *Mix) validate() error {

@@ -36,6 +36,15 @@ type Rates struct {
 	// race them.
 	Late   float64
 	LateBy time.Duration
+	// Drain: a request on its way when its sender closes the connection
+	// still lands, at its time, as TCP delivers what was written before
+	// the FIN and Redis runs a command it read before the EOF; its reply
+	// goes nowhere. Without it the close loses the request. With Jitter,
+	// a request whose sender gave up on it (a call with a short deadline)
+	// lands after requests its client sent later on other connections,
+	// its retry and the lock's cleanup of it among them, in an order the
+	// draws decide: a real network and a connection pool reorder so.
+	Drain bool
 }
 
 // Validate reports a rate out of range, naming the field.
@@ -70,9 +79,15 @@ type Counts struct {
 	// sender had given up on them.
 	Messages, Dropped, LostReplies, Blackholed, Held, Resets int
 	Late, Orphaned                                           int
+	// Drained is how many requests in flight when their sender closed
+	// the connection landed afterwards (Rates.Drain).
+	Drained int
 	// PubSubDropped is how many pub/sub connections DropSubscribed
 	// closed, Refused how many SUBSCRIBE commands a node refused
 	// (RefuseSubscribe), and Stalled how many connections StallDials
 	// held back.
 	PubSubDropped, Refused, Stalled int
+	// OutOfMemory is how many requests a node refused with -OOM
+	// (RefuseWrites): each had no effect.
+	OutOfMemory int
 }

@@ -3,12 +3,15 @@ package vnode
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
 	"math/rand/v2"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +59,11 @@ type Net struct {
 	// (RefuseSubscribe); a connection dialed before stallTo has its
 	// requests held back for stallFor from its dial (StallDials).
 	refusing map[string]bool
+	// oom is, by address, the share of the writes a node refuses with
+	// -OOM (RefuseWrites); scripts are the scripts seen on the network
+	// (EVAL, SCRIPT LOAD), by SHA-1, each with whether it may add memory.
+	oom      map[string]float64
+	scripts  map[string]bool
 	stallTo  time.Time
 	stallFor time.Duration
 	change   chan struct{} // closed (and replaced) when a cut or pause lifts
@@ -121,7 +129,7 @@ func (n *Node) Advance() {
 // Call it inside a synctest bubble, and Close it before the bubble ends.
 func NewNet(seed uint64, addrs ...string) *Net {
 	n := &Net{seed: seed, nodes: map[string]*Node{}, dials: map[string]int{}, links: map[*link]struct{}{},
-		cut: map[string]bool{}, paused: map[string]bool{}, refusing: map[string]bool{}, change: make(chan struct{}), quit: make(chan struct{}), settled: closed()}
+		cut: map[string]bool{}, paused: map[string]bool{}, refusing: map[string]bool{}, oom: map[string]float64{}, scripts: map[string]bool{}, change: make(chan struct{}), quit: make(chan struct{}), settled: closed()}
 	for _, a := range addrs {
 		n.nodes[a] = &Node{Addr: a, M: miniredis.NewMiniRedis(), last: time.Now()}
 	}
@@ -278,6 +286,29 @@ func (n *Net) RefuseSubscribe(addr string, on bool) {
 	}
 }
 
+// RefuseWrites makes the node at addr refuse share (0 to 1) of the
+// requests that hold a write (writes), drawn per request, each command
+// of them with -OOM in its place, as Redis at its maxmemory with the
+// noeviction policy refuses a command that may add memory while its
+// memory is over the limit: a node whose memory comes and goes around it
+// refuses some writes and takes others. A refused command has no effect.
+// A script counts as a write when its body calls a command that may add
+// memory (a script that only reads, such as a lookup, passes); it is
+// refused whole, before it runs: Redis runs a script without flags up to
+// its first such command, so the commands that only free memory before
+// it (a DEL, an HDEL) would run, which the stand-in does not model. An
+// EVALSHA of a script the network has not carried yet (no EVAL or SCRIPT
+// LOAD of it) passes. 0 takes every write again.
+func (n *Net) RefuseWrites(addr string, share float64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if share > 0 {
+		n.oom[addr] = share
+	} else {
+		delete(n.oom, addr)
+	}
+}
+
 // DropSubscribed resets every connection to the node at addr that has
 // subscribed (sent SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE the node took),
 // as CLIENT KILL TYPE pubsub does, and returns how many.
@@ -415,6 +446,9 @@ type message struct {
 	at        time.Time
 	handshake bool
 	late      bool // held in transit (Rates.Late): delivered even if the connection closes first
+	// drains: sent while Rates.Drain was on, a request that lands even if
+	// its sender closes the connection before its time (deliverOrphan).
+	drains bool
 }
 
 func (l *link) start() {
@@ -496,10 +530,11 @@ func (l *link) read(src net.Conn, q chan<- message, up bool, rng *rand.Rand) {
 			return
 		}
 		hs := l.handshaking(up, buf[:k])
-		d, late := time.Duration(0), false
+		d, late, drains := time.Duration(0), false, false
 		if !hs {
 			l.net.mu.Lock()
 			r := l.net.rates
+			drains = up && r.Drain
 			d = r.Delay + 1 + time.Duration(rng.Int64N(int64(Transit)))
 			if r.Jitter > 0 {
 				d += time.Duration(rng.Int64N(int64(r.Jitter) + 1))
@@ -523,10 +558,13 @@ func (l *link) read(src net.Conn, q chan<- message, up bool, rng *rand.Rand) {
 		}
 		last = at
 		select {
-		case q <- message{b: slices.Clone(buf[:k]), at: at, handshake: hs, late: late}:
+		case q <- message{b: slices.Clone(buf[:k]), at: at, handshake: hs, late: late, drains: drains}:
 		case <-l.done:
 			if late {
 				l.net.settle()
+			} else if drains {
+				// Written before the close: on the wire, it lands.
+				l.orphan(message{b: slices.Clone(buf[:k]), at: at, drains: true})
 			}
 			return
 		}
@@ -535,8 +573,10 @@ func (l *link) read(src net.Conn, q chan<- message, up bool, rng *rand.Rand) {
 
 // deliver writes the queued messages to dst at their time, holding them
 // through a cut or a pause, or loses one and resets the connection. When
-// the connection closes, the late requests still queued (Rates.Late)
-// were on the wire already: they land anyway (deliverOrphan).
+// the connection closes, the late requests still queued (Rates.Late),
+// and those sent while the network drained closed connections
+// (Rates.Drain), were on the wire already: they land anyway
+// (deliverOrphan).
 func (l *link) deliver(q <-chan message, dst net.Conn, up bool, rng *rand.Rand) {
 	defer l.wg.Done()
 	defer func() {
@@ -551,10 +591,10 @@ func (l *link) deliver(q <-chan message, dst net.Conn, up bool, rng *rand.Rand) 
 	}
 }
 
-// orphan hands late request m, whose connection closed, to
+// orphan hands late or draining request m, whose connection closed, to
 // deliverOrphan; any other message is lost with the connection.
 func (l *link) orphan(m message) {
-	if m.late {
+	if m.late || m.drains {
 		l.net.deliverOrphan(l.node.Addr, m)
 	}
 }
@@ -607,6 +647,17 @@ func (l *link) deliverOne(m message, dst net.Conn, up bool, rng *rand.Rand) bool
 		l.net.counts.Messages++
 	}
 	b := m.b
+	if up && !lose {
+		l.net.learnScripts(b)
+	}
+	// Drawn only while the node refuses writes: the draws of a seed
+	// without that fault stay as they were.
+	if share := l.net.oom[l.node.Addr]; up && !lose && share > 0 && rng.Float64() < share {
+		var n int
+		if b, n = l.net.refuseWrites(b); n > 0 {
+			l.net.counts.OutOfMemory++
+		}
+	}
 	if up && !lose && subscribes(b) {
 		if l.net.refusing[l.node.Addr] {
 			b = refuseSubscribes(b)
@@ -693,6 +744,122 @@ func refuseSubscribes(b []byte) []byte {
 	return out
 }
 
+// writeCommands are the commands that may add memory (Redis flags them
+// denyoom), those the harness's locks and resources send, directly or
+// from their scripts.
+var writeCommands = map[string]bool{"SET": true, "SETNX": true, "SETEX": true, "PSETEX": true, "GETSET": true,
+	"MSET": true, "MSETNX": true, "APPEND": true, "SETRANGE": true, "INCR": true, "INCRBY": true, "DECR": true, "DECRBY": true,
+	"HSET": true, "HMSET": true, "HSETNX": true, "HINCRBY": true, "ZADD": true, "SADD": true, "LPUSH": true, "RPUSH": true,
+	"RESTORE": true}
+
+// scriptCall finds the commands a script calls by name (redis.call or
+// redis.pcall with a quoted name).
+var scriptCall = regexp.MustCompile(`redis\.p?call\(\s*['"]([A-Za-z]+)['"]`)
+
+// writes reports whether a script's body calls a command that may add
+// memory.
+func writes(body []byte) bool {
+	for _, m := range scriptCall.FindAllSubmatch(body, -1) {
+		if writeCommands[strings.ToUpper(string(m[1]))] {
+			return true
+		}
+	}
+	return false
+}
+
+// learnScripts records the scripts request b carries (EVAL's body,
+// SCRIPT LOAD's), by SHA-1, as Redis caches them: a later EVALSHA of one
+// is then known for a write or not. n.mu is held.
+func (n *Net) learnScripts(b []byte) {
+	if !bytes.Contains(b, []byte("val")) && !bytes.Contains(b, []byte("VAL")) &&
+		!bytes.Contains(b, []byte("cript")) && !bytes.Contains(b, []byte("CRIPT")) {
+		return // most requests carry no script: skip the parse
+	}
+	cmds, names, ok := commands(b)
+	if !ok {
+		return
+	}
+	for i, c := range cmds {
+		args := commandArgs(c)
+		var body []byte
+		switch {
+		case names[i] == "EVAL" && len(args) > 1:
+			body = args[1]
+		case names[i] == "SCRIPT" && len(args) > 2 && strings.EqualFold(string(args[1]), "LOAD"):
+			body = args[2]
+		default:
+			continue
+		}
+		sum := sha1.Sum(body)
+		n.scripts[hex.EncodeToString(sum[:])] = writes(body)
+	}
+}
+
+// commandArgs splits one whole RESP command (commands) into its
+// arguments, its name first.
+func commandArgs(c []byte) [][]byte {
+	n, b, ok := respLen(c, '*')
+	if !ok {
+		return nil
+	}
+	args := make([][]byte, 0, n)
+	for i := 0; i < n; i++ {
+		k, rest, ok := respLen(b, '$')
+		if !ok || k < 0 || len(rest) < k+2 {
+			return nil
+		}
+		args = append(args, rest[:k])
+		b = rest[k+2:]
+	}
+	return args
+}
+
+// refusable reports whether command c (name, upper case) may add memory:
+// a plain write, or a script whose body may (an EVALSHA of a script not
+// seen yet passes). n.mu is held.
+func (n *Net) refusable(name string, c []byte) bool {
+	switch name {
+	case "EVAL":
+		args := commandArgs(c)
+		return len(args) > 1 && writes(args[1])
+	case "EVALSHA":
+		args := commandArgs(c)
+		return len(args) > 1 && n.scripts[strings.ToLower(string(args[1]))]
+	}
+	return writeCommands[name]
+}
+
+// oomCommand stands in for a refused write: a script that replies with
+// Redis's -OOM error, in the refused command's place on the connection.
+const oomCommand = "*3\r\n$4\r\nEVAL\r\n$%d\r\n%s\r\n$1\r\n0\r\n"
+
+// oomReply is the script oomCommand runs: Redis's words for a write it
+// refuses at its maxmemory.
+const oomReply = "return redis.error_reply(\"OOM command not allowed when used memory > 'maxmemory'.\")"
+
+// refuseWrites replaces each command of request b that may add memory
+// (refusable) with oomCommand, and says how many it replaced. A
+// transaction (MULTI) is left whole: Redis would refuse it at EXEC, all
+// or nothing, which a command-by-command stand-in cannot do. n.mu is
+// held.
+func (n *Net) refuseWrites(b []byte) ([]byte, int) {
+	cmds, names, ok := commands(b)
+	if !ok || slices.Contains(names, "MULTI") {
+		return b, 0
+	}
+	var out []byte
+	refused := 0
+	for i, c := range cmds {
+		if n.refusable(names[i], c) {
+			out = fmt.Appendf(out, oomCommand, len(oomReply), oomReply)
+			refused++
+		} else {
+			out = append(out, c...)
+		}
+	}
+	return out, refused
+}
+
 // until waits until t; false when the connection was reset first.
 func (l *link) until(t time.Time) bool {
 	d := time.Until(t)
@@ -746,16 +913,18 @@ func (l *link) hold(up bool) error {
 	}
 }
 
-// deliverOrphan delivers late request m, whose connection has closed,
-// at its time to the node that then serves addr (a promotion may have
-// replaced the one it was sent to), on a connection of its own, held
-// through a pause like any request; the reply goes nowhere. Nothing is
-// delivered once the network is closed.
+// deliverOrphan delivers late or draining request m, whose connection
+// has closed, at its time to the node that then serves addr (a promotion
+// may have replaced the one it was sent to), on a connection of its own,
+// held through a pause like any request; the reply goes nowhere. Nothing
+// is delivered once the network is closed.
 func (n *Net) deliverOrphan(addr string, m message) {
 	n.orphans.Add(1)
 	go func() {
 		defer n.orphans.Done()
-		defer n.settle()
+		if m.late {
+			defer n.settle()
+		}
 		t := time.NewTimer(max(time.Until(m.at), 0))
 		defer t.Stop()
 		select {
@@ -767,7 +936,11 @@ func (n *Net) deliverOrphan(addr string, m message) {
 			n.mu.Lock()
 			node, paused, change, closed := n.nodes[addr], n.paused[addr], n.change, n.closed
 			if !paused && !closed && node != nil {
-				n.counts.Orphaned++
+				if m.late {
+					n.counts.Orphaned++
+				} else {
+					n.counts.Drained++
+				}
 			}
 			n.mu.Unlock()
 			if closed || node == nil {

@@ -166,6 +166,97 @@ func TestLateDelivery(t *testing.T) {
 	})
 }
 
+// TestDrain: with Rates.Drain, a request still on its way when its
+// sender gives up and closes the connection lands at its time (as TCP
+// delivers what was written before the FIN), after a request the sender
+// made later on another connection; without it the close loses it.
+func TestDrain(t *testing.T) {
+	for _, drain := range []bool{true, false} {
+		t.Run(map[bool]string{true: "Drain", false: "NoDrain"}[drain], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n, a, addr := oneNode(t)
+				ctx := context.Background()
+				if err := a.Ping(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := n.SetRates(Rates{Delay: 20 * time.Millisecond, Drain: drain}); err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+				err := a.Set(short, "k", "first", 0).Err()
+				cancel()
+				if err == nil {
+					t.Fatal("a SET 20ms in transit returned ok within its 5ms deadline")
+				}
+				// The next request goes on a new connection, with no
+				// delay: it overtakes the first.
+				_ = n.SetRates(Rates{})
+				if err := a.Set(ctx, "k", "second", 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := n.Node(addr).M.Get("k"); got != "second" {
+					t.Fatalf("k = %q before the first SET's time, want the second's", got)
+				}
+				time.Sleep(30*time.Millisecond - time.Since(start))
+				got, _ := n.Node(addr).M.Get("k")
+				c := n.Counts()
+				if drain && (got != "first" || c.Drained != 1) {
+					t.Errorf("k = %q, %d drained: want the first SET landed after the second, 1 drained", got, c.Drained)
+				}
+				if !drain && (got != "second" || c.Drained != 0) {
+					t.Errorf("k = %q, %d drained: without Drain the closed connection loses the first SET", got, c.Drained)
+				}
+			})
+		})
+	}
+}
+
+// TestRefuseWrites: a node refusing every write answers a SET and a
+// script that writes with -OOM in their place and runs neither, while
+// reads and a script that only reads pass and another node takes its
+// writes; put back to 0, it takes them again.
+func TestRefuseWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const addr, other = "127.0.0.1:1", "127.0.0.1:2"
+		n := NewNet(1, addr, other)
+		defer n.Close()
+		a, b := client(n, "a", addr), client(n, "a", other)
+		defer a.Close()
+		defer b.Close()
+		ctx := context.Background()
+		if err := a.Set(ctx, "k", "before", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		n.RefuseWrites(addr, 1)
+		var rerr redis.Error
+		if err := a.Set(ctx, "k", "refused", 0).Err(); !errors.As(err, &rerr) || !strings.HasPrefix(err.Error(), "OOM ") {
+			t.Errorf("a SET to a node out of memory: %v, want an -OOM error reply", err)
+		}
+		script := redis.NewScript(`return redis.call('SET', KEYS[1], ARGV[1])`)
+		if err := script.Run(ctx, a, []string{"k"}, "script").Err(); !errors.As(err, &rerr) || !strings.HasPrefix(err.Error(), "OOM ") {
+			t.Errorf("a script to a node out of memory: %v, want an -OOM error reply", err)
+		}
+		if got, err := a.Get(ctx, "k").Result(); err != nil || got != "before" {
+			t.Errorf("GET k = %q, %v: want the value from before, the read passing", got, err)
+		}
+		lookup := redis.NewScript(`return redis.call('GET', KEYS[1])`)
+		if got, err := lookup.Run(ctx, a, []string{"k"}).Result(); err != nil || got != "before" {
+			t.Errorf("a script that only reads: %v, %v: want it run, the value from before", got, err)
+		}
+		if err := b.Set(ctx, "k", "elsewhere", 0).Err(); err != nil {
+			t.Errorf("a SET to another node: %v", err)
+		}
+		if c := n.Counts(); c.OutOfMemory < 2 {
+			t.Errorf("counts %+v: want the SET and the script refused", c)
+		}
+		n.RefuseWrites(addr, 0)
+		if err := a.Set(ctx, "k", "after", 0).Err(); err != nil {
+			t.Errorf("a SET once the node takes writes again: %v", err)
+		}
+	})
+}
+
 // TestRatesValidate names the field out of range.
 func TestRatesValidate(t *testing.T) {
 	for _, c := range []struct {
