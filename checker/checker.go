@@ -319,19 +319,36 @@ func checks() map[string]check {
 	return map[string]check{
 		contract.PropLease:      (*run).checkLease,
 		contract.PropResource:   (*run).checkResource,
-		contract.PropLiveness:   (*run).checkLiveness,
-		contract.PropClaims:     (*run).checkClaims,
-		contract.PropNotice:     (*run).checkNotice,
-		contract.PropFairness:   (*run).checkFairness,
+		contract.PropLiveness:   exclusiveOnly((*run).checkLiveness),
+		contract.PropClaims:     exclusiveOnly((*run).checkClaims),
+		contract.PropNotice:     exclusiveOnly((*run).checkNotice),
+		contract.PropFairness:   exclusiveOnly((*run).checkFairness),
 		contract.PropCalls:      (*run).checkCalls,
 		contract.PropFootprint:  (*run).checkFootprint,
-		contract.PropPromptness: (*run).checkPromptness,
+		contract.PropPromptness: exclusiveOnly((*run).checkPromptness),
+	}
+}
+
+// exclusiveOnly is f on a key of exclusive holds; on a key with modes
+// (shared.go) a property f would judge is Unknown, never a pass: f
+// assumes one holder at a time.
+func exclusiveOnly(f check) check {
+	return func(c *run, k *keyOps) finding {
+		r := f(c, k)
+		if r.verdict == contract.NA || !sharedKey(k) {
+			return r
+		}
+		return undecidedShared(k)
 	}
 }
 
 // checkLease decides G1 on a key: the lease model (Porcupine), the token
-// rules and the inspect rules (what the lock said of the key's holders).
+// rules and the inspect rules (what the lock said of the key's holders);
+// on a key with modes, the rules rw-exclusion and permits (shared.go).
 func (c *run) checkLease(k *keyOps) finding {
+	if sharedKey(k) {
+		return c.checkSharedLease(k)
+	}
 	v, undecided, vs := c.porcupineCheck(k.key, k.lease, contract.PropLeaseName)
 	if v == contract.NA && len(k.lease) > 0 {
 		v = contract.OK // only ops the model skips (failed attempts): nothing broke

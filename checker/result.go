@@ -18,6 +18,8 @@ const (
 	RuleInspectFree     = "inspect-free"     // the lock said a key free, or held by another, while a hold was surely live
 	RuleInspectHolder   = "inspect-holder"   // the lock named a holder (or its fence) that could not hold the key then
 	RuleHoldCount       = "hold-count"       // the lock counted a client's holds outside what the history allows
+	RuleRWExclusion     = "rw-exclusion"     // a write hold was surely held while another client's hold was
+	RulePermits         = "permits"          // more permits were surely held at once than the semaphore's capacity
 	// Resource rules.
 	RuleFencing     = "fencing-order" // an accepted fenced op carried a token below one accepted before it
 	RuleLostUpdate  = "lost-update"   // a write's prev was no longer the resource's value

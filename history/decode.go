@@ -268,6 +268,15 @@ func kindOf(s []byte) Kind {
 	return Kind(s)
 }
 
+func modeOf(s []byte) Mode {
+	for _, m := range []Mode{ModeRead, ModeWrite, ModePermits} {
+		if string(s) == string(m) {
+			return m
+		}
+	}
+	return Mode(s)
+}
+
 func resultOf(s []byte) Result {
 	for _, r := range []Result{OK, Fail, Rejected, Unknown} {
 		if string(s) == string(r) {

@@ -41,6 +41,9 @@ const (
 	fHolds
 	fRecords
 	fBytes
+	fMode
+	fPermits
+	fCapacity
 	numFields
 )
 
@@ -85,6 +88,9 @@ func fields() [numFields]field {
 		fHolds:    {name: "holds", typ: tInt},
 		fRecords:  {name: "records", typ: tInt},
 		fBytes:    {name: "bytes", typ: tInt},
+		fMode:     {name: "mode", typ: tString},
+		fPermits:  {name: "permits", typ: tInt},
+		fCapacity: {name: "capacity", typ: tInt},
 	}
 }
 
@@ -138,6 +144,12 @@ func (o *Op) get(id fieldID) (present bool, s string, i int64, u uint64) {
 		return o.HasRecords, "", o.Records, 0
 	case fBytes:
 		return o.HasBytes, "", o.Bytes, 0
+	case fMode:
+		return o.Mode != "", string(o.Mode), 0, 0
+	case fPermits:
+		return o.Permits != 0, "", o.Permits, 0
+	case fCapacity:
+		return o.Capacity != 0, "", o.Capacity, 0
 	}
 	return false, "", 0, 0
 }
@@ -163,6 +175,8 @@ func (d *decoder) setString(o *Op, id fieldID, s []byte) {
 		o.Prev, o.HasPrev = string(s), true
 	case fHolder:
 		o.Holder = d.interned(s)
+	case fMode:
+		o.Mode = modeOf(s)
 	}
 }
 
@@ -187,6 +201,10 @@ func (o *Op) setInt(id fieldID, v int64) {
 		o.Records, o.HasRecords = v, true
 	case fBytes:
 		o.Bytes, o.HasBytes = v, true
+	case fPermits:
+		o.Permits = v
+	case fCapacity:
+		o.Capacity = v
 	}
 }
 

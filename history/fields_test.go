@@ -24,7 +24,8 @@ func TestFieldTable(t *testing.T) {
 	full := Op{Client: "c", Kind: Write, Key: "k", Name: "n", Evidence: "e", Call: 1, Return: 2, Completed: true, Result: OK,
 		TTLMillis: 3, Token: 4, HasToken: true, Value: "v", HasValue: true, Prev: "p", HasPrev: true, Wait: true,
 		ValidUntil: 5, HasValid: true, InLine: 6, HasInLine: true, Lease: 7, Checked: true, Deadline: 8, HasDeadline: true,
-		Held: true, Holder: "h", HoldCount: 9, HasHolds: true, Records: 10, HasRecords: true, Bytes: 11, HasBytes: true}
+		Held: true, Holder: "h", HoldCount: 9, HasHolds: true, Records: 10, HasRecords: true, Bytes: 11, HasBytes: true,
+		Mode: ModePermits, Permits: 12, Capacity: 13}
 	line := AppendJSON(nil, full)
 	var d decoder
 	var got Op
@@ -36,7 +37,7 @@ func TestFieldTable(t *testing.T) {
 	if !reflect.DeepEqual(got, full) {
 		t.Errorf("round trip of every field:\n%s\ngot  %+v\nwant %+v", line, got, full)
 	}
-	want := `{"client":"c","op":"write","key":"k","name":"n","evidence":"e","call":1,"return":2,"result":"ok","ttl_ms":3,"token":4,"value":"v","prev":"p","wait":true,"valid_until":5,"in_line":6,"lease":7,"checked":true,"deadline":8,"held":true,"holder":"h","holds":9,"records":10,"bytes":11}`
+	want := `{"client":"c","op":"write","key":"k","name":"n","evidence":"e","call":1,"return":2,"result":"ok","ttl_ms":3,"token":4,"value":"v","prev":"p","wait":true,"valid_until":5,"in_line":6,"lease":7,"checked":true,"deadline":8,"held":true,"holder":"h","holds":9,"records":10,"bytes":11,"mode":"permits","permits":12,"capacity":13}`
 	if string(line) != want {
 		t.Errorf("AppendJSON = %s\nwant          %s (the contract's order)", line, want)
 	}

@@ -54,6 +54,22 @@ const (
 	TTL Kind = "ttl"
 )
 
+// Mode is the kind of hold of a lease op (the "mode" field).
+type Mode string
+
+// The modes of the history contract.
+const (
+	// ModeRead is a read hold of a read-write lock: read holds may
+	// overlap each other, never a write hold.
+	ModeRead Mode = "read"
+	// ModeWrite is a write hold of a read-write lock: it overlaps no other
+	// client's hold.
+	ModeWrite Mode = "write"
+	// ModePermits is a semaphore's hold of Permits permits: at no instant
+	// more than Capacity permits are surely held.
+	ModePermits Mode = "permits"
+)
+
 // Result is the outcome of an operation: the "result" field.
 type Result string
 
@@ -152,6 +168,19 @@ type Op struct {
 	HasRecords bool
 	Bytes      int64
 	HasBytes   bool
+
+	// Mode ("mode"): the kind of hold an acquire asks for, and that a
+	// release, renew or loss notice speaks of, on a lock that has more
+	// than one: ModeRead or ModeWrite (a read-write lock), ModePermits (a
+	// semaphore). Absent: an exclusive hold (a mutex). A key's lease ops
+	// either all carry a mode or none do. Permits ("permits", >= 1, only
+	// with ModePermits) is how many permits the hold is; Capacity
+	// ("capacity", >= 1, only with ModePermits, on acquires) the
+	// semaphore's N as the call knew it. The lease property judges a
+	// key with modes by the rules rw-exclusion and permits.
+	Mode     Mode
+	Permits  int64
+	Capacity int64
 
 	// Line is the 1-based line the op was read from; 0 when not read from a file.
 	Line int

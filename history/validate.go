@@ -78,7 +78,11 @@ func (e *ParseError) Unwrap() error { return ErrBadInput }
 //     bytes (>= 0) only on footprint, and an ok footprint carries records;
 //   - ttl (a client asking its lock's server how long its lease is still
 //     valid) has the results of a lock op and carries no ttl_ms; it may
-//     carry token, lease and deadline, and valid_until only when ok.
+//     carry token, lease and deadline, and valid_until only when ok;
+//   - mode (read, write, permits) only on acquire, release, renew, lost
+//     and ttl; permits (>= 1) only with mode permits; capacity (>= the
+//     permits) only on an acquire of mode permits, and every such acquire
+//     carries it.
 func (op Op) Validate() error {
 	if err := validate(&op, true, op.TTLMillis != 0); err != nil {
 		return &ParseError{Line: op.Line, Field: err.field, Msg: err.msg}
@@ -287,6 +291,42 @@ func validate(o *Op, hasCall, hasTTL bool) *fieldError {
 		case o.InLine >= MaxTime:
 			return bad("in_line", "time %d is not below %d (2^61 ns)", o.InLine, MaxTime)
 		}
+	}
+	return validateMode(o)
+}
+
+// validateMode checks mode, permits and capacity (see Op.Mode).
+func validateMode(o *Op) *fieldError {
+	if o.Mode != "" {
+		switch o.Mode {
+		case ModeRead, ModeWrite, ModePermits:
+		default:
+			return bad("mode", "unknown mode %q (want read, write or permits; leave it out for an exclusive hold)", o.Mode)
+		}
+		switch o.Kind {
+		case Acquire, Release, Renew, Lost, TTL:
+		default:
+			return bad("mode", "only acquire, release, renew, lost and ttl carry a mode, not %s", o.Kind)
+		}
+	}
+	if o.Permits != 0 {
+		switch {
+		case o.Mode != ModePermits:
+			return bad("permits", "only a permits hold (mode permits) carries permits")
+		case o.Permits < 1:
+			return bad("permits", "%d permits: want at least 1", o.Permits)
+		}
+	}
+	if o.Capacity != 0 {
+		switch {
+		case o.Mode != ModePermits || o.Kind != Acquire:
+			return bad("capacity", "only an acquire of permits (mode permits) carries capacity")
+		case o.Capacity < max(o.Permits, 1):
+			return bad("capacity", "capacity %d is below the %d permits asked for", o.Capacity, max(o.Permits, 1))
+		}
+	}
+	if o.Mode == ModePermits && o.Kind == Acquire && o.Capacity == 0 {
+		return bad("capacity", "missing (an acquire of permits says the semaphore's N)")
 	}
 	return nil
 }

@@ -208,3 +208,48 @@ func ExampleClient_Close() {
 	// <nil>
 	// true
 }
+
+// A read-write lock: readers share, a writer waits for them and excludes
+// everyone; every hold carries a fence, and a write's is above every fence
+// handed out before it.
+func ExampleRWLock() {
+	locks, done := exampleClient(lock.Options{TTL: time.Minute})
+	defer done()
+	ctx := context.Background()
+	prices := locks.RWLock("prices")
+
+	r1, _ := prices.RLock(ctx)
+	r2, _ := prices.RLock(ctx) // readers share
+	_, err := prices.TryLock(ctx)
+	fmt.Println("write beside readers:", errors.Is(err, lock.ErrNotAcquired))
+	_ = r1.Release(ctx)
+	_ = r2.Release(ctx)
+
+	w, _ := prices.Lock(ctx)
+	fmt.Println(w.Mode(), w.Fence() > r2.Fence())
+	_ = w.Release(ctx)
+	// Output:
+	// write beside readers: true
+	// write true
+}
+
+// A semaphore of 3 permits: each acquire takes some as a hold of its own,
+// with its own TTL, so a crashed holder's permits come back.
+func ExampleSemaphore() {
+	locks, done := exampleClient(lock.Options{TTL: time.Minute})
+	defer done()
+	ctx := context.Background()
+	slots, _ := locks.Semaphore("exports", 3)
+
+	a, _ := slots.Acquire(ctx, 2)
+	b, _ := slots.Acquire(ctx, 1)
+	_, err := slots.TryAcquire(ctx, 1)
+	fmt.Println("a fourth permit:", errors.Is(err, lock.ErrNotAcquired))
+	info, _ := slots.Inspect(ctx)
+	fmt.Println("out:", info.Permits())
+	_ = a.Release(ctx)
+	_ = b.Release(ctx)
+	// Output:
+	// a fourth permit: true
+	// out: 3
+}

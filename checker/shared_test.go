@@ -1,0 +1,89 @@
+package checker
+
+import (
+	"testing"
+
+	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/history"
+)
+
+func reading() opt { return func(o *history.Op) { o.Mode = history.ModeRead } }
+func writing() opt { return func(o *history.Op) { o.Mode = history.ModeWrite } }
+
+// permits is a hold of k permits; on an acquire, of a semaphore of n.
+func permits(k, n int64) opt {
+	return func(o *history.Op) {
+		o.Mode, o.Permits = history.ModePermits, k
+		if o.Kind == history.Acquire {
+			o.Capacity = n
+		}
+	}
+}
+
+// TestSharedRules: the rule table of rw-exclusion and permits (lease
+// property), on keys whose lease ops carry a mode.
+func TestSharedRules(t *testing.T) {
+	na := contract.NA
+	okAll := want{lease: contract.OK, resource: na, liveness: na}
+	bad := func(rule string, lines ...int) want {
+		return want{lease: contract.Violated, resource: na, liveness: na, prop: contract.PropLeaseName, rule: rule, lines: lines}
+	}
+	runRuleCases(t, []ruleCase{
+		{"readers overlap", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1), reading()),
+			acq("b", 2, 3, ok, ttl(1000), tok(2), hold(1), reading()),
+			rel("a", 4, 5, ok, hold(1), reading()),
+			rel("b", 6, 7, ok, hold(1), reading()),
+		), Options{}, okAll},
+		{"a writer after the readers released", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1), reading()),
+			acq("b", 2, 3, ok, ttl(1000), tok(2), hold(1), reading()),
+			rel("a", 4, 5, ok, hold(1), reading()),
+			rel("b", 6, 7, ok, hold(1), reading()),
+			acq("c", 7, 8, ok, ttl(1000), tok(3), hold(1), writing()),
+		), Options{}, okAll},
+		{"a writer beside a reader", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1), reading()),
+			acq("c", 2, 3, ok, ttl(1000), tok(3), hold(1), writing()),
+		), Options{}, bad(RuleRWExclusion, 1, 2)},
+		{"a reader beside a writer", lined(
+			acq("c", 0, 1, ok, ttl(1000), tok(3), hold(1), writing()),
+			acq("a", 2, 3, ok, ttl(1000), tok(4), hold(1), reading()),
+		), Options{}, bad(RuleRWExclusion, 1, 2)},
+		{"a writer once the reader's lease surely ran out", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1), hold(1), reading()),
+			acq("c", 150, 151, ok, ttl(1000), tok(3), hold(1), writing()),
+		), Options{}, okAll},
+		{"a writer while the reader's renewal stands", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1), hold(1), reading()),
+			renew("a", 50, 51, ok, ttl(100), hold(1), reading()),
+			acq("c", 120, 121, ok, ttl(1000), tok(3), hold(1), writing()),
+		), Options{}, bad(RuleRWExclusion, 1, 3)},
+		{"a downgrade: the owner's read beside its write", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1), writing()),
+			acq("a", 2, 3, ok, ttl(1000), tok(1), hold(2), reading()),
+			rel("a", 4, 5, ok, hold(1), writing()),
+			acq("b", 6, 7, ok, ttl(1000), tok(2), hold(1), reading()),
+		), Options{}, okAll},
+		{"permits within capacity", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1), permits(2, 3)),
+			acq("b", 2, 3, ok, ttl(1000), tok(2), hold(1), permits(1, 3)),
+			rel("a", 4, 5, ok, hold(1), permits(2, 0)),
+			acq("c", 6, 7, ok, ttl(1000), tok(3), hold(1), permits(2, 3)),
+		), Options{}, okAll},
+		{"permits over capacity", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1), permits(2, 3)),
+			acq("b", 2, 3, ok, ttl(1000), tok(2), hold(1), permits(1, 3)),
+			acq("c", 4, 5, ok, ttl(1000), tok(3), hold(1), permits(1, 3)),
+		), Options{}, bad(RulePermits, 1, 2, 3)},
+		{"a permit back once its lease surely ran out", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1), hold(1), permits(1, 1)),
+			acq("b", 150, 151, ok, ttl(1000), tok(2), hold(1), permits(1, 1)),
+		), Options{}, okAll},
+		// Liveness assumes one holder at a time: not judged among modes.
+		{"liveness is not judged", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1), hold(1), reading()),
+			acq("b", 3000, 3001, fail, ttl(100), hold(1), writing()),
+		), Options{}, want{lease: contract.OK, resource: na, liveness: contract.Unknown}},
+	})
+}
