@@ -242,8 +242,8 @@ type attemptResult struct {
 
 // upgradeErr is the error of a call refused as an upgrade.
 func (a *attempt) upgradeErr() error {
-	return fmt.Errorf("%s %q: the owner holds the lock for reading; a read hold cannot become a write hold (two readers upgrading would wait for each other): %w",
-		a.op, a.key, ErrUpgrade)
+	return fmt.Errorf("%s %q: the owner holds the lock for reading; a read hold cannot become a write hold (two readers upgrading would wait for each other): %w: %w",
+		a.op, a.key, ErrNotAcquired, ErrUpgrade)
 }
 
 func (c *Client) acquire(ctx context.Context, key string, wait bool, opts []AcquireOption) (*Lease, error) {

@@ -57,6 +57,7 @@ var (
 	// ErrUpgrade: an owner that holds a read-write lock for reading asked
 	// to write. A read hold cannot become a write hold: two readers that
 	// both tried would wait for each other for good. Release the read
-	// holds and acquire for writing.
+	// holds and acquire for writing. An error that wraps it wraps
+	// ErrNotAcquired too (nothing was taken).
 	ErrUpgrade = errors.New("read hold cannot be upgraded to a write hold")
 )

@@ -44,12 +44,25 @@ type Keys struct {
 // "{key}:released".
 // A key that contains '{' or '}' is tagged with a hash of itself instead,
 // so the tag is always well formed.
-func RedisKeys(key string) Keys {
+func RedisKeys(key string) Keys { return keysOf(key, "") }
+
+// keysOf are the Redis names of key for a kind of lock: the mutex's
+// (kind ""), or a shared kind's (":rw", ":sem": RWLock, Semaphore), whose
+// names are the mutex's base name with the kind after it ("{key}:rw",
+// "{key}:rw:fence", ...). No mutex's name is a shared kind's: a mutex's
+// base ends with its hash tag ("{key}"), or holds a brace after it
+// ("{hash}key" for a key with braces), while a shared kind's base goes on
+// after the tag with ":rw" or ":sem", which has none. Each kind's scripts
+// read the other's records as garbage, so two kinds must never meet on
+// one key (the review of 2026-12-07: RedisKeys("rw:"+key) was the mutex
+// "rw:key"'s keys, and each kind granted beside the other's holds).
+func keysOf(key, kind string) Keys {
 	base := "{" + key + "}"
 	if key == "" || strings.ContainsAny(key, "{}") {
 		sum := sha256.Sum256([]byte(key))
 		base = "{" + hex.EncodeToString(sum[:8]) + "}" + key
 	}
+	base += kind
 	// One string holds every name (one allocation, not six: a key's names
 	// are made on every acquire); each name is a slice of it.
 	all := base + base + ":fence" + base + ":q" + base + ":qt" + base + ":released" + base + ":gone"

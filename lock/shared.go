@@ -67,8 +67,8 @@ func (l *Lease) Permits() int {
 // read (a downgrade: release the write hold after and the read one stays),
 // read then read. Read then write is refused with ErrUpgrade.
 //
-// A read-write lock's keys are apart from a mutex's of the same name
-// (RedisKeys("rw:" + key)).
+// A read-write lock's keys are apart from every mutex's and semaphore's
+// (Keys: "{key}:rw", ...).
 type RWLock struct {
 	c    *Client
 	key  string
@@ -77,8 +77,11 @@ type RWLock struct {
 
 // RWLock returns the read-write lock on key.
 func (c *Client) RWLock(key string) *RWLock {
-	return &RWLock{c: c, key: key, keys: RedisKeys("rw:" + key)}
+	return &RWLock{c: c, key: key, keys: keysOf(key, ":rw")}
 }
+
+// Keys returns the Redis names the lock uses.
+func (rw *RWLock) Keys() Keys { return rw.keys }
 
 // Key returns the lock's key, as given.
 func (rw *RWLock) Key() string { return rw.key }
@@ -134,8 +137,8 @@ func (rw *RWLock) HoldsOf(ctx context.Context, owner string) (int64, error) {
 //
 // Permits are not reentrant (Lease.Reenter refuses a permit lease), and
 // every hold has a fence of its own, above all fences handed out before it.
-// A semaphore's keys are apart from a mutex's of the same name
-// (RedisKeys("sem:" + key)).
+// A semaphore's keys are apart from every mutex's and read-write lock's
+// (Keys: "{key}:sem", ...).
 type Semaphore struct {
 	c    *Client
 	key  string
@@ -148,8 +151,11 @@ func (c *Client) Semaphore(key string, n int) (*Semaphore, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("semaphore %q: n = %d permits, want at least 1: %w", key, n, ErrInvalid)
 	}
-	return &Semaphore{c: c, key: key, keys: RedisKeys("sem:" + key), n: n}, nil
+	return &Semaphore{c: c, key: key, keys: keysOf(key, ":sem"), n: n}, nil
 }
+
+// Keys returns the Redis names the semaphore uses.
+func (s *Semaphore) Keys() Keys { return s.keys }
 
 // Key returns the semaphore's key, as given.
 func (s *Semaphore) Key() string { return s.key }

@@ -26,7 +26,7 @@ func TestSharedRequestsLandingTwiceOrLate(t *testing.T) {
 	c := newClient(t, rdb, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	keys := RedisKeys("sem:k")
+	keys := keysOf("k", ":sem")
 	a := sharedAttempt(c, keys, "o", true, modePermits, 1, 2, newToken(c.rnd))
 	first, err := a.try(ctx, "t")
 	if err != nil || !first.ok {
@@ -80,7 +80,7 @@ func TestSharedLeaveWakesAndKeepsOrder(t *testing.T) {
 	c := newClient(t, rdb, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	keys := RedisKeys("rw:k")
+	keys := keysOf("k", ":rw")
 	r := sharedAttempt(c, keys, "r", false, "r", 1, 0, newToken(c.rnd))
 	if res, err := r.try(ctx, "t"); err != nil || !res.ok {
 		t.Fatalf("read: %+v, %v", res, err)
@@ -113,3 +113,23 @@ func TestSharedLeaveWakesAndKeepsOrder(t *testing.T) {
 }
 
 func formatFence(f uint64) string { return strconv.FormatUint(f, 10) }
+
+// TestKindsNeverShareKeys: no name of a mutex is a name of a read-write
+// lock's or a semaphore's, whatever the keys (braces, the kinds' own
+// suffixes, empty), and the two shared kinds never meet either.
+func TestKindsNeverShareKeys(t *testing.T) {
+	names := []string{"", "x", "rw:x", "sem:x", "x:rw", "x}:rw", "{x}:rw", "{x}", "x}", "{x", "a{b", "a{b:rw", "{}", ":rw", ":sem"}
+	owner := map[string]string{}
+	for _, n := range names {
+		for _, kind := range []string{"", ":rw", ":sem"} {
+			k := keysOf(n, kind)
+			for _, name := range []string{k.Lock, k.Fence, k.Queue, k.QueueDeadlines, k.Channel, k.Gone} {
+				who := kind + " " + strconv.Quote(n)
+				if prev, ok := owner[name]; ok && prev != who {
+					t.Errorf("Redis name %q belongs to %s and to %s", name, prev, who)
+				}
+				owner[name] = who
+			}
+		}
+	}
+}

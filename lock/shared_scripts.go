@@ -124,9 +124,10 @@ local tok, ttl, id, mode, k = ARGV[1], tonumber(ARGV[2]), ARGV[8], ARGV[10], ton
 local member = mode .. k .. '#' .. id .. ':' .. tok
 local function leave()
   if ARGV[3] == 'w' then
-    redis.call('ZREM', KEYS[3], member)
     redis.call('ZREM', KEYS[4], member)
+    return redis.call('ZREM', KEYS[3], member) > 0
   end
+  return false
 end
 local function add(m, f)
   local v = (now + ttl) .. '|' .. m .. '|' .. k .. '|' .. f
@@ -159,8 +160,15 @@ if mode ~= 'p' and ARGV[5] == '1' then
     end
   end
   if wf or rf then
-    leave()
-    if mode == 'w' and not wf then return {-2} end
+    local left = leave()
+    if mode == 'w' and not wf then
+      -- Refused: a place it left may have held others back (a reader
+      -- behind this writer): they look again.
+      if left and redis.call('EXISTS', KEYS[3]) == 1 then
+        redis.call('PUBLISH', ARGV[6], '')
+      end
+      return {-2}
+    end
     local f = wf or rf
     add(mode, f)
     return {1, tonumber(f), holdsOf(tok)}

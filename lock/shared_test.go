@@ -229,7 +229,7 @@ func TestRWReentry(t *testing.T) {
 	if _, err := rw.Lock(ctx, lock.WithOwner("o")); !errors.Is(err, lock.ErrUpgrade) {
 		t.Fatalf("read then write: %v, want ErrUpgrade", err)
 	}
-	if n, err := rdb.ZCard(ctx, lock.RedisKeys("rw:k").Queue).Result(); err != nil || n != 0 {
+	if n, err := rdb.ZCard(ctx, rw.Keys().Queue).Result(); err != nil || n != 0 {
 		t.Fatalf("line after a refused upgrade: %d, %v", n, err)
 	}
 	for _, l := range []*lock.Lease{r2, r, o2} {
