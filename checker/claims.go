@@ -271,7 +271,7 @@ func (c *run) claimOverlap(k *keyOps, cl *claimIndex, o *lop) []Violation {
 		if b.ret >= until {
 			break
 		}
-		if b.client == o.client {
+		if b.client == o.client || !conflicting(o, b) {
 			continue
 		}
 		if b.call < made && (b.ret == made || made-b.call >= b.validFor) {

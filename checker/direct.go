@@ -62,7 +62,8 @@ func okAcquires(k *keyOps, withToken bool) []*lop {
 // < token(B)) and one token never serves two clients. A client that gets its
 // own token again is exempt only while a lease of its with that token may
 // still be valid at the new acquire's call (reentrance); the model then
-// decides whether it really held the lease.
+// decides whether it really held the lease. On a key with modes, only
+// write and permit holds are held to the order (see shared.go).
 func (c *run) tokenChecks(k *keyOps) []Violation {
 	acq := okAcquires(k, true) // by call
 	var vs []Violation
@@ -79,12 +80,19 @@ func (c *run) tokenChecks(k *keyOps) []Violation {
 	sort.SliceStable(byR, func(i, j int) bool { return byR[i].ret < byR[j].ret })
 	i := 0
 	var best *lop
+	// On a key with modes only a write (or permits) hold's token must be
+	// above every token before it: a nested read hold shares its owner's
+	// older fence, and readers exclude nobody (shared.go).
+	shared := sharedKey(k)
 	for _, b := range acq {
 		for i < len(byR) && precedes(byR[i], b) {
 			if best == nil || byR[i].token > best.token {
 				best = byR[i]
 			}
 			i++
+		}
+		if shared && b.src.Mode == history.ModeRead {
+			continue
 		}
 		if best != nil && best.token >= b.token && !(best.client == b.client && best.token == b.token && c.mayHold(k, b)) {
 			vs = append(vs, c.violation(contract.PropLeaseName, RuleTokenOrder, k.key,

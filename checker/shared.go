@@ -17,9 +17,27 @@ import (
 //   - permits: at no instant do the spans of permit holds add up to more
 //     than the largest capacity among them.
 //
-// The token rules apply unchanged. The properties that assume one holder at
-// a time (claims, fairness, liveness, promptness) are not decided on such a
-// key yet: Unknown, never a pass.
+// The token rules apply to write and permit holds (direct.go). The claims
+// property judges a claim only against holds of a conflicting mode
+// (conflicting), and the loss-notice property its false-notice rule (a
+// lock with a loss bound is not judged on such keys yet). Liveness applies
+// as it is: it excuses a failed acquire by any other acquire that may have
+// taken the key, a reader's or a permit's as well. The properties that
+// assume one holder at a time (fairness, promptness, and the loss-notice
+// rule) are not decided on such a key yet: Unknown, never a pass.
+
+// conflicting reports whether holds of the modes of ops a and b (their
+// history.Op.Mode) may not overlap: exclusive and write holds conflict
+// with every hold, read holds with each other do not, and permits are
+// judged by the permits rule alone (any number of holders may overlap
+// within the capacity).
+func conflicting(a, b *lop) bool {
+	ma, mb := a.src.Mode, b.src.Mode
+	if ma == history.ModePermits || mb == history.ModePermits {
+		return false
+	}
+	return !(ma == history.ModeRead && mb == history.ModeRead)
+}
 
 // sharedKey reports whether k's lease ops carry a mode.
 func sharedKey(k *keyOps) bool {

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"context"
 	"testing"
 
 	"github.com/lockproof/lockproof/contract"
@@ -80,10 +81,46 @@ func TestSharedRules(t *testing.T) {
 			acq("a", 0, 1, ok, ttl(100), tok(1), hold(1), permits(1, 1)),
 			acq("b", 150, 151, ok, ttl(1000), tok(2), hold(1), permits(1, 1)),
 		), Options{}, okAll},
-		// Liveness assumes one holder at a time: not judged among modes.
-		{"liveness is not judged", lined(
+		{"a nested read hold keeps its owner's older fence", lined(
+			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1), reading()),
+			acq("b", 2, 3, ok, ttl(1000), tok(2), hold(1), reading()),
+			acq("a", 4, 5, ok, ttl(1000), tok(1), hold(2), reading()),
+		), Options{}, okAll},
+		{"a write hold's token not above a read's before it", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(5), hold(1), reading()),
+			rel("a", 2, 3, ok, hold(1), reading()),
+			acq("b", 4, 5, ok, ttl(1000), tok(4), hold(1), writing()),
+		), Options{}, bad(RuleTokenOrder, 1, 3)},
+		// Liveness: a crashed reader's hold surely expired, and nobody
+		// else may hold: a writer must get the lock.
+		{"liveness after a crashed reader", lined(
 			acq("a", 0, 1, ok, ttl(100), tok(1), hold(1), reading()),
 			acq("b", 3000, 3001, fail, ttl(100), hold(1), writing()),
-		), Options{}, want{lease: contract.OK, resource: na, liveness: contract.Unknown}},
+		), Options{}, want{lease: contract.OK, resource: na, liveness: contract.Violated, prop: contract.PropLivenessName, rule: RuleLiveness, lines: []int{1, 2}}},
 	})
+}
+
+// TestSharedClaims: a reader's claim is not broken by another reader's
+// grant, and is by a writer's (claims property, rule claim-overlap).
+func TestSharedClaims(t *testing.T) {
+	claim := func(until float64) opt {
+		return func(o *history.Op) { o.ValidUntil, o.HasValid = int64(until*1e6), true }
+	}
+	check := func(name string, second opt, want contract.Verdict) {
+		t.Run(name, func(t *testing.T) {
+			ops := lined(
+				acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1), reading(), claim(900)),
+				acq("b", 2, 3, ok, ttl(1000), tok(2), hold(1), second),
+			)
+			res, err := Check(context.Background(), ops, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Of(contract.PropClaims).Verdict; got != want {
+				t.Fatalf("claims %s, want %s: %+v", got, want, res.Of(contract.PropClaims))
+			}
+		})
+	}
+	check("a second reader", reading(), contract.OK)
+	check("a writer", writing(), contract.Violated)
 }

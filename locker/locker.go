@@ -142,6 +142,38 @@ type Unwatched interface {
 	AcquireUnwatched(ctx context.Context, key string, ttl time.Duration, wait bool, inLine func()) (Lease, error)
 }
 
+// Mode is the kind of hold a Moded lock grants: the history's "mode"
+// (docs/DESIGN.md).
+type Mode string
+
+// The modes of a Moded lock.
+const (
+	// ModeRead is a read hold of a read-write lock: read holds share.
+	ModeRead Mode = "read"
+	// ModeWrite is a write hold of a read-write lock: it excludes every
+	// other client's hold.
+	ModeWrite Mode = "write"
+	// ModePermits is a semaphore's hold of some of its Capacity permits.
+	ModePermits Mode = "permits"
+)
+
+// Moded is a Locker whose holds have modes: a read-write lock (Modes
+// ModeRead and ModeWrite; Capacity 0) or a semaphore (ModePermits of
+// Capacity permits), as package lock's RWLock and Semaphore and Redisson's
+// RReadWriteLock and RSemaphore are. AcquireMode is TryAcquire (wait
+// false) or the blocking Acquire (wait true, telling inLine as InLine does
+// when inLine is not nil) of a hold of mode, permits of them (1 but for
+// ModePermits). The harness draws each acquire's mode (and permits),
+// records them, and judges the key by the rules rw-exclusion and permits
+// instead of exclusive leases (docs/DESIGN.md); TryAcquire, and Acquire
+// when the lock is a Waiter, are its exclusive holds, as Locker asks: a
+// write hold, or all Capacity permits.
+type Moded interface {
+	Modes() []Mode
+	Capacity() int
+	AcquireMode(ctx context.Context, key string, ttl time.Duration, mode Mode, permits int, wait bool, inLine func()) (Lease, error)
+}
+
 // Retrier is a Locker that can acquire by one-shot attempts spaced by a
 // retry strategy (package lock's WithRetry, bsm/redislock's
 // RetryStrategy): AcquireRetry never joins a line; it returns when an

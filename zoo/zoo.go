@@ -62,6 +62,8 @@ func Builtin() *locker.Registry {
 		FencedEntry(lock.Options{Watchdog: true}),
 		fencedV1Entry(),
 		fencedV2Entry(),
+		FencedRWEntry(lock.Options{}),
+		FencedSemEntry(lock.Options{}),
 	} {
 		if err := r.Add(e); err != nil {
 			panic(err) // the entries above are constants of this package

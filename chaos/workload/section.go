@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +71,9 @@ type section struct {
 	twice    bool             // a second wait runs beside (Mix.Twice)
 	inLineAt *atomic.Int64    // when the lock said the waiter is in line (locker.InLine); 0: it did not
 	blocking bool
+	// mode and permits: a Moded lock's hold (stepOwner draws them).
+	mode    locker.Mode
+	permits int
 	// What it holds once acquired.
 	lease    locker.Lease
 	acqStart time.Time
@@ -122,7 +126,31 @@ func (w *Workload) stepOwner(s *section) (bool, error) {
 			return owned.AcquireAs(ctx, c.Key, cfg.TTL, c.owner(), false, nil)
 		}
 	}
+	if md, ok := c.locker.(locker.Moded); ok {
+		// A lock with modes: draw the hold's (only such a lock draws, so
+		// other locks' seeds replay as before).
+		s.mode, s.permits = c.drawMode(md)
+		s.acqOp.Mode = history.Mode(s.mode)
+		if s.mode == locker.ModePermits {
+			s.acqOp.Permits, s.acqOp.Capacity = int64(s.permits), int64(md.Capacity())
+		}
+		s.acquire = func(ctx context.Context) (locker.Lease, error) {
+			return md.AcquireMode(ctx, c.Key, cfg.TTL, s.mode, s.permits, false, nil)
+		}
+	}
 	return false, nil
+}
+
+// drawMode draws a Moded lock's hold: three reads in four on a read-write
+// lock, else a write; on a semaphore, 1 or (of 2 or more) 2 permits.
+func (c *Client) drawMode(md locker.Moded) (locker.Mode, int) {
+	if slices.Contains(md.Modes(), locker.ModePermits) {
+		return locker.ModePermits, 1 + c.rng.IntN(min(2, max(md.Capacity(), 1)))
+	}
+	if c.rng.IntN(4) == 0 {
+		return locker.ModeWrite, 1
+	}
+	return locker.ModeRead, 1
 }
 
 // stepInspectBefore: ask the lock who holds the key, before the acquire
@@ -198,6 +226,9 @@ func (w *Workload) stepWait(s *section) (bool, error) {
 			inLineAt.Store(max(rec.Now(), 1))
 			mark()
 		}
+		if md, ok := c.locker.(locker.Moded); ok {
+			return md.AcquireMode(ctx, c.Key, cfg.TTL, s.mode, s.permits, true, inLine)
+		}
 		if owned != nil {
 			if _, ok := c.locker.(locker.InLine); !ok {
 				inLine = nil // a lock that cannot say when it is in line
@@ -254,7 +285,8 @@ func (w *Workload) stepAcquire(s *section) (bool, error) {
 	if err != nil || res != history.OK {
 		return true, err
 	}
-	s.h = held{lease: s.lease, id: s.acqOp.Lease, believed: c.reckon(s.lease, s.acqStart), watched: c.watched(s.lease, s.mix)}
+	s.h = held{lease: s.lease, id: s.acqOp.Lease, believed: c.reckon(s.lease, s.acqStart), watched: c.watched(s.lease, s.mix),
+		mode: s.acqOp.Mode, permits: s.acqOp.Permits}
 	s.h.released = c.watchLoss(s.ctx, rec, s.h)
 	return false, nil
 }
@@ -321,7 +353,7 @@ func (w *Workload) stepRenew(s *section) (bool, error) {
 	if s.seq%3 == 0 { // by the section's number: the seed's draws stay as they were
 		rttl = 2 * cfg.TTL
 	}
-	op := history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: rttl.Milliseconds(), Token: s.token, HasToken: s.fenced, Lease: s.h.id}
+	op := s.h.stamp(history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: rttl.Milliseconds(), Token: s.token, HasToken: s.fenced, Lease: s.h.id})
 	start := c.Clock.Now()
 	res, err := c.recording(rec).lock(s.ctx, op, ctxNormal, cfg.OpTimeout, func(ctx context.Context) error {
 		err := lease.Renew(ctx, rttl)
@@ -349,7 +381,10 @@ func (w *Workload) stepReenter(s *section) (bool, error) {
 			ttl = 2 * cfg.TTL
 		}
 		var inner locker.Lease
-		op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds(), Lease: c.nextHold()}
+		op := s.h.stamp(history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds(), Lease: c.nextHold()})
+		if op.Mode == history.ModePermits {
+			op.Capacity = s.acqOp.Capacity
+		}
 		res, err := c.recording(rec).lock(ctx, op, ctxNormal, cfg.OpTimeout, func(ctx context.Context) error {
 			var err error
 			inner, err = r.Reenter(ctx, ttl)
@@ -362,7 +397,7 @@ func (w *Workload) stepReenter(s *section) (bool, error) {
 			return true, err
 		}
 		if res == history.OK {
-			in := held{lease: inner, id: op.Lease}
+			in := held{lease: inner, id: op.Lease, mode: op.Mode, permits: op.Permits}
 			in.released = c.watchLoss(ctx, rec, in)
 			if s.askTTL {
 				if err := c.askTTL(ctx, rec, in, cfg.OpTimeout); err != nil {
@@ -405,6 +440,10 @@ func (w *Workload) stepReenter(s *section) (bool, error) {
 // stepRead reads the resource under the lease.
 func (w *Workload) stepRead(s *section) (bool, error) {
 	c, cfg, rec := s.c, s.cfg, s.rec
+	if s.mode == locker.ModePermits {
+		// Permits exclude nothing: the resource is not theirs to use.
+		return false, nil
+	}
 	if err := c.Gate.Wait(s.ctx); err != nil {
 		return true, errStop
 	}
@@ -430,7 +469,7 @@ func (w *Workload) stepRead(s *section) (bool, error) {
 // the holder to strike in it), and writes while the lease is valid.
 func (w *Workload) stepWrite(s *section) (bool, error) {
 	c, cfg, rec, ctx := s.c, s.cfg, s.rec, s.ctx
-	if !s.readOK {
+	if !s.readOK && s.mode != locker.ModePermits {
 		return false, nil
 	}
 	c.working.Store(true)
@@ -453,7 +492,10 @@ func (w *Workload) stepWrite(s *section) (bool, error) {
 	}
 	// A pause that strikes from now on holds the write's command at the gate.
 	c.setHolding(false)
-	if !valid {
+	if !valid || s.mode == locker.ModeRead || s.mode == locker.ModePermits {
+		// A read hold excludes only writers: it reads, never writes; a
+		// permit excludes nothing (it works, holds and checks as any
+		// holder, for the faults that wait for a holder).
 		return false, nil
 	}
 	val := fmt.Sprintf("%s-%d", c.Name, s.seq)

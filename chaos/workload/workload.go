@@ -1161,8 +1161,12 @@ func (c *Client) owner() string { return c.Name + "-owner" }
 // when the lock states nothing (locker.Claimer): the start of the acquire
 // or renewal that last succeeded plus the lease's TTL, on c's clock.
 type held struct {
-	lease    locker.Lease
-	id       uint64
+	lease locker.Lease
+	id    uint64
+	// mode and permits are a Moded lock's hold's (the history's mode and
+	// permits, which every op about the hold carries: stamp).
+	mode     history.Mode
+	permits  int64
 	believed time.Time
 	// released tells the loss-notice watcher that the hold is being
 	// released (watchLoss); nil: nothing watches.
@@ -1170,6 +1174,12 @@ type held struct {
 	// watched is the lease's Context when the holder watches and checks
 	// it, not Lost (Mix.Context); nil: it watches Lost.
 	watched context.Context
+}
+
+// stamp sets the hold's mode and permits on o, an op about it.
+func (h held) stamp(o history.Op) history.Op {
+	o.Mode, o.Permits = h.mode, h.permits
+	return o
 }
 
 // watched draws whether the holder of lease l watches its Context
@@ -1258,7 +1268,7 @@ func (c *Client) askTTL(ctx context.Context, rec *history.Recorder, h held, time
 		return nil
 	}
 	token, fenced := h.lease.Fence()
-	op := history.Op{Client: c.Name, Kind: history.TTL, Key: c.Key, Token: token, HasToken: fenced, Lease: h.id}
+	op := h.stamp(history.Op{Client: c.Name, Kind: history.TTL, Key: c.Key, Token: token, HasToken: fenced, Lease: h.id})
 	var left time.Duration
 	_, err := c.recording(rec).lock(ctx, op, ctxNormal, timeout, func(ctx context.Context) (err error) {
 		left, err = sc.TTLLeft(ctx)
@@ -1320,8 +1330,8 @@ func (c *Client) watchLoss(ctx context.Context, rec *history.Recorder, h held) (
 		}
 		t := rec.Now()
 		token, fenced := h.lease.Fence()
-		_ = rec.Record(history.Op{Client: c.Name, Kind: history.Lost, Key: c.Key, Call: t, Return: t, Completed: true,
-			Result: history.OK, Token: token, HasToken: fenced, Lease: h.id})
+		_ = rec.Record(h.stamp(history.Op{Client: c.Name, Kind: history.Lost, Key: c.Key, Call: t, Return: t, Completed: true,
+			Result: history.OK, Token: token, HasToken: fenced, Lease: h.id}))
 	}()
 	return released
 }
@@ -1352,10 +1362,10 @@ func (c *Client) releaseBeside(ctx context.Context, rec *history.Recorder, h hel
 	}
 	l := h.lease
 	token, fenced := l.Fence()
-	op := history.Op{Client: c.Name, Kind: history.Release, Key: c.Key, Token: token, HasToken: fenced, Lease: h.id}
+	op := h.stamp(history.Op{Client: c.Name, Kind: history.Release, Key: c.Key, Token: token, HasToken: fenced, Lease: h.id})
 	do := func(ctx context.Context) error { return l.Release(ctx) }
 	if beside == besideRenew {
-		op = history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: l.TTL().Milliseconds(), Token: token, HasToken: fenced, Lease: h.id}
+		op = h.stamp(history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: l.TTL().Milliseconds(), Token: token, HasToken: fenced, Lease: h.id})
 		do = func(ctx context.Context) error { return l.Renew(ctx, l.TTL()) }
 	}
 	// Its own recording without the op in flight (the main call's).
@@ -1381,7 +1391,7 @@ func (c *Client) releaseOne(ctx context.Context, rec *history.Recorder, h held, 
 		h.released()
 	}
 	token, fenced := l.Fence()
-	op := history.Op{Client: c.Name, Kind: history.Release, Key: c.Key, Token: token, HasToken: fenced, Lease: h.id}
+	op := h.stamp(history.Op{Client: c.Name, Kind: history.Release, Key: c.Key, Token: token, HasToken: fenced, Lease: h.id})
 	do := func(ctx context.Context) error { return l.Release(ctx) }
 	// After a release that did not surely happen, what the lock still
 	// claims (nothing, for a lock that keeps its word: the claims property).
