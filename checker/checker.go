@@ -386,8 +386,9 @@ func (c *run) checkResource(k *keyOps) finding {
 func (c *run) checkLiveness(k *keyOps) finding {
 	vs, checked := c.liveness(k)
 	wv, wchecked := c.waiterLiveness(k)
-	f := finding{verdict: contract.NA, violations: append(vs, wv...)}
-	if checked || wchecked {
+	pv, pchecked := c.permitsLiveness(k)
+	f := finding{verdict: contract.NA, violations: append(append(vs, wv...), pv...)}
+	if checked || wchecked || pchecked {
 		f.verdict = contract.OK
 	}
 	return f

@@ -180,3 +180,90 @@ func (c *run) permitsRule(k *keyOps, spans []sharedSpan) []Violation {
 	}
 	return vs
 }
+
+// permitsLiveness is liveness on a semaphore's key (holds of mode permits):
+// a one-shot acquire of k permits fails (surely: result fail) although the
+// permits that may be held then, and k, fit in the capacity, no waiter was
+// in line, and no fault window (but those that keep Redis serving) was
+// open within LivenessSlack before it. A hold counts until its ok
+// release returned, or until LivenessSlack after its lease surely
+// expired. A hold may be held
+// from its acquire's call (ok or unknown) until its lease surely expired
+// (the latest of its acquire's and its ok or unknown renewals' ends plus
+// their TTL and drift) or its ok release returned. It reports whether any
+// attempt was judged.
+func (c *run) permitsLiveness(k *keyOps) ([]Violation, bool) {
+	var acqs []*lop
+	capacity := int64(0)
+	for _, o := range k.lease {
+		if o.kind == history.Acquire && o.src.Mode == history.ModePermits {
+			acqs = append(acqs, o)
+			capacity = max(capacity, o.src.Capacity)
+		}
+	}
+	if capacity == 0 {
+		return nil, false
+	}
+	slack := int64(c.opts.LivenessSlack)
+	// until: a hold, until when it may be held: a release that returned
+	// ended it then; an expiry, up to the slack later (Redis's expiry
+	// and the next attempt's round trips).
+	until := map[*lop]int64{}
+	for _, a := range acqs {
+		if a.result == history.Fail {
+			continue
+		}
+		end, released := satAdd(satAdd(a.upto, a.expireFor), slack), inf
+		for _, o := range k.lease {
+			if o.client != a.client || o.call < a.call || a.lease == 0 || o.lease != a.lease {
+				continue
+			}
+			switch {
+			case o.kind == history.Renew && o.result != history.Fail:
+				end = max(end, satAdd(satAdd(o.upto, o.expireFor), slack))
+			case o.kind == history.Release && o.result == history.OK:
+				released = min(released, o.ret)
+			}
+		}
+		until[a] = min(end, released)
+	}
+	var vs []Violation
+	checked := false
+	for _, x := range acqs {
+		if x.result != history.Fail || x.wait || x.ret == inf || c.faultDuring(x.call-slack, x.ret) {
+			continue
+		}
+		var held int64
+		var cited []*lop
+		excused := false
+		for _, a := range acqs {
+			if a == x || a.call > x.ret {
+				continue
+			}
+			if a.wait && a.upto >= x.call {
+				// A waiter in line (whatever came of its wait: one that
+				// gave up later stood in line meanwhile) may be served
+				// first: a try is refused while anybody waits.
+				excused = true
+				break
+			}
+			if a.result == history.Fail {
+				continue
+			}
+			if until[a] >= x.call {
+				held += max(a.src.Permits, 1)
+				cited = append(cited, a)
+			}
+		}
+		if excused {
+			continue
+		}
+		checked = true
+		if want := max(x.src.Permits, 1); held+want <= capacity {
+			vs = append(vs, c.violation(contract.PropLivenessName, RuleLiveness, k.key,
+				fmt.Sprintf("%s of %d permits failed at %s, although at most %d of the %d permits may have been held then (every other hold had surely expired or been released more than the slack %v before)",
+					c.p.describe(x), want, fmtTime(x.call), held, capacity, c.opts.LivenessSlack), append(cited, x)...))
+		}
+	}
+	return vs, checked
+}

@@ -124,3 +124,30 @@ func TestSharedClaims(t *testing.T) {
 	check("a second reader", reading(), contract.OK)
 	check("a writer", writing(), contract.Violated)
 }
+
+// TestPermitsLiveness: a try for permits that fit once the other holds
+// surely expired must not fail (liveness, on a semaphore's key).
+func TestPermitsLiveness(t *testing.T) {
+	na := contract.NA
+	runRuleCases(t, []ruleCase{
+		{"a crashed holder's permits never came back", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1), hold(1), permits(2, 3)),
+			acq("b", 2, 3, ok, ttl(100), tok(2), hold(1), permits(1, 3)),
+			rel("b", 4, 5, ok, hold(1), permits(1, 0)),
+			acq("c", 3000, 3001, fail, ttl(100), hold(1), permits(2, 3)),
+		), Options{}, want{lease: contract.OK, resource: na, liveness: contract.Violated, prop: contract.PropLivenessName, rule: RuleLiveness, lines: []int{4}}},
+		{"the permits are out", lined(
+			acq("a", 0, 1, ok, ttl(10000), tok(1), hold(1), permits(2, 3)),
+			acq("c", 3000, 3001, fail, ttl(100), hold(1), permits(2, 3)),
+		), Options{}, want{lease: contract.OK, resource: na, liveness: contract.OK}},
+		{"a waiter in line", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1), hold(1), permits(2, 3)),
+			acq("b", 2900, 0, unknown, ttl(100), hold(1), permits(2, 3), waits(), noReturn()),
+			acq("c", 3000, 3001, fail, ttl(100), hold(1), permits(1, 3)),
+		), Options{}, want{lease: contract.OK, resource: na, liveness: contract.OK}},
+		{"a hold within the slack", lined(
+			acq("a", 0, 1, ok, ttl(100), tok(1), hold(1), permits(2, 3)),
+			acq("c", 500, 501, fail, ttl(100), hold(1), permits(2, 3)),
+		), Options{}, want{lease: contract.OK, resource: na, liveness: contract.OK}},
+	})
+}

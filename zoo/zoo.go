@@ -64,6 +64,7 @@ func Builtin() *locker.Registry {
 		fencedV2Entry(),
 		FencedRWEntry(lock.Options{}),
 		FencedSemEntry(lock.Options{}),
+		rwUnlockDeletesEntry(), rwShortReentryEntry(), semNoExpiryEntry(), semGetSetEntry(),
 	} {
 		if err := r.Add(e); err != nil {
 			panic(err) // the entries above are constants of this package
