@@ -96,10 +96,26 @@ type NaiveRW struct {
 	flags string
 }
 
-func naiveRWEntry(name, flags, doc string) locker.Entry {
+// naiveRWEntry is a NaiveRW specimen; sure: its flaw shows in (nearly)
+// every run without a fault (its decisive scenario), else in most.
+func naiveRWEntry(name, flags, doc string, sure bool) locker.Entry {
+	var decisive *locker.Decisive
+	pred := flawed(contract.PropLease)
+	if sure {
+		decisive = &locker.Decisive{Fault: contract.FaultNone, Property: contract.PropLease}
+	} else {
+		inner := pred
+		pred = func(fault string, p locker.Prediction) locker.Prediction {
+			p = inner(fault, p)
+			if fault == contract.FaultNone {
+				p.Set(contract.WantMay, contract.PropLease)
+			}
+			return p
+		}
+	}
 	return locker.Entry{Name: name, Profile: locker.ProfileLease, Doc: doc,
-		Decisive: &locker.Decisive{Fault: contract.FaultNone, Property: contract.PropLease},
-		Predict:  flawed(contract.PropLease),
+		Decisive: decisive,
+		Predict:  pred,
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {
 				return nil, err
@@ -373,11 +389,18 @@ func (s *NaiveSem) acquireGetSet(ctx context.Context, key, rk string, ttl time.D
 
 // The specimens' entries.
 func rwUnlockDeletesEntry() locker.Entry {
-	return naiveRWEntry(RWUnlockDeletesName, "d", "a read-write lock whose read unlock deletes the whole lock (Redisson's RReadWriteLock bug)")
+	return naiveRWEntry(RWUnlockDeletesName, "d", "a read-write lock whose read unlock deletes the whole lock (Redisson's RReadWriteLock bug)", true)
 }
 
+// rwShortReentryEntry: its flaw needs a write hold, a nested hold with a
+// shorter TTL inside it, the outer hold working on past that TTL and
+// another client trying meanwhile: 5 runs in 6 without a fault (3s runs,
+// real Redis, and 24 of 30 simulated seeds), fewer on a loaded machine
+// (TestZooBreaks missed it on three seeds in a row with a core busy). It
+// has no decisive scenario: TestSharedSpecimensCaught (package sim) holds
+// the harness to catching it over seeds.
 func rwShortReentryEntry() locker.Entry {
-	return naiveRWEntry(RWShortReentryName, "s", "a read-write lock with one TTL that every acquire sets: a shorter nested hold ends the whole lock (Redisson's bug)")
+	return naiveRWEntry(RWShortReentryName, "s", "a read-write lock with one TTL that every acquire sets: a shorter nested hold ends the whole lock (Redisson's bug)", false)
 }
 
 func semNoExpiryEntry() locker.Entry {
