@@ -16,7 +16,7 @@ func TestSharedSpecimensCaught(t *testing.T) {
 	reg := zoo.Builtin()
 	for _, c := range []struct {
 		lock, fault, prop string
-		atLeast          int // of 10 seeds
+		atLeast           int // of 10 seeds
 	}{
 		{zoo.RWUnlockDeletesName, contract.FaultNone, contract.PropLease, 9},
 		{zoo.RWShortReentryName, contract.FaultNone, contract.PropLease, 5},
