@@ -186,7 +186,12 @@ func Open(c Config, d locker.Deps) (locker.Locker, error) {
 			return nil, fmt.Errorf("lock %q: ping: %w%s", c.Name, err, l.stderrTailUnsaid(err))
 		}
 	}
-	if slices.Contains(r.Ops, OpWait) {
+	switch {
+	case len(r.Modes) > 0 && slices.Contains(r.Ops, OpWait):
+		return &modedWaiter{moded{l}}, nil
+	case len(r.Modes) > 0:
+		return &moded{l}, nil
+	case slices.Contains(r.Ops, OpWait):
 		return &waiter{l}, nil
 	}
 	return l, nil
@@ -198,8 +203,11 @@ func checkHello(r Reply) error {
 	if r.Result != ResultOK {
 		return fmt.Errorf("hello: result %q: %s", r.Result, r.Error)
 	}
-	if r.Version != Version {
-		return fmt.Errorf("hello: the process speaks version %d, the harness %d", r.Version, Version)
+	if r.Version < MinVersion || r.Version > Version {
+		return fmt.Errorf("hello: the process speaks version %d, the harness %d to %d", r.Version, MinVersion, Version)
+	}
+	if err := checkModes(r); err != nil {
+		return err
 	}
 	for _, op := range r.Ops {
 		if !slices.Contains([]string{OpAcquire, OpWait, OpRelease, OpRenew, OpReenter}, op) {
@@ -208,6 +216,34 @@ func checkHello(r Reply) error {
 	}
 	if !slices.Contains(r.Ops, OpAcquire) {
 		return errors.New(`hello: ops: a lock must have "acquire"`)
+	}
+	return nil
+}
+
+// checkModes says what is wrong with a hello's modes and capacity: a
+// version 1 process has none; a version 2 one none (a mutex), read and
+// write (a read-write lock), or permits with a capacity (a semaphore).
+func checkModes(r Reply) error {
+	if r.Version < 2 && (len(r.Modes) > 0 || r.Capacity != 0) {
+		return fmt.Errorf("hello: modes and capacity are version 2's; the process speaks version %d", r.Version)
+	}
+	m := slices.Clone(r.Modes)
+	slices.Sort(m)
+	switch {
+	case len(m) == 0:
+		if r.Capacity != 0 {
+			return errors.New("hello: capacity without modes [\"permits\"]")
+		}
+	case slices.Equal(m, []string{ModeRead, ModeWrite}):
+		if r.Capacity != 0 {
+			return errors.New("hello: capacity on a read-write lock (modes read and write)")
+		}
+	case slices.Equal(m, []string{ModePermits}):
+		if r.Capacity < 1 {
+			return fmt.Errorf("hello: capacity %d: a semaphore (modes [\"permits\"]) has at least 1", r.Capacity)
+		}
+	default:
+		return fmt.Errorf("hello: modes %q: want none, [\"read\", \"write\"] or [\"permits\"]", r.Modes)
 	}
 	return nil
 }
@@ -497,25 +533,99 @@ func (l *Locker) Ping(ctx context.Context) error {
 // them: its round trip is the process's start-up.
 func (l *Locker) Overhead() (n int, p50, p99, maxd time.Duration) { return l.over.quantiles() }
 
-// TryAcquire implements locker.Locker.
+// TryAcquire implements locker.Locker: on a lock with modes, an
+// exclusive hold (a write, or every permit).
 func (l *Locker) TryAcquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
-	return l.acquire(ctx, key, ttl, false)
+	mode, k := l.exclusive()
+	return l.acquire(ctx, key, ttl, false, mode, k)
 }
 
-func (l *Locker) acquire(ctx context.Context, key string, ttl time.Duration, wait bool) (locker.Lease, error) {
+// exclusive is the hold TryAcquire and Acquire ask for: none on a lock
+// without modes, a write, or every permit.
+func (l *Locker) exclusive() (string, int) {
+	switch {
+	case slices.Contains(l.hello.Modes, ModePermits):
+		return ModePermits, l.hello.Capacity
+	case len(l.hello.Modes) > 0:
+		return ModeWrite, 0
+	}
+	return "", 0
+}
+
+func (l *Locker) acquire(ctx context.Context, key string, ttl time.Duration, wait bool, mode string, permits int) (locker.Lease, error) {
 	if key == "" || ttl < 0 {
 		return nil, fmt.Errorf("acquire: key %q, ttl %v: %w", key, ttl, locker.ErrInvalid)
 	}
 	at := l.deps.Clock()
-	r, err := l.call(ctx, Request{Op: OpAcquire, Key: key, TTLMillis: millis(ttl), Wait: wait})
+	r, err := l.call(ctx, Request{Op: OpAcquire, Key: key, TTLMillis: millis(ttl), Wait: wait, Mode: mode, Permits: permits})
 	if err != nil {
 		return nil, err
 	}
 	if err := resultErr(r, locker.ErrNotAcquired); err != nil {
 		return nil, err
 	}
-	return l.grant(r, key, ttl, at)
+	ls, err := l.grant(r, key, ttl, at)
+	if err == nil && mode == ModePermits {
+		// Permits are never reentrant: the harness sends no reenter.
+		if c, ok := ls.(*claimLease); ok {
+			return permitClaimLease{permitLease{c}, c}, nil
+		}
+		return permitLease{ls}, nil
+	}
+	return ls, err
 }
+
+// moded is a Locker whose process's holds have modes (version 2).
+type moded struct{ *Locker }
+
+// Modes implements locker.Moded.
+func (m *moded) Modes() []locker.Mode {
+	out := make([]locker.Mode, len(m.hello.Modes))
+	for i, s := range m.hello.Modes {
+		out[i] = locker.Mode(s)
+	}
+	return out
+}
+
+// Capacity implements locker.Moded.
+func (m *moded) Capacity() int { return m.hello.Capacity }
+
+// AcquireMode implements locker.Moded: an acquire with mode (and permits,
+// for ModePermits); wait only when the process has a blocking acquire.
+func (m *moded) AcquireMode(ctx context.Context, key string, ttl time.Duration, mode locker.Mode, permits int, wait bool, _ func()) (locker.Lease, error) {
+	if !slices.Contains(m.hello.Modes, string(mode)) {
+		return nil, fmt.Errorf("acquire %q: mode %q is not among the lock's %q: %w", key, mode, m.hello.Modes, locker.ErrInvalid)
+	}
+	k := 0
+	if mode == locker.ModePermits {
+		if permits < 1 || permits > m.hello.Capacity {
+			return nil, fmt.Errorf("acquire %q: %d permits of %d: %w", key, permits, m.hello.Capacity, locker.ErrInvalid)
+		}
+		k = permits
+	}
+	return m.acquire(ctx, key, ttl, wait && slices.Contains(m.hello.Ops, OpWait), string(mode), k)
+}
+
+// modedWaiter is a moded Locker with a blocking acquire.
+type modedWaiter struct{ moded }
+
+// Acquire implements locker.Waiter: an exclusive hold.
+func (w *modedWaiter) Acquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
+	mode, k := w.exclusive()
+	return w.acquire(ctx, key, ttl, true, mode, k)
+}
+
+// permitLease is a semaphore's hold: a lease without Reenter.
+type permitLease struct{ locker.Lease }
+
+// permitClaimLease is a semaphore's hold of a lock that claims validity.
+type permitClaimLease struct {
+	permitLease
+	c *claimLease
+}
+
+// ValidUntil implements locker.Claimer.
+func (p permitClaimLease) ValidUntil() time.Time { return p.c.ValidUntil() }
 
 // grant makes the lease an ok acquire or reenter reply describes.
 func (l *Locker) grant(r Reply, key string, ttl time.Duration, at time.Time) (locker.Lease, error) {
@@ -632,7 +742,7 @@ type waiter struct{ *Locker }
 // Acquire implements locker.Waiter: the process waits, in whatever way its
 // lock waits, within the context's deadline (timeout_ms).
 func (w *waiter) Acquire(ctx context.Context, key string, ttl time.Duration) (locker.Lease, error) {
-	return w.acquire(ctx, key, ttl, true)
+	return w.acquire(ctx, key, ttl, true, "", 0)
 }
 
 // lease is one hold the process granted.

@@ -300,7 +300,12 @@ func TestHelloRefused(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer rdb.Close()
 	for _, tc := range []struct{ reply, want string }{
-		{`{"id":1,"result":"ok","version":2,"ops":["acquire"]}`, "version 2"},
+		{`{"id":1,"result":"ok","version":3,"ops":["acquire"]}`, "version 3"},
+		{`{"id":1,"result":"ok","version":1,"ops":["acquire"],"modes":["read","write"]}`, "version 2's"},
+		{`{"id":1,"result":"ok","version":2,"ops":["acquire"],"modes":["read"]}`, `modes ["read"]`},
+		{`{"id":1,"result":"ok","version":2,"ops":["acquire"],"modes":["permits"]}`, "capacity 0"},
+		{`{"id":1,"result":"ok","version":2,"ops":["acquire"],"modes":["read","write"],"capacity":2}`, "capacity on a read-write lock"},
+		{`{"id":1,"result":"ok","version":2,"ops":["acquire"],"capacity":2}`, "capacity without modes"},
 		{`{"id":1,"result":"ok","version":1,"ops":["release"]}`, `must have "acquire"`},
 		{`{"id":1,"result":"ok","version":1,"ops":["acquire","frobnicate"]}`, `unknown op "frobnicate"`},
 	} {
@@ -367,5 +372,69 @@ func TestOverheadExcludesHello(t *testing.T) {
 	}).Overhead()
 	if n != 5 || mx >= 300*time.Millisecond {
 		t.Errorf("overhead after Open: %d calls, max %v; want the 5 pings alone, not hello's 400 ms start-up", n, mx)
+	}
+}
+
+// TestModedLock (version 2): a process whose hello names modes is a
+// locker.Moded; each acquire carries the mode (and permits) asked for,
+// TryAcquire an exclusive hold (every permit), and a permit's lease is
+// not reentrant.
+func TestModedLock(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	seen := filepath.Join(t.TempDir(), "requests")
+	p := filepath.Join(t.TempDir(), "lock.sh")
+	body := `n=0
+while IFS= read -r line; do
+  printf '%s\n' "$line" >> ` + seen + `
+  id=$(printf '%s' "$line" | sed 's/^{"id":\([0-9]*\).*/\1/')
+  op=$(printf '%s' "$line" | sed 's/.*"op":"\([a-z]*\)".*/\1/')
+  case $op in
+  hello) echo "{\"id\":$id,\"result\":\"ok\",\"version\":2,\"ops\":[\"acquire\",\"release\",\"reenter\"],\"modes\":[\"permits\"],\"capacity\":3}";;
+  acquire) n=$((n+1)); echo "{\"id\":$id,\"result\":\"ok\",\"lease\":$n}";;
+  *) echo "{\"id\":$id,\"result\":\"ok\"}";;
+  esac
+done
+`
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := lineproto.Open(lineproto.Config{Name: "sem", Command: []string{"sh", p}}, locker.Deps{Redis: rdb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	md, ok := l.(locker.Moded)
+	if !ok || md.Capacity() != 3 || len(md.Modes()) != 1 || md.Modes()[0] != locker.ModePermits {
+		t.Fatalf("Open: %T (moded %v), want a semaphore of 3", l, ok)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	two, err := md.AcquireMode(ctx, "k", time.Second, locker.ModePermits, 2, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := two.(locker.Reentrant); ok {
+		t.Error("a permit's lease is reentrant")
+	}
+	if _, err := l.TryAcquire(ctx, "k", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := md.AcquireMode(ctx, "k", time.Second, locker.ModeRead, 1, false, nil); !errors.Is(err, locker.ErrInvalid) {
+		t.Errorf("a read of a semaphore: %v, want ErrInvalid", err)
+	}
+	b, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	for _, want := range []string{`"version":2`, `"mode":"permits","permits":2`, `"mode":"permits","permits":3`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("requests lack %s:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, `"mode":"read"`) {
+		t.Errorf("a read was sent to a semaphore:\n%s", got)
 	}
 }

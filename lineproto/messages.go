@@ -9,9 +9,23 @@ import (
 	"time"
 )
 
-// Version is the protocol version this package speaks (docs/LINEPROTO.md).
-// A lock process that answers hello with another version is refused.
-const Version = 1
+// Version is the protocol version this package speaks (docs/LINEPROTO.md):
+// its hello says it, and a process answers with the version it speaks,
+// MinVersion to Version; another is refused. Version 2 adds holds with
+// modes (a read-write lock, a semaphore): hello's modes and capacity,
+// acquire's mode and permits. A process of version 1 is run as before.
+const Version = 2
+
+// MinVersion is the oldest version a process may answer hello with.
+const MinVersion = 1
+
+// The modes of a version 2 lock's holds (hello's modes, acquire's mode):
+// package locker's.
+const (
+	ModeRead    = "read"
+	ModeWrite   = "write"
+	ModePermits = "permits"
+)
 
 // The operations of a request (docs/LINEPROTO.md, "Requests").
 const (
@@ -64,6 +78,10 @@ type Request struct {
 	TTLMillis int64  `json:"ttl_ms,omitempty"`
 	Wait      bool   `json:"wait,omitempty"`
 	Lease     uint64 `json:"lease,omitempty"`
+	// Mode and Permits (version 2, acquire, to a lock whose hello named
+	// modes): the hold asked for, and how many permits (ModePermits).
+	Mode    string `json:"mode,omitempty"`
+	Permits int    `json:"permits,omitempty"`
 	// TimeoutMillis is what is left of the caller's context: the process
 	// must answer within it (a blocking acquire gives up its wait by
 	// then). 0: no deadline.
@@ -97,6 +115,11 @@ type Reply struct {
 	Fenced  bool     `json:"fenced,omitempty"`
 	Claims  bool     `json:"claims,omitempty"`
 	Notices bool     `json:"notices,omitempty"`
+	// Modes and Capacity (version 2): the lock's holds have modes, read
+	// and write (a read-write lock) or permits (a semaphore of Capacity
+	// permits).
+	Modes    []string `json:"modes,omitempty"`
+	Capacity int      `json:"capacity,omitempty"`
 
 	// events
 	Event   string `json:"event,omitempty"`
@@ -199,6 +222,8 @@ var replyFields = map[string]string{
 	"fenced":   "a boolean",
 	"claims":   "a boolean",
 	"notices":  "a boolean",
+	"modes":    "an array of strings",
+	"capacity": "a positive integer",
 	"event":    "a string",
 	"renewal":  "a positive integer",
 	"ttl_ms":   "a positive integer (milliseconds)",
