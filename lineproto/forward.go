@@ -34,7 +34,7 @@ type forwarder struct {
 
 // newForwarder serves rdb's endpoint on loopback. Only a single-endpoint
 // client (a master, or a Sentinel failover client) has one: a Redis
-// Cluster is many, which protocol version 1 does not hand a process.
+// Cluster is many, which protocol versions 1 and 2 do not hand a process.
 func newForwarder(rdb redis.UniversalClient) (*forwarder, *redis.Options, error) {
 	c, ok := rdb.(*redis.Client)
 	if !ok {

@@ -1,7 +1,7 @@
 // Package lineproto puts a lock written in any language under lockproof's
 // harness: the lock runs as a process of its own, one per workload client,
 // and speaks JSON lines on stdin and stdout (docs/LINEPROTO.md, the
-// protocol's contract, version 1). Entry makes a locker.Entry of such a
+// protocol's contract, version 2). Entry makes a locker.Entry of such a
 // command; the harness then drives it as any Go lock, under the whole
 // real-time matrix. pause-client freezes the process with SIGSTOP and
 // crash-client kills it (Locker.Pid, which package chaos looks for).
