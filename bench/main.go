@@ -1,5 +1,6 @@
 // Command bench compares lockproof's lock with redsync and redislock on one
-// redis-server, and with the consensus stores' locks (etcd's
+// redis-server (and lockproof's read-write lock, 90% reads, and semaphore
+// of 4 permits beside them), and with the consensus stores' locks (etcd's
 // concurrency.Mutex, go-zookeeper's Lock) each on a 3-member cluster of
 // its own: uncontended acquire+release, and N goroutines contending for
 // one key with a fixed critical section. It prints a table of throughput and
@@ -68,6 +69,37 @@ type lockproofHandle struct {
 
 func (h lockproofHandle) acquire(ctx context.Context) (func(context.Context) error, error) {
 	l, err := h.c.Acquire(ctx, h.key)
+	if err != nil {
+		return nil, err
+	}
+	return l.Release, nil
+}
+
+// rwHandle takes package lock's read-write lock: a read hold nine times
+// in ten, a write hold the tenth (the read-heavy workload: 90% reads).
+type rwHandle struct {
+	rw *lock.RWLock
+	n  *int // this handle's acquires (a handle is one goroutine's)
+}
+
+func (h rwHandle) acquire(ctx context.Context) (func(context.Context) error, error) {
+	*h.n++
+	take := h.rw.RLock
+	if *h.n%10 == 0 {
+		take = h.rw.Lock
+	}
+	l, err := take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.Release, nil
+}
+
+// semHandle takes one permit of package lock's semaphore.
+type semHandle struct{ s *lock.Semaphore }
+
+func (h semHandle) acquire(ctx context.Context) (func(context.Context) error, error) {
+	l, err := h.s.Acquire(ctx, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +314,7 @@ func mainErr() error {
 	uncontended := flag.Int("uncontended", 3000, "acquire+release pairs in each uncontended run")
 	spin := flag.Bool("spin", false, "hold the lock by spinning on the clock instead of time.Sleep (no timer wake-up delay)")
 	rounds := flag.Int("rounds", 3, "rounds; each runs every implementation once")
-	only := flag.String("locks", "lockproof,redsync,redislock,etcd-mutex,zk-lock", "implementations to run, comma separated (etcd-mutex and zk-lock start a 3-member etcd cluster and ZooKeeper ensemble of their own)")
+	only := flag.String("locks", "lockproof,lockproof-rw90,lockproof-sem4,redsync,redislock,etcd-mutex,zk-lock", "implementations to run, comma separated (lockproof-rw90: package lock's read-write lock, 90% reads; lockproof-sem4: its semaphore of 4 permits, 1 per hold; etcd-mutex and zk-lock start a 3-member etcd cluster and ZooKeeper ensemble of their own)")
 	flag.Parse()
 	if *goroutines < 1 || *cs < 0 || *duration <= 0 || *uncontended < 1 || *rounds < 1 {
 		return errors.New("-goroutines, -uncontended, -duration and -rounds must be positive, -cs not negative")
@@ -316,6 +348,14 @@ func mainErr() error {
 	rl := redislock.New(rdb)
 	impls := []impl{
 		{name: "lockproof", newHandle: func(key string) handle { return lockproofHandle{lc, key} }},
+		{name: "lockproof-rw90", newHandle: func(key string) handle { return rwHandle{lc.RWLock(key), new(int)} }},
+		{name: "lockproof-sem4", newHandle: func(key string) handle {
+			s, err := lc.Semaphore(key, 4)
+			if err != nil {
+				panic(err) // 4 permits: never refused
+			}
+			return semHandle{s}
+		}},
 		{name: "redsync", newHandle: func(key string) handle { return redsyncHandle{rs.NewMutex(key)} }},
 		{name: "redislock", newHandle: func(key string) handle { return redislockHandle{rl, key, ttl} }},
 	}
