@@ -28,8 +28,24 @@ const FencedSemPermits = 3
 // (locker.Moded), fenced, without watchdog (the workload renews on its
 // own); the lease property judges them by rw-exclusion (docs/DESIGN.md).
 func FencedRWEntry(opts lock.Options) locker.Entry {
-	return sharedEntry(FencedRWName, 0, opts,
+	e := sharedEntry(FencedRWName, 0, opts,
 		"package lock's read-write lock: read holds share, a write hold excludes all; fenced, FIFO across modes")
+	e.Predict = rwPredict
+	return e
+}
+
+// rwPredict amends the fenced profile's prediction for a read-write lock:
+// a paused holder is a reader as often as a writer, and a reader's claim
+// meets a conflicting grant only when a writer comes next (claims may
+// break where the mutex's surely do), and its late read is refused only
+// when a writer wrote meanwhile (nothing need be refused).
+func rwPredict(_ string, p locker.Prediction) locker.Prediction {
+	if p.Want(contract.PropClaims) == contract.WantViolated {
+		p.Set(contract.WantMay, contract.PropClaims)
+		p.Because("a paused reader's claim meets a conflicting grant only when a writer comes next")
+	}
+	p.Rejected = false
+	return p
 }
 
 // FencedSemEntry is package lock's semaphore (lock.Semaphore) of
