@@ -384,11 +384,16 @@ func (c *run) checkResource(k *keyOps) finding {
 
 // checkLiveness decides G3 on a key: crashed holders and waiters.
 func (c *run) checkLiveness(k *keyOps) finding {
-	vs, checked := c.liveness(k)
+	var vs []Violation
+	var checked bool
+	if sharedKey(k) {
+		vs, checked = c.sharedLiveness(k)
+	} else {
+		vs, checked = c.liveness(k)
+	}
 	wv, wchecked := c.waiterLiveness(k)
-	pv, pchecked := c.permitsLiveness(k)
-	f := finding{verdict: contract.NA, violations: append(append(vs, wv...), pv...)}
-	if checked || wchecked || pchecked {
+	f := finding{verdict: contract.NA, violations: append(vs, wv...)}
+	if checked || wchecked {
 		f.verdict = contract.OK
 	}
 	return f

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/lockproof/lockproof/contract"
@@ -20,9 +21,9 @@ import (
 // The token rules apply to write and permit holds (direct.go). The claims
 // property judges a claim only against holds of a conflicting mode
 // (conflicting), and the loss-notice property its false-notice rule (a
-// lock with a loss bound is not judged on such keys yet). Liveness applies
-// as it is: it excuses a failed acquire by any other acquire that may have
-// taken the key, a reader's or a permit's as well. The properties that
+// lock with a loss bound is not judged on such keys yet). Liveness is
+// sharedLiveness, not the mutex's rule (a hold taken before a stopped one
+// may still stand beside it), with waiter liveness as it is. The properties that
 // assume one holder at a time (fairness, promptness, and the loss-notice
 // rule) are not decided on such a key yet: Unknown, never a pass.
 
@@ -60,42 +61,66 @@ func undecidedShared(k *keyOps) finding {
 // until its validity surely ran out (extended by its ok renewals) or its
 // client began to release it, whichever is first.
 type sharedSpan struct {
-	acq      *lop
+	acq      *lop // the hold's acquire
+	by       *lop // the op whose return opened the span: the acquire, or an ok renewal
 	from, to int64 // [from, to)
 	mode     history.Mode
 	permits  int64
 	capacity int64
 }
 
-// sharedSpans are the surely-held spans of k's ok acquires. A release or
-// renew names its hold by lease number (history.Op.Lease); without one, a
-// client's release ends every hold of that client taken before its call,
-// and renewals extend nothing (the lenient reading: shorter spans).
+// sharedSpans are the surely-held spans of k's holds. A hold is surely
+// held from the return of its ok acquire until its validity surely ran out
+// (call + TTL×(1−drift)), extended by each ok renewal of it called while
+// it stood; an ok renewal called after that, or of an acquire of unknown
+// outcome, says the hold stood (the lock renews only a hold that stands):
+// a span of its own from its return. A release or renew names its hold by
+// lease number; without one, a client's release ends every hold of that
+// client and of the release's mode (any, when it says none) taken before
+// its call, and renewals extend nothing (the lenient reading: shorter
+// spans). A span ends at the call of the hold's first
+// release, whatever its result.
 func sharedSpans(k *keyOps) []sharedSpan {
 	var out []sharedSpan
 	for _, a := range k.lease {
-		if a.kind != history.Acquire || a.result != history.OK || a.ret == inf {
+		if a.kind != history.Acquire || a.result == history.Fail || a.ret == inf && a.result == history.OK {
 			continue
 		}
-		sp := sharedSpan{acq: a, from: a.ret, to: satAdd(a.call, a.validFor), mode: a.src.Mode,
-			permits: max(a.src.Permits, 1), capacity: a.src.Capacity}
-		if sp.mode == "" {
-			sp.mode = history.ModeWrite // an exclusive hold among modes excludes all
+		mode := a.src.Mode
+		if mode == "" {
+			mode = history.ModeWrite // an exclusive hold among modes excludes all
 		}
+		cur := sharedSpan{acq: a, mode: mode, permits: max(a.src.Permits, 1), capacity: a.src.Capacity, from: inf, to: inf}
+		open := false
+		if a.result == history.OK {
+			cur.from, cur.to, cur.by, open = a.ret, satAdd(a.call, a.validFor), a, true
+		}
+		end := inf // the call of its first release
 		for _, o := range k.lease {
-			if o.client != a.client || o == a || o.call < a.call {
+			if o.client != a.client || o == a || o.call < a.call || o.call >= end {
 				continue
 			}
 			same := a.lease != 0 && o.lease == a.lease
 			switch {
-			case o.kind == history.Release && (same || (a.lease == 0 || o.lease == 0) && o.call >= a.ret):
-				sp.to = min(sp.to, o.call)
-			case o.kind == history.Renew && same && o.result == history.OK && o.call <= sp.to:
-				sp.to = max(sp.to, satAdd(o.call, o.validFor))
+			case o.kind == history.Release && (same || (a.lease == 0 || o.lease == 0) && o.call >= a.ret &&
+				(o.src.Mode == "" || o.src.Mode == a.src.Mode)):
+				end = o.call
+			case o.kind == history.Renew && same && o.result == history.OK && o.ret != inf:
+				if open && o.call <= cur.to {
+					cur.to = max(cur.to, satAdd(o.call, o.validFor))
+					continue
+				}
+				if open && cur.from < cur.to {
+					out = append(out, cur)
+				}
+				cur.from, cur.to, cur.by, open = o.ret, satAdd(o.call, o.validFor), o, true
 			}
 		}
-		if sp.from < sp.to {
-			out = append(out, sp)
+		if open {
+			cur.to = min(cur.to, end)
+			if cur.from < cur.to {
+				out = append(out, cur)
+			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].from < out[j].from })
@@ -134,7 +159,7 @@ func (c *run) rwExclusion(k *keyOps, spans []sharedSpan) []Violation {
 			}
 			vs = append(vs, c.violation(contract.PropLeaseName, RuleRWExclusion, k.key,
 				fmt.Sprintf("%s (%s hold) was surely held from %s to %s, and %s (%s hold) from %s: a write hold overlapped another client's hold",
-					c.p.describe(a.acq), a.mode, fmtTime(a.from), fmtTime(a.to), c.p.describe(b.acq), b.mode, fmtTime(b.from)), a.acq, b.acq))
+					c.p.describe(a.by), a.mode, fmtTime(a.from), fmtTime(a.to), c.p.describe(b.by), b.mode, fmtTime(b.from)), a.by, b.by))
 			if len(vs) == maxSharedViolations {
 				return vs
 			}
@@ -168,11 +193,11 @@ func (c *run) permitsRule(k *keyOps, spans []sharedSpan) []Violation {
 		if capacity > 0 && sum > capacity {
 			ops := make([]*lop, len(active))
 			for i, a := range active {
-				ops[i] = a.acq
+				ops[i] = a.by
 			}
 			vs = append(vs, c.violation(contract.PropLeaseName, RulePermits, k.key,
 				fmt.Sprintf("at %s, %d permits were surely held (%d holds, the last %s) where the capacity is %d",
-					fmtTime(s.from), sum, len(active), c.p.describe(s.acq), capacity), ops...))
+					fmtTime(s.from), sum, len(active), c.p.describe(s.by), capacity), ops...))
 			if len(vs) == maxSharedViolations {
 				return vs
 			}
@@ -181,47 +206,51 @@ func (c *run) permitsRule(k *keyOps, spans []sharedSpan) []Violation {
 	return vs
 }
 
-// permitsLiveness is liveness on a semaphore's key (holds of mode permits):
-// a one-shot acquire of k permits fails (surely: result fail) although the
-// permits that may be held then, and k, fit in the capacity, no waiter was
-// in line, and no fault window (but those that keep Redis serving) was
-// open within LivenessSlack before it. A hold counts until its ok
-// release returned, or until LivenessSlack after its lease surely
-// expired. A hold may be held
-// from its acquire's call (ok or unknown) until its lease surely expired
-// (the latest of its acquire's and its ok or unknown renewals' ends plus
-// their TTL and drift) or its ok release returned. It reports whether any
+// sharedLiveness is liveness on a key with modes (a read-write lock or a
+// semaphore), where the mutex's rule (liveness: a failure after a stopped
+// holder's lease expired, unless another acquire may have taken the key)
+// does not hold: readers and permits overlap, so a hold taken before the
+// stopped one may still stand. A one-shot acquire x with result fail is a
+// violation when, beside the holds that may be held then, the lock would
+// have admitted it: a write with no hold, a read with no write hold, k
+// permits that fit in x's own capacity (the lock judges each call by its
+// own N); and no waiter was in line at any instant of it, and no fault
+// window (but those that keep Redis serving) was open from LivenessSlack
+// before its call to its return. A hold (an ok or unknown acquire) may be
+// held from its call until its ok release returned, or until
+// LivenessSlack after its lease surely expired: from when its acquire (or
+// its last renewal that did not fail) may have landed (landBy: a request
+// held by a paused server runs when it resumes), plus its TTL and drift.
+// A renewal or release names its hold by lease number; without numbers,
+// every later renewal of the client extends its holds (the cautious
+// reading for this rule) and no release ends them. It reports whether any
 // attempt was judged.
-func (c *run) permitsLiveness(k *keyOps) ([]Violation, bool) {
+func (c *run) sharedLiveness(k *keyOps) ([]Violation, bool) {
 	var acqs []*lop
-	capacity := int64(0)
 	for _, o := range k.lease {
-		if o.kind == history.Acquire && o.src.Mode == history.ModePermits {
+		if o.kind == history.Acquire {
 			acqs = append(acqs, o)
-			capacity = max(capacity, o.src.Capacity)
 		}
 	}
-	if capacity == 0 {
-		return nil, false
-	}
 	slack := int64(c.opts.LivenessSlack)
-	// until: a hold, until when it may be held: a release that returned
-	// ended it then; an expiry, up to the slack later (Redis's expiry
-	// and the next attempt's round trips).
 	until := map[*lop]int64{}
 	for _, a := range acqs {
 		if a.result == history.Fail {
 			continue
 		}
-		end, released := satAdd(satAdd(a.upto, a.expireFor), slack), inf
+		end, released := satAdd(satAdd(c.landBy(a), a.expireFor), slack), inf
 		for _, o := range k.lease {
-			if o.client != a.client || o.call < a.call || a.lease == 0 || o.lease != a.lease {
+			if o.client != a.client || o.call < a.call || o == a {
+				continue
+			}
+			numbered := a.lease != 0 && o.lease != 0
+			if numbered && o.lease != a.lease {
 				continue
 			}
 			switch {
 			case o.kind == history.Renew && o.result != history.Fail:
-				end = max(end, satAdd(satAdd(o.upto, o.expireFor), slack))
-			case o.kind == history.Release && o.result == history.OK:
+				end = max(end, satAdd(satAdd(c.landBy(o), o.expireFor), slack))
+			case o.kind == history.Release && o.result == history.OK && numbered:
 				released = min(released, o.ret)
 			}
 		}
@@ -233,8 +262,8 @@ func (c *run) permitsLiveness(k *keyOps) ([]Violation, bool) {
 		if x.result != history.Fail || x.wait || x.ret == inf || c.faultDuring(x.call-slack, x.ret) {
 			continue
 		}
-		var held int64
-		var cited []*lop
+		var held []*lop
+		var permits int64
 		excused := false
 		for _, a := range acqs {
 			if a == x || a.call > x.ret {
@@ -247,23 +276,31 @@ func (c *run) permitsLiveness(k *keyOps) ([]Violation, bool) {
 				excused = true
 				break
 			}
-			if a.result == history.Fail {
-				continue
-			}
-			if until[a] >= x.call {
-				held += max(a.src.Permits, 1)
-				cited = append(cited, a)
+			if a.result != history.Fail && until[a] >= x.call {
+				held = append(held, a)
+				permits += max(a.src.Permits, 1)
 			}
 		}
 		if excused {
 			continue
 		}
-		checked = true
-		if want := max(x.src.Permits, 1); held+want <= capacity {
-			vs = append(vs, c.violation(contract.PropLivenessName, RuleLiveness, k.key,
-				fmt.Sprintf("%s of %d permits failed at %s, although at most %d of the %d permits may have been held then (every other hold had surely expired or been released more than the slack %v before)",
-					c.p.describe(x), want, fmtTime(x.call), held, capacity, c.opts.LivenessSlack), append(cited, x)...))
+		mode := x.src.Mode
+		fits := false
+		switch mode {
+		case history.ModePermits:
+			fits = x.src.Capacity > 0 && permits+max(x.src.Permits, 1) <= x.src.Capacity
+		case history.ModeRead:
+			fits = !slices.ContainsFunc(held, func(a *lop) bool { return a.src.Mode != history.ModeRead })
+		default:
+			fits = len(held) == 0
 		}
+		checked = true
+		if !fits {
+			continue
+		}
+		why := fmt.Sprintf("%s (%s) failed at %s, although no hold that may have stood then (%d of them, %d permits) and no waiter in line kept it out (every other hold had been released, or had surely expired more than the slack %v before)",
+			c.p.describe(x), mode, fmtTime(x.call), len(held), permits, c.opts.LivenessSlack)
+		vs = append(vs, c.violation(contract.PropLivenessName, RuleLiveness, k.key, why, append(held, x)...))
 	}
 	return vs, checked
 }

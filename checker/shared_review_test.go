@@ -7,9 +7,12 @@ import (
 	"github.com/lockproof/lockproof/history"
 )
 
-// Review of the shared rules (rw-exclusion, permits, permits liveness):
-// hand-made histories where the checker is believed wrong. Each
-// TestReview* case fails on the reviewed commit.
+// Review of the shared rules (rw-exclusion, permits, permits liveness),
+// 2026-12-07: hand-made histories where the checker was wrong at 8520160
+// (each TestReview* case but TestReviewHeld failed there: four false
+// alarms of liveness, three false passes of rw-exclusion); fixed since
+// (sharedLiveness, sharedSpans), they keep it right. The comments say
+// what the checker did then.
 
 // capacityOf sets the capacity an acquire of permits says (the N of its
 // call), leaving its permits.
