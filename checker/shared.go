@@ -61,8 +61,8 @@ func undecidedShared(k *keyOps) finding {
 // until its validity surely ran out (extended by its ok renewals) or its
 // client began to release it, whichever is first.
 type sharedSpan struct {
-	acq      *lop // the hold's acquire
-	by       *lop // the op whose return opened the span: the acquire, or an ok renewal
+	acq      *lop  // the hold's acquire
+	by       *lop  // the op whose return opened the span: the acquire, or an ok renewal
 	from, to int64 // [from, to)
 	mode     history.Mode
 	permits  int64
