@@ -50,22 +50,31 @@ CONSTANTS
 (*   "rw"     two readers of their own and a writer: sharing, exclusion,  *)
 (*            a reader behind a waiting writer                             *)
 (*   "nested" a writer, its nested write, and a reader                    *)
+(*   "upgrade"   owner a's read, then its write (refused while it       *)
+(*            reads), and another reader                                   *)
+(*   "downgrade" owner a's write, then its read, and another reader     *)
 (*   "sem"    2, 1 and 1 permits of 3, each its own owner                 *)
-Calls == CASE Scenario = "rw"     -> {"ra", "rb", "wc"}
-           [] Scenario = "nested" -> {"wb", "wb2", "ra"}
-           [] Scenario = "sem"    -> {"pa", "pb", "pc"}
-Mode == CASE Scenario = "rw"     -> ("ra" :> "r" @@ "rb" :> "r" @@ "wc" :> "w")
-          [] Scenario = "nested" -> ("wb" :> "w" @@ "wb2" :> "w" @@ "ra" :> "r")
-          [] Scenario = "sem"    -> ("pa" :> "p" @@ "pb" :> "p" @@ "pc" :> "p")
+Calls == CASE Scenario = "rw"        -> {"ra", "rb", "wc"}
+           [] Scenario = "nested"    -> {"wb", "wb2", "ra"}
+           [] Scenario = "upgrade"   -> {"ra", "wa2", "rb"}
+           [] Scenario = "downgrade" -> {"wa", "ra2", "rb"}
+           [] Scenario = "sem"       -> {"pa", "pb", "pc"}
+Mode == CASE Scenario = "rw"        -> ("ra" :> "r" @@ "rb" :> "r" @@ "wc" :> "w")
+          [] Scenario = "nested"    -> ("wb" :> "w" @@ "wb2" :> "w" @@ "ra" :> "r")
+          [] Scenario = "upgrade"   -> ("ra" :> "r" @@ "wa2" :> "w" @@ "rb" :> "r")
+          [] Scenario = "downgrade" -> ("wa" :> "w" @@ "ra2" :> "r" @@ "rb" :> "r")
+          [] Scenario = "sem"       -> ("pa" :> "p" @@ "pb" :> "p" @@ "pc" :> "p")
 K == CASE Scenario = "sem" -> ("pa" :> 2 @@ "pb" :> 1 @@ "pc" :> 1)
        [] OTHER            -> [x \in Calls |-> 1]
-Owner == CASE Scenario = "nested" -> ("wb" :> "b" @@ "wb2" :> "b" @@ "ra" :> "a")
-           [] OTHER               -> [x \in Calls |-> x]
+Owner == CASE Scenario = "nested"    -> ("wb" :> "b" @@ "wb2" :> "b" @@ "ra" :> "a")
+           [] Scenario = "upgrade"   -> ("ra" :> "a" @@ "wa2" :> "a" @@ "rb" :> "b")
+           [] Scenario = "downgrade" -> ("wa" :> "a" @@ "ra2" :> "a" @@ "rb" :> "b")
+           [] OTHER                  -> [x \in Calls |-> x]
 Cap == 3
 
 ASSUME Design \in {"new", "unlockdel", "short", "noexp", "getset", "readfirst"}
 ASSUME Ops \subseteq {"lose", "dup", "crash", "expire"}
-ASSUME Scenario \in {"rw", "nested", "sem"}
+ASSUME Scenario \in {"rw", "nested", "upgrade", "downgrade", "sem"}
 ASSUME Waiters \subseteq Calls /\ MaxDup \in Nat \ {0}
 
 VARIABLES
@@ -185,12 +194,13 @@ Crash(x) ==
     /\ UNCHANGED <<rec, line, gone, net, rd, last, overtaken>>
 
 \* A record expires once its call no longer believes it (its lease's
-\* validity ended before the record's TTL); "short": the whole lock, once
-\* the latest grant's call no longer believes it.
+\* validity ended before the record's TTL); "short": no record of its own,
+\* but the whole lock, once the latest grant's call no longer believes it
+\* (ExpireLock).
 Gone(x) == pc[x] \in {"rel", "cu", "done", "dead"}
 Expire(x) ==
-    /\ "expire" \in Ops /\ Design # "noexp" /\ x \in rec /\ Gone(x)
-    /\ rec' = IF Design = "short" THEN {} ELSE rec \ {x}
+    /\ "expire" \in Ops /\ Design \notin {"noexp", "short"} /\ x \in rec /\ Gone(x)
+    /\ rec' = rec \ {x}
     /\ UNCHANGED <<line, gone, net, pc, rd, last, overtaken>>
 ExpireLock ==
     /\ "expire" \in Ops /\ Design = "short" /\ last \in rec /\ Gone(last)
@@ -259,6 +269,12 @@ HoldsBelieved == \A x \in Calls : Believes(x) => x \in rec
 \* A writer is not starved: no reader is admitted past a writer waiting
 \* ahead of it.
 WriterNotStarved == ~overtaken
+
+\* Once nothing is in transit and no call is on its way, every record is
+\* a hold its call believes, or a dead holder's (which expires): a request
+\* of a call that gave up takes nothing when it lands late.
+Quiet == net = {} /\ \A x \in Calls : pc[x] \notin {"acq", "set", "rel", "cu"}
+NoOrphanHold == Quiet => \A x \in rec : pc[x] \in {"held", "dead"}
 
 \* A dead holder's record goes (its permits come back).
 OrphansGo == \A x \in Calls : (pc[x] = "dead") ~> (x \notin rec)
