@@ -14,12 +14,6 @@ import (
 // (sharedLiveness, sharedSpans), they keep it right. The comments say
 // what the checker did then.
 
-// capacityOf sets the capacity an acquire of permits says (the N of its
-// call), leaving its permits.
-func capacityOf(n int64) opt {
-	return func(o *history.Op) { o.Capacity = n }
-}
-
 // TestReviewLivenessConcurrentHolder: the exclusive liveness rule
 // (direct.go liveness) runs as it is on keys with modes, and excuses a
 // failed attempt only by an acquire that returned after the stopped
