@@ -247,22 +247,23 @@ func (a *attempt) upgradeErr() error {
 }
 
 func (c *Client) acquire(ctx context.Context, key string, wait bool, opts []AcquireOption) (*Lease, error) {
+	return c.acquireKind(ctx, key, Keys{}, &mutexProto, "", 0, 0, wait, opts)
+}
+
+// acquireKind is an acquire of any kind, the mutex's (proto mutexProto;
+// keys are then RedisKeys(key)) or a shared kind's in mode, k permits of
+// a capacity n (shared.go), reported to Hooks.OnAcquire.
+func (c *Client) acquireKind(ctx context.Context, key string, keys Keys, proto *protocol, mode string, k, n int, wait bool, opts []AcquireOption) (*Lease, error) {
 	called := time.Now()
-	l, err := c.acquireOnce(ctx, key, wait, opts)
+	l, err := c.acquireAny(ctx, key, keys, proto, mode, k, n, wait, opts)
 	if c != nil && c.opts.Hooks.OnAcquire != nil {
 		c.opts.Hooks.OnAcquire(key, time.Since(called), err)
 	}
 	return l, err
 }
 
-func (c *Client) acquireOnce(ctx context.Context, key string, wait bool, opts []AcquireOption) (*Lease, error) {
-	return c.acquireKind(ctx, key, Keys{}, &mutexProto, "", 0, 0, wait, opts)
-}
-
-// acquireKind is an acquire of any kind: the mutex's (proto mutexProto;
-// keys are then RedisKeys(key)), or a shared kind's in mode, k permits of
-// a capacity n (shared.go).
-func (c *Client) acquireKind(ctx context.Context, key string, keys Keys, proto *protocol, mode string, k, n int, wait bool, opts []AcquireOption) (*Lease, error) {
+// acquireAny is acquireKind without the hook.
+func (c *Client) acquireAny(ctx context.Context, key string, keys Keys, proto *protocol, mode string, k, n int, wait bool, opts []AcquireOption) (*Lease, error) {
 	op := "try-acquire"
 	if wait {
 		op = "acquire"

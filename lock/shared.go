@@ -216,12 +216,7 @@ type HoldInfo struct {
 // acquireShared is a shared kind's acquire: mode "r", "w" or "p", k
 // permits of n (a semaphore's), waiting in line (wait) or not.
 func (c *Client) acquireShared(ctx context.Context, key string, keys Keys, mode string, k, n int, wait bool, opts []AcquireOption) (*Lease, error) {
-	called := time.Now()
-	l, err := c.acquireKind(ctx, key, keys, &sharedProto, mode, k, n, wait, opts)
-	if c != nil && c.opts.Hooks.OnAcquire != nil {
-		c.opts.Hooks.OnAcquire(key, time.Since(called), err)
-	}
-	return l, err
+	return c.acquireKind(ctx, key, keys, &sharedProto, mode, k, n, wait, opts)
 }
 
 // inspectShared reads a shared kind's holds.
