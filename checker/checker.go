@@ -322,7 +322,7 @@ func checks() map[string]check {
 		contract.PropLiveness:   (*run).checkLiveness,
 		contract.PropClaims:     (*run).checkClaims,
 		contract.PropNotice:     noticeOnShared((*run).checkNotice),
-		contract.PropFairness:   exclusiveOnly((*run).checkFairness),
+		contract.PropFairness:   (*run).checkFairness,
 		contract.PropCalls:      (*run).checkCalls,
 		contract.PropFootprint:  (*run).checkFootprint,
 		contract.PropPromptness: exclusiveOnly((*run).checkPromptness),

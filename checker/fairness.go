@@ -24,7 +24,8 @@ import (
 // overtaking). Waits without in_line, and waits with a fault window
 // open at any instant of them, are not judged. A reentrant grant (see
 // reentrantGrants: the holder joined its own lease, never the line)
-// overtakes nobody. Before 2026-11-27 it did, when the holder's known
+// overtakes nobody. On a key with modes (a read-write lock, a semaphore)
+// y overtakes x only when y's hold keeps x out (keepsWaiting). Before 2026-11-27 it did, when the holder's known
 // holds were all released and a hold whose release was of unknown
 // outcome kept the lease (found by the simulation: fenced seed 94952 of
 // 100,000).
@@ -36,6 +37,14 @@ func (c *run) checkFairness(k *keyOps) finding {
 	}
 	var waits, grants []*lop // by call
 	reentrant := reentrantGrants(k.lease)
+	// On a key with modes a grant overtakes a waiter only when it kept
+	// the waiter out (keepsWaiting): two readers, or permits that fit
+	// together, may be granted in either order.
+	shared := sharedKey(k)
+	var spans []sharedSpan
+	if shared {
+		spans = sharedSpans(k)
+	}
 	for _, o := range k.lease {
 		if o.kind != history.Acquire || o.ret == inf {
 			continue
@@ -68,7 +77,7 @@ func (c *run) checkFairness(k *keyOps) finding {
 			if y.call >= left {
 				break
 			}
-			if y.client != x.client && y.ret < left && !reentrant[y] {
+			if y.client != x.client && y.ret < left && !reentrant[y] && (!shared || keepsWaiting(y, x, spans)) {
 				over = append(over, y)
 			}
 		}

@@ -23,9 +23,11 @@ import (
 // (conflicting), and the loss-notice property its false-notice rule (a
 // lock with a loss bound is not judged on such keys yet). Liveness is
 // sharedLiveness, not the mutex's rule (a hold taken before a stopped one
-// may still stand beside it), with waiter liveness as it is. The properties that
-// assume one holder at a time (fairness, promptness, and the loss-notice
-// rule) are not decided on such a key yet: Unknown, never a pass.
+// may still stand beside it), with waiter liveness as it is. Fairness
+// counts as an overtaking only a grant that kept the waiter out
+// (keepsWaiting). The properties that assume one holder at a time
+// (promptness, and the loss-notice rule) are not decided on such a key
+// yet: Unknown, never a pass.
 
 // conflicting reports whether holds of the modes of ops a and b (their
 // history.Op.Mode) may not overlap: exclusive and write holds conflict
@@ -38,6 +40,34 @@ func conflicting(a, b *lop) bool {
 		return false
 	}
 	return !(ma == history.ModeRead && mb == history.ModeRead)
+}
+
+// keepsWaiting reports whether a hold granted to y keeps a waiter x out
+// while it stands, so that y granted ahead of x (y joined the line
+// after x) passed x by (the fairness property's rule overtaken): a write
+// hold and any other hold; permits when y's, x's and those of the holds
+// surely held all through y's acquire (spans, of others than x and y)
+// do not fit the capacity together. Two read holds, or permits that fit
+// beside each other and the holds out, are admitted in either order by a
+// FIFO line (the second's place has the first's ahead of it and is
+// admitted only when the first could be too), so neither passes the
+// other.
+func keepsWaiting(y, x *lop, spans []sharedSpan) bool {
+	my, mx := y.src.Mode, x.src.Mode
+	if my == history.ModePermits || mx == history.ModePermits {
+		if my != mx {
+			return true // a hold of another kind on the same key: no sharing is known
+		}
+		c := max(y.src.Capacity, x.src.Capacity)
+		out := max(y.src.Permits, 1) + max(x.src.Permits, 1)
+		for _, s := range spans {
+			if s.acq != x && s.acq != y && s.from <= y.call && s.to >= y.ret {
+				out += s.permits
+			}
+		}
+		return c <= 0 || out > c
+	}
+	return conflicting(y, x)
 }
 
 // sharedKey reports whether k's lease ops carry a mode.

@@ -151,3 +151,79 @@ func TestPermitsLiveness(t *testing.T) {
 		), Options{}, want{lease: contract.OK, resource: na, liveness: contract.OK}},
 	})
 }
+
+// TestSharedFairness: on a key with modes a grant overtakes a waiter
+// only when it kept the waiter out (keepsWaiting): a reader granted
+// while a writer that joined before it waits passes it by; a reader
+// beside a waiting reader, or permits that fit beside the waiter's, do
+// not.
+func TestSharedFairness(t *testing.T) {
+	fifo := Options{Fair: true}
+	cases := []struct {
+		name    string
+		ops     []history.Op
+		verdict contract.Verdict
+		lines   []int
+	}{
+		{"a reader passes a waiting writer", lined(
+			acq("h", 0, 1, ok, ttl(1000), tok(1), reading()),
+			acq("x", 10, 600, ok, ttl(1000), tok(3), waits(), inLine(12), writing()),
+			acq("y", 100, 101, ok, ttl(1000), tok(2), reading()),
+			rel("h", 290, 291, ok, tok(1), reading()),
+			rel("y", 590, 591, ok, tok(2), reading()),
+		), contract.Violated, []int{2, 3}},
+		{"a writer passes a waiting reader", lined(
+			acq("h", 0, 1, ok, ttl(1000), tok(1), writing()),
+			acq("x", 10, 600, ok, ttl(1000), tok(3), waits(), inLine(12), reading()),
+			acq("y", 100, 300, ok, ttl(1000), tok(2), waits(), writing()),
+			rel("h", 290, 291, ok, tok(1), writing()),
+			rel("y", 590, 591, ok, tok(2), writing()),
+		), contract.Violated, []int{2, 3}},
+		{"two readers behind a writer, served in either order", lined(
+			acq("h", 0, 1, ok, ttl(1000), tok(1), writing()),
+			acq("x", 10, 320, ok, ttl(1000), tok(2), waits(), inLine(12), reading()),
+			acq("y", 100, 300, ok, ttl(1000), tok(3), waits(), inLine(101), reading()),
+			rel("h", 290, 291, ok, tok(1), writing()),
+		), contract.OK, nil},
+		{"the writer's own read (a downgrade) while a reader waits", lined(
+			acq("h", 0, 1, ok, ttl(1000), tok(1), writing()),
+			acq("x", 10, 600, ok, ttl(1000), tok(2), waits(), inLine(12), writing()),
+			acq("h", 100, 101, ok, ttl(1000), tok(1), reading()),
+			rel("h", 290, 291, ok, tok(1), writing()),
+			rel("h", 500, 501, ok, tok(1), reading()),
+		), contract.OK, nil},
+		{"permits that fit beside the waiter's", lined(
+			acq("h", 0, 1, ok, ttl(1000), tok(1), permits(3, 3)),
+			acq("x", 10, 320, ok, ttl(1000), tok(2), waits(), inLine(12), permits(2, 3)),
+			acq("y", 100, 300, ok, ttl(1000), tok(3), waits(), inLine(101), permits(1, 3)),
+			rel("h", 290, 291, ok, tok(1), permits(3, 0)),
+		), contract.OK, nil},
+		{"permits that keep the waiter out beside the permits out", lined(
+			acq("h", 0, 1, ok, ttl(1000), tok(1), permits(2, 3)),
+			acq("x", 10, 600, ok, ttl(1000), tok(2), waits(), inLine(12), permits(2, 3)),
+			acq("y", 100, 101, ok, ttl(1000), tok(3), permits(1, 3)),
+			rel("h", 290, 291, ok, tok(1), permits(2, 0)),
+			rel("y", 590, 591, ok, tok(3), permits(1, 0)),
+		), contract.Violated, []int{2, 3}},
+		{"permits that fit beside the permits out", lined(
+			acq("h", 0, 1, ok, ttl(1000), tok(1), permits(1, 3)),
+			acq("x", 10, 600, ok, ttl(1000), tok(2), waits(), inLine(12), permits(1, 3)),
+			acq("y", 100, 101, ok, ttl(1000), tok(3), permits(1, 3)),
+			rel("h", 290, 291, ok, tok(1), permits(1, 0)),
+			rel("y", 590, 591, ok, tok(3), permits(1, 0)),
+		), contract.OK, nil},
+		{"permits that keep the waiter out", lined(
+			acq("h", 0, 1, ok, ttl(1000), tok(1), permits(3, 3)),
+			acq("x", 10, 600, ok, ttl(1000), tok(2), waits(), inLine(12), permits(2, 3)),
+			acq("y", 100, 300, ok, ttl(1000), tok(3), waits(), inLine(101), permits(2, 3)),
+			rel("h", 290, 291, ok, tok(1), permits(3, 0)),
+			rel("y", 590, 591, ok, tok(3), permits(2, 0)),
+		), contract.Violated, []int{2, 3}},
+	}
+	var props []claimCase
+	for _, tc := range cases {
+		props = append(props, claimCase{name: tc.name, ops: tc.ops, opts: fifo, verdict: tc.verdict,
+			rule: ruleIf(tc.lines, RuleOvertaken), lines: tc.lines, prop: contract.PropFairness})
+	}
+	runPropCases(t, props)
+}

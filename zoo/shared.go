@@ -75,6 +75,9 @@ func semPredict(_ string, p locker.Prediction) locker.Prediction {
 // (n = 0) a read-write lock.
 func sharedEntry(name string, n int, opts lock.Options, doc string) locker.Entry {
 	return locker.Entry{Name: name, Profile: locker.ProfileFenced, Calls: fencedCalls(), Doc: doc,
+		// One FIFO line across modes: a grant never passes a waiter it
+		// keeps out (lock/shared_scripts.go).
+		Fair: &locker.FairQueue{},
 		Open: func(d locker.Deps) (locker.Locker, error) {
 			if err := needRedis(d); err != nil {
 				return nil, err

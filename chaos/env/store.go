@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -59,6 +61,10 @@ type StoreEnv struct {
 	fenced *redisproc.Process
 	etcd   *etcdproc.Cluster
 	zk     *zkproc.Cluster
+
+	// peerPorts release the ports of ZooKeeper's peer proxies
+	// (reservePeerPort), once the proxies are gone.
+	peerPorts []func() error
 
 	mu      sync.Mutex
 	members map[string]*proc.Member
@@ -182,7 +188,12 @@ func (e *StoreEnv) startZooKeeper(ctx context.Context) error {
 		Route: func(from, to int, quorum, election string) (string, string, error) {
 			var out []string
 			for _, up := range []struct{ kind, addr string }{{"q", quorum}, {"e", election}} {
-				px, err := e.toxi.API.CreateProxy(fmt.Sprintf("peer-%s-%d-%d-%s", RoleZooKeeper, from, to, up.kind), "127.0.0.1:0", up.addr)
+				port, release, err := proc.ReservePort(0)
+				if err != nil {
+					return "", "", fmt.Errorf("create peer proxy: %w", err)
+				}
+				e.peerPorts = append(e.peerPorts, release)
+				px, err := e.toxi.API.CreateProxy(fmt.Sprintf("peer-%s-%d-%d-%s", RoleZooKeeper, from, to, up.kind), net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), up.addr)
 				if err != nil {
 					return "", "", fmt.Errorf("create peer proxy: %w", err)
 				}
@@ -334,6 +345,10 @@ func (e *StoreEnv) Close(ctx context.Context) error {
 	if e.toxi != nil {
 		errs = append(errs, e.toxi.Close(ctx))
 	}
+	for _, release := range e.peerPorts {
+		errs = append(errs, release())
+	}
+	e.peerPorts = nil
 	if err := os.RemoveAll(e.root); err != nil {
 		errs = append(errs, fmt.Errorf("remove %s: %w", e.root, err))
 	}
@@ -386,6 +401,10 @@ func CutOff(ctx context.Context, api *toxiclient.Client, store string, n Node) (
 			return heal, fmt.Errorf("isolate %s: proxy %s: %w", n.ID, name, err)
 		}
 		if store == contract.TopologyZooKeeper {
+			// A disabled proxy closes its listener: ZooKeeper's peers
+			// see a refused connection at once, as a cut-off server's do
+			// (a black hole stalls their elections past the fault). Its
+			// port is reserved (startZooKeeper), so Enable binds it again.
 			if err := p.Disable(); err != nil {
 				return heal, fmt.Errorf("isolate %s: disable %s: %w", n.ID, name, err)
 			}

@@ -172,6 +172,19 @@ func runMutants(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err := mutant.Check(src, selected); err != nil {
 		return bad("%v", err)
 	}
+	// The control runs as every lock a selected mutant runs as.
+	var controlLocks []string
+	names := zoo.Builtin().Names()
+	for _, mu := range selected {
+		for _, l := range mu.Locks {
+			if !slices.Contains(names, l) {
+				return bad("%s: locks: %q is not a lock of the registry (lockproof locks lists them)", mu.Source, l)
+			}
+			if !slices.Contains(controlLocks, l) {
+				controlLocks = append(controlLocks, l)
+			}
+		}
+	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		fmt.Fprintf(stderr, "lockproof mutants: the go command builds each mutant, and it is not on PATH: %v\n", err)
@@ -183,7 +196,7 @@ func runMutants(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err := newOrEmptyDir(f.out); err != nil {
 		return bad("--out: %v", err)
 	}
-	m := &mutation{f: f, src: src, goBin: goBin, stdout: stdout, stderr: stderr}
+	m := &mutation{f: f, src: src, goBin: goBin, stdout: stdout, stderr: stderr, controlLocks: controlLocks}
 	return m.run(ctx, selected)
 }
 
@@ -222,7 +235,7 @@ func newOrEmptyDir(dir string) error {
 // listMutants prints the catalogue, one mutant a line.
 func listMutants(w io.Writer, ms []*mutant.Mutant) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "MUTANT\tKIND\tCLASS\tFILE\tDEFECT")
+	fmt.Fprintln(tw, "MUTANT\tKIND\tCLASS\tFILE\tLOCKS\tDEFECT")
 	eq := 0
 	for _, m := range ms {
 		what := m.What
@@ -230,7 +243,7 @@ func listMutants(w io.Writer, ms []*mutant.Mutant) {
 			what += " [equivalent: " + m.Equivalent + "]"
 			eq++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, m.Kind, m.Class, m.File, what)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.Name, m.Kind, m.Class, m.File, strings.Join(m.Locks, ","), what)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "%d mutants, %d of them equivalent\n", len(ms), eq)
@@ -243,9 +256,12 @@ type mutation struct {
 	stdout, stderr io.Writer
 	// copyDir is the source's copy the mutants are applied to, in turn.
 	copyDir string
-	// controlBad are the scenarios ("<fault>/<seed>") on which the
-	// unpatched lock was not as predicted: no mutant is killed there.
+	// controlBad are the scenarios ("<lock>/<fault>/<seed>") on which
+	// the unpatched lock was not as predicted: no mutant is killed there.
 	controlBad map[string]bool
+	// controlLocks are the locks the control runs as: every lock a
+	// selected mutant runs as.
+	controlLocks []string
 	// matrixOff, when set, says why the matrix runs no more (the machine
 	// lacks what it needs).
 	matrixOff string
@@ -348,9 +364,9 @@ func (m *mutation) write() error {
 // one applies mu (nil: the control, unpatched) to the copy, builds it and
 // runs the verifiers the budget asks for.
 func (m *mutation) one(ctx context.Context, mu *mutant.Mutant) *mutantResult {
-	r := &mutantResult{Name: controlName}
+	r := &mutantResult{Name: controlName, Locks: m.controlLocks}
 	if mu != nil {
-		r = &mutantResult{Name: mu.Name, File: mu.File, Kind: mu.Kind, Class: mu.Class, What: mu.What, Equivalent: mu.Equivalent}
+		r = &mutantResult{Name: mu.Name, File: mu.File, Kind: mu.Kind, Class: mu.Class, What: mu.What, Equivalent: mu.Equivalent, Locks: mu.Locks}
 	}
 	dir := filepath.Join(m.f.out, r.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -393,15 +409,16 @@ func (m *mutation) one(ctx context.Context, mu *mutant.Mutant) *mutantResult {
 		m.say("%s: %s compiles (%v)", r.Name, what, time.Since(start).Round(time.Second))
 		return r
 	}
+	locks := strings.Join(r.Locks, ",")
 	if m.f.seeds > 0 {
-		r.Sim = m.verify(ctx, bin, dir, "sim", []string{"sim", "--locks", zoo.FencedName, "--seeds", "1-" + strconv.Itoa(m.f.seeds),
+		r.Sim = m.verify(ctx, bin, dir, "sim", []string{"sim", "--locks", locks, "--seeds", "1-" + strconv.Itoa(m.f.seeds),
 			"--faults", m.f.simFaults, "--workers", strconv.Itoa(m.f.workers)}, mu == nil)
 	}
 	if m.f.matrixSeeds > 0 && ctx.Err() == nil {
 		if m.matrixOff != "" {
 			r.Matrix = &verifierResult{Verdict: verdictInconclusive, Note: m.matrixOff}
 		} else {
-			r.Matrix = m.verify(ctx, bin, dir, "matrix", []string{"run", "--locks", zoo.FencedName, "--faults", m.f.matrixFaults,
+			r.Matrix = m.verify(ctx, bin, dir, "matrix", []string{"run", "--locks", locks, "--faults", m.f.matrixFaults,
 				"--seeds", "1-" + strconv.Itoa(m.f.matrixSeeds), "--parallel", strconv.Itoa(m.f.parallel), "--no-report"}, mu == nil)
 			if r.Matrix.Exit == exitEnvironment {
 				m.matrixOff = "the matrix did not run: " + r.Matrix.Note
@@ -498,8 +515,10 @@ func readMutantSummary(dir string) (*contract.Summary, error) {
 	return &s, nil
 }
 
-// scenarioKey names a row's scenario across runs: its fault and seed.
-func scenarioKey(r *contract.Row) string { return r.Fault + "/" + strconv.FormatInt(r.Seed, 10) }
+// scenarioKey names a row's scenario across runs: its lock, fault and seed.
+func scenarioKey(r *contract.Row) string {
+	return r.Lock + "/" + r.Fault + "/" + strconv.FormatInt(r.Seed, 10)
+}
 
 // notAsPredicted are the scenarios of a run whose rows have a mismatch.
 func notAsPredicted(s *contract.Summary) []string {

@@ -45,6 +45,10 @@ type mutantResult struct {
 	Class      string `json:"class,omitempty"`
 	What       string `json:"what,omitempty"`
 	Equivalent string `json:"equivalent,omitempty"`
+	// Locks are the locks the verifiers ran it as (the control: every
+	// lock a mutant ran as). Absent from files written before
+	// 2026-12-07: fenced alone.
+	Locks []string `json:"locks,omitempty"`
 	// Build is "ok", or why the mutant did not build (then no verifier ran).
 	Build   string          `json:"build"`
 	BuildMs int64           `json:"build_ms"`

@@ -131,8 +131,11 @@ func TestMutantsVerdicts(t *testing.T) {
 	}{
 		{exit: "0", want: verifierResult{Verdict: verdictSurvived}},
 		{exit: "1", want: verifierResult{Verdict: verdictKilled, Seed: 2, Fault: "partition", Property: contract.PropClaims}},
-		{exit: "1", controlBad: []string{"swarm/2"}, want: verifierResult{Verdict: verdictKilled, Seed: 5, Fault: "latency+reset", Property: contract.PropLease}},
-		{exit: "1", controlBad: []string{"swarm/2", "swarm/5"}, want: verifierResult{Verdict: verdictSurvived}, note: "the control's too: swarm/2, swarm/5"},
+		{exit: "1", controlBad: []string{"fenced/swarm/2"}, want: verifierResult{Verdict: verdictKilled, Seed: 5, Fault: "latency+reset", Property: contract.PropLease}},
+		{exit: "1", controlBad: []string{"fenced/swarm/2", "fenced/swarm/5"}, want: verifierResult{Verdict: verdictSurvived}, note: "the control's too: fenced/swarm/2, fenced/swarm/5"},
+		// The control as another lock on the same seed excuses nothing:
+		// the control runs as every lock a mutant names.
+		{exit: "1", controlBad: []string{"fenced-rw/swarm/2"}, want: verifierResult{Verdict: verdictKilled, Seed: 2, Fault: "partition", Property: contract.PropClaims}},
 		{exit: "3", want: verifierResult{Verdict: verdictInconclusive}, note: "swarm seed 9: the seed failed"},
 		{exit: "2", want: verifierResult{Verdict: verdictInconclusive}, note: "exit 2: the verifier's last words"},
 		{exit: "0", sleep: "30", want: verifierResult{Verdict: verdictInconclusive}, note: "ran past --timeout"},

@@ -15,6 +15,7 @@
 //	kind: lua
 //	class: safety
 //	what: the end script ends whatever hold the lock has (no owner check)
+//	locks: fenced (the registry's locks that run the mutated code; default: fenced)
 //	equivalent: why no history can show it (only for an equivalent mutant)
 //	--- search
 //	the exact text, as many lines as it takes
@@ -79,6 +80,10 @@ const (
 	ClassFootprint  = "footprint"  // what the lock leaves in Redis (G6)
 )
 
+// DefaultLock is the lock a mutant runs as when its file names none: the
+// shipped mutex.
+const DefaultLock = "fenced"
+
 // Classes lists the classes, in the order the docs give them.
 func Classes() []string {
 	return []string{ClassSafety, ClassLiveness, ClassPromptness, ClassClaims, ClassCalls, ClassFootprint}
@@ -106,7 +111,12 @@ type Mutant struct {
 	// Equivalent, when set, says why no history can show the mutant:
 	// it is run, but not counted in the score.
 	Equivalent string
-	Edits      []Edit
+	// Locks are the registry's locks the verifiers run the mutant as
+	// (header "locks:", comma-separated): the ones whose code it alters
+	// (DefaultLock alone when the header is absent). A defect in the scripts
+	// of the read-write lock shows in fenced-rw, not in fenced.
+	Locks []string
+	Edits []Edit
 	// Source is the mutant file it was read from.
 	Source string
 }
@@ -214,13 +224,24 @@ func Parse(p string, b []byte) (*Mutant, error) {
 					m.Class = val
 				case "what":
 					m.What = val
+				case "locks":
+					for _, l := range strings.Split(val, ",") {
+						l = strings.TrimSpace(l)
+						if !nameRE.MatchString(l) {
+							return nil, bad(n, key, "%q: want comma-separated lock names of the registry (e.g. fenced,fenced-rw)", l)
+						}
+						if slices.Contains(m.Locks, l) {
+							return nil, bad(n, key, "%q named twice", l)
+						}
+						m.Locks = append(m.Locks, l)
+					}
 				case "equivalent":
 					m.Equivalent = val
 					if val == "" {
 						return nil, bad(n, key, "empty: say why no history can show the mutant")
 					}
 				default:
-					return nil, bad(n, key, "unknown field (want file, kind, class, what, equivalent)")
+					return nil, bad(n, key, "unknown field (want file, kind, class, what, locks, equivalent)")
 				}
 			}
 		case inSearch:
@@ -250,6 +271,9 @@ func Parse(p string, b []byte) (*Mutant, error) {
 	}
 	if state == inSearch || state == inReplace {
 		return nil, bad(n, "edit", "the edit of line %d has no \"--- end\"", cur.Line)
+	}
+	if m.Locks == nil {
+		m.Locks = []string{DefaultLock}
 	}
 	for _, f := range []struct{ key, val string }{{"file", m.File}, {"kind", m.Kind}, {"class", m.Class}, {"what", m.What}} {
 		if f.val == "" {

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -76,11 +77,15 @@ func TestCatalogueApplies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before, err := scripts(m.File, orig)
+		shared, err := packageConsts(filepath.Dir(filepath.Join(root, filepath.FromSlash(m.File))), filepath.Base(m.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := scripts(m.File, orig, shared)
 		if err != nil {
 			t.Fatalf("%s: the source itself: %v", m.File, err)
 		}
-		after, err := scripts(m.File, mut)
+		after, err := scripts(m.File, mut, shared)
 		if err != nil {
 			t.Errorf("%s (%s): the mutated file does not parse: %v", m.Name, m.Source, err)
 			continue
@@ -111,15 +116,50 @@ func luaErr(src string) error {
 	return err
 }
 
+// packageConsts are the constants of the package's other files in dir
+// (but skip, and tests): a script of one file is often built from Lua
+// helpers of another (lock/shared_scripts.go from lock/scripts.go's).
+func packageConsts(dir, skip string) (map[string]ast.Expr, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]ast.Expr{}
+	for _, e := range ents {
+		n := e.Name()
+		if n == skip || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, n), nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+				for _, s := range g.Specs {
+					vs := s.(*ast.ValueSpec)
+					for i, id := range vs.Names {
+						if i < len(vs.Values) {
+							out[id.Name] = vs.Values[i]
+						}
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
 // scripts parses a Go file and returns the strings it makes at the top
 // level from string literals: each constant's, and each argument of a
-// call in a variable's value (rediscmd.NewScript's), by name.
-func scripts(name string, src []byte) (map[string]string, error) {
+// call in a variable's value (rediscmd.NewScript's), by name; shared are
+// constants of the package's other files it may build them from.
+func scripts(name string, src []byte, shared map[string]ast.Expr) (map[string]string, error) {
 	f, err := parser.ParseFile(token.NewFileSet(), name, src, 0)
 	if err != nil {
 		return nil, err
 	}
-	consts := map[string]ast.Expr{}
+	consts := maps.Clone(shared)
 	vars := map[string]ast.Expr{}
 	for _, d := range f.Decls {
 		g, ok := d.(*ast.GenDecl)
@@ -196,6 +236,8 @@ func TestParseRefusesBadFiles(t *testing.T) {
 		{"text after end", "m.mutant", good + "stray\n", "m.mutant:10: edit: "},
 		{"name", "Bad_Name.mutant", good, "Bad_Name.mutant:1: name: "},
 		{"reserved", "control.mutant", good, "control.mutant:1: name: "},
+		{"bad lock", "m.mutant", strings.Replace(good, "what: x\n", "what: x\nlocks: fenced, Fenced_RW\n", 1), "m.mutant:5: locks: \"Fenced_RW\""},
+		{"lock twice", "m.mutant", strings.Replace(good, "what: x\n", "what: x\nlocks: fenced-rw,fenced-rw\n", 1), "m.mutant:5: locks: \"fenced-rw\" named twice"},
 		{"empty equivalent", "m.mutant", strings.Replace(good, "what: x\n", "what: x\nequivalent:\n", 1), "m.mutant:5: equivalent: empty"},
 	} {
 		_, err := mutant.Parse(c.file, []byte(c.body))
@@ -206,6 +248,16 @@ func TestParseRefusesBadFiles(t *testing.T) {
 	m, err := mutant.Parse("dir/ok-1.mutant", []byte("# a comment\n"+good+"\n# next\n--- search\n\tx\n\n--- replace\n--- end\n"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(m.Locks, []string{mutant.DefaultLock}) {
+		t.Errorf("a mutant that names no lock runs as %v, want [%s]", m.Locks, mutant.DefaultLock)
+	}
+	m2, err := mutant.Parse("dir/ok-2.mutant", []byte(strings.Replace(good, "what: x\n", "what: x\nlocks: fenced-rw, fenced-sem\n", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m2.Locks, []string{"fenced-rw", "fenced-sem"}) {
+		t.Errorf("locks: fenced-rw, fenced-sem parsed as %v", m2.Locks)
 	}
 	if m.Name != "ok-1" || len(m.Edits) != 2 || m.Edits[0].Search != "a" || m.Edits[1].Search != "\tx\n" || m.Edits[1].Replace != "" || m.Edits[1].Line != 13 {
 		t.Errorf("parsed %+v", m)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
+	"github.com/lockproof/lockproof/internal/proc"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/internal/toxitest"
 	"github.com/lockproof/lockproof/internal/zkproc"
@@ -42,11 +45,11 @@ func proxied(t *testing.T) (*zkproc.Cluster, [][]link) {
 	}
 	c, err := zkproc.StartCluster(ctx, zkproc.ClusterConfig{
 		Route: func(from, to int, quorum, election string) (string, string, error) {
-			q, err := client.CreateProxy(fmt.Sprintf("q-%d-%d", from, to), "127.0.0.1:0", quorum)
+			q, err := client.CreateProxy(fmt.Sprintf("q-%d-%d", from, to), reserved(t), quorum)
 			if err != nil {
 				return "", "", err
 			}
-			e, err := client.CreateProxy(fmt.Sprintf("e-%d-%d", from, to), "127.0.0.1:0", election)
+			e, err := client.CreateProxy(fmt.Sprintf("e-%d-%d", from, to), reserved(t), election)
 			if err != nil {
 				return "", "", err
 			}
@@ -68,6 +71,24 @@ func proxied(t *testing.T) (*zkproc.Cluster, [][]link) {
 		}
 	})
 	return c, links
+}
+
+// reserved is a loopback address whose port is reserved until the test
+// ends (proc.ReservePort): a proxy cut off (Disable) closes its listener,
+// and on a busy machine an automatic port choice took the port meanwhile
+// ("bind: address already in use" on Enable, a flake CI met).
+func reserved(t *testing.T) string {
+	t.Helper()
+	port, release, err := proc.ReservePort(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := release(); err != nil {
+			t.Error(err)
+		}
+	})
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
 // cut disables (or enables again) every link to and from server i.
