@@ -3,8 +3,10 @@ package lockproof_test
 import (
 	"cmp"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -125,5 +127,66 @@ func TestDocsTablesMatchTheCatalogues(t *testing.T) {
 			continue
 		}
 		t.Errorf("%s: the %s table is not what the catalogue makes; LOCKPROOF_UPDATE_DOCS=1 go test -run TestDocsTablesMatchTheCatalogues . rewrites it\nhave:\n%s\nwant:\n%s", d.page, name, have, want)
+	}
+}
+
+// TestDocsLinksResolve: every relative link and image of the repository's
+// Markdown pages names a file or directory that exists, read from the
+// page's own directory (as GitHub and every renderer read it). HARNESS.md
+// showed its screenshot as docs/example-report.png, from docs/: a link to
+// docs/docs/, broken for every reader.
+func TestDocsLinksResolve(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	var pages []string
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "runs" || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".md") {
+			pages = append(pages, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) < 5 {
+		t.Fatalf("found %d Markdown pages: the walk is broken", len(pages))
+	}
+	checked := 0
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inFence := false
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inFence = !inFence
+			}
+			if inFence {
+				continue
+			}
+			for _, m := range link.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				target, _, _ = strings.Cut(target, "#")
+				if target == "" {
+					continue
+				}
+				checked++
+				if _, err := os.Stat(filepath.Join(filepath.Dir(page), filepath.FromSlash(target))); err != nil {
+					t.Errorf("%s:%d: link %q: %v", page, i+1, m[1], err)
+				}
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("checked %d links: the pattern is broken", checked)
 	}
 }

@@ -663,7 +663,11 @@ func (c *run) porcupineCheck(key string, ops []*lop, prop string) (contract.Verd
 				return unread(sops[j].o, next) || stopped(sops[j].o, st)
 			})
 		}
-		carried, from = carryOver(sops, maximal(ends))
+		kept := maximal(c.ctx, ends)
+		if c.ctx.Err() != nil {
+			return contract.Unknown, c.stopReason(fmt.Sprintf("chunk %d of %d (%d ops) of %d ops", i+1, len(chunks), len(ch), len(pops))), nil
+		}
+		carried, from = carryOver(sops, kept)
 	}
 	return contract.OK, "", nil
 }

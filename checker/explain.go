@@ -64,7 +64,7 @@ func stepAtMost(rs []replayed, o *lop, limit int) ([]replayed, bool) {
 	}
 	for _, r := range all {
 		n, why := apply(r.s, o)
-		if o.maybe() {
+		if o.maybe() && mayHaveNoEffect(o, why) {
 			add(r)
 		}
 		// The other states o may lead to (others) are lease states,
@@ -244,6 +244,9 @@ func (c *run) because(prop, key string, o *lop, r replayed, why reason) Violatio
 	s := r.s
 	var e string
 	var other *lop
+	if o.shared {
+		return c.becauseShared(prop, key, o, r, why)
+	}
 	switch why {
 	case rHeld:
 		// The op whose validity o broke: after nested holds and renewals

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"html"
 	"math/bits"
@@ -50,6 +51,11 @@ type state struct {
 	// effect: linearization points never go back in time.
 	now int64
 
+	// shared: on a key with modes, the holds that may stand
+	// (shared_model.go, encodeHolds); the exclusive fields above but
+	// lastTok and now stay unused there.
+	shared string
+
 	// Resource: the value (interned), and the largest token of an accepted
 	// op (write or read) carrying one.
 	value  int32
@@ -79,6 +85,10 @@ func (s state) hash() uint64 {
 	mix(uint64(s.phantomLeases))
 	mix(uint64(s.value))
 	mix(s.maxTok)
+	for i := 0; i+8 <= len(s.shared); i += 8 {
+		mix(binary.LittleEndian.Uint64([]byte(s.shared[i : i+8])))
+	}
+	mix(uint64(len(s.shared)))
 	var b uint64
 	if s.hasHolderTok {
 		b |= 1
@@ -112,6 +122,8 @@ const (
 	rFencing           // accepted resource op with a token below the largest accepted
 	rLostUpdate        // write whose prev is not the current value
 	rStaleRead         // read that does not return the current value
+	rRWHeld            // acquire (key with modes) beside a conflicting hold surely valid
+	rPermits           // permit acquire (key with modes) beyond the capacity while the permits out were surely valid
 )
 
 // rule maps a reason to the rule it breaks.
@@ -134,6 +146,10 @@ func (r reason) rule(k history.Kind) string {
 		return RuleLostUpdate
 	case rStaleRead:
 		return RuleStaleRead
+	case rRWHeld:
+		return RuleRWExclusion
+	case rPermits:
+		return RulePermits
 	}
 	return ""
 }
@@ -142,6 +158,9 @@ func (r reason) rule(k history.Kind) string {
 // "it happened" branch of an unknown op). Where o may leave more than one
 // state (see others), it is the first of them.
 func apply(s state, o *lop) (state, reason) {
+	if o.shared {
+		return applyShared(s, o)
+	}
 	switch o.kind {
 	case history.Acquire:
 		p := max(s.now, o.call)
@@ -279,6 +298,9 @@ func actsOn(s state, o *lop) (int64, reason) {
 //   - a release that names no hold (see countEnds) while the holder has
 //     numbered holds: each other hold it may have ended.
 func others(s state, o *lop, out []state) []state {
+	if o.shared {
+		return othersShared(s, o, out)
+	}
 	if a, ok := reenter(s, o); ok {
 		out = append(out, a)
 	}
@@ -517,6 +539,18 @@ func bases(s state) []state {
 	return out
 }
 
+// mayHaveNoEffect reports whether the search must follow an op of
+// unknown outcome that had no effect, apply having answered r for its
+// effect: always, but for an acquire on a key with modes whose effect
+// fits (r is rOK). Its hold, taken, blocks nobody (applyShared: a
+// phantom) and only lets its client do more, so the state with it allows
+// all the state without it does; following both doubled the states with
+// each such acquire, and a 128-op chunk of fenced-rw under resets ran out
+// of its budget.
+func mayHaveNoEffect(o *lop, r reason) bool {
+	return !(o.shared && o.kind == history.Acquire && r == rOK)
+}
+
 // checked reports whether an op goes into the Porcupine model: ops that
 // surely had no effect (fail, rejected) carry no constraint and are left
 // out; so are unknown reads: they observed nothing, and the only effect one
@@ -556,7 +590,7 @@ func newModel(ctx context.Context, p *prepared) porcupine.Model {
 			o := in.(*lop)
 			for _, s := range bases(st.(state)) {
 				n, r := apply(s, o)
-				if o.maybe() {
+				if o.maybe() && mayHaveNoEffect(o, r) {
 					add(s)
 				}
 				if r == rOK {
@@ -600,7 +634,9 @@ func newModel(ctx context.Context, p *prepared) porcupine.Model {
 // resource fields are shown together; a partition leaves the other's zero.
 func (p *prepared) describeState(s state) string {
 	var b strings.Builder
-	if s.holder != 0 {
+	if s.shared != "" {
+		b.WriteString(p.describeShared(s))
+	} else if s.holder != 0 {
 		fmt.Fprintf(&b, "held by %q", p.clients[s.holder])
 		if s.hasHolderTok {
 			fmt.Fprintf(&b, " token %d", s.holderTok)

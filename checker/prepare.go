@@ -47,7 +47,10 @@ type lop struct {
 	// key has that number and another lease op of theirs does too; 0
 	// otherwise (the op is read by count, as a history without numbers
 	// is).
-	hold     uint64
+	hold uint64
+	// shared: a lease op of a key with modes (sharedKey): the lease model
+	// reads it by applyShared.
+	shared   bool
 	checked  bool
 	inLine   int64 // a waiter surely in line by then (history.Op.InLine); inf: not said
 	deadline int64 // when the op's context expired (history.Op.Deadline); inf: not said
@@ -225,6 +228,11 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 	sort.Slice(p.keys, func(i, j int) bool { return p.keys[i].key < p.keys[j].key })
 	for _, k := range p.keys {
 		numberHolds(k.lease)
+		if sharedKey(k) {
+			for _, o := range k.lease {
+				o.shared = true
+			}
+		}
 		byCall(k.lease)
 		byCall(k.resource)
 		byCall(k.notices)

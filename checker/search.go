@@ -119,15 +119,25 @@ func endStates(ctx context.Context, ops []searchOp, from []start, idle func(*lop
 // maximal drops each start whose floating set is a strict subset of another
 // start's with the same state (it can do nothing the other cannot), and
 // duplicates.
-func maximal(ends []start) []start {
+func maximal(ctx context.Context, ends []start) []start {
+	// Only starts of one state can dominate each other: grouped by state,
+	// the pairs compared are those of a group (before 2026-12-07 every
+	// pair was: 223k ends of a read-write lock's chunk took minutes, past
+	// the check's budget, which nothing here looked at).
+	groups := map[state][]int{}
+	for i, e := range ends {
+		groups[e.st] = append(groups[e.st], i)
+	}
 	var out []start
+	n := 0
 	for i, a := range ends {
 		dominated := false
-		for j, b := range ends {
-			if i == j || a.st != b.st {
-				continue
+		for _, j := range groups[a.st] {
+			if n++; n&4095 == 0 && ctx.Err() != nil {
+				return out
 			}
-			if subset(a.floating, b.floating) && (len(a.floating) < len(b.floating) || j < i) {
+			b := ends[j]
+			if i != j && subset(a.floating, b.floating) && (len(a.floating) < len(b.floating) || j < i) {
 				dominated = true
 				break
 			}
@@ -208,7 +218,10 @@ func appendState(k []byte, st state) []byte {
 	if st.untracked {
 		b |= 8
 	}
-	return append(k, b)
+	k = append(k, b)
+	// The holds of a key with modes (state.shared), length first.
+	k = binary.AppendUvarint(k, uint64(len(st.shared)))
+	return append(k, st.shared...)
 }
 
 // dfs extends the linearization from node (lo, s.done, st).
@@ -287,7 +300,9 @@ func (s *chunkSearch) dfs(lo int, st state) {
 				s.dfs(lo, n)
 			}
 		case so.o.maybe():
-			s.dfs(lo, st) // it had no effect
+			if mayHaveNoEffect(so.o, r) {
+				s.dfs(lo, st) // it had no effect
+			}
 			if r == rOK && n != st && !s.stopped {
 				s.dfs(lo, n)
 			}
@@ -323,8 +338,11 @@ func (s *chunkSearch) dfs(lo int, st state) {
 }
 
 // tokenedGrant reports whether o is an ok acquire with a token (one
-// tokenRanks ranks).
-func (o *lop) tokenedGrant() bool { return o.kind == history.Acquire && o.effective() && o.hasToken }
+// tokenRanks ranks): on a key with modes, of a write or permit hold (read
+// holds are not held to the order of tokens).
+func (o *lop) tokenedGrant() bool {
+	return o.kind == history.Acquire && o.effective() && o.hasToken && !(o.shared && holdMode(o) == 'r')
+}
 
 // tokenRanks returns, per op of ops, how many ok acquires with a token carry
 // a smaller token than it, for an ok acquire with a token no other ok
@@ -386,8 +404,8 @@ func (s *chunkSearch) doomed(lo int, st state) bool {
 			m, minRet = j, s.ops[j].r
 		}
 	}
-	if m < 0 || !s.ops[m].o.effective() {
-		return false
+	if m < 0 || !s.ops[m].o.effective() || s.ops[m].o.shared {
+		return false // on a key with modes (applyShared) nothing is cut early
 	}
 	mo := s.ops[m].o
 	var needKind history.Kind

@@ -12,8 +12,9 @@ import (
 // A key whose lease ops carry a mode (history.Op.Mode: a read-write lock or
 // a semaphore) is not an exclusive lease: read holds overlap each other,
 // and so do permits up to the semaphore's capacity. The lease property
-// judges such a key by two direct rules over the holds' surely-held spans
-// (sharedSpans) instead of the exclusive lease model:
+// judges such a key by the lease model of modes (shared_model.go: an
+// order of the ops, searched as for the exclusive model) and by two
+// direct rules over the holds' surely-held spans (sharedSpans):
 //   - rw-exclusion: no write hold's span overlaps another client's hold's;
 //   - permits: at no instant do the spans of permit holds add up to more
 //     than the largest capacity among them.
@@ -159,18 +160,27 @@ func sharedSpans(k *keyOps) []sharedSpan {
 
 // checkSharedLease decides the lease property on a key with modes.
 func (c *run) checkSharedLease(k *keyOps) finding {
+	// The direct rules judge the surely-held spans and name every pair
+	// that broke; the lease model of modes (shared_model.go) searches
+	// the orders of the ops for what only an order shows (a release of a
+	// hold that was gone, a writer admitted before a reader's release can
+	// have landed). It runs when the rules found nothing: proving that no
+	// order fits takes the search every order, and on a history the
+	// rules already found broken (a lock under key-loss, say: a 161-op
+	// chunk of fenced-rw) that ran out of any budget, for a verdict
+	// already known.
 	spans := sharedSpans(k)
-	v := contract.NA
-	if len(spans) > 0 {
-		v = contract.OK
-	}
 	vs := c.rwExclusion(k, spans)
 	vs = append(vs, c.permitsRule(k, spans)...)
 	vs = append(vs, c.tokenChecks(k)...)
-	if v == contract.NA && len(k.lease) > 0 {
-		v = contract.OK
+	if len(vs) > 0 {
+		return finding{verdict: contract.Violated, violations: vs}
 	}
-	return finding{verdict: v, violations: vs}
+	v, undecided, vs := c.porcupineCheck(k.key, k.lease, contract.PropLeaseName)
+	if v == contract.NA && len(k.lease) > 0 {
+		v = contract.OK // only ops the model skips (failed attempts): nothing broke
+	}
+	return finding{verdict: v, undecided: undecided, violations: vs}
 }
 
 // maxSharedViolations bounds the violations one rule reports on a key: the

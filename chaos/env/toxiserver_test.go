@@ -69,3 +69,27 @@ func TestToxiproxyAPIRefusesBrowsers(t *testing.T) {
 		t.Errorf("the client's reset: %v", err)
 	}
 }
+
+// TestToxiproxyBuilt: a cache without the server says it is not built
+// (the CLI then says it builds it before the run, issue 63.6); the one
+// the tests built (TestMain) is; a server named by the environment
+// variable is taken as it is.
+func TestToxiproxyBuilt(t *testing.T) {
+	bin, err := env.BuildToxiproxy(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !env.ToxiproxyBuilt() {
+		t.Errorf("ToxiproxyBuilt false after BuildToxiproxy gave %s", bin)
+	}
+	t.Setenv(env.ToxiServerEnvVar, "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	if env.ToxiproxyBuilt() {
+		t.Error("ToxiproxyBuilt true with an empty cache")
+	}
+	t.Setenv(env.ToxiServerEnvVar, bin)
+	if !env.ToxiproxyBuilt() {
+		t.Errorf("ToxiproxyBuilt false with %s=%s", env.ToxiServerEnvVar, bin)
+	}
+}

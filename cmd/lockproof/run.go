@@ -387,6 +387,18 @@ func prepareRun(ctx context.Context, r *runSetup, stdout, stderr io.Writer) (cfg
 		printPlan(stdout, cfg, kind, byo, left)
 		return cfg, exitOK, false
 	}
+	// The first run on a machine builds the Toxiproxy server (half a
+	// minute of CPU, once): said before it starts, or the first rows
+	// seem to hang (issue 63.6).
+	if kind != env.BYO && !env.ToxiproxyBuilt() {
+		fmt.Fprintf(stderr, "lockproof run: building the Toxiproxy server, once for this machine (about half a minute; %s names a server built elsewhere)\n", env.ToxiServerEnvVar)
+		start := time.Now()
+		if _, err := env.BuildToxiproxy(ctx); err != nil {
+			fmt.Fprintf(stderr, "lockproof run: environment: %v\n", err)
+			return cfg, exitEnvironment, false
+		}
+		fmt.Fprintf(stderr, "lockproof run: Toxiproxy built in %v\n", time.Since(start).Round(time.Second))
+	}
 	// After the environment's own check: what Redis needs is said first.
 	if f.tlaJar != "" {
 		v := &tla.Validator{Jar: f.tlaJar}
