@@ -25,7 +25,7 @@ const runFlagsFile = "run-flags.json"
 // --parallel, -v, --check-timeout, --tla-jar, --keep-all, --no-report)
 // change how it runs or what it keeps, not its rows.
 var runDefining = []string{"locks", "faults", "seeds", "duration", "ttl", "clients", "hold", "think", "mix",
-	"topology", "provider", "lock-cmd", "lock-env", "lock-name", "profile", "shard"}
+	"topology", "provider", "lock-cmd", "lock-env", "lock-name", "profile", "predict", "shard"}
 
 // runFlagsDoc is runFlagsFile's content.
 type runFlagsDoc struct {

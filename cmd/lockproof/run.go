@@ -61,6 +61,7 @@ type runFlags struct {
 	lockCmd, lockName    string
 	lockEnv              string
 	profile              string
+	predict              string
 }
 
 // runRun runs the matrix. Exit codes: 0 every verdict as expected, 1 some
@@ -140,6 +141,7 @@ func runFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.lockEnv, "lock-env", "", "with --lock-cmd: comma-separated names of variables of this environment the lock's process gets beside PATH, HOME, LANG, LC_*, TMPDIR and TZ (e.g. PYTHONPATH,VIRTUAL_ENV; docs/LINEPROTO.md): no other reaches it")
 	fs.StringVar(&f.lockName, "lock-name", "", "with --lock-cmd: the lock's name in the matrix (lowercase letters, digits, dashes)")
 	fs.StringVar(&f.profile, "profile", "", "with --lock-cmd: what the lock claims, fenced, lease or none (default fenced: a lock is held to the strongest claim until it says otherwise)")
+	fs.StringVar(&f.predict, "predict", "", "with --lock-cmd: a JSON file amending the profile's predictions per fault, as a Go lock's Entry.Predict does (docs/LINEPROTO.md, Predictions)")
 	fs.BoolVar(&f.verbose, "v", false, "log details to stderr")
 	fs.BoolVar(&f.force, "force", false, "clear --out first when it is not empty")
 	fs.BoolVar(&f.plan, "plan", false, "print what the run would do (scenarios, and each command a fault sends the deployment's servers, with the nodes it goes to) and exit without running")
@@ -151,7 +153,7 @@ func runFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 			"lockproof run [--locks L,..] [--faults F,..] [--seeds 1-10] [--duration D] [--ttl D] [--clients N] [--hold D] [--think D] [--mix NAME=P,..]",
 			"              [--topology sentinel|cluster|etcd|zookeeper] [--provider process|docker|byo] [--byo-config FILE] [--yes]",
 			"              [--out DIR] [--force | --resume] [--plan] [--parallel N] [--shard K/N] [--check-timeout D] [--tla-jar JAR] [--keep-all] [--no-report] [-v]",
-			"lockproof run --lock-cmd CMD --lock-name NAME [--profile fenced|lease|none] [--lock-env VAR,..] [the flags above]",
+			"lockproof run --lock-cmd CMD --lock-name NAME [--profile fenced|lease|none] [--predict FILE] [--lock-env VAR,..] [the flags above]",
 			"lockproof run --detect [--detect-target D] [--seeds 1-20] [--locks L,..]",
 			"lockproof run --save-regression NAME [the flags above]",
 			"lockproof run --regression NAME|all [--regressions DIR]",
@@ -497,8 +499,8 @@ func builtin() (*locker.Registry, error) {
 
 func commandLock(f runFlags) (*locker.Entry, *lineproto.Config, error) {
 	if f.lockCmd == "" {
-		if f.lockName != "" || f.profile != "" || f.lockEnv != "" {
-			return nil, nil, errors.New("--lock-name, --profile and --lock-env go with --lock-cmd")
+		if f.lockName != "" || f.profile != "" || f.lockEnv != "" || f.predict != "" {
+			return nil, nil, errors.New("--lock-name, --profile, --predict and --lock-env go with --lock-cmd")
 		}
 		return nil, nil, nil
 	}
@@ -537,6 +539,11 @@ func commandLock(f runFlags) (*locker.Entry, *lineproto.Config, error) {
 	e, err := lineproto.Entry(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--lock-cmd: %w", err)
+	}
+	if f.predict != "" {
+		if e.Predict, err = readPredictions(f.predict); err != nil {
+			return nil, nil, err
+		}
 	}
 	return &e, &cfg, nil
 }

@@ -54,6 +54,8 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--lock-cmd", "sh adapter.sh", "--lock-name", "mine", "--faults", "kill-process"}, "child processes"},
 		{[]string{"--profile", "lease"}, "go with --lock-cmd"},
 		{[]string{"--lock-env", "PYTHONPATH"}, "go with --lock-cmd"},
+		{[]string{"--predict", "predictions.json"}, "go with --lock-cmd"},
+		{[]string{"--lock-cmd", "sh adapter.sh", "--lock-name", "mine", "--predict", "testdata/no-such-predictions.json"}, "--predict"},
 		{[]string{"--lock-cmd", "sh adapter.sh", "--lock-name", "mine", "--lock-env", "LOCKPROOF_SENTINEL_PASSWORD"}, "not the lock's"},
 		{[]string{"--lock-cmd", "sh adapter.sh", "--lock-name", "mine", "--lock-env", "A=b"}, "--lock-env"},
 		{[]string{"--lock-cmd", "no-such-interpreter-here adapter.py", "--lock-name", "mine"}, "no-such-interpreter-here"},
