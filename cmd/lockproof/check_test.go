@@ -196,14 +196,7 @@ func TestCheckBinary(t *testing.T) {
 // U+FFFD it merged two clients and hid a violation); a failing --html or
 // --json write keeps the verdict line and its exit code.
 func TestCheckInputsThatMustNotPass(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	dir, write := tempFiles(t)
 	empty := write("empty.jsonl", "")
 	faults := write("faults.jsonl", `{"op":"fault","name":"partition","call":1,"return":2}`+"\n")
 	// Two clients whose names differ only in an invalid byte: as U+FFFD both

@@ -15,14 +15,7 @@ import (
 // profile per fault (issue 63: the CLI gives an adapter its predictions,
 // as a Go lock's Entry.Predict); bad input names the file, line and field.
 func TestPredictFile(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	dir, write := tempFiles(t)
 	good := write("good.json", `{
   "pause-client": {"wants": {"lease": "violated", "claims": "may"}, "rejected": false,
                    "why": "no fencing: a paused holder writes late"},
@@ -61,5 +54,19 @@ func TestPredictFile(t *testing.T) {
 	}
 	if _, err := readPredictions(filepath.Join(dir, "absent.json")); err == nil {
 		t.Error("a missing file was accepted")
+	}
+}
+
+// tempFiles is a new temporary directory and a function that writes a
+// file of it (name, body) and returns its path, failing the test on error.
+func tempFiles(t *testing.T) (string, func(name, body string) string) {
+	t.Helper()
+	dir := t.TempDir()
+	return dir, func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }
