@@ -134,7 +134,7 @@ func sharedSpans(k *keyOps) []sharedSpan {
 			same := a.lease != 0 && o.lease == a.lease
 			switch {
 			case o.kind == history.Release && (same || (a.lease == 0 || o.lease == 0) && o.call >= a.ret &&
-				(o.src.Mode == "" || o.src.Mode == a.src.Mode)):
+				(o.src.Mode == "" || holdMode(o) == holdMode(a))):
 				end = o.call
 			case o.kind == history.Renew && same && o.result == history.OK && o.ret != inf:
 				if open && o.call <= cur.to {

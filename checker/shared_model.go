@@ -184,7 +184,8 @@ func applyShared(s state, o *lop) (state, reason) {
 	n := s
 	if !nested {
 		blocked := rRWHeld
-		for _, h := range hs {
+		var waited []int // the holds it had to outlast
+		for i, h := range hs {
 			if h.client == o.client || h.phantom || !conflicts(m, h) {
 				continue
 			}
@@ -192,6 +193,20 @@ func applyShared(s state, o *lop) (state, reason) {
 				return s, blocked
 			}
 			p = max(p, h.validUntil+1)
+			waited = append(waited, i)
+		}
+		if o.effective() {
+			// Granted by its return, a read or write hold proves the
+			// holds it conflicts with gone by then: a release of one
+			// called after that return cannot have found it (the
+			// exclusive model frees the key alike). Only an ok grant
+			// proves it (an unknown one is searched as taken, and must
+			// prove nothing: mayHaveNoEffect), and not permits (which of
+			// their holds ran out is not known).
+			hs = slices.Clone(hs)
+			for _, i := range waited {
+				hs[i].expiredAfter = min(hs[i].expiredAfter, o.upto)
+			}
 		}
 		if m == 'p' {
 			blocked = rPermits

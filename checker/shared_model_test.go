@@ -72,3 +72,38 @@ func TestSharedModel(t *testing.T) {
 		), Options{}, okAll},
 	})
 }
+
+// TestSharedModelReview: what a review of the lease model of modes found
+// (2026-12-07, against ff93e8c): a release of a hold that a conflicting
+// grant to another client proved gone passed (the hold kept its expiry),
+// and an acquire without a mode, released as a write, was never ended by
+// the direct rules' spans (the raw modes differed), a false rw-exclusion.
+func TestSharedModelReview(t *testing.T) {
+	na := contract.NA
+	okAll := want{lease: contract.OK, resource: na, liveness: na}
+	bad := func(rule string, lines ...int) want {
+		return want{lease: contract.Violated, resource: na, liveness: na, prop: contract.PropLeaseName, rule: rule, lines: lines}
+	}
+	runRuleCases(t, []ruleCase{
+		{"a reader's release after a writer was granted", lined(
+			acq("a", 0, 10, ok, ttl(100), tok(1), hold(1), reading()),
+			acq("b", 100, 101, ok, ttl(1000), tok(2), hold(1), writing()),
+			rel("a", 103, 104, ok, tok(1), hold(1), reading()),
+		), Options{}, bad(RuleNotOwner, 2, 3)},
+		{"a writer's release after a reader was granted", lined(
+			acq("a", 0, 10, ok, ttl(100), tok(1), hold(1), writing()),
+			acq("b", 100, 101, ok, ttl(1000), tok(2), hold(1), reading()),
+			rel("a", 103, 104, ok, tok(1), hold(1), writing()),
+		), Options{}, bad(RuleNotOwner, 2, 3)},
+		{"a reader's release under way while the writer was granted", lined(
+			acq("a", 0, 10, ok, ttl(100), tok(1), hold(1), reading()),
+			rel("a", 99, 104, ok, tok(1), hold(1), reading()),
+			acq("b", 100, 101, ok, ttl(1000), tok(2), hold(1), writing()),
+		), Options{}, okAll},
+		{"an exclusive hold released as a write, then a reader", lined(
+			acq("a", 0, 1, ok, ttl(10000), tok(1)),
+			rel("a", 2, 3, ok, tok(1), writing()),
+			acq("b", 4, 5, ok, ttl(10000), tok(2), reading()),
+		), Options{}, okAll},
+	})
+}
