@@ -173,6 +173,7 @@ func (c *run) checkSharedLease(k *keyOps) finding {
 	vs := c.rwExclusion(k, spans)
 	vs = append(vs, c.permitsRule(k, spans)...)
 	vs = append(vs, c.tokenChecks(k)...)
+	vs = append(vs, c.releasedTwice(k)...)
 	if len(vs) > 0 {
 		return finding{verdict: contract.Violated, violations: vs}
 	}

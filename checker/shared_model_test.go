@@ -1,9 +1,13 @@
 package checker
 
 import (
+	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/history"
 )
 
 // TestSharedModel: the lease model of modes (applyShared) on keys whose
@@ -106,4 +110,30 @@ func TestSharedModelReview(t *testing.T) {
 			acq("b", 4, 5, ok, ttl(10000), tok(2), reading()),
 		), Options{}, okAll},
 	})
+}
+
+// TestSharedReleasedTwiceBehindACrowd: a hold released a second time
+// behind a crowd of readers admitted and released side by side is
+// decided by the direct rule releasedTwice (not-owner). The search alone
+// visited every subset of the crowd's commuting ops, and 18 readers (37
+// ops) ran out of a 10 s budget (review, 2026-12-07).
+func TestSharedReleasedTwiceBehindACrowd(t *testing.T) {
+	const n = 18
+	var ops []history.Op
+	for i := range n {
+		ops = append(ops, acq(fmt.Sprintf("r%d", i), float64(i)*0.001, 100, ok, ttl(10000), tok(uint64(i+1)), hold(1), reading()))
+	}
+	for i := range n {
+		ops = append(ops, rel(fmt.Sprintf("r%d", i), 200+float64(i)*0.001, 300, ok, tok(uint64(i+1)), hold(1), reading()))
+	}
+	ops = append(ops, rel("r0", 400, 401, ok, tok(1), hold(1), reading()))
+	r, err := Check(context.Background(), lined(ops...), Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.Of(contract.PropLease)
+	if got.Verdict != contract.Violated || len(got.Violations) == 0 || got.Violations[0].Rule != RuleNotOwner ||
+		fmt.Sprint(got.Violations[0].Lines) != fmt.Sprint([]int{n + 1, 2*n + 1}) {
+		t.Fatalf("lease %s, %+v; want not-owner on lines %d,%d (the hold's first release, then its second)", got.Verdict, got.Violations, n+1, 2*n+1)
+	}
 }
