@@ -29,8 +29,8 @@ func TestFencedAcquireRetryGivesUpEveryOtherCall(t *testing.T) {
 	const wait = 300 * time.Millisecond
 	var took [4]time.Duration
 	for i := range took {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		lease, err := r.AcquireRetry(ctx, "k", 10*time.Second)
 		took[i] = time.Since(start)
 		cancel()
@@ -47,7 +47,11 @@ func TestFencedAcquireRetryGivesUpEveryOtherCall(t *testing.T) {
 		if givesUp && d >= wait/2 {
 			t.Errorf("call %d took %v on a taken lock: want it to give up at once, as package lock's example does", i+1, d)
 		}
-		if !givesUp && d < wait {
+		// A retrying call ends when its ctx does, or a little before
+		// (CI, 2026-12-07, a busy runner: 299.5 ms of 300, the start
+		// then read after the ctx was made). A call that gave up at once
+		// takes under half of it (above): three quarters tell them apart.
+		if !givesUp && d < wait*3/4 {
 			t.Errorf("call %d gave up after %v: want it to retry until its ctx ended (%v)", i+1, d, wait)
 		}
 	}
