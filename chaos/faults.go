@@ -303,7 +303,7 @@ func Catalogue() []Fault {
 		failoverFault(), crashClientFault(), clockSkewFault(), failoverSkewFault(), keyLossFault(),
 		pubsubResetFault(), takeoverFault(), minorityPartitionFault(), migrateFault(), shardOutageFault(),
 		crowdFault(), restartFault(), forceUnlockFault(), isolateFault(), resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
-		lateDeliveryFault(), clockRateFault(), oomFault(),
+		lateDeliveryFault(), clockRateFault(), oomFault(), replicaPauseFault(),
 	}
 }
 

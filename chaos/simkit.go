@@ -48,6 +48,9 @@ type SimNet interface {
 	// RefuseWrites makes the node refuse that share of the requests that
 	// hold a write, drawn per request, with -OOM (0: none).
 	RefuseWrites(addr string, share float64)
+	// PauseReplicas stops the node's replicas (on) or resumes them: WAIT
+	// then counts no acknowledgement.
+	PauseReplicas(addr string, on bool)
 	// Keys are the node's keys; DelKeys deletes those containing part
 	// and returns them (each advances the node's clock first).
 	Keys(addr string) []string

@@ -82,6 +82,11 @@ const (
 	// some of the writes it is sent (-OOM, surely without effect) and
 	// takes others.
 	FaultOOM = "oom"
+	// FaultReplicaPause freezes the replicas of the lock's master while
+	// the master serves on: nobody acknowledges its writes, so a WAIT for
+	// a replica's acknowledgement times out (package lock's ReplicaAcks
+	// gives its acquires back then).
+	FaultReplicaPause = "replica-pause"
 	// FaultStall is no fault the harness injects but one it observed: a
 	// process of clients (or the harness's own) that did not run for a
 	// while, waiting for a core or stopped by its runtime (package
@@ -188,7 +193,7 @@ func Predicted(fault string) bool {
 	case FaultNone, FaultCrowd, FaultPubSubReset, FaultCrashClient, FaultClockSkew, FaultLatency, FaultPartition,
 		FaultReset, FaultPauseClient, FaultFailover, FaultFailoverSkew, FaultKeyLoss, FaultRestart,
 		FaultForceUnlock, FaultPauseServer, FaultTakeover, FaultMinorityPartition, FaultMigrate, FaultShardOutage,
-		FaultLateDelivery, FaultClockRate, FaultOOM:
+		FaultLateDelivery, FaultClockRate, FaultOOM, FaultReplicaPause:
 		return true
 	}
 	return false

@@ -43,6 +43,12 @@ type Needs struct {
 	// (contract.TopologyEtcd, contract.TopologyZooKeeper; Deps.Store): it
 	// runs on that topology alone, and Deps.Redis is nil. "" for Redis.
 	Store string
+	// Replicas: the lock asks this many replicas of its master to
+	// acknowledge its writes (Redis's WAIT, as package lock's
+	// ReplicaAcks), so it runs only on a master with at least that many
+	// (every topology lockproof starts has one or more; the simulation
+	// models one). 0 for a lock that asks none.
+	Replicas int
 }
 
 // Entry is a lock the harness can run: its name (a directory and
@@ -241,6 +247,9 @@ func (r *Registry) Add(e Entry) error {
 	}
 	if e.Needs.Store != "" && !contract.IsStore(e.Needs.Store) {
 		return fmt.Errorf("register lock %q: Needs.Store %q: want one of %v: %w", e.Name, e.Needs.Store, contract.StoreTopologies(), ErrInvalid)
+	}
+	if e.Needs.Replicas < 0 {
+		return fmt.Errorf("register lock %q: Needs.Replicas %d: must be >= 0: %w", e.Name, e.Needs.Replicas, ErrInvalid)
 	}
 	if e.Needs.Store != "" && e.Needs.Redlock {
 		return fmt.Errorf("register lock %q: Needs: a lock on a consensus store (Store %q) needs no Redlock masters: %w", e.Name, e.Needs.Store, ErrInvalid)

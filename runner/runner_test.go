@@ -101,10 +101,11 @@ func TestExpectedTable(t *testing.T) {
 		t.Errorf("unknown lock: %+v; want any", e)
 	}
 	// The decisive scenario of each lock is one its expectation says breaks
-	// (or, for fenced, holds).
+	// (or, for the shipped lock in either configuration, holds).
 	for _, d := range judge.DecisiveOf(zoo.Builtin()) {
 		w := zoo.Predicted(d.Lock, d.Fault).Want(d.Property)
-		if (d.Lock == "fenced") != (w == contract.WantOK) || (d.Lock != "fenced" && w != contract.WantViolated) {
+		shipped := d.Lock == zoo.FencedName || d.Lock == zoo.FencedAcksName
+		if shipped != (w == contract.WantOK) || (!shipped && w != contract.WantViolated) {
 			t.Errorf("decisive %+v: expectation %s", d, w)
 		}
 	}

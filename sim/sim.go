@@ -119,6 +119,9 @@ func Simulate(t *testing.T, sc Scenario) (Result, error) {
 	if !ok {
 		return Result{}, fmt.Errorf("%w: lock %q is not in the registry (%v)", ErrScenario, sc.Lock, sc.Locks.Names())
 	}
+	if entry.Needs.Replicas > vnode.Replicas {
+		return Result{}, fmt.Errorf("%w: lock %q needs %d replicas (locker.Needs.Replicas): the simulation's master has %d", ErrScenario, sc.Lock, entry.Needs.Replicas, vnode.Replicas)
+	}
 	cfg := sc.Workload
 	cfg.Lock, cfg.Locks, cfg.Seed, cfg.Replayable = sc.Lock, sc.Locks, sc.Seed, true
 	if cfg.TTL == 0 {

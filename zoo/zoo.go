@@ -60,6 +60,7 @@ func Builtin() *locker.Registry {
 		setNXEntry(), setNXExpireEntry(), setDelEntry(), getDelEntry(), getSetEntry(),
 		luaEntry(), watchdogEntry(), reentrantEntry(), RedlockEntry(RedlockOptions{}), localRedisEntry(),
 		FencedEntry(lock.Options{Watchdog: true}),
+		FencedAcksEntry(lock.Options{Watchdog: true}),
 		fencedV1Entry(),
 		fencedV2Entry(),
 		FencedRWEntry(lock.Options{}),

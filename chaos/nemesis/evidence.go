@@ -98,6 +98,17 @@ func (f *PauseServer) Evidence() Evidence {
 	return Evidence{Text: fmt.Sprintf("node %s frozen for %v", f.NodeID, f.span.Round(time.Millisecond)), Bit: true}
 }
 
+// Evidence implements Witness: which nodes were frozen, for how long;
+// Bit says every node asked for was.
+func (f *PauseServers) Evidence() Evidence {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.frozen) < len(f.NodeIDs) {
+		return Evidence{Text: fmt.Sprintf("%d of nodes %s frozen", len(f.frozen), strings.Join(f.NodeIDs, " "))}
+	}
+	return Evidence{Text: fmt.Sprintf("nodes %s frozen for %v", strings.Join(f.frozen, " "), f.span.Round(time.Millisecond)), Bit: true}
+}
+
 // Evidence implements Witness: the process group got SIGSTOP.
 func (f *PauseProcess) Evidence() Evidence {
 	f.mu.Lock()

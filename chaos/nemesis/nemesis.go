@@ -447,3 +447,58 @@ func (f *PauseProcess) Stop(ctx context.Context) error {
 	}
 	return nil
 }
+
+// PauseServers freezes several nodes at once (SIGSTOP, docker pause), as
+// PauseServer freezes one: a master's replicas, say, so that the master
+// serves on and nobody acknowledges its writes (WAIT times out). Stop
+// resumes every one, also after a Start that paused only some.
+type PauseServers struct {
+	Env     env.Env
+	NodeIDs []string
+	// Label is the fault's name in the history before the node IDs.
+	Label string
+
+	mu     sync.Mutex
+	paused []string // paused and not yet resumed
+	// frozen are the nodes Start paused, started when the first one was,
+	// span how long until Stop resumed them (Evidence).
+	frozen  []string
+	started time.Time
+	span    time.Duration
+}
+
+// Name implements Fault.
+func (f *PauseServers) Name() string { return f.Label + " " + strings.Join(f.NodeIDs, " ") }
+
+// Start pauses the nodes, in order; on an error the ones paused stay so
+// until Stop.
+func (f *PauseServers) Start(ctx context.Context) error {
+	for _, id := range f.NodeIDs {
+		if err := f.Env.Pause(ctx, id); err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
+		f.mu.Lock()
+		if len(f.frozen) == 0 {
+			f.started = time.Now()
+		}
+		f.paused, f.frozen = append(f.paused, id), append(f.frozen, id)
+		f.mu.Unlock()
+	}
+	return nil
+}
+
+// Stop resumes every node Start paused.
+func (f *PauseServers) Stop(ctx context.Context) error {
+	f.mu.Lock()
+	paused := f.paused
+	f.paused = nil
+	if len(paused) > 0 && f.span == 0 {
+		f.span = time.Since(f.started)
+	}
+	f.mu.Unlock()
+	var errs []error
+	for _, id := range paused {
+		errs = append(errs, f.Env.Resume(ctx, id))
+	}
+	return errors.Join(errs...)
+}

@@ -90,4 +90,8 @@ type Counts struct {
 	// OutOfMemory is how many requests a node refused with -OOM
 	// (RefuseWrites): each had no effect.
 	OutOfMemory int
+	// WaitsShort is how many WAIT commands got fewer replicas than they
+	// asked and blocked for their timeout (a replica cut off from its
+	// master while a failover is under way).
+	WaitsShort int
 }

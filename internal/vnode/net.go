@@ -50,11 +50,14 @@ type Net struct {
 	// dropped, by id; replicaSeq is the last id given.
 	replicas   map[int]*replica
 	replicaSeq int
-	rates      Rates
-	dials      map[string]int     // connections made so far, by client and address
-	links      map[*link]struct{} // open connections
-	cut        map[string]bool    // clients cut off
-	paused     map[string]bool    // nodes paused, by address
+	// replicasPaused are the nodes whose replicas acknowledge nothing
+	// (PauseReplicas), by address.
+	replicasPaused map[string]bool
+	rates          Rates
+	dials          map[string]int     // connections made so far, by client and address
+	links          map[*link]struct{} // open connections
+	cut            map[string]bool    // clients cut off
+	paused         map[string]bool    // nodes paused, by address
 	// refusing are the nodes that refuse SUBSCRIBE, by address
 	// (RefuseSubscribe); a connection dialed before stallTo has its
 	// requests held back for stallFor from its dial (StallDials).
@@ -666,12 +669,30 @@ func (l *link) deliverOne(m message, dst net.Conn, up bool, rng *rand.Rand) bool
 			l.subscribed = true
 		}
 	}
+	segs := []segment{{b: b}}
+	if up && !lose {
+		segs = l.net.answerWaits(l.node.Addr, b)
+	}
 	l.net.mu.Unlock()
 	if lose {
 		l.close()
 		return false
 	}
-	return l.write(dst, b, up)
+	for _, seg := range segs {
+		if !l.writeAfter(dst, seg, up) {
+			return false
+		}
+	}
+	return true
+}
+
+// writeAfter writes seg.b once seg.after has passed (a WAIT blocking its
+// connection); false when the connection was reset.
+func (l *link) writeAfter(dst net.Conn, seg segment, up bool) bool {
+	if seg.after > 0 && !l.until(time.Now().Add(seg.after)) {
+		return false
+	}
+	return l.write(dst, seg.b, up)
 }
 
 // subscribeCommands are the commands that put a connection in pub/sub
