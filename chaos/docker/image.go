@@ -195,6 +195,16 @@ func buildImage(ctx context.Context, repo, dockerfile string, bins, files map[st
 func rootfsContext(ctx context.Context, dockerfile string, bins, plain map[string]string) ([]byte, string, error) {
 	files := map[string]string{} // image path -> host path
 	for in, host := range plain {
+		// A plain file that not every user of the host may read (an
+		// admin's 0600 file under conf/) is no file the server needs,
+		// and the image must not hand it to whoever can read images.
+		fi, err := os.Stat(host)
+		if err != nil {
+			return nil, "", fmt.Errorf("stat %s: %w", host, err)
+		}
+		if fi.Mode().Perm()&0o004 == 0 {
+			continue
+		}
 		files[in] = host
 	}
 	for in, bin := range bins {
@@ -269,7 +279,12 @@ func rootfsContext(ctx context.Context, dockerfile string, bins, plain map[strin
 		if err != nil {
 			return nil, "", fmt.Errorf("build context: read %s: %w", files[n], err)
 		}
-		if err := addFile("rootfs/"+n, 0o755, data); err != nil {
+		fi, err := os.Stat(files[n])
+		if err != nil {
+			return nil, "", fmt.Errorf("build context: stat %s: %w", files[n], err)
+		}
+		// Each file keeps its host mode: a jar stays 0644, a binary 0755.
+		if err := addFile("rootfs/"+n, int64(fi.Mode().Perm()), data); err != nil {
 			return nil, "", fmt.Errorf("build context: %w", err)
 		}
 	}
