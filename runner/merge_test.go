@@ -20,7 +20,7 @@ import (
 
 // runPlan runs the small matrix of these tests (3 locks × 2 faults × 2
 // seeds) into out, whole (shard nil) or one shard of it.
-func runPlan(t *testing.T, out string, shard *contract.Shard) *contract.Summary {
+func runPlan(t testing.TB, out string, shard *contract.Shard) *contract.Summary {
 	t.Helper()
 	var opened []env.Spec
 	var mu sync.Mutex
