@@ -43,7 +43,9 @@ var toxiSource embed.FS
 // one, its HTTP API on a free loopback port. Drive it through its API (the
 // Toxiproxy client package).
 type ToxiServer struct {
-	// URL is the API endpoint, http://127.0.0.1:port.
+	// URL is the API endpoint, http://127.0.0.1:port/token: the server
+	// takes requests under its token only (a secret of the run: keep the
+	// URL to it).
 	URL string
 	// API is a client of the API.
 	API *toxiclient.Client

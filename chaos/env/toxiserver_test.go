@@ -3,6 +3,7 @@ package env_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,51 @@ func TestToxiproxyAPIRefusesBrowsers(t *testing.T) {
 	}
 	if err := toxi.API.ResetState(); err != nil {
 		t.Errorf("the client's reset: %v", err)
+	}
+}
+
+// TestToxiproxyAPIWantsTheToken: another local process that finds the
+// API's port cannot use it (issue 62 item 10): a request without the
+// run's token, or with another, is refused and creates nothing; under
+// the token (the URL the server announced) the API answers.
+func TestToxiproxyAPIWantsTheToken(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	toxi, err := env.StartToxiproxy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = toxi.Close(context.Background()) }()
+	u, err := url.Parse(toxi.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(strings.Trim(u.Path, "/")) < 32 {
+		t.Fatalf("the API's URL %s carries no token", toxi.URL)
+	}
+	body := `{"name":"evil","listen":"0.0.0.0:0","upstream":"127.0.0.1:1","enabled":true}`
+	for _, base := range []string{"http://" + u.Host, "http://" + u.Host + "/" + strings.Repeat("0", 32)} {
+		for _, path := range []string{"/proxies", "/version"} {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("POST %s%s without the run's token: status %d, want 403", base, path, resp.StatusCode)
+			}
+		}
+	}
+	if n := toxi.ProxyCount(); n != 0 {
+		t.Fatalf("%d proxies made without the token", n)
+	}
+	if _, err := toxi.API.Version(); err != nil {
+		t.Errorf("the API under its token: %v", err)
 	}
 }
 

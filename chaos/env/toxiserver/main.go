@@ -14,15 +14,21 @@
 // lockproof imports the server and go mod tidy leaves it out of go.mod.
 //
 // Protocol with the parent: the server prints one line, "toxiproxy
-// http://127.0.0.1:PORT", once its API listens (the port is the kernel's
-// choice, so no other process can race for it), then serves until its
+// http://127.0.0.1:PORT/TOKEN", once its API listens (the port is the
+// kernel's choice, so no other process can race for it; TOKEN is a secret
+// of this server, and a request whose path does not start with it is
+// refused: tokenGuard), then serves until its
 // standard input closes (the parent closed it, or died). It then removes
 // every proxy, closing their connections, and exits.
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"mime"
@@ -50,8 +56,13 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	tok := make([]byte, 16)
+	if _, err := rand.Read(tok); err != nil {
+		return fmt.Errorf("token: %w", err)
+	}
+	token := hex.EncodeToString(tok)
 	srv := &http.Server{
-		Handler:           apiGuard(api.Routes(), l.Addr().(*net.TCPAddr).Port),
+		Handler:           tokenGuard(token, apiGuard(api.Routes(), l.Addr().(*net.TCPAddr).Port)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -59,7 +70,7 @@ func run() error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	w := bufio.NewWriter(os.Stdout)
-	fmt.Fprintf(w, "toxiproxy http://%s\n", l.Addr())
+	fmt.Fprintf(w, "toxiproxy http://%s/%s\n", l.Addr(), token)
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("announce: %w", err)
 	}
@@ -78,6 +89,31 @@ func run() error {
 		_ = srv.Close()
 	}
 	return nil
+}
+
+// tokenGuard admits only the requests whose path starts with /token, the
+// run's own secret (announced on the server's stdout, which only its
+// parent reads), and serves them to next with the prefix taken off: the
+// Toxiproxy client takes the endpoint http://127.0.0.1:PORT/token as it
+// is. Another local process that finds the port (it is in
+// /proc/net/tcp) can neither add toxics to falsify a run nor make a
+// proxy that listens beyond loopback (issue 62 item 10).
+func tokenGuard(token string, next http.Handler) http.Handler {
+	prefix := "/" + token
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		first, rest := r.URL.Path, ""
+		if i := strings.IndexByte(r.URL.Path[1:], '/'); i >= 0 {
+			first, rest = r.URL.Path[:i+1], r.URL.Path[i+1:]
+		}
+		if subtle.ConstantTimeCompare([]byte(first), []byte(prefix)) != 1 {
+			http.Error(w, "toxiproxy api: this server takes requests under its run's token only", http.StatusForbidden)
+			return
+		}
+		r2 := r.Clone(r.Context())
+		r2.URL.Path = cmp.Or(rest, "/")
+		r2.URL.RawPath = ""
+		next.ServeHTTP(w, r2)
+	})
 }
 
 // apiGuard keeps what is not a lockproof client off the API on port: a web
