@@ -153,7 +153,7 @@ func Open(c Config, d locker.Deps) (locker.Locker, error) {
 	if client == "" {
 		client = c.Name
 	}
-	l := &Locker{cfg: c, deps: d, client: client, fwd: fwd, exited: make(chan struct{}), red: redact.New(opt.Password),
+	l := &Locker{cfg: c, deps: d, client: client, fwd: fwd, exited: make(chan struct{}), red: redact.New(opt.Password, fwd.Password()),
 		pending: map[uint64]chan Reply{}, leases: map[uint64]*lease{}, renewals: map[uint64]func(error){}}
 	if err := l.start(); err != nil {
 		_ = fwd.Close()
@@ -166,7 +166,7 @@ func Open(c Config, d locker.Deps) (locker.Locker, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), to)
 	defer cancel()
 	r, err := l.call(ctx, Request{Op: OpHello, Version: Version, Client: client, Prefix: d.Prefix,
-		Redis: &Redis{Addr: fwd.Addr(), Username: opt.Username, Password: opt.Password, DB: opt.DB}})
+		Redis: &Redis{Addr: fwd.Addr(), Password: fwd.Password(), DB: opt.DB}})
 	if err == nil {
 		err = checkHello(r)
 	}

@@ -17,10 +17,11 @@ import (
 )
 
 // leakyAdapter is a --lock-cmd lock that quotes its hello request, the
-// deployment's password in it, on its stderr and in its error reply when
-// the request carries a password (lockproof run's check of the process
-// hands it none, so the run gets that far), as an adapter that reports
-// what it was asked does (issue 62.5).
+// password it is given in it, on its stderr and in its error reply for
+// a workload client (lockproof run's check of the process, client
+// "check", passes, so the run gets that far), as an adapter that reports
+// what it was asked does (issue 62.5). The password hello hands it is
+// the harness's endpoint's own (issue 62.1), never the deployment's.
 const leakyAdapter = `
 while IFS= read -r line; do
   id=$(printf '%s' "$line" | sed 's/^{"id":\([0-9]*\).*/\1/')
@@ -29,6 +30,7 @@ while IFS= read -r line; do
   hello)
     echo "adapter: asked $line" >&2
     case $line in
+    *'"client":"check"'*) echo "{\"id\":$id,\"result\":\"ok\",\"version\":1,\"ops\":[\"acquire\",\"release\"]}";;
     *'"password"'*)
       esc=$(printf '%s' "$line" | sed 's/\\/\\\\/g; s/"/\\"/g')
       echo "{\"id\":$id,\"result\":\"fail\",\"error\":\"cannot log in with $esc\"}";;
@@ -42,8 +44,9 @@ done
 // TestRunRedactsTheDeploymentPassword (issue 62.5): lockproof run on a
 // bring-your-own Redis that asks a password (LOCKPROOF_REDIS_PASSWORD),
 // with a --lock-cmd lock whose process quotes its hello request in its
-// error and on its stderr. The scenario fails, and says why, with the
-// password redacted: no file of the run directory (summary.json, each
+// error and on its stderr. The scenario fails, and says why, and the
+// password is nowhere: hello hands the process the harness's endpoint's
+// own password, and no file of the run directory (summary.json, each
 // check.json and history, the reports, junit.xml) and nothing the run
 // printed holds it.
 func TestRunRedactsTheDeploymentPassword(t *testing.T) {
@@ -93,8 +96,10 @@ func TestRunRedactsTheDeploymentPassword(t *testing.T) {
 	if len(sum.Scenarios) != 1 || !strings.Contains(sum.Scenarios[0].Error, "cannot log in with") {
 		t.Fatalf("summary %+v: want the scenario failed with the adapter's error", sum.Scenarios)
 	}
-	if !strings.Contains(sum.Scenarios[0].Error, `"password":"[redacted]"`) {
-		t.Errorf("error %q: want the password redacted", sum.Scenarios[0].Error)
+	// The adapter was handed a password (the harness's endpoint's own),
+	// never the deployment's (issue 62.1: it cannot leak what it never had).
+	if e := sum.Scenarios[0].Error; !strings.Contains(e, `"password":"`) || strings.Contains(e, password) {
+		t.Errorf("error %q: want the endpoint's password quoted, the deployment's nowhere", e)
 	}
 	files := redacttest.ReadTree(t, out)
 	files["(stdout)"], files["(stderr)"] = stdout, stderr
