@@ -180,3 +180,31 @@ func TestPacedSearchRestsAfterEachLook(t *testing.T) {
 		t.Errorf("a look that finds: %v", err)
 	}
 }
+
+// TestEveryFaultHasItsTraits: a fault is its file plus one row of the
+// trait table (contract.FaultTraits): every fault of the catalogue has a
+// row, and every row is a catalogue fault or one the harness observes (a
+// stall). A fault without a row would be judged as no catalogue fault:
+// unpredicted, excusing nothing of what a failover, a forgotten lock or a
+// stopped client may cause (issue 64).
+func TestEveryFaultHasItsTraits(t *testing.T) {
+	names := map[string]bool{}
+	for _, f := range Catalogue() {
+		names[f.Name] = true
+		if _, ok := contract.Traits(f.Name); !ok {
+			t.Errorf("fault %q has no row in contract's trait table (contract.FaultTraits)", f.Name)
+		}
+	}
+	for _, n := range contract.TraitNames() {
+		tr, _ := contract.Traits(n)
+		if !names[n] && !tr.Observed {
+			t.Errorf("trait row %q is no catalogue fault and no observed one", n)
+		}
+		if tr.Like != "" && !names[tr.Like] {
+			t.Errorf("trait row %q: Like %q is no catalogue fault", n, tr.Like)
+		}
+		if tr.ExcusesAs != "" && !names[tr.ExcusesAs] {
+			t.Errorf("trait row %q: ExcusesAs %q is no catalogue fault", n, tr.ExcusesAs)
+		}
+	}
+}

@@ -12,6 +12,7 @@
 package contract
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -98,60 +99,120 @@ const (
 	FaultStall = "stall"
 )
 
+// FaultTraits is what a fault means to the judge, as data: one row per
+// fault of the catalogues (and the stall the harness observes), read by
+// every place that asks what a fault is like instead of switching on its
+// name. A new fault is its file (package chaos) plus its row here; a
+// test of package chaos holds every catalogue fault to a row.
+type FaultTraits struct {
+	// Like is the fault whose predictions this one shares ("": its own):
+	// a cluster shard's takeover and minority partition are failovers,
+	// its outage a restart.
+	Like string
+	// FailsOver: the fault may move a key's master to a replica that
+	// lacks its latest writes, so that two masters may each have served
+	// the key.
+	FailsOver bool
+	// Forgets: Redis forgets a held lock, keys and fence counter.
+	Forgets bool
+	// Predicted: DESIGN.md's guarantees say what a lock does under it
+	// (its G1–G5 sections discuss it); under any other the matrix makes
+	// no prediction until a lock states one of its own.
+	Predicted bool
+	// KeepsServing: the deployment answers every client's commands as
+	// usual through its window, so the lock's promises to waiters and
+	// holders stand then, and the window excuses no late hand-off or loss
+	// notice.
+	KeepsServing bool
+	// StopsClients: the fault freezes or kills clients (goroutines or a
+	// process), so a call in flight across its window returns late
+	// through no fault of the lock (calls, rule late-return).
+	StopsClients bool
+	// Observed: the harness measured it rather than injected it (a
+	// stall): no catalogue lists it, no run is planned for it.
+	Observed bool
+	// ExcusesAs is the fault whose prediction says what a window of it
+	// may excuse ("": its own): a stall's is pause-client's.
+	ExcusesAs string
+}
+
+// faultTraits is the trait table (FaultTraits), by fault name.
+func faultTraits() map[string]FaultTraits {
+	return map[string]FaultTraits{
+		FaultNone:              {Predicted: true},
+		FaultLatency:           {Predicted: true},
+		FaultPartition:         {Predicted: true},
+		FaultPauseClient:       {Predicted: true, StopsClients: true},
+		FaultPauseServer:       {Predicted: true},
+		FaultFailover:          {Predicted: true, FailsOver: true},
+		FaultCrashClient:       {Predicted: true, StopsClients: true},
+		FaultClockSkew:         {Predicted: true},
+		FaultReset:             {Predicted: true},
+		FaultBandwidth:         {},
+		FaultPauseProcess:      {StopsClients: true},
+		FaultKillProcess:       {StopsClients: true},
+		FaultFailoverSkew:      {Predicted: true, FailsOver: true},
+		FaultKeyLoss:           {Predicted: true, Forgets: true},
+		FaultCrowd:             {Predicted: true},
+		FaultPubSubReset:       {Predicted: true, KeepsServing: true},
+		FaultForceUnlock:       {Predicted: true, Forgets: true},
+		FaultRestart:           {Predicted: true, Forgets: true},
+		FaultIsolate:           {},
+		FaultTakeover:          {Predicted: true, FailsOver: true, Like: FaultFailover},
+		FaultMinorityPartition: {Predicted: true, FailsOver: true, Like: FaultFailover},
+		FaultMigrate:           {Predicted: true},
+		FaultLateDelivery:      {Predicted: true},
+		FaultShardOutage:       {Predicted: true, Forgets: true, Like: FaultRestart},
+		FaultClockRate:         {Predicted: true},
+		FaultOOM:               {Predicted: true},
+		FaultReplicaPause:      {Predicted: true},
+		FaultStall:             {StopsClients: true, Observed: true, ExcusesAs: FaultPauseClient},
+	}
+}
+
+// Traits is the row of fault kind in the trait table; ok is false for a
+// name the table does not know (no catalogue fault: every trait false).
+func Traits(kind string) (t FaultTraits, ok bool) {
+	t, ok = faultTraits()[kind]
+	return t, ok
+}
+
+// TraitNames are the faults the trait table has a row for, sorted.
+func TraitNames() []string {
+	var names []string
+	for n := range faultTraits() {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // Observed reports whether a fault of kind is one the harness measured
-// rather than injected (a stall): no catalogue lists it, no run is
-// planned for it.
-func Observed(kind string) bool { return kind == FaultStall }
+// rather than injected (FaultTraits.Observed).
+func Observed(kind string) bool { t, _ := Traits(kind); return t.Observed }
 
 // ExcusesAs is the fault whose prediction says what a window of kind may
-// excuse: a stall's is pause-client's (a stalled process is a paused
-// client that nobody paused); any other fault's is its own.
-func ExcusesAs(kind string) string {
-	if kind == FaultStall {
-		return FaultPauseClient
-	}
-	return kind
-}
+// excuse (FaultTraits.ExcusesAs): a stall's is pause-client's; any other
+// fault's is its own.
+func ExcusesAs(kind string) string { t, _ := Traits(kind); return cmp.Or(t.ExcusesAs, kind) }
 
-// Like is the fault whose predictions a fault shares: a cluster shard's
-// takeover and minority partition are failovers, its outage a restart
-// (the shard's locks forgotten); any other fault is like itself. The
-// profiles' predictions and the specimens' read faults through it, so
-// that what a lock is known to do under Sentinel's failover it is
-// predicted to do under a shard's.
-func Like(fault string) string {
-	switch fault {
-	case FaultTakeover, FaultMinorityPartition:
-		return FaultFailover
-	case FaultShardOutage:
-		return FaultRestart
-	}
-	return fault
-}
+// Like is the fault whose predictions a fault shares (FaultTraits.Like):
+// a cluster shard's takeover and minority partition are failovers, its
+// outage a restart; any other fault is like itself. The profiles'
+// predictions and the specimens' read faults through it, so that what a
+// lock is known to do under Sentinel's failover it is predicted to do
+// under a shard's.
+func Like(fault string) string { t, _ := Traits(fault); return cmp.Or(t.Like, fault) }
 
 // FailsOver reports whether a fault of kind may move a key's master to a
-// replica that lacks its latest writes, so that two masters may each
-// have served the key: Sentinel's failover and failover-skew, and a
-// cluster shard's takeover and minority partition.
-func FailsOver(kind string) bool {
-	switch kind {
-	case FaultFailover, FaultFailoverSkew, FaultTakeover, FaultMinorityPartition:
-		return true
-	}
-	return false
-}
+// replica that lacks its latest writes (FaultTraits.FailsOver).
+func FailsOver(kind string) bool { t, _ := Traits(kind); return t.FailsOver }
 
 // Forgets reports whether a fault of kind makes Redis forget a held
-// lock, keys and fence counter: an operator's DEL (key-loss), a restart
+// lock (FaultTraits.Forgets): an operator's DEL (key-loss), a restart
 // without persistence (restart, a cluster's shard-outage), an operator's
 // force unlock.
-func Forgets(kind string) bool {
-	switch kind {
-	case FaultKeyLoss, FaultRestart, FaultForceUnlock, FaultShardOutage:
-		return true
-	}
-	return false
-}
+func Forgets(kind string) bool { t, _ := Traits(kind); return t.Forgets }
 
 // Topologies: the shapes of deployment a run can take (summary.json's
 // topology, `lockproof run --topology`): two of Redis, and two
@@ -185,38 +246,17 @@ func Topologies() []string {
 }
 
 // Predicted reports whether DESIGN.md's guarantees say what a lock does
-// under fault: the faults its G1–G5 sections discuss. Under any other the
-// matrix makes no prediction (every verdict is as expected) until a lock
-// states one of its own.
-func Predicted(fault string) bool {
-	switch fault {
-	case FaultNone, FaultCrowd, FaultPubSubReset, FaultCrashClient, FaultClockSkew, FaultLatency, FaultPartition,
-		FaultReset, FaultPauseClient, FaultFailover, FaultFailoverSkew, FaultKeyLoss, FaultRestart,
-		FaultForceUnlock, FaultPauseServer, FaultTakeover, FaultMinorityPartition, FaultMigrate, FaultShardOutage,
-		FaultLateDelivery, FaultClockRate, FaultOOM, FaultReplicaPause:
-		return true
-	}
-	return false
-}
+// under fault (FaultTraits.Predicted).
+func Predicted(fault string) bool { t, _ := Traits(fault); return t.Predicted }
 
 // KeepsServing reports whether the deployment answers every client's
-// commands as usual through the window of a fault of kind (FaultKind of
-// its op's name): the lock's promises to waiters and holders stand then,
-// and such a window excuses no late hand-off or loss notice. Only
-// pubsub-reset so far: it kills subscriptions, and commands pass.
-func KeepsServing(kind string) bool { return kind == FaultPubSubReset }
+// commands as usual through the window of a fault of kind
+// (FaultTraits.KeepsServing): only pubsub-reset so far.
+func KeepsServing(kind string) bool { t, _ := Traits(kind); return t.KeepsServing }
 
 // StopsClients reports whether a fault of kind freezes or kills clients
-// (their goroutines, or their process): a call in flight across its window
-// returns late through no fault of the lock, so the window excuses a late
-// return (calls, rule late-return). A stall (FaultStall) is one.
-func StopsClients(kind string) bool {
-	switch kind {
-	case FaultPauseClient, FaultPauseProcess, FaultCrashClient, FaultKillProcess, FaultStall:
-		return true
-	}
-	return false
-}
+// (FaultTraits.StopsClients). A stall (FaultStall) is one.
+func StopsClients(kind string) bool { t, _ := Traits(kind); return t.StopsClients }
 
 // FaultKind is the fault name a history fault op's name starts with.
 func FaultKind(opName string) string {
