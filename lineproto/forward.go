@@ -96,11 +96,22 @@ func (f *forwarder) Password() string { return f.secret }
 
 func (f *forwarder) serve() {
 	defer f.wg.Done()
+	var backoff time.Duration
 	for {
 		c, err := f.ln.Accept()
-		if err != nil {
+		if errors.Is(err, net.ErrClosed) {
 			return
 		}
+		if err != nil {
+			// Out of descriptors (EMFILE), say, while connections that
+			// never log in pile up: not the endpoint's end. Back off and
+			// accept again, as net/http does, or the process would lose
+			// its Redis for good.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
 		if !f.track(c) {
 			_ = c.Close()
 			return
@@ -142,7 +153,7 @@ func (f *forwarder) pipe(down net.Conn) {
 	// it.
 	_ = down.SetReadDeadline(time.Now().Add(f.to))
 	var first []byte
-	for tries := 0; ; tries++ {
+	for tries := 1; ; tries++ {
 		var refusal string
 		var err error
 		first, refusal, err = f.login(r)
@@ -153,12 +164,12 @@ func (f *forwarder) pipe(down net.Conn) {
 			return
 		}
 	}
-	_ = down.SetReadDeadline(time.Time{})
 	ctx, cancel := context.WithTimeout(context.Background(), f.to)
 	up, err := f.dial(ctx, "tcp", f.addr)
 	cancel()
 	if err != nil {
-		return // the process sees its connection closed: a failed dial
+		f.refuseRest(r, down, "-ERR lockproof's endpoint could not reach Redis: "+oneLine(err.Error())+"\r\n")
+		return
 	}
 	if !f.track(up) {
 		_ = up.Close()
@@ -166,9 +177,10 @@ func (f *forwarder) pipe(down net.Conn) {
 	}
 	defer f.untrack(up)
 	if err := f.loginUpstream(up); err != nil {
-		_, _ = down.Write([]byte("-ERR lockproof's endpoint could not log in to Redis: " + oneLine(err.Error()) + "\r\n"))
+		f.refuseRest(r, down, "-ERR lockproof's endpoint could not log in to Redis: "+oneLine(err.Error())+"\r\n")
 		return
 	}
+	_ = down.SetReadDeadline(time.Time{})
 	if first == nil {
 		// The process logged in with AUTH: its OK is the endpoint's.
 		if _, err := down.Write([]byte("+OK\r\n")); err != nil {
@@ -275,6 +287,22 @@ func (f *forwarder) login(r *bufio.Reader) (first []byte, refusal string, err er
 		return encodeCommand(keep), "", nil
 	}
 	return nil, replyNoAuth, nil
+}
+
+// refuseRest answers the process's login and the commands after it with
+// reply (a dial or a login upstream that failed), as Redis answers a
+// client it cannot serve, up to maxLoginTries commands within the read
+// deadline: a client that tries AUTH after a refused HELLO (go-redis)
+// hears why, not a closed connection.
+func (f *forwarder) refuseRest(r *bufio.Reader, down net.Conn, reply string) {
+	for range maxLoginTries {
+		if _, err := down.Write([]byte(reply)); err != nil {
+			return
+		}
+		if _, err := readCommand(r, maxLogin); err != nil {
+			return
+		}
+	}
 }
 
 // loginUpstream logs in to the deployment on up with the harness's own
