@@ -47,6 +47,16 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("a lock that cannot start: %v; want ErrCheck with its stderr", err)
 	}
 
+	// A process that ignores hello's password is refused at its first
+	// command to Redis: the check's acquire shows it, naming the password.
+	deaf := script(t, `echo "{\"id\":$id,\"result\":\"fail\",\"error\":\"NOAUTH Authentication required.\"}"
+done
+`)
+	err = lineproto.Check(ctx, lineproto.Config{Name: "deaf", Command: deaf})
+	if !errors.Is(err, lineproto.ErrCheck) || !strings.Contains(err.Error(), "redis.password") {
+		t.Fatalf("a lock that does not log in: %v; want ErrCheck naming hello's password", err)
+	}
+
 	short, cancelShort := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancelShort()
 	start := time.Now()
