@@ -18,17 +18,16 @@ import (
 // x.return (y was granted while x was still in line: x could not have been
 // granted first, or y would have had to wait for x's release, which comes
 // after x.return; for a wait that failed with a deadline, the earlier of
-// x.return and the deadline, when it began to leave: since 2026-11-29,
-// found by the simulation, fenced seed 7413 of 10,000, a grant 2µs after
-// the deadline, passed on by the waiter's own leave, counted as an
-// overtaking). Waits without in_line, and waits with a fault window
-// open at any instant of them, are not judged. A reentrant grant (see
+// x.return and the deadline, when it began to leave: a grant just after
+// the deadline, passed on by the waiter's own leave, is no overtaking).
+// Waits without in_line, and waits with a fault window open at any
+// instant of them, are not judged. A reentrant grant (see
 // reentrantGrants: the holder joined its own lease, never the line)
-// overtakes nobody. On a key with modes (a read-write lock, a semaphore)
-// y overtakes x only when y's hold keeps x out (keepsWaiting). Before 2026-11-27 it did, when the holder's known
-// holds were all released and a hold whose release was of unknown
-// outcome kept the lease (found by the simulation: fenced seed 94952 of
-// 100,000).
+// overtakes nobody, also when the holder's known holds were all released
+// and a hold whose release was of unknown outcome kept the lease. On a
+// key with modes (a read-write lock, a semaphore) y overtakes x only when
+// y's hold keeps x out (keepsWaiting). docs/FINDINGS.md has the seeds
+// that showed each of these.
 // n/a when the lock declares no fair queue or no wait was judged.
 func (c *run) checkFairness(k *keyOps) finding {
 	f := finding{verdict: contract.NA}

@@ -267,10 +267,9 @@ func apply(s state, o *lop) (state, reason) {
 // owner's other holds it ended one the client did not release (a late
 // release that freed a live outer lease; fenced-v2 × migrate: the frozen
 // lock's refused release came back and freed another hold of its owner).
-// Since 2026-12-07: before, a release could end any hold of its client
-// inside its call and return, and after it any but when its number was
-// known to be gone (the late-release rule of 2026-12-05). The trace spec
-// (TraceFencedLock.tla, HasHold) reads lease numbers the same way.
+// A release without a lease number may end any hold of its client. The
+// trace spec (TraceFencedLock.tla, HasHold) reads lease numbers the same
+// way.
 func actsOn(s state, o *lop) (int64, reason) {
 	if s.holder != o.client {
 		return 0, rNotOwner

@@ -121,9 +121,9 @@ func endStates(ctx context.Context, ops []searchOp, from []start, idle func(*lop
 // duplicates.
 func maximal(ctx context.Context, ends []start) []start {
 	// Only starts of one state can dominate each other: grouped by state,
-	// the pairs compared are those of a group (before 2026-12-07 every
-	// pair was: 223k ends of a read-write lock's chunk took minutes, past
-	// the check's budget, which nothing here looked at).
+	// the pairs compared are those of a group, not every pair (223k ends
+	// of a read-write lock's chunk would take minutes), and the budget is
+	// looked at as they are.
 	groups := map[state][]int{}
 	for i, e := range ends {
 		groups[e.st] = append(groups[e.st], i)

@@ -72,8 +72,8 @@ return {1, 0, ''}
 // context deadlines bound each call.
 type Redis struct {
 	// send sends every command once, within its ctx even when rdb has
-	// ContextTimeoutEnabled false (review defect 9: the scripts went
-	// straight to rdb, and a 200ms ctx waited out a 5s read timeout).
+	// ContextTimeoutEnabled false (straight to rdb, a 200ms ctx would wait
+	// out a 5s read timeout).
 	send   *rediscmd.Sender
 	prefix string
 	fenced bool

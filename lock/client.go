@@ -42,9 +42,9 @@ type Client struct {
 // background counts the Client's background work for Close. Not a
 // sync.WaitGroup: work may start after a Close stopped waiting (its ctx
 // ended) while that Close's Wait was still pending, and a WaitGroup's Add
-// then panics ("WaitGroup is reused before previous Wait has returned":
-// review defect 2 of round three, a shutdown loop calling Close with a
-// short ctx while cleanups started).
+// then panics ("WaitGroup is reused before previous Wait has returned",
+// as a shutdown loop calling Close with a short ctx while cleanups start
+// would meet).
 type background struct {
 	mu   sync.Mutex
 	n    int
@@ -285,8 +285,8 @@ func (c *Client) acquireAny(ctx context.Context, key string, keys Keys, proto *p
 		return nil, fmt.Errorf("%s %q: %w", op, key, err)
 	}
 	if c.isClosed() {
-		// Review defect 10: it used to acquire without the watchdog asked
-		// for, and the lease was lost one TTL later.
+		// A closed Client runs no watchdog: a grant now would be a lease
+		// nobody renews, lost one TTL later.
 		return nil, fmt.Errorf("%s %q: %w: %w", op, key, ErrNotAcquired, ErrClosed)
 	}
 	given := cfg.owner
@@ -352,12 +352,12 @@ func (c *Client) acquireAny(ctx context.Context, key string, keys Keys, proto *p
 	// The attempt that refreshes our place in line is due refresh after
 	// the last one, whatever wakes us meanwhile: a deadline reset at each
 	// hand-off to another waiter would never come under churn, and we
-	// would drop out of line (review defect 1).
+	// would drop out of line.
 	refreshAt := start.Add(refresh)
 	// freeAt is when the lock may be free next, as far as our last
 	// attempt saw (zero: free, or no TTL). The notifier watches over
 	// hand-offs to other waiters and wakes us if one is not picked up
-	// (see notifier.dispatch): we do not look after each (review defect 8).
+	// (see notifier.dispatch): we do not look after each.
 	var freeAt time.Time
 	if res.pttl > 0 {
 		freeAt = start.Add(res.pttl)

@@ -29,7 +29,7 @@ import (
 // on an error, or a ping left unanswered, it drops the connection, marks
 // every channel unsubscribed (its waiters poll, and it wakes them: a
 // hand-off may have been published meanwhile), and manage subscribes
-// anew on a fresh connection, with a backoff (review defect 3).
+// anew on a fresh connection, with a backoff.
 //
 // go-redis, when a read or write of a pub/sub connection fails, dials a
 // new connection and re-subscribes before it reports the failure, under
@@ -138,8 +138,8 @@ func (w *waiter) deliver(fence uint64, ok bool) {
 // every waiter.
 //
 // The channel, not each waiter, watches over a hand-off to another
-// waiter (review defect 8: every waiter woke on every hand-off and ran a
-// script one hand-off lease later, work that grew with the line): a
+// waiter (were each waiter to wake on every hand-off and run a script
+// one hand-off lease later, the work would grow with the line): a
 // hand-off arms the channel's watch for one hand-off lease, its pickup
 // moves it to when the new holder's lease may run out (a holder that
 // crashes wakes the line then), and when the watch fires, every waiter
@@ -535,7 +535,7 @@ func (n *notifier) close() error {
 	if ps != nil {
 		// In the background: go-redis's Close waits for a SUBSCRIBE that
 		// is still dialing, up to its dial timeout against a frozen
-		// Redis, and Client.Close must not (review defect 7: 15s).
+		// Redis (15s by default), and Client.Close must not.
 		n.bg.Add(1)
 		go func() {
 			defer n.bg.Done()
