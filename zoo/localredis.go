@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -133,7 +134,17 @@ func (s *LocalRedis) unlockLocal(key string, h *localHold) {
 func (s *LocalRedis) lease(key string, ttl time.Duration, h *localHold) *localRedisLease {
 	l := &localRedisLease{s: s, h: h}
 	l.lease = lease{key: key, ttl: ttl,
-		release: func(ctx context.Context) error { return s.unlock(ctx, key, h) },
+		release: func(ctx context.Context) error {
+			// A hold is unlocked once: a second Release of it (two calls at
+			// once, from two goroutines) fails before anything is sent, as
+			// Spring's unlock() by a thread that no longer holds the local
+			// lock throws ("You do not own lock"). Without it both calls
+			// could pass the GET and each say it released the key.
+			if !l.released.CompareAndSwap(false, true) {
+				return fmt.Errorf("release %q: you do not own the local lock: %w", key, locker.ErrNotHeld)
+			}
+			return s.unlock(ctx, key, h)
+		},
 		renew: func(ctx context.Context, ttl time.Duration) error {
 			err := s.obtain(ctx, key, ttl)
 			if errors.Is(err, locker.ErrNotAcquired) {
@@ -174,8 +185,9 @@ func (s *LocalRedis) unlock(ctx context.Context, key string, h *localHold) error
 // localRedisLease is a hold of LocalRedis.
 type localRedisLease struct {
 	lease
-	s *LocalRedis
-	h *localHold
+	s        *LocalRedis
+	h        *localHold
+	released atomic.Bool // Release was called
 }
 
 // Reenter is lock() by the holding thread: one more local hold, and the
