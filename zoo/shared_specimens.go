@@ -283,6 +283,14 @@ func naiveSemEntry(name string, getSet bool, fault, prop, doc string) locker.Ent
 				// meets no conflicting grant (as fenced-sem).
 				p.Set(contract.WantOK, contract.PropClaims)
 			}
+			if !getSet && f != contract.FaultNone {
+				// Its permits never expire: a holder a fault delays past
+				// its TTL (paused, cut off, slowed) still releases ok,
+				// after the hold it asked for surely expired (seen in the
+				// Sentinel matrix under load: pause-client, 2026-12-07).
+				mayBreak(&p, contract.PropLease)
+				before(&p, "its permits never expire: a holder delayed past its TTL still releases ok, after its hold surely expired (lease may break)")
+			}
 			return p
 		},
 		Open: func(d locker.Deps) (locker.Locker, error) {
