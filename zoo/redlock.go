@@ -254,13 +254,17 @@ func (r *Redlock) lease(key, rk, token string, ttl time.Duration) *claimingLease
 }
 
 // outcome turns the votes of a release or extend into its error: done on a
-// majority is ok; a majority possibly done is unknown; else not held.
+// majority is ok; a majority possibly done is unknown; a release done on
+// some masters but not a majority is unknown too (it changed them: two
+// releases at once of one lease may each delete a minority and together
+// free the key, so neither may say it surely had no effect); else not
+// held.
 func (r *Redlock) outcome(op, key string, votes []vote) error {
 	yes, unk := count(votes, voteYes), count(votes, voteUnknown)
 	switch {
 	case yes >= r.quorum():
 		return nil
-	case yes+unk >= r.quorum():
+	case yes+unk >= r.quorum(), op == "release" && yes > 0:
 		return fmt.Errorf("%s %q: done on %d of %d, unknown on %d: %w", op, key, yes, len(votes), unk, locker.ErrUnknownOutcome)
 	}
 	return fmt.Errorf("%s %q: done on %d of %d (quorum %d): %w", op, key, yes, len(votes), r.quorum(), locker.ErrNotHeld)
