@@ -180,3 +180,34 @@ func TestRedlockOnOneCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRedlockPartialReleaseIsUnknown: a release that deletes the key on
+// some masters but not a majority (here the key was already gone from two
+// of three, as after another release of the same lease at once) changed
+// what it found: it says the outcome is unknown, not that it surely had
+// no effect (two releases at once each deleted a minority and together
+// freed the key, and both said not held: the cluster matrix under load,
+// 2026-12-07). A release that deletes nowhere is not held.
+func TestRedlockPartialReleaseIsUnknown(t *testing.T) {
+	ps := []*redisproc.Process{redistest.Start(t), redistest.Start(t), redistest.Start(t)}
+	a := openRedlock(t, redlockDeps(t, ps), 300*time.Millisecond)
+	la := acquire(t, a, "k", 10*time.Second)
+	for _, p := range ps[1:] {
+		if err := newClient(t, p).Del(tctx(t), "k").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := la.Release(tctx(t))
+	if !errors.Is(err, locker.ErrUnknownOutcome) {
+		t.Fatalf("a release done on 1 of 3: %v, want locker.ErrUnknownOutcome", err)
+	}
+	lb := acquire(t, a, "j", 10*time.Second)
+	for _, p := range ps {
+		if err := newClient(t, p).Del(tctx(t), "j").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lb.Release(tctx(t)); !errors.Is(err, locker.ErrNotHeld) || errors.Is(err, locker.ErrUnknownOutcome) {
+		t.Fatalf("a release done nowhere: %v, want locker.ErrNotHeld", err)
+	}
+}
