@@ -18,7 +18,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/internal/redistest"
 )
 
@@ -171,13 +170,7 @@ func atkReadReplies(t *testing.T, r *bufio.Reader, n int) []string {
 // a password.
 func TestAttackPipelinedLogin(t *testing.T) {
 	redistest.Require(t, false)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pw, err := redisproc.Start(ctx, redisproc.Config{Password: "dep"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pw.Stop() })
+	pw := redistest.StartPassword(t, "dep")
 	for _, up := range []struct {
 		name, addr, pass string
 	}{{"nopass", redistest.Start(t).Addr, ""}, {"pass", pw.Addr, "dep"}} {
@@ -264,11 +257,7 @@ func TestAttackUpstreamLoginFailure(t *testing.T) {
 	redistest.Require(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pw, err := redisproc.Start(ctx, redisproc.Config{Password: "dep"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pw.Stop() })
+	pw := redistest.StartPassword(t, "dep")
 	f, _ := atkFwd(t, pw.Addr, "not-dep", 2*time.Second)
 	for _, proto := range []int{2, 3} {
 		rdb := redis.NewClient(&redis.Options{Addr: f.Addr(), Password: f.Password(), Protocol: proto, MaxRetries: -1})

@@ -25,12 +25,7 @@ func TestEndpointAdmitsOnlyItsProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const deployment = "the-deployments-own-password"
-	redistest.Require(t, false)
-	withPassword, err := redisproc.Start(ctx, redisproc.Config{Password: deployment})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = withPassword.Stop() })
+	withPassword := redistest.StartPassword(t, deployment)
 	for _, c := range []struct {
 		name string
 		p    *redisproc.Process

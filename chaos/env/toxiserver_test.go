@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/internal/toxitest"
 )
 
 // TestToxiproxyAPIRefusesBrowsers: a web page open beside a run cannot
@@ -78,11 +79,7 @@ func TestToxiproxyAPIRefusesBrowsers(t *testing.T) {
 func TestToxiproxyAPIWantsTheToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	toxi, err := env.StartToxiproxy(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = toxi.Close(context.Background()) }()
+	toxi := toxitest.Server(t)
 	u, err := url.Parse(toxi.URL)
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,13 @@ func Start(tb testing.TB, extra ...string) *redisproc.Process {
 	return start(tb, redisproc.Config{Extra: extra})
 }
 
+// StartPassword launches a redis-server that asks password of every
+// client (requirepass), ready once it answers a client that logs in.
+func StartPassword(tb testing.TB, password string) *redisproc.Process {
+	tb.Helper()
+	return start(tb, redisproc.Config{Password: password})
+}
+
 // StartSentinel launches a redis-sentinel with the given config lines.
 func StartSentinel(tb testing.TB, extra ...string) *redisproc.Process {
 	tb.Helper()
