@@ -35,30 +35,35 @@ func replicaPauseFault() Fault {
 }
 
 // lockReplicas are the IDs of the replicas of the node a server fault
-// strikes (lockServer): Sentinel's data nodes but the master, or on a
-// cluster the replicas of the lock's slot's master.
+// strikes (lockServer's): Sentinel's data nodes but the master, or on a
+// cluster the replicas of the lock's slot's master, read from the one
+// view that names that master.
 func lockReplicas(s *striking) ([]string, error) {
-	m, err := lockServer(s)
-	if err != nil {
-		return nil, err
-	}
 	topo := s.env.Topology()
 	var ids []string
 	if len(topo.Cluster) == 0 {
+		m, err := env.Master(s.ctx, topo)
+		if err != nil {
+			return nil, err
+		}
 		for _, n := range topo.Data {
 			if n.ID != m.ID {
 				ids = append(ids, n.ID)
 			}
 		}
 	} else {
+		slot, err := lockSlot(s)
+		if err != nil {
+			return nil, err
+		}
 		v, err := env.WaitClusterAgreed(s.ctx, topo)
 		if err != nil {
 			return nil, err
 		}
-		ids = v.Replicas(m.ID)
+		ids = v.Replicas(v.Owner(slot))
 	}
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("master %s has no replica: %w", m.ID, env.ErrUnsupported)
+		return nil, fmt.Errorf("the lock's master has no replica: %w", env.ErrUnsupported)
 	}
 	slices.Sort(ids)
 	return ids, nil
