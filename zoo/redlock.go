@@ -64,10 +64,13 @@ func RedlockEntry(o RedlockOptions) locker.Entry {
 				// a bare majority (the third still held another client's
 				// failed attempt, or timed out) keeps one vote, and the
 				// restarted master's goes to the next client: the flaw
-				// Kleppmann names. Seen once in a loaded run (2026-11-26).
+				// Kleppmann names. Both then hold, and redlock has no
+				// fence: the one whose key passed on still writes, so
+				// the resource breaks with the lease (the clean-clone CI
+				// run of 2026-12-07 saw all three).
 				p = locker.AllHold()
-				mayBreak(&p, contract.PropLease, contract.PropClaims)
-				p.Why = "one of redlock's three masters forgets the lock: a holder that got all three keeps its majority on the other two, but one that got a bare majority is left with one vote, and the next client takes the restarted master's (G1 and the claimed validity may break: a restart without fsync)"
+				mayBreak(&p, contract.PropLease, contract.PropClaims, contract.PropResource)
+				p.Why = "one of redlock's three masters forgets the lock: a holder that got all three keeps its majority on the other two, but one that got a bare majority is left with one vote, and the next client takes the restarted master's (G1, the claimed validity and, with no fence, the resource may break: a restart without fsync)"
 			case contract.FaultPauseServer:
 				p = locker.AllHold()
 			case contract.FaultPauseClient:
