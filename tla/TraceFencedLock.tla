@@ -69,8 +69,13 @@
 (* replica, which starts the window with side 1's lease or without it     *)
 (* (the replica had not received the grant) and with side 1's fences      *)
 (* (the fence reads the clock: a promoted master's fences exceed the lost *)
-(* ones).  Each side follows the rules on its own; the first op of the    *)
-(* key after the window finds one survivor's lease and fences above both. *)
+(* ones).  Until side 2 serves its first op, it may still be replicating  *)
+(* side 1 (Replicate: it takes side 1's state again, at any instant): the *)
+(* fault slows the link before it cuts it, and the promotion comes later, *)
+(* so the promoted replica holds side 1's state of some instant inside    *)
+(* the window, not of its start.  Each side follows the rules on its own; *)
+(* the first op of the key after the window finds one survivor's lease    *)
+(* and fences above both.                                                 *)
 (* Only ops that overlap a window get this latitude: the rest of the     *)
 (* history is checked against one master.                                 *)
 (*                                                                         *)
@@ -95,9 +100,11 @@ VARIABLES
     owners,  \* per key: the <<fence, client>> of every ok acquire
     split,   \* per key: TRUE while its ops may go to two masters
     res,     \* per key: the resource [maxTok, owner, val]
-    now      \* per key: the instant (tick) of the last lease op taken
+    now,     \* per key: the instant (tick) of the last lease op taken
+    follows  \* per key: TRUE while side 2 may still replicate side 1 (split,
+             \* and side 2 has served no op yet)
 
-vars == <<l, taken, lock, issued, owners, split, res, now>>
+vars == <<l, taken, lock, issued, owners, split, res, now, follows>>
 
 KeyIds == 1..NumKeys
 Sides == {1, 2}
@@ -112,6 +119,7 @@ Init ==
     /\ split = [k \in KeyIds |-> FALSE]
     /\ res = [k \in KeyIds |-> [maxTok |-> 0, owner |-> 0, val |-> 0]]
     /\ now = [k \in KeyIds |-> 0]
+    /\ follows = [k \in KeyIds |-> FALSE]
     /\ TLCSet(1, 1)
 
 \* Instants, as docs/DESIGN.md's models take them: a lease op takes effect
@@ -177,6 +185,12 @@ Pre(k, e) ==
 \* The sides that may have served e.
 SidesOf(e) == IF e.win THEN Sides ELSE {1}
 
+\* Side s served lease op e of key k: side 2 follows side 1 from the
+\* window's first op until it serves one itself (then it is a master of
+\* its own); outside a window there is no side 2.
+Served(k, e, s) ==
+    follows' = [follows EXCEPT ![k] = e.win /\ s = 1 /\ (follows[k] \/ ~split[k])]
+
 \* Key k's lease on side s becomes ls; the fences stay.
 SetLease(k, p, s, ls) ==
     /\ lock' = [lock EXCEPT ![k] = [p.lk EXCEPT ![s] = ls]]
@@ -231,10 +245,11 @@ AcquireEv(e) ==
     /\ e.kind = "acquire"
     /\ LET k == e.k IN
        \E p \in Pre(k, e), s \in SidesOf(e) :
-         CASE e.res = "ok" -> AcquireTakes(e, k, p, s)
-           [] e.res = "fail" -> NoEffect(k, p, s) /\ UNCHANGED owners
-           [] OTHER -> \/ NoEffect(k, p, s) /\ UNCHANGED owners
-                       \/ AcquireTakes(e, k, p, s)
+         /\ Served(k, e, s)
+         /\ CASE e.res = "ok" -> AcquireTakes(e, k, p, s)
+              [] e.res = "fail" -> NoEffect(k, p, s) /\ UNCHANGED owners
+              [] OTHER -> \/ NoEffect(k, p, s) /\ UNCHANGED owners
+                          \/ AcquireTakes(e, k, p, s)
     /\ UNCHANGED res
 
 \* A release or renew takes effect: its client holds the lease (and the
@@ -251,9 +266,10 @@ ReleaseEv(e) ==
              \* release too, whenever it lands, ends no other hold); the
              \* last one frees the key
              takes == Holds(e, ls) /\ \E after \in Ended(ls, e) : SetLease(k, p, s, after) /\ SetNow(e, At(e))
-         IN CASE e.res = "ok" -> takes
-              [] e.res = "fail" -> NoEffect(k, p, s)
-              [] OTHER -> NoEffect(k, p, s) \/ takes
+         IN /\ Served(k, e, s)
+            /\ CASE e.res = "ok" -> takes
+                 [] e.res = "fail" -> NoEffect(k, p, s)
+                 [] OTHER -> NoEffect(k, p, s) \/ takes
     /\ UNCHANGED <<owners, res>>
 
 RenewEv(e) ==
@@ -266,9 +282,10 @@ RenewEv(e) ==
              takes == /\ Holds(e, ls)
                       /\ SetLease(k, p, s, [ls EXCEPT !.lo = Max2(@, e.lo), !.hi = Max2(@, e.hi)])
                       /\ SetNow(e, At(e))
-         IN CASE e.res = "ok" -> takes
-              [] e.res = "fail" -> NoEffect(k, p, s)
-              [] OTHER -> NoEffect(k, p, s) \/ takes
+         IN /\ Served(k, e, s)
+            /\ CASE e.res = "ok" -> takes
+                 [] e.res = "fail" -> NoEffect(k, p, s)
+                 [] OTHER -> NoEffect(k, p, s) \/ takes
     /\ UNCHANGED <<owners, res>>
 
 \* The resource takes op e on key k: its token is not below the highest
@@ -287,7 +304,7 @@ WriteEv(e) ==
        IN CASE e.res = "ok" -> ~e.foreign /\ apply
             [] e.res = "rejected" -> UNCHANGED res
             [] OTHER -> UNCHANGED res \/ apply
-    /\ UNCHANGED <<lock, issued, owners, now>>
+    /\ UNCHANGED <<lock, issued, owners, now, follows>>
 
 \* An unknown read observed nothing and changes nothing.
 ReadEv(e) ==
@@ -295,7 +312,7 @@ ReadEv(e) ==
     /\ IF e.res = "ok"
        THEN ~e.foreign /\ Fenced(e) /\ e.val = res[e.k].val /\ Raise(e, res[e.k].val)
        ELSE UNCHANGED res
-    /\ UNCHANGED <<lock, issued, owners, now>>
+    /\ UNCHANGED <<lock, issued, owners, now, follows>>
 
 \* An acquire of client c on e's key, not yet taken and called before e
 \* returned, that may succeed: the lock may have handed the key to it (a
@@ -350,14 +367,15 @@ InspectEv(e) ==
     /\ e.kind \in {"inspect", "holds"}
     /\ LET k == e.k IN
        \E p \in Pre(k, e), s \in SidesOf(e) :
-         IF e.res = "ok" THEN Answer(e, k, p, s) ELSE NoEffect(k, p, s)
+         /\ Served(k, e, s)
+         /\ IF e.res = "ok" THEN Answer(e, k, p, s) ELSE NoEffect(k, p, s)
     /\ UNCHANGED <<owners, res>>
 
 \* Fault windows are read through the events' win flags; the event itself
 \* is a no-op.
 FaultEv(e) ==
     /\ e.kind = "fault"
-    /\ UNCHANGED <<lock, issued, owners, res, now>>
+    /\ UNCHANGED <<lock, issued, owners, res, now, follows>>
 
 -----------------------------------------------------------------------------
 \* Real-time order (docs/DESIGN.md): a precedes b when a returned before b
@@ -396,10 +414,21 @@ Vanish(k, s) ==
     LET ls == lock[k][s] IN
     /\ \/ ls.ph > 0 /\ lock' = [lock EXCEPT ![k][s] = Norm([ls EXCEPT !.n = @ - 1, !.ph = @ - 1])]
        \/ \E x \in ls.phs : lock' = [lock EXCEPT ![k][s] = Norm([ls EXCEPT !.hs = @ \ {x}, !.phs = @ \ {x}])]
-    /\ UNCHANGED <<l, taken, issued, owners, split, res, now>>
+    /\ UNCHANGED <<l, taken, issued, owners, split, res, now, follows>>
+
+\* Side 2, still the old master's replica (follows), receives side 1's
+\* state as it is now: the lease and, unless its clock is behind (Skewed:
+\* its fences start from nothing), the fences. Nothing is recorded.
+Replicate(k) ==
+    /\ follows[k]
+    /\ lock[k][2] # lock[k][1]
+    /\ lock' = [lock EXCEPT ![k][2] = lock[k][1]]
+    /\ issued' = [issued EXCEPT ![k][2] = IF Skewed THEN @ ELSE issued[k][1]]
+    /\ UNCHANGED <<l, taken, owners, split, res, now, follows>>
 
 Next == l <= Len(Trace) /\ (\/ \E i \in Ready : Take(i)
-                             \/ \E k \in KeyIds, s \in Sides : Vanish(k, s))
+                             \/ \E k \in KeyIds : \/ Replicate(k)
+                                                   \/ \E s \in Sides : Vanish(k, s))
 
 Spec == Init /\ [][Next]_vars
 
@@ -411,7 +440,7 @@ LastOf == [k \in KeyIds |-> LET is == {i \in 1..Len(Trace) : Trace[i].k = k}
 \* taken is read no more (keys are independent), so its state is left out:
 \* the orders of one key do not multiply the states of the next.
 TraceView == <<l, taken, [k \in KeyIds |-> IF LastOf[k] < l THEN <<>>
-                            ELSE <<lock[k], issued[k], owners[k], split[k], res[k], now[k]>>]>>
+                            ELSE <<lock[k], issued[k], owners[k], split[k], res[k], now[k], follows[k]>>]>>
 
 \* The whole trace was taken.
 TraceAccepted == l = Len(Trace) + 1
