@@ -50,11 +50,14 @@ func (l *Lease) TTLLeft(ctx context.Context) (time.Duration, error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// reportRelease calls Hooks.OnRelease for a Release that ended the lease.
-func (l *Lease) reportRelease(err error) {
+// reportRelease calls Hooks.OnRelease for a Release that ended the lease
+// and returns how long the lease was held.
+func (l *Lease) reportRelease(err error) time.Duration {
+	held := time.Since(l.born)
 	if h := l.c.opts.Hooks.OnRelease; h != nil {
-		h(l.key, time.Since(l.born), err)
+		h(l.key, held, err)
 	}
+	return held
 }
 
 // Info is what Inspect sees of a lock.

@@ -3,6 +3,8 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -180,6 +182,81 @@ func TestHooks(t *testing.T) {
 	defer mu.Unlock()
 	if acquired != 2 || refused != 1 || released != 1 || lost != 1 {
 		t.Fatalf("hooks saw %d acquired, %d refused, %d released, %d lost; want 2, 1, 1, 1", acquired, refused, released, lost)
+	}
+}
+
+// TestHooksCarryTheCallsContext: Begin sees each call (acquire, release,
+// renew: the watchdog's too) and the call runs under the context it
+// returns; Event reports the join (with the line's length), the hand-off
+// and a loss under the context of the call they belong to, the loss under
+// the acquire's after that call returned; each end func runs once.
+func TestHooksCarryTheCallsContext(t *testing.T) {
+	p := redistest.Start(t)
+	rdb := newRDB(t, p)
+	type tag struct{}
+	var mu sync.Mutex
+	var begun, ended []string
+	events := map[lock.EventKind][]string{}
+	var queue int64
+	n := 0
+	c := newLocks(t, rdb, lock.Options{TTL: time.Minute, Hooks: lock.Hooks{
+		Begin: func(ctx context.Context, call lock.Call) (context.Context, func(lock.Result)) {
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			name := fmt.Sprintf("%s#%d", call.Op, n)
+			begun = append(begun, name)
+			return context.WithValue(ctx, tag{}, name), func(r lock.Result) {
+				mu.Lock()
+				defer mu.Unlock()
+				ended = append(ended, name)
+			}
+		},
+		Event: func(ctx context.Context, e lock.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			name, _ := ctx.Value(tag{}).(string)
+			events[e.Kind] = append(events[e.Kind], name)
+			if e.Kind == lock.EventJoin {
+				queue = e.Queue
+			}
+		},
+	}})
+	l1 := mustAcquire(t, c, "k") // acquire#1
+	got := make(chan *lock.Lease, 1)
+	go func() { got <- mustAcquire(t, c, "k") }() // acquire#2
+	for {
+		info, err := c.Inspect(ctxT(t), "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Waiting == 1 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := l1.Release(ctxT(t)); err != nil { // release#3
+		t.Fatal(err)
+	}
+	l2 := <-got
+	short := mustAcquire(t, c, "short", lock.WithTTL(20*time.Millisecond), lock.WithWatchdog(false)) // acquire#4
+	<-short.Lost()
+	if err := l2.Release(ctxT(t)); err != nil { // release#5
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"acquire#1", "acquire#2", "release#3", "acquire#4", "release#5"}
+	if !slices.Equal(begun, want) {
+		t.Errorf("Begin saw %v, want %v", begun, want)
+	}
+	slices.Sort(ended)
+	if sorted := slices.Sorted(slices.Values(want)); !slices.Equal(ended, sorted) {
+		t.Errorf("the end funcs ran for %v, want each of %v once", ended, want)
+	}
+	if j, h, lost := events[lock.EventJoin], events[lock.EventHandoff], events[lock.EventLost]; !slices.Equal(j, []string{"acquire#2"}) ||
+		!slices.Equal(h, []string{"acquire#2"}) || !slices.Equal(lost, []string{"acquire#4"}) || queue != 1 {
+		t.Errorf("events: join %v (line %d), hand-off %v, lost %v; want each under its acquire's context (acquire#2, a line of 1; acquire#4)", j, queue, h, lost)
 	}
 }
 

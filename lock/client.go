@@ -235,6 +235,11 @@ type attemptResult struct {
 	fence uint64
 	holds int64
 	pttl  time.Duration // when !ok: the holder's remaining TTL; <= 0: no holder or no TTL
+	queue int64         // when !ok and the call joined the line: the line's length
+	// handed: ok, and the attempt picked up a hand-off, handedAgo after
+	// the lock was handed to it (the server's clock).
+	handed    bool
+	handedAgo time.Duration
 	// upgrade: refused, since the owner holds the read-write lock for
 	// reading only and asked to write (the script left the call's place).
 	upgrade bool
@@ -254,16 +259,6 @@ func (c *Client) acquire(ctx context.Context, key string, wait bool, opts []Acqu
 // keys are then RedisKeys(key)) or a shared kind's in mode, k permits of
 // a capacity n (shared.go), reported to Hooks.OnAcquire.
 func (c *Client) acquireKind(ctx context.Context, key string, keys Keys, proto *protocol, mode string, k, n int, wait bool, opts []AcquireOption) (*Lease, error) {
-	called := time.Now()
-	l, err := c.acquireAny(ctx, key, keys, proto, mode, k, n, wait, opts)
-	if c != nil && c.opts.Hooks.OnAcquire != nil {
-		c.opts.Hooks.OnAcquire(key, time.Since(called), err)
-	}
-	return l, err
-}
-
-// acquireAny is acquireKind without the hook.
-func (c *Client) acquireAny(ctx context.Context, key string, keys Keys, proto *protocol, mode string, k, n int, wait bool, opts []AcquireOption) (*Lease, error) {
 	op := "try-acquire"
 	if wait {
 		op = "acquire"
@@ -271,6 +266,25 @@ func (c *Client) acquireAny(ctx context.Context, key string, keys Keys, proto *p
 	if proto.shared {
 		op += "-" + (&Lease{mode: mode}).Mode()
 	}
+	if c == nil || ctx == nil {
+		return c.acquireAny(ctx, op, key, keys, proto, mode, k, n, wait, opts)
+	}
+	called := time.Now()
+	ctx, end := c.opts.Hooks.begin(ctx, Call{Op: op, Key: key})
+	l, err := c.acquireAny(ctx, op, key, keys, proto, mode, k, n, wait, opts)
+	if c.opts.Hooks.OnAcquire != nil {
+		c.opts.Hooks.OnAcquire(key, time.Since(called), err)
+	}
+	r := Result{Err: err, Lease: l}
+	if l != nil {
+		r.Fence = l.fence
+	}
+	end(r)
+	return l, err
+}
+
+// acquireAny is acquireKind without the hooks.
+func (c *Client) acquireAny(ctx context.Context, op, key string, keys Keys, proto *protocol, mode string, k, n int, wait bool, opts []AcquireOption) (*Lease, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%s %q: client is nil: %w", op, key, ErrInvalid)
 	}
@@ -301,6 +315,9 @@ func (c *Client) acquireAny(ctx context.Context, key string, keys Keys, proto *p
 	}
 	a := newAttempt(c, key, keys, c.token(given), given, cfg, op)
 	a.proto, a.mode, a.permits, a.capacity = proto, mode, k, n
+	if c.opts.Hooks.Begin != nil || c.opts.Hooks.Event != nil {
+		a.obs = context.WithoutCancel(ctx)
+	}
 	if cfg.ownerSet {
 		a.setID(newToken(c.rnd))
 	} else {
@@ -333,6 +350,7 @@ func (c *Client) acquireAny(ctx context.Context, key string, keys Keys, proto *p
 	if cfg.queued != nil {
 		cfg.queued() // the attempt above put us in line
 	}
+	c.opts.Hooks.event(ctx, Event{Kind: EventJoin, Op: op, Key: key, Queue: res.queue})
 
 	// Wait: subscribe (shared per Client), then retry on each wake-up.
 	w := c.notes.join(a.keys.Channel, a.owner)
@@ -551,6 +569,18 @@ type attempt struct {
 	mode     string
 	permits  int
 	capacity int
+	// obs is the context Hooks.Begin gave the call, without its
+	// cancellation: the context of Hooks.Event for what comes after it
+	// (a cleanup, its lease's loss). nil: Background.
+	obs context.Context
+}
+
+// obsCtx is a.obs, or Background.
+func (a *attempt) obsCtx() context.Context {
+	if a.obs == nil {
+		return context.Background()
+	}
+	return a.obs
 }
 
 // keyList is the lock's Redis keys in the order the scripts expect them.
@@ -644,9 +674,18 @@ func (a *attempt) try(ctx context.Context, mode string) (attemptResult, error) {
 		if len(vals) > 2 {
 			holds, _ = vals[2].(int64)
 		}
-		return attemptResult{ok: true, fence: uint64(n), holds: holds}, nil
+		r := attemptResult{ok: true, fence: uint64(n), holds: holds}
+		if len(vals) > 3 {
+			ago, _ := vals[3].(int64)
+			r.handed, r.handedAgo = true, max(time.Duration(ago)*time.Microsecond, 0)
+		}
+		return r, nil
 	}
-	return attemptResult{pttl: time.Duration(n) * time.Millisecond}, nil
+	r := attemptResult{pttl: time.Duration(n) * time.Millisecond}
+	if len(vals) > 2 {
+		r.queue, _ = vals[2].(int64)
+	}
+	return r, nil
 }
 
 // finish turns an attempt's outcome into a lease or an error.
@@ -689,6 +728,9 @@ func (a *attempt) finish(ctx context.Context, start time.Time, res attemptResult
 		// Close ran between the check above and the watchdog's start.
 		l.StopWatchdog()
 		return nil, a.closedMeanwhile(ctx)
+	}
+	if res.handed {
+		a.c.opts.Hooks.event(ctx, Event{Kind: EventHandoff, Op: a.op, Key: a.key, Fence: l.fence, Lease: l, Took: res.handedAgo})
 	}
 	return l, nil
 }
@@ -738,11 +780,13 @@ func (a *attempt) background(step func(context.Context) error) {
 			cancel()
 			// A closed Redis client will not come back: nothing to wait for.
 			if err == nil || errors.Is(err, redis.ErrClosed) {
+				a.c.opts.Hooks.event(a.obsCtx(), Event{Kind: EventCleanup, Op: a.op, Key: a.key, Err: err})
 				return
 			}
 			if time.Now().Add(pause).After(deadline) {
 				a.c.opts.Logger.Warn("lock: cleanup after an ambiguous call gave up; the lock and the queue place expire on their own",
 					"key", a.key, "op", a.op, "ttl", a.cfg.ttl, "queue_ttl", a.c.opts.QueueTTL, "err", err)
+				a.c.opts.Hooks.event(a.obsCtx(), Event{Kind: EventCleanup, Op: a.op, Key: a.key, Err: err})
 				return
 			}
 			time.Sleep(pause)

@@ -78,6 +78,10 @@ type Lease struct {
 	wd       *time.Timer        // next watchdog renewal; nil without watchdog
 	wdCtx    context.Context    // canceled when the lease ends
 	stopWD   context.CancelFunc // cancels wdCtx
+	// obs is the acquire's context from Hooks.Begin, without its
+	// cancellation: the watchdog's renewals and the loss are reported
+	// under it (a span of the acquire is their parent).
+	obs context.Context
 }
 
 // newLease is the lease of the hold that call a got, with this fence and
@@ -87,17 +91,17 @@ func newLease(a *attempt, fence uint64, holds int64, start time.Time) *Lease {
 	l := &Lease{
 		c: c, key: a.key, keys: a.keys, owner: a.owner, given: a.given, id: a.id, md: cfg.metadata, fence: fence, holds: holds,
 		ttl: cfg.ttl, drift: c.opts.Drift, born: start, sk: a.sk, ownerArg: a.ownerArg, idArg: a.idArg,
-		proto: a.proto, mode: a.mode, permits: a.permits,
+		proto: a.proto, mode: a.mode, permits: a.permits, obs: a.obsCtx(),
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.validUntil = l.deadline(start, l.ttl)
-	if cfg.watchdog || c.opts.Hooks.OnLost != nil {
+	if cfg.watchdog || c.opts.Hooks.OnLost != nil || c.opts.Hooks.Event != nil {
 		// Somebody hears of a loss without asking: arm the deadline now.
 		l.expiry = time.AfterFunc(time.Until(l.validUntil), l.checkExpiry)
 	}
 	if cfg.watchdog && c.watch(l) {
-		l.wdCtx, l.stopWD = context.WithCancel(context.Background())
+		l.wdCtx, l.stopWD = context.WithCancel(l.obs)
 		l.wd = time.AfterFunc(l.ttl/3, l.watchdogTick)
 	}
 	return l
@@ -280,7 +284,7 @@ func (l *Lease) fenceArgLocked() any {
 
 // armExpiry starts the timer that loses the lease at its validity
 // deadline, if it is not running; a deadline already passed loses the
-// lease now. A lease without watchdog or OnLost hook starts it only when
+// lease now. A lease without watchdog, OnLost or Event hook starts it only when
 // somebody can hear of a loss (Lost, Context, WithValidity): a timer per
 // acquire costs an uncontended acquire+release about 5% of its client
 // CPU (the runtime wakes its netpoller for a timer earlier than the
@@ -347,6 +351,16 @@ func (l *Lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("release %q: ctx is nil: %w", l.key, ErrInvalid)
 	}
+	ctx, end := l.c.opts.Hooks.begin(ctx, Call{Op: "release", Key: l.key, Fence: l.fence, Lease: l})
+	var held time.Duration
+	err := l.release(ctx, &held)
+	end(Result{Err: err, Lease: l, Fence: l.fence, Held: held})
+	return err
+}
+
+// release is Release without the hooks' Begin; *held is set to how long
+// the lease was held when this call ended it.
+func (l *Lease) release(ctx context.Context, held *time.Duration) error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
@@ -378,7 +392,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	fence := l.fenceArgLocked()
 	l.releasing++
 	l.mu.Unlock()
-	err := l.releaseOnce(ctx, fence, again)
+	err := l.releaseOnce(ctx, fence, again, held)
 	l.mu.Lock()
 	l.relBusy = false
 	rc := l.relWait
@@ -393,7 +407,7 @@ func (l *Lease) Release(ctx context.Context) error {
 
 // releaseOnce sends the release (endScript, naming this hold) once; again:
 // an earlier one's outcome was unknown.
-func (l *Lease) releaseOnce(ctx context.Context, fence any, again bool) error {
+func (l *Lease) releaseOnce(ctx context.Context, fence any, again bool, held *time.Duration) error {
 	send := func(ctx context.Context) (any, error) {
 		return l.c.runArgs(ctx, l.proto.end, 5, l.c.endArgs(l.sk, l.ownerArg, l.idArg, fence, false, 0, ""))
 	}
@@ -441,10 +455,10 @@ func (l *Lease) releaseOnce(ctx context.Context, fence any, again bool) error {
 		if again {
 			err = fmt.Errorf("release %q: the hold was gone (released by the request whose reply was lost, or expired): %w", l.key, ErrNotHeld)
 		}
-		l.reportRelease(err)
+		*held = l.reportRelease(err)
 		return err
 	}
-	l.reportRelease(nil)
+	*held = l.reportRelease(nil)
 	if len(vals) > 1 {
 		// Tell the next waiter at once if it waits in this process; the
 		// publish reaches waiters elsewhere (and this one again, harmlessly).
@@ -461,6 +475,7 @@ func (l *Lease) releaseOnce(ctx context.Context, fence any, again bool) error {
 func (l *Lease) cleanupOf(op string, ttl time.Duration) *attempt {
 	a := newAttempt(l.c, l.key, l.keys, l.owner, l.given, callConfig{ttl: ttl, owner: l.given, ownerSet: true}, op)
 	a.proto, a.mode, a.permits = l.proto, l.mode, l.permits
+	a.obs = l.obs
 	a.setID(l.id)
 	return a
 }
@@ -505,7 +520,9 @@ func (l *Lease) Renew(ctx context.Context) error {
 
 // renew extends the lease by ttl from now (0: by its TTL); a different ttl
 // becomes the lease's TTL (RenewFor).
-func (l *Lease) renew(ctx context.Context, ttl time.Duration) error {
+func (l *Lease) renew(ctx context.Context, ttl time.Duration) (err error) {
+	ctx, end := l.c.opts.Hooks.begin(ctx, Call{Op: "renew", Key: l.key, Fence: l.fence, Lease: l})
+	defer func() { end(Result{Err: err, Lease: l, Fence: l.fence}) }()
 	l.mu.Lock()
 	done, cause := l.done, l.cause
 	if ttl == 0 {
@@ -607,6 +624,7 @@ func (l *Lease) lose(why string) {
 	if h := l.c.opts.Hooks.OnLost; h != nil {
 		h(l.key, l.fence, cause)
 	}
+	l.c.opts.Hooks.event(l.obs, Event{Kind: EventLost, Op: "acquire", Key: l.key, Fence: l.fence, Lease: l, Err: cause})
 }
 
 // finishLocked ends the lease with cause (first cause wins). An ended

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -109,6 +110,18 @@ type Hooks struct {
 	// OnLost reports a lease lost (its validity ran out without renewal, or
 	// a renewal found the lock taken), with the reason.
 	OnLost func(key string, fence uint64, cause error)
+	// Begin, when set, is called as each call starts (an acquire of any
+	// kind, a release, a renewal: the watchdog's too), with the call's
+	// context. The call runs under the context it returns (a tracing
+	// span's, say), and the func it returns, when not nil, is called once
+	// as the call ends, with its outcome. Package lockproof/lockotel
+	// makes OpenTelemetry spans and metrics of it.
+	Begin func(ctx context.Context, c Call) (context.Context, func(Result))
+	// Event, when set, reports what happens within and after a call (a
+	// place in line, a hand-off picked up, a loss, a cleanup), with the
+	// context Begin returned for the call it belongs to; a loss's and a
+	// cleanup's are the acquire's, without its cancellation.
+	Event func(ctx context.Context, e Event)
 }
 
 // RetryStrategy spaces the attempts of an Acquire made WithRetry:

@@ -272,6 +272,9 @@ if owner == ARGV[1] and (h[3] or (not h[2] and ARGV[5] == '1')) then
   local fs = redis.call('HGET', KEYS[1], 'f')
   if picked then
     redis.call('PUBLISH', ARGV[6], '+' .. fs .. '/' .. ARGV[2])
+    -- The fence of a hand-off is the server's clock (µs) as it handed
+    -- the lock over: the pickup tells its age (Hooks.Event, EventHandoff).
+    return {1, tonumber(fs), n, us - tonumber(fs)}
   end
   return {1, tonumber(fs), n}
 end
@@ -302,6 +305,10 @@ if handed and ARGV[3] ~= 'w' then
   -- The lock was free, with others first in line: TakenError's
   -- RetryAfter is 0 then, not the hand-off lease just given to the head.
   return {0, 0}
+end
+if ARGV[3] == 'w' then
+  -- A waiter is told the line's length with it (Hooks.Event, EventJoin).
+  return {0, redis.call('PTTL', KEYS[1]), redis.call('ZCARD', KEYS[3])}
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `)

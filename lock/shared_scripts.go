@@ -219,6 +219,7 @@ local soonest = 0
 for _, r in ipairs(recs) do
   if soonest == 0 or r.e - now < soonest then soonest = r.e - now end
 end
+if ARGV[3] == 'w' then return {0, soonest, redis.call('ZCARD', KEYS[3])} end
 return {0, soonest}
 `)
 
