@@ -140,6 +140,11 @@ const defaultDriftPPM = 10_000
 // maxInt32 bounds every integer of a trace: TLC's integers are 32-bit.
 const maxInt32 = math.MaxInt32
 
+// untraced reports whether op is left out of a trace (see Convert).
+func untraced(o history.Op) bool {
+	return o.Kind == history.Lost || o.Kind == history.Close || o.Kind == history.Footprint || o.Kind == history.TTL
+}
+
 // Convert turns ops (a history, in any order) into a trace.
 //
 // An inspect or holds op (history.Inspect, history.Holds: what the lock
@@ -180,9 +185,7 @@ func Convert(ops []history.Op, opt Options) (*Trace, error) {
 	// ops: the trace spec does not describe them (the client's belief is
 	// in LockQueue.tla). An acquire after a close is an ordinary acquire
 	// to the model.
-	ops = slices.DeleteFunc(slices.Clone(ops), func(o history.Op) bool {
-		return o.Kind == history.Lost || o.Kind == history.Close || o.Kind == history.Footprint || o.Kind == history.TTL
-	})
+	ops = slices.DeleteFunc(slices.Clone(ops), untraced)
 	c := converter{
 		clients: map[string]int{}, keys: map[string]int{},
 		tokens: map[uint64]int{}, values: map[string]int{"": 0},
