@@ -164,7 +164,7 @@ func apply(s state, o *lop) (state, reason) {
 	switch o.kind {
 	case history.Acquire:
 		p := max(s.now, o.call)
-		if s.holder != 0 && s.holder != o.client {
+		if s.holder != 0 && (s.holder != o.client || o.noNest) {
 			// The previous lease must possibly have expired: p > validUntil.
 			if s.validUntil == inf {
 				return s, rHeld
@@ -183,7 +183,7 @@ func apply(s state, o *lop) (state, reason) {
 		// a hold, keeps the token, and may only extend the lease, never
 		// shorten it. Tokens strictly increase otherwise: once the lease
 		// surely expired, the same token again is a reused token.
-		nested := s.holder == o.client && p <= s.expiredAfter && s.hasHolderTok == o.hasToken &&
+		nested := !o.noNest && s.holder == o.client && p <= s.expiredAfter && s.hasHolderTok == o.hasToken &&
 			(!o.hasToken || o.token == s.holderTok)
 		if o.hasToken && s.hasLastTok && o.token <= s.lastTok && !nested {
 			return s, rTokenOrder

@@ -59,6 +59,9 @@ type lop struct {
 	// or a release of unknown outcome). The models' windows use it; the
 	// rules that ask when the op returned use ret.
 	upto int64
+	// noNest: the lock is not reentrant (Options.NotReentrant): an acquire
+	// by the holder is never a nested hold.
+	noNest bool
 }
 
 func (o *lop) line() int { return lineOf(o.src, o.idx) }

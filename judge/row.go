@@ -16,7 +16,7 @@ import (
 // of ttl), its callers (calls) and Redis (footprint), and the budget. A
 // matrix run and a simulated one (package sim) judge alike through it.
 func CheckOptions(e locker.Entry, ttl, budget time.Duration) checker.Options {
-	o := checker.Options{Timeout: budget, WaitBound: e.WaitBound}
+	o := checker.Options{Timeout: budget, WaitBound: e.WaitBound, NotReentrant: e.NotReentrant}
 	if e.LossBound != nil {
 		o.LossBound = e.LossBound(ttl)
 	}

@@ -82,6 +82,14 @@ type Entry struct {
 	// (the fairness property, and waiter liveness counting only the holds
 	// ahead of a waiter).
 	Fair *FairQueue
+	// NotReentrant says the lock refuses its holder's acquire while the
+	// holder's lease stands (a plain SET NX does: the key exists), so
+	// that such an acquire is never a nested hold. The checker's lease
+	// model then takes it for a new lease, which needs the holder's lease
+	// to have possibly expired (checker.Options.NotReentrant). false: the
+	// holder's acquire may nest, as a reentrant lock's does. A lock whose
+	// leases are locker.Reentrant must leave it false.
+	NotReentrant bool
 	// Doc is one line saying what the lock is (shown by the CLI and reports).
 	Doc string
 	// Predict states what the lock is known to do under fault, beyond

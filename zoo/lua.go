@@ -39,7 +39,7 @@ type Lua struct{ basic }
 
 // luaEntry is "lua": the lease profile's predictions are its own.
 func luaEntry() locker.Entry {
-	return locker.Entry{Name: LuaName, Profile: locker.ProfileLease, Open: newLua, Doc: "SET NX PX, owner-checked Lua release; no fencing",
+	return locker.Entry{Name: LuaName, Profile: locker.ProfileLease, NotReentrant: true, Open: newLua, Doc: "SET NX PX, owner-checked Lua release; no fencing",
 		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource}}
 }
 
@@ -111,7 +111,7 @@ type Watchdog struct {
 // watchdogEntry is "watchdog". Its first failed renewal (TTL/3 in, given
 // TTL/3 to answer) is its loss notice.
 func watchdogEntry() locker.Entry {
-	return locker.Entry{Name: WatchdogName, Profile: locker.ProfileLease, Open: newWatchdog, Doc: "lua with a renewal every TTL/3; no fencing",
+	return locker.Entry{Name: WatchdogName, Profile: locker.ProfileLease, NotReentrant: true, Open: newWatchdog, Doc: "lua with a renewal every TTL/3; no fencing",
 		LossBound: func(ttl time.Duration) time.Duration { return ttl/3 + watchdogLossBound(ttl) },
 		Decisive:  &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropResource},
 		Predict: func(fault string, p locker.Prediction) locker.Prediction {

@@ -76,7 +76,7 @@ type SetNX struct{ basic }
 // setNXEntry is "setnx". It claims a lease (the history asks for a TTL)
 // and keeps none of it: its break is a crashed holder's key nobody frees.
 func setNXEntry() locker.Entry {
-	return locker.Entry{Name: SetNXName, Profile: locker.ProfileLease, Open: newSetNX, Doc: "SETNX without a TTL, DEL to release",
+	return locker.Entry{Name: SetNXName, Profile: locker.ProfileLease, NotReentrant: true, Open: newSetNX, Doc: "SETNX without a TTL, DEL to release",
 		Decisive: &locker.Decisive{Fault: contract.FaultCrashClient, Property: contract.PropLiveness},
 		Predict: blindRelease(func(fault string, p *locker.Prediction) {
 			switch contract.Like(fault) {
@@ -135,7 +135,7 @@ type SetNXExpire struct{ basic }
 // between SETNX and EXPIRE that leaves a key without TTL (crashing after
 // the SETNX's reply would also strike after SETNXs that failed).
 func setNXExpireEntry() locker.Entry {
-	return locker.Entry{Name: SetNXExpireName, Profile: locker.ProfileLease, Open: newSetNXExpire, Doc: "SETNX, then EXPIRE as a second command",
+	return locker.Entry{Name: SetNXExpireName, Profile: locker.ProfileLease, NotReentrant: true, Open: newSetNXExpire, Doc: "SETNX, then EXPIRE as a second command",
 		Decisive:   &locker.Decisive{Fault: contract.FaultCrashClient, Property: contract.PropLiveness},
 		FaultPoint: pointUnder(contract.FaultCrashClient, contract.Point{Before: "pexpire"}),
 		Predict: blindRelease(func(fault string, p *locker.Prediction) {
@@ -210,7 +210,7 @@ type SetDel struct{ basic }
 
 // setDelEntry is "set-del".
 func setDelEntry() locker.Entry {
-	return locker.Entry{Name: SetDelName, Profile: locker.ProfileLease, Open: newSetDel, Doc: "SET NX PX, DEL without an owner check",
+	return locker.Entry{Name: SetDelName, Profile: locker.ProfileLease, NotReentrant: true, Open: newSetDel, Doc: "SET NX PX, DEL without an owner check",
 		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropLease},
 		Predict: blindRelease(func(fault string, p *locker.Prediction) {
 			if contract.Like(fault) == contract.FaultPauseClient {
@@ -253,7 +253,7 @@ type GetDel struct{ basic }
 // getDelEntry is "get-del". The matrix pauses it right after the GET of
 // its release: between GET and DEL, where the literature's bug lies.
 func getDelEntry() locker.Entry {
-	return locker.Entry{Name: GetDelName, Profile: locker.ProfileLease, Open: newGetDel, Doc: "owner token, GET then DEL (not atomic)",
+	return locker.Entry{Name: GetDelName, Profile: locker.ProfileLease, NotReentrant: true, Open: newGetDel, Doc: "owner token, GET then DEL (not atomic)",
 		Decisive:   &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropLease},
 		FaultPoint: pointUnder(contract.FaultPauseClient, contract.Point{After: "get"}),
 		Predict: func(fault string, p locker.Prediction) locker.Prediction {

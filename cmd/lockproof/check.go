@@ -38,13 +38,14 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	lossBound := fs.Duration("loss-bound", 0, "what the lock promises its holders: a live holder is told (op lost) within this of another client taking its key (0: no promise, the loss-notice rule is off)")
 	callSlack := fs.Duration("call-slack", 0, "what the lock promises its callers: a call returns within its context's deadline (op deadline) plus this (0: no promise, the late-return rule is off)")
 	closeRefuses := fs.Bool("close-refuses", false, "the lock promises that a closed handle grants nothing: an acquire called after its client's close returned must not be ok (the closed-grant rule)")
+	notReentrant := fs.Bool("not-reentrant", false, "the lock refuses its holder's acquire while the holder's lease stands (a plain SET NX): such an acquire is never a nested hold")
 	footprint := fs.String("footprint", "", "the bound the lock states for what it keeps in Redis: BASE,HOLD,WAITER,UNKNOWN[,BURIED] (records at most BASE + HOLD×holds + WAITER×waiters + UNKNOWN×unknown calls of the last BURIED, default 1h); empty: no bound, the footprint property is n/a")
 	htmlPath := fs.String("html", "", "write Porcupine's HTML visualization to this path")
 	jsonPath := fs.String("json", "", "write the check result (check.json format) to this path")
 	fs.Usage = func() {
 		commandUsage(stderr, fs, []string{
 			"lockproof check [--drift F] [--slack D] [--timeout D] [--max-heap SIZE] [--html PATH] [--json PATH] FILE",
-			"                [--wait-bound D] [--loss-bound D] [--call-slack D] [--fair-bypass N] [--close-refuses] [--footprint B,H,W,U[,G]]",
+			"                [--wait-bound D] [--loss-bound D] [--call-slack D] [--fair-bypass N] [--close-refuses] [--not-reentrant] [--footprint B,H,W,U[,G]]",
 		})
 	}
 	// Flags may come before or after FILE.
@@ -94,7 +95,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	opts := checker.Options{Drift: *drift, Timeout: left(*timeout, start), LivenessSlack: *slack, WaitBound: *waitBound, LossBound: *lossBound, MaxHeap: uint64(maxHeap),
 		Fair: *fairBypass >= 0, Bypass: max(*fairBypass, 0), CallSlack: *callSlack, CloseRefuses: *closeRefuses,
-		Footprint: fpBound}
+		NotReentrant: *notReentrant, Footprint: fpBound}
 	res, err := checker.Check(ctx, ops, opts)
 	if err != nil {
 		fmt.Fprintf(stdout, "bad input: %s: %v\n", path, err)
