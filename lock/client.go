@@ -280,6 +280,7 @@ func (c *Client) acquireKind(ctx context.Context, key string, keys Keys, proto *
 		r.Fence = l.fence
 	}
 	end(r)
+	l.announce()
 	return l, err
 }
 
@@ -725,8 +726,9 @@ func (a *attempt) finish(ctx context.Context, start time.Time, res attemptResult
 	}
 	l := newLease(a, res.fence, res.holds, start)
 	if a.cfg.watchdog && !l.watched() {
-		// Close ran between the check above and the watchdog's start.
-		l.StopWatchdog()
+		// Close ran between the check above and the watchdog's start:
+		// no call returns the lease, and its loss is nobody's news.
+		l.discard()
 		return nil, a.closedMeanwhile(ctx)
 	}
 	if res.handed {

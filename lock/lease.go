@@ -82,6 +82,12 @@ type Lease struct {
 	// cancellation: the watchdog's renewals and the loss are reported
 	// under it (a span of the acquire is their parent).
 	obs context.Context
+	// op is the call that made the lease (Call.Op's names).
+	op string
+	// announced: the acquire returned the lease (see announce); a loss
+	// before is kept in lossUnannounced until then.
+	announced       bool
+	lossUnannounced error
 }
 
 // newLease is the lease of the hold that call a got, with this fence and
@@ -91,7 +97,7 @@ func newLease(a *attempt, fence uint64, holds int64, start time.Time) *Lease {
 	l := &Lease{
 		c: c, key: a.key, keys: a.keys, owner: a.owner, given: a.given, id: a.id, md: cfg.metadata, fence: fence, holds: holds,
 		ttl: cfg.ttl, drift: c.opts.Drift, born: start, sk: a.sk, ownerArg: a.ownerArg, idArg: a.idArg,
-		proto: a.proto, mode: a.mode, permits: a.permits, obs: a.obsCtx(),
+		proto: a.proto, mode: a.mode, permits: a.permits, obs: a.obsCtx(), op: a.op,
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -352,15 +358,16 @@ func (l *Lease) Release(ctx context.Context) error {
 		return fmt.Errorf("release %q: ctx is nil: %w", l.key, ErrInvalid)
 	}
 	ctx, end := l.c.opts.Hooks.begin(ctx, Call{Op: "release", Key: l.key, Fence: l.fence, Lease: l})
-	var held time.Duration
-	err := l.release(ctx, &held)
-	end(Result{Err: err, Lease: l, Fence: l.fence, Held: held})
-	return err
+	r := Result{Lease: l, Fence: l.fence}
+	r.Err = l.release(ctx, &r)
+	end(r)
+	return r.Err
 }
 
-// release is Release without the hooks' Begin; *held is set to how long
-// the lease was held when this call ended it.
-func (l *Lease) release(ctx context.Context, held *time.Duration) error {
+// release is Release without the hooks' Begin; it sets r.Held to how long
+// the lease was held when this call ended it, and r.Joined when it sent
+// nothing and took a concurrent call's outcome.
+func (l *Lease) release(ctx context.Context, r *Result) error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
@@ -372,6 +379,7 @@ func (l *Lease) release(ctx context.Context, held *time.Duration) error {
 		}
 		rc := l.relWait
 		l.mu.Unlock()
+		r.Joined = true
 		select {
 		case <-rc.done:
 			if rc.err == nil {
@@ -392,7 +400,7 @@ func (l *Lease) release(ctx context.Context, held *time.Duration) error {
 	fence := l.fenceArgLocked()
 	l.releasing++
 	l.mu.Unlock()
-	err := l.releaseOnce(ctx, fence, again, held)
+	err := l.releaseOnce(ctx, fence, again, &r.Held)
 	l.mu.Lock()
 	l.relBusy = false
 	rc := l.relWait
@@ -606,13 +614,14 @@ func (l *Lease) checkExpiry() {
 // lose ends the lease as lost (no-op when it already ended).
 func (l *Lease) lose(why string) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.done {
+		l.mu.Unlock()
 		return
 	}
 	if l.releasing > 0 {
 		// A release is in flight: it decides (see Lease.releasing).
 		l.pendingLoss = why
+		l.mu.Unlock()
 		return
 	}
 	cause := fmt.Errorf("lease %q fence %d: %s: %w", l.key, l.fence, why, ErrLost)
@@ -620,11 +629,53 @@ func (l *Lease) lose(why string) {
 	if l.lost != nil {
 		close(l.lost)
 	}
+	// The hooks hear of the loss once the acquire that made the lease
+	// has returned it (a lease may be lost before: born past its
+	// validity, the server frozen), and outside l.mu: a hook may read
+	// the lease (ValidUntil, Context) it is handed.
+	announced := l.announced
+	if !announced {
+		l.lossUnannounced = cause
+	}
+	l.mu.Unlock()
 	l.c.opts.Logger.Warn("lock: lease lost", "key", l.key, "fence", l.fence, "reason", why)
+	if announced {
+		l.reportLoss(cause)
+	}
+}
+
+// reportLoss calls the hooks that hear of a loss.
+func (l *Lease) reportLoss(cause error) {
 	if h := l.c.opts.Hooks.OnLost; h != nil {
 		h(l.key, l.fence, cause)
 	}
-	l.c.opts.Hooks.event(l.obs, Event{Kind: EventLost, Op: "acquire", Key: l.key, Fence: l.fence, Lease: l, Err: cause})
+	l.c.opts.Hooks.event(l.obs, Event{Kind: EventLost, Op: l.op, Key: l.key, Fence: l.fence, Lease: l, Err: cause})
+}
+
+// announce marks the lease returned to its caller (the acquire's end func
+// has run): a loss found before is reported now, and later ones at once.
+func (l *Lease) announce() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.announced = true
+	cause := l.lossUnannounced
+	l.lossUnannounced = nil
+	l.mu.Unlock()
+	if cause != nil {
+		l.reportLoss(cause)
+	}
+}
+
+// discard ends a lease no call returns (Close ran while its acquire was
+// in flight, and the hold goes back): nothing is reported of it.
+func (l *Lease) discard() {
+	l.mu.Lock()
+	l.announced, l.lossUnannounced = false, nil
+	l.finishLocked(ErrClosed)
+	l.mu.Unlock()
+	l.StopWatchdog()
 }
 
 // finishLocked ends the lease with cause (first cause wins). An ended
@@ -773,6 +824,23 @@ func (l *Lease) Reenter(ctx context.Context, opts ...AcquireOption) (*Lease, err
 	if ctx == nil {
 		return nil, fmt.Errorf("reenter %q: ctx is nil: %w", l.key, ErrInvalid)
 	}
+	called := time.Now()
+	ctx, end := l.c.opts.Hooks.begin(ctx, Call{Op: "reenter", Key: l.key, Fence: l.fence, Lease: l})
+	n, err := l.reenter(ctx, opts)
+	if h := l.c.opts.Hooks.OnAcquire; h != nil {
+		h(l.key, time.Since(called), err)
+	}
+	r := Result{Err: err, Lease: n}
+	if n != nil {
+		r.Fence = n.fence
+	}
+	end(r)
+	n.announce()
+	return n, err
+}
+
+// reenter is Reenter without the hooks.
+func (l *Lease) reenter(ctx context.Context, opts []AcquireOption) (*Lease, error) {
 	cfg, err := l.c.callConfig(opts)
 	if err != nil {
 		return nil, fmt.Errorf("reenter %q: %w", l.key, err)
@@ -801,6 +869,9 @@ func (l *Lease) Reenter(ctx context.Context, opts ...AcquireOption) (*Lease, err
 	}
 	a := newAttempt(l.c, l.key, l.keys, l.owner, l.given, cfg, "reenter")
 	a.proto, a.mode, a.permits = l.proto, l.mode, 1
+	if l.c.opts.Hooks.Begin != nil || l.c.opts.Hooks.Event != nil {
+		a.obs = context.WithoutCancel(ctx)
+	}
 	a.setID(newToken(l.c.rnd))
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("reenter %q: nothing sent: %w", l.key, context.Cause(ctx))

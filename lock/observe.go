@@ -8,7 +8,8 @@ import (
 // Call is what Hooks.Begin is told of a call as it starts.
 type Call struct {
 	// Op is the call: "acquire" or "try-acquire" (with "-read", "-write"
-	// or "-permit" for the shared kinds), "release" or "renew".
+	// or "-permits" for the shared kinds), "reenter", "release" or
+	// "renew".
 	Op string
 	// Key is the lock's key (a shared kind's name).
 	Key string
@@ -36,6 +37,10 @@ type Result struct {
 	// Held is, for a release that ended the lease (nil or ErrNotHeld),
 	// how long the lease was held.
 	Held time.Duration
+	// Joined: a release that sent nothing and took the outcome of a
+	// concurrent Release of the same lease (Release is single-flight),
+	// so that one lost reply is not counted twice.
+	Joined bool
 }
 
 // EventKind says what an Event reports.
@@ -47,9 +52,16 @@ const (
 	EventJoin EventKind = iota + 1
 	// EventHandoff: a mutex acquire picked up the lock a release (or a
 	// cleanup) handed to it; Event.Took is the time from the hand-off to
-	// the pickup, on the server's clock.
+	// the pickup, on the server's clock: the hand-off's fence is the
+	// server's time as it handed over, unless the fence counter ran ahead
+	// of that clock (after a failover to a node whose clock is behind);
+	// Took is then less than the age, and 0 when the server cannot tell
+	// it at all.
 	EventHandoff
-	// EventLost: a lease was lost (Event.Err wraps ErrLost, with the reason).
+	// EventLost: a lease was lost (Event.Err wraps ErrLost, with the
+	// reason); Event.Op is the call that made it. It comes after that
+	// call's end func, and outside the lease's lock: the hook may read
+	// the lease.
 	EventLost
 	// EventCleanup: a call whose reply was lost (Event.Op) has been
 	// cleaned up in the background: its place in line left, its hold ended

@@ -211,8 +211,9 @@ end
 // queue ttl ms, reentrant ("1": an owner's call adds a hold of its own
 // to the owner's; "0": the call's token is its own), channel, metadata,
 // the call's id (its hold's name and its place in line), hand-off lease
-// ms. Returns {1, fence, holds} when acquired, {0, pttl of the lock} when
-// not.
+// ms. Returns {1, fence, holds} when acquired ({1, fence, holds, µs since
+// the hand-off} when the call picked one up), {0, pttl of the lock} when
+// not ({0, pttl, the line's length} when the call joined the line).
 //
 // A buried call (its id in gone: its cleanup ran) takes nothing: this
 // request landed after its sender gave up.

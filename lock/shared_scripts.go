@@ -114,7 +114,8 @@ end
 // permits asked for (1 for a read or write hold), 12 the capacity N (a
 // semaphore's; 0 otherwise). Returns {1, fence, the owner's holds} when
 // admitted, {0, ms until the earliest live hold expires (0: none stands,
-// the line alone holds the call back)} when not, {-2} when an owner holding
+// the line alone holds the call back)} when not (with the line's length
+// third when the call joined it), {-2} when an owner holding
 // only read holds asks to write (its place, if any, is left).
 var sharedAcquireScript = rediscmd.NewScript(luaShared + `
 if redis.call('ZSCORE', KEYS[5], ARGV[8]) then return {0, 0} end

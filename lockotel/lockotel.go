@@ -147,6 +147,7 @@ func callOf(ctx context.Context) *call {
 	return c
 }
 
+// isAcquire: the call makes a lease (an acquire of any kind, a reenter).
 func isAcquire(op string) bool { return op != "release" && op != "renew" }
 
 // Outcome names err as the lock.outcome attribute does.
@@ -156,12 +157,13 @@ func Outcome(err error) string {
 		return "ok"
 	case errors.Is(err, lock.ErrUnknownOutcome):
 		return "unknown"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// Before taken: a wait that ran out of time says both.
+		return "canceled"
 	case errors.Is(err, lock.ErrNotAcquired):
 		return "taken"
 	case errors.Is(err, lock.ErrNotHeld):
 		return "not_held"
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "canceled"
 	}
 	return "error"
 }
@@ -218,7 +220,8 @@ func (o *observer) end(ctx context.Context, st *call, r lock.Result) {
 	case st.op == "renew":
 		o.renewals.Add(ctx, 1, opts)
 	}
-	if out == "unknown" {
+	if out == "unknown" && !r.Joined {
+		// A release that took a concurrent one's outcome sent nothing.
 		o.unknown.Add(ctx, 1, o.attrs(st.op, st.key))
 	}
 	st.span.SetAttributes(OutcomeAttr.String(out))
@@ -261,7 +264,9 @@ func (o *observer) event(ctx context.Context, e lock.Event) {
 				KeyAttr.String(e.Key), OpAttr.String(e.Op), QueueAttr.Int64(e.Queue)))
 		}
 	case lock.EventHandoff:
-		o.handoff.Record(ctx, e.Took.Seconds(), o.attrs(e.Op, e.Key))
+		if e.Took > 0 { // 0: the server could not tell the age
+			o.handoff.Record(ctx, e.Took.Seconds(), o.attrs(e.Op, e.Key))
+		}
 		trace.SpanFromContext(ctx).AddEvent("handoff", trace.WithAttributes(
 			attribute.Float64("lock.handoff.seconds", e.Took.Seconds())))
 	case lock.EventLost:
