@@ -272,6 +272,14 @@ func (c *Client) acquireKind(ctx context.Context, key string, keys Keys, proto *
 	called := time.Now()
 	ctx, end := c.opts.Hooks.begin(ctx, Call{Op: op, Key: key})
 	l, err := c.acquireAny(ctx, op, key, keys, proto, mode, k, n, wait, opts)
+	c.acquired(key, called, end, l, err)
+	return l, err
+}
+
+// acquired reports an acquire called at called, which returned l and
+// err, to Hooks.OnAcquire and its end func, then announces the lease (a
+// loss found meanwhile is reported now, after the call's end).
+func (c *Client) acquired(key string, called time.Time, end func(Result), l *Lease, err error) {
 	if c.opts.Hooks.OnAcquire != nil {
 		c.opts.Hooks.OnAcquire(key, time.Since(called), err)
 	}
@@ -281,7 +289,6 @@ func (c *Client) acquireKind(ctx context.Context, key string, keys Keys, proto *
 	}
 	end(r)
 	l.announce()
-	return l, err
 }
 
 // acquireAny is acquireKind without the hooks.

@@ -827,15 +827,7 @@ func (l *Lease) Reenter(ctx context.Context, opts ...AcquireOption) (*Lease, err
 	called := time.Now()
 	ctx, end := l.c.opts.Hooks.begin(ctx, Call{Op: "reenter", Key: l.key, Fence: l.fence, Lease: l})
 	n, err := l.reenter(ctx, opts)
-	if h := l.c.opts.Hooks.OnAcquire; h != nil {
-		h(l.key, time.Since(called), err)
-	}
-	r := Result{Err: err, Lease: n}
-	if n != nil {
-		r.Fence = n.fence
-	}
-	end(r)
-	n.announce()
+	l.c.acquired(l.key, called, end, n, err)
 	return n, err
 }
 
