@@ -88,6 +88,10 @@ type Lease struct {
 	// before is kept in lossUnannounced until then.
 	announced       bool
 	lossUnannounced error
+	// reports is held while a loss is reported (lose, announce), and
+	// taken before l.mu; a Release waits for it, so that the hooks hear of
+	// a loss before the release that follows it.
+	reports sync.Mutex
 }
 
 // newLease is the lease of the hold that call a got, with this fence and
@@ -368,7 +372,12 @@ func (l *Lease) Release(ctx context.Context) error {
 // the lease was held when this call ended it, and r.Joined when it sent
 // nothing and took a concurrent call's outcome.
 func (l *Lease) release(ctx context.Context, r *Result) error {
+	// A loss whose hooks are running finishes first: they come before
+	// this release's. One found from here on waits for this release
+	// (releasing), or reports after it that it ended nothing.
+	l.reports.Lock()
 	l.mu.Lock()
+	l.reports.Unlock()
 	if l.released {
 		l.mu.Unlock()
 		return fmt.Errorf("release %q: already released: %w", l.key, ErrNotHeld)
@@ -613,6 +622,8 @@ func (l *Lease) checkExpiry() {
 
 // lose ends the lease as lost (no-op when it already ended).
 func (l *Lease) lose(why string) {
+	l.reports.Lock()
+	defer l.reports.Unlock()
 	l.mu.Lock()
 	if l.done {
 		l.mu.Unlock()
@@ -632,7 +643,8 @@ func (l *Lease) lose(why string) {
 	// The hooks hear of the loss once the acquire that made the lease
 	// has returned it (a lease may be lost before: born past its
 	// validity, the server frozen), and outside l.mu: a hook may read
-	// the lease (ValidUntil, Context) it is handed.
+	// the lease (ValidUntil, Context) it is handed. l.reports, held
+	// until they return, keeps a Release from ending first.
 	announced := l.announced
 	if !announced {
 		l.lossUnannounced = cause
@@ -658,14 +670,23 @@ func (l *Lease) announce() {
 	if l == nil {
 		return
 	}
+	l.reports.Lock()
 	l.mu.Lock()
 	l.announced = true
 	cause := l.lossUnannounced
 	l.lossUnannounced = nil
 	l.mu.Unlock()
-	if cause != nil {
-		l.reportLoss(cause)
+	if cause == nil {
+		l.reports.Unlock()
+		return
 	}
+	// On a goroutine of the lock's, as every loss is reported (not the
+	// caller's, which may hold what the hook takes); a Release waits for
+	// it (l.reports).
+	go func() {
+		defer l.reports.Unlock()
+		l.reportLoss(cause)
+	}()
 }
 
 // discard ends a lease no call returns (Close ran while its acquire was
@@ -848,7 +869,9 @@ func (l *Lease) reenter(ctx context.Context, opts []AcquireOption) (*Lease, erro
 		return nil, fmt.Errorf("reenter %q: %w: %w", l.key, ErrNotAcquired, ErrClosed)
 	}
 	if done, cause := l.ended(); done {
-		return nil, fmt.Errorf("reenter %q: the lease ended (%w): %w", l.key, cause, ErrNotHeld)
+		// %v: the cause may wrap ErrUnknownOutcome (a release whose
+		// reply was lost), and this call sent nothing.
+		return nil, fmt.Errorf("reenter %q: the lease ended (%v): %w", l.key, cause, ErrNotHeld)
 	}
 	if !time.Now().Before(l.ValidUntil()) {
 		// Its validity ran out, though the timer that loses it may not

@@ -13,12 +13,13 @@ type Call struct {
 	Op string
 	// Key is the lock's key (a shared kind's name).
 	Key string
-	// Fence is the lease's fence, for a release or renewal (0 for an
-	// acquire: it has none yet).
+	// Fence is the lease's fence, for a release, renewal or reenter (0
+	// for an acquire: it has none yet).
 	Fence uint64
-	// Lease is the lease a release or renewal acts on (nil for an
-	// acquire: see Result.Lease). It tells one hold from another where key
-	// and fence do not (nested holds share both).
+	// Lease is the lease a release or renewal acts on, or the one a
+	// reenter nests in (nil for an acquire: see Result.Lease). It tells
+	// one hold from another where key and fence do not (nested holds
+	// share both).
 	Lease *Lease
 }
 

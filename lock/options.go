@@ -98,11 +98,15 @@ type Options struct {
 }
 
 // Hooks are called as locks are acquired, released and lost, on the
-// caller's goroutine (OnLost: the watchdog's or expiry timer's). Keep them
-// short; they must not call back into the lock. Nil hooks are skipped.
+// caller's goroutine (OnLost and EventLost: a goroutine of the lock's, the
+// watchdog's, the expiry timer's, after the acquire that made the lease
+// returned it and before a Release that follows). Keep them short; they
+// must not call back into the lock (a loss's hooks may read the lease
+// they are told of: Fence, ValidUntil, Context). Nil hooks are skipped.
 type Hooks struct {
-	// OnAcquire reports every Acquire and TryAcquire: how long the call
-	// took (for Acquire, the wait) and its error (nil: acquired).
+	// OnAcquire reports every acquire (of any kind, a Reenter too): how
+	// long the call took (for Acquire, the wait) and its error (nil:
+	// acquired).
 	OnAcquire func(key string, took time.Duration, err error)
 	// OnRelease reports every Release that ended a lease (nil or
 	// ErrNotHeld): how long the lease was held.
