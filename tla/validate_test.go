@@ -60,9 +60,13 @@ func TestValidate(t *testing.T) {
 		// released after the window opened (fenced-failover-skew-1's
 		// rejected trace, issue 66: testdata/ok-chaos-fenced-failover-
 		// skew-replica-late.jsonl, in tla/run.sh's nightly list), but not
-		// one it received after it served an op of its own.
+		// one it received after it served an op of its own. In
+		// testdata/model: the checker names the double grant of the split
+		// (line 5), which the model allows within a window, so tla/run.sh's
+		// rule (a rejected line the checker names) does not fit it; this
+		// test holds it to its line.
 		{"ok-skew-replica-took-a-later-hold.jsonl", true, 0},
-		{"violated-skew-replica-after-promotion.jsonl", false, 7},
+		{"model/violated-skew-replica-after-promotion.jsonl", false, 7},
 	} {
 		res, err := v.Validate(context.Background(), readHistory(t, tc.file))
 		if err != nil {
