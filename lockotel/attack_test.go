@@ -9,45 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/lock"
 	"github.com/lockproof/lockproof/lockotel"
 )
-
-// newReviewRun is newRun with the lock's options given (the hooks are
-// lockotel's, plus what edit sets on them).
-func newReviewRun(t *testing.T, opts lock.Options, edit func(*lock.Hooks)) *run {
-	t.Helper()
-	p := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()); _ = tp.Shutdown(context.Background()) })
-	hooks, err := lockotel.New(lockotel.Options{MeterProvider: mp, TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if edit != nil {
-		edit(&hooks)
-	}
-	opts.Hooks = hooks
-	c, err := lock.New(rdb, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	return &run{p: p, rdb: rdb, c: c, reader: reader, spans: spans}
-}
 
 func spanAttr(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
 	for _, kv := range s.Attributes() {
@@ -60,10 +28,8 @@ func spanAttr(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
 
 // openHolds counts the "lock.hold" spans started and never ended.
 func openHolds(r *run) int {
-	ended := map[sdktrace.ReadOnlySpan]bool{}
 	ids := map[string]bool{}
 	for _, s := range r.spans.Ended() {
-		ended[s] = true
 		ids[s.SpanContext().SpanID().String()] = true
 	}
 	n := 0
@@ -84,7 +50,7 @@ func openHolds(r *run) int {
 // first): the timed-out wait is "taken", its span carries no error, and
 // lock.acquire.duration{outcome=canceled} never counts it.
 func TestCanceledWaitIsCanceled(t *testing.T) {
-	r := newReviewRun(t, lock.Options{TTL: 5 * time.Second}, nil)
+	r := newRunWith(t, lock.Options{TTL: 5 * time.Second}, nil)
 	holder, err := r.c.Acquire(ctxT(t), "k")
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +87,7 @@ func TestCanceledWaitIsCanceled(t *testing.T) {
 // and the span the end opens afterwards stays in observer.holds for good
 // (a map entry, a span and the *lock.Lease per such lease).
 func TestHoldSpanOfALeaseBornLostEnds(t *testing.T) {
-	r := newReviewRun(t, lock.Options{TTL: 50 * time.Millisecond}, func(h *lock.Hooks) {
+	r := newRunWith(t, lock.Options{TTL: 50 * time.Millisecond}, func(h *lock.Hooks) {
 		h.OnAcquire = func(key string, took time.Duration, err error) { time.Sleep(5 * time.Millisecond) }
 	})
 	if err := r.p.Pause(); err != nil {
@@ -158,7 +124,7 @@ func TestHoldSpanOfALeaseBornLostEnds(t *testing.T) {
 // calls end with ErrUnknownOutcome and lockotel's end counts two lost
 // replies, two release spans in error, for one request.
 func TestOneLostReplyCountedOnce(t *testing.T) {
-	r := newReviewRun(t, lock.Options{TTL: 5 * time.Second}, nil)
+	r := newRunWith(t, lock.Options{TTL: 5 * time.Second}, nil)
 	l, err := r.c.Acquire(ctxT(t), "k")
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,13 @@ type run struct {
 
 func newRun(t *testing.T) *run {
 	t.Helper()
+	return newRunWith(t, lock.Options{TTL: 5 * time.Second}, nil)
+}
+
+// newRunWith is newRun with the lock's options given (the hooks are
+// lockotel's, plus what edit sets on them).
+func newRunWith(t *testing.T, opts lock.Options, edit func(*lock.Hooks)) *run {
+	t.Helper()
 	p := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -44,7 +51,11 @@ func newRun(t *testing.T) *run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := lock.New(rdb, lock.Options{TTL: 5 * time.Second, Hooks: hooks})
+	if edit != nil {
+		edit(&hooks)
+	}
+	opts.Hooks = hooks
+	c, err := lock.New(rdb, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,14 +218,7 @@ func TestMetricsAndSpansOfARun(t *testing.T) {
 	for _, s := range r.spans.Ended() {
 		byName[s.Name()] = append(byName[s.Name()], s)
 	}
-	attr := func(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
-		for _, kv := range s.Attributes() {
-			if kv.Key == k {
-				return kv.Value
-			}
-		}
-		return attribute.Value{}
-	}
+	attr := spanAttr
 	for _, s := range byName["lock.acquire"] {
 		if attr(s, lockotel.KeyAttr).AsString() == "" || attr(s, lockotel.FenceAttr).AsInt64() == 0 {
 			t.Errorf("acquire span without key or fence: %v", s.Attributes())
