@@ -323,9 +323,7 @@ func (c *Client) acquireAny(ctx context.Context, op, key string, keys Keys, prot
 	}
 	a := newAttempt(c, key, keys, c.token(given), given, cfg, op)
 	a.proto, a.mode, a.permits, a.capacity = proto, mode, k, n
-	if c.opts.Hooks.Begin != nil || c.opts.Hooks.Event != nil {
-		a.obs = context.WithoutCancel(ctx)
-	}
+	a.obs = c.opts.Hooks.carried(ctx)
 	if cfg.ownerSet {
 		a.setID(newToken(c.rnd))
 	} else {

@@ -884,9 +884,7 @@ func (l *Lease) reenter(ctx context.Context, opts []AcquireOption) (*Lease, erro
 	}
 	a := newAttempt(l.c, l.key, l.keys, l.owner, l.given, cfg, "reenter")
 	a.proto, a.mode, a.permits = l.proto, l.mode, 1
-	if l.c.opts.Hooks.Begin != nil || l.c.opts.Hooks.Event != nil {
-		a.obs = context.WithoutCancel(ctx)
-	}
+	a.obs = l.c.opts.Hooks.carried(ctx)
 	a.setID(newToken(l.c.rnd))
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("reenter %q: nothing sent: %w", l.key, context.Cause(ctx))

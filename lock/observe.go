@@ -120,6 +120,16 @@ func (h *Hooks) begin(ctx context.Context, c Call) (context.Context, func(Result
 	return cctx, end
 }
 
+// carried is the context a call's later events are reported under (its
+// cleanup, its lease's renewals and loss): ctx without its cancellation,
+// or nil (Background) when no hook would read it.
+func (h *Hooks) carried(ctx context.Context) context.Context {
+	if h.Begin == nil && h.Event == nil {
+		return nil
+	}
+	return context.WithoutCancel(ctx)
+}
+
 // event reports e under h.Event, if set.
 func (h *Hooks) event(ctx context.Context, e Event) {
 	if h.Event != nil {
