@@ -76,7 +76,7 @@ func (e *Env) formCluster(ctx context.Context) error {
 		addrs[i], meet[i] = n.Upstream, e.nodes[n.ID].meet
 	}
 	e.mu.Unlock()
-	if err := redisproc.FormCluster(ctx, addrs, meet, cs.Masters, cs.Replicas, ""); err != nil {
+	if err := redisproc.FormCluster(ctx, addrs, meet, cs.Masters, cs.Replicas, string(e.topo.Auth.Password)); err != nil {
 		return fmt.Errorf("%w; the containers must reach the proxies on the host at the network gateway %s: does a host firewall block it?", err, e.gateway)
 	}
 	e.topo.NodeTimeout = cs.NodeTimeout

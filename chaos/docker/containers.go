@@ -58,7 +58,9 @@ func (e *Env) startRedis(ctx context.Context, id string, role env.Role, i int) (
 	}
 	n := &node{Node: env.Node{ID: id, Role: role, Upstream: net.JoinHostPort(loopback, strconv.Itoa(port))}, hostPort: port}
 	n.Addr = n.Upstream
-	args := append([]string{"redis-server"}, nodeArgs...)
+	// The file first: redis-server reads a configuration file only as
+	// its first argument.
+	args := append([]string{"redis-server", authConf}, nodeArgs...)
 	if role == env.RoleData || role == env.RoleCluster {
 		px, err := e.gatewayProxy(id, "repl-"+id, n.Upstream)
 		if err != nil {
@@ -76,7 +78,11 @@ func (e *Env) startRedis(ctx context.Context, id string, role env.Role, i int) (
 			args = append(args, "--replica-announce-ip", host, "--replica-announce-port", pport)
 		}
 	}
-	if err := e.run(ctx, n, args, redisPort, nil); err != nil {
+	pw := string(e.topo.Auth.Password)
+	files := []testcontainers.ContainerFile{{
+		Reader: strings.NewReader("requirepass " + pw + "\nmasterauth " + pw + "\n"), ContainerFilePath: authConf, FileMode: 0o600,
+	}}
+	if err := e.run(ctx, n, args, redisPort, files); err != nil {
 		return nil, err
 	}
 	if n.hostPort != port { // a port clash moved it
@@ -130,7 +136,9 @@ func (e *Env) startSentinel(ctx context.Context, id, conf string) (*node, error)
 	n := &node{Node: env.Node{ID: id, Upstream: net.JoinHostPort(loopback, strconv.Itoa(port))}, hostPort: port}
 	n.Addr = n.Upstream
 	files := []testcontainers.ContainerFile{{
-		Reader: strings.NewReader(conf), ContainerFilePath: "/data/sentinel.conf", FileMode: 0o666,
+		// Sentinel rewrites its file, as root (the image's only user
+		// that runs): the file is root's alone, for it holds the password.
+		Reader: strings.NewReader(conf), ContainerFilePath: "/data/sentinel.conf", FileMode: 0o600,
 	}}
 	if err := e.run(ctx, n, []string{"redis-server", "/data/sentinel.conf", "--sentinel"}, sentinelPort, files); err != nil {
 		return nil, err
@@ -150,7 +158,8 @@ func (e *Env) run(ctx context.Context, n *node, cmd []string, port string, files
 	if err != nil {
 		return fmt.Errorf("%s: port %q: %w", n.ID, clusterBusPort, err)
 	}
-	data := len(files) == 0 && !n.keep // Redis servers keep their data in a tmpfs: empty after a restart
+	sentinel := strings.HasPrefix(n.ID, string(env.RoleSentinel)+"-")
+	data := !sentinel && !n.keep // Redis servers keep their data in a tmpfs: empty after a restart
 	image := e.image.Ref
 	if n.image != "" {
 		image = n.image
@@ -213,7 +222,7 @@ func (e *Env) run(ctx context.Context, n *node, cmd []string, port string, files
 		if err == nil {
 			n.ctr = ctr
 			e.mu.Lock()
-			if strings.HasPrefix(n.ID, string(env.RoleSentinel)+"-") {
+			if sentinel {
 				e.sentinels = append(e.sentinels, n)
 			} else {
 				e.nodes[n.ID] = n
@@ -238,7 +247,7 @@ func (e *Env) waitReady(ctx context.Context, n *node) error {
 	defer cancel()
 	ready := n.ready
 	if ready == nil {
-		c := env.AdminClient(env.Auth{}, n.Upstream)
+		c := env.AdminClient(e.topo.Auth, n.Upstream)
 		defer c.Close()
 		ready = func(ctx context.Context) error { return c.Ping(ctx).Err() }
 	}
@@ -273,12 +282,12 @@ func (e *Env) logTail(n *node) string {
 
 // admin runs one command on the node at addr (its published port).
 func (e *Env) admin(ctx context.Context, addr string, args ...any) error {
-	return env.Admin(ctx, env.Auth{}, addr, args...)
+	return env.Admin(ctx, e.topo.Auth, addr, args...)
 }
 
 // waitReplicas waits until the master at addr reports want replicas online.
 func (e *Env) waitReplicas(ctx context.Context, addr string, want int) error {
-	if err := env.WaitReplicas(ctx, env.Auth{}, addr, want); err != nil {
+	if err := env.WaitReplicas(ctx, e.topo.Auth, addr, want); err != nil {
 		return fmt.Errorf("%w; the containers must reach the replication proxies on the host at the network gateway %s: does a host firewall block it?", err, e.gateway)
 	}
 	return nil

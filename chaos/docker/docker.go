@@ -85,6 +85,12 @@ const (
 	cleanupTimeout = 60 * time.Second
 )
 
+// authConf is where a Redis server's container holds the configuration
+// file with its password (requirepass, and masterauth for a replica):
+// outside /data, a tmpfs that a restart empties, so a restarted server
+// asks the same password.
+const authConf = "/etc/lockproof-auth.conf"
+
 // nodeArgs are the command-line options of every Redis server: fast
 // replication, no persistence, quick detection of a dead link (the same
 // configuration as the process environment).
@@ -287,6 +293,16 @@ func (e *Env) start(ctx context.Context, o Options) error {
 	if e.gateway, err = e.gatewayIP(ctx); err != nil {
 		return err
 	}
+	// Every server and Sentinel asks a password of the environment's own
+	// (issue 62 item 9): their ports are published on 127.0.0.1, where
+	// any local user could otherwise read or write them mid-run. It goes
+	// to them in a file (authConf), never on a command line, which every
+	// local user can read in the process list.
+	pw, err := env.NewSecret()
+	if err != nil {
+		return err
+	}
+	e.topo.Auth = env.Auth{Password: pw, SentinelPassword: pw}
 	if e.spec.Store != "" {
 		return e.startStore(ctx, o)
 	}
@@ -349,10 +365,13 @@ func (e *Env) start(ctx context.Context, o Options) error {
 		"port 26379",
 		"protected-mode no",
 		"dir /data",
+		"requirepass " + string(pw),
+		"sentinel sentinel-pass " + string(pw), // the other Sentinels ask it too
 		fmt.Sprintf("sentinel monitor %s %s %s %d", name, mh, mp, env.Quorum(e.spec.Sentinels)),
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", name, e.spec.DownAfter.Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", name, e.spec.FailoverTimeout.Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", name),
+		fmt.Sprintf("sentinel auth-pass %s %s", name, string(pw)),
 	}, "\n") + "\n"
 	sentinels, err := parallel(e.spec.Sentinels, func(i int) (*node, error) {
 		return e.startSentinel(ctx, env.NodeID(env.RoleSentinel, i), conf)

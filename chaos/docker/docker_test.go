@@ -162,6 +162,7 @@ func TestTopologyAndSentinelMaster(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	chaostest.AsksPassword(t, e)
 	m, err := env.Master(ctx, topo)
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +206,7 @@ func TestWriteMasterReadReplica(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: 2 * time.Second})
+		r := redis.NewClient(&redis.Options{Addr: addr, Password: string(e.Topology().Auth.Password), ReadTimeout: 2 * time.Second})
 		got, err := r.Get(ctx, "rw-key").Result()
 		role, _ := r.Info(ctx, "replication").Result()
 		_ = r.Close()
@@ -247,7 +248,7 @@ func TestPauseMasterTimesOutThenRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second,
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: string(topo.Auth.Password), DialTimeout: time.Second,
 		ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, MaxRetries: -1})
 	defer c.Close()
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -307,7 +308,7 @@ func TestKillMasterFailsOver(t *testing.T) {
 	if err := e.Restart(ctx, old.ID); err != nil {
 		t.Fatal(err)
 	}
-	admin := redis.NewClient(&redis.Options{Addr: old.Upstream, ReadTimeout: time.Second})
+	admin := redis.NewClient(&redis.Options{Addr: old.Upstream, Password: string(topo.Auth.Password), ReadTimeout: time.Second})
 	defer admin.Close()
 	// Ask the Sentinels who is master once they settled, rather than assume
 	// the first new master still is: on a busy machine Sentinel may fail over
@@ -361,7 +362,7 @@ func TestCloseRemovesEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := redis.NewClient(&redis.Options{Addr: rl.Upstream, ReadTimeout: 2 * time.Second})
+	c := redis.NewClient(&redis.Options{Addr: rl.Upstream, Password: string(e.Topology().Auth.Password), ReadTimeout: 2 * time.Second})
 	defer c.Close()
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -553,6 +554,7 @@ func TestDockerCluster(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	chaostest.AsksPassword(t, e)
 	t.Run("check", func(t *testing.T) { chaostest.CheckCluster(t, e) })
 	closed = true
 	if err := e.Close(ctx); err != nil {

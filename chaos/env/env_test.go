@@ -43,14 +43,7 @@ func TestProcessTopology(t *testing.T) {
 	// Every server and Sentinel asks the environment's password (issue 47
 	// item 12): a local stranger without it is refused, and cannot read
 	// it off a configuration file.
-	if topo.Auth.Password == "" {
-		t.Fatal("the process environment has no password")
-	}
-	for _, n := range append(topo.Nodes(), env.Node{ID: "sentinel-0", Upstream: topo.Sentinels[0]}) {
-		if err := env.Admin(ctx, env.Auth{}, n.Upstream, "PING"); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
-			t.Errorf("%s answers a client without the password: %v; want NOAUTH", n.ID, err)
-		}
-	}
+	chaostest.AsksPassword(t, e)
 	proc, err := e.Process("data-0")
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ package chaostest
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,4 +96,33 @@ func ClusterClient(tb testing.TB, e env.Env, l *env.Links, timeout time.Duration
 func Toxiproxy(tb testing.TB) *env.ToxiServer {
 	tb.Helper()
 	return toxitest.Server(tb)
+}
+
+// AsksPassword fails the test unless e has a password of its own and every
+// Redis server and Sentinel of it refuses a client without it (NOAUTH) and
+// answers one with it: a run's servers listen on 127.0.0.1, where any
+// local user could otherwise read or write them mid-run.
+func AsksPassword(tb testing.TB, e env.Env) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	topo := e.Topology()
+	if topo.Auth.Password == "" {
+		tb.Fatalf("the %s environment has no password", e.Kind())
+	}
+	nodes := topo.Nodes()
+	for i, addr := range topo.Sentinels {
+		nodes = append(nodes, env.Node{ID: "sentinel " + strconv.Itoa(i), Upstream: addr})
+	}
+	for _, n := range nodes {
+		if n.Role == env.RoleEtcd || n.Role == env.RoleZooKeeper {
+			continue // a store's member speaks no Redis
+		}
+		if err := env.Admin(ctx, env.Auth{}, n.Upstream, "PING"); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+			tb.Errorf("%s answers a client without the password: %v; want NOAUTH", n.ID, err)
+		}
+		if err := env.Admin(ctx, topo.Auth, n.Upstream, "PING"); err != nil {
+			tb.Errorf("%s refuses the environment's own password: %v", n.ID, err)
+		}
+	}
 }
