@@ -19,6 +19,7 @@ import (
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/internal/keeprun"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/internal/testlong"
 	"github.com/lockproof/lockproof/judge"
@@ -62,7 +63,7 @@ func zooDir(t *testing.T) string {
 		}
 		return d
 	}
-	return t.TempDir()
+	return keeprun.Dir(t)
 }
 
 // zooRun runs specs through the matrix (one shared environment, fresh ones

@@ -14,6 +14,7 @@ import (
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/internal/alone"
 	"github.com/lockproof/lockproof/internal/etcdproc"
+	"github.com/lockproof/lockproof/internal/keeprun"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/internal/toxitest"
 	"github.com/lockproof/lockproof/runner"
@@ -42,7 +43,7 @@ func matrixOn(t *testing.T, topology string, eo env.Options, locks, faults []str
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	out := t.TempDir()
+	out := keeprun.Dir(t)
 	if d := os.Getenv("LOCKPROOF_TEST_OUT"); d != "" {
 		out = d + "/" + t.Name()
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/keeprun"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/stores"
 	"github.com/lockproof/lockproof/zoo"
@@ -52,7 +53,7 @@ func TestFencedMatrixOnDocker(t *testing.T) {
 				Faults:   c.faults,
 				Seeds:    []uint64{1},
 				Topology: c.topology,
-				Out:      t.TempDir(),
+				Out:      keeprun.Dir(t),
 				NoReport: true,
 			}
 			if c.topology == contract.TopologySentinel {
@@ -121,7 +122,7 @@ func TestStoresMatrixOnDocker(t *testing.T) {
 			do := docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: testLogger()}
 			locks := runner.LocksOn(reg, topo)
 			cfg := runner.Config{Locks: locks, Faults: faults, Seeds: []uint64{1},
-				Topology: topo, Registry: reg, Out: t.TempDir(), NoReport: true}
+				Topology: topo, Registry: reg, Out: keeprun.Dir(t), NoReport: true}
 			if _, err := runner.Prepare(ctx, &cfg, env.Options{Kind: env.Docker, Docker: docker.With(do), DockerCheck: docker.Check(do)}); err != nil {
 				t.Fatal(err)
 			}

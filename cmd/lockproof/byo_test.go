@@ -17,6 +17,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/env"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/internal/keeprun"
 	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/runner"
@@ -84,7 +85,7 @@ func TestRunOnBYOCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out := filepath.Join(dir, "run")
+	out := keeprun.Dir(t)
 	// A failover changes the user's deployment: refused unless --yes
 	// (issue 47 item 4), before anything runs or is written.
 	byoRun := []string{"--topology", "cluster", "--provider", "byo", "--byo-config", clusterCfg,

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lockproof/lockproof/contract"
+	"github.com/lockproof/lockproof/internal/keeprun"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/reports"
 	"github.com/lockproof/lockproof/runner"
@@ -114,7 +115,7 @@ func TestRunBadBYOConfig(t *testing.T) {
 // The nightly workflow's seed syntax ("1-2" here) is accepted.
 func TestRunSmallMatrix(t *testing.T) {
 	redistest.Require(t, true)
-	out := filepath.Join(t.TempDir(), "run")
+	out := keeprun.Dir(t)
 	code, stdout, stderr := runRunArgs(t, "--locks", "lua,fenced", "--faults", "none,pause-client", "--seeds", "1-2",
 		"--out", out)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)

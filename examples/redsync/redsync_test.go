@@ -13,6 +13,7 @@ import (
 	"github.com/lockproof/lockproof"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/examples/redsync"
+	"github.com/lockproof/lockproof/internal/keeprun"
 	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/locker"
@@ -101,7 +102,7 @@ func TestRedsyncUnderChaos(t *testing.T) {
 	res, err := lockproof.Run(ctx, lockproof.Options{
 		Locks:    []locker.Entry{redsync.Entry()},
 		Faults:   []string{"none", "pause-client", "crash-client"},
-		Out:      t.TempDir(),
+		Out:      keeprun.Dir(t),
 		Progress: &progress,
 	})
 	if errors.Is(err, lockproof.ErrEnvironment) && !redistest.InCI() {
