@@ -157,7 +157,7 @@ func (d *decoder) parse(line []byte, o *Op) *fieldError {
 	if d.i != len(d.b) {
 		return d.syntax("unexpected %q after the object (one object per line)", d.b[d.i])
 	}
-	return validate(o, seen&bit(fCall) != 0, seen&bit(fTTL) != 0)
+	return validate(o, seen)
 }
 
 // field decodes the value of the field bit (0: an extra field, skipped). A

@@ -59,9 +59,10 @@ type field struct {
 // a field is declared. The decoder reads each member by it (name, type,
 // the errors that name the field), AppendJSON writes each present field
 // by it, in its order; the member of Op each fills is get and the set
-// functions below, beside it. A new field is a fieldID, an entry here, and
-// its cases below (and, for the ops that may carry it, a rule in
-// validate). An array, not a slice: AppendJSON reads it on every op
+// functions below, beside it; the ops that may carry it and its bounds are
+// its carrier (carriers, validate.go). A new field is a fieldID, an entry
+// here, its cases below and its carrier (and, where it relates to another
+// field, a rule in validate). An array, not a slice: AppendJSON reads it on every op
 // without allocating.
 func fields() [numFields]field {
 	return [numFields]field{

@@ -3,7 +3,7 @@ package history
 import (
 	"errors"
 	"fmt"
-	"strconv"
+	"math/bits"
 )
 
 // ErrBadInput is the sentinel of every history that breaks the contract:
@@ -84,7 +84,11 @@ func (e *ParseError) Unwrap() error { return ErrBadInput }
 //     permits) only on an acquire of mode permits, and every such acquire
 //     carries it.
 func (op Op) Validate() error {
-	if err := validate(&op, true, op.TTLMillis != 0); err != nil {
+	seen := bit(numFields) - 1 // every field may be present: get says which is
+	if op.TTLMillis == 0 {
+		seen &^= bit(fTTL) // a zero lease length is absent, as AppendJSON writes it
+	}
+	if err := validate(&op, seen); err != nil {
 		return &ParseError{Line: op.Line, Field: err.field, Msg: err.msg}
 	}
 	return nil
@@ -105,209 +109,265 @@ func bad(field, format string, args ...any) *fieldError {
 	return &fieldError{field: field, msg: fmt.Sprintf(format, args...)}
 }
 
-// validate implements Validate; hasCall and hasTTL say whether the fields
-// were present on the line (a zero value cannot tell).
-func validate(o *Op, hasCall, hasTTL bool) *fieldError {
-	switch o.Kind {
-	case Acquire, Release, Renew, Write, Read, Fault, Lost, Close, Inspect, Holds, Footprint, TTL:
-	case "":
-		return bad("op", "missing (want acquire, release, renew, write, read, fault, lost, close, inspect, holds, footprint or ttl)")
-	default:
-		return bad("op", "unknown operation %q (want acquire, release, renew, write, read, fault, lost, close, inspect, holds, footprint or ttl)", o.Kind)
+// validate implements Validate; seen are the fields present on the line
+// (bit): call and ttl_ms are present there even when zero, which a zero
+// value cannot tell, and no field outside seen is. Which ops may carry a
+// field, and how its number is bounded, is the field table's (carriers);
+// what is left here relates fields to each other.
+func validate(o *Op, seen uint32) *fieldError {
+	if kindBit(o.Kind) == 0 {
+		if o.Kind == "" {
+			return bad("op", "missing (want %s)", kindList)
+		}
+		return bad("op", "unknown operation %q (want %s)", o.Kind, kindList)
 	}
-	lockOp := o.Kind == Acquire || o.Kind == Release || o.Kind == Renew || o.Kind == Close || o.Kind == Inspect || o.Kind == Holds || o.Kind == Footprint || o.Kind == TTL
-	if o.Kind == Fault {
-		if o.Name == "" {
-			return bad("name", "missing (a fault names its window)")
-		}
-		switch o.Result {
-		case "", OK, Fail, Rejected, Unknown:
-		default:
-			return bad("result", "unknown result %q", o.Result)
-		}
-	} else {
-		if o.Name != "" {
-			return bad("name", "only fault ops carry a name, not %s", o.Kind)
-		}
-		if o.Evidence != "" {
-			return bad("evidence", "only fault ops carry evidence, not %s", o.Kind)
-		}
-		if o.Client == "" {
-			return bad("client", "missing")
-		}
-		if o.Key == "" {
-			return bad("key", "missing")
-		}
-		switch {
-		case o.Result == "":
-			return bad("result", "missing")
-		case o.Kind == Lost && o.Result != OK:
-			return bad("result", "%q is not a result of lost (a loss notice is ok)", o.Result)
-		case lockOp && o.Result != OK && o.Result != Fail && o.Result != Unknown:
-			return bad("result", "%q is not a result of %s (want ok, fail or unknown)", o.Result, o.Kind)
-		case !lockOp && o.Kind != Lost && o.Result != OK && o.Result != Rejected && o.Result != Unknown:
-			return bad("result", "%q is not a result of %s (want ok, rejected or unknown)", o.Result, o.Kind)
-		}
+	if err := validateResult(o); err != nil {
+		return err
 	}
-	if !hasCall {
+	if seen&bit(fCall) == 0 {
 		return bad("call", "missing")
 	}
-	if o.Call < 0 {
-		return bad("call", "negative time %d", o.Call)
-	}
-	if o.Call >= MaxTime {
-		return bad("call", "time %d is not below %d (2^61 ns, about 73 years from the history's start)", o.Call, MaxTime)
-	}
-	if o.Completed {
-		if o.Return < 0 {
-			return bad("return", "negative time %d", o.Return)
-		}
-		if o.Return >= MaxTime {
-			return bad("return", "time %d is not below %d (2^61 ns, about 73 years from the history's start)", o.Return, MaxTime)
-		}
-		if o.Return < o.Call {
-			return bad("return", "%d is before call %d", o.Return, o.Call)
-		}
-	} else if o.Kind != Fault && o.Result != Unknown {
+	if !o.Completed && o.Kind != Fault && o.Result != Unknown {
 		return bad("return", "missing on %s with result %q: an op that never completed must be unknown", o.Kind, o.Result)
-	}
-	if o.HasToken && o.Kind == Fault {
-		return bad("token", "fault ops carry no token")
-	}
-	if hasTTL && o.Kind != Acquire && o.Kind != Renew {
-		return bad("ttl_ms", "only acquire and renew carry a lease length, not %s", o.Kind)
-	}
-	if o.TTLMillis < 0 {
-		return bad("ttl_ms", "negative lease length %s", strconv.FormatInt(o.TTLMillis, 10))
-	}
-	if o.TTLMillis > MaxTTLMillis {
-		return bad("ttl_ms", "lease length %d is above %d (2^40 ms, about 34 years)", o.TTLMillis, MaxTTLMillis)
-	}
-	if o.HasValue && o.Kind != Write && o.Kind != Read {
-		return bad("value", "only write and read carry a value, not %s", o.Kind)
-	}
-	if !o.HasValue {
-		if o.Kind == Write {
-			return bad("value", "missing (a write says what it wrote)")
-		}
-		if o.Kind == Read && o.Result == OK {
-			return bad("value", `missing (an ok read says what it saw; "" when never written)`)
-		}
-	}
-	if o.Wait && o.Kind != Acquire {
-		return bad("wait", "only acquire carries wait, not %s", o.Kind)
-	}
-	if o.HasPrev && o.Kind != Write {
-		return bad("prev", "only write carries prev, not %s", o.Kind)
 	}
 	if o.Kind == Lost && (!o.Completed || o.Return != o.Call) {
 		return bad("return", "a loss notice is an instant: its return equals its call")
 	}
-	if o.HasValid {
-		switch {
-		case o.Kind != Acquire && o.Kind != Renew && o.Kind != Release && o.Kind != Write && o.Kind != TTL:
-			return bad("valid_until", "only acquire, renew, release, write and ttl carry a claimed validity, not %s", o.Kind)
-		case o.Kind == TTL && o.Result != OK:
-			return bad("valid_until", "a ttl op carries the time left only when the lock answered (ok), not %s", o.Result)
-		case o.ValidUntil < 0:
-			return bad("valid_until", "negative time %d", o.ValidUntil)
-		case o.ValidUntil >= MaxTime:
-			return bad("valid_until", "time %d is not below %d (2^61 ns)", o.ValidUntil, MaxTime)
-		}
+	if err := validateCarriers(o, seen); err != nil {
+		return err
 	}
-	if o.Lease != 0 && o.Kind == Fault {
-		return bad("lease", "fault ops carry no lease")
+	if o.Completed && o.Return < o.Call {
+		return bad("return", "%d is before call %d", o.Return, o.Call)
 	}
-	if o.Checked && o.Kind != Write {
-		return bad("checked", "only write carries checked, not %s", o.Kind)
-	}
-	if o.HasDeadline {
-		switch {
-		case o.Kind == Fault || o.Kind == Lost:
-			return bad("deadline", "%s ops carry no deadline (they are not calls)", o.Kind)
-		case o.Deadline < 0:
-			return bad("deadline", "negative time %d", o.Deadline)
-		case o.Deadline >= MaxTime:
-			return bad("deadline", "time %d is not below %d (2^61 ns)", o.Deadline, MaxTime)
-		}
-	}
-	if o.Kind == Close && (o.HasToken || o.Lease != 0) {
-		return bad("token", "a close is of the client's handle, not of a lease: it carries no token or lease")
-	}
-	if (o.Held || o.Holder != "") && o.Kind != Inspect {
-		return bad("held", "only inspect carries held and holder, not %s", o.Kind)
-	}
-	if o.Holder != "" && !o.Held {
-		return bad("holder", "a holder without held: the lock named a holder of a key it said was free")
-	}
-	if o.Kind == Inspect && o.HasToken && !o.Held {
-		return bad("token", "an inspect carries its holder's token only when the key is held")
-	}
-	if o.Kind == Holds && o.HasToken {
-		return bad("token", "a holds op carries no token")
-	}
-	if (o.Kind == Inspect || o.Kind == Holds) && o.Lease != 0 {
-		return bad("lease", "%s asks about the key, not a lease: it carries no lease", o.Kind)
-	}
-	if o.HasHolds {
-		switch {
-		case o.Kind != Inspect && o.Kind != Holds:
-			return bad("holds", "only inspect and holds carry a hold count, not %s", o.Kind)
-		case o.HoldCount < 0:
-			return bad("holds", "negative count %d", o.HoldCount)
-		}
-	} else if o.Kind == Holds && o.Result == OK {
-		return bad("holds", "missing (an ok holds op says the count)")
-	}
-	if o.Kind == Footprint && (o.HasToken || o.Lease != 0) {
-		return bad("token", "a footprint samples the key, not a lease: it carries no token or lease")
-	}
-	for _, f := range []struct {
-		name    string
-		has     bool
-		v       int64
-		missing bool
-	}{
-		{"records", o.HasRecords, o.Records, o.Kind == Footprint && o.Result == OK},
-		{"bytes", o.HasBytes, o.Bytes, false},
-	} {
-		switch {
-		case f.has && o.Kind != Footprint:
-			return bad(f.name, "only footprint carries %s, not %s", f.name, o.Kind)
-		case f.has && f.v < 0:
-			return bad(f.name, "negative count %d", f.v)
-		case !f.has && f.missing:
-			return bad(f.name, "missing (an ok footprint says what it measured)")
-		}
+	if err := validateRequired(o); err != nil {
+		return err
 	}
 	if o.HasInLine {
 		switch {
-		case o.Kind != Acquire || !o.Wait:
+		case !o.Wait:
 			return bad("in_line", "only a blocking acquire (wait) is in line")
 		case o.InLine < o.Call:
 			return bad("in_line", "%d is before call %d", o.InLine, o.Call)
 		case o.Completed && o.InLine > o.Return:
 			return bad("in_line", "%d is after return %d", o.InLine, o.Return)
-		case o.InLine >= MaxTime:
-			return bad("in_line", "time %d is not below %d (2^61 ns)", o.InLine, MaxTime)
 		}
 	}
 	return validateMode(o)
 }
 
+// kindList names the ops, for an error.
+const kindList = "acquire, release, renew, write, read, fault, lost, close, inspect, holds, footprint or ttl"
+
+// kindSet is a set of op kinds, a bit each (kindBit).
+type kindSet uint16
+
+// The ops' bits.
+const (
+	kAcquire kindSet = 1 << iota
+	kRelease
+	kRenew
+	kWrite
+	kRead
+	kFault
+	kLost
+	kClose
+	kInspect
+	kHolds
+	kFootprint
+	kTTL
+)
+
+// kindBit is op kind k's bit; 0 for no op of the contract.
+func kindBit(k Kind) kindSet {
+	switch k {
+	case Acquire:
+		return kAcquire
+	case Release:
+		return kRelease
+	case Renew:
+		return kRenew
+	case Write:
+		return kWrite
+	case Read:
+		return kRead
+	case Fault:
+		return kFault
+	case Lost:
+		return kLost
+	case Close:
+		return kClose
+	case Inspect:
+		return kInspect
+	case Holds:
+		return kHolds
+	case Footprint:
+		return kFootprint
+	case TTL:
+		return kTTL
+	}
+	return 0
+}
+
+// numRule is how a field's number is bounded.
+type numRule uint8
+
+const (
+	anyNum   numRule = iota
+	timeNum          // a time: in [0, MaxTime)
+	countNum         // a count: >= 0
+	ttlNum           // a lease length: in [0, MaxTTLMillis]
+)
+
+// carrier is the validation column of the field table (fields), by the
+// same fieldID: the ops that may carry the field (0: any), told in only
+// when another op does, and how its number is bounded.
+type carrier struct {
+	on   kindSet
+	only string
+	num  numRule
+}
+
+// carriers is who may carry each field, and its bounds: the history
+// contract's rules of one field each (Validate's doc).
+func carriers() [numFields]carrier {
+	lease := kAcquire | kRelease | kRenew | kWrite | kRead | kLost | kTTL
+	return [numFields]carrier{
+		fName:     {on: kFault, only: "only fault ops carry a name"},
+		fEvidence: {on: kFault, only: "only fault ops carry evidence"},
+		fCall:     {num: timeNum},
+		fReturn:   {num: timeNum},
+		fTTL:      {on: kAcquire | kRenew, only: "only acquire and renew carry a lease length", num: ttlNum},
+		fToken:    {on: lease | kInspect, only: "only acquire, release, renew, write, read, lost, inspect and ttl carry a token"},
+		fValue:    {on: kWrite | kRead, only: "only write and read carry a value"},
+		fPrev:     {on: kWrite, only: "only write carries prev"},
+		fWait:     {on: kAcquire, only: "only acquire carries wait"},
+		fValid:    {on: kAcquire | kRenew | kRelease | kWrite | kTTL, only: "only acquire, renew, release, write and ttl carry a claimed validity", num: timeNum},
+		fInLine:   {on: kAcquire, only: "only a blocking acquire (wait) is in line", num: timeNum},
+		fLease:    {on: lease, only: "only acquire, release, renew, write, read, lost and ttl carry a lease"},
+		fChecked:  {on: kWrite, only: "only write carries checked"},
+		fDeadline: {on: ^(kFault | kLost), num: timeNum},
+		fHeld:     {on: kInspect, only: "only inspect carries held and holder"},
+		fHolder:   {on: kInspect, only: "only inspect carries held and holder"},
+		fHolds:    {on: kInspect | kHolds, only: "only inspect and holds carry a hold count", num: countNum},
+		fRecords:  {on: kFootprint, only: "only footprint carries records", num: countNum},
+		fBytes:    {on: kFootprint, only: "only footprint carries bytes", num: countNum},
+		fMode:     {on: kAcquire | kRelease | kRenew | kLost | kTTL, only: "only acquire, release, renew, lost and ttl carry a mode"},
+	}
+}
+
+// refusal is why op kind k may not carry field id: the ops that may
+// (c.only), or, where the op's nature is the reason, that.
+func refusal(id fieldID, k Kind, c carrier) string {
+	noLease := id == fToken || id == fLease
+	switch {
+	case id == fDeadline:
+		return fmt.Sprintf("%s ops carry no deadline (they are not calls)", k)
+	case noLease && k == Fault:
+		return fmt.Sprintf("fault ops carry no %s", fieldName(id))
+	case noLease && k == Close:
+		return "a close is of the client's handle, not of a lease: it carries no token or lease"
+	case noLease && k == Footprint:
+		return "a footprint samples the key, not a lease: it carries no token or lease"
+	case id == fToken && k == Holds:
+		return "a holds op carries no token"
+	case id == fLease && (k == Inspect || k == Holds):
+		return fmt.Sprintf("%s asks about the key, not a lease: it carries no lease", k)
+	}
+	return fmt.Sprintf("%s, not %s", c.only, k)
+}
+
+// validateCarriers checks each field o carries against its carrier: the
+// op may carry it, and its number is in bounds. Only the fields seen are
+// looked at (most lines carry a third of them).
+func validateCarriers(o *Op, seen uint32) *fieldError {
+	cs := carriers()
+	for m := seen; m != 0; m &= m - 1 {
+		id := fieldID(bits.TrailingZeros32(m))
+		present, _, i, _ := o.get(id)
+		if id == fTTL {
+			present = true // seen: ttl_ms was on the line, zero or not
+		}
+		if !present {
+			continue
+		}
+		c := cs[id]
+		if c.on != 0 && c.on&kindBit(o.Kind) == 0 {
+			return bad(fieldName(id), "%s", refusal(id, o.Kind, c))
+		}
+		switch {
+		case c.num == timeNum && i < 0:
+			return bad(fieldName(id), "negative time %d", i)
+		case c.num == ttlNum && i < 0:
+			return bad(fieldName(id), "negative lease length %d", i)
+		case c.num == timeNum && i >= MaxTime:
+			return bad(fieldName(id), "time %d is not below %d (2^61 ns, about 73 years from the history's start)", i, MaxTime)
+		case c.num == ttlNum && i > MaxTTLMillis:
+			return bad(fieldName(id), "lease length %d is above %d (2^40 ms, about 34 years)", i, MaxTTLMillis)
+		case c.num == countNum && i < 0:
+			return bad(fieldName(id), "negative count %d", i)
+		}
+	}
+	return nil
+}
+
+// fieldName is field id's JSON name.
+func fieldName(id fieldID) string { return fields()[id].name }
+
+// validateResult checks a fault's name and result, and the client, key
+// and result every other op has.
+func validateResult(o *Op) *fieldError {
+	lockOp := kindBit(o.Kind)&(kAcquire|kRelease|kRenew|kClose|kInspect|kHolds|kFootprint|kTTL) != 0
+	switch {
+	case o.Kind == Fault && o.Name == "":
+		return bad("name", "missing (a fault names its window)")
+	case o.Kind == Fault && o.Result != "" && o.Result != OK && o.Result != Fail && o.Result != Rejected && o.Result != Unknown:
+		return bad("result", "unknown result %q", o.Result)
+	case o.Kind == Fault:
+		return nil
+	case o.Client == "":
+		return bad("client", "missing")
+	case o.Key == "":
+		return bad("key", "missing")
+	case o.Result == "":
+		return bad("result", "missing")
+	case o.Kind == Lost && o.Result != OK:
+		return bad("result", "%q is not a result of lost (a loss notice is ok)", o.Result)
+	case lockOp && o.Result != OK && o.Result != Fail && o.Result != Unknown:
+		return bad("result", "%q is not a result of %s (want ok, fail or unknown)", o.Result, o.Kind)
+	case !lockOp && o.Kind != Lost && o.Result != OK && o.Result != Rejected && o.Result != Unknown:
+		return bad("result", "%q is not a result of %s (want ok, rejected or unknown)", o.Result, o.Kind)
+	}
+	return nil
+}
+
+// validateRequired checks the fields an op must carry, and those that
+// depend on another field or on the result.
+func validateRequired(o *Op) *fieldError {
+	switch {
+	case o.Kind == Write && !o.HasValue:
+		return bad("value", "missing (a write says what it wrote)")
+	case o.Kind == Read && o.Result == OK && !o.HasValue:
+		return bad("value", `missing (an ok read says what it saw; "" when never written)`)
+	case o.Kind == TTL && o.HasValid && o.Result != OK:
+		return bad("valid_until", "a ttl op carries the time left only when the lock answered (ok), not %s", o.Result)
+	case o.Holder != "" && !o.Held:
+		return bad("holder", "a holder without held: the lock named a holder of a key it said was free")
+	case o.Kind == Inspect && o.HasToken && !o.Held:
+		return bad("token", "an inspect carries its holder's token only when the key is held")
+	case o.Kind == Holds && o.Result == OK && !o.HasHolds:
+		return bad("holds", "missing (an ok holds op says the count)")
+	case o.Kind == Footprint && o.Result == OK && !o.HasRecords:
+		return bad("records", "missing (an ok footprint says what it measured)")
+	}
+	return nil
+}
+
 // validateMode checks mode, permits and capacity (see Op.Mode).
 func validateMode(o *Op) *fieldError {
-	if o.Mode != "" {
-		switch o.Mode {
-		case ModeRead, ModeWrite, ModePermits:
-		default:
-			return bad("mode", "unknown mode %q (want read, write or permits; leave it out for an exclusive hold)", o.Mode)
-		}
-		switch o.Kind {
-		case Acquire, Release, Renew, Lost, TTL:
-		default:
-			return bad("mode", "only acquire, release, renew, lost and ttl carry a mode, not %s", o.Kind)
-		}
+	switch o.Mode {
+	case "", ModeRead, ModeWrite, ModePermits:
+	default:
+		return bad("mode", "unknown mode %q (want read, write or permits; leave it out for an exclusive hold)", o.Mode)
 	}
 	if o.Permits != 0 {
 		switch {
