@@ -171,30 +171,77 @@ func parseRun(args []string, stderr io.Writer) (r *runSetup, code int, ok bool) 
 	if code, ok := parseFlags(fs, args); !ok {
 		return nil, code, false
 	}
-	bad := func(format string, a ...any) (*runSetup, int, bool) {
-		fmt.Fprintf(stderr, "lockproof run: "+format+"\n", a...)
+	r, err := readRun(fs, &f, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockproof run: %v\n", err)
 		return nil, exitBadInput, false
 	}
+	return r, exitOK, true
+}
+
+// readRun is parseRun's reading of the parsed flags f of fs: each error
+// names the flag at fault.
+func readRun(fs *flag.FlagSet, f *runFlags, stderr io.Writer) (*runSetup, error) {
 	if fs.NArg() != 0 {
-		return bad("unexpected arguments %q (flags only)", fs.Args())
+		return nil, fmt.Errorf("unexpected arguments %q (flags only)", fs.Args())
 	}
 	if f.resume && f.out != "" {
 		// Before anything reads the flags: those not given take the
 		// run's own values.
 		recorded, err := resumeFlags(fs, f.out)
 		if err != nil {
-			return bad("%v", err)
+			return nil, err
 		}
 		if !recorded {
 			fmt.Fprintf(stderr, "lockproof run: --resume: %s has no %s (made by an earlier lockproof): the flags cannot be checked; give the run's own\n", f.out, runFlagsFile)
 		}
 	}
-	if f.duration < 0 || f.ttl < 0 || f.clients < 0 || f.hold < 0 || f.think < 0 || f.parallel < 1 || f.checkTimeout <= 0 || f.detectTarget <= 0 {
-		return bad("--duration, --ttl, --clients, --hold, --think must be >= 0, --parallel >= 1, --check-timeout and --detect-target > 0")
+	if err := checkRunModes(*f); err != nil {
+		return nil, err
 	}
-	mix, err := workload.ParseMix(f.mix)
-	if err != nil {
-		return bad("--mix: %v", err)
+	r := &runSetup{defining: definingFlags(fs)}
+	var err error
+	if r.mix, err = workload.ParseMix(f.mix); err != nil {
+		return nil, fmt.Errorf("--mix: %w", err)
+	}
+	if r.registry, err = builtin(); err != nil {
+		return nil, err
+	}
+	if err := r.pickLocks(*f); err != nil {
+		return nil, err
+	}
+	if r.seeds, err = runSeeds(*f); err != nil {
+		return nil, err
+	}
+	if r.kind, r.byo, err = runEnv(*f); err != nil {
+		return nil, err
+	}
+	if f.out == "" {
+		f.out = filepath.Join("runs", time.Now().UTC().Format("20060102T150405Z"))
+	}
+	if f.shard != "" {
+		sh, err := contract.ParseShard(f.shard)
+		if err != nil {
+			return nil, fmt.Errorf("--shard: %w", err)
+		}
+		r.shard = &sh
+	}
+	// --out is checked now, cleared (--force) only once every flag, the
+	// config and the environment passed, right before the run: a run that
+	// stops on bad input must not have deleted anything.
+	if err := checkOut(f.out, f.force, f.resume); err != nil {
+		return nil, err
+	}
+	r.f = *f
+	return r, nil
+}
+
+// checkRunModes checks the flags' bounds and which of them go together:
+// one mode at most (--detect, --regression, --save-regression), --force
+// or --resume, and what --resume and --shard continue or split.
+func checkRunModes(f runFlags) error {
+	if f.duration < 0 || f.ttl < 0 || f.clients < 0 || f.hold < 0 || f.think < 0 || f.parallel < 1 || f.checkTimeout <= 0 || f.detectTarget <= 0 {
+		return errors.New("--duration, --ttl, --clients, --hold, --think must be >= 0, --parallel >= 1, --check-timeout and --detect-target > 0")
 	}
 	modes := 0
 	for _, b := range []bool{f.detect, f.regression != "", f.saveRegression != ""} {
@@ -202,78 +249,103 @@ func parseRun(args []string, stderr io.Writer) (r *runSetup, code int, ok bool) 
 			modes++
 		}
 	}
-	if modes > 1 {
-		return bad("--detect, --regression and --save-regression exclude each other")
+	switch {
+	case modes > 1:
+		return errors.New("--detect, --regression and --save-regression exclude each other")
+	case f.force && f.resume:
+		return errors.New("--force and --resume exclude each other")
+	case f.resume && (f.detect || f.regression != ""):
+		return errors.New("--resume continues a matrix run: not with --detect or --regression")
+	case f.shard != "" && (f.detect || f.regression != ""):
+		return errors.New("--shard splits a matrix run: not with --detect or --regression")
 	}
 	if f.saveRegression != "" {
 		if err := runner.CheckRegressionName(f.saveRegression); err != nil {
-			return bad("--save-regression: %v", err)
+			return fmt.Errorf("--save-regression: %w", err)
 		}
-	}
-	registry, err := builtin()
-	if err != nil {
-		return bad("%v", err)
-	}
-	locks, err := parseNames("--locks", f.locks, registry.Names())
-	if err != nil {
-		return bad("%v", err)
-	}
-	cmdLock, cmdCfg, err := commandLock(f)
-	if err != nil {
-		return bad("%v", err)
 	}
 	if !slices.Contains(contract.Topologies(), f.topology) {
-		return bad("--topology %q: want one of %v", f.topology, contract.Topologies())
+		return fmt.Errorf("--topology %q: want one of %v", f.topology, contract.Topologies())
 	}
-	faults, err := parseNames("--faults", f.faults, chaos.Faults())
-	if err != nil {
-		return bad("%v", err)
+	return nil
+}
+
+// pickLocks reads --locks, --faults and --lock-cmd into r: the locks and
+// faults the run names (all: the topology's), the command's lock and its
+// config, each checked against the topology.
+func (r *runSetup) pickLocks(f runFlags) error {
+	var err error
+	if r.locks, err = parseNames("--locks", f.locks, r.registry.Names()); err != nil {
+		return err
 	}
-	allFaults := f.faults == "all" || f.faults == ""
+	if r.cmdLock, r.cmdCfg, err = commandLock(f); err != nil {
+		return err
+	}
+	if r.faults, err = parseNames("--faults", f.faults, chaos.Faults()); err != nil {
+		return err
+	}
+	r.allFaults = f.faults == "all" || f.faults == ""
 	if f.locks == "all" || f.locks == "" {
-		locks = runner.LocksOn(registry, f.topology)
-		if cmdLock != nil {
-			locks = nil // the command's lock alone, unless --locks names others
+		r.locks = runner.LocksOn(r.registry, f.topology)
+		if r.cmdLock != nil {
+			r.locks = nil // the command's lock alone, unless --locks names others
 		}
 	}
-	if cmdLock != nil {
-		if contract.IsStore(f.topology) {
-			return bad("--lock-cmd: a lock's own process is handed one Redis endpoint (docs/LINEPROTO.md, version %d); --topology %s is not supported", lineproto.Version, f.topology)
+	if r.cmdLock != nil {
+		if err := r.checkCommandLock(f.topology); err != nil {
+			return err
 		}
-		if f.topology == contract.TopologyCluster {
-			return bad("--lock-cmd: a lock's own process is handed one Redis endpoint (docs/LINEPROTO.md, version %d); --topology %s is not supported", lineproto.Version, contract.TopologyCluster)
-		}
-		for _, fault := range faults {
-			if allFaults {
-				break // the default matrix runs no child-process clients
-			}
-			if fl, ok := chaos.Lookup(fault); ok && fl.Processes > 0 {
-				return bad("--faults %s: it runs Go clients as child processes; a --lock-cmd lock is a process already, which pause-client and crash-client freeze and kill", fault)
-			}
-		}
-		locks = append(locks, cmdLock.Name)
+		r.locks = append(r.locks, r.cmdLock.Name)
 	}
 	// A lock of another deployment is refused here, before --plan prints
-	// it and before --out is made (issue 63.4: the run refused it only
-	// after making an empty --out).
-	for _, name := range locks {
-		if e, ok := registry.Lookup(name); ok {
+	// it and before --out is made.
+	for _, name := range r.locks {
+		if e, ok := r.registry.Lookup(name); ok {
 			if err := runner.RunsOn(e, f.topology); err != nil {
-				return bad("--locks: %v; choose --topology %s", err, cmp.Or(e.Needs.Store, contract.TopologySentinel))
+				return fmt.Errorf("--locks: %w; choose --topology %s", err, cmp.Or(e.Needs.Store, contract.TopologySentinel))
 			}
 		}
 	}
-	seedList := f.seeds
-	if seedList == "" {
-		seedList = "1"
-		if f.detect {
-			seedList = "1-20"
+	return nil
+}
+
+// checkCommandLock refuses what a --lock-cmd lock cannot run on: a
+// topology other than Sentinel's (its process is handed one Redis
+// endpoint), and named faults that run clients as child processes.
+func (r *runSetup) checkCommandLock(topology string) error {
+	if contract.IsStore(topology) || topology == contract.TopologyCluster {
+		return fmt.Errorf("--lock-cmd: a lock's own process is handed one Redis endpoint (docs/LINEPROTO.md, version %d); --topology %s is not supported", lineproto.Version, topology)
+	}
+	if r.allFaults {
+		return nil // the default matrix runs no child-process clients
+	}
+	for _, fault := range r.faults {
+		if fl, ok := chaos.Lookup(fault); ok && fl.Processes > 0 {
+			return fmt.Errorf("--faults %s: it runs Go clients as child processes; a --lock-cmd lock is a process already, which pause-client and crash-client freeze and kill", fault)
 		}
 	}
-	seeds, err := parseSeeds(seedList)
-	if err != nil {
-		return bad("--seeds: %v", err)
+	return nil
+}
+
+// runSeeds reads --seeds (default 1; 1-20 with --detect).
+func runSeeds(f runFlags) ([]uint64, error) {
+	list := f.seeds
+	if list == "" {
+		list = "1"
+		if f.detect {
+			list = "1-20"
+		}
 	}
+	seeds, err := parseSeeds(list)
+	if err != nil {
+		return nil, fmt.Errorf("--seeds: %w", err)
+	}
+	return seeds, nil
+}
+
+// runEnv reads the environment's kind (--provider, else LOCKPROOF_ENV)
+// and, for byo, its --byo-config, which goes with byo alone.
+func runEnv(f runFlags) (env.Kind, *env.BYOConfig, error) {
 	kind, from := env.Kind(f.provider), "--provider"
 	if kind == "" {
 		// The library reads no environment variable: LOCKPROOF_ENV is ours.
@@ -282,51 +354,24 @@ func parseRun(args []string, stderr io.Writer) (r *runSetup, code int, ok bool) 
 	switch kind {
 	case "", env.Process, env.Docker, env.BYO:
 	default:
-		return bad("%s %q: want process, docker or byo", from, kind)
+		return "", nil, fmt.Errorf("%s %q: want process, docker or byo", from, kind)
 	}
 	if f.byoConfig != "" && kind != env.BYO {
 		// Else --plan would print the file's deployment "on the default
-		// environment", and the run would ignore it (issue 63.4).
-		return bad("--byo-config describes your own deployment: it goes with --provider byo (the %s environment starts its own servers)", cmp.Or(string(kind), "default"))
+		// environment", and the run would ignore it.
+		return "", nil, fmt.Errorf("--byo-config describes your own deployment: it goes with --provider byo (the %s environment starts its own servers)", cmp.Or(string(kind), "default"))
 	}
-	var byo *env.BYOConfig
-	if f.byoConfig != "" {
-		if byo, err = readBYO(f.byoConfig, os.Getenv); err != nil {
-			return bad("--byo-config: %v", err)
-		}
+	if kind != env.BYO {
+		return kind, nil, nil
 	}
-	if kind == env.BYO && byo == nil {
-		return bad("--provider byo needs --byo-config FILE")
+	if f.byoConfig == "" {
+		return "", nil, errors.New("--provider byo needs --byo-config FILE")
 	}
-	if f.out == "" {
-		f.out = filepath.Join("runs", time.Now().UTC().Format("20060102T150405Z"))
+	byo, err := readBYO(f.byoConfig, os.Getenv)
+	if err != nil {
+		return "", nil, fmt.Errorf("--byo-config: %w", err)
 	}
-	if f.force && f.resume {
-		return bad("--force and --resume exclude each other")
-	}
-	if f.resume && (f.detect || f.regression != "") {
-		return bad("--resume continues a matrix run: not with --detect or --regression")
-	}
-	var shard *contract.Shard
-	if f.shard != "" {
-		if f.detect || f.regression != "" {
-			return bad("--shard splits a matrix run: not with --detect or --regression")
-		}
-		sh, err := contract.ParseShard(f.shard)
-		if err != nil {
-			return bad("--shard: %v", err)
-		}
-		shard = &sh
-	}
-	// --out is checked now, cleared (--force) only once every flag, the
-	// config and the environment passed, right before the run: a run that
-	// stops on bad input must not have deleted anything.
-	if err := checkOut(f.out, f.force, f.resume); err != nil {
-		return bad("%v", err)
-	}
-
-	return &runSetup{f: f, registry: registry, locks: locks, faults: faults, allFaults: allFaults, seeds: seeds, cmdLock: cmdLock,
-		mix: mix, kind: kind, byo: byo, shard: shard, defining: definingFlags(fs), cmdCfg: cmdCfg}, exitOK, true
+	return kind, byo, nil
 }
 
 // prepareRun registers --lock-cmd's lock, opens the environment
