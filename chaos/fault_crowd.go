@@ -17,8 +17,8 @@ import (
 // line of 31 at ~50 ms a section is 1.5 s).
 //
 // Not in the default matrix: the checker's search on a key that 32
-// clients share with unknown outcomes straddling every hand-off is what
-// issue 27 ("crowded keys") is about; a run names it.
+// clients share with unknown outcomes straddling every hand-off costs
+// minutes where the other faults cost seconds; a run names it.
 func crowdFault() Fault {
 	return Fault{Name: contract.FaultCrowd,
 		NotSimulated: "contention, not a fault: 32 clients on one key in brief sections; the simulation takes --clients (up to 64) and --mix, not the crowd's brief sections yet",

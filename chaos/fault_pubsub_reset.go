@@ -16,7 +16,7 @@ import (
 // refuses SUBSCRIBE (nemesis.PubSubReset), every half TTL for 3 TTLs.
 // Unlike reset, the clients' commands pass, so a waiter that still
 // believes in its dead subscription sleeps through its hand-off while it
-// could poll (package lock's review defect 3). It acts on the master every
+// could poll. It acts on the master every
 // scenario shares, so it runs alone; on a deployment lockproof does not
 // run, it would change the operator's ACL.
 func pubsubResetFault() Fault {

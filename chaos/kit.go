@@ -149,8 +149,8 @@ const scanRest = 9
 
 // paced asks look until it says true (or fails, or ctx ends), resting
 // after each look scanRest times as long as it took, and at least a
-// millisecond (issue 47 item 5: a look every millisecond kept a large
-// staging database SCANning back to back).
+// millisecond: a look every millisecond would keep a large database
+// SCANning back to back.
 func paced(ctx context.Context, look func() (bool, error)) error {
 	for {
 		start := time.Now()

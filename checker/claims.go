@@ -342,7 +342,7 @@ func (c *run) checkedWrite(k *keyOps, cl *claimIndex, w *lop) (Violation, bool) 
 // for a hold whose release had returned ok before o was called: the hold
 // was given up, and the lock still told its user the lease was valid (a
 // lock whose nested holds share their owner's record answers with the
-// record of the holds that are left; package lock's review defect 7). Only
+// record of the holds that are left). Only
 // a release and an answer that name the same hold are judged: one without
 // a lease may be about another hold of the client that still stands.
 func (c *run) releasedClaim(cl *claimIndex, o *lop) (Violation, bool) {

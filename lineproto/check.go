@@ -20,8 +20,7 @@ var ErrCheck = errors.New("the lock's process failed its check")
 // Check starts the lock's process once, as a run's first client would,
 // completes hello and a few pings, and closes it: what every scenario of a
 // run would otherwise meet one by one (a missing interpreter module, a
-// wrong flag: issue 63.3 ran 12 scenarios to UNKNOWN and printed the
-// same traceback 24 times). The process is handed an in-process Redis
+// wrong flag: every scenario unknown, the same traceback in each). The process is handed an in-process Redis
 // (miniredis) for the check, so that nothing of a deployment is needed or
 // touched: a hello that dials and pings Redis works, and one acquire of a
 // check key shows a process that does not log in with hello's password.

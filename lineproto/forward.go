@@ -37,8 +37,7 @@ import (
 // upstream. The endpoint logs in to the deployment itself, with the
 // harness's credentials, which the process never sees: another local
 // process that finds the port (it is in /proc/net/tcp) cannot reach the
-// deployment through it, nor borrow the harness's TLS client certificate
-// (issue 62 item 1).
+// deployment through it, nor borrow the harness's TLS client certificate.
 type forwarder struct {
 	ln     net.Listener
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error)

@@ -61,8 +61,8 @@ type Config struct {
 
 // BaseEnv are the variables of this process's environment every lock
 // process gets (when set): what finds programs and files and says the
-// locale, nothing that may hold a secret of the harness's (issue 62.11:
-// the process inherited LOCKPROOF_SENTINEL_PASSWORD). LC_* is every
+// locale, nothing that may hold a secret of the harness's (such as
+// LOCKPROOF_SENTINEL_PASSWORD). LC_* is every
 // variable of that prefix; SYSTEMROOT, TEMP and TMP are Windows'.
 var BaseEnv = []string{"PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TMPDIR", "TZ", "SYSTEMROOT", "TEMP", "TMP"}
 

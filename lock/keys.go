@@ -54,8 +54,9 @@ func RedisKeys(key string) Keys { return keysOf(key, "") }
 // ("{hash}key" for a key with braces), while a shared kind's base goes on
 // after the tag with ":rw" or ":sem", which has none. Each kind's scripts
 // read the other's records as garbage, so two kinds must never meet on
-// one key (the review of 2026-12-07: RedisKeys("rw:"+key) was the mutex
-// "rw:key"'s keys, and each kind granted beside the other's holds).
+// one key: were a shared kind's keys a prefix away from the mutex's
+// (RedisKeys("rw:"+key)), the mutex "rw:key" and the read-write lock
+// "key" would each grant beside the other's holds.
 func keysOf(key, kind string) Keys {
 	base := "{" + key + "}"
 	if key == "" || strings.ContainsAny(key, "{}") {

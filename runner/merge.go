@@ -52,8 +52,9 @@ func Merge(out string, dirs []string, noReport bool) (*contract.Summary, error) 
 			return nil, fmt.Errorf("%w: %s is the output directory too", ErrBadMerge, d)
 		}
 		// Every file of a shard is read through its root, and none may
-		// be a link (issue 62.2: a scenario directory that linked to
-		// ~/.ssh was copied into the merged output).
+		// be a link: a shard is untrusted input (a CI artifact), and a
+		// scenario directory that linked to ~/.ssh would copy it into
+		// the merged output.
 		root, err := os.OpenRoot(d)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadMerge, err)

@@ -138,7 +138,7 @@ var ErrNotRunDir = errors.New("not a run directory")
 // directory that holds nothing but what a run writes (runFiles, and the
 // directory and page of each of the summary's scenarios). Anything else is
 // ErrNotRunDir, the error naming what is wrong: a folder that merely holds
-// a file named summary.json is not a run directory (issue 62.3).
+// a file named summary.json is not a run directory.
 func RunDirOf(dir string) (string, error) {
 	id, err := readMarker(dir)
 	switch {

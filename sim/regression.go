@@ -18,8 +18,8 @@ import (
 // MaxDuration and MaxClients bound a simulated run (lockproof sim's
 // --duration and --clients, a regressions file's duration_ms and
 // clients): the history, and every client's goroutines and connection
-// pool, live in one worker's memory (issue 62.7: duration_ms
-// 900000000000 grew a worker by about 150 MB a second).
+// pool, live in one worker's memory, which an unbounded duration_ms
+// grows by about 150 MB a second.
 const (
 	MaxDuration = 10 * time.Minute
 	MaxClients  = 64

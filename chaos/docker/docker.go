@@ -293,8 +293,8 @@ func (e *Env) start(ctx context.Context, o Options) error {
 	if e.gateway, err = e.gatewayIP(ctx); err != nil {
 		return err
 	}
-	// Every server and Sentinel asks a password of the environment's own
-	// (issue 62 item 9): their ports are published on 127.0.0.1, where
+	// Every server and Sentinel asks a password of the environment's own:
+	// their ports are published on 127.0.0.1, where
 	// any local user could otherwise read or write them mid-run. It goes
 	// to them in a file (authConf), never on a command line, which every
 	// local user can read in the process list.

@@ -17,8 +17,8 @@ import (
 // subscriber. Commands pass all along. go-redis reconnects a dropped
 // subscription at once, but a refused re-SUBSCRIBE is never sent again:
 // only a client that reads its connection's errors itself learns that it
-// hears nothing any more (package lock's review defect 3: its waiters
-// slept through their hand-offs).
+// hears nothing any more; a lock that does not sleeps through its
+// waiters' hand-offs.
 //
 // Each round refuses SUBSCRIBE (ACL SETUSER default -subscribe
 // -psubscribe), kills the node's pub/sub clients (CLIENT KILL TYPE

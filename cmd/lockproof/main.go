@@ -75,8 +75,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if len(args) >= 2 && args[0] == "help" {
 		c, ok := cmds[args[1]]
 		if !ok || len(args) > 2 {
-			// As lockproof bogus is refused (issue 63.4: help bogus
-			// printed the commands and exited 0).
+			// As lockproof bogus is refused: a typo in a script's
+			// help call must not pass as success.
 			fmt.Fprintf(stderr, "lockproof help: unknown command %q%s (lockproof help lists the commands)\n", strings.Join(args[1:], " "), didYouMean(args[1], cmds))
 			return exitBadInput
 		}

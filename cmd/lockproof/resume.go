@@ -15,9 +15,10 @@ import (
 // runFlagsFile is the file, in a run directory, holding the flags that
 // made the run (those that decide what it runs: runDefining), so that
 // --resume continues the same run: a flag not given takes the run's
-// value, a flag given with another value is refused by name (issue 63.1:
-// a resume with other --locks rewrote a finished 156-scenario run's
-// summary into one of 1 scenario, and left 155 directories unreferenced).
+// value, a flag given with another value is refused by name: a resume
+// with other --locks would rewrite a finished run's summary into one of
+// the new locks alone, and leave the other scenarios' directories
+// unreferenced.
 const runFlagsFile = "run-flags.json"
 
 // runDefining are the flags of run that decide what its scenarios are and

@@ -388,7 +388,7 @@ func prepareRun(ctx context.Context, r *runSetup, stdout, stderr io.Writer) (cfg
 			return bad("--lock-name: %v", err)
 		}
 		// The process starts once and completes hello before anything
-		// runs (issue 63.3): a lock that cannot start fails the run here,
+		// runs: a lock that cannot start fails the run here,
 		// its stderr said once, not in every scenario.
 		if r.cmdCfg != nil && !f.plan {
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -436,7 +436,7 @@ func prepareRun(ctx context.Context, r *runSetup, stdout, stderr io.Writer) (cfg
 	}
 	// The first run on a machine builds the Toxiproxy server (half a
 	// minute of CPU, once): said before it starts, or the first rows
-	// seem to hang (issue 63.6).
+	// seem to hang.
 	if kind != env.BYO && !env.ToxiproxyBuilt() {
 		fmt.Fprintf(stderr, "lockproof run: building the Toxiproxy server, once for this machine (about half a minute; %s names a server built elsewhere)\n", env.ToxiServerEnvVar)
 		start := time.Now()
@@ -827,8 +827,8 @@ func checkOut(out string, force, resume bool) error {
 
 // checkClearable refuses to let --force clear dir unless it is a run
 // directory lockproof made (runner.RunDirOf: its marker, or an old run
-// directory's summary.json and files; issue 62.3: a folder holding a
-// coverage summary.json beside a source tree was emptied), and never the file
+// directory's summary.json and files: not any folder that holds a file
+// named summary.json, such as a coverage report's), and never the file
 // system's root, the home directory, the current directory or one of
 // its parents, wherever a link leads (review: --force emptied a folder
 // holding .ssh and a source tree).

@@ -9,8 +9,8 @@ import (
 )
 
 // parseQuiet parses args with fs, saying a bad flag in a few lines rather
-// than the command's whole flag list (issue 63.4: a misspelt --seed
-// printed 60 lines of flags): the error with the flag's name as typed
+// than the command's whole flag list (dozens of lines that bury the
+// error): the error with the flag's name as typed
 // (--name), a "did you mean" when a flag's name is near, and where the
 // flags are listed. -h and --help still print the usage and flags.
 func parseQuiet(fs *flag.FlagSet, args []string) error {

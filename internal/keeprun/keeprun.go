@@ -4,7 +4,7 @@
 // the history the check cites, the fault and stall windows), and the whole
 // directory is copied under $LOCKPROOF_KEEP_FAILED when it is set (where a
 // CI job uploads it). A verdict that broke once on a loaded runner can then
-// be read, instead of rerun and hoped for (issue 66). Only tests import it.
+// be read, instead of rerun and hoped for. Only tests import it.
 package keeprun
 
 import (

@@ -97,7 +97,7 @@ func run() error {
 // Toxiproxy client takes the endpoint http://127.0.0.1:PORT/token as it
 // is. Another local process that finds the port (it is in
 // /proc/net/tcp) can neither add toxics to falsify a run nor make a
-// proxy that listens beyond loopback (issue 62 item 10).
+// proxy that listens beyond loopback.
 func tokenGuard(token string, next http.Handler) http.Handler {
 	prefix := "/" + token
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
