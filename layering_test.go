@@ -63,6 +63,12 @@ func TestLayering(t *testing.T) {
 			"the runner runs the locks its caller registers (Config.Registry): it names no specimen, and what a lock is predicted to do comes from its entry through package judge"},
 		{"sim", func(p string) bool { return !under(p, "runner") && !under(p, "zoo") },
 			"the simulation judges through package judge, as the matrix does: it needs nothing of the matrix's runner"},
+		{"zoo", func(p string) bool {
+			return !under(p, "judge") && !under(p, "checker") && !under(p, "runner") && !under(p, "chaos") && !under(p, "sim") && !under(p, "reports")
+		},
+			"the locks and their entries are what a user imports (zoo.FencedEntry beside their own lock): their predictions are data, judged elsewhere, so importing zoo pulls in neither the judging nor the checker's Porcupine"},
+		{"locker", func(p string) bool { return p == "contract" || p == "fencing" },
+			"the interface every lock implements, a user's too: it names the contract's properties and faults and the fencing resources, and nothing of the harness"},
 		{"judge", func(p string) bool { return p == "contract" || p == "history" || p == "checker" || p == "locker" },
 			"judging reads verdicts, fault windows and predictions: nothing of how a run was made"},
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/lockproof/lockproof/internal/rediscmd"
 	"github.com/lockproof/lockproof/internal/redistest"
 	"github.com/lockproof/lockproof/internal/toxitest"
+	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/tla"
 	"github.com/lockproof/lockproof/tla/trace"
@@ -383,7 +384,7 @@ func TestFencedUnderFaults(t *testing.T) {
 			}
 			out, res := runAndCheck(t, e, sc)
 			t.Logf("%s", describe(out, res))
-			exp := zoo.Predicted(sc.Lock, fault)
+			exp := judge.Named(zoo.Builtin(), sc.Lock, fault, contract.TopologySentinel)
 			checkResource(t, out, res, exp.Want(contract.PropResource).Verdict())
 			switch fault {
 			case contract.FaultNone, contract.FaultLatency, contract.FaultPartition, contract.FaultPauseClient:

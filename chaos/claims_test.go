@@ -14,6 +14,7 @@ import (
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/internal/alone"
+	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/zoo"
@@ -355,7 +356,7 @@ func TestRedisForgetsTheLock(t *testing.T) {
 		if !strings.Contains(s.FaultEvidence, bit) || strings.Contains(s.FaultEvidence, "keys before none") {
 			t.Errorf("%s: the fault did not bite: %q", sp.ID(), s.FaultEvidence)
 		}
-		exp := zoo.Predicted(sp.Lock, sp.Fault)
+		exp := judge.Named(zoo.Builtin(), sp.Lock, sp.Fault, contract.TopologySentinel)
 		for _, p := range contract.PropertyIDs() {
 			if !exp.Want(p).Matches(s.Verdict(p)) {
 				t.Errorf("%s: %s %s, predicted %s", sp.ID(), p, s.Verdict(p), exp.Want(p))

@@ -12,6 +12,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/internal/chaostest"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/internal/testlong"
+	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
 	"github.com/lockproof/lockproof/runner"
 	"github.com/lockproof/lockproof/zoo"
@@ -56,7 +57,7 @@ func TestFencedOnCluster(t *testing.T) {
 			if fault != contract.FaultNone && !strings.HasPrefix(out.FaultName, fault+" ") {
 				t.Errorf("fault window %q; want one of kind %s (tla/trace and the checker read the kind off it)", out.FaultName, fault)
 			}
-			exp := zoo.PredictedOn(sc.Lock, fault, contract.TopologyCluster)
+			exp := judge.Named(zoo.Builtin(), sc.Lock, fault, contract.TopologyCluster)
 			for _, p := range contract.PropertyIDs() {
 				if got := res.Of(p).Verdict; !exp.Want(p).Matches(got) {
 					t.Errorf("%s %s; the matrix predicts %s (%s)\n%s", p, got, exp.Want(p), exp.Why, describe(out, res))
@@ -134,7 +135,7 @@ func TestFaultsOnBYOCluster(t *testing.T) {
 			if !strings.HasPrefix(out.FaultName, c.window) {
 				t.Errorf("fault window %q; want %q", out.FaultName, c.window)
 			}
-			exp := zoo.PredictedOn(sc.Lock, c.fault, contract.TopologyCluster)
+			exp := judge.Named(zoo.Builtin(), sc.Lock, c.fault, contract.TopologyCluster)
 			for _, p := range contract.PropertyIDs() {
 				if got := res.Of(p).Verdict; !exp.Want(p).Matches(got) {
 					t.Errorf("%s %s; the matrix predicts %s (%s)", p, got, exp.Want(p), exp.Why)

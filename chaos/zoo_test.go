@@ -325,7 +325,7 @@ func TestZooBreaks(t *testing.T) {
 		var again []runner.Spec
 		for _, d := range decisive {
 			s := rows[spec(d, seed-1).ID()]
-			if s != nil && last[d.Lock] == seed-1 && zoo.Predicted(d.Lock, d.Fault).Want(d.Property) == contract.WantViolated && s.Verdict(d.Property) == contract.OK {
+			if s != nil && last[d.Lock] == seed-1 && judge.Named(zoo.Builtin(), d.Lock, d.Fault, contract.TopologySentinel).Want(d.Property) == contract.WantViolated && s.Verdict(d.Property) == contract.OK {
 				t.Logf("%s: %s not violated on seed %d; trying seed %d", s.ID(), d.Property, seed-1, seed)
 				again = append(again, spec(d, seed))
 				last[d.Lock] = seed
@@ -348,7 +348,7 @@ func TestZooBreaks(t *testing.T) {
 			if s.Ops == 0 {
 				t.Fatalf("empty history")
 			}
-			want := zoo.Predicted(d.Lock, d.Fault).Want(d.Property)
+			want := judge.Named(zoo.Builtin(), d.Lock, d.Fault, contract.TopologySentinel).Want(d.Property)
 			got := s.Verdict(d.Property)
 			switch want {
 			case contract.WantViolated:

@@ -53,12 +53,12 @@ func TestExpectedTable(t *testing.T) {
 		{"fenced", contract.FaultFailover, contract.PropResource, contract.WantOK},
 	}
 	for _, m := range must {
-		if got := zoo.Predicted(m.lock, m.fault).Want(m.prop); got != m.want {
-			t.Errorf("zoo.Predicted(%s, %s).%s = %s; want %s", m.lock, m.fault, m.prop, got, m.want)
+		if got := judge.Named(zoo.Builtin(), m.lock, m.fault, contract.TopologySentinel).Want(m.prop); got != m.want {
+			t.Errorf("Named(%s, %s).%s = %s; want %s", m.lock, m.fault, m.prop, got, m.want)
 		}
 	}
 	for _, l := range []string{"lua", "watchdog", "reentrant", "redlock"} {
-		e := zoo.Predicted(l, contract.FaultPauseClient)
+		e := judge.Named(zoo.Builtin(), l, contract.FaultPauseClient, contract.TopologySentinel)
 		lease := contract.WantOK
 		switch l {
 		case "watchdog":
@@ -67,11 +67,11 @@ func TestExpectedTable(t *testing.T) {
 			lease = contract.WantMay // seen broken before the pause on a loaded run (docs/FINDINGS.md)
 		}
 		if e.Want(contract.PropLease) != lease || e.Want(contract.PropResource) != contract.WantViolated {
-			t.Errorf("zoo.Predicted(%s, pause-client) = %+v; want lease %s, resource violated", l, e, lease)
+			t.Errorf("Named(%s, pause-client) = %+v; want lease %s, resource violated", l, e, lease)
 		}
 	}
 	for _, f := range Faults() {
-		e := zoo.Predicted("fenced", f)
+		e := judge.Named(zoo.Builtin(), "fenced", f, contract.TopologySentinel)
 		if !contract.Predicted(f) {
 			// A fault the guarantees do not discuss yet: no prediction
 			// for anyone until a profile or a lock makes one.
@@ -87,23 +87,23 @@ func TestExpectedTable(t *testing.T) {
 			t.Errorf("fenced under %s: Rejected = %v", f, e.Rejected)
 		}
 		for _, l := range zoo.Builtin().Names() {
-			e := zoo.Predicted(l, f)
+			e := judge.Named(zoo.Builtin(), l, f, contract.TopologySentinel)
 			plain := e.Want(contract.PropLease) == contract.WantOK && e.Want(contract.PropResource) == contract.WantOK && e.Want(contract.PropLiveness) == contract.WantOK && !e.Rejected
 			// Every lock keeps every property, or says why not (under
 			// none too: the frozen copies of the shipped lock's past, the
 			// specimens whose release deletes the key blindly).
 			if !plain && e.Why == "" {
-				t.Errorf("zoo.Predicted(%s, %s) = %+v has no Why", l, f, e)
+				t.Errorf("Named(%s, %s) = %+v has no Why", l, f, e)
 			}
 		}
 	}
-	if e := zoo.Predicted("nope", contract.FaultNone); e.Want(contract.PropLease) != contract.WantAny {
+	if e := judge.Named(zoo.Builtin(), "nope", contract.FaultNone, contract.TopologySentinel); e.Want(contract.PropLease) != contract.WantAny {
 		t.Errorf("unknown lock: %+v; want any", e)
 	}
 	// The decisive scenario of each lock is one its expectation says breaks
 	// (or, for the shipped lock in either configuration, holds).
 	for _, d := range judge.DecisiveOf(zoo.Builtin()) {
-		w := zoo.Predicted(d.Lock, d.Fault).Want(d.Property)
+		w := judge.Named(zoo.Builtin(), d.Lock, d.Fault, contract.TopologySentinel).Want(d.Property)
 		shipped := d.Lock == zoo.FencedName || d.Lock == zoo.FencedAcksName
 		if shipped != (w == contract.WantOK) || (!shipped && w != contract.WantViolated) {
 			t.Errorf("decisive %+v: expectation %s", d, w)
@@ -581,7 +581,7 @@ func TestErrorIsNeverAsExpected(t *testing.T) {
 		return row
 	}
 	row := good()
-	judge.Row(zoo.Predicted(row.Lock, row.Fault), row)
+	judge.Row(judge.Named(zoo.Builtin(), row.Lock, row.Fault, contract.TopologySentinel), row)
 	if !row.AsExpected {
 		t.Fatalf("clean row not as expected: %+v", row.Mismatches)
 	}
@@ -591,14 +591,14 @@ func TestErrorIsNeverAsExpected(t *testing.T) {
 	} {
 		row := good()
 		spoil(row)
-		judge.Row(zoo.Predicted(row.Lock, row.Fault), row)
+		judge.Row(judge.Named(zoo.Builtin(), row.Lock, row.Fault, contract.TopologySentinel), row)
 		sum := contract.Summary{Scenarios: []*contract.Row{good(), row}}
 		if row.AsExpected || !row.Unknown() || sum.Status() != 3 {
 			t.Errorf("row with error %q / fault error %q: as expected %v, unknown %v, status %d; want false, true, 3",
 				row.Error, row.FaultError, row.AsExpected, row.Unknown(), sum.Status())
 		}
 		row.Verdicts[contract.PropResource] = contract.Violated // a contradiction found despite the error still counts
-		judge.Row(zoo.Predicted(row.Lock, row.Fault), row)
+		judge.Row(judge.Named(zoo.Builtin(), row.Lock, row.Fault, contract.TopologySentinel), row)
 		if sum.Status() != 1 {
 			t.Errorf("violated row with an error: status %d, want 1", sum.Status())
 		}
@@ -617,7 +617,7 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 		if lease == contract.Violated {
 			r.DetectMs = map[string]int64{contract.PropLease: det}
 		}
-		judge.Row(zoo.Predicted(r.Lock, r.Fault), r)
+		judge.Row(judge.Named(zoo.Builtin(), r.Lock, r.Fault, contract.TopologySentinel), r)
 		return r
 	}
 	rows := []*contract.Row{row(1, contract.Violated, 1500), row(2, contract.OK, 0), row(3, contract.Violated, 1400)}
@@ -647,7 +647,7 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 	// still settles the seeds that missed the break.
 	failed := row(4, contract.Violated, 900)
 	failed.FaultError = "the fault did not bite"
-	judge.Row(zoo.Predicted(failed.Lock, failed.Fault), failed)
+	judge.Row(judge.Named(zoo.Builtin(), failed.Lock, failed.Fault, contract.TopologySentinel), failed)
 	missed := row(5, contract.OK, 0)
 	c = judge.Cells([]*contract.Row{failed, missed}, builtinExps([]*contract.Row{failed, missed}))[0]
 	if c.Seeds != 1 || c.Found[contract.PropLease] != 0 || c.Rate[contract.PropLease] != 0 || c.DetectMedianMs[contract.PropLease] != 0 {
@@ -665,7 +665,7 @@ func TestCellsJudgeOverSeeds(t *testing.T) {
 	hold := func(seed uint64, lease contract.Verdict) *contract.Row {
 		r := (&matrix{}).newRow(resolved(Spec{Lock: "fenced", Fault: contract.FaultNone, Seed: seed}))
 		r.Verdicts = verdicts(lease, contract.OK, contract.NA)
-		judge.Row(zoo.Predicted(r.Lock, r.Fault), r)
+		judge.Row(judge.Named(zoo.Builtin(), r.Lock, r.Fault, contract.TopologySentinel), r)
 		return r
 	}
 	rs := []*contract.Row{hold(1, contract.OK), hold(2, contract.Violated)}
@@ -687,7 +687,7 @@ func TestRateBelowPromiseIsARegression(t *testing.T) {
 			if i < found {
 				r.Verdicts[contract.PropLease] = contract.Violated
 			}
-			judge.Row(zoo.Predicted(r.Lock, r.Fault), r)
+			judge.Row(judge.Named(zoo.Builtin(), r.Lock, r.Fault, contract.TopologySentinel), r)
 			rs = append(rs, r)
 		}
 		return rs
@@ -788,7 +788,7 @@ func verdicts(lease, resource, liveness contract.Verdict) contract.Verdicts {
 func builtinExps(rows []*contract.Row) []locker.Prediction {
 	exps := make([]locker.Prediction, len(rows))
 	for i, r := range rows {
-		exps[i] = zoo.Predicted(r.Lock, r.Fault)
+		exps[i] = judge.Named(zoo.Builtin(), r.Lock, r.Fault, contract.TopologySentinel)
 	}
 	return exps
 }

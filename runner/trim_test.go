@@ -30,7 +30,7 @@ func TestTrimKeepsTheEvidence(t *testing.T) {
 		if lock == "fenced" {
 			r.Verdicts[contract.PropResource] = contract.OK
 		}
-		judge.Row(zoo.Predicted(r.Lock, r.Fault), r)
+		judge.Row(judge.Named(zoo.Builtin(), r.Lock, r.Fault, contract.TopologySentinel), r)
 		dir := filepath.Join(out, r.ID())
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/workload"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
+	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/sim"
 	"github.com/lockproof/lockproof/zoo"
 )
@@ -72,7 +73,7 @@ func TestSimPauseClient(t *testing.T) {
 			caught++
 		}
 		f := sim.Run(t, sim.Scenario{Locks: zoo.Builtin(), Lock: zoo.FencedName, Seed: seed, Faults: faults(t, contract.FaultPauseClient)})
-		exp := zoo.Predicted(zoo.FencedName, contract.FaultPauseClient)
+		exp := judge.Named(zoo.Builtin(), zoo.FencedName, contract.FaultPauseClient, contract.TopologySentinel)
 		for _, p := range f.Check.Props {
 			if !exp.Want(p.ID).Matches(p.Verdict) {
 				t.Errorf("fenced seed %d: %s %s under pause-client, predicted %s: %s", seed, p.Property, p.Verdict, exp.Want(p.ID), p.Explanation)

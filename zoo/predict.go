@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/lockproof/lockproof/contract"
-	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
 )
 
@@ -89,20 +88,4 @@ func before(p *locker.Prediction, why string) {
 		return
 	}
 	p.Why = why + "; " + p.Why
-}
-
-// Predicted is the prediction for the built-in lock named lock (Builtin)
-// under fault on the Sentinel topology (judge.Predict); a lock Builtin
-// lacks gets none.
-func Predicted(lock, fault string) locker.Prediction {
-	return PredictedOn(lock, fault, contract.TopologySentinel)
-}
-
-// PredictedOn is Predicted on topology (judge.PredictOn).
-func PredictedOn(lock, fault, topology string) locker.Prediction {
-	e, ok := Builtin().Lookup(lock)
-	if !ok {
-		return locker.NoPrediction("unknown lock: no prediction")
-	}
-	return judge.PredictOn(e, fault, topology)
 }

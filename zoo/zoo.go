@@ -7,21 +7,11 @@
 // The specimens are kept faithful to their sources on purpose: neither
 // accidentally correct nor more broken than the published version. Each
 // one's doc comment cites where it comes from, says what is wrong with it,
-// and under which fault it breaks:
-//
-//	name          source                                         breaks
-//	setnx         redis.io SETNX docs (old), antirez              liveness: a crashed holder keeps the lock forever
-//	setnx-expire  the SETNX + EXPIRE idiom                        liveness: a crash between the two commands
-//	set-del       SET NX PX, unlock with DEL                      G1: a woken paused holder deletes another's lock
-//	get-del       owner token, GET then DEL                       G1: expiry between GET and DEL
-//	getset        redis.io SETNX docs (old) "deadlock" recipe     G1: skewed client clocks give two holders
-//	lua           antirez, "Distributed locks with Redis"         G2 without fencing (pause); G1 under failover
-//	watchdog      lua + renewal every TTL/3 (Redisson-style)       G2 without fencing (pause); G1 under failover
-//	reentrant     Redisson RLock (hash counter)                   G2 without fencing (pause); G1 under failover
-//	redlock       antirez's Redlock; Kleppmann 2016                G2 without fencing (pause, clock jumps)
-//	local-redis   Spring Integration RedisLockRegistry            G2 without fencing (pause); G1 under failover
-//	fenced        the production lock (package lock)              G1 under failover; G2 holds with fencing
-//	fenced-v1     package lock before its review (frozen copy)     G1: a nested hold with a shorter TTL shortens the lease
+// and under which fault it breaks; its locker.Entry says it in a line
+// (Doc) and predicts it (Predict). The table of every built-in lock is
+// made from those entries, not kept by hand: docs/HARNESS.md's "The
+// built-in locks" (TestDocsTablesMatchTheCatalogues regenerates and checks
+// it), and `lockproof run --plan` names the locks a run takes.
 package zoo
 
 import (
