@@ -46,6 +46,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -205,7 +206,18 @@ func Check(ctx context.Context, ops []history.Op, opts Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	p, err := prepare(ops, opts.Drift)
+	// The budget starts before the preparing, which on a history of a
+	// million keys takes seconds and most of the check's memory; its
+	// grace (stopGrace) lets a check whose budget is already spent still
+	// run the direct rules on a small history.
+	ctx, stop := Budget(ctx, opts.Timeout, opts.MaxHeap)
+	defer stop()
+	late, stopLate := lateAfter(ctx, stopGrace)
+	defer stopLate()
+	p, err := prepareUntil(ops, opts.Drift, late)
+	if errors.Is(err, errLate) {
+		return notPrepared(ctx, len(ops)), nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("check history: %w", err)
 	}
@@ -219,10 +231,19 @@ func Check(ctx context.Context, ops []history.Op, opts Options) (*Result, error)
 	if p.counts.LeaseOps+p.counts.ResourceOps == 0 {
 		return nil, fmt.Errorf("check history: %w: %w", history.ErrBadInput, ErrNoOps)
 	}
-	ctx, stop := budget(ctx, opts)
-	defer stop()
-	c := &run{ctx: ctx, p: p, opts: opts, model: newModel(ctx, p), props: contract.Properties(), checks: checks()}
+	c := &run{ctx: ctx, p: p, opts: opts, model: newModel(ctx, p), props: contract.Properties(), checks: checks(), late: late}
 	return c.check(), nil
+}
+
+// notPrepared is the result of a check stopped before its history was
+// prepared: every property unknown, saying why.
+func notPrepared(ctx context.Context, ops int) *Result {
+	out := &Result{Verdict: contract.Unknown, Counts: Counts{Ops: ops}}
+	for _, prop := range contract.Properties() {
+		out.Props = append(out.Props, PropertyResult{ID: prop.ID, Property: prop.Name, Verdict: contract.Unknown,
+			Explanation: fmt.Sprintf("not checked: %v (%v)", context.Cause(ctx), errLate)})
+	}
+	return out
 }
 
 // ErrTimeBudget and ErrHeapBudget are the causes of a check stopped by its
@@ -233,24 +254,28 @@ var (
 	ErrHeapBudget = errors.New("heap budget exhausted")
 )
 
-// budget derives the context a check runs under: done at the deadline of
-// opts.Timeout (cause ErrTimeBudget) or once the heap passes opts.MaxHeap
-// (cause ErrHeapBudget). stop releases it.
-func budget(ctx context.Context, opts Options) (context.Context, func()) {
+// Budget derives the context a check runs under: done after timeout
+// (cause ErrTimeBudget) or once the live heap passes maxHeap bytes (cause
+// ErrHeapBudget); 0 is no limit for either. stop releases it. Check
+// applies Options.Timeout and Options.MaxHeap with it; a command that
+// reads a history first derives its context with it too, so that the
+// budget holds from the first line read (reading a history of millions
+// of ops is where most of its memory goes).
+func Budget(ctx context.Context, timeout time.Duration, maxHeap uint64) (_ context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	var stops []func() bool
-	if opts.Timeout > 0 {
-		t := time.AfterFunc(opts.Timeout, func() {
-			cancel(fmt.Errorf("%w (%v)", ErrTimeBudget, opts.Timeout.Round(time.Millisecond)))
+	if timeout > 0 {
+		t := time.AfterFunc(timeout, func() {
+			cancel(fmt.Errorf("%w (%v)", ErrTimeBudget, timeout.Round(time.Millisecond)))
 		})
 		stops = append(stops, t.Stop)
 	}
 	var wg sync.WaitGroup
-	if opts.MaxHeap > 0 {
+	if maxHeap > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			watchHeap(ctx, opts.MaxHeap, cancel)
+			watchHeap(ctx, maxHeap, cancel)
 		}()
 	}
 	return ctx, func() {
@@ -295,6 +320,9 @@ type run struct {
 	// stalls notes the stall windows (contract.FaultStall) that alone
 	// excused something in one check job (windowOpen); nil outside one.
 	stalls *stallNote
+	// late is up once the budget ran out and its grace (stopGrace) too:
+	// keys not checked by then are left unchecked.
+	late *atomic.Bool
 }
 
 // stallNote is the set of stall ops (indices) that excused what a check
@@ -324,6 +352,9 @@ type finding struct {
 	// undecided says why the verdict is unknown.
 	undecided  string
 	violations []Violation
+	// notChecked: the key was not checked at all (the budget ran out
+	// before its turn, and the grace after it too).
+	notChecked bool
 }
 
 // check is one property's check of one key's ops.
@@ -416,36 +447,105 @@ func (c *run) checkLiveness(k *keyOps) finding {
 	return f
 }
 
+// keyBatch is how many keys are checked between two folds of their
+// findings into the result. Folding only after every key kept a finding
+// (and a stall note) per key and property for the whole history: hundreds
+// of MiB on a history of a million keys, past any heap budget.
+const keyBatch = 1024
+
+// stopGrace is how long keys still get their turn after the budget ran
+// out: their searches stop at once, but the direct rules (which need no
+// search, and whose violations stand on their own) go on that long, so a
+// check stopped early still reports what they find on the keys it
+// reaches. Keys not reached by then are not checked: unknown on every
+// property. Without that end, a history of a million keys ran its direct
+// rules for a minute past its budget, and past SIGTERM.
+const stopGrace = 250 * time.Millisecond
+
 func (c *run) check() *Result {
 	props, all := c.props, c.checks
-	keys := c.p.keys
-	found := make([][]finding, len(keys)) // per key, per property
-	stalled := make([][]stallNote, len(keys))
-	type job struct{ k, p int }
+	keys, late := c.p.keys, c.late
+	if late == nil {
+		late = new(atomic.Bool) // a run without a budget's end (tests)
+	}
+	prs := make([]PropertyResult, len(props))
+	for p, prop := range props {
+		prs[p] = PropertyResult{ID: prop.ID, Property: prop.Name, Verdict: contract.NA}
+	}
+	found := make([][]finding, keyBatch) // per key of the batch, per property
+	stalled := make([][]stallNote, keyBatch)
+	for i := range found {
+		found[i] = make([]finding, len(props))
+		stalled[i] = make([]stallNote, len(props))
+	}
+	type job struct{ i, k, p int } // i: the key's index in its batch, k in keys
 	jobs := make(chan job)
-	var wg sync.WaitGroup
+	var workers, batch sync.WaitGroup
 	for w := 0; w < c.opts.Parallelism; w++ {
-		wg.Add(1)
+		workers.Add(1)
 		go func() {
-			defer wg.Done()
+			defer workers.Done()
 			for j := range jobs {
-				cj := *c // the job's own note of the stalls that excused
-				cj.stalls = &stalled[j.k][j.p]
-				found[j.k][j.p] = all[props[j.p].ID](&cj, keys[j.k])
+				if late.Load() {
+					found[j.i][j.p] = finding{verdict: contract.Unknown, notChecked: true}
+				} else {
+					cj := *c // the job's own note of the stalls that excused
+					cj.stalls = &stalled[j.i][j.p]
+					found[j.i][j.p] = all[props[j.p].ID](&cj, keys[j.k])
+				}
+				batch.Done()
 			}
 		}()
 	}
-	for i := range keys {
-		found[i] = make([]finding, len(props))
-		stalled[i] = make([]stallNote, len(props))
-		for p := range props {
-			if all[props[p].ID] != nil {
-				jobs <- job{i, p}
+	var notChecked string // the reason of keys not checked, once known
+	reason := func(f finding) finding {
+		if f.notChecked {
+			if notChecked == "" {
+				notChecked = c.stopReason("not checked")
+			}
+			f.undecided = notChecked
+		}
+		return f
+	}
+	for lo := 0; lo < len(keys); lo += keyBatch {
+		hi := min(lo+keyBatch, len(keys))
+		if late.Load() {
+			// Past the grace: the rest is not checked, and not even
+			// handed to the workers.
+			for k := lo; k < hi; k++ {
+				for p := range props {
+					if all[props[p].ID] != nil {
+						fold(&prs[p], keys[k].key, reason(finding{verdict: contract.Unknown, notChecked: true}))
+					}
+				}
+			}
+			continue
+		}
+		for k := lo; k < hi; k++ {
+			for p := range props {
+				if all[props[p].ID] != nil {
+					stalled[k-lo][p] = stallNote{}
+					batch.Add(1)
+					jobs <- job{k - lo, k, p}
+				}
+			}
+		}
+		batch.Wait()
+		for k := lo; k < hi; k++ {
+			for p := range props {
+				if all[props[p].ID] == nil {
+					continue
+				}
+				fold(&prs[p], keys[k].key, reason(found[k-lo][p]))
+				for o := range stalled[k-lo][p].ops {
+					c.noteStall(&prs[p], o)
+				}
+				found[k-lo][p] = finding{} // let the batch's findings go
 			}
 		}
 	}
 	close(jobs)
-	wg.Wait()
+	workers.Wait()
 
 	out := &Result{
 		Counts: c.p.counts,
@@ -457,17 +557,11 @@ func (c *run) check() *Result {
 	}
 	var verdicts []contract.Verdict
 	for p, prop := range props {
-		pr := PropertyResult{ID: prop.ID, Property: prop.Name, Verdict: contract.NA}
+		pr := prs[p]
 		if all[prop.ID] == nil {
 			// A property in the contract without its check here: never a pass.
 			pr.Verdict, pr.Explanation = contract.Unknown, "no check decides this property (package checker, checks)"
 		} else {
-			for i, k := range keys {
-				fold(&pr, k.key, found[i][p])
-				for o := range stalled[i][p].ops {
-					c.noteStall(&pr, o)
-				}
-			}
 			finish(&pr)
 			slices.Sort(pr.StallLines)
 		}
@@ -476,6 +570,31 @@ func (c *run) check() *Result {
 	}
 	out.Verdict = combine(verdicts...)
 	return out
+}
+
+// lateAfter returns a flag that turns true once ctx is done and grace has
+// passed since; stop releases its timers (the flag is not read after).
+func lateAfter(ctx context.Context, grace time.Duration) (late *atomic.Bool, stop func()) {
+	late = new(atomic.Bool)
+	var mu sync.Mutex
+	var timer *time.Timer
+	stopped := false
+	stopAfter := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			timer = time.AfterFunc(grace, func() { late.Store(true) })
+		}
+	})
+	return late, func() {
+		stopAfter()
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if timer != nil {
+			timer.Stop()
+		}
+	}
 }
 
 // noteStall records on pr that the stall op at index i excused
@@ -505,7 +624,12 @@ func fold(pr *PropertyResult, key string, f finding) {
 		}
 	}
 	if undecided != "" {
-		pr.Undecided = append(pr.Undecided, Undecided{Key: key, Reason: undecided})
+		// Listed up to MaxUndecided, counted all: a budget spent early on
+		// a history of a million keys leaves every key undecided.
+		pr.UndecidedCount++
+		if len(pr.Undecided) < MaxUndecided {
+			pr.Undecided = append(pr.Undecided, Undecided{Key: key, Reason: undecided})
+		}
 	}
 	switch {
 	case len(vs) > 0 || v == contract.Violated:
@@ -540,6 +664,9 @@ func finish(pr *PropertyResult) {
 			ks = append(ks, fmt.Sprintf("key %q: %s", u.Key, u.Reason))
 		}
 		pr.Explanation = "undecided: " + strings.Join(ks, "; ")
+		if more := pr.UndecidedCount - len(pr.Undecided); more > 0 {
+			pr.Explanation += fmt.Sprintf("; and %d more keys", more)
+		}
 	case contract.OK:
 		pr.Explanation = "holds on every key"
 	case contract.NA:
@@ -556,6 +683,9 @@ func joinLines(ls []int) string {
 }
 
 func dedupe(vs []Violation) []Violation {
+	if len(vs) == 0 {
+		return nil
+	}
 	seen := map[string]bool{}
 	out := vs[:0:0]
 	for _, v := range vs {

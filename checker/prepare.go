@@ -1,11 +1,13 @@
 package checker
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockproof/lockproof/contract"
@@ -132,6 +134,16 @@ func leaseSpan(ttlMs int64, drift float64) (validFor, expireFor int64) {
 
 // prepare validates ops and splits them by key.
 func prepare(ops []history.Op, drift float64) (*prepared, error) {
+	return prepareUntil(ops, drift, nil)
+}
+
+// errLate is prepareUntil's error once its late flag is up.
+var errLate = errors.New("stopped while preparing")
+
+// prepareUntil is prepare that gives up with errLate once late (if not
+// nil) is true, looked at every keyBatch ops: on a history of a million
+// keys, preparing takes seconds and most of the check's memory.
+func prepareUntil(ops []history.Op, drift float64, late *atomic.Bool) (*prepared, error) {
 	p := &prepared{ops: ops, clients: []string{""}, values: []string{""}, closed: map[int32]*lop{}}
 	clientID := map[string]int32{}
 	byKey := map[string]*keyOps{}
@@ -147,6 +159,9 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 	}
 	p.counts.Ops = len(ops)
 	for i := range ops {
+		if late != nil && i%keyBatch == 0 && late.Load() {
+			return nil, errLate
+		}
 		o := &ops[i]
 		if err := o.Validate(); err != nil {
 			return nil, fmt.Errorf("op %d: %w", i+1, err)
@@ -229,7 +244,10 @@ func prepare(ops []history.Op, drift float64) (*prepared, error) {
 	}
 	p.counts.Keys = len(p.keys)
 	sort.Slice(p.keys, func(i, j int) bool { return p.keys[i].key < p.keys[j].key })
-	for _, k := range p.keys {
+	for i, k := range p.keys {
+		if late != nil && i%keyBatch == 0 && late.Load() {
+			return nil, errLate
+		}
 		numberHolds(k.lease)
 		if sharedKey(k) {
 			for _, o := range k.lease {

@@ -51,6 +51,10 @@ const (
 // MaxViolations bounds the violations listed per property; ViolationCount has the total.
 const MaxViolations = 100
 
+// MaxUndecided bounds the undecided keys listed per property;
+// UndecidedCount has the total.
+const MaxUndecided = 100
+
 // Result is the outcome of Check. It is serialised as check.json by the run
 // and report commands; its JSON form is a stable contract:
 //
@@ -85,8 +89,11 @@ type PropertyResult struct {
 	// ViolationCount is the number of violations found; Violations lists at most MaxViolations of them.
 	ViolationCount int         `json:"violation_count,omitempty"`
 	Violations     []Violation `json:"violations,omitempty"`
-	// Undecided lists the keys whose check ran out of time (verdict unknown).
-	Undecided []Undecided `json:"undecided,omitempty"`
+	// UndecidedCount is the number of keys whose check did not finish
+	// (the budget ran out, the context was cancelled); Undecided lists at
+	// most MaxUndecided of them, the first in key order.
+	UndecidedCount int         `json:"undecided_count,omitempty"`
+	Undecided      []Undecided `json:"undecided,omitempty"`
 	// StallLines are the history lines of the stalls (contract.FaultStall
 	// windows) that alone excused what this property's check would have
 	// found (a late waiter, an overtaken one, a late return...), and

@@ -3,6 +3,7 @@ package history
 import (
 	"bufio"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,23 @@ const MaxLineBytes = 64 << 20
 // ErrBadInput) holds) for its first bad line; a failing reader gives its own
 // error, wrapped with name.
 func ReadAll(r io.Reader, name string) ([]Op, error) {
+	return ReadAllContext(context.Background(), r, name)
+}
+
+// ErrStopped is the error of a read that its context stopped (a budget
+// ran out, the process was told to end): it wraps the context's cause.
+var ErrStopped = errors.New("reading stopped")
+
+// stopEvery is how many lines a read goes between looks at its context:
+// often enough that a read stops within milliseconds of its budget, rarely
+// enough to cost nothing measurable.
+const stopEvery = 1024
+
+// ReadAllContext is ReadAll that stops once ctx is done, with an error
+// wrapping ErrStopped and ctx's cause: reading is where a history of
+// millions of ops takes most of its memory, so a budget that starts only
+// after it (the checker's) would come too late.
+func ReadAllContext(ctx context.Context, r io.Reader, name string) ([]Op, error) {
 	// Collect in fixed-size chunks and copy once: growing one slice by
 	// doubling dominated the reading of large histories.
 	const chunk = 4096
@@ -31,6 +49,9 @@ func ReadAll(r io.Reader, name string) ([]Op, error) {
 	cur := make([]Op, 0, chunk)
 	n := 0
 	err := Scan(r, name, func(op Op) error {
+		if n%stopEvery == 0 && ctx.Err() != nil {
+			return fmt.Errorf("read history %s: %w at line %d: %w", name, ErrStopped, op.Line, context.Cause(ctx))
+		}
 		if len(cur) == chunk {
 			chunks = append(chunks, cur)
 			cur = make([]Op, 0, chunk)
@@ -41,6 +62,10 @@ func ReadAll(r io.Reader, name string) ([]Op, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if ctx.Err() != nil {
+		// Not worth the copy below (a large history's last moments).
+		return nil, fmt.Errorf("read history %s: %w after %d ops: %w", name, ErrStopped, n, context.Cause(ctx))
 	}
 	if len(chunks) == 0 {
 		if n == 0 {
@@ -59,12 +84,18 @@ func ReadAll(r io.Reader, name string) ([]Op, error) {
 // gzip-compressed file (as a trimmed run keeps its passing scenarios,
 // history.jsonl.gz) is read as its content.
 func ReadFile(path string) ([]Op, error) {
+	return ReadFileContext(context.Background(), path)
+}
+
+// ReadFileContext is ReadFile that stops once ctx is done (see
+// ReadAllContext).
+func ReadFileContext(ctx context.Context, path string) ([]Op, error) {
 	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadAll(f, path)
+	return ReadAllContext(ctx, f, path)
 }
 
 // Open opens the history file at path for ReadAll or Scan. A file that

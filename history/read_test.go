@@ -3,8 +3,10 @@ package history
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -489,5 +491,28 @@ func TestReadFileGzip(t *testing.T) {
 	}
 	if _, err := ReadFile(bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl.gz") {
 		t.Errorf("truncated gzip: got %v, want an error naming the file", err)
+	}
+}
+
+// TestReadAllContextStops: a read whose context ends stops, with an error
+// that wraps ErrStopped and the context's cause (a budget's: check and
+// trace tell a stop from bad input by it), and returns no ops. Before,
+// reading ignored every budget: a history of a million keys was read
+// whole under --max-heap 256MiB.
+func TestReadAllContextStops(t *testing.T) {
+	var b strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&b, `{"client":"c","op":"acquire","key":"k%d","call":%d,"return":%d,"result":"fail"}`+"\n", i, 10*i, 10*i+1)
+	}
+	cause := errors.New("budget spent")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	ops, err := ReadAllContext(ctx, strings.NewReader(b.String()), "h.jsonl")
+	if !errors.Is(err, ErrStopped) || !errors.Is(err, cause) || errors.Is(err, ErrBadInput) || ops != nil {
+		t.Fatalf("ReadAllContext: %d ops, %v; want none, ErrStopped wrapping the cause", len(ops), err)
+	}
+	ops, err = ReadAllContext(context.Background(), strings.NewReader(b.String()), "h.jsonl")
+	if err != nil || len(ops) != 5000 {
+		t.Fatalf("ReadAllContext, no end: %d ops, %v; want 5000", len(ops), err)
 	}
 }

@@ -42,9 +42,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	footprint := fs.String("footprint", "", "the bound the lock states for what it keeps in Redis: BASE,HOLD,WAITER,UNKNOWN[,BURIED] (records at most BASE + HOLD×holds + WAITER×waiters + UNKNOWN×unknown calls of the last BURIED, default 1h); empty: no bound, the footprint property is n/a")
 	htmlPath := fs.String("html", "", "write Porcupine's HTML visualization to this path")
 	jsonPath := fs.String("json", "", "write the check result (check.json format) to this path")
+	keysShown := fs.Int("keys-shown", defaultKeysShown, "stderr lists at most this many violations and undecided keys per property, then how many more (0: every one the result keeps)")
 	fs.Usage = func() {
 		commandUsage(stderr, fs, []string{
-			"lockproof check [--drift F] [--slack D] [--timeout D] [--max-heap SIZE] [--html PATH] [--json PATH] FILE",
+			"lockproof check [--drift F] [--slack D] [--timeout D] [--max-heap SIZE] [--keys-shown N] [--html PATH] [--json PATH] FILE",
 			"                [--wait-bound D] [--loss-bound D] [--call-slack D] [--fair-bypass N] [--close-refuses] [--not-reentrant] [--footprint B,H,W,U[,G]]",
 		})
 	}
@@ -69,8 +70,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "lockproof check: --call-slack %v: must not be negative\n", *callSlack)
 		return exitBadInput
 	}
-	if *timeout < 0 {
-		fmt.Fprintf(stderr, "lockproof check: --timeout %v: must not be negative\n", *timeout)
+	if negativeBounds(stderr, "check", *timeout, "keys-shown", *keysShown) {
 		return exitBadInput
 	}
 	fpBound, err := parseFootprint(*footprint)
@@ -79,13 +79,14 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitBadInput
 	}
 	start := time.Now()
-	if maxHeap > 0 {
-		// The Go runtime collects harder as the heap nears the budget, so
-		// that garbage is not what trips it.
-		debug.SetMemoryLimit(int64(maxHeap))
-	}
-	ops, err := history.ReadFile(path)
+	ctx, stop := commandBudget(ctx, *timeout, maxHeap)
+	defer stop()
+	ops, err := history.ReadFileContext(ctx, path)
 	if err != nil {
+		if errors.Is(err, history.ErrStopped) {
+			fmt.Fprintf(stdout, "unknown: %v\n", err)
+			return exitUnknown
+		}
 		if errors.Is(err, history.ErrBadInput) {
 			fmt.Fprintf(stdout, "bad input: %v\n", err)
 		} else {
@@ -116,17 +117,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	fmt.Fprintln(stdout, verdictLine(res))
-	for _, pr := range res.Props {
-		for _, v := range pr.Violations {
-			fmt.Fprintf(stderr, "%s: %s: %s: key %q: lines %s: %s\n", path, v.Property, v.Rule, v.Key, joinInts(v.Lines), v.Explanation)
-		}
-		if pr.ViolationCount > len(pr.Violations) {
-			fmt.Fprintf(stderr, "%s: %s: %d more violations not listed\n", path, pr.Property, pr.ViolationCount-len(pr.Violations))
-		}
-		for _, u := range pr.Undecided {
-			fmt.Fprintf(stderr, "%s: %s: key %q undecided: %s\n", path, pr.Property, u.Key, u.Reason)
-		}
-	}
+	printDetails(stderr, path, res, *keysShown)
 	switch res.Verdict {
 	case contract.Violated:
 		return exitViolation
@@ -164,21 +155,81 @@ func verdictLine(r *checker.Result) string {
 		return fmt.Sprintf("violated: %s: lines %s: %s (%s; %s%s)", first.Property, joinInts(first.Lines),
 			first.Explanation, strings.Join(parts, ", "), counts, more)
 	case contract.Unknown:
+		said := false
 		for i, pr := range r.Props {
-			if pr.Verdict == contract.Unknown && len(pr.Undecided) > 0 {
+			switch {
+			case pr.Verdict != contract.Unknown:
+			case len(pr.Undecided) > 0:
 				parts[i] += fmt.Sprintf(" (key %q: %s)", pr.Undecided[0].Key, pr.Undecided[0].Reason)
+			case !said:
+				// No key to name (the budget ran out before the keys
+				// were known): the first says why, once.
+				parts[i] += " (" + pr.Explanation + ")"
+				said = true
 			}
 		}
 	}
 	return fmt.Sprintf("%s: %s (%s)", r.Verdict, strings.Join(parts, ", "), counts)
 }
 
-// defaultCheckBudget and defaultMaxHeap bound `check` unless told
-// otherwise: a violated history of millions of ops once took 23 GB and kept
-// going, and a nightly job must end with a verdict or an "unknown".
+// printDetails writes, per property, its violations and undecided keys,
+// at most shown of each (0: all the result keeps), and how many more: a
+// history of a million keys once printed 116 MB here, a line per key.
+func printDetails(w io.Writer, path string, res *checker.Result, shown int) {
+	for _, pr := range res.Props {
+		vs, us := pr.Violations, pr.Undecided
+		if shown > 0 {
+			vs, us = vs[:min(shown, len(vs))], us[:min(shown, len(us))]
+		}
+		for _, v := range vs {
+			fmt.Fprintf(w, "%s: %s: %s: key %q: lines %s: %s\n", path, v.Property, v.Rule, v.Key, joinInts(v.Lines), v.Explanation)
+		}
+		if pr.ViolationCount > len(vs) {
+			fmt.Fprintf(w, "%s: %s: %d more violations not listed\n", path, pr.Property, pr.ViolationCount-len(vs))
+		}
+		for _, u := range us {
+			fmt.Fprintf(w, "%s: %s: key %q undecided: %s\n", path, pr.Property, u.Key, u.Reason)
+		}
+		if n := max(pr.UndecidedCount, len(pr.Undecided)); n > len(us) {
+			fmt.Fprintf(w, "%s: %s: %d more keys undecided not listed\n", path, pr.Property, n-len(us))
+		}
+	}
+}
+
+// negativeBounds reports on stderr a negative --timeout or count flag
+// (--keys-shown, --names-shown) of command cmd, and whether there was one.
+func negativeBounds(stderr io.Writer, cmd string, timeout time.Duration, countFlag string, count int) bool {
+	switch {
+	case timeout < 0:
+		fmt.Fprintf(stderr, "lockproof %s: --timeout %v: must not be negative\n", cmd, timeout)
+	case count < 0:
+		fmt.Fprintf(stderr, "lockproof %s: --%s %d: must not be negative\n", cmd, countFlag, count)
+	default:
+		return false
+	}
+	return true
+}
+
+// commandBudget bounds a command that reads a history (check, trace) from
+// its start: the wall-clock budget and the heap budget (0: none) stop the
+// reading as they stop the check. The Go runtime also collects harder as
+// the heap nears its budget, so that garbage is not what trips it.
+func commandBudget(ctx context.Context, timeout time.Duration, maxHeap byteSize) (context.Context, func()) {
+	if maxHeap > 0 {
+		debug.SetMemoryLimit(int64(maxHeap))
+	}
+	return checker.Budget(ctx, timeout, uint64(maxHeap))
+}
+
+// defaultCheckBudget and defaultMaxHeap bound `check` (and `trace`) unless
+// told otherwise: a violated history of millions of ops once took 23 GB
+// and kept going, and a nightly job must end with a verdict or an
+// "unknown". defaultKeysShown bounds what check prints of each
+// property's violations and undecided keys.
 const (
 	defaultCheckBudget = 5 * time.Minute
 	defaultMaxHeap     = byteSize(4 << 30)
+	defaultKeysShown   = 10
 )
 
 // left is what remains of budget since start (0: no budget); at least 1ns

@@ -12,6 +12,7 @@ package trace
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -165,6 +166,19 @@ func untraced(o history.Op) bool {
 // among many) is limited by it, and a limit can only reject more, never
 // accept a history that has no valid order.
 func Convert(ops []history.Op, opt Options) (*Trace, error) {
+	return ConvertContext(context.Background(), ops, opt)
+}
+
+// stopEvery is how many ops or keys the conversion goes between looks at
+// its context: often enough to stop within milliseconds, rarely enough to
+// cost nothing measurable.
+const stopEvery = 1024
+
+// ConvertContext is Convert that stops once ctx is done, with an error
+// that wraps ctx's cause: a history of a million keys took 1.7 GB and
+// ran on with no budget at all, so a command's budget (lockproof trace
+// --timeout, --max-heap) must reach in here.
+func ConvertContext(ctx context.Context, all []history.Op, opt Options) (*Trace, error) {
 	drift := opt.DriftPPM
 	if drift == 0 {
 		drift = defaultDriftPPM
@@ -185,8 +199,15 @@ func Convert(ops []history.Op, opt Options) (*Trace, error) {
 	// ops: the trace spec does not describe them (the client's belief is
 	// in LockQueue.tla). An acquire after a close is an ordinary acquire
 	// to the model.
-	ops = slices.DeleteFunc(slices.Clone(ops), untraced)
-	c := converter{
+	// Pointers, not a copy: a copy of the ops doubled the memory of a
+	// history of a million keys.
+	ops := make([]*history.Op, 0, len(all))
+	for i := range all {
+		if !untraced(all[i]) {
+			ops = append(ops, &all[i])
+		}
+	}
+	c := converter{ctx: ctx,
 		clients: map[string]int{}, keys: map[string]int{},
 		tokens: map[uint64]int{}, values: map[string]int{"": 0},
 		leases: map[uint64]int{},
@@ -197,10 +218,11 @@ func Convert(ops []history.Op, opt Options) (*Trace, error) {
 	if len(c.times) > maxInt32-2 || len(ops) > maxInt32-1 {
 		return nil, fmt.Errorf("convert: history too large for TLC (%d ops)", len(ops))
 	}
-	return c.build(ops, drift, settle), nil
+	return c.build(ops, drift, settle)
 }
 
 type converter struct {
+	ctx     context.Context // stops the conversion (stopped)
 	clients map[string]int
 	keys    map[string]int
 	tokens  map[uint64]int
@@ -265,18 +287,20 @@ func satAdd(a, b int64) int64 {
 
 // collect validates the ops and gathers the names, tokens, values and
 // times to map.
-func (c *converter) collect(ops []history.Op, drift int64) error {
+func (c *converter) collect(ops []*history.Op, drift int64) error {
 	var names, keys []string
 	var toks, leases []uint64
 	var vals []string
 	c.held = map[holdKey]bool{}
-	for i := range ops {
-		if op := &ops[i]; op.Kind == history.Acquire && op.Lease != 0 {
+	for _, op := range ops {
+		if op.Kind == history.Acquire && op.Lease != 0 {
 			c.held[holdKey{op.Client, op.Key, op.Lease}] = true
 		}
 	}
-	for i := range ops {
-		op := &ops[i]
+	for i, op := range ops {
+		if err := c.stopped(i); err != nil {
+			return err
+		}
 		if err := op.Validate(); err != nil {
 			return fmt.Errorf("convert: %w", err)
 		}
@@ -318,6 +342,9 @@ func (c *converter) collect(ops []history.Op, drift int64) error {
 			}
 		}
 	}
+	if err := c.stopped(0); err != nil {
+		return err
+	}
 	index(names, c.clients, 1)
 	index(keys, c.keys, 1)
 	slices.Sort(toks)
@@ -332,6 +359,15 @@ func (c *converter) collect(ops []history.Op, drift int64) error {
 	slices.Sort(c.times)
 	c.times = slices.Compact(c.times)
 	return nil
+}
+
+// stopped is the error of a conversion whose context is done, looked at
+// on every stopEvery-th step i; nil otherwise.
+func (c *converter) stopped(i int) error {
+	if i%stopEvery != 0 || c.ctx.Err() == nil {
+		return nil
+	}
+	return fmt.Errorf("convert: stopped: %w", context.Cause(c.ctx))
 }
 
 // hasLease says that op may have taken or renewed a lease: an ok or
@@ -374,7 +410,7 @@ func (c *converter) tick(t int64) int {
 	return i + 1
 }
 
-func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *Trace {
+func (c *converter) build(ops []*history.Op, drift int64, settle time.Duration) (*Trace, error) {
 	tr := &Trace{
 		Clients: sortedKeys(c.clients),
 		Keys:    sortedKeys(c.keys),
@@ -392,6 +428,9 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 	}
 	events := make([]Event, len(ops))
 	for i, op := range ops {
+		if err := c.stopped(i); err != nil {
+			return nil, err
+		}
 		e := Event{
 			Line: op.Line, Kind: string(op.Kind), Result: string(op.Result),
 			Call: c.tick(op.Call), Return: tr.Never, Lo: tr.Never, Hi: tr.Never, Prev: -1, Count: -1,
@@ -418,7 +457,7 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 		if op.HasToken {
 			e.Token = c.tokens[op.Token]
 		}
-		if l := c.leaseOf(&op); l != 0 {
+		if l := c.leaseOf(op); l != 0 {
 			e.Lease = c.leases[l]
 		}
 		if op.HasValue {
@@ -427,8 +466,8 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 		if op.HasPrev {
 			e.Prev = c.values[op.Prev]
 		}
-		if hasLease(&op) {
-			lo, hi, loOK, hiOK := lease(op, drift)
+		if hasLease(op) {
+			lo, hi, loOK, hiOK := lease(*op, drift)
 			if loOK {
 				e.Lo = c.tick(lo)
 			}
@@ -466,9 +505,18 @@ func (c *converter) build(ops []history.Op, drift int64, settle time.Duration) *
 			}
 		}
 	}
+	if err := c.stopped(0); err != nil {
+		return nil, err
+	}
 	markForeign(events)
+	if err := c.stopped(0); err != nil {
+		return nil, err
+	}
 	tr.Events, tr.Bounded = order(events)
-	return tr
+	if err := c.stopped(0); err != nil {
+		return nil, err
+	}
+	return tr, nil
 }
 
 func sortedKeys(m map[string]int) []string {

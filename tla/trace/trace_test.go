@@ -3,8 +3,10 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -654,5 +656,30 @@ func TestLeaseNumbers(t *testing.T) {
 	}
 	if m := module(t, tr); !strings.Contains(m, "lease |-> 2, upto") {
 		t.Errorf("module has no lease field:\n%s", m)
+	}
+}
+
+// TestConvertContextStops: a conversion whose context ends stops with an
+// error wrapping the context's cause (lockproof trace's budget), and the
+// module's names are bounded by WriteModuleNames.
+func TestConvertContextStops(t *testing.T) {
+	ops := read(t, filepath.Join("..", "testdata", "ok-paused-holder-write-rejected.jsonl"))
+	cause := errors.New("budget spent")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	if tr, err := ConvertContext(ctx, ops, Options{}); !errors.Is(err, cause) || tr != nil {
+		t.Fatalf("ConvertContext after its end: %v, %v; want no trace and the cause", tr, err)
+	}
+	tr, err := ConvertContext(context.Background(), ops, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := tr.WriteModuleNames(&b, ModuleName, "sample", 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), "\n\\* client "); len(tr.Clients) < 2 || n != 1 ||
+		!strings.Contains(b.String(), fmt.Sprintf("\n\\* ... and %d more clients\n", len(tr.Clients)-1)) {
+		t.Errorf("%d clients, %d named; want 1 named and the rest counted:\n%s", len(tr.Clients), n, b.String())
 	}
 }
