@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/lockproof/lockproof/checker/internal/sim"
+	"github.com/lockproof/lockproof/checker/internal/histgen"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
@@ -22,7 +22,7 @@ func BenchmarkCheck(b *testing.B) {
 				if testing.Short() && n > 100_000 {
 					b.Skip("1M ops: not in -short")
 				}
-				ops := sim.Generate(sim.Config{Seed: 42, Clients: clients, Keys: 64, Ops: n, Faults: true})
+				ops := histgen.Generate(histgen.Config{Seed: 42, Clients: clients, Keys: 64, Ops: n, Faults: true})
 				benchCheck(b, ops)
 			})
 		}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/lockproof/lockproof/checker/internal/sim"
+	"github.com/lockproof/lockproof/checker/internal/histgen"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
@@ -57,7 +57,7 @@ func TestChunkWitnessIsNotProof(t *testing.T) {
 // deep inside is found.
 func TestChunkedLongPartitions(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
-		ops := sim.Generate(sim.Config{Seed: seed, Clients: 6, Keys: 1, Ops: 6000, Unknown: 0.05, NoReturn: 0.5})
+		ops := histgen.Generate(histgen.Config{Seed: seed, Clients: 6, Keys: 1, Ops: 6000, Unknown: 0.05, NoReturn: 0.5})
 		p, err := prepare(ops, DefaultDrift)
 		if err != nil {
 			t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproof/lockproof/checker/internal/sim"
+	"github.com/lockproof/lockproof/checker/internal/histgen"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
@@ -34,7 +34,7 @@ func BenchmarkScale(b *testing.B) {
 	for _, c := range []struct {
 		ops, keys int
 	}{{100_000, 1}, {200_000, 1}, {100_000, 64}, {1_000_000, 64}} {
-		ops := sim.Generate(sim.Config{Seed: 42, Clients: 8, Keys: c.keys, Ops: c.ops, Faults: true})
+		ops := histgen.Generate(histgen.Config{Seed: 42, Clients: 8, Keys: c.keys, Ops: c.ops, Faults: true})
 		for _, bad := range []bool{false, true} {
 			name := fmt.Sprintf("ops=%d/keys=%d/%s", c.ops, c.keys, map[bool]string{false: "clean", true: "one-bad-read"}[bad])
 			b.Run(name, func(b *testing.B) { benchOneBadRead(b, ops, bad) })
@@ -207,7 +207,7 @@ func TestScaleChild(t *testing.T) {
 //	go test ./checker -run '^$' -bench ScaleCrowded -benchtime 1x
 func BenchmarkScaleCrowded(b *testing.B) {
 	for _, n := range []int{20_000, 100_000, 200_000, 1_000_000} {
-		ops := sim.Generate(sim.Config{Seed: 7, Clients: 32, Keys: 1, Ops: n, Faults: true})
+		ops := histgen.Generate(histgen.Config{Seed: 7, Clients: 32, Keys: 1, Ops: n, Faults: true})
 		for _, bad := range []bool{false, true} {
 			b.Run(fmt.Sprintf("ops=%d/%s", n, map[bool]string{false: "clean", true: "one-bad-read"}[bad]), func(b *testing.B) { benchOneBadRead(b, ops, bad) })
 		}

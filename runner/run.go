@@ -20,8 +20,9 @@
 //
 // Files by job: plan.go (what to run), run.go (scheduling and
 // environments), scenario.go (one scenario: run, check, judge, validate the
-// trace), summary.go (summary.json and its cells), expect.go (the
-// default matrix's faults), detect.go, regression.go, trim.go, seeds.go.
+// trace), summary.go (summary.json and its cells), matrix.go (the
+// default matrix's faults), detect.go, regression.go, trim.go, merge.go
+// (report --merge), rundir.go (the run directory and its marker).
 package runner
 
 import (

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproof/lockproof/checker/internal/sim"
+	"github.com/lockproof/lockproof/checker/internal/histgen"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
 )
@@ -26,13 +26,13 @@ func optsFor(seed uint64) Options {
 	return o
 }
 
-func simConfigs(seed uint64) []sim.Config {
+func simConfigs(seed uint64) []histgen.Config {
 	r := rand.New(rand.NewPCG(seed, 7))
-	base := sim.Config{Seed: seed, Clients: 2 + r.IntN(15), Keys: 1 + r.IntN(6), Ops: 300 + r.IntN(700), Faults: true,
+	base := histgen.Config{Seed: seed, Clients: 2 + r.IntN(15), Keys: 1 + r.IntN(6), Ops: 300 + r.IntN(700), Faults: true,
 		Unknown: 0.01 + r.Float64()*0.1, Pause: 0.01 + r.Float64()*0.1, Crash: 0.005 + r.Float64()*0.05}
 	unf := base
 	unf.Unfenced = true
-	return []sim.Config{base, unf}
+	return []histgen.Config{base, unf}
 }
 
 func mustCheck(t *testing.T, ops []history.Op, opts Options) *Result {
@@ -54,7 +54,7 @@ func TestSimulatedHistoriesPass(t *testing.T) {
 	var stats struct{ ops, unknown, noReturn, rejected, liveness, faults int }
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		for _, cfg := range simConfigs(seed) {
-			ops := sim.Generate(cfg)
+			ops := histgen.Generate(cfg)
 			r := mustCheck(t, ops, optsFor(seed))
 			if r.Verdict != contract.OK {
 				b, _ := json.MarshalIndent(r, "", " ")
@@ -244,7 +244,7 @@ func TestMutatedHistoriesFail(t *testing.T) {
 	for _, m := range mutations() {
 		for seed := uint64(1); seed <= uint64(seeds); seed++ {
 			for _, cfg := range simConfigs(seed) {
-				ops := sim.Generate(cfg)
+				ops := histgen.Generate(cfg)
 				r := rand.New(rand.NewPCG(seed, 99))
 				mut, line, ok := m.mutate(slices.Clone(ops), r)
 				if !ok {

@@ -1,4 +1,4 @@
-// Package sim generates random histories of a correct fenced lease lock and
+// Package histgen generates random histories of a correct fenced lease lock and
 // a correct resource, for testing and benchmarking the checker: every history
 // it generates keeps the guarantees of the history contract, so the checker
 // must pass it, and a mutation of it must fail.
@@ -10,7 +10,7 @@
 // read iff its token is not below the largest token seen, and an accepted
 // one raises that token; unfenced: clients use it only while their lease is
 // truly valid).
-package sim
+package histgen
 
 import (
 	"container/heap"
