@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -109,71 +110,8 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	var err error
 	c := &Client{Name: name, Key: key, Gate: gate.New(), Clock: &gate.Clock{},
 		rng: rand.New(rand.NewPCG(w.cfg.Seed, idx)), side: rand.New(rand.NewPCG(w.cfg.Seed, idx^sideStream)), held: make(chan struct{}, 1), gone: make(chan struct{})}
-	to := w.cfg.OpTimeout
-	// go-redis keeps the timers of commands that wait for a pooled
-	// connection in a process-wide sync.Pool: in the simulation a timer
-	// made in one run's synctest bubble was reused in the next run's,
-	// and the process died ("select on synctest channel from outside
-	// bubble") once the lock's cleanups had every connection busy. A pool
-	// that never runs dry never takes that path.
-	pool := 0 // go-redis's default
-	if rt.InProcess {
-		pool = inProcessPool
-	}
-	// Every other client's go-redis ignores ctx deadlines (its read
-	// timeout alone bounds a call), as many users' clients do: a lock, or
-	// a resource, must then honour ctx itself.
-	ctxTimeouts := idx%2 == 0
-	c.ctxTimeouts = ctxTimeouts
-	// Every link dials through its proxy with the deployment's TLS: a
-	// go-redis client given a Dialer applies no TLSConfig of its own.
-	lockDial := rt.Auth.Dialer(rt.Dial, nil)
-	a := rt.Auth
-	switch {
-	case rt.Store != "":
-		// The lock's deployment is a consensus store: the lock opens its
-		// own client of it (Deps.Store), dialling through the client's
-		// proxies and its gate.
-	case len(rt.Cluster) > 0:
-		// go-redis's defaults for redirections (MOVED and ASK are
-		// followed, up to 3 times), as a user's cluster client has them:
-		// it resends a command whose connection failed, so a script's
-		// outcome is unknown to the lock then (package locker's rule).
-		c.lockRDB = redis.NewClusterClient(a.LoginCluster(&redis.ClusterOptions{
-			Addrs: rt.Cluster, Dialer: lockDial,
-			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to, PoolSize: pool,
-			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2,
-		}))
-	case rt.MasterName != "":
-		c.lockRDB = redis.NewFailoverClient(a.LoginFailover(&redis.FailoverOptions{
-			MasterName: rt.MasterName, SentinelAddrs: rt.Sentinels, Dialer: lockDial,
-			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to, PoolSize: pool,
-			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2,
-		}))
-	default:
-		c.lockRDB = redis.NewClient(a.Login(&redis.Options{Addr: rt.Master, Dialer: lockDial,
-			DialTimeout: to, ReadTimeout: to, WriteTimeout: to, PoolTimeout: to, PoolSize: pool,
-			MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2}))
-	}
-	if c.lockRDB != nil {
-		c.lockRDB.AddHook(c.Gate.Hook())
-	}
-	// The resource's go-redis, when it ignores ctx deadlines, reads for
-	// three op timeouts (go-redis's default is 3s): a resource that does
-	// not honour ctx itself then returns late, which the calls property
-	// sees (package fencing's review defect 9).
-	resRead := to
-	if !ctxTimeouts {
-		resRead = 3 * to
-	}
-	var resDial func(ctx context.Context, network, addr string) (net.Conn, error) // rt.Fenced is the client's own proxy
-	if rt.MasterName == "" && len(rt.Cluster) == 0 {
-		resDial = rt.Dial // in-process nodes (NewOn)
-	}
-	resDial = a.Dialer(resDial, rt.server)
-	c.resRDB = redis.NewClient(a.Login(&redis.Options{Addr: rt.Fenced, Dialer: resDial, DialTimeout: to, ReadTimeout: resRead, WriteTimeout: to,
-		PoolTimeout: to, PoolSize: pool, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2}))
-	c.resRDB.AddHook(c.Gate.Hook())
+	c.ctxTimeouts = honoursCtxDeadlines(idx)
+	w.connect(c, rt)
 	deps := w.cfg.Deps
 	if c.lockRDB != nil {
 		deps.Redis = c.lockRDB
@@ -181,18 +119,14 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 	if rt.Store != "" {
 		deps.Store = locker.Store{Kind: rt.Store, Endpoints: rt.StoreAddrs, Dial: c.Gate.Dialer(gate.DialFunc(rt.Dial))}
 	}
-	for _, addr := range rt.Redlock {
-		r := redis.NewClient(a.Login(&redis.Options{Addr: addr, Dialer: resDial, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
-			PoolTimeout: to, PoolSize: pool, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts, Protocol: 2}))
-		r.AddHook(c.Gate.Hook())
-		c.redlock = append(c.redlock, r)
+	for _, r := range c.redlock {
 		deps.Redlock = append(deps.Redlock, r)
 	}
 	deps.Clock = c.Clock.Now
 	deps.Client = name
 	deps.Observer = renewObserver{c}
 	if w.cfg.Replayable {
-		deps.Rand = rand.NewPCG(w.cfg.Seed, 0x10c4<<32|idx)
+		deps.Rand = rand.NewPCG(w.cfg.Seed, lockStream|idx)
 	}
 	if deps.Logger == nil {
 		deps.Logger = w.cfg.Logger
@@ -209,6 +143,108 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 		return nil, fmt.Errorf("client %s: %w", name, err)
 	}
 	return c, nil
+}
+
+// lockStream marks the stream a replayable client's lock draws from
+// (Config.Replayable) apart from the client's own streams.
+const lockStream = 0x10c4 << 32
+
+// connect makes c's go-redis clients along rt, each command through c's
+// gate: the lock's, the resource's and the Redlock nodes'.
+func (w *Workload) connect(c *Client, rt route) {
+	o := redisConn{auth: rt.Auth, timeout: w.cfg.OpTimeout, pool: poolSize(rt), ctxTimeouts: c.ctxTimeouts}
+	// Every link dials through its proxy with the deployment's TLS: a
+	// go-redis client given a Dialer applies no TLSConfig of its own.
+	lockDial := rt.Auth.Dialer(rt.Dial, nil)
+	switch {
+	case rt.Store != "":
+		// The lock's deployment is a consensus store: the lock opens its
+		// own client of it (Deps.Store), dialling through the client's
+		// proxies and its gate.
+	case len(rt.Cluster) > 0:
+		// go-redis's defaults for redirections (MOVED and ASK are
+		// followed, up to 3 times), as a user's cluster client has them:
+		// it resends a command whose connection failed, so a script's
+		// outcome is unknown to the lock then (package locker's rule).
+		c.lockRDB = redis.NewClusterClient(rt.Auth.LoginCluster(o.options(lockDial, o.timeout, rt.Cluster...).Cluster()))
+	case rt.MasterName != "":
+		fo := o.options(lockDial, o.timeout, rt.Sentinels...).Failover()
+		// Failover puts a default Sentinel in an empty list: the route's
+		// list stands as it is.
+		fo.MasterName, fo.SentinelAddrs = rt.MasterName, rt.Sentinels
+		c.lockRDB = redis.NewFailoverClient(rt.Auth.LoginFailover(fo))
+	default:
+		c.lockRDB = o.client(lockDial, o.timeout, rt.Master)
+	}
+	if c.lockRDB != nil {
+		c.lockRDB.AddHook(c.Gate.Hook())
+	}
+	var resDial env.DialFunc // rt.Fenced is the client's own proxy
+	if rt.MasterName == "" && len(rt.Cluster) == 0 {
+		resDial = rt.Dial // in-process nodes (NewOn)
+	}
+	resDial = rt.Auth.Dialer(resDial, rt.server)
+	c.resRDB = o.client(resDial, resourceReadTimeout(o.timeout, c.ctxTimeouts), rt.Fenced)
+	c.resRDB.AddHook(c.Gate.Hook())
+	for _, addr := range rt.Redlock {
+		r := o.client(resDial, o.timeout, addr)
+		r.AddHook(c.Gate.Hook())
+		c.redlock = append(c.redlock, r)
+	}
+}
+
+// poolSize is the connection pool of the go-redis clients of a client
+// along rt: go-redis's default (0), or inProcessPool for in-process
+// nodes. go-redis keeps the timers of commands that wait for a pooled
+// connection in a process-wide sync.Pool: in the simulation a timer made
+// in one run's synctest bubble was reused in the next run's, and the
+// process died ("select on synctest channel from outside bubble") once
+// the lock's cleanups had every connection busy. A pool that never runs
+// dry never takes that path.
+func poolSize(rt route) int {
+	if rt.InProcess {
+		return inProcessPool
+	}
+	return 0
+}
+
+// resourceReadTimeout is the read timeout of a client's resource
+// connection: the op timeout, or, when its go-redis ignores ctx
+// deadlines, three op timeouts (go-redis's default is 3s): a resource
+// that does not honour ctx itself then returns late, which the calls
+// property sees (package fencing's review defect 9).
+func resourceReadTimeout(opTimeout time.Duration, ctxTimeouts bool) time.Duration {
+	if !ctxTimeouts {
+		return 3 * opTimeout
+	}
+	return opTimeout
+}
+
+// redisConn is what every go-redis client of one workload client shares,
+// the lock's, the resource's and the Redlock nodes' alike: its login, its
+// op timeout for dialling, writing and waiting for a connection, its
+// pool, and whether it honours ctx deadlines.
+type redisConn struct {
+	auth        env.Auth
+	timeout     time.Duration
+	pool        int
+	ctxTimeouts bool
+}
+
+// options are the options of a go-redis client of addrs (a node, a
+// cluster's seeds or the Sentinels) dialled with dial and reading for
+// read; Simple, Cluster or Failover makes them the options of each kind
+// of client, which its login (env.Auth) completes. A command is sent
+// once (MaxRetries -1), in RESP2 (Protocol 2).
+func (o redisConn) options(dial env.DialFunc, read time.Duration, addrs ...string) *redis.UniversalOptions {
+	return &redis.UniversalOptions{Addrs: addrs, Dialer: dial,
+		DialTimeout: o.timeout, ReadTimeout: read, WriteTimeout: o.timeout, PoolTimeout: o.timeout, PoolSize: o.pool,
+		MaxRetries: -1, ContextTimeoutEnabled: o.ctxTimeouts, Protocol: 2}
+}
+
+// client is a go-redis client of the one node at addr (options).
+func (o redisConn) client(dial env.DialFunc, read time.Duration, addr string) *redis.Client {
+	return redis.NewClient(o.auth.Login(o.options(dial, read, addr).Simple()))
 }
 
 // processFollower makes a lock's own process (locker.Process) follow its

@@ -24,10 +24,8 @@ func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned loc
 	var lease locker.Lease
 	done := make(chan error, 1)
 	go func() {
-		// A moment after the first wait, of its own (by the hold number:
-		// no draw): two goroutines acting at one virtual instant run in
-		// an order Go does not fix, and a seed would not replay.
-		_ = sleepFor(ctx, time.Duration(op.Lease%89+1)*time.Microsecond)
+		// A moment after the first wait, of its own (twiceStagger).
+		_ = sleepFor(ctx, twiceStagger(op.Lease))
 		// Not c.recording: its in-flight op is the main flow's.
 		res, err := recording{rec: rec, gate: c.Gate}.lockEdit(ctx, op, ctxNormal, timeout, func(ctx context.Context) error {
 			var err error
@@ -47,7 +45,7 @@ func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned loc
 			// the first wait's place, the first still on its way to it,
 			// hands the lock on to the next client when this one
 			// releases, past the first wait (tla/LockLine.tla, anycall).
-			_ = sleepFor(ctx, time.Duration(op.Lease%7)*time.Millisecond)
+			_ = sleepFor(ctx, twiceWork(op.Lease))
 			err = c.release(ctx, rec, h, false, opTimeout)
 		}
 		done <- err

@@ -185,16 +185,15 @@ func (w *Workload) stepWait(s *section) (bool, error) {
 	c, cfg, rec, owned := s.c, s.cfg, s.rec, s.owned
 	waiter, canWait := c.locker.(locker.Waiter)
 	s.blocking = canWait && c.chance(s.mix.Blocking)
-	if retrier, ok := c.locker.(locker.Retrier); ok && s.blocking && owned == nil && float64((s.seq+3)%4)/4 < s.mix.Retry {
+	if retrier, ok := c.locker.(locker.Retrier); ok && s.blocking && owned == nil && retriesInstead(s.seq, s.mix.Retry) {
 		// A share of the blocking acquires (Mix.Retry: one in four by
-		// default), chosen by the section's number (the seed's draws
-		// stay as they were: at 0.25, those whose number is 1 mod 4),
-		// retries one-shot attempts
-		// (locker.Retrier) instead of waiting in line: recorded as a
-		// one-shot acquire, promised no wait bound. It gives up after half
-		// a TTL: waiters in line go first, so a retrier may starve, and a
-		// long op would overlap more events than trace validation lets
-		// one stay pending (tla/trace.MaxAhead).
+		// default), chosen by the section's number (retriesInstead),
+		// retries one-shot attempts (locker.Retrier) instead of waiting
+		// in line: recorded as a one-shot acquire, promised no wait
+		// bound. It gives up after half a TTL: waiters in line go first,
+		// so a retrier may starve, and a long op would overlap more
+		// events than trace validation lets one stay pending
+		// (tla/trace.MaxAhead).
 		s.blocking = false
 		s.timeout = max(cfg.TTL/2, time.Millisecond)
 		s.acquire = func(ctx context.Context) (locker.Lease, error) { return retrier.AcquireRetry(ctx, c.Key, cfg.TTL) }
@@ -353,7 +352,7 @@ func (w *Workload) stepRenew(s *section) (bool, error) {
 		return false, nil
 	}
 	rttl := cfg.TTL
-	if s.seq%3 == 0 { // by the section's number: the seed's draws stay as they were
+	if renewsForTwice(s.seq) {
 		rttl = 2 * cfg.TTL
 	}
 	op := s.h.stamp(history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: rttl.Milliseconds(), Token: s.token, HasToken: s.fenced, Lease: s.h.id})
