@@ -37,15 +37,6 @@ func (h held) stamp(o history.Op) history.Op {
 	return o
 }
 
-// watched draws whether the holder of lease l watches its Context
-// (Mix.Context), and returns it then: only a lease that has one draws.
-func (c *Client) watched(l locker.Lease, mix *Mix) context.Context {
-	if x, ok := l.(locker.Contexter); ok && c.chance(mix.Context) {
-		return x.Context()
-	}
-	return nil
-}
-
 // reckon is how long a user reckons a lease valid that a successful call
 // started at start gave: start + TTL (never, for a lease without expiry).
 func (c *Client) reckon(l locker.Lease, start time.Time) time.Time {

@@ -18,7 +18,7 @@ import (
 // waiter by its place alone, reads as an overtaking.
 func (w *Workload) stepCloseWaiting(s *section) (bool, error) {
 	c := s.c
-	if _, ok := c.locker.(locker.Waiter); !ok || s.twice || !(s.mix.CloseWaiting > 0 && c.side.Float64() < s.mix.CloseWaiting) {
+	if _, ok := c.locker.(locker.Waiter); !ok || s.twice || !s.sideChance(&s.mix.CloseWaiting) {
 		return false, nil
 	}
 	close(c.gone) // nobody is left to hear a loss notice
