@@ -296,25 +296,51 @@ func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
 	p.cmd, p.exited, p.stdin = cmd, exited, stdin
 	p.mu.Unlock()
 
-	// Stop the child when ctx ends; kill it when it overstays its grace.
 	readDone := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-readDone:
+	go p.stopOn(ctx, readDone, stdin, cmd.Process.Pid)
+	errs := p.record(stdout, rec)
+	close(readDone)
+	werr := cmd.Wait()
+	close(exited)
+	if in := p.inflight.Swap(nil); in != nil && p.killed.Load() {
+		// Killed while it waited in line: its acquire never returned (the
+		// child sent it in that form).
+		if err := rec.Record(*in); err != nil {
+			errs = append(errs, err)
 		}
-		p.mu.Lock()
-		_ = stdin.Close()
-		p.stdin = nil
-		p.mu.Unlock()
-		grace := 3*spec.OpTimeout + 5*time.Second
-		select {
-		case <-readDone:
-		case <-time.After(grace):
-			_ = proc.KillGroup(cmd.Process.Pid)
-		}
-	}()
+	}
+	if err, _ := p.eventErr.Load().(error); err != nil {
+		errs = append(errs, err)
+	}
+	if werr != nil && !p.killed.Load() {
+		errs = append(errs, fmt.Errorf("child %s: %w; stderr: %s", p.Name, werr, stderr.String()))
+	}
+	return errors.Join(errs...)
+}
 
+// stopOn stops the child (its stdin closes) when ctx ends or its output
+// did (readDone), and kills its process group, pid's, when it has not
+// ended within a grace period.
+func (p *Proc) stopOn(ctx context.Context, readDone <-chan struct{}, stdin io.Closer, pid int) {
+	select {
+	case <-ctx.Done():
+	case <-readDone:
+	}
+	p.mu.Lock()
+	_ = stdin.Close()
+	p.stdin = nil
+	p.mu.Unlock()
+	grace := 3*p.spec.OpTimeout + 5*time.Second
+	select {
+	case <-readDone:
+	case <-time.After(grace):
+		_ = proc.KillGroup(pid)
+	}
+}
+
+// record adds the operations the child streams on stdout to rec, until
+// it ends, and returns what went wrong on the way.
+func (p *Proc) record(stdout io.Reader, rec *history.Recorder) []error {
 	var errs []error
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -334,23 +360,7 @@ func (p *Proc) run(ctx context.Context, rec *history.Recorder) error {
 	if err := sc.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("read child: %w", err))
 	}
-	close(readDone)
-	werr := cmd.Wait()
-	close(exited)
-	if in := p.inflight.Swap(nil); in != nil && p.killed.Load() {
-		// Killed while it waited in line: its acquire never returned (the
-		// child sent it in that form).
-		if err := rec.Record(*in); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err, _ := p.eventErr.Load().(error); err != nil {
-		errs = append(errs, err)
-	}
-	if werr != nil && !p.killed.Load() {
-		errs = append(errs, fmt.Errorf("child %s: %w; stderr: %s", p.Name, werr, stderr.String()))
-	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // close kills a child still running and deletes its proxies.
@@ -414,65 +424,12 @@ func runChild(js string, locks *locker.Registry, stdin io.Reader, out, events io
 	var armed atomic.Bool
 	goOn := make(chan struct{}, 1)
 	if events != nil {
-		// Tell the parent when this client waits in line, with its acquire
-		// as invoked: killed there, it leaves a dead waiter the parent
-		// records as never returned.
-		var mu sync.Mutex
-		c.onQueued = func(op *history.Op, waiting bool) {
-			mu.Lock()
-			defer mu.Unlock()
-			line := []byte("done\n")
-			if waiting && op != nil {
-				pending := *op
-				pending.Result = history.Unknown // as a never-returned op is written
-				line = append([]byte("waiting "), history.AppendJSON(nil, pending)...)
-				line = append(line, '\n')
-			}
-			_, _ = events.Write(line)
-		}
-		// And when it holds with its check behind and its write ahead
-		// (see Client.WaitHolding): a SIGSTOP then lands between the two.
-		// Armed by the parent (FreezeAtHold), it says "pausing" there and
-		// waits for the parent's "go", sent once the parent has frozen it:
-		// the freeze lands at this point, not wherever the child got to
-		// while the parent heard of it.
-		c.onHolding = func(holding bool) {
-			mu.Lock()
-			line, pause := "free\n", false
-			if holding {
-				line = "holding\n"
-				if pause = armed.CompareAndSwap(true, false); pause {
-					line += "pausing\n"
-				}
-			}
-			_, _ = io.WriteString(events, line)
-			mu.Unlock()
-			if pause {
-				select {
-				case <-goOn:
-				case <-ctx.Done():
-				}
-			}
-		}
+		c.tellParent(ctx, events, &armed, goOn)
 	}
 	rec := history.NewRecorder(out, history.Options{Base: time.Unix(0, spec.Base)})
 	go func() {
-		// The control line: pause (arm), disarm, go; its end stops the child.
-		sc := bufio.NewScanner(stdin)
-		for sc.Scan() {
-			switch sc.Text() {
-			case "pause":
-				armed.Store(true)
-			case "disarm":
-				armed.Store(false)
-			case "go":
-				select {
-				case goOn <- struct{}{}:
-				default:
-				}
-			}
-		}
-		cancel()
+		readControl(stdin, &armed, goOn)
+		cancel() // the control line's end stops the child
 	}()
 	c.rec.Store(rec)
 	stopWatching := watchStalls(ctx, rec, []string{c.Name}) // its own stalls
@@ -480,4 +437,69 @@ func runChild(js string, locks *locker.Registry, stdin io.Reader, out, events io
 	c.watchers.Wait()
 	stopWatching()
 	return errors.Join(werr, rec.Close())
+}
+
+// tellParent has a child's client c tell its parent on events when it
+// waits in line and when it holds, pausing there when the parent armed
+// it (armed; goOn: the parent's "go"), until ctx ends.
+func (c *Client) tellParent(ctx context.Context, events io.Writer, armed *atomic.Bool, goOn <-chan struct{}) {
+	// Tell the parent when this client waits in line, with its acquire
+	// as invoked: killed there, it leaves a dead waiter the parent
+	// records as never returned.
+	var mu sync.Mutex
+	c.onQueued = func(op *history.Op, waiting bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		line := []byte("done\n")
+		if waiting && op != nil {
+			pending := *op
+			pending.Result = history.Unknown // as a never-returned op is written
+			line = append([]byte("waiting "), history.AppendJSON(nil, pending)...)
+			line = append(line, '\n')
+		}
+		_, _ = events.Write(line)
+	}
+	// And when it holds with its check behind and its write ahead
+	// (see Client.WaitHolding): a SIGSTOP then lands between the two.
+	// Armed by the parent (FreezeAtHold), it says "pausing" there and
+	// waits for the parent's "go", sent once the parent has frozen it:
+	// the freeze lands at this point, not wherever the child got to
+	// while the parent heard of it.
+	c.onHolding = func(holding bool) {
+		mu.Lock()
+		line, pause := "free\n", false
+		if holding {
+			line = "holding\n"
+			if pause = armed.CompareAndSwap(true, false); pause {
+				line += "pausing\n"
+			}
+		}
+		_, _ = io.WriteString(events, line)
+		mu.Unlock()
+		if pause {
+			select {
+			case <-goOn:
+			case <-ctx.Done():
+			}
+		}
+	}
+}
+
+// readControl reads the parent's control line until it ends: pause (arm:
+// pause at the next hold), disarm, go (after a pause).
+func readControl(stdin io.Reader, armed *atomic.Bool, goOn chan<- struct{}) {
+	sc := bufio.NewScanner(stdin)
+	for sc.Scan() {
+		switch sc.Text() {
+		case "pause":
+			armed.Store(true)
+		case "disarm":
+			armed.Store(false)
+		case "go":
+			select {
+			case goOn <- struct{}{}:
+			default:
+			}
+		}
+	}
 }

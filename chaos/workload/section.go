@@ -16,40 +16,48 @@ import (
 
 // A critical section is a table of steps (sectionSteps), run in order on
 // one section's state: each step draws its own choices from the client's
-// stream (a Mix share), does what it does and may end the section. A new
-// client behaviour is one step in the table and one share of the Mix.
+// streams, in the shares of the Mix it declares (step.draws), does what it
+// does and may end the section. A new client behaviour is one step in the
+// table and one share of the Mix.
 //
 // The steps draw in the table's order, and a step draws only what it drew
 // when the section was one function: a seed replays the history it
 // recorded before (the simulation's saved findings hold that to their
-// digests).
+// digests). TestStepsDrawWhatTheyDeclare holds each step to its declared
+// shares and states the order in which a section draws from the streams.
 
 // step is one step of a critical section: its name (what the package doc
 // and a reader of the table call it) and what it does. done ends the
 // section after it, with err (nil for a section that ended as it should).
 type step struct {
 	name string
-	run  func(w *Workload, s *section) (done bool, err error)
+	// draws are the Mix shares the step chooses by (their names in
+	// Mix.String), in the order it reads them: drawn from the client's
+	// main stream (section.chance) or its side stream (sideChance,
+	// beside: the comments say which), or, for Retry, read and not drawn
+	// (section.uses, retriesInstead). A step reads no other share.
+	draws []string
+	run   func(w *Workload, s *section) (done bool, err error)
 }
 
 // sectionSteps are a critical section's steps, in order, each with the
 // Mix shares it draws.
 func sectionSteps() []step {
 	return []step{
-		{"as-owner", (*Workload).stepOwner},               // Owner
-		{"inspect-before", (*Workload).stepInspectBefore}, // Inspect
-		{"wait-in-line", (*Workload).stepWait},            // Blocking, Cancel
-		{"wait-twice", (*Workload).stepTwice},             // Twice
-		{"acquire", (*Workload).stepAcquire},
-		{"inspect-holding", (*Workload).stepInspectHolding},
-		{"ask-ttl", (*Workload).stepAskTTL},             // TTL (side stream)
-		{"leave", (*Workload).stepLeave},                // Leave
-		{"close-waiting", (*Workload).stepCloseWaiting}, // CloseWaiting (side stream)
-		{"renew", (*Workload).stepRenew},                // Renew
-		{"reenter", (*Workload).stepReenter},            // Reenter, LongWork, RushRelease, Concurrent
-		{"read", (*Workload).stepRead},                  //
-		{"check-write", (*Workload).stepWrite},          //
-		{"release", (*Workload).stepRelease},            // RushRelease, Concurrent
+		{"as-owner", []string{"owner"}, (*Workload).stepOwner},
+		{"inspect-before", []string{"inspect"}, (*Workload).stepInspectBefore},
+		{"wait-in-line", []string{"blocking", "retry", "cancel"}, (*Workload).stepWait},
+		{"wait-twice", []string{"twice"}, (*Workload).stepTwice},
+		{"acquire", []string{"context"}, (*Workload).stepAcquire},
+		{"inspect-holding", nil, (*Workload).stepInspectHolding},
+		{"ask-ttl", []string{"ttl"}, (*Workload).stepAskTTL}, // side stream
+		{"leave", []string{"leave"}, (*Workload).stepLeave},
+		{"close-waiting", []string{"close-waiting"}, (*Workload).stepCloseWaiting}, // side stream
+		{"renew", []string{"renew"}, (*Workload).stepRenew},
+		{"reenter", []string{"reenter", "rush-release", "concurrent", "long-work"}, (*Workload).stepReenter}, // concurrent: side stream
+		{"read", nil, (*Workload).stepRead},
+		{"check-write", nil, (*Workload).stepWrite},
+		{"release", []string{"rush-release", "concurrent"}, (*Workload).stepRelease}, // concurrent: side stream
 	}
 }
 
@@ -89,22 +97,73 @@ type section struct {
 	// cleanups run when the section ends, last first (as defers do),
 	// and may set its error.
 	cleanups []func(err *error)
+	// reads, when set, is told of every share of mix a step reads
+	// (uses): a test holds the steps to their declared draws with it.
+	reads func(share *float64)
 }
 
 // section is one critical section (see the package doc): its steps
 // (sectionSteps), in order, until one ends it.
-func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client, seq int) (err error) {
-	s := &section{ctx: ctx, rec: rec, c: c, seq: seq, cfg: w.cfg, mix: w.cfg.Mix, inLineAt: new(atomic.Int64)}
+func (w *Workload) section(ctx context.Context, rec *history.Recorder, c *Client, seq int) error {
+	return w.runSteps(w.newSection(ctx, rec, c, seq), sectionSteps())
+}
+
+// newSection is the state of c's section numbered seq, before its steps.
+func (w *Workload) newSection(ctx context.Context, rec *history.Recorder, c *Client, seq int) *section {
+	return &section{ctx: ctx, rec: rec, c: c, seq: seq, cfg: w.cfg, mix: w.cfg.Mix, inLineAt: new(atomic.Int64)}
+}
+
+// runSteps runs steps on s, in order, until one ends the section, then
+// its cleanups.
+func (w *Workload) runSteps(s *section, steps []step) (err error) {
 	defer func() {
 		for i := len(s.cleanups) - 1; i >= 0; i-- {
 			s.cleanups[i](&err)
 		}
 	}()
-	for _, st := range sectionSteps() {
+	for _, st := range steps {
 		done, err := st.run(w, s)
 		if done || err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// uses is the share of s.mix at p (a field of it), read by the step
+// running: every read of the Mix by a step goes through it, so that a
+// test sees which shares each step reads (step.draws).
+func (s *section) uses(p *float64) float64 {
+	if s.reads != nil {
+		s.reads(p)
+	}
+	return *p
+}
+
+// chance draws a choice of the share at p (a field of s.mix) from the
+// client's main stream.
+func (s *section) chance(p *float64) bool { return s.c.chance(s.uses(p)) }
+
+// sideChance draws a choice of the share at p (a field of s.mix) from the
+// client's side stream, for the choices added after seeds were saved.
+func (s *section) sideChance(p *float64) bool {
+	share := s.uses(p)
+	return share > 0 && s.c.side.Float64() < share
+}
+
+// beside draws the second call made beside a release (Mix.Concurrent,
+// from the side stream: Client.beside).
+func (s *section) beside() int {
+	s.uses(&s.mix.Concurrent)
+	return s.c.beside(s.mix)
+}
+
+// watched draws whether the holder of the section's lease watches its
+// Context (Mix.Context), and returns it then: only a lease that has one
+// draws.
+func (s *section) watched() context.Context {
+	if x, ok := s.lease.(locker.Contexter); ok && s.chance(&s.mix.Context) {
+		return x.Context()
 	}
 	return nil
 }
@@ -118,7 +177,7 @@ func (w *Workload) stepOwner(s *section) (bool, error) {
 	s.acqOp = history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Lease: c.nextHold()}
 	s.acquire, s.timeout = func(ctx context.Context) (locker.Lease, error) { return c.locker.TryAcquire(ctx, c.Key, cfg.TTL) }, cfg.OpTimeout
 	s.owned, _ = c.locker.(locker.Owned)
-	if s.owned != nil && !c.chance(s.mix.Owner) {
+	if s.owned != nil && !s.chance(&s.mix.Owner) {
 		s.owned = nil
 	}
 	if owned := s.owned; owned != nil {
@@ -162,7 +221,7 @@ func (c *Client) drawMode(md locker.Moded) (locker.Mode, int) {
 func (w *Workload) stepInspectBefore(s *section) (bool, error) {
 	c := s.c
 	s.insp, _ = c.locker.(locker.Inspector)
-	if s.insp != nil && !c.chance(s.mix.Inspect) {
+	if s.insp != nil && !s.chance(&s.mix.Inspect) {
 		s.insp = nil
 	}
 	if s.insp == nil {
@@ -184,17 +243,16 @@ func (w *Workload) stepInspectBefore(s *section) (bool, error) {
 func (w *Workload) stepWait(s *section) (bool, error) {
 	c, cfg, rec, owned := s.c, s.cfg, s.rec, s.owned
 	waiter, canWait := c.locker.(locker.Waiter)
-	s.blocking = canWait && c.chance(s.mix.Blocking)
-	if retrier, ok := c.locker.(locker.Retrier); ok && s.blocking && owned == nil && float64((s.seq+3)%4)/4 < s.mix.Retry {
+	s.blocking = canWait && s.chance(&s.mix.Blocking)
+	if retrier, ok := c.locker.(locker.Retrier); ok && s.blocking && owned == nil && retriesInstead(s.seq, s.uses(&s.mix.Retry)) {
 		// A share of the blocking acquires (Mix.Retry: one in four by
-		// default), chosen by the section's number (the seed's draws
-		// stay as they were: at 0.25, those whose number is 1 mod 4),
-		// retries one-shot attempts
-		// (locker.Retrier) instead of waiting in line: recorded as a
-		// one-shot acquire, promised no wait bound. It gives up after half
-		// a TTL: waiters in line go first, so a retrier may starve, and a
-		// long op would overlap more events than trace validation lets
-		// one stay pending (tla/trace.MaxAhead).
+		// default), chosen by the section's number (retriesInstead),
+		// retries one-shot attempts (locker.Retrier) instead of waiting
+		// in line: recorded as a one-shot acquire, promised no wait
+		// bound. It gives up after half a TTL: waiters in line go first,
+		// so a retrier may starve, and a long op would overlap more
+		// events than trace validation lets one stay pending
+		// (tla/trace.MaxAhead).
 		s.blocking = false
 		s.timeout = max(cfg.TTL/2, time.Millisecond)
 		s.acquire = func(ctx context.Context) (locker.Lease, error) { return retrier.AcquireRetry(ctx, c.Key, cfg.TTL) }
@@ -246,7 +304,7 @@ func (w *Workload) stepWait(s *section) (bool, error) {
 	// A waiter waits long enough for the lock's promise to waiters to be
 	// checked (locker.Entry.WaitBound), or is canceled in line.
 	s.timeout = max(cfg.OpTimeout, cfg.WaitTimeout)
-	if c.chance(s.mix.Cancel) {
+	if s.chance(&s.mix.Cancel) {
 		s.timeout = max(cfg.TTL/2, time.Millisecond)
 	}
 	return false, nil
@@ -258,7 +316,7 @@ func (w *Workload) stepWait(s *section) (bool, error) {
 // released.
 func (w *Workload) stepTwice(s *section) (bool, error) {
 	c, cfg := s.c, s.cfg
-	if s.owned == nil || !s.blocking || !c.chance(s.mix.Twice) {
+	if s.owned == nil || !s.blocking || !s.chance(&s.mix.Twice) {
 		return false, nil
 	}
 	join := c.waitTwice(s.ctx, s.rec, s.owned, cfg.TTL, cfg.OpTimeout, s.timeout)
@@ -288,7 +346,7 @@ func (w *Workload) stepAcquire(s *section) (bool, error) {
 	if err != nil || res != history.OK {
 		return true, err
 	}
-	s.h = held{lease: s.lease, id: s.acqOp.Lease, believed: c.reckon(s.lease, s.acqStart), watched: c.watched(s.lease, s.mix),
+	s.h = held{lease: s.lease, id: s.acqOp.Lease, believed: c.reckon(s.lease, s.acqStart), watched: s.watched(),
 		mode: s.acqOp.Mode, permits: s.acqOp.Permits}
 	s.h.released = c.watchLoss(s.ctx, rec, s.h)
 	return false, nil
@@ -314,7 +372,7 @@ func (w *Workload) stepInspectHolding(s *section) (bool, error) {
 // stepTwice does not inspect then: the seed would replay less often.
 func (w *Workload) stepAskTTL(s *section) (bool, error) {
 	c := s.c
-	if _, ok := s.lease.(locker.ServerClaimer); !ok || s.twice || !(s.mix.TTL > 0 && c.side.Float64() < s.mix.TTL) {
+	if _, ok := s.lease.(locker.ServerClaimer); !ok || s.twice || !s.sideChance(&s.mix.TTL) {
 		return false, nil
 	}
 	s.askTTL = true
@@ -326,7 +384,7 @@ func (w *Workload) stepAskTTL(s *section) (bool, error) {
 // holder learns its fence and resource.
 func (w *Workload) stepLeave(s *section) (bool, error) {
 	c := s.c
-	if c.chance(s.mix.Leave) {
+	if s.chance(&s.mix.Leave) {
 		close(c.gone) // nobody is left to hear a loss notice
 		if err := w.leave(s.ctx, s.rec, c); err != nil {
 			return true, err
@@ -349,11 +407,11 @@ func (w *Workload) stepLeave(s *section) (bool, error) {
 // withdrawn from the history.
 func (w *Workload) stepRenew(s *section) (bool, error) {
 	c, cfg, rec, lease := s.c, s.cfg, s.rec, s.lease
-	if !c.chance(s.mix.Renew) {
+	if !s.chance(&s.mix.Renew) {
 		return false, nil
 	}
 	rttl := cfg.TTL
-	if s.seq%3 == 0 { // by the section's number: the seed's draws stay as they were
+	if renewsForTwice(s.seq) {
 		rttl = 2 * cfg.TTL
 	}
 	op := s.h.stamp(history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: rttl.Milliseconds(), Token: s.token, HasToken: s.fenced, Lease: s.h.id})
@@ -378,7 +436,7 @@ func (w *Workload) stepRenew(s *section) (bool, error) {
 // longer TTL, and releases it (maybe rushed); or works long.
 func (w *Workload) stepReenter(s *section) (bool, error) {
 	c, cfg, rec, ctx := s.c, s.cfg, s.rec, s.ctx
-	if r, ok := s.lease.(locker.Reentrant); ok && c.chance(s.mix.Reenter) {
+	if r, ok := s.lease.(locker.Reentrant); ok && s.chance(&s.mix.Reenter) {
 		ttl := max(cfg.TTL/5, 10*time.Millisecond)
 		if c.rng.IntN(3) == 0 {
 			ttl = 2 * cfg.TTL
@@ -412,8 +470,8 @@ func (w *Workload) stepReenter(s *section) (bool, error) {
 			// lock's undo of the nested hold races the request still on
 			// its way, and the outer hold works on, which a late release
 			// ending the outer hold breaks (round three's defect 1).
-			rushIn := c.chance(s.mix.RushRelease) && !c.Gate.Armed()
-			relRes, err := c.releaseBeside(ctx, rec, in, rushIn, c.beside(s.mix), cfg.OpTimeout)
+			rushIn := s.chance(&s.mix.RushRelease) && !c.Gate.Armed()
+			relRes, err := c.releaseBeside(ctx, rec, in, rushIn, s.beside(), cfg.OpTimeout)
 			if err != nil {
 				return true, err
 			}
@@ -434,7 +492,7 @@ func (w *Workload) stepReenter(s *section) (bool, error) {
 			// that shortened the lease shows now.
 			_ = sleepRand(ctx, c.rng, cfg.TTL/2)
 		}
-	} else if c.chance(s.mix.LongWork) {
+	} else if s.chance(&s.mix.LongWork) {
 		_ = sleepRand(ctx, c.rng, cfg.TTL/2)
 	}
 	return false, nil
@@ -526,11 +584,11 @@ func (w *Workload) stepRelease(s *section) (bool, error) {
 	// point (e.g. between the GET and the DEL of a release) is where a
 	// careful client stands, and a rushed release never sends its DEL
 	// after a pause (get-del × pause-client missed 3 seeds of 20 so).
-	rush := c.chance(s.mix.RushRelease) && !c.Gate.Armed()
+	rush := s.chance(&s.mix.RushRelease) && !c.Gate.Armed()
 	if s.gone && s.owned != nil {
 		return true, w.again(s.ctx, s.rec, c, s.owned, s.h)
 	}
-	res, err := c.releaseBeside(s.ctx, s.rec, s.h, rush, c.beside(s.mix), s.cfg.OpTimeout)
+	res, err := c.releaseBeside(s.ctx, s.rec, s.h, rush, s.beside(), s.cfg.OpTimeout)
 	if err != nil || !s.askTTL || res != history.OK {
 		return true, err
 	}
