@@ -126,7 +126,7 @@ type claimIndex struct {
 
 func clientOf(o *lop) int64 { return int64(o.client) }
 
-// holdRef names one hold of a client (history.Op.Lease).
+// holdRef names one hold of a client (history.Op.Hold).
 type holdRef struct {
 	client int32
 	lease  uint64

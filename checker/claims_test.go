@@ -16,7 +16,7 @@ import (
 func claim(ms float64) opt {
 	return func(o *history.Op) { o.ValidUntil, o.HasValid = int64(ms*float64(msNs)), true }
 }
-func hold(n uint64) opt { return func(o *history.Op) { o.Lease = n } }
+func hold(n uint64) opt { return func(o *history.Op) { o.Hold = n } }
 func checkedFirst() opt { return func(o *history.Op) { o.Checked = true } }
 
 // lost is a loss notice of c at ms.

@@ -63,7 +63,7 @@ func g4Brute(ops []history.Op, drift float64, bound int64, fair bool, b int) g4V
 			}
 		}
 		okAcquire := func(o history.Op) bool { return o.Kind == history.Acquire && o.Result == history.OK }
-		sameHold := func(a, b history.Op) bool { return a.Lease == 0 || b.Lease == 0 || a.Lease == b.Lease }
+		sameHold := func(a, b history.Op) bool { return a.Hold == 0 || b.Hold == 0 || a.Hold == b.Hold }
 		// An end of the claims of o's hold, called in [o.call, t]: a
 		// release (but an unknown one that still claimed), or a loss
 		// notice; or a release called before o and still running at
@@ -120,15 +120,15 @@ func g4Brute(ops []history.Op, drift float64, bound int64, fair bool, b int) g4V
 			// the one that returned last by w.call.
 			var own *history.Op
 			byLease := false
-			if w.Lease != 0 {
+			if w.Hold != 0 {
 				for _, a := range on {
-					if okAcquire(a) && a.Client == w.Client && a.Lease == w.Lease {
+					if okAcquire(a) && a.Client == w.Client && a.Hold == w.Hold {
 						byLease = true
 					}
 				}
 			}
 			for i, a := range on {
-				if okAcquire(a) && a.Client == w.Client && (!byLease || a.Lease == w.Lease) && ret(a) <= w.Call &&
+				if okAcquire(a) && a.Client == w.Client && (!byLease || a.Hold == w.Hold) && ret(a) <= w.Call &&
 					(own == nil || ret(a) > ret(*own)) {
 					own = &on[i]
 				}
@@ -164,12 +164,12 @@ func g4Brute(ops []history.Op, drift float64, bound int64, fair bool, b int) g4V
 				case r.Kind == history.Release && r.Result == history.OK && ret(r) <= n.Call:
 					held--
 				}
-				if n.Lease != 0 && r.Kind == history.Release && r.Client == n.Client && r.Lease == n.Lease &&
+				if n.Hold != 0 && r.Kind == history.Release && r.Client == n.Client && r.Hold == n.Hold &&
 					r.Result == history.OK && ret(r) <= n.Call {
 					mark(1, true)
 				}
 			}
-			if n.Lease == 0 && took && held <= 0 && !unsure {
+			if n.Hold == 0 && took && held <= 0 && !unsure {
 				mark(1, true)
 			}
 		}
@@ -302,7 +302,7 @@ func genG4(r *rand.Rand) []history.Op {
 			o = history.Op{Kind: history.Fault, Name: []string{"pause-client a", "pubsub-reset m", "partition [b]"}[r.IntN(3)],
 				Call: t, Return: t + int64(r.IntN(150))*ms, Completed: r.IntN(6) > 0}
 		case x < 9:
-			o.Kind, o.TTLMillis, o.Lease = history.Acquire, 100, lease(true)
+			o.Kind, o.TTLMillis, o.Hold = history.Acquire, 100, lease(true)
 			o.Result = []history.Result{history.OK, history.OK, history.OK, history.Fail, history.Unknown}[r.IntN(5)]
 			if r.IntN(3) > 0 {
 				// A wait, often long enough for later joiners to be served
@@ -316,25 +316,25 @@ func genG4(r *rand.Rand) []history.Op {
 				claim(o.Call)
 			}
 		case x < 10:
-			o.Kind, o.TTLMillis, o.Lease, o.Result = history.Renew, 100, lease(false), []history.Result{history.OK, history.Fail}[r.IntN(2)]
+			o.Kind, o.TTLMillis, o.Hold, o.Result = history.Renew, 100, lease(false), []history.Result{history.OK, history.Fail}[r.IntN(2)]
 			if o.Result == history.OK {
 				claim(o.Call)
 			}
 		case x < 13:
-			o.Kind, o.Lease = history.Release, lease(false)
+			o.Kind, o.Hold = history.Release, lease(false)
 			o.Result = []history.Result{history.OK, history.OK, history.Fail, history.Unknown}[r.IntN(4)]
 			if o.Result == history.Unknown && r.IntN(2) == 0 {
 				claim(o.Return)
 			}
 		case x < 17:
-			o.Kind, o.Lease, o.Value, o.HasValue = history.Write, lease(false), "v", true
+			o.Kind, o.Hold, o.Value, o.HasValue = history.Write, lease(false), "v", true
 			o.Result = []history.Result{history.OK, history.Unknown}[r.IntN(2)]
 			if r.IntN(4) > 0 {
 				o.Checked = true
 				claim(o.Call)
 			}
 		default:
-			o.Kind, o.Lease, o.Result, o.Return = history.Lost, lease(false), history.OK, o.Call
+			o.Kind, o.Hold, o.Result, o.Return = history.Lost, lease(false), history.OK, o.Call
 		}
 		if o.HasValid && o.ValidUntil > history.MaxTime-1 {
 			o.HasValid = false

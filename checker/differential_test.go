@@ -341,7 +341,7 @@ func bruteForce(ops []history.Op, drift float64, slack int64) [3]contract.Verdic
 		if _, ok := byKey[h.Key]; !ok {
 			keys = append(keys, h.Key)
 		}
-		o.hold = h.Lease // an acquire's; a release's or renew's is checked below
+		o.hold = h.Hold // an acquire's; a release's or renew's is checked below
 		byKey[h.Key] = append(byKey[h.Key], o)
 	}
 	for _, os := range byKey {
@@ -621,20 +621,20 @@ func withHolds(r *rand.Rand, ops []history.Op) []history.Op {
 		switch o.Kind {
 		case history.Acquire:
 			next[o.Client]++
-			o.Lease = next[o.Client]
-			taken[ck] = append(taken[ck], o.Lease)
-			open[ck] = append(open[ck], o.Lease)
+			o.Hold = next[o.Client]
+			taken[ck] = append(taken[ck], o.Hold)
+			open[ck] = append(open[ck], o.Hold)
 		case history.Release, history.Renew:
 			switch x := r.IntN(20); {
 			case x < 14 && len(open[ck]) > 0:
-				o.Lease = open[ck][len(open[ck])-1]
+				o.Hold = open[ck][len(open[ck])-1]
 				if o.Kind == history.Release && r.IntN(3) > 0 {
 					open[ck] = open[ck][:len(open[ck])-1]
 				}
 			case x < 17 && len(taken[ck]) > 0:
-				o.Lease = taken[ck][r.IntN(len(taken[ck]))]
+				o.Hold = taken[ck][r.IntN(len(taken[ck]))]
 			case x < 18:
-				o.Lease = 99
+				o.Hold = 99
 			}
 		}
 	}

@@ -77,7 +77,7 @@ func TestInspectRules(t *testing.T) {
 		), Options{}, okAll},
 		{"free after a loss notice", lined(
 			acq("a", 0, 1, ok, ttl(1000), tok(1), hold(1)),
-			history.Op{Client: "a", Kind: history.Lost, Key: "k", Call: 2 * msNs, Return: 2 * msNs, Completed: true, Result: ok, Lease: 1},
+			history.Op{Client: "a", Kind: history.Lost, Key: "k", Call: 2 * msNs, Return: 2 * msNs, Completed: true, Result: ok, Hold: 1},
 			inspect("b", 3, 4, ""),
 		), Options{}, okAll},
 		{"free within a failover window", lined(

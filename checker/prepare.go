@@ -195,7 +195,7 @@ func prepareUntil(ops []history.Op, drift float64, late *atomic.Bool) (*prepared
 		}
 		l := &lop{idx: i, src: o, kind: o.Kind, client: id, result: o.Result, call: o.Call, ret: inf,
 			token: o.Token, hasToken: o.HasToken, hasPrev: o.HasPrev, wait: o.Wait,
-			validUntil: o.ValidUntil, hasValid: o.HasValid, lease: o.Lease, checked: o.Checked, inLine: inf, deadline: inf}
+			validUntil: o.ValidUntil, hasValid: o.HasValid, lease: o.Hold, checked: o.Checked, inLine: inf, deadline: inf}
 		if o.HasInLine {
 			l.inLine = o.InLine
 		}

@@ -91,7 +91,7 @@ func BenchmarkWriteOp(b *testing.B) {
 // BenchmarkUnmarshalOp measures Op.UnmarshalJSON, the decoder made for one
 // op (a child-process client's ops come so).
 func BenchmarkUnmarshalOp(b *testing.B) {
-	line := AppendJSON(nil, Op{Client: "c0", Kind: Acquire, Key: "k", Call: 1, Return: 2, Completed: true, Result: OK, TTLMillis: 500, Token: 7, HasToken: true, Lease: 3})
+	line := AppendJSON(nil, Op{Client: "c0", Kind: Acquire, Key: "k", Call: 1, Return: 2, Completed: true, Result: OK, TTLMillis: 500, Token: 7, HasToken: true, Hold: 3})
 	b.ReportAllocs()
 	for b.Loop() {
 		var op Op

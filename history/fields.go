@@ -130,7 +130,7 @@ func (o *Op) get(id fieldID) (present bool, s string, i int64, u uint64) {
 	case fInLine:
 		return o.HasInLine, "", o.InLine, 0
 	case fLease:
-		return o.Lease != 0, "", 0, o.Lease
+		return o.Hold != 0, "", 0, o.Hold
 	case fChecked:
 		return o.Checked, "", 0, 0
 	case fDeadline:
@@ -219,7 +219,7 @@ func (o *Op) setUint(id fieldID, v uint64) (refused string) {
 		if v == 0 {
 			return "0 is not a lease number (they start at 1; leave the field out when unknown)"
 		}
-		o.Lease = v
+		o.Hold = v
 	}
 	return ""
 }

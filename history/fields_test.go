@@ -23,7 +23,7 @@ func TestFieldTable(t *testing.T) {
 	}
 	full := Op{Client: "c", Kind: Write, Key: "k", Name: "n", Evidence: "e", Call: 1, Return: 2, Completed: true, Result: OK,
 		TTLMillis: 3, Token: 4, HasToken: true, Value: "v", HasValue: true, Prev: "p", HasPrev: true, Wait: true,
-		ValidUntil: 5, HasValid: true, InLine: 6, HasInLine: true, Lease: 7, Checked: true, Deadline: 8, HasDeadline: true,
+		ValidUntil: 5, HasValid: true, InLine: 6, HasInLine: true, Hold: 7, Checked: true, Deadline: 8, HasDeadline: true,
 		Held: true, Holder: "h", HoldCount: 9, HasHolds: true, Records: 10, HasRecords: true, Bytes: 11, HasBytes: true,
 		Mode: ModePermits, Permits: 12, Capacity: 13}
 	line := AppendJSON(nil, full)

@@ -128,12 +128,12 @@ type Op struct {
 	ValidUntil int64
 	HasValid   bool
 
-	// Lease ("lease"): which hold of its client the op is about, a number
+	// Hold ("lease"): which hold of its client the op is about, a number
 	// >= 1 unique per client (an acquire's own, and that of the hold a
 	// renew, release, write, read or loss notice acts on); 0: not said.
 	// A client's nested holds have numbers of their own, so a release of
 	// one is not taken for a release of another.
-	Lease uint64
+	Hold uint64
 
 	// InLine ("in_line"), meaningful only when HasInLine: on a blocking
 	// acquire, the instant (history clock) by which the waiter was surely

@@ -126,8 +126,8 @@ func afterRelease(ops []history.Op, res history.Result) int {
 	}
 	released := map[hold]int64{}
 	for _, o := range ops {
-		if o.Kind == history.Release && o.Result == history.OK && o.Lease != 0 {
-			h := hold{o.Client, o.Lease}
+		if o.Kind == history.Release && o.Result == history.OK && o.Hold != 0 {
+			h := hold{o.Client, o.Hold}
 			if t, ok := released[h]; !ok || o.Return < t {
 				released[h] = o.Return
 			}
@@ -135,7 +135,7 @@ func afterRelease(ops []history.Op, res history.Result) int {
 	}
 	n := 0
 	for _, o := range ops {
-		if t, ok := released[hold{o.Client, o.Lease}]; ok && o.Kind == history.TTL && o.Result == res && t <= o.Call {
+		if t, ok := released[hold{o.Client, o.Hold}]; ok && o.Kind == history.TTL && o.Result == res && t <= o.Call {
 			n++
 		}
 	}

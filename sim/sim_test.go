@@ -125,7 +125,7 @@ func TestOwnerWaitsTwice(t *testing.T) {
 		}
 		for i, a := range waits {
 			for _, b := range waits[i+1:] {
-				if a.Client == b.Client && a.Lease != b.Lease && a.Result == history.OK && b.Result == history.OK &&
+				if a.Client == b.Client && a.Hold != b.Hold && a.Result == history.OK && b.Result == history.OK &&
 					a.Call < b.Return && b.Call < a.Return {
 					both++
 				}

@@ -51,7 +51,7 @@ type Client struct {
 	onHolding func(holding bool)
 	stopped   atomic.Bool
 	rec       atomic.Pointer[history.Recorder] // set by Run: where background renewals are recorded
-	holds     uint64                           // the last hold number given (history.Op.Lease)
+	holds     uint64                           // the last hold number given (history.Op.Hold)
 	watchers  sync.WaitGroup                   // loss-notice watchers (watchLoss)
 	gone      chan struct{}                    // closed when the client leaves for good (Mix.Leave)
 	// ctxTimeouts: the client's go-redis clients honour ctx deadlines (CtxTimeouts).

@@ -12,7 +12,7 @@ import (
 )
 
 // held is one hold the client has: the lease, its number in the history
-// (history.Op.Lease), and how long the client itself reckons it valid
+// (history.Op.Hold), and how long the client itself reckons it valid
 // when the lock states nothing (locker.Claimer): the start of the acquire
 // or renewal that last succeeded plus the lease's TTL, on c's clock.
 type held struct {
@@ -120,7 +120,7 @@ func (c *Client) watchLoss(ctx context.Context, rec *history.Recorder, h held) (
 		t := rec.Now()
 		token, fenced := h.lease.Fence()
 		_ = rec.Record(h.stamp(history.Op{Client: c.Name, Kind: history.Lost, Key: c.Key, Call: t, Return: t, Completed: true,
-			Result: history.OK, Token: token, HasToken: fenced, Lease: h.id}))
+			Result: history.OK, Token: token, HasToken: fenced, Hold: h.id}))
 	}()
 	return released
 }
@@ -151,10 +151,10 @@ func (c *Client) releaseBeside(ctx context.Context, rec *history.Recorder, h hel
 	}
 	l := h.lease
 	token, fenced := l.Fence()
-	op := h.stamp(history.Op{Client: c.Name, Kind: history.Release, Key: c.Key, Token: token, HasToken: fenced, Lease: h.id})
+	op := h.stamp(history.Op{Client: c.Name, Kind: history.Release, Key: c.Key, Token: token, HasToken: fenced, Hold: h.id})
 	do := func(ctx context.Context) error { return l.Release(ctx) }
 	if beside == besideRenew {
-		op = h.stamp(history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: l.TTL().Milliseconds(), Token: token, HasToken: fenced, Lease: h.id})
+		op = h.stamp(history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: l.TTL().Milliseconds(), Token: token, HasToken: fenced, Hold: h.id})
 		do = func(ctx context.Context) error { return l.Renew(ctx, l.TTL()) }
 	}
 	// Its own recording without the op in flight (the main call's).
@@ -180,7 +180,7 @@ func (c *Client) releaseOne(ctx context.Context, rec *history.Recorder, h held, 
 		h.released()
 	}
 	token, fenced := l.Fence()
-	op := h.stamp(history.Op{Client: c.Name, Kind: history.Release, Key: c.Key, Token: token, HasToken: fenced, Lease: h.id})
+	op := h.stamp(history.Op{Client: c.Name, Kind: history.Release, Key: c.Key, Token: token, HasToken: fenced, Hold: h.id})
 	do := func(ctx context.Context) error { return l.Release(ctx) }
 	// After a release that did not surely happen, what the lock still
 	// claims (nothing, for a lock that keeps its word: the claims property).

@@ -96,7 +96,7 @@ func (c *Client) askTTL(ctx context.Context, rec *history.Recorder, h held, time
 		return nil
 	}
 	token, fenced := h.lease.Fence()
-	op := h.stamp(history.Op{Client: c.Name, Kind: history.TTL, Key: c.Key, Token: token, HasToken: fenced, Lease: h.id})
+	op := h.stamp(history.Op{Client: c.Name, Kind: history.TTL, Key: c.Key, Token: token, HasToken: fenced, Hold: h.id})
 	var left time.Duration
 	_, err := c.recording(rec).lock(ctx, op, ctxNormal, timeout, func(ctx context.Context) (err error) {
 		left, err = sc.TTLLeft(ctx)

@@ -15,7 +15,7 @@ import (
 // waits for it. The goroutine draws nothing from the client's stream, so
 // the seed's draws stay the main flow's.
 func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned locker.Owned, ttl, opTimeout, timeout time.Duration) (join func() error) {
-	op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds(), Wait: true, Lease: c.nextHold()}
+	op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds(), Wait: true, Hold: c.nextHold()}
 	var inLine func()
 	var inLineAt atomic.Int64
 	if _, ok := c.locker.(locker.InLine); ok {
@@ -25,7 +25,7 @@ func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned loc
 	done := make(chan error, 1)
 	go func() {
 		// A moment after the first wait, of its own (twiceStagger).
-		_ = sleepFor(ctx, twiceStagger(op.Lease))
+		_ = sleepFor(ctx, twiceStagger(op.Hold))
 		// Not c.recording: its in-flight op is the main flow's.
 		res, err := recording{rec: rec, gate: c.Gate}.lockEdit(ctx, op, ctxNormal, timeout, func(ctx context.Context) error {
 			var err error
@@ -37,7 +37,7 @@ func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned loc
 			// hold's is: the checker holds every live hold to the lock's
 			// loss bound (a seed whose key was lost under this hold once
 			// found it unwatched, its notice never recorded).
-			h := held{lease: lease, id: op.Lease}
+			h := held{lease: lease, id: op.Hold}
 			h.released = c.watchLoss(ctx, rec, h)
 			// A brief section of its own, then its release, whatever the
 			// first wait does meanwhile, as a goroutine of its own does:
@@ -45,7 +45,7 @@ func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned loc
 			// the first wait's place, the first still on its way to it,
 			// hands the lock on to the next client when this one
 			// releases, past the first wait (tla/LockLine.tla, anycall).
-			_ = sleepFor(ctx, twiceWork(op.Lease))
+			_ = sleepFor(ctx, twiceWork(op.Hold))
 			err = c.release(ctx, rec, h, false, opTimeout)
 		}
 		done <- err
@@ -62,7 +62,7 @@ func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned loc
 func (w *Workload) again(ctx context.Context, rec *history.Recorder, c *Client, owned locker.Owned, lost held) error {
 	cfg := w.cfg
 	var nl locker.Lease
-	op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Lease: c.nextHold()}
+	op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Hold: c.nextHold()}
 	start := c.Clock.Now()
 	res, err := c.recording(rec).lock(ctx, op, ctxNormal, cfg.OpTimeout, func(ctx context.Context) error {
 		var err error
@@ -81,7 +81,7 @@ func (w *Workload) again(ctx context.Context, rec *history.Recorder, c *Client, 
 	if res != history.OK {
 		return nil
 	}
-	h := held{lease: nl, id: op.Lease, believed: c.reckon(nl, start)}
+	h := held{lease: nl, id: op.Hold, believed: c.reckon(nl, start)}
 	h.released = c.watchLoss(ctx, rec, h)
 	_ = sleepRand(ctx, c.rng, cfg.Hold)
 	if err := c.Gate.Wait(ctx); err != nil {

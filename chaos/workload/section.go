@@ -174,7 +174,7 @@ func (s *section) watched() context.Context {
 func (w *Workload) stepOwner(s *section) (bool, error) {
 	c, cfg := s.c, s.cfg
 	// Acquire: one attempt, or wait in line (and maybe be canceled there).
-	s.acqOp = history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Lease: c.nextHold()}
+	s.acqOp = history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Hold: c.nextHold()}
 	s.acquire, s.timeout = func(ctx context.Context) (locker.Lease, error) { return c.locker.TryAcquire(ctx, c.Key, cfg.TTL) }, cfg.OpTimeout
 	s.owned, _ = c.locker.(locker.Owned)
 	if s.owned != nil && !s.chance(&s.mix.Owner) {
@@ -346,7 +346,7 @@ func (w *Workload) stepAcquire(s *section) (bool, error) {
 	if err != nil || res != history.OK {
 		return true, err
 	}
-	s.h = held{lease: s.lease, id: s.acqOp.Lease, believed: c.reckon(s.lease, s.acqStart), watched: s.watched(),
+	s.h = held{lease: s.lease, id: s.acqOp.Hold, believed: c.reckon(s.lease, s.acqStart), watched: s.watched(),
 		mode: s.acqOp.Mode, permits: s.acqOp.Permits}
 	s.h.released = c.watchLoss(s.ctx, rec, s.h)
 	return false, nil
@@ -414,7 +414,7 @@ func (w *Workload) stepRenew(s *section) (bool, error) {
 	if renewsForTwice(s.seq) {
 		rttl = 2 * cfg.TTL
 	}
-	op := s.h.stamp(history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: rttl.Milliseconds(), Token: s.token, HasToken: s.fenced, Lease: s.h.id})
+	op := s.h.stamp(history.Op{Client: c.Name, Kind: history.Renew, Key: c.Key, TTLMillis: rttl.Milliseconds(), Token: s.token, HasToken: s.fenced, Hold: s.h.id})
 	start := c.Clock.Now()
 	res, err := c.recording(rec).lock(s.ctx, op, ctxNormal, cfg.OpTimeout, func(ctx context.Context) error {
 		err := lease.Renew(ctx, rttl)
@@ -442,7 +442,7 @@ func (w *Workload) stepReenter(s *section) (bool, error) {
 			ttl = 2 * cfg.TTL
 		}
 		var inner locker.Lease
-		op := s.h.stamp(history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds(), Lease: c.nextHold()})
+		op := s.h.stamp(history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: ttl.Milliseconds(), Hold: c.nextHold()})
 		if op.Mode == history.ModePermits {
 			op.Capacity = s.acqOp.Capacity
 		}
@@ -458,7 +458,7 @@ func (w *Workload) stepReenter(s *section) (bool, error) {
 			return true, err
 		}
 		if res == history.OK {
-			in := held{lease: inner, id: op.Lease, mode: op.Mode, permits: op.Permits}
+			in := held{lease: inner, id: op.Hold, mode: op.Mode, permits: op.Permits}
 			in.released = c.watchLoss(ctx, rec, in)
 			if s.askTTL {
 				if err := c.askTTL(ctx, rec, in, cfg.OpTimeout); err != nil {
@@ -508,7 +508,7 @@ func (w *Workload) stepRead(s *section) (bool, error) {
 	if err := c.Gate.Wait(s.ctx); err != nil {
 		return true, errStop
 	}
-	readOp := history.Op{Client: c.Name, Kind: history.Read, Key: c.Key, Token: s.token, HasToken: s.fenced, Lease: s.h.id}
+	readOp := history.Op{Client: c.Name, Kind: history.Read, Key: c.Key, Token: s.token, HasToken: s.fenced, Hold: s.h.id}
 	res, err := c.recording(rec).resource(s.ctx, readOp, cfg.OpTimeout, func(ctx context.Context) (err error) {
 		if fr, ok := s.resource.(FencedReader); ok && s.fenced {
 			s.read, err = fr.ReadFenced(ctx, c.Key, s.token, c.Name)
@@ -561,7 +561,7 @@ func (w *Workload) stepWrite(s *section) (bool, error) {
 	}
 	val := fmt.Sprintf("%s-%d", c.Name, s.seq)
 	writeOp := history.Op{Client: c.Name, Kind: history.Write, Key: c.Key, Token: s.token, HasToken: s.fenced,
-		Value: val, Prev: s.read.Value, HasPrev: true, Lease: s.h.id, Checked: true}
+		Value: val, Prev: s.read.Value, HasPrev: true, Hold: s.h.id, Checked: true}
 	if !claimed.IsZero() {
 		writeOp.ValidUntil, writeOp.HasValid = c.onHistory(rec, claimed), true
 	}

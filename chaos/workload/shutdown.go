@@ -46,7 +46,7 @@ func (w *Workload) stepCloseWaiting(s *section) (bool, error) {
 func (w *Workload) shutDown(ctx context.Context, rec *history.Recorder, c *Client, h held) error {
 	cfg := w.cfg
 	waiter := c.locker.(locker.Waiter) // stepCloseWaiting drew only for a Waiter
-	op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Wait: true, Lease: c.nextHold()}
+	op := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Wait: true, Hold: c.nextHold()}
 	in := make(chan struct{})
 	var once sync.Once
 	inLine := func() { once.Do(func() { close(in) }) }
@@ -74,7 +74,7 @@ func (w *Workload) shutDown(ctx context.Context, rec *history.Recorder, c *Clien
 		})
 		inLine() // returned: nothing to wait for
 		if err == nil && res == history.OK {
-			err = c.release(ctx, rec, held{lease: lease, id: op.Lease}, false, cfg.OpTimeout)
+			err = c.release(ctx, rec, held{lease: lease, id: op.Hold}, false, cfg.OpTimeout)
 		}
 		done <- err
 	}()
@@ -118,7 +118,7 @@ func (w *Workload) leave(ctx context.Context, rec *history.Recorder, c *Client) 
 	// It waits, when the lock can: the lease the client left with is still
 	// held, and a single attempt would be refused for that alone.
 	var l locker.Lease
-	acq := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Lease: c.nextHold()}
+	acq := history.Op{Client: c.Name, Kind: history.Acquire, Key: c.Key, TTLMillis: cfg.TTL.Milliseconds(), Hold: c.nextHold()}
 	try, timeout := func(ctx context.Context) (locker.Lease, error) { return c.locker.TryAcquire(ctx, c.Key, cfg.TTL) }, cfg.OpTimeout
 	if waiter, ok := c.locker.(locker.Waiter); ok {
 		acq.Wait, timeout = true, max(cfg.OpTimeout, cfg.WaitTimeout)
@@ -135,7 +135,7 @@ func (w *Workload) leave(ctx context.Context, rec *history.Recorder, c *Client) 
 	if err != nil || res != history.OK {
 		return err
 	}
-	return c.release(ctx, rec, held{lease: l, id: acq.Lease}, false, cfg.OpTimeout)
+	return c.release(ctx, rec, held{lease: l, id: acq.Hold}, false, cfg.OpTimeout)
 }
 
 // closeLocker closes c's lock, recording it (a close op, with its

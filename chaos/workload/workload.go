@@ -18,7 +18,7 @@
 // fired, on each write that the check before it was made, and (Mix.TTL)
 // what the lock's server says of a lease's time left, while held and
 // after its release (ttl ops). Each hold has a number of its own
-// (history.Op.Lease) on every op about it.
+// (history.Op.Hold) on every op about it.
 //
 // What each section does is drawn from the client's seeded stream in the
 // shares of Config.Mix, Jepsen's generator in small: the same seed gives the

@@ -66,7 +66,7 @@ type Event struct {
 	Holder int
 	Count  int
 	// Lease names the hold of its client that an acquire starts or a
-	// release or renew acts on (history.Op.Lease), mapped to 1..n in the
+	// release or renew acts on (history.Op.Hold), mapped to 1..n in the
 	// order of the numbers; 0: not said, or said by a release or renew of a
 	// number no acquire of its client and key carries (the spec then reads
 	// the op by count, as a history without numbers).
@@ -242,12 +242,12 @@ type holdKey struct {
 // and a release's or renew's when an acquire of its client and key has it.
 func (c *converter) leaseOf(op *history.Op) uint64 {
 	switch {
-	case op.Lease == 0:
+	case op.Hold == 0:
 		return 0
 	case op.Kind == history.Acquire:
-		return op.Lease
-	case (op.Kind == history.Release || op.Kind == history.Renew) && c.held[holdKey{op.Client, op.Key, op.Lease}]:
-		return op.Lease
+		return op.Hold
+	case (op.Kind == history.Release || op.Kind == history.Renew) && c.held[holdKey{op.Client, op.Key, op.Hold}]:
+		return op.Hold
 	}
 	return 0
 }
@@ -293,8 +293,8 @@ func (c *converter) collect(ops []*history.Op, drift int64) error {
 	var vals []string
 	c.held = map[holdKey]bool{}
 	for _, op := range ops {
-		if op.Kind == history.Acquire && op.Lease != 0 {
-			c.held[holdKey{op.Client, op.Key, op.Lease}] = true
+		if op.Kind == history.Acquire && op.Hold != 0 {
+			c.held[holdKey{op.Client, op.Key, op.Hold}] = true
 		}
 	}
 	for i, op := range ops {

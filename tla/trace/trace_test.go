@@ -568,7 +568,7 @@ func TestLossNoticesLeftOut(t *testing.T) {
 				if o.Kind == history.Acquire && o.Result == history.OK && o.Completed {
 					with[len(with)-1].ValidUntil, with[len(with)-1].HasValid = o.Return+1, true
 					with = append(with, history.Op{Client: o.Client, Kind: history.Lost, Key: o.Key, Call: o.Return, Return: o.Return,
-						Completed: true, Result: history.OK, Lease: o.Lease, Line: o.Line})
+						Completed: true, Result: history.OK, Hold: o.Hold, Line: o.Line})
 				}
 			}
 			if got := module(t, mustConvert(t, with)); got != want {
@@ -626,7 +626,7 @@ func TestInspectEvents(t *testing.T) {
 func TestLeaseNumbers(t *testing.T) {
 	op := func(line int, c string, kind history.Kind, lease uint64) history.Op {
 		return history.Op{Line: line, Client: c, Kind: kind, Key: "k", Call: int64(line), Return: int64(line) + 1, Completed: true,
-			Result: history.OK, Token: 7, HasToken: true, TTLMillis: 100, Lease: lease}
+			Result: history.OK, Token: 7, HasToken: true, TTLMillis: 100, Hold: lease}
 	}
 	ops := []history.Op{
 		op(1, "a", history.Acquire, 1000),
