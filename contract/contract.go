@@ -13,6 +13,7 @@ package contract
 
 import (
 	"cmp"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -134,37 +135,97 @@ type FaultTraits struct {
 	// ExcusesAs is the fault whose prediction says what a window of it
 	// may excuse ("": its own): a stall's is pause-client's.
 	ExcusesAs string
+
+	// The traits below say what the profiles' predictions (package judge)
+	// and the specimens' (package zoo) read of a fault: each is the
+	// mechanism of a prediction, so that a fault that has it is predicted
+	// what it causes, and a fault that lacks them all, that every
+	// property holds.
+
+	// PausesHolder: the fault freezes a holder past its lease at the
+	// lock's fault point and then wakes it, so that it acts on a check
+	// another client's grant made false (pause-client; a frozen process
+	// and an observed stall are outside the profiles' predictions).
+	PausesHolder bool
+	// SkewsPromoted: the fault's failover promotes a replica whose clock
+	// runs behind the old master's, so that expiries written by the old
+	// master's clock last up to the skew longer on the new one.
+	SkewsPromoted bool
+	// DeliversLate: the fault holds requests in transit past their
+	// sender's deadline and delivers them then: an acquire, a release or
+	// a write takes effect after its caller gave up.
+	DeliversLate bool
+	// CutsSubscriptions: the fault kills clients' pub/sub connections
+	// while the servers keep their data and roles, so that a waiter hears
+	// of no hand-off until its subscription is made again (a partition, a
+	// reset; with KeepsServing, pubsub-reset, which also holds back the
+	// connections dialed after each drop).
+	CutsSubscriptions bool
+	// Delays: the fault delays or loses commands and replies between
+	// clients and servers that keep their data and roles, within the
+	// contract's timing (latency, a partition, a reset, a frozen master):
+	// a command may land after its sender's lease ran out, a reply may
+	// never come. DeliversLate's requests, landing past their sender's
+	// deadline, are its own trait.
+	Delays bool
+	// RefusesWrites: the lock's node refuses some of the writes it is
+	// sent (surely without effect) and takes others.
+	RefusesWrites bool
+	// FreezesMaster: the lock's master freezes, having executed commands
+	// whose replies reach their clients only after the thaw.
+	FreezesMaster bool
+	// Unserved: the key's servers serve nobody for a while (a cluster
+	// shard down), so an acquire of a key surely free is refused then.
+	Unserved bool
+	// UnservedOnCluster: on a Redis Cluster (only there) the fault leaves
+	// the key's shard without a master until its replica is elected, where
+	// Sentinel's failed master keeps serving its clients.
+	UnservedOnCluster bool
+}
+
+// Has reports whether t has every trait of key: each bool field true in
+// key is true in t, and each string field key sets is t's. A table keyed
+// by traits (the profiles' predictions) matches rows with it.
+func (t FaultTraits) Has(key FaultTraits) bool {
+	tv, kv := reflect.ValueOf(t), reflect.ValueOf(key)
+	for i := range kv.NumField() {
+		k := kv.Field(i)
+		if !k.IsZero() && !k.Equal(tv.Field(i)) {
+			return false
+		}
+	}
+	return true
 }
 
 // faultTraits is the trait table (FaultTraits), by fault name.
 func faultTraits() map[string]FaultTraits {
 	return map[string]FaultTraits{
 		FaultNone:              {Predicted: true},
-		FaultLatency:           {Predicted: true},
-		FaultPartition:         {Predicted: true},
-		FaultPauseClient:       {Predicted: true, StopsClients: true},
-		FaultPauseServer:       {Predicted: true},
-		FaultFailover:          {Predicted: true, FailsOver: true},
+		FaultLatency:           {Predicted: true, Delays: true},
+		FaultPartition:         {Predicted: true, CutsSubscriptions: true, Delays: true},
+		FaultPauseClient:       {Predicted: true, StopsClients: true, PausesHolder: true},
+		FaultPauseServer:       {Predicted: true, Delays: true, FreezesMaster: true},
+		FaultFailover:          {Predicted: true, FailsOver: true, UnservedOnCluster: true},
 		FaultCrashClient:       {Predicted: true, StopsClients: true},
 		FaultClockSkew:         {Predicted: true},
-		FaultReset:             {Predicted: true},
+		FaultReset:             {Predicted: true, CutsSubscriptions: true, Delays: true},
 		FaultBandwidth:         {},
 		FaultPauseProcess:      {StopsClients: true},
 		FaultKillProcess:       {StopsClients: true},
-		FaultFailoverSkew:      {Predicted: true, FailsOver: true},
+		FaultFailoverSkew:      {Predicted: true, FailsOver: true, SkewsPromoted: true, UnservedOnCluster: true},
 		FaultKeyLoss:           {Predicted: true, Forgets: true},
 		FaultCrowd:             {Predicted: true},
-		FaultPubSubReset:       {Predicted: true, KeepsServing: true},
+		FaultPubSubReset:       {Predicted: true, KeepsServing: true, CutsSubscriptions: true},
 		FaultForceUnlock:       {Predicted: true, Forgets: true},
 		FaultRestart:           {Predicted: true, Forgets: true},
 		FaultIsolate:           {},
 		FaultTakeover:          {Predicted: true, FailsOver: true, Like: FaultFailover},
 		FaultMinorityPartition: {Predicted: true, FailsOver: true, Like: FaultFailover},
 		FaultMigrate:           {Predicted: true},
-		FaultLateDelivery:      {Predicted: true},
-		FaultShardOutage:       {Predicted: true, Forgets: true, Like: FaultRestart},
+		FaultLateDelivery:      {Predicted: true, DeliversLate: true},
+		FaultShardOutage:       {Predicted: true, Forgets: true, Unserved: true, Like: FaultRestart},
 		FaultClockRate:         {Predicted: true},
-		FaultOOM:               {Predicted: true},
+		FaultOOM:               {Predicted: true, RefusesWrites: true},
 		FaultReplicaPause:      {Predicted: true},
 		FaultStall:             {StopsClients: true, Observed: true, ExcusesAs: FaultPauseClient},
 	}
@@ -311,7 +372,7 @@ func ExcuseAfter(kind, prop string, ttl, skew time.Duration) time.Duration {
 }
 
 func skewOf(kind string, skew time.Duration) time.Duration {
-	if kind == FaultFailoverSkew {
+	if t, _ := Traits(kind); t.SkewsPromoted {
 		return skew
 	}
 	return 0
