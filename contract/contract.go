@@ -168,6 +168,22 @@ type FaultTraits struct {
 	// never come. DeliversLate's requests, landing past their sender's
 	// deadline, are its own trait.
 	Delays bool
+	// LosesReplies: the fault loses replies, or holds them past their
+	// caller's timeout, between clients and servers that keep their data
+	// and roles (a partition, a reset, a frozen master): a command may take
+	// effect while its caller believes it did not.
+	LosesReplies bool
+	// KillsClients: the fault kills clients for good (goroutines or a
+	// process): a holder that dies never releases, a waiter that dies
+	// leaves its place in line to expire.
+	KillsClients bool
+	// SkewsClients: a client's clock runs ahead of the others', so that a
+	// lock that reads client clocks sees another's unexpired lock as
+	// expired.
+	SkewsClients bool
+	// Restarts: the lock's server crashes and comes back without its
+	// data (a master, or a cluster shard, restarted without persistence).
+	Restarts bool
 	// RefusesWrites: the lock's node refuses some of the writes it is
 	// sent (surely without effect) and takes others.
 	RefusesWrites bool
@@ -202,28 +218,28 @@ func faultTraits() map[string]FaultTraits {
 	return map[string]FaultTraits{
 		FaultNone:              {Predicted: true},
 		FaultLatency:           {Predicted: true, Delays: true},
-		FaultPartition:         {Predicted: true, CutsSubscriptions: true, Delays: true},
+		FaultPartition:         {Predicted: true, CutsSubscriptions: true, Delays: true, LosesReplies: true},
 		FaultPauseClient:       {Predicted: true, StopsClients: true, PausesHolder: true},
-		FaultPauseServer:       {Predicted: true, Delays: true, FreezesMaster: true},
+		FaultPauseServer:       {Predicted: true, Delays: true, LosesReplies: true, FreezesMaster: true},
 		FaultFailover:          {Predicted: true, FailsOver: true, UnservedOnCluster: true},
-		FaultCrashClient:       {Predicted: true, StopsClients: true},
-		FaultClockSkew:         {Predicted: true},
-		FaultReset:             {Predicted: true, CutsSubscriptions: true, Delays: true},
+		FaultCrashClient:       {Predicted: true, StopsClients: true, KillsClients: true},
+		FaultClockSkew:         {Predicted: true, SkewsClients: true},
+		FaultReset:             {Predicted: true, CutsSubscriptions: true, Delays: true, LosesReplies: true},
 		FaultBandwidth:         {},
 		FaultPauseProcess:      {StopsClients: true},
-		FaultKillProcess:       {StopsClients: true},
+		FaultKillProcess:       {StopsClients: true, KillsClients: true},
 		FaultFailoverSkew:      {Predicted: true, FailsOver: true, SkewsPromoted: true, UnservedOnCluster: true},
 		FaultKeyLoss:           {Predicted: true, Forgets: true},
 		FaultCrowd:             {Predicted: true},
 		FaultPubSubReset:       {Predicted: true, KeepsServing: true, CutsSubscriptions: true},
 		FaultForceUnlock:       {Predicted: true, Forgets: true},
-		FaultRestart:           {Predicted: true, Forgets: true},
+		FaultRestart:           {Predicted: true, Forgets: true, Restarts: true},
 		FaultIsolate:           {},
 		FaultTakeover:          {Predicted: true, FailsOver: true, Like: FaultFailover},
 		FaultMinorityPartition: {Predicted: true, FailsOver: true, Like: FaultFailover},
 		FaultMigrate:           {Predicted: true},
 		FaultLateDelivery:      {Predicted: true, DeliversLate: true},
-		FaultShardOutage:       {Predicted: true, Forgets: true, Unserved: true, Like: FaultRestart},
+		FaultShardOutage:       {Predicted: true, Forgets: true, Restarts: true, Unserved: true, Like: FaultRestart},
 		FaultClockRate:         {Predicted: true},
 		FaultOOM:               {Predicted: true, RefusesWrites: true},
 		FaultReplicaPause:      {Predicted: true},
