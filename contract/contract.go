@@ -103,8 +103,10 @@ const (
 // FaultTraits is what a fault means to the judge, as data: one row per
 // fault of the catalogues (and the stall the harness observes), read by
 // every place that asks what a fault is like instead of switching on its
-// name. A new fault is its file (package chaos) plus its row here; a
-// test of package chaos holds every catalogue fault to a row.
+// name: the profiles' predictions (package judge) are a table keyed by
+// these traits, and the specimens' (package zoo) read them too. A new
+// fault is its file (package chaos), its call in chaos.Catalogue, and its
+// row here; a test of package chaos holds every catalogue fault to a row.
 type FaultTraits struct {
 	// Like is the fault whose predictions this one shares ("": its own):
 	// a cluster shard's takeover and minority partition are failovers,
