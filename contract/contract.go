@@ -277,10 +277,11 @@ func ExcusesAs(kind string) string { t, _ := Traits(kind); return cmp.Or(t.Excus
 
 // Like is the fault whose predictions a fault shares (FaultTraits.Like):
 // a cluster shard's takeover and minority partition are failovers, its
-// outage a restart; any other fault is like itself. The profiles'
-// predictions and the specimens' read faults through it, so that what a
-// lock is known to do under Sentinel's failover it is predicted to do
-// under a shard's.
+// outage a restart; any other fault is like itself. The predictions read
+// a fault's traits, which an analog's row repeats (a shard's takeover
+// fails over), so that what a lock is known to do under Sentinel's
+// failover it is predicted to do under a shard's; Like is for a reader
+// that asks for one fault's own knowledge and its analogs'.
 func Like(fault string) string { t, _ := Traits(fault); return cmp.Or(t.Like, fault) }
 
 // FailsOver reports whether a fault of kind may move a key's master to a
@@ -383,12 +384,23 @@ func ExcuseAfter(kind, prop string, ttl, skew time.Duration) time.Duration {
 		return 2 * ttl
 	case prop == PropPromptness:
 		return -1
-	case kind == FaultPubSubReset:
+	case heldBack(kind):
 		return ttl
 	}
 	return 4 * ttl
 }
 
+// heldBack reports whether a fault of kind cuts subscriptions while the
+// deployment keeps serving (pubsub-reset): the connections dialed after
+// each drop are held back, for half a TTL.
+func heldBack(kind string) bool {
+	t, _ := Traits(kind)
+	return t.CutsSubscriptions && t.KeepsServing
+}
+
+// skewOf is how much longer than their TTL the expiries a failover of
+// kind carries over may last: the skew, for a promoted replica whose
+// clock is behind (FaultTraits.SkewsPromoted).
 func skewOf(kind string, skew time.Duration) time.Duration {
 	if t, _ := Traits(kind); t.SkewsPromoted {
 		return skew
