@@ -1,6 +1,8 @@
 package judge
 
 import (
+	"slices"
+
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/locker"
 )
@@ -117,7 +119,18 @@ func handsOff(e locker.Entry) bool     { return e.Handoff != nil }
 // that key the rows are each a mechanism; a fault with none of them gets
 // the start of every row, every property held.
 func profileRows() []profileRow {
-	const fenced, lease = locker.ProfileFenced, locker.ProfileLease
+	return slices.Concat(pausedOrFailedOverRows(), forgottenRows(), deliveryRows())
+}
+
+// The profiles, as profileRows' rows name them.
+const (
+	fenced = locker.ProfileFenced
+	lease  = locker.ProfileLease
+)
+
+// pausedOrFailedOverRows are the rows of a holder paused past its lease
+// (PausesHolder) and of a failover (FailsOver).
+func pausedOrFailedOverRows() []profileRow {
 	return []profileRow{
 		{when: contract.FaultTraits{PausesHolder: true}, profile: fenced,
 			violated: []string{contract.PropClaims}, rejected: true,
@@ -158,7 +171,13 @@ func profileRows() []profileRow {
 		{when: contract.FaultTraits{FailsOver: true, SkewsPromoted: true}, profile: fenced,
 			may: []string{contract.PropLiveness},
 			why: "the promoted replica's clock is behind: its clock-based fences fall below the old master's, so the resource refuses new holders until that clock catches up (the stall the fault evidence measures; data stays safe); expiries and queue deadlines written by the old master's clock last up to the skew longer there, so a waiter may be served later than the lock promises (waiter liveness may break)"},
+	}
+}
 
+// forgottenRows are the rows of a lock Redis forgot (Forgets) and of a
+// shard that serves nobody for a while (Unserved).
+func forgottenRows() []profileRow {
+	return []profileRow{
 		// Redis forgot the holder's lock: the next client takes the key
 		// while the holder works on, believing it holds. (A restart also
 		// cuts every connection for a moment.)
@@ -177,6 +196,20 @@ func profileRows() []profileRow {
 		{when: contract.FaultTraits{Forgets: true}, lock: noLossNotice,
 			why: "it runs no watchdog: the holder is never told"},
 
+		// Found by the cluster matrix (watchdog × shard-outage, 167
+		// acquires refused while the shard was down): nobody serves the
+		// key's slot until the shard is back and agrees with the others.
+		{when: contract.FaultTraits{Unserved: true},
+			may: []string{contract.PropLiveness},
+			why: "the shard serves nobody until it is back and agrees with the others: an acquire of a key surely free is refused meanwhile (liveness may break)"},
+	}
+}
+
+// deliveryRows are the rows of faults on what is sent and answered: late
+// requests (DeliversLate), cut subscriptions (CutsSubscriptions), refused
+// writes (RefusesWrites), a frozen master (FreezesMaster).
+func deliveryRows() []profileRow {
+	return []profileRow{
 		// Only a lock that buries the requests its callers gave up on
 		// (package lock's cleanup) can refuse one that lands late: here an
 		// acquire, a release or a write takes effect after its caller's
@@ -235,12 +268,5 @@ func profileRows() []profileRow {
 		{when: contract.FaultTraits{FreezesMaster: true}, profile: lease,
 			anyWant: []string{contract.PropResource},
 			why:     "a grant the frozen master executed just before the freeze reaches its client after the lease expired; that client's unfenced write may then overwrite the next holder's (timing: the grant must land just before the freeze)"},
-
-		// Found by the cluster matrix (watchdog × shard-outage, 167
-		// acquires refused while the shard was down): nobody serves the
-		// key's slot until the shard is back and agrees with the others.
-		{when: contract.FaultTraits{Unserved: true},
-			may: []string{contract.PropLiveness},
-			why: "the shard serves nobody until it is back and agrees with the others: an acquire of a key surely free is refused meanwhile (liveness may break)"},
 	}
 }
