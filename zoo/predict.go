@@ -9,10 +9,12 @@ import (
 )
 
 // What the specimens are known to do, beyond what their profile predicts
-// (the runner's profile rows: ProfileLease for an owner-checked lease
-// without fencing, ProfileFenced for the fenced locks). Each specimen's
-// entry, beside its code, amends its profile's prediction with its own
-// (locker.Entry.Predict); the sentences shared by several are here.
+// (the profiles' table in package judge: ProfileLease for an
+// owner-checked lease without fencing, ProfileFenced for the fenced
+// locks). Each specimen's entry, beside its code, amends its profile's
+// prediction with its own (locker.Entry.Predict), reading what the fault
+// does from its traits (contract.FaultTraits); the sentences shared by
+// several are here.
 
 // whyBlind: the release deletes the key without asking whose lock it is
 // (getset asks only its own clock). A release retried after an unknown
