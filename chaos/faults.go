@@ -65,10 +65,11 @@ func defaultShape() WorkloadShape {
 
 // Fault is one fault of the catalogue (Catalogue): everything lockproof
 // knows about it is here, so a new fault is one file holding its Fault
-// value and its nemesis, plus one entry in Catalogue; its name is a
-// constant in package contract. What locks do under it is predicted by the
-// runner's profile rows and the locks' own entries (locker.Entry.Predict);
-// until one says, its verdicts get no prediction.
+// value and its nemesis, plus one entry in Catalogue and its row in
+// contract's trait table (contract.FaultTraits, by its name). What locks
+// do under it is predicted from that row's traits, by the profiles' table
+// (package judge) and the locks' own entries (locker.Entry.Predict); a
+// row whose Predicted is false gets no prediction.
 //
 // Modelled on etcd's tests/robustness failpoints: a value with a name, the
 // conditions it needs (Available) and the code that injects it.

@@ -13,6 +13,7 @@ package contract
 
 import (
 	"cmp"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -102,8 +103,10 @@ const (
 // FaultTraits is what a fault means to the judge, as data: one row per
 // fault of the catalogues (and the stall the harness observes), read by
 // every place that asks what a fault is like instead of switching on its
-// name. A new fault is its file (package chaos) plus its row here; a
-// test of package chaos holds every catalogue fault to a row.
+// name: the profiles' predictions (package judge) are a table keyed by
+// these traits, and the specimens' (package zoo) read them too. A new
+// fault is its file (package chaos), its call in chaos.Catalogue, and its
+// row here; a test of package chaos holds every catalogue fault to a row.
 type FaultTraits struct {
 	// Like is the fault whose predictions this one shares ("": its own):
 	// a cluster shard's takeover and minority partition are failovers,
@@ -134,37 +137,113 @@ type FaultTraits struct {
 	// ExcusesAs is the fault whose prediction says what a window of it
 	// may excuse ("": its own): a stall's is pause-client's.
 	ExcusesAs string
+
+	// The traits below say what the profiles' predictions (package judge)
+	// and the specimens' (package zoo) read of a fault: each is the
+	// mechanism of a prediction, so that a fault that has it is predicted
+	// what it causes, and a fault that lacks them all, that every
+	// property holds.
+
+	// PausesHolder: the fault freezes a holder past its lease at the
+	// lock's fault point and then wakes it, so that it acts on a check
+	// another client's grant made false (pause-client; a frozen process
+	// and an observed stall are outside the profiles' predictions).
+	PausesHolder bool
+	// SkewsPromoted: the fault's failover promotes a replica whose clock
+	// runs behind the old master's, so that expiries written by the old
+	// master's clock last up to the skew longer on the new one.
+	SkewsPromoted bool
+	// DeliversLate: the fault holds requests in transit past their
+	// sender's deadline and delivers them then: an acquire, a release or
+	// a write takes effect after its caller gave up.
+	DeliversLate bool
+	// CutsSubscriptions: the fault kills clients' pub/sub connections
+	// while the servers keep their data and roles, so that a waiter hears
+	// of no hand-off until its subscription is made again (a partition, a
+	// reset; with KeepsServing, pubsub-reset, which also holds back the
+	// connections dialed after each drop).
+	CutsSubscriptions bool
+	// Delays: the fault delays or loses commands and replies between
+	// clients and servers that keep their data and roles, within the
+	// contract's timing (latency, a partition, a reset, a frozen master):
+	// a command may land after its sender's lease ran out, a reply may
+	// never come. DeliversLate's requests, landing past their sender's
+	// deadline, are its own trait.
+	Delays bool
+	// LosesReplies: the fault loses replies, or holds them past their
+	// caller's timeout, between clients and servers that keep their data
+	// and roles (a partition, a reset, a frozen master): a command may take
+	// effect while its caller believes it did not.
+	LosesReplies bool
+	// KillsClients: the fault kills clients for good (goroutines or a
+	// process): a holder that dies never releases, a waiter that dies
+	// leaves its place in line to expire.
+	KillsClients bool
+	// SkewsClients: a client's clock runs ahead of the others', so that a
+	// lock that reads client clocks sees another's unexpired lock as
+	// expired.
+	SkewsClients bool
+	// Restarts: the lock's server crashes and comes back without its
+	// data (a master, or a cluster shard, restarted without persistence).
+	Restarts bool
+	// RefusesWrites: the lock's node refuses some of the writes it is
+	// sent (surely without effect) and takes others.
+	RefusesWrites bool
+	// FreezesMaster: the lock's master freezes, having executed commands
+	// whose replies reach their clients only after the thaw.
+	FreezesMaster bool
+	// Unserved: the key's servers serve nobody for a while (a cluster
+	// shard down), so an acquire of a key surely free is refused then.
+	Unserved bool
+	// UnservedOnCluster: on a Redis Cluster (only there) the fault leaves
+	// the key's shard without a master until its replica is elected, where
+	// Sentinel's failed master keeps serving its clients.
+	UnservedOnCluster bool
+}
+
+// Has reports whether t has every trait of key: each bool field true in
+// key is true in t, and each string field key sets is t's. A table keyed
+// by traits (the profiles' predictions) matches rows with it.
+func (t FaultTraits) Has(key FaultTraits) bool {
+	tv, kv := reflect.ValueOf(t), reflect.ValueOf(key)
+	for i := range kv.NumField() {
+		k := kv.Field(i)
+		if !k.IsZero() && !k.Equal(tv.Field(i)) {
+			return false
+		}
+	}
+	return true
 }
 
 // faultTraits is the trait table (FaultTraits), by fault name.
 func faultTraits() map[string]FaultTraits {
 	return map[string]FaultTraits{
 		FaultNone:              {Predicted: true},
-		FaultLatency:           {Predicted: true},
-		FaultPartition:         {Predicted: true},
-		FaultPauseClient:       {Predicted: true, StopsClients: true},
-		FaultPauseServer:       {Predicted: true},
-		FaultFailover:          {Predicted: true, FailsOver: true},
-		FaultCrashClient:       {Predicted: true, StopsClients: true},
-		FaultClockSkew:         {Predicted: true},
-		FaultReset:             {Predicted: true},
+		FaultLatency:           {Predicted: true, Delays: true},
+		FaultPartition:         {Predicted: true, CutsSubscriptions: true, Delays: true, LosesReplies: true},
+		FaultPauseClient:       {Predicted: true, StopsClients: true, PausesHolder: true},
+		FaultPauseServer:       {Predicted: true, Delays: true, LosesReplies: true, FreezesMaster: true},
+		FaultFailover:          {Predicted: true, FailsOver: true, UnservedOnCluster: true},
+		FaultCrashClient:       {Predicted: true, StopsClients: true, KillsClients: true},
+		FaultClockSkew:         {Predicted: true, SkewsClients: true},
+		FaultReset:             {Predicted: true, CutsSubscriptions: true, Delays: true, LosesReplies: true},
 		FaultBandwidth:         {},
 		FaultPauseProcess:      {StopsClients: true},
-		FaultKillProcess:       {StopsClients: true},
-		FaultFailoverSkew:      {Predicted: true, FailsOver: true},
+		FaultKillProcess:       {StopsClients: true, KillsClients: true},
+		FaultFailoverSkew:      {Predicted: true, FailsOver: true, SkewsPromoted: true, UnservedOnCluster: true},
 		FaultKeyLoss:           {Predicted: true, Forgets: true},
 		FaultCrowd:             {Predicted: true},
-		FaultPubSubReset:       {Predicted: true, KeepsServing: true},
+		FaultPubSubReset:       {Predicted: true, KeepsServing: true, CutsSubscriptions: true},
 		FaultForceUnlock:       {Predicted: true, Forgets: true},
-		FaultRestart:           {Predicted: true, Forgets: true},
+		FaultRestart:           {Predicted: true, Forgets: true, Restarts: true},
 		FaultIsolate:           {},
 		FaultTakeover:          {Predicted: true, FailsOver: true, Like: FaultFailover},
 		FaultMinorityPartition: {Predicted: true, FailsOver: true, Like: FaultFailover},
 		FaultMigrate:           {Predicted: true},
-		FaultLateDelivery:      {Predicted: true},
-		FaultShardOutage:       {Predicted: true, Forgets: true, Like: FaultRestart},
+		FaultLateDelivery:      {Predicted: true, DeliversLate: true},
+		FaultShardOutage:       {Predicted: true, Forgets: true, Restarts: true, Unserved: true, Like: FaultRestart},
 		FaultClockRate:         {Predicted: true},
-		FaultOOM:               {Predicted: true},
+		FaultOOM:               {Predicted: true, RefusesWrites: true},
 		FaultReplicaPause:      {Predicted: true},
 		FaultStall:             {StopsClients: true, Observed: true, ExcusesAs: FaultPauseClient},
 	}
@@ -198,10 +277,11 @@ func ExcusesAs(kind string) string { t, _ := Traits(kind); return cmp.Or(t.Excus
 
 // Like is the fault whose predictions a fault shares (FaultTraits.Like):
 // a cluster shard's takeover and minority partition are failovers, its
-// outage a restart; any other fault is like itself. The profiles'
-// predictions and the specimens' read faults through it, so that what a
-// lock is known to do under Sentinel's failover it is predicted to do
-// under a shard's.
+// outage a restart; any other fault is like itself. The predictions read
+// a fault's traits, which an analog's row repeats (a shard's takeover
+// fails over), so that what a lock is known to do under Sentinel's
+// failover it is predicted to do under a shard's; Like is for a reader
+// that asks for one fault's own knowledge and its analogs'.
 func Like(fault string) string { t, _ := Traits(fault); return cmp.Or(t.Like, fault) }
 
 // FailsOver reports whether a fault of kind may move a key's master to a
@@ -304,14 +384,25 @@ func ExcuseAfter(kind, prop string, ttl, skew time.Duration) time.Duration {
 		return 2 * ttl
 	case prop == PropPromptness:
 		return -1
-	case kind == FaultPubSubReset:
+	case heldBack(kind):
 		return ttl
 	}
 	return 4 * ttl
 }
 
+// heldBack reports whether a fault of kind cuts subscriptions while the
+// deployment keeps serving (pubsub-reset): the connections dialed after
+// each drop are held back, for half a TTL.
+func heldBack(kind string) bool {
+	t, _ := Traits(kind)
+	return t.CutsSubscriptions && t.KeepsServing
+}
+
+// skewOf is how much longer than their TTL the expiries a failover of
+// kind carries over may last: the skew, for a promoted replica whose
+// clock is behind (FaultTraits.SkewsPromoted).
 func skewOf(kind string, skew time.Duration) time.Duration {
-	if kind == FaultFailoverSkew {
+	if t, _ := Traits(kind); t.SkewsPromoted {
 		return skew
 	}
 	return 0

@@ -160,3 +160,21 @@ func TestMismatchOf(t *testing.T) {
 		t.Errorf("Details of an older row: %+v", d)
 	}
 }
+
+func TestTraitsHas(t *testing.T) {
+	skew, _ := Traits(FaultFailoverSkew)
+	for _, c := range []struct {
+		key  FaultTraits
+		want bool
+	}{
+		{FaultTraits{}, true},
+		{FaultTraits{FailsOver: true}, true},
+		{FaultTraits{FailsOver: true, SkewsPromoted: true}, true},
+		{FaultTraits{FailsOver: true, Forgets: true}, false},
+		{FaultTraits{Like: FaultFailover}, false},
+	} {
+		if got := skew.Has(c.key); got != c.want {
+			t.Errorf("failover-skew's traits Has(%+v) = %v, want %v", c.key, got, c.want)
+		}
+	}
+}

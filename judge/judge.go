@@ -7,6 +7,8 @@
 //     locker.Entry), where a fault strikes it (PointOf), its decisive
 //     scenario (DecisiveOf), and the detection rate a must-break
 //     promises (Promise);
+//   - profiles.go: the profiles' predictions, a table of rows keyed by
+//     profile and fault trait (contract.FaultTraits) that Predict reads;
 //   - row.go: the checker's options and the waiters' bound a lock's entry
 //     states (CheckOptions, WaitTimeout), a row and a cell judged against
 //     the prediction (Row, Cells), a swarm's merged prediction (Mix);

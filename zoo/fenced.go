@@ -139,7 +139,7 @@ func fencedCalls() *locker.CallContract {
 // undo freed the lock under the outer lease; a retried acquire's lost
 // attempt took the lock for nobody). "" under any other fault.
 func lateWhy(fault string, p *locker.Prediction) string {
-	if fault != contract.FaultLateDelivery {
+	if !traitsOf(fault).DeliversLate {
 		return ""
 	}
 	mayBreak(p, contract.PropLease, contract.PropLiveness, contract.PropClaims, contract.PropNotice, contract.PropFairness, contract.PropCalls)
@@ -172,7 +172,7 @@ func fencedV1Entry() locker.Entry {
 			// (TestHarnessCatchesTheOldLock).
 			mayBreak(&p, contract.PropLease, contract.PropClaims)
 			why := "a nested hold with a shorter TTL shortens the old lock's lease (fixed in package lock), while the outer hold still claims its validity"
-			if contract.Like(fault) == contract.FaultCrashClient {
+			if traitsOf(fault).KillsClients {
 				// The old lock hands a waiter that died in line the whole
 				// TTL, and keeps a dead head of the queue first until its
 				// place expires: a live waiter behind it is served late
@@ -182,7 +182,7 @@ func fencedV1Entry() locker.Entry {
 			}
 			why += "; " + oldLineWhy(&p)
 			why += lateWhy(fault, &p)
-			if contract.Like(fault) == contract.FaultPubSubReset {
+			if t := traitsOf(fault); t.CutsSubscriptions && t.KeepsServing {
 				mayBreak(&p, contract.PropLiveness)
 				why += "; the old lock's waiters take a dead subscription for a live one and may sleep through their hand-offs (waiter liveness)"
 			}
@@ -237,7 +237,7 @@ func fencedV2Entry() locker.Entry {
 				mayBreak(&p, contract.PropCalls)
 				why += "; its fencing resource ignores the ctx of a go-redis client without ContextTimeoutEnabled: a partitioned holder's read or write returns at the client's read timeout, long after its deadline (call contract)"
 			}
-			if contract.Like(fault) == contract.FaultPubSubReset {
+			if t := traitsOf(fault); t.CutsSubscriptions && t.KeepsServing {
 				// Its notifier takes a dropped subscription whose
 				// re-SUBSCRIBE was refused for a live one: a waiter sleeps
 				// through its hand-off until its next look (a third of the

@@ -37,11 +37,11 @@ func getSetEntry() locker.Entry {
 	return locker.Entry{Name: GetSetName, Profile: locker.ProfileLease, Open: newGetSet, Doc: "the GETSET timestamp recipe; trusts client clocks",
 		Decisive: &locker.Decisive{Fault: contract.FaultClockSkew, Property: contract.PropLease},
 		Predict: blindRelease(func(fault string, p *locker.Prediction) {
-			switch contract.Like(fault) {
-			case contract.FaultPauseClient:
+			switch t := traitsOf(fault); {
+			case t.PausesHolder:
 				p.Set(contract.WantViolated, contract.PropResource, contract.PropClaims)
 				p.Why = "the woken holder's unfenced write is stale; its release checks its own clock, so the pause alone does not break G1"
-			case contract.FaultClockSkew:
+			case t.SkewsClients:
 				p.Set(contract.WantViolated, contract.PropLease)
 				// The skewed client's lock holds a timestamp in the
 				// future: when it never releases it (a call of unknown

@@ -54,7 +54,7 @@ func localRedisEntry() locker.Entry {
 			if delayedDelete(fault, &p) {
 				return p
 			}
-			if contract.Like(fault) == contract.FaultPauseClient {
+			if traitsOf(fault).PausesHolder {
 				// A holder woken near its lease's expiry can read its own
 				// id (GET) and lose the key before its UNLINK lands; the
 				// delete then takes the next holder's lock. Whether the

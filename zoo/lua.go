@@ -130,12 +130,8 @@ const whyShortened = "a watchdog renewal for the lease's TTL shortens a longer r
 // stop a watchdog's renewals: its client stops, or a renewal fails or
 // times out.
 func stopsWatchdog(fault string) bool {
-	switch contract.Like(fault) {
-	case contract.FaultPauseClient, contract.FaultCrashClient,
-		contract.FaultLatency, contract.FaultPartition, contract.FaultReset, contract.FaultPauseServer:
-		return true
-	}
-	return false
+	t := traitsOf(fault)
+	return t.Predicted && (t.StopsClients || t.Delays)
 }
 
 func newWatchdog(d locker.Deps) (locker.Locker, error) {

@@ -8,10 +8,12 @@ import (
 )
 
 // What the specimens are known to do, beyond what their profile predicts
-// (the runner's profile rows: ProfileLease for an owner-checked lease
-// without fencing, ProfileFenced for the fenced locks). Each specimen's
-// entry, beside its code, amends its profile's prediction with its own
-// (locker.Entry.Predict); the sentences shared by several are here.
+// (the profiles' table in package judge: ProfileLease for an
+// owner-checked lease without fencing, ProfileFenced for the fenced
+// locks). Each specimen's entry, beside its code, amends its profile's
+// prediction with its own (locker.Entry.Predict), reading what the fault
+// does from its traits (contract.FaultTraits); the sentences shared by
+// several are here.
 
 // whyBlind: the release deletes the key without asking whose lock it is
 // (getset asks only its own clock). A release retried after an unknown
@@ -29,16 +31,23 @@ const whyBlind = "a release retried after an unknown outcome deletes whatever lo
 // lines it up depends on timing this harness does not schedule (any).
 const whyDelayedDelete = "a release delayed past the lease's expiry may delete the next holder's lock; whether a run lines it up depends on timing"
 
+// traitsOf is fault's row in contract's trait table: the specimens'
+// predictions read what a fault does there, not its name.
+func traitsOf(fault string) contract.FaultTraits {
+	t, _ := contract.Traits(fault)
+	return t
+}
+
 // delayedDelete amends p for a lock whose delete a delay can land on the
-// next holder's lock (whyDelayedDelete), under the faults that delay.
+// next holder's lock (whyDelayedDelete), under the faults that delay
+// (contract.FaultTraits.Delays).
 func delayedDelete(fault string, p *locker.Prediction) bool {
-	switch contract.Like(fault) {
-	case contract.FaultLatency, contract.FaultPartition, contract.FaultPauseServer, contract.FaultReset:
-		p.Set(contract.WantAny, contract.PropLease, contract.PropResource, contract.PropClaims)
-		p.Why = whyDelayedDelete
-		return true
+	if !traitsOf(fault).Delays {
+		return false
 	}
-	return false
+	p.Set(contract.WantAny, contract.PropLease, contract.PropResource, contract.PropClaims)
+	p.Why = whyDelayedDelete
+	return true
 }
 
 // blindRelease returns the Predict of a lock whose release deletes without

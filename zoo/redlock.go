@@ -54,11 +54,11 @@ func RedlockEntry(o RedlockOptions) locker.Entry {
 		// It does not use the Sentinel-managed master the faults below
 		// strike: its own masters are independent.
 		Predict: func(fault string, p locker.Prediction) locker.Prediction {
-			switch contract.Like(fault) {
-			case contract.FaultFailover, contract.FaultFailoverSkew:
+			switch t := traitsOf(fault); {
+			case t.FailsOver:
 				p = locker.AllHold()
 				p.Why = "redlock's masters are independent of the failed-over one"
-			case contract.FaultRestart:
+			case t.Restarts:
 				// One master of three forgets the lock. A holder that got
 				// all three keeps a majority on the other two; one that got
 				// a bare majority (the third still held another client's
@@ -71,9 +71,9 @@ func RedlockEntry(o RedlockOptions) locker.Entry {
 				p = locker.AllHold()
 				mayBreak(&p, contract.PropLease, contract.PropClaims, contract.PropResource)
 				p.Why = "one of redlock's three masters forgets the lock: a holder that got all three keeps its majority on the other two, but one that got a bare majority is left with one vote, and the next client takes the restarted master's (G1, the claimed validity and, with no fence, the resource may break: a restart without fsync)"
-			case contract.FaultPauseServer:
+			case t.FreezesMaster:
 				p = locker.AllHold()
-			case contract.FaultPauseClient:
+			case t.PausesHolder:
 				// Five clients contending for 50ms holds, each instance's
 				// reply bounded by TTL/10 (50ms): on a loaded machine an
 				// acquire can win a bare majority while its SET on the

@@ -278,7 +278,7 @@ func naiveSemEntry(name string, getSet bool, fault, prop, doc string) locker.Ent
 			} else if fault != contract.FaultNone && f == contract.FaultNone {
 				p.Set(contract.WantOK, prop)
 			}
-			if contract.Like(f) == contract.FaultPauseClient {
+			if traitsOf(f).PausesHolder {
 				// Permit holders share: a paused one's claim
 				// meets no conflicting grant (as fenced-sem).
 				p.Set(contract.WantOK, contract.PropClaims)

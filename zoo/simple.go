@@ -79,19 +79,19 @@ func setNXEntry() locker.Entry {
 	return locker.Entry{Name: SetNXName, Profile: locker.ProfileLease, NotReentrant: true, Open: newSetNX, Doc: "SETNX without a TTL, DEL to release",
 		Decisive: &locker.Decisive{Fault: contract.FaultCrashClient, Property: contract.PropLiveness},
 		Predict: blindRelease(func(fault string, p *locker.Prediction) {
-			switch contract.Like(fault) {
-			case contract.FaultPauseClient:
+			switch t := traitsOf(fault); {
+			case t.PausesHolder:
 				// Nobody takes a key without TTL over; the woken
 				// holder's write and DEL come after the TTL it asked.
 				p.Set(contract.WantViolated, contract.PropLease)
 				p.Why = "setnx ignores the TTL asked for: nobody takes the paused holder's lock over, but its release after the asked TTL is, against the contract, a release of an expired lease (rule not-owner)"
-			case contract.FaultCrashClient:
+			case t.KillsClients:
 				p.Set(contract.WantViolated, contract.PropLiveness)
 				p.Why = "the crashed holder's key has no TTL: nobody frees it"
-			case contract.FaultFailover, contract.FaultFailoverSkew:
+			case t.FailsOver:
 				p.Set(contract.WantMay, contract.PropLiveness)
 				p.Why = "leases in the replication gap are lost; a key without TTL may be stranded on the new master"
-			case contract.FaultReset, contract.FaultPartition, contract.FaultPauseServer:
+			case t.LosesReplies:
 				strandedKey(fault, p)
 			default:
 				delayedDelete(fault, p)
@@ -139,17 +139,17 @@ func setNXExpireEntry() locker.Entry {
 		Decisive:   &locker.Decisive{Fault: contract.FaultCrashClient, Property: contract.PropLiveness},
 		FaultPoint: pointUnder(contract.FaultCrashClient, contract.Point{Before: "pexpire"}),
 		Predict: blindRelease(func(fault string, p *locker.Prediction) {
-			switch contract.Like(fault) {
-			case contract.FaultPauseClient:
+			switch t := traitsOf(fault); {
+			case t.PausesHolder:
 				wokenDeletes(p)
-			case contract.FaultCrashClient:
+			case t.KillsClients:
 				p.Set(contract.WantViolated, contract.PropLiveness)
 				p.Why = "the crashed holder's key has no TTL: nobody frees it"
-			case contract.FaultReset, contract.FaultPartition, contract.FaultPauseServer,
+			case t.LosesReplies,
 				// A failover resets every connection: a SETNX whose
 				// PEXPIRE was cut off strands its key (the simulation's
 				// seed 369, failover with key-loss and clock-skew).
-				contract.FaultFailover, contract.FaultFailoverSkew:
+				t.FailsOver:
 				strandedKey(fault, p)
 			default:
 				delayedDelete(fault, p)
@@ -213,7 +213,7 @@ func setDelEntry() locker.Entry {
 	return locker.Entry{Name: SetDelName, Profile: locker.ProfileLease, NotReentrant: true, Open: newSetDel, Doc: "SET NX PX, DEL without an owner check",
 		Decisive: &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropLease},
 		Predict: blindRelease(func(fault string, p *locker.Prediction) {
-			if contract.Like(fault) == contract.FaultPauseClient {
+			if traitsOf(fault).PausesHolder {
 				wokenDeletes(p)
 				return
 			}
@@ -257,7 +257,7 @@ func getDelEntry() locker.Entry {
 		Decisive:   &locker.Decisive{Fault: contract.FaultPauseClient, Property: contract.PropLease},
 		FaultPoint: pointUnder(contract.FaultPauseClient, contract.Point{After: "get"}),
 		Predict: func(fault string, p locker.Prediction) locker.Prediction {
-			if contract.Like(fault) == contract.FaultPauseClient {
+			if traitsOf(fault).PausesHolder {
 				p.Set(contract.WantViolated, contract.PropLease)
 				p.Set(contract.WantMay, contract.PropResource, contract.PropClaims)
 				p.Why = "paused between the GET and the DEL of its release, the holder wakes and deletes the next holder's lock; a third client then takes it while the second still works: their writes may conflict"
