@@ -299,13 +299,7 @@ func On(spec env.Spec, topology string) env.Spec {
 // Catalogue is every fault, in the matrix's order: the default matrix's
 // faults first (Fault.Matrix), then those that run when named.
 func Catalogue() []Fault {
-	return []Fault{
-		noneFault(), latencyFault(), partitionFault(), pauseClientFault(), pauseServerFault(),
-		failoverFault(), crashClientFault(), clockSkewFault(), failoverSkewFault(), keyLossFault(),
-		pubsubResetFault(), takeoverFault(), minorityPartitionFault(), migrateFault(), shardOutageFault(),
-		crowdFault(), restartFault(), forceUnlockFault(), isolateFault(), resetFault(), bandwidthFault(), pauseProcessFault(), killProcessFault(),
-		lateDeliveryFault(), clockRateFault(), oomFault(), replicaPauseFault(),
-	}
+	return catalogue()
 }
 
 // Lookup returns the fault of the catalogue named name that runs in real
