@@ -25,9 +25,9 @@ func latencyFault() Fault {
 // short deadline) lands all the same (simnet.Rates.Drain), as TCP
 // delivers what was written before the FIN: it may land after what its
 // client sent next on other connections, the call's retry and the
-// lock's cleanup of it (the fourth review's defect 2: the old lock's
-// second Release undid a nested hold, the first, landing after it and
-// before the cleanup's bury, ended the outer hold).
+// lock's cleanup of it (a lock whose second Release undoes a nested hold
+// lets the first, landing after it and before the cleanup's bury, end
+// the outer hold).
 func simLatency(s *SimStrike) error {
 	if !s.wait() {
 		return nil

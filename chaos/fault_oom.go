@@ -20,10 +20,9 @@ func oomFault() Fault {
 // frees memory): each refusal is a Redis error reply, an answer that
 // says surely nothing happened. With lost replies about (reset), an
 // attempt of unknown outcome may be cleaned up and the call's next step
-// refused: the fourth review's defect 4 (the old lock's WithRetry, its
-// lost attempt buried, gave up at the refusal of the next one without
-// taking the lost one's hold back, and said the lock was surely not
-// acquired).
+// refused: a WithRetry whose lost attempt is buried must not give up at
+// the refusal of the next one without taking the lost one's hold back,
+// nor say the lock was surely not acquired.
 func simOOM(s *SimStrike) error {
 	if !s.wait() {
 		return nil

@@ -15,9 +15,8 @@ import (
 // writes (package lock's ReplicaAcks: WAIT after each acquire) notices:
 // its acquires time out waiting, and it gives each one back. A give-back
 // is a request like any other: lost, or landing late (late-delivery in the
-// same run), it must end that acquire's hold and no other (round four's
-// defect 3: the old lock's give-back, landing late, ended its owner's
-// next lease).
+// same run), it must end that acquire's hold and no other, not its
+// owner's next lease.
 func replicaPauseFault() Fault {
 	return Fault{Name: contract.FaultReplicaPause,
 		Doc:        "every replica of the lock's master frozen (SIGSTOP, docker pause) for 3 TTLs while the master serves on: a WAIT for a replica's acknowledgement times out",

@@ -118,9 +118,9 @@ func (c *run) lateReturn(k *keyOps, o *lop, slack int64) (*Violation, bool) {
 // they covered enough of the op. A stall delays a call by about its own
 // length, so it excuses lateness up to twice the stalled time within the
 // op plus 50ms (the catch-up after it); a call late by seconds with a
-// stall of 60ms somewhere inside it is the lock's (issue 66: under load
-// one stall per run excused fenced-v2's resource call past its ctx,
-// seconds late, and the harness stopped catching it).
+// stall of 60ms somewhere inside it is the lock's: were any overlapping
+// stall an excuse, one per loaded run would hide a call seconds past its
+// ctx.
 func (c *run) lateExcused(o *lop, late int64) bool {
 	var stalls []int
 	var covered int64

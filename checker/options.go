@@ -79,8 +79,7 @@ type Options struct {
 	// acquire may nest (a reentrant lock). It also keeps the search small:
 	// without it, each acquire of unknown outcome by the holder of an
 	// untokened lock may have added a hold, and a reset fault's hundreds of
-	// them made a setnx history of 493 lease ops run out of its minute
-	// (issue 66).
+	// them made a setnx history of 493 lease ops run out of its minute.
 	NotReentrant bool
 	// Timeout bounds the whole Check, every key and every property, the
 	// explanations included; 0: no limit. What is not decided in time is

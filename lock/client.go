@@ -140,8 +140,7 @@ func isNil(v any) bool { return rediscmd.IsNil(v) }
 // it. Calling Close again waits again, as often as needed. A service's
 // shutdown bounds the wait with its own ctx: a second or two sees the
 // cleanups of a reachable Redis done; what a shorter one leaves behind
-// goes on in the background and the locks expire in Redis with their TTL
-// (review, old defect 7).
+// goes on in the background and the locks expire in Redis with their TTL.
 func (c *Client) Close(ctx context.Context) error {
 	if c == nil {
 		return nil

@@ -700,9 +700,8 @@ func (l *Lease) discard() {
 }
 
 // finishLocked ends the lease with cause (first cause wins). An ended
-// lease vouches for nothing: ValidUntil is now at the latest (review,
-// round three, old defect 5: after an unknown release it still said
-// seconds ahead).
+// lease vouches for nothing: ValidUntil is now at the latest, after an
+// unknown release too (which may have taken effect).
 func (l *Lease) finishLocked(cause error) {
 	if l.done {
 		return

@@ -36,8 +36,8 @@ import (
 // the context of the call that failed: a re-dial that hangs (a lost SYN,
 // a proxy that accepts and forwards nothing) kept every waiter believing
 // in its subscription, deaf to its hand-off, for a whole dial timeout
-// (the second review's old defect 3: the head served 2.1s after the
-// release, overtaken). Every call on an established connection therefore
+// (the head of the line served seconds after the release, overtaken).
+// Every call on an established connection therefore
 // gets noRedial, a context canceled from the start and without a
 // deadline: go-redis reads and writes by their timeouts alone, and only
 // its re-dial, which honours the context, fails at once, so the failure

@@ -96,16 +96,15 @@ func watchdogLossBound(ttl time.Duration) time.Duration { return max(ttl/2, ttl/
 // a round trip after the release's reply. Measured on loopback with the
 // lock itself (8 s of 4 to 32 clients, each its own lock.Client and
 // go-redis client, contending for one key with 2ms holds, on this 2-core
-// machine shared with other jobs at a load average of 6 to 9,
-// 2026-12-07): from a release's return to the next holder's grant, p99
+// machine shared with other jobs at a load average of 6 to 9;
+// docs/FINDINGS.md): from a release's return to the next holder's grant, p99
 // 0.9ms (4 clients), 1.8-2.1ms (8), 2.4ms (16), 4.4ms (32); of about
 // 12,600 hand-offs the slowest took 51ms, 48ms, 37ms, 33ms, 29ms
 // (scheduling: the process waiting for a core), 4 above 30ms, 2 above
 // 40ms. The bound is the hand-off lease itself, HandoffTTL (100ms by
 // default): 20 times the worst p99, and room for a loaded CI machine's
-// scheduling stalls, which are not measured yet (issue 66: 40ms, the first
-// choice, was passed by 2 of 12,600 hand-offs at a load of 6 to 9, and a
-// real-time matrix has thousands); below the periods at which a waiter
+// scheduling stalls (40ms was passed by 2 of 12,600 hand-offs at a load
+// of 6 to 9, and a real-time matrix has thousands); below the periods at which a waiter
 // whose subscription it believes alive looks on its own: QueueTTL/3
 // (333ms) to keep its place, the holder's remaining TTL. A lock whose
 // waiters are served by their own look (a release that deletes the lock
@@ -244,7 +243,7 @@ func fencedV2Entry() locker.Entry {
 				// queue TTL, or the holder's TTL), its provisional lease
 				// runs out, and the waiters behind it are served first. 4
 				// of 4 seeds showed the fair queue broken, 3 of 4 a waiter
-				// served late (2026-11-25).
+				// served late.
 				p.Set(contract.WantViolated, contract.PropFairness)
 				mayBreak(&p, contract.PropLiveness)
 				why += "; the old lock's waiters take a dead subscription for a live one and sleep through their hand-offs: later joiners are served first (fair queue), and the waiter late (waiter liveness)"
@@ -366,9 +365,8 @@ func retryThroughTrouble(err error) bool {
 // at most 5 retries, exponential from 10ms, through refused connections
 // and lost replies, but none once the lock is simply taken. A call that
 // gives up after an attempt whose reply was lost must say so
-// (ErrUnknownOutcome) and leave no hold behind (the fourth review's
-// defect 4: the old lock kept the lost attempt's hold for its TTL and
-// said surely not acquired). The example's Jitter is left out: it draws
+// (ErrUnknownOutcome) and leave no hold behind, not keep the lost
+// attempt's hold for its TTL while it says surely not acquired. The example's Jitter is left out: it draws
 // from the process's source, and a simulated seed would not replay.
 func givingUpRetry() lock.RetryStrategy {
 	notTaken := func(err error) bool { return !errors.Is(err, lock.ErrNotAcquired) }

@@ -66,8 +66,7 @@ func RedlockEntry(o RedlockOptions) locker.Entry {
 				// restarted master's goes to the next client: the flaw
 				// Kleppmann names. Both then hold, and redlock has no
 				// fence: the one whose key passed on still writes, so
-				// the resource breaks with the lease (the clean-clone CI
-				// run of 2026-12-07 saw all three).
+				// the resource breaks with the lease (docs/FINDINGS.md).
 				p = locker.AllHold()
 				mayBreak(&p, contract.PropLease, contract.PropClaims, contract.PropResource)
 				p.Why = "one of redlock's three masters forgets the lock: a holder that got all three keeps its majority on the other two, but one that got a bare majority is left with one vote, and the next client takes the restarted master's (G1, the claimed validity and, with no fence, the resource may break: a restart without fsync)"
@@ -77,9 +76,8 @@ func RedlockEntry(o RedlockOptions) locker.Entry {
 				// Five clients contending for 50ms holds, each instance's
 				// reply bounded by TTL/10 (50ms): on a loaded machine an
 				// acquire can win a bare majority while its SET on the
-				// third master lands after its timeout. A CI preview run
-				// (2026-12-07) found the lease broken at 0.5s, before the
-				// pause; the history was not kept, the cause not found
+				// third master lands after its timeout. Seen once under
+				// load, before the pause, cause not found
 				// (docs/FINDINGS.md). The decisive break (resource) stands.
 				mayBreak(&p, contract.PropLease)
 				p.Because("under contention on a loaded machine a holder may overlap the next before any pause (seen once, cause not found)")

@@ -72,8 +72,8 @@ func reentrantEntry() locker.Entry {
 				// nobody knows of); of two releases of one hold (the
 				// workload's Concurrent share), the second then ends that
 				// hold and says ok, where it must say not held. The lease
-				// model reads lease numbers since 2026-12-07 (issue 60)
-				// and refuses it: 8 of 10 simulated seeds.
+				// model reads hold numbers and refuses it (8 of 10
+				// simulated seeds).
 				mayBreak(&p, contract.PropLease)
 				before(&p, whyOwnerCount)
 			}

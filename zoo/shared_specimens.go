@@ -287,7 +287,7 @@ func naiveSemEntry(name string, getSet bool, fault, prop, doc string) locker.Ent
 				// Its permits never expire: a holder a fault delays past
 				// its TTL (paused, cut off, slowed) still releases ok,
 				// after the hold it asked for surely expired (seen in the
-				// Sentinel matrix under load: pause-client, 2026-12-07).
+				// Sentinel matrix under load: docs/FINDINGS.md).
 				mayBreak(&p, contract.PropLease)
 				before(&p, "its permits never expire: a holder delayed past its TTL still releases ok, after its hold surely expired (lease may break)")
 			}

@@ -212,7 +212,7 @@ func poolSize(rt route) int {
 // connection: the op timeout, or, when its go-redis ignores ctx
 // deadlines, three op timeouts (go-redis's default is 3s): a resource
 // that does not honour ctx itself then returns late, which the calls
-// property sees (package fencing's review defect 9).
+// property sees.
 func resourceReadTimeout(opTimeout time.Duration, ctxTimeouts bool) time.Duration {
 	if !ctxTimeouts {
 		return 3 * opTimeout

@@ -202,9 +202,9 @@ func (c *Client) releaseOne(ctx context.Context, rec *history.Recorder, h held, 
 		// TTL), in which a release that did happen hands the key on while
 		// the lock may still claim it; or at once (half, from the side
 		// stream), while the first request and the lock's own clean-up of
-		// it may still be on their way (the fourth review's defect 2: the
-		// old lock's second Release undid the nested hold before its id
-		// was buried, and the first, landing late, ended the outer hold).
+		// it may still be on their way: a lock whose second Release undoes
+		// the nested hold before its id is buried lets the first, landing
+		// late, end the outer hold.
 		backoff := time.Duration(c.rng.Int64N(int64(max(l.TTL()/5, 20*time.Millisecond)) + 1))
 		if c.side.IntN(2) == 0 {
 			_ = sleepFor(ctx, backoff)

@@ -57,8 +57,7 @@ func (c *Client) waitTwice(ctx context.Context, rec *history.Recorder, owned loc
 // its check found the lease gone: it acquires again as the same owner
 // (one attempt), then releases the lost lease, as code whose release was
 // deferred does, and, holding anew, works and releases the new hold. The
-// lost lease's release must fail and leave the new hold alone (package
-// lock's review defect 4: it freed it).
+// lost lease's release must fail and leave the new hold alone.
 func (w *Workload) again(ctx context.Context, rec *history.Recorder, c *Client, owned locker.Owned, lost held) error {
 	cfg := w.cfg
 	var nl locker.Lease

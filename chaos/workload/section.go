@@ -469,7 +469,7 @@ func (w *Workload) stepReenter(s *section) (bool, error) {
 			// A nested release may be rushed too: its reply lost, the
 			// lock's undo of the nested hold races the request still on
 			// its way, and the outer hold works on, which a late release
-			// ending the outer hold breaks (round three's defect 1).
+			// ending the outer hold breaks.
 			rushIn := s.chance(&s.mix.RushRelease) && !c.Gate.Armed()
 			relRes, err := c.releaseBeside(ctx, rec, in, rushIn, s.beside(), cfg.OpTimeout)
 			if err != nil {
@@ -478,8 +478,7 @@ func (w *Workload) stepReenter(s *section) (bool, error) {
 			if s.askTTL && relRes == history.OK {
 				// Released, the nested lease is not held, though its
 				// outer one is: a lock whose nested holds share the
-				// outer's record says otherwise (package lock's review
-				// defect 7).
+				// outer's record says otherwise.
 				if err := c.askTTL(ctx, rec, in, cfg.OpTimeout); err != nil {
 					return true, err
 				}

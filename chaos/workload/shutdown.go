@@ -39,10 +39,9 @@ func (w *Workload) stepCloseWaiting(s *section) (bool, error) {
 // a lock that promises it must refuse (locker.CallContract.CloseRefuses;
 // the calls property's closed-grant rule). Half the waits (a seeded
 // choice, from the side stream) ask for no watchdog when the lock can
-// (locker.Unwatched), as a caller who gives a lease time does: package
-// lock's review defect 8, its old Acquire gave back a grant after Close
-// only when the watchdog asked for could not start, and kept one that
-// asked for none. A lease the waiter got anyway is released.
+// (locker.Unwatched), as a caller who gives a lease time does: a lock
+// that gives back a grant after Close only when the watchdog asked for
+// cannot start keeps one that asked for none. A lease the waiter got anyway is released.
 func (w *Workload) shutDown(ctx context.Context, rec *history.Recorder, c *Client, h held) error {
 	cfg := w.cfg
 	waiter := c.locker.(locker.Waiter) // stepCloseWaiting drew only for a Waiter
@@ -107,8 +106,8 @@ func (w *Workload) shutDown(ctx context.Context, rec *history.Recorder, c *Clien
 // hear of the shutdown makes one more attempt on the closed lock, as code
 // racing a shutdown does (a blocking one, when the lock has it). A lock
 // that promises it refuses that attempt
-// (locker.CallContract.CloseRefuses; package lock's review defect 10: the
-// old lock granted it, without the watchdog asked for). A lease the
+// (locker.CallContract.CloseRefuses), with or without the watchdog asked
+// for. A lease the
 // attempt got anyway is released.
 func (w *Workload) leave(ctx context.Context, rec *history.Recorder, c *Client) error {
 	cfg := w.cfg
@@ -152,9 +151,8 @@ func (w *Workload) closeLocker(ctx context.Context, rec *history.Recorder, c *Cl
 	if hasCtx {
 		// A service's shutdown loop: Close with a short deadline, again
 		// until it returns nil, within the op's timeout, as a lock that
-		// says "calling Close again waits again" allows (package lock's
-		// round-three defect 2: a second Close while lost-reply cleanups
-		// were starting panicked, "WaitGroup is reused").
+		// says "calling Close again waits again" allows: a second Close
+		// while lost-reply cleanups are starting must wait, not panic.
 		err = call(ctx, ctxNormal, cfg.OpTimeout, func(octx context.Context) error {
 			for {
 				err := call(octx, ctxTiny, 0, closer.CloseContext)

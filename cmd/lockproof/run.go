@@ -909,7 +909,7 @@ func prepareOut(out string, force, resume bool, w io.Writer) error {
 // printPlan prints what a run of cfg would do on an environment of kind
 // (byo: the deployment given), touching nothing: the scenarios, what every
 // scenario sends the servers, and per fault the commands of its own, with
-// the nodes they go to (issue 47: a user sees the blast radius first).
+// the nodes they go to: a user sees the blast radius first.
 func printPlan(w io.Writer, cfg runner.Config, kind env.Kind, byo *env.BYOConfig, left []error) {
 	fmt.Fprintf(w, "lockproof run --plan: %d locks × %d faults × %d seeds = %d scenarios on the %s environment, %s topology\n",
 		len(cfg.Locks), len(cfg.Faults), len(cfg.Seeds), len(cfg.Locks)*len(cfg.Faults)*len(cfg.Seeds), cmp.Or(string(kind), "default"), cfg.Topology)
