@@ -51,14 +51,22 @@ func (p Pair) Entries() []locker.Entry {
 // a leader is elected nobody is served, and a lapsed lease outlives its
 // TTL by the store's own granularity (liveness may break, by Quorum and
 // Lapse).
+//
+// It reads the fault's traits (contract.Traits), not its name: a fault
+// that takes the leader away (fails over, freezes or restarts it) is a
+// leader's fault; one that stops a holder (pauses or kills its client)
+// lets its lease lapse. A failover that also skews the promoted node's
+// clock, and an outage that leaves a shard unserved, are Redis's alone
+// and keep the profile's prediction.
 func (p Pair) predict(fault string, pr locker.Prediction) locker.Prediction {
-	switch fault {
-	case contract.FaultFailover, contract.FaultMinorityPartition, contract.FaultPauseServer, contract.FaultRestart:
+	t, _ := contract.Traits(fault)
+	switch {
+	case t.FailsOver && !t.SkewsPromoted, t.FreezesMaster, t.Restarts && !t.Unserved:
 		q := locker.AllHold()
 		q.Set(contract.WantMay, contract.PropLiveness)
 		q.Because(p.Quorum)
 		return q
-	case contract.FaultPauseClient, contract.FaultCrashClient:
+	case t.PausesHolder, t.KillsClients:
 		pr.Set(contract.WantMay, contract.PropLiveness)
 		pr.Because(p.Lapse)
 	}
