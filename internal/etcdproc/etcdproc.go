@@ -94,6 +94,15 @@ type Cluster struct {
 
 	ens  *proc.Ensemble
 	http *http.Client
+	// login is the user the cluster's own requests authenticate as once
+	// EnableAuth turned authentication on; the zero login before.
+	login Login
+}
+
+// Login is an etcd user's name and password. Password is never
+// formatted into an error or a log.
+type Login struct {
+	User, Password string
 }
 
 // Binary returns the path of etcd, or ErrNotInstalled.
@@ -342,9 +351,60 @@ func (c *Cluster) Put(ctx context.Context, i int, key, value string) (int64, err
 	return r.Header.Revision, nil
 }
 
-// post sends a JSON request to member i's gateway and decodes its answer.
+// EnableAuth turns etcd's authentication on, through member i: it adds
+// the user root with password and the role root, grants it, and enables
+// authentication. From then on every request of a client without a
+// login is refused ("user name is empty"), and the cluster's own
+// requests (Wipe's, Put's) authenticate as root. etcd wants its root
+// user to exist before it enables authentication: root is the one user.
+func (c *Cluster) EnableAuth(ctx context.Context, i int, password string) error {
+	var out struct{}
+	steps := []struct {
+		path string
+		body any
+	}{
+		{"/v3/auth/user/add", map[string]string{"name": "root", "password": password}},
+		{"/v3/auth/role/add", map[string]string{"name": "root"}},
+		{"/v3/auth/user/grant", map[string]string{"user": "root", "role": "root"}},
+		{"/v3/auth/enable", struct{}{}},
+	}
+	for _, s := range steps {
+		if err := c.post(ctx, i, s.path, s.body, &out); err != nil {
+			return fmt.Errorf("enable auth: %w", err)
+		}
+	}
+	c.login = Login{User: "root", Password: password}
+	return nil
+}
+
+// Token authenticates login at the member whose client port is addr and
+// returns the token its later requests carry (header Authorization).
+// etcd's simple tokens are applied through Raft, so every member knows
+// them, until it restarts or the token idles for 5 minutes: take one per
+// use.
+func Token(ctx context.Context, hc *http.Client, addr string, login Login) (string, error) {
+	var r struct {
+		Token string `json:"token"`
+	}
+	if err := postAs(ctx, hc, addr, "", "/v3/auth/authenticate", map[string]string{"name": login.User, "password": login.Password}, &r); err != nil {
+		return "", fmt.Errorf("authenticate as %s: %w", login.User, err)
+	}
+	return r.Token, nil
+}
+
+// post sends a JSON request to member i's gateway and decodes its answer,
+// authenticated once EnableAuth turned authentication on.
 func (c *Cluster) post(ctx context.Context, i int, path string, in, out any) error {
-	if err := postTo(ctx, c.http, c.Members[i].ClientAddr, path, in, out); err != nil {
+	addr := c.Members[i].ClientAddr
+	token := ""
+	if c.login.User != "" {
+		t, err := Token(ctx, c.http, addr, c.login)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Members[i].Name, err)
+		}
+		token = t
+	}
+	if err := postAs(ctx, c.http, addr, token, path, in, out); err != nil {
 		return fmt.Errorf("%s: %w", c.Members[i].Name, err)
 	}
 	return nil
@@ -353,6 +413,11 @@ func (c *Cluster) post(ctx context.Context, i int, path string, in, out any) err
 // postTo sends a JSON request to the gateway of the member at addr and
 // decodes its answer.
 func postTo(ctx context.Context, hc *http.Client, addr, path string, in, out any) error {
+	return postAs(ctx, hc, addr, "", path, in, out)
+}
+
+// postAs is postTo carrying token ("" for none).
+func postAs(ctx context.Context, hc *http.Client, addr, token, path string, in, out any) error {
 	b, err := json.Marshal(in)
 	if err != nil {
 		return err
@@ -362,6 +427,9 @@ func postTo(ctx context.Context, hc *http.Client, addr, path string, in, out any
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", token)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err
