@@ -310,14 +310,23 @@ func (e *ProcessEnv) waitReplicas(ctx context.Context, masterID string, want int
 // of it asks (issue 47): they listen on loopback, where any local user
 // could otherwise send them commands in the middle of a run.
 func newLocal(pattern string) (root string, secret Secret, err error) {
-	pw := make([]byte, 16)
-	if _, err := rand.Read(pw); err != nil {
-		return "", "", fmt.Errorf("password: %w", err)
+	if secret, err = NewSecret(); err != nil {
+		return "", "", err
 	}
 	if root, err = os.MkdirTemp("", pattern); err != nil {
 		return "", "", fmt.Errorf("temp dir: %w", err)
 	}
-	return root, Secret(hex.EncodeToString(pw)), nil
+	return root, secret, nil
+}
+
+// NewSecret is a fresh random password (128 bits, in hex), for the
+// servers an environment starts.
+func NewSecret() (Secret, error) {
+	pw := make([]byte, 16)
+	if _, err := rand.Read(pw); err != nil {
+		return "", fmt.Errorf("password: %w", err)
+	}
+	return Secret(hex.EncodeToString(pw)), nil
 }
 
 // local is what the environments of local processes (ProcessEnv,

@@ -728,7 +728,15 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 		deps.Redis = c.lockRDB
 	}
 	if rt.Store != "" {
-		deps.Store = locker.Store{Kind: rt.Store, Endpoints: rt.StoreAddrs, Dial: c.Gate.Dialer(gate.DialFunc(rt.Dial))}
+		// The store's own login and TLS (Auth's Store fields), not the
+		// Redis servers': a BYO store's credentials reach its traffic.
+		stls, err := a.StoreTLSConfig()
+		if err != nil {
+			c.close()
+			return nil, fmt.Errorf("client %s: %w: store TLS: %w", name, ErrConfig, err)
+		}
+		deps.Store = locker.Store{Kind: rt.Store, Endpoints: rt.StoreAddrs, Dial: c.Gate.Dialer(gate.DialFunc(rt.Dial)),
+			Username: a.StoreUsername, Password: string(a.StorePassword), TLS: stls}
 	}
 	for _, addr := range rt.Redlock {
 		r := redis.NewClient(a.Login(&redis.Options{Addr: addr, Dialer: resDial, DialTimeout: to, ReadTimeout: to, WriteTimeout: to,
