@@ -3,7 +3,6 @@ package env_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,9 +16,7 @@ import (
 	"github.com/lockproof/lockproof/chaos/nemesis"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/internal/alone"
-	"github.com/lockproof/lockproof/internal/etcdproc"
 	"github.com/lockproof/lockproof/internal/redistest"
-	"github.com/lockproof/lockproof/internal/zkproc"
 )
 
 // startStore starts the store environment of topology, or skips (fails
@@ -107,62 +104,6 @@ func serves(t *testing.T, ctx context.Context, l *env.Links, topology string, n 
 	}
 }
 
-// asksALogin checks that the store of topo refuses a client without its
-// login (issue 62, item 9: its ports are on loopback, open to every
-// local user), and serves one with it (topo.Auth's Store fields): etcd
-// a write without a token, and with one of another user's password;
-// ZooKeeper a client with no login, and one of another identity (the
-// root's ACL admits the env's alone).
-func asksALogin(t *testing.T, ctx context.Context, topology string, topo env.Topology) {
-	t.Helper()
-	a, addr := topo.Auth, topo.Store[0].Upstream
-	if a.StoreUsername == "" || a.StorePassword == "" {
-		t.Fatalf("the store's login: user %q, password set %t; want both", a.StoreUsername, a.StorePassword != "")
-	}
-	if topology == contract.TopologyZooKeeper {
-		if kids, err := zkproc.Children(ctx, addr, "", "", "/"); !errors.Is(err, zkproc.ErrRefused) {
-			t.Errorf("children of / without a login: %v, %v; want ErrRefused", kids, err)
-		}
-		if kids, err := zkproc.Children(ctx, addr, "intruder", "guess", "/"); !errors.Is(err, zkproc.ErrRefused) {
-			t.Errorf("children of / as another identity: %v, %v; want ErrRefused", kids, err)
-		}
-		if _, err := zkproc.Children(ctx, addr, a.StoreUsername, string(a.StorePassword), "/"); err != nil {
-			t.Errorf("children of / with the env's login: %v", err)
-		}
-		return
-	}
-	hc := &http.Client{Timeout: 5 * time.Second}
-	put := func(token string) (int, string) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v3/kv/put", strings.NewReader(`{"key":"a2V5","value":"dg=="}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if token != "" {
-			req.Header.Set("Authorization", token)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	if code, body := put(""); code == http.StatusOK {
-		t.Errorf("a put without a login: %d %s; want it refused", code, body)
-	}
-	if _, err := etcdproc.Token(ctx, hc, addr, etcdproc.Login{User: a.StoreUsername, Password: "guess"}); err == nil {
-		t.Error("a login with a wrong password was taken")
-	}
-	token, err := etcdproc.Token(ctx, hc, addr, etcdproc.Login{User: a.StoreUsername, Password: string(a.StorePassword)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code, body := put(token); code != http.StatusOK {
-		t.Errorf("a put with the env's login: %d %s", code, body)
-	}
-}
-
 // TestStoreEnvironments: each consensus store runs as 3 processes with
 // the fenced Redis beside them; a client reaches every member through
 // its own proxy (a cut there cuts it off); the leader, cut off from its
@@ -179,7 +120,7 @@ func TestStoreEnvironments(t *testing.T) {
 			if topo.Name() != topology || len(topo.Store) != 3 || topo.Fenced.ID != "fenced" || len(topo.Data)+len(topo.Cluster)+len(topo.Sentinels) != 0 {
 				t.Fatalf("topology %s: %+v; want 3 members of the store and the fenced node, no Redis deployment", topo.Name(), topo)
 			}
-			asksALogin(t, ctx, topology, topo)
+			chaostest.StoreAsksALogin(t, ctx, topo)
 			want := map[string]string{contract.TopologyEtcd: "etcdserver", contract.TopologyZooKeeper: "imok"}[topology]
 			l := chaostest.Links(t, e, "c1")
 			for _, n := range topo.Store {

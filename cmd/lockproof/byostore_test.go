@@ -16,12 +16,14 @@ import (
 	"github.com/lockproof/lockproof/internal/alone"
 	"github.com/lockproof/lockproof/internal/etcdproc"
 	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/internal/tlstest"
 	"github.com/lockproof/lockproof/internal/zkproc"
 	"github.com/lockproof/lockproof/runner"
 )
 
 // TestRunOnBYOStoresWithLogins (issue 62, item 6): lockproof run
 // --provider byo on an etcd that asks a login (its authentication on)
+// and speaks TLS only, with client certificates,
 // and a ZooKeeper that asks one (digest auth enforced, its root's ACL
 // admitting one identity), both started here as a user's would be: the
 // store's login, from LOCKPROOF_STORE_PASSWORD, reaches the locks'
@@ -42,7 +44,11 @@ func TestRunOnBYOStoresWithLogins(t *testing.T) {
 	const password = "store-password-7c1d"
 	t.Setenv("LOCKPROOF_STORE_PASSWORD", password)
 
-	etcd, err := etcdproc.StartCluster(ctx, etcdproc.ClusterConfig{Members: 1, ElectionTimeout: 500 * time.Millisecond})
+	// etcd speaks TLS only, and asks clients for a certificate.
+	dir := t.TempDir()
+	ca, sc, sk, cc, ck := tlstest.Files(t, dir)
+	etcd, err := etcdproc.StartCluster(ctx, etcdproc.ClusterConfig{Members: 1, ElectionTimeout: 500 * time.Millisecond,
+		ClientTLS: &etcdproc.ClientTLS{CertFile: sc, KeyFile: sk, CAFile: ca, Client: tlstest.ClientConfig(t, ca, cc, ck)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +66,6 @@ func TestRunOnBYOStoresWithLogins(t *testing.T) {
 		t.Fatal(err)
 	}
 	fenced, toxi := fencedAndToxiproxy(t, ctx, "")
-	dir := t.TempDir()
 
 	for _, tc := range []struct {
 		topology, lock string
@@ -68,8 +73,9 @@ func TestRunOnBYOStoresWithLogins(t *testing.T) {
 		member, login  string
 		ops            []string
 	}{
-		{"etcd", "etcd-fenced", env.BYOConfig{Etcd: []string{etcd.Members[0].ClientAddr}, Auth: env.Auth{StoreUsername: "root"}},
-			"etcd members: " + etcd.Members[0].ClientAddr, "login (etcd): user root with a password (not shown); no TLS",
+		{"etcd", "etcd-fenced", env.BYOConfig{Etcd: []string{etcd.Members[0].ClientAddr},
+			Auth: env.Auth{StoreUsername: "root", StoreTLS: &env.TLS{CAFile: ca, CertFile: cc, KeyFile: ck}}},
+			"etcd members: " + etcd.Members[0].ClientAddr, "login (etcd): user root with a password (not shown); TLS, servers checked against " + ca + ", client certificate " + cc,
 			[]string{"LeaseGrant", "LeaseKeepAlive", "LeaseRevoke", "Txn", "Range", "Watch", "DeleteRange", "as user root"}},
 		{"zookeeper", "zk-fenced", env.BYOConfig{ZooKeeper: []string{zkAddr}, Auth: env.Auth{StoreUsername: "team"}},
 			"zookeeper servers: " + zkAddr, "login (zookeeper): user team with a password (not shown); no TLS",

@@ -886,7 +886,7 @@ func printStorePlan(w io.Writer, topology string, kind env.Kind, byo *env.BYOCon
 	}
 	fmt.Fprintf(w, "  runs its fenced-resource commands on the fenced Redis on keys named %s only", keys)
 	if kind == env.BYO {
-		fmt.Fprint(w, ", and deletes them at its end")
+		fmt.Fprint(w, ", and deletes them at its end (SCAN MATCH, DEL); reads its DBSIZE once, to warn of a database that holds keys")
 	}
 	fmt.Fprintln(w)
 }

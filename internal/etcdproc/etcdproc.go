@@ -30,6 +30,7 @@ package etcdproc
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,6 +69,24 @@ type ClusterConfig struct {
 	HeartbeatInterval, ElectionTimeout time.Duration
 	// StartTimeout bounds the wait for a leader; default 30s.
 	StartTimeout time.Duration
+	// ClientTLS, when set, makes every member serve its clients over TLS
+	// only (https client URLs): a deployment of a user's that asks it.
+	ClientTLS *ClientTLS
+}
+
+// ClientTLS is how a cluster's members speak TLS to their clients.
+type ClientTLS struct {
+	// CertFile and KeyFile are the members' certificate and key (PEM).
+	// With CAFile set, the certificate must serve as a client's too:
+	// etcd's JSON gateway dials the member's own gRPC with it.
+	CertFile, KeyFile string
+	// CAFile, when set, is the authority whose client certificates the
+	// members ask of every client (--client-cert-auth).
+	CAFile string
+	// Client is how the cluster's own requests (its status, EnableAuth,
+	// Wipe's) speak TLS to the members: the authority of CertFile, and a
+	// client certificate when CAFile asks one.
+	Client *tls.Config
 }
 
 // Member is one running (or killed) etcd member: proc.Member's Launch
@@ -94,6 +113,9 @@ type Cluster struct {
 
 	ens  *proc.Ensemble
 	http *http.Client
+	// scheme is the members' client URLs' scheme: http, or https with
+	// ClientTLS.
+	scheme string
 	// login is the user the cluster's own requests authenticate as once
 	// EnableAuth turned authentication on; the zero login before.
 	login Login
@@ -139,7 +161,16 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		return nil, fmt.Errorf("start etcd: %w", err)
 	}
 	root := ens.Root
-	c = &Cluster{ens: ens, http: &http.Client{Timeout: 5 * time.Second}}
+	c = &Cluster{ens: ens, http: &http.Client{Timeout: 5 * time.Second}, scheme: "http"}
+	var tlsArgs []string
+	if t := cfg.ClientTLS; t != nil {
+		c.scheme = "https"
+		c.http.Transport = &http.Transport{TLSClientConfig: t.Client}
+		tlsArgs = []string{"--cert-file", t.CertFile, "--key-file", t.KeyFile}
+		if t.CAFile != "" {
+			tlsArgs = append(tlsArgs, "--client-cert-auth", "--trusted-ca-file", t.CAFile)
+		}
+	}
 	defer func() {
 		if err != nil {
 			_ = c.Stop()
@@ -171,7 +202,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 	for _, m := range c.Members {
 		args := []string{"--name", m.Name, "--data-dir", filepath.Join(m.Dir, "data"),
 			"--listen-peer-urls", "http://" + m.PeerAddr, "--initial-advertise-peer-urls", "http://" + m.AdvPeer,
-			"--listen-client-urls", "http://" + m.ClientAddr, "--advertise-client-urls", "http://" + m.AdvClient,
+			"--listen-client-urls", c.scheme + "://" + m.ClientAddr, "--advertise-client-urls", c.scheme + "://" + m.AdvClient,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			// A token of its own: a member of another test's cluster on a
 			// reused port is refused, not joined.
@@ -182,6 +213,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 			// check refuses any change until every member has been
 			// connected for 5s, which a member just killed never is.
 			"--strict-reconfig-check=false"}
+		args = append(args, tlsArgs...)
 		m.Command = func() *exec.Cmd { return exec.Command(bin, args...) }
 		m.args = args
 		if err := os.MkdirAll(m.Dir, 0o700); err != nil {
@@ -213,8 +245,12 @@ type Status struct {
 
 // Status asks member i, on its own client port.
 func (c *Cluster) Status(ctx context.Context, i int) (Status, error) {
-	return StatusAt(ctx, c.http, c.Members[i].ClientAddr)
+	return StatusAt(ctx, c.http, c.url(i))
 }
+
+// url is member i's client URL (scheme and address), which StatusAt,
+// Token and the gateway's requests take for an address.
+func (c *Cluster) url(i int) string { return c.scheme + "://" + c.Members[i].ClientAddr }
 
 // WaitLeader waits until the members that run and are not in skip answer
 // and agree on a leader among them, and returns its index.
@@ -230,13 +266,14 @@ func (c *Cluster) leader(ctx context.Context, skip []int) (int, error) {
 	addrs := make([]string, len(c.Members))
 	for i, m := range c.Members {
 		if m.Running() && !slices.Contains(skip, i) {
-			addrs[i] = m.ClientAddr
+			addrs[i] = c.url(i)
 		}
 	}
 	return LeaderAmong(ctx, c.http, addrs)
 }
 
-// StatusAt asks the member whose client port is addr (its JSON gateway).
+// StatusAt asks the member whose client port is addr (its JSON gateway;
+// an addr with no scheme is http's).
 func StatusAt(ctx context.Context, hc *http.Client, addr string) (Status, error) {
 	var r struct {
 		Header struct {
@@ -358,6 +395,16 @@ func (c *Cluster) Put(ctx context.Context, i int, key, value string) (int64, err
 // requests (Wipe's, Put's) authenticate as root. etcd wants its root
 // user to exist before it enables authentication: root is the one user.
 func (c *Cluster) EnableAuth(ctx context.Context, i int, password string) error {
+	if err := EnableAuthAt(ctx, c.http, c.url(i), password); err != nil {
+		return fmt.Errorf("%s: %w", c.Members[i].Name, err)
+	}
+	c.login = Login{User: "root", Password: password}
+	return nil
+}
+
+// EnableAuthAt is EnableAuth through the member whose client port is
+// addr, for a cluster this package did not start (a container's).
+func EnableAuthAt(ctx context.Context, hc *http.Client, addr, password string) error {
 	var out struct{}
 	steps := []struct {
 		path string
@@ -369,11 +416,10 @@ func (c *Cluster) EnableAuth(ctx context.Context, i int, password string) error 
 		{"/v3/auth/enable", struct{}{}},
 	}
 	for _, s := range steps {
-		if err := c.post(ctx, i, s.path, s.body, &out); err != nil {
+		if err := postTo(ctx, hc, addr, s.path, s.body, &out); err != nil {
 			return fmt.Errorf("enable auth: %w", err)
 		}
 	}
-	c.login = Login{User: "root", Password: password}
 	return nil
 }
 
@@ -395,7 +441,7 @@ func Token(ctx context.Context, hc *http.Client, addr string, login Login) (stri
 // post sends a JSON request to member i's gateway and decodes its answer,
 // authenticated once EnableAuth turned authentication on.
 func (c *Cluster) post(ctx context.Context, i int, path string, in, out any) error {
-	addr := c.Members[i].ClientAddr
+	addr := c.url(i)
 	token := ""
 	if c.login.User != "" {
 		t, err := Token(ctx, c.http, addr, c.login)
@@ -422,7 +468,11 @@ func postAs(ctx context.Context, hc *http.Client, addr, token, path string, in, 
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(b))
+	base := addr
+	if !strings.Contains(addr, "://") {
+		base = "http://" + addr
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
 	if err != nil {
 		return err
 	}
