@@ -14,7 +14,9 @@
 //
 // It asks a server what it is through the four-letter word srvr on its
 // client port (whitelisted in the configuration it writes), so that the
-// library's module needs no ZooKeeper client.
+// library's module needs no ZooKeeper client; the few requests an
+// environment's login needs (a digest login, the root's ACL: LockRoot;
+// Children, for its tests) it speaks itself, in client.go.
 package zkproc
 
 import (

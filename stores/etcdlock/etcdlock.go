@@ -20,6 +20,11 @@
 // guarantee mutual exclusion in asynchronous networks"); a fenced
 // resource refuses its late write, because the next holder's key was
 // created at a higher revision.
+//
+// A store with a login (locker.Store's Username and Password) is an etcd
+// user the client authenticates as, and its TLS (a client certificate
+// among it) is spoken on every connection; a request the cluster's
+// authentication refuses wraps ErrRefused.
 package etcdlock
 
 import (

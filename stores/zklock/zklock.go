@@ -26,6 +26,14 @@
 // sees (locker.Observer) and which tells the holder when its node is gone.
 // A holder whose session expired while it was paused wakes believing it
 // holds, until the library reconnects and learns of the expiry.
+//
+// A store with a login (locker.Store's Username and Password) is logged
+// in to with digest auth, the session's first request (and, the library
+// resending stored credentials before any other request, every
+// reconnection's), and every node the lock creates, the lock's parents
+// included, carries an ACL that admits that identity alone: another
+// client can neither read, steal nor delete a hold. Without a login the
+// nodes are world:anyone, ZooKeeper's default.
 package zklock
 
 import (
