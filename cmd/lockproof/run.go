@@ -868,9 +868,14 @@ func prepareOut(out string, force, resume bool, w io.Writer) error {
 // near a store of theirs.
 func printStorePlan(w io.Writer, topology string, kind env.Kind, byo *env.BYOConfig) {
 	keys := runner.KeysNamed(kind)
-	as := "with no login"
-	if byo != nil && byo.StoreUsername != "" {
+	// lockproof's own stores ask a login of their own (env.StoreUser,
+	// a password new for each environment).
+	as := "as user " + env.StoreUser(topology) + " (a password new for each environment)"
+	switch {
+	case byo != nil && byo.StoreUsername != "":
 		as = "as user " + byo.StoreUsername
+	case byo != nil:
+		as = "with no login"
 	}
 	fmt.Fprintf(w, "every scenario: creates Toxiproxy proxies in front of every %s member and of the fenced (and redlock) Redis, and deletes them at its end;\n", topology)
 	if topology == contract.TopologyEtcd {
