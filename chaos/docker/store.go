@@ -129,7 +129,9 @@ func (e *Env) startEtcd(ctx context.Context) error {
 			"--listen-client-urls", "http://0.0.0.0:6379", "--advertise-client-urls", "http://" + n.Upstream,
 			"--listen-peer-urls", "http://0.0.0.0:16379", "--initial-advertise-peer-urls", "http://" + adv[i],
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new", "--initial-cluster-token", "lockproof-" + e.ID,
-			"--heartbeat-interval", "100", "--election-timeout", "500", "--strict-reconfig-check=false"}
+			"--heartbeat-interval", "100", "--election-timeout", "500", "--strict-reconfig-check=false",
+			// The login's password is a random secret: the cheapest hash.
+			"--bcrypt-cost", strconv.Itoa(env.StoreBcryptCost)}
 		if err := e.run(ctx, n, cmd, storeClientPort, nil); err != nil {
 			return nil, err
 		}

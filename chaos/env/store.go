@@ -121,6 +121,13 @@ func StoreUser(topology string) string {
 	return "root"
 }
 
+// StoreBcryptCost is the work factor of the etcd password hashes of
+// the environments' own stores (etcd's --bcrypt-cost): bcrypt's least,
+// for a password that is a random 128-bit secret (NewSecret), so that a
+// client's re-authentications do not cost the members tens of
+// milliseconds each (etcdproc.ClusterConfig.BcryptCost).
+const StoreBcryptCost = 4
+
 // StoreMissing says what the process environment of the store named
 // topology lacks on this machine (its binaries), or nil.
 func StoreMissing(topology string) error {
@@ -176,6 +183,9 @@ func (e *StoreEnv) startEtcd(ctx context.Context) error {
 		// replaced within a second, and the shortest lease etcd grants
 		// (1.5 election timeouts, rounded up to a second) is 1s.
 		HeartbeatInterval: 100 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
+		// The login's password is a random 128-bit secret: the cheapest
+		// hash (etcdproc says why it matters).
+		BcryptCost: StoreBcryptCost,
 		Advertise: func(i int, peer, client string) (string, string, error) {
 			px, err := e.toxi.API.CreateProxy("peer-"+NodeID(RoleEtcd, i), "127.0.0.1:0", peer)
 			if err != nil {
