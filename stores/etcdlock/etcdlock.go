@@ -352,7 +352,8 @@ func outcome(err error) error {
 	case rpctypes.ErrTooManyRequests.Error(), rpctypes.ErrGRPCNotCapable.Error():
 		return err // refused before it was proposed
 	case rpctypes.ErrUserEmpty.Error(), rpctypes.ErrPermissionDenied.Error(),
-		rpctypes.ErrAuthFailed.Error(), rpctypes.ErrInvalidAuthToken.Error(), rpctypes.ErrAuthNotEnabled.Error():
+		rpctypes.ErrAuthFailed.Error(), rpctypes.ErrInvalidAuthToken.Error(), rpctypes.ErrAuthNotEnabled.Error(),
+		rpctypes.ErrAuthOldRevision.Error():
 		// Refused by the store's authentication: no login, or one
 		// without the rights, was never applied.
 		return fmt.Errorf("%w: %w", ErrRefused, err)
