@@ -2,13 +2,6 @@ package chaos_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -26,64 +19,9 @@ import (
 	"github.com/lockproof/lockproof/history"
 	"github.com/lockproof/lockproof/internal/redisproc"
 	"github.com/lockproof/lockproof/internal/redistest"
+	"github.com/lockproof/lockproof/internal/tlstest"
 	"github.com/lockproof/lockproof/zoo"
 )
-
-// tlsFiles writes a certificate authority, a server certificate it
-// signs for 127.0.0.1, and a client certificate it signs, as PEM files
-// in dir.
-func tlsFiles(t *testing.T, dir string) (ca, serverCert, serverKey, clientCert, clientKey string) {
-	t.Helper()
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	key := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	now := time.Now()
-	caKey := key()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "lockproof test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := func(serial int64, name string, usage x509.ExtKeyUsage, ip bool) (string, string) {
-		k := key()
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			KeyUsage: x509.KeyUsageDigitalSignature}
-		if ip {
-			tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kder, err := x509.MarshalECPrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return write(name+".pem", "CERTIFICATE", der), write(name+".key", "EC PRIVATE KEY", kder)
-	}
-	ca = write("ca.pem", "CERTIFICATE", caDER)
-	serverCert, serverKey = leaf(2, "server", x509.ExtKeyUsageServerAuth, true)
-	clientCert, clientKey = leaf(3, "client", x509.ExtKeyUsageClientAuth, false)
-	return ca, serverCert, serverKey, clientCert, clientKey
-}
 
 // TestBYOOverTLSWithAUTH: a bring-your-own deployment that speaks TLS
 // only (with client certificates) and asks a password: a lone master,
@@ -100,7 +38,7 @@ func TestBYOOverTLSWithAUTH(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	ca, sc, sk, cc, ck := tlsFiles(t, dir)
+	ca, sc, sk, cc, ck := tlstest.Files(t, dir)
 	tlsPort, err := redisproc.FreePort()
 	if err != nil {
 		t.Fatal(err)

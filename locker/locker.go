@@ -33,7 +33,9 @@ package locker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -368,7 +370,35 @@ type Store struct {
 	// (grpc.WithContextDialer, zk.WithDialer), or the faults miss it; nil
 	// dials directly.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Username and Password are the store's login, when its members ask
+	// for one: etcd's user (the client authenticates with them and sends
+	// its token with every request); ZooKeeper's digest identity
+	// user:password (sent with AddAuth on the session, and again on every
+	// reconnection), and the nodes the lock creates then carry an ACL
+	// that admits that identity alone, not world:anyone. Both empty: no
+	// login. A lock must never format Password into an error or a log.
+	Username, Password string
+	// TLS, when set, is spoken on every connection to a member: etcd's
+	// gRPC over it, a client certificate in its Certificates; ZooKeeper's
+	// client port wrapped in it (a secureClientPort). Its ServerName,
+	// when empty, is the host of the member's own address (never the
+	// proxy's the bytes go through). nil: plain TCP.
+	TLS *tls.Config
 }
+
+// String implements fmt.Stringer: the store's kind, endpoints and
+// login, its password never (a Store formatted into an error or a log
+// must not leak it).
+func (s Store) String() string {
+	pw := ""
+	if s.Password != "" {
+		pw = " with a password"
+	}
+	return fmt.Sprintf("%s store %v, user %q%s, TLS %t", s.Kind, s.Endpoints, s.Username, pw, s.TLS != nil)
+}
+
+// GoString implements fmt.GoStringer (%#v) as String does.
+func (s Store) GoString() string { return s.String() }
 
 // Observer sees the renewals a lock makes in the background, which the
 // caller did not ask for and would otherwise not know about. A history that

@@ -9,6 +9,7 @@ import (
 	"github.com/lockproof/lockproof/chaos"
 	"github.com/lockproof/lockproof/chaos/docker"
 	"github.com/lockproof/lockproof/chaos/env"
+	"github.com/lockproof/lockproof/chaos/internal/chaostest"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/internal/keeprun"
 	"github.com/lockproof/lockproof/runner"
@@ -97,6 +98,36 @@ func clusterServerFaults() []string {
 		}
 	}
 	return out
+}
+
+// TestStoresAskALoginOnDocker: the consensus stores the Docker
+// environment starts refuse a client without their login, and serve one
+// with it (issue 62, item 9: their ports are published on loopback).
+// Like TestStoresMatrixOnDocker, it runs with LOCKPROOF_ENV=docker.
+func TestStoresAskALoginOnDocker(t *testing.T) {
+	if env.Kind(os.Getenv(env.EnvVar)) != env.Docker {
+		t.Skipf("the stores' containers start with %s=docker", env.EnvVar)
+	}
+	sharedEnv(t)
+	for _, topo := range contract.StoreTopologies() {
+		t.Run(topo, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			do := docker.Options{Image: os.Getenv(docker.ImageEnvVar), Logger: testLogger()}
+			e, err := env.Open(ctx, env.Options{Kind: env.Docker, Docker: docker.With(do), DockerCheck: docker.Check(do), Spec: env.Spec{Store: topo}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if err := e.Close(ctx); err != nil {
+					t.Errorf("close: %v", err)
+				}
+			})
+			chaostest.StoreAsksALogin(t, ctx, e.Topology())
+		})
+	}
 }
 
 // TestStoresMatrixOnDocker runs the consensus stores' locks on clusters

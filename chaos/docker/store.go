@@ -40,6 +40,14 @@ const (
 // servers (startZooKeeper).
 func (e *Env) startStore(ctx context.Context, o Options) error {
 	e.topo.StoreKind = e.spec.Store
+	// The store asks a login of its own (issue 62, item 9): its client
+	// ports are published on loopback, where any local user could
+	// otherwise read or write the locks' keys and nodes during a run.
+	pw, err := env.NewSecret()
+	if err != nil {
+		return err
+	}
+	e.topo.Auth.StoreUsername, e.topo.Auth.StorePassword = env.StoreUser(e.spec.Store), pw
 	fenced, err := e.startRedis(ctx, env.NodeID(env.RoleFenced, 0), env.RoleFenced, 0)
 	if err != nil {
 		return err
@@ -58,8 +66,23 @@ func (e *Env) startStore(ctx context.Context, o Options) error {
 	if _, err := e.Leader(wctx); err != nil {
 		return err
 	}
+	if err := e.lockStore(wctx); err != nil {
+		return err
+	}
 	e.log.Debug("docker environment up", "id", e.ID, "store", e.spec.Store, "members", e.topo.StoreAddrs())
 	return nil
+}
+
+// lockStore makes the running store ask its login (topo.Auth's Store
+// fields), as env.StoreEnv's does: etcd's authentication on (user root),
+// or the ZooKeeper root's ACL admitting the env's digest identity alone
+// (its servers enforce a digest login: startZooKeeper).
+func (e *Env) lockStore(ctx context.Context) error {
+	a, addr := e.topo.Auth, e.topo.Store[0].Upstream
+	if e.spec.Store == contract.TopologyZooKeeper {
+		return zkproc.LockRoot(ctx, addr, a.StoreUsername, string(a.StorePassword))
+	}
+	return etcdproc.EnableAuthAt(ctx, &http.Client{Timeout: 5 * time.Second}, addr, string(a.StorePassword))
 }
 
 // startEtcd starts the etcd members.
@@ -106,7 +129,9 @@ func (e *Env) startEtcd(ctx context.Context) error {
 			"--listen-client-urls", "http://0.0.0.0:6379", "--advertise-client-urls", "http://" + n.Upstream,
 			"--listen-peer-urls", "http://0.0.0.0:16379", "--initial-advertise-peer-urls", "http://" + adv[i],
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new", "--initial-cluster-token", "lockproof-" + e.ID,
-			"--heartbeat-interval", "100", "--election-timeout", "500", "--strict-reconfig-check=false"}
+			"--heartbeat-interval", "100", "--election-timeout", "500", "--strict-reconfig-check=false",
+			// The login's password is a random secret: the cheapest hash.
+			"--bcrypt-cost", strconv.Itoa(env.StoreBcryptCost)}
 		if err := e.run(ctx, n, cmd, storeClientPort, nil); err != nil {
 			return nil, err
 		}
@@ -210,7 +235,9 @@ func (e *Env) startZooKeeper(ctx context.Context) error {
 			{Reader: strings.NewReader(strings.Join(conf, "\n") + "\n"), ContainerFilePath: "/data/zoo.cfg", FileMode: 0o644},
 			{Reader: strings.NewReader(strconv.Itoa(i+1) + "\n"), ContainerFilePath: "/data/data/myid", FileMode: 0o644},
 		}
-		if err := e.run(ctx, n, append([]string{java}, zkproc.ServerArgs("/data", "/data/zoo.cfg")...), zkClientPort, files); err != nil {
+		// Every client must log in (digest) before its first request.
+		args := append(zkproc.ClusterConfig{EnforceAuth: true}.JVMOptions(), zkproc.ServerArgs("/data", "/data/zoo.cfg")...)
+		if err := e.run(ctx, n, append([]string{java}, args...), zkClientPort, files); err != nil {
 			return nil, err
 		}
 		return n, nil

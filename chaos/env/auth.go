@@ -78,8 +78,24 @@ type Auth struct {
 	// DB is the database the run's keys live in (SELECT), on every node
 	// but a cluster's, which has database 0 only.
 	DB int `json:",omitempty"`
-	// TLS, when set, is spoken on every link to a server.
+	// TLS, when set, is spoken on every link to a Redis server.
 	TLS *TLS `json:",omitempty"`
+	// StoreUsername and StorePassword are a consensus store's login, when
+	// the deployment is one (etcd, ZooKeeper) and its members ask for
+	// one; the fenced and Redlock Redis log in with Username and Password
+	// above. etcd: a user of etcd's authentication (the run's needs the
+	// rights of the keys under the run's prefix, and of leases).
+	// ZooKeeper: digest auth, the identity user:password, and every node
+	// the lock creates carries an ACL that admits that identity alone.
+	// The process and Docker environments make a login of their own
+	// (etcd's user root, ZooKeeper's lockproof).
+	StoreUsername string `json:",omitempty"`
+	StorePassword Secret `json:",omitempty"`
+	// StoreTLS, when set, is spoken on every link to a store's member
+	// (etcd's client URLs over https, a client certificate for
+	// --client-cert-auth; ZooKeeper's secureClientPort); TLS above is
+	// the Redis servers'.
+	StoreTLS *TLS `json:",omitempty"`
 }
 
 // Describe says how a logs in, for a plan or a log: who, whether a
@@ -97,31 +113,53 @@ func (a Auth) Describe() string {
 			out += " with a password (not shown)"
 		}
 	}
-	switch t := a.TLS; {
-	case t == nil:
-		out += "; no TLS"
-	case t.InsecureSkipVerify:
-		out += "; TLS without checking the servers' certificates"
-	default:
-		out += "; TLS, servers checked against " + cmp.Or(t.CAFile, "the system's roots")
-		if t.ServerName != "" {
-			out += " as " + t.ServerName
-		}
-		if t.CertFile != "" {
-			out += ", client certificate " + t.CertFile
-		}
+	out += "; " + describeTLS(a.TLS)
+	if a.StoreUsername != "" || a.StorePassword != "" || a.StoreTLS != nil {
+		out += "; store: " + a.DescribeStore()
 	}
 	return out
 }
 
-// Secrets are a's passwords that are set (the servers' and the
-// Sentinels'): the texts a run redacts from whatever a lock, an adapter
+// DescribeStore says how a logs in to a consensus store's members (the
+// Store fields), for a plan or a log: who, whether a password is set
+// (never what it is), TLS.
+func (a Auth) DescribeStore() string {
+	out := "no login"
+	if a.StoreUsername != "" {
+		out = "user " + a.StoreUsername
+		if a.StorePassword != "" {
+			out += " with a password (not shown)"
+		}
+	}
+	return out + "; " + describeTLS(a.StoreTLS)
+}
+
+// describeTLS says what t asks of a link.
+func describeTLS(t *TLS) string {
+	switch {
+	case t == nil:
+		return "no TLS"
+	case t.InsecureSkipVerify:
+		return "TLS without checking the servers' certificates"
+	}
+	out := "TLS, servers checked against " + cmp.Or(t.CAFile, "the system's roots")
+	if t.ServerName != "" {
+		out += " as " + t.ServerName
+	}
+	if t.CertFile != "" {
+		out += ", client certificate " + t.CertFile
+	}
+	return out
+}
+
+// Secrets are a's passwords that are set (the servers', the
+// Sentinels' and the store's): the texts a run redacts from whatever a lock, an adapter
 // or a server sends back before it writes it (runner.Config.Secrets).
 // Usernames are not secrets; a TLS key is a file, whose path is no
 // secret either.
 func (a Auth) Secrets() []string {
 	var out []string
-	for _, s := range []Secret{a.Password, a.SentinelPassword} {
+	for _, s := range []Secret{a.Password, a.SentinelPassword, a.StorePassword} {
 		if s != "" {
 			out = append(out, string(s))
 		}
@@ -143,14 +181,34 @@ func (a Auth) Check(field string) error {
 	if _, err := a.tlsConfig(""); err != nil {
 		return fmt.Errorf("%s: TLS: %w", field, err)
 	}
+	if _, err := a.StoreTLSConfig(); err != nil {
+		return fmt.Errorf("%s: StoreTLS: %w", field, err)
+	}
+	if a.StorePassword != "" && a.StoreUsername == "" {
+		// etcd's login and ZooKeeper's digest both name a user.
+		return fmt.Errorf("%s: StorePassword without StoreUsername: a store's login names its user", field)
+	}
 	return nil
+}
+
+// StoreTLSConfig is the client TLS configuration of a's StoreTLS, or nil
+// without it. Its ServerName is StoreTLS's: when empty, each store
+// client names the member by the host of its own address (etcd's gRPC
+// by the endpoint's, zklock by the one it dials).
+func (a Auth) StoreTLSConfig() (*tls.Config, error) {
+	return tlsConfigOf(a.StoreTLS, "")
 }
 
 // tlsConfig is the client TLS configuration for a connection to the
 // server at addr (its host names the server unless TLS.ServerName
 // does), or nil without TLS.
 func (a Auth) tlsConfig(addr string) (*tls.Config, error) {
-	t := a.TLS
+	return tlsConfigOf(a.TLS, addr)
+}
+
+// tlsConfigOf is the client TLS configuration of t for a connection to
+// the server at addr (tlsConfig), or nil when t is.
+func tlsConfigOf(t *TLS, addr string) (*tls.Config, error) {
 	if t == nil {
 		return nil, nil
 	}

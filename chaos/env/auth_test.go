@@ -46,6 +46,33 @@ func TestSecretIsNeverPrinted(t *testing.T) {
 	}
 }
 
+// TestStoreLoginIsNeverPrinted (issue 62, item 6): a consensus store's
+// password is redacted as the Redis one is (every verb, Describe,
+// DescribeStore) and is among the Secrets a run redacts; Describe says
+// the store's login apart.
+func TestStoreLoginIsNeverPrinted(t *testing.T) {
+	const pw = "store-secret-4f2a"
+	a := env.Auth{StoreUsername: "root", StorePassword: pw, StoreTLS: &env.TLS{CAFile: "/ca.pem", CertFile: "/c.pem"}}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+		if out := fmt.Sprintf(verb, env.BYOConfig{Auth: a}); strings.Contains(out, pw) {
+			t.Errorf("%s prints the store's password: %s", verb, out)
+		}
+	}
+	want := "user root with a password (not shown); TLS, servers checked against /ca.pem, client certificate /c.pem"
+	if s := a.DescribeStore(); s != want {
+		t.Errorf("DescribeStore: %q; want %q", s, want)
+	}
+	if s := a.Describe(); strings.Contains(s, pw) || !strings.Contains(s, "store: "+want) {
+		t.Errorf("Describe: %q; want the store's login after the Redis one", s)
+	}
+	if s := (env.Auth{}).DescribeStore(); s != "no login; no TLS" {
+		t.Errorf("DescribeStore of no login: %q", s)
+	}
+	if got := a.Secrets(); len(got) != 1 || got[0] != pw {
+		t.Errorf("Secrets: %q; want the store's password", got)
+	}
+}
+
 // TestAuthFromEnviron: the login variables fill or override a config's,
 // bad values are refused naming the variable, and TLS is turned on by
 // any of its variables.
@@ -63,6 +90,12 @@ func TestAuthFromEnviron(t *testing.T) {
 		a.TLS == nil || a.TLS.CAFile != "/ca.pem" || a.TLS.ServerName != "redis.internal" || a.TLS.InsecureSkipVerify {
 		t.Errorf("got %+v (TLS %+v)", a, a.TLS)
 	}
+	st, err := env.AuthFromEnviron(file, get(map[string]string{
+		"LOCKPROOF_STORE_USERNAME": "root", "LOCKPROOF_STORE_PASSWORD": "store-pw", "LOCKPROOF_STORE_TLS_CA": "/store-ca.pem",
+	}))
+	if err != nil || st.StoreUsername != "root" || st.StorePassword != "store-pw" || st.StoreTLS == nil || st.StoreTLS.CAFile != "/store-ca.pem" || st.TLS != nil {
+		t.Errorf("the store's variables: %+v (store TLS %+v), %v; want the store's login and TLS, Redis's TLS untouched", st, st.StoreTLS, err)
+	}
 	if a, err := env.AuthFromEnviron(file, get(nil)); err != nil || a != file {
 		t.Errorf("no variables: %+v, %v; want the config's login unchanged", a, err)
 	}
@@ -79,6 +112,7 @@ func TestAuthFromEnviron(t *testing.T) {
 		"LOCKPROOF_REDIS_TLS=maybe":                                     "LOCKPROOF_REDIS_TLS",
 		"LOCKPROOF_REDIS_TLS=false LOCKPROOF_REDIS_TLS_CA=/ca.pem":      "turn it on",
 		"LOCKPROOF_REDIS_TLS_INSECURE=perhaps LOCKPROOF_REDIS_TLS=true": "LOCKPROOF_REDIS_TLS_INSECURE",
+		"LOCKPROOF_STORE_TLS=false LOCKPROOF_STORE_TLS_KEY=/k.pem":      "LOCKPROOF_STORE_TLS",
 	} {
 		m := map[string]string{}
 		for _, kv := range strings.Fields(vars) {
@@ -103,6 +137,8 @@ func TestAuthCheck(t *testing.T) {
 		{env.Auth{TLS: &env.TLS{CAFile: missing}}, "CAFile"},
 		{env.Auth{TLS: &env.TLS{CertFile: "/c.pem"}}, "CertFile and KeyFile together"},
 		{env.Auth{TLS: &env.TLS{CertFile: missing, KeyFile: missing}}, "CertFile, KeyFile"},
+		{env.Auth{StoreTLS: &env.TLS{CAFile: missing}}, "StoreTLS"},
+		{env.Auth{StorePassword: "pw"}, "StorePassword without StoreUsername"},
 	} {
 		if err := c.a.Check("byo environment"); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "byo environment") {
 			t.Errorf("%+v: %v; want an error naming %q", c.a, err, c.want)
@@ -110,5 +146,16 @@ func TestAuthCheck(t *testing.T) {
 	}
 	if err := (env.Auth{Password: "x", DB: 3, TLS: &env.TLS{InsecureSkipVerify: true}}).Check("x"); err != nil {
 		t.Errorf("good settings refused: %v", err)
+	}
+}
+
+// TestStoreLoginWantsAStore: a store's login on a Redis deployment is
+// refused, said rather than ignored, before anything dials.
+func TestStoreLoginWantsAStore(t *testing.T) {
+	cfg := env.BYOConfig{ToxiproxyURL: "http://127.0.0.1:1", Fenced: "127.0.0.1:2", Data: []string{"127.0.0.1:3"},
+		Auth: env.Auth{StoreUsername: "root", StorePassword: "pw-of-the-store"}}
+	_, err := env.NewBYO(t.Context(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "give Etcd or ZooKeeper") || strings.Contains(err.Error(), "pw-of-the-store") {
+		t.Errorf("NewBYO: %v; want the store's login refused without a store", err)
 	}
 }

@@ -59,8 +59,11 @@ type BYOConfig struct {
 	Redlock []string
 	// Auth is how every client logs in to the deployment's servers:
 	// username and password (the data nodes', the fenced and Redlock
-	// Redis's; the Sentinels' apart), database, TLS. Its passwords are
-	// never written anywhere (Secret).
+	// Redis's; the Sentinels' apart), database, TLS; and a consensus
+	// store's own login and TLS (StoreUsername, StorePassword, StoreTLS:
+	// an etcd user, or ZooKeeper's digest identity user:password, which
+	// the ACL of every node the run creates admits alone). Its passwords
+	// are never written anywhere (Secret).
 	Auth
 }
 
@@ -110,6 +113,11 @@ func NewBYO(ctx context.Context, cfg BYOConfig) (*BYOEnv, error) {
 	}
 	if err := cfg.Auth.Check("byo environment"); err != nil {
 		return nil, err
+	}
+	if (cfg.StoreUsername != "" || cfg.StorePassword != "" || cfg.StoreTLS != nil) && len(cfg.Etcd)+len(cfg.ZooKeeper) == 0 {
+		// Said, not ignored: a login given for nothing is a config
+		// that means something else.
+		return nil, errors.New("byo environment: StoreUsername, StorePassword and StoreTLS are a consensus store's login: give Etcd or ZooKeeper, or unset them")
 	}
 	if len(cfg.Cluster) > 0 && cfg.DB != 0 {
 		return nil, fmt.Errorf("byo environment: DB = %d: a Redis Cluster has database 0 only", cfg.DB)
@@ -331,7 +339,10 @@ func BYOFromEnviron(getenv func(string) string) (*BYOConfig, error) {
 // LOCKPROOF_REDIS_DB, and for TLS LOCKPROOF_REDIS_TLS (1 or true: speak
 // TLS), LOCKPROOF_REDIS_TLS_CA, LOCKPROOF_REDIS_TLS_CERT,
 // LOCKPROOF_REDIS_TLS_KEY, LOCKPROOF_REDIS_TLS_SERVER_NAME,
-// LOCKPROOF_REDIS_TLS_INSECURE (1 or true). A variable that is set
+// LOCKPROOF_REDIS_TLS_INSECURE (1 or true); a consensus store's login
+// LOCKPROOF_STORE_USERNAME, LOCKPROOF_STORE_PASSWORD, and its TLS
+// LOCKPROOF_STORE_TLS, LOCKPROOF_STORE_TLS_CA, _CERT, _KEY,
+// _SERVER_NAME, _INSECURE as the Redis ones. A variable that is set
 // overrides a's field; one that is not leaves it. Passwords can so stay
 // out of a config file (--byo-config), and out of a command line.
 func AuthFromEnviron(a Auth, getenv func(string) string) (Auth, error) {
@@ -345,17 +356,6 @@ func AuthFromEnviron(a Auth, getenv func(string) string) (Auth, error) {
 			*dst = Secret(v)
 		}
 	}
-	boolean := func(k string) (bool, bool, error) {
-		v := getenv(k)
-		if v == "" {
-			return false, false, nil
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return false, false, fmt.Errorf("%s=%q: want 1, 0, true or false", k, v)
-		}
-		return b, true, nil
-	}
 	str("LOCKPROOF_REDIS_USERNAME", &a.Username)
 	secret("LOCKPROOF_REDIS_PASSWORD", &a.Password)
 	str("LOCKPROOF_SENTINEL_USERNAME", &a.SentinelUsername)
@@ -367,41 +367,67 @@ func AuthFromEnviron(a Auth, getenv func(string) string) (Auth, error) {
 		}
 		a.DB = db
 	}
-	on, set, err := boolean("LOCKPROOF_REDIS_TLS")
-	if err != nil {
+	str("LOCKPROOF_STORE_USERNAME", &a.StoreUsername)
+	secret("LOCKPROOF_STORE_PASSWORD", &a.StorePassword)
+	var err error
+	if a.TLS, err = tlsFromEnviron("LOCKPROOF_REDIS_TLS", a.TLS, getenv); err != nil {
 		return a, err
 	}
-	insecure, insecureSet, err := boolean("LOCKPROOF_REDIS_TLS_INSECURE")
-	if err != nil {
+	if a.StoreTLS, err = tlsFromEnviron("LOCKPROOF_STORE_TLS", a.StoreTLS, getenv); err != nil {
 		return a, err
+	}
+	return a, nil
+}
+
+// tlsFromEnviron is t with what the variables named after v set: v (1
+// or true: speak TLS; 0 or false: none), v_CA, v_CERT, v_KEY,
+// v_SERVER_NAME, v_INSECURE (1 or true). Unset, they leave t.
+func tlsFromEnviron(v string, t *TLS, getenv func(string) string) (*TLS, error) {
+	boolean := func(k string) (bool, bool, error) {
+		s := getenv(k)
+		if s == "" {
+			return false, false, nil
+		}
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return false, false, fmt.Errorf("%s=%q: want 1, 0, true or false", k, s)
+		}
+		return b, true, nil
+	}
+	on, set, err := boolean(v)
+	if err != nil {
+		return t, err
+	}
+	insecure, insecureSet, err := boolean(v + "_INSECURE")
+	if err != nil {
+		return t, err
 	}
 	tlsVars := insecureSet
-	for _, k := range []string{"LOCKPROOF_REDIS_TLS_CA", "LOCKPROOF_REDIS_TLS_CERT", "LOCKPROOF_REDIS_TLS_KEY", "LOCKPROOF_REDIS_TLS_SERVER_NAME"} {
+	for _, k := range []string{v + "_CA", v + "_CERT", v + "_KEY", v + "_SERVER_NAME"} {
 		tlsVars = tlsVars || getenv(k) != ""
 	}
 	switch {
 	case set && !on:
 		if tlsVars {
-			return a, errors.New("LOCKPROOF_REDIS_TLS is off while other LOCKPROOF_REDIS_TLS_* variables are set: turn it on, or unset them")
+			return t, fmt.Errorf("%s is off while other %s_* variables are set: turn it on, or unset them", v, v)
 		}
-		a.TLS = nil
-		return a, nil
+		return nil, nil
 	case !on && !tlsVars:
-		return a, nil
+		return t, nil
 	}
-	t := TLS{}
-	if a.TLS != nil {
-		t = *a.TLS
+	out := TLS{}
+	if t != nil {
+		out = *t
 	}
-	str("LOCKPROOF_REDIS_TLS_CA", &t.CAFile)
-	str("LOCKPROOF_REDIS_TLS_CERT", &t.CertFile)
-	str("LOCKPROOF_REDIS_TLS_KEY", &t.KeyFile)
-	str("LOCKPROOF_REDIS_TLS_SERVER_NAME", &t.ServerName)
+	for k, dst := range map[string]*string{v + "_CA": &out.CAFile, v + "_CERT": &out.CertFile, v + "_KEY": &out.KeyFile, v + "_SERVER_NAME": &out.ServerName} {
+		if s := getenv(k); s != "" {
+			*dst = s
+		}
+	}
 	if insecureSet {
-		t.InsecureSkipVerify = insecure
+		out.InsecureSkipVerify = insecure
 	}
-	a.TLS = &t
-	return a, nil
+	return &out, nil
 }
 
 // RedactURL is raw as it may be written anywhere (an error, a plan, a

@@ -91,7 +91,15 @@ func NewStore(ctx context.Context, spec Spec, log *slog.Logger) (*StoreEnv, erro
 		return nil, fmt.Errorf("store environment: %w", err)
 	}
 	e := &StoreEnv{spec: spec, log: log, root: root, members: map[string]*proc.Member{}}
-	e.topo.Auth = Auth{Password: secret}
+	// The store asks a login of its own (issue 62, item 9): its members
+	// listen on loopback, where any local user could otherwise read or
+	// write the locks' keys and nodes in the middle of a run.
+	storeSecret, err := NewSecret()
+	if err != nil {
+		_ = os.RemoveAll(root)
+		return nil, fmt.Errorf("store environment: %w", err)
+	}
+	e.topo.Auth = Auth{Password: secret, StoreUsername: StoreUser(spec.Store), StorePassword: storeSecret}
 	e.topo.StoreKind = spec.Store
 	if err := e.start(ctx); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -101,6 +109,24 @@ func NewStore(ctx context.Context, spec Spec, log *slog.Logger) (*StoreEnv, erro
 	}
 	return e, nil
 }
+
+// StoreUser is the user the process and Docker environments' store of
+// topology logs in as: etcd's root (etcd enables its authentication
+// only once a user root exists: the one user), ZooKeeper's digest
+// identity lockproof.
+func StoreUser(topology string) string {
+	if topology == contract.TopologyZooKeeper {
+		return "lockproof"
+	}
+	return "root"
+}
+
+// StoreBcryptCost is the work factor of the etcd password hashes of
+// the environments' own stores (etcd's --bcrypt-cost): bcrypt's least,
+// for a password that is a random 128-bit secret (NewSecret), so that a
+// client's re-authentications do not cost the members tens of
+// milliseconds each (etcdproc.ClusterConfig.BcryptCost).
+const StoreBcryptCost = 4
 
 // StoreMissing says what the process environment of the store named
 // topology lacks on this machine (its binaries), or nil.
@@ -157,6 +183,9 @@ func (e *StoreEnv) startEtcd(ctx context.Context) error {
 		// replaced within a second, and the shortest lease etcd grants
 		// (1.5 election timeouts, rounded up to a second) is 1s.
 		HeartbeatInterval: 100 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
+		// The login's password is a random 128-bit secret: the cheapest
+		// hash (etcdproc says why it matters).
+		BcryptCost: StoreBcryptCost,
 		Advertise: func(i int, peer, client string) (string, string, error) {
 			px, err := e.toxi.API.CreateProxy("peer-"+NodeID(RoleEtcd, i), "127.0.0.1:0", peer)
 			if err != nil {
@@ -170,6 +199,12 @@ func (e *StoreEnv) startEtcd(ctx context.Context) error {
 		return err
 	}
 	e.etcd = c
+	// etcd's authentication on: a client with no login, or another's,
+	// is refused every request; the env's own (Wipe's member changes)
+	// log in as root. Its status (Leader) asks none.
+	if err := c.EnableAuth(ctx, 0, string(e.topo.Auth.StorePassword)); err != nil {
+		return err
+	}
 	for i, m := range c.Members {
 		id := NodeID(RoleEtcd, i)
 		e.members[id] = &m.Member
@@ -185,6 +220,10 @@ func (e *StoreEnv) startZooKeeper(ctx context.Context) error {
 	peers := make([][]string, 3)
 	c, err := zkproc.StartCluster(ctx, zkproc.ClusterConfig{
 		Servers: 3,
+		// A client must log in (digest) before its first request, and
+		// the tree's root admits the env's identity alone (LockRoot
+		// below): the lock's nodes carry its ACL.
+		EnforceAuth: true,
 		Route: func(from, to int, quorum, election string) (string, string, error) {
 			var out []string
 			for _, up := range []struct{ kind, addr string }{{"q", quorum}, {"e", election}} {
@@ -208,6 +247,9 @@ func (e *StoreEnv) startZooKeeper(ctx context.Context) error {
 		return err
 	}
 	e.zk = c
+	if err := zkproc.LockRoot(ctx, c.Servers[0].ClientAddr, e.topo.Auth.StoreUsername, string(e.topo.Auth.StorePassword)); err != nil {
+		return err
+	}
 	for i, s := range c.Servers {
 		id := NodeID(RoleZooKeeper, i)
 		e.members[id] = &s.Member

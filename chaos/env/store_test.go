@@ -120,6 +120,7 @@ func TestStoreEnvironments(t *testing.T) {
 			if topo.Name() != topology || len(topo.Store) != 3 || topo.Fenced.ID != "fenced" || len(topo.Data)+len(topo.Cluster)+len(topo.Sentinels) != 0 {
 				t.Fatalf("topology %s: %+v; want 3 members of the store and the fenced node, no Redis deployment", topo.Name(), topo)
 			}
+			chaostest.StoreAsksALogin(t, ctx, topo)
 			want := map[string]string{contract.TopologyEtcd: "etcdserver", contract.TopologyZooKeeper: "imok"}[topology]
 			l := chaostest.Links(t, e, "c1")
 			for _, n := range topo.Store {

@@ -117,7 +117,15 @@ func (w *Workload) build(name, key string, idx uint64, rt route) (*Client, error
 		deps.Redis = c.lockRDB
 	}
 	if rt.Store != "" {
-		deps.Store = locker.Store{Kind: rt.Store, Endpoints: rt.StoreAddrs, Dial: c.Gate.Dialer(gate.DialFunc(rt.Dial))}
+		// The store's own login and TLS (Auth's Store fields), not the
+		// Redis servers': a BYO store's credentials reach its traffic.
+		stls, err := rt.Auth.StoreTLSConfig()
+		if err != nil {
+			c.close()
+			return nil, fmt.Errorf("client %s: %w: store TLS: %w", name, ErrConfig, err)
+		}
+		deps.Store = locker.Store{Kind: rt.Store, Endpoints: rt.StoreAddrs, Dial: c.Gate.Dialer(gate.DialFunc(rt.Dial)),
+			Username: rt.Auth.StoreUsername, Password: string(rt.Auth.StorePassword), TLS: stls}
 	}
 	for _, r := range c.redlock {
 		deps.Redlock = append(deps.Redlock, r)

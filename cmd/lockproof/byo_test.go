@@ -43,16 +43,7 @@ func TestRunOnBYOCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop() })
-	fenced, err := redisproc.Start(ctx, redisproc.Config{Password: password})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fenced.Stop() })
-	toxi, err := env.StartToxiproxy(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = toxi.Close(context.Background()) })
+	fenced, toxi := fencedAndToxiproxy(t, ctx, password)
 	dir := t.TempDir()
 	config := func(name string, cfg env.BYOConfig) string {
 		cfg.ToxiproxyURL, cfg.Fenced = toxi.URL, fenced.Addr
@@ -209,4 +200,22 @@ func TestRunBYOUnreachableExits4(t *testing.T) {
 	if code != exitEnvironment || !strings.Contains(stderr, "toxiproxy") {
 		t.Errorf("exit %d, %q; want %d naming the toxiproxy", code, stderr, exitEnvironment)
 	}
+}
+
+// fencedAndToxiproxy starts what every BYO deployment of a test needs
+// beside its own servers: the fenced resources' Redis (asking password,
+// when set) and a Toxiproxy server, both stopped when t ends.
+func fencedAndToxiproxy(t *testing.T, ctx context.Context, password string) (*redisproc.Process, *env.ToxiServer) {
+	t.Helper()
+	fenced, err := redisproc.Start(ctx, redisproc.Config{Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fenced.Stop() })
+	toxi, err := env.StartToxiproxy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = toxi.Close(context.Background()) })
+	return fenced, toxi
 }

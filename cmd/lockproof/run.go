@@ -906,6 +906,41 @@ func prepareOut(out string, force, resume bool, w io.Writer) error {
 	return nil
 }
 
+// printStorePlan prints what every scenario of a run on a consensus
+// store (topology etcd or zookeeper) does to its members: every request
+// its locks (stores/etcdlock, stores/zklock) send, on what, as whom.
+// Keep it to what they send: a user decides on it whether to let a run
+// near a store of theirs.
+func printStorePlan(w io.Writer, topology string, kind env.Kind, byo *env.BYOConfig) {
+	keys := runner.KeysNamed(kind)
+	// lockproof's own stores ask a login of their own (env.StoreUser,
+	// a password new for each environment).
+	as := "as user " + env.StoreUser(topology) + " (a password new for each environment)"
+	switch {
+	case byo != nil && byo.StoreUsername != "":
+		as = "as user " + byo.StoreUsername
+	case byo != nil:
+		as = "with no login"
+	}
+	fmt.Fprintf(w, "every scenario: creates Toxiproxy proxies in front of every %s member and of the fenced (and redlock) Redis, and deletes them at its end;\n", topology)
+	if topology == contract.TopologyEtcd {
+		fmt.Fprintf(w, "  each of its clients opens an etcd client (gRPC) to every member %s (Authenticate, when a login is given), and sends only:\n", as)
+		fmt.Fprintln(w, "    LeaseGrant of the lock's TTL, LeaseKeepAlive every TTL/3 while it holds or waits, LeaseRevoke when it releases or gives up;")
+		fmt.Fprintf(w, "    Txn (put its key <lock key>/<lease id> under its lease if absent; delete it if it still owns it), Range (the keys under <lock key>: the holder, the key before its own), Watch (that key's deletion, while it waits), DeleteRange (its own key, when a try finds the lock held or a wait is given up): on lock keys named %s only;\n", keys)
+		fmt.Fprintln(w, "    nothing else: no member list, status, maintenance or authentication change; its keys go with their leases")
+	} else {
+		fmt.Fprintf(w, "  each of its clients opens a ZooKeeper session (its timeout the lock's TTL) on a server, logs in %s (digest auth, AddAuth, when a login is given), and sends only:\n", as)
+		fmt.Fprintf(w, "    create: the container nodes /lockproof and /lockproof/<lock key> (lock keys named %s, '/' as '_'; the server deletes a container once empty), and its ephemeral sequential node under the latter;\n", keys)
+		fmt.Fprintln(w, "    getChildren (the lock node's children; also to find its node after a lost reply), exists (its node's zxid; and every TTL/3 while it holds), getData with a watch (the node before its own, while it waits), delete (its own node), closeSession;")
+		fmt.Fprintln(w, "    every node it creates carries an ACL that admits the login's digest identity alone (world:anyone without a login); nothing else is read or changed")
+	}
+	fmt.Fprintf(w, "  runs its fenced-resource commands on the fenced Redis on keys named %s only", keys)
+	if kind == env.BYO {
+		fmt.Fprint(w, ", and deletes them at its end (SCAN MATCH, DEL); reads its DBSIZE once, to warn of a database that holds keys")
+	}
+	fmt.Fprintln(w)
+}
+
 // printPlan prints what a run of cfg would do on an environment of kind
 // (byo: the deployment given), touching nothing: the scenarios, what every
 // scenario sends the servers, and per fault the commands of its own, with
@@ -919,21 +954,33 @@ func printPlan(w io.Writer, cfg runner.Config, kind env.Kind, byo *env.BYOConfig
 			role  string
 			addrs []string
 		}{{"sentinels", byo.Sentinels}, {"data (master first)", byo.Data}, {"cluster seeds", byo.Cluster},
+			{"etcd members", byo.Etcd}, {"zookeeper servers", byo.ZooKeeper},
 			{"fenced resources", []string{byo.Fenced}}, {"redlock masters", byo.Redlock}} {
 			if len(n.addrs) > 0 && n.addrs[0] != "" {
 				fmt.Fprintf(w, "  %s: %s\n", n.role, strings.Join(n.addrs, ", "))
 			}
 		}
 		fmt.Fprintf(w, "  toxiproxy: %s\n", env.RedactURL(byo.ToxiproxyURL))
-		fmt.Fprintf(w, "  login: %s\n", byo.Auth.Describe())
+		if contract.IsStore(cfg.Topology) {
+			redis := byo.Auth
+			redis.StoreUsername, redis.StorePassword, redis.StoreTLS = "", "", nil
+			fmt.Fprintf(w, "  login (fenced and redlock Redis): %s\n", redis.Describe())
+			fmt.Fprintf(w, "  login (%s): %s\n", cfg.Topology, byo.Auth.DescribeStore())
+		} else {
+			fmt.Fprintf(w, "  login: %s\n", byo.Auth.Describe())
+		}
 	}
-	fmt.Fprintln(w, "every scenario: reads the topology (PING, INFO, SENTINEL MASTER and REPLICAS or CLUSTER NODES) on each node;")
-	fmt.Fprintln(w, "  creates Toxiproxy proxies in front of them and deletes them at its end;")
-	fmt.Fprintf(w, "  runs its locks' commands and fenced-resource commands on keys named %s only", runner.KeysNamed(kind))
-	if kind == env.BYO {
-		fmt.Fprint(w, ", and deletes them at its end")
+	if contract.IsStore(cfg.Topology) {
+		printStorePlan(w, cfg.Topology, kind, byo)
+	} else {
+		fmt.Fprintln(w, "every scenario: reads the topology (PING, INFO, SENTINEL MASTER and REPLICAS or CLUSTER NODES) on each node;")
+		fmt.Fprintln(w, "  creates Toxiproxy proxies in front of them and deletes them at its end;")
+		fmt.Fprintf(w, "  runs its locks' commands and fenced-resource commands on keys named %s only", runner.KeysNamed(kind))
+		if kind == env.BYO {
+			fmt.Fprint(w, ", and deletes them at its end")
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
 	fmt.Fprintln(w, "faults:")
 	for _, name := range cfg.Faults {
 		ft, _ := chaos.Lookup(name)

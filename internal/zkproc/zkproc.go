@@ -14,7 +14,9 @@
 //
 // It asks a server what it is through the four-letter word srvr on its
 // client port (whitelisted in the configuration it writes), so that the
-// library's module needs no ZooKeeper client.
+// library's module needs no ZooKeeper client; the few requests an
+// environment's login needs (a digest login, the root's ACL: LockRoot;
+// Children, for its tests) it speaks itself, in client.go.
 package zkproc
 
 import (
@@ -72,6 +74,26 @@ type ClusterConfig struct {
 	// default ZooKeeper's own, 60s. A test shortens it to see what a
 	// lock does when its parent node is reaped between two holds.
 	ContainerCheck time.Duration
+	// EnforceAuth makes every server refuse a client that has not
+	// logged in with digest auth (AddAuth "digest", user:password) before
+	// its first request (ZooKeeper's zookeeper.enforce.auth.enabled and
+	// .schemes=digest): a client with no login has its connection closed.
+	// Digest auth admits any user:password it is given; what keeps
+	// another identity from the nodes is their ACLs.
+	EnforceAuth bool
+}
+
+// JVMOptions are the system properties (java's -D options, before the
+// main class) that cfg's settings ask of every server.
+func (cfg ClusterConfig) JVMOptions() []string {
+	var out []string
+	if cfg.ContainerCheck > 0 {
+		out = append(out, "-Dznode.container.checkIntervalMs="+strconv.FormatInt(cfg.ContainerCheck.Milliseconds(), 10))
+	}
+	if cfg.EnforceAuth {
+		out = append(out, "-Dzookeeper.enforce.auth.enabled=true", "-Dzookeeper.enforce.auth.schemes=digest")
+	}
+	return out
 }
 
 // Server is one running (or killed) ZooKeeper server: proc.Member's
@@ -161,11 +183,8 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		s := &Server{ID: i + 1, Dir: filepath.Join(root, "s"+strconv.Itoa(i+1))}
 		s.Name, s.Log = "zookeeper "+strconv.Itoa(s.ID), filepath.Join(s.Dir, "zookeeper.log")
 		s.Command = func() *exec.Cmd {
-			args := ServerArgs(s.Dir, filepath.Join(s.Dir, "zoo.cfg"))
-			if cfg.ContainerCheck > 0 {
-				// A JVM option: it goes before the main class.
-				args = append([]string{"-Dznode.container.checkIntervalMs=" + strconv.FormatInt(cfg.ContainerCheck.Milliseconds(), 10)}, args...)
-			}
+			// JVM options: they go before the main class.
+			args := append(cfg.JVMOptions(), ServerArgs(s.Dir, filepath.Join(s.Dir, "zoo.cfg"))...)
 			cmd := exec.Command(java, args...)
 			cmd.Dir = s.Dir
 			return cmd

@@ -20,6 +20,11 @@
 // guarantee mutual exclusion in asynchronous networks"); a fenced
 // resource refuses its late write, because the next holder's key was
 // created at a higher revision.
+//
+// A store with a login (locker.Store's Username and Password) is an etcd
+// user the client authenticates as, and its TLS (a client certificate
+// among it) is spoken on every connection; a request the cluster's
+// authentication refuses wraps ErrRefused.
 package etcdlock
 
 import (
@@ -64,6 +69,11 @@ func Entries() []locker.Entry {
 	}.Entries()
 }
 
+// ErrRefused: the store refused a request for its login (no user given
+// to a cluster with authentication, or a user without the rights); the
+// request surely had no effect.
+var ErrRefused = errors.New("etcdlock: refused by the store's authentication")
+
 // Open opens a Locker of etcd's mutex for one workload client on its
 // store (d.Store), fenced by the create revision when fenced is set. Its
 // Close closes the etcd client it opened.
@@ -77,16 +87,27 @@ func Open(d locker.Deps, fenced bool) (locker.Locker, error) {
 		var nd net.Dialer
 		dial = nd.DialContext
 	}
-	cli, err := clientv3.New(clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:   d.Store.Endpoints,
 		DialTimeout: 2 * time.Second,
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			return dial(ctx, "tcp", addr)
 		})},
 		Logger: zap.NewNop(),
-	})
+		// The store's login (an etcd user: the client authenticates at
+		// its first dial and sends the token with every request) and
+		// TLS (gRPC's, over the connection Dial made: the server's name
+		// is the endpoint's host, the member's own address).
+		Username: d.Store.Username,
+		Password: d.Store.Password,
+	}
+	if d.Store.TLS != nil {
+		cfg.TLS = d.Store.TLS.Clone()
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("etcdlock: client of %v: %w", d.Store.Endpoints, err)
+		// The error names no password: the client's never quotes it.
+		return nil, fmt.Errorf("etcdlock: client of %v as user %q: %w", d.Store.Endpoints, d.Store.Username, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Locker{d: d, cli: cli, fenced: fenced, ctx: ctx, cancel: cancel}, nil
@@ -330,6 +351,12 @@ func outcome(err error) error {
 		return fmt.Errorf("%w: %w", locker.ErrNotHeld, err)
 	case rpctypes.ErrTooManyRequests.Error(), rpctypes.ErrGRPCNotCapable.Error():
 		return err // refused before it was proposed
+	case rpctypes.ErrUserEmpty.Error(), rpctypes.ErrPermissionDenied.Error(),
+		rpctypes.ErrAuthFailed.Error(), rpctypes.ErrInvalidAuthToken.Error(), rpctypes.ErrAuthNotEnabled.Error(),
+		rpctypes.ErrAuthOldRevision.Error():
+		// Refused by the store's authentication: no login, or one
+		// without the rights, was never applied.
+		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return fmt.Errorf("%w: %w", locker.ErrUnknownOutcome, err)
 }

@@ -22,23 +22,9 @@ import (
 // cluster (holdtest.Paths), its hold stolen by revoking its lease; and a
 // TTL etcd cannot grant is refused by name.
 func TestMutexPaths(t *testing.T) {
-	if _, err := etcdproc.Binary(); err != nil {
-		if redistest.InCI() {
-			t.Fatalf("CI=true but %v", err)
-		}
-		t.Skip(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := etcdproc.StartCluster(ctx, etcdproc.ClusterConfig{ElectionTimeout: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	var eps []string
-	for _, m := range c.Members {
-		eps = append(eps, m.ClientAddr)
-	}
+	_, eps := cluster(t, ctx, etcdproc.ClusterConfig{ElectionTimeout: 500 * time.Millisecond})
 	open := func(t *testing.T, obs locker.Observer) locker.Locker {
 		l, err := etcdlock.Open(locker.Deps{Store: locker.Store{Kind: contract.TopologyEtcd, Endpoints: eps}, Observer: obs, Prefix: t.Name() + "/"}, true)
 		if err != nil {
@@ -69,4 +55,27 @@ func TestMutexPaths(t *testing.T) {
 				t.Fatal(err)
 			}
 		}})
+}
+
+// cluster starts an etcd cluster of cfg for t, stopped when t ends, and
+// returns it with its members' client addresses; without etcd it skips
+// t (fails it in CI).
+func cluster(t *testing.T, ctx context.Context, cfg etcdproc.ClusterConfig) (*etcdproc.Cluster, []string) {
+	t.Helper()
+	if _, err := etcdproc.Binary(); err != nil {
+		if redistest.InCI() {
+			t.Fatalf("CI=true but %v", err)
+		}
+		t.Skip(err)
+	}
+	c, err := etcdproc.StartCluster(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	var eps []string
+	for _, m := range c.Members {
+		eps = append(eps, m.ClientAddr)
+	}
+	return c, eps
 }

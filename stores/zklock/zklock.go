@@ -26,10 +26,19 @@
 // sees (locker.Observer) and which tells the holder when its node is gone.
 // A holder whose session expired while it was paused wakes believing it
 // holds, until the library reconnects and learns of the expiry.
+//
+// A store with a login (locker.Store's Username and Password) is logged
+// in to with digest auth, the session's first request (and, the library
+// resending stored credentials before any other request, every
+// reconnection's), and every node the lock creates, the lock's parents
+// included, carries an ACL that admits that identity alone: another
+// client can neither read, steal nor delete a hold. Without a login the
+// nodes are world:anyone, ZooKeeper's default.
 package zklock
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -65,6 +74,16 @@ func Entries() []locker.Entry {
 	}.Entries()
 }
 
+// codeLoginRequired is ZooKeeper's SESSIONCLOSEDREQUIRESASLAUTH, the
+// code a server that enforces authentication (enforce.auth.enabled)
+// answers a request of a client that has not logged in with.
+const codeLoginRequired = -124
+
+// ErrRefused: the store refused a request for the session's identity (a
+// node whose ACL admits another, a server that wants a login); the
+// request surely had no effect.
+var ErrRefused = errors.New("zklock: refused by the store's ACL or authentication")
+
 // Open opens a Locker of the recipe for one workload client on its store
 // (d.Store), fenced by the node's creation zxid when fenced is set. The session
 // opens at the first acquire; Close closes it.
@@ -72,15 +91,28 @@ func Open(d locker.Deps, fenced bool) (locker.Locker, error) {
 	if d.Store.Kind != contract.TopologyZooKeeper || len(d.Store.Endpoints) == 0 {
 		return nil, fmt.Errorf("zklock: Deps.Store: want the endpoints of a ZooKeeper ensemble, got kind %q with %d: %w", d.Store.Kind, len(d.Store.Endpoints), locker.ErrInvalid)
 	}
+	if d.Store.Password != "" && d.Store.Username == "" {
+		return nil, fmt.Errorf("zklock: Deps.Store: a password without a user: digest auth is user:password: %w", locker.ErrInvalid)
+	}
 	d = d.Normalize()
+	acl := zk.WorldACL(zk.PermAll)
+	if d.Store.Username != "" {
+		// The run's identity alone may read, change or delete what it
+		// creates: another client of the store (another user, or one
+		// with no login) cannot steal or read a hold.
+		acl = zk.DigestACL(zk.PermAll, d.Store.Username, d.Store.Password)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Locker{d: d, fenced: fenced, ctx: ctx, cancel: cancel, leases: map[*lease]bool{}}, nil
+	return &Locker{d: d, fenced: fenced, acl: acl, ctx: ctx, cancel: cancel, leases: map[*lease]bool{}}, nil
 }
 
 // Locker is the recipe for one workload client: one session.
 type Locker struct {
 	d      locker.Deps
 	fenced bool
+	// acl is the ACL of every node the lock creates: its login's digest
+	// identity when it has one (Deps.Store.Username), else world:anyone.
+	acl []zk.ACL
 	// ctx ends with Close: the renewal loops and the calls left running
 	// after their caller gave up end with it.
 	ctx    context.Context
@@ -123,8 +155,9 @@ func (l *Locker) Close() error {
 }
 
 // session returns the client's session, opened with timeout ttl at the
-// first call; a later ttl must be the same.
-func (l *Locker) session(ttl time.Duration) (*zk.Conn, error) {
+// first call (and logged in, within ctx, when the store has a login); a
+// later ttl must be the same.
+func (l *Locker) session(ctx context.Context, ttl time.Duration) (*zk.Conn, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -148,15 +181,49 @@ func (l *Locker) session(ttl time.Duration) (*zk.Conn, error) {
 		zk.WithDialer(func(network, addr string, timeout time.Duration) (net.Conn, error) {
 			ctx, cancel := context.WithTimeout(l.ctx, timeout)
 			defer cancel()
-			return dial(ctx, network, addr)
+			return dialTLS(ctx, dial, l.d.Store.TLS, network, addr)
 		}),
 		zk.WithLogInfo(false), zk.WithLogger(quiet{}),
 		zk.WithEventCallback(l.event))
 	if err != nil {
 		return nil, fmt.Errorf("zklock: session with %v: %w", l.d.Store.Endpoints, err)
 	}
+	if l.d.Store.Username != "" {
+		// The first request of the session: a server that enforces
+		// authentication closes a connection whose first request is
+		// anything else. The library sends it again on every
+		// reconnection, before any other request.
+		auth := []byte(l.d.Store.Username + ":" + l.d.Store.Password)
+		if err := l.call(ctx, func() error { return conn.AddAuth("digest", auth) }, nil); err != nil {
+			conn.Close()
+			// err is the library's or ctx's: it never holds the password.
+			return nil, fmt.Errorf("zklock: digest auth as %q with %v: %w", l.d.Store.Username, l.d.Store.Endpoints, err)
+		}
+	}
 	l.conn, l.ttl = conn, ttl
 	return conn, nil
+}
+
+// dialTLS dials addr with dial and, when cfg is set, speaks TLS on the
+// connection to the server at addr (its host is the server's name unless
+// cfg names one).
+func dialTLS(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error), cfg *tls.Config, network, addr string) (net.Conn, error) {
+	conn, err := dial(ctx, network, addr)
+	if err != nil || cfg == nil {
+		return conn, err
+	}
+	cfg = cfg.Clone()
+	if cfg.ServerName == "" {
+		if h, _, err := net.SplitHostPort(addr); err == nil {
+			cfg.ServerName = h
+		}
+	}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("zklock: TLS handshake with %s: %w", addr, err)
+	}
+	return tc, nil
 }
 
 // event hears the session's events: an expired session took every node
@@ -225,7 +292,7 @@ func (l *Locker) dir(key string) string {
 }
 
 func (l *Locker) acquire(ctx context.Context, key string, ttl time.Duration, wait bool) (locker.Lease, error) {
-	conn, err := l.session(ttl)
+	conn, err := l.session(ctx, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -233,10 +300,10 @@ func (l *Locker) acquire(ctx context.Context, key string, ttl time.Duration, wai
 	var path string
 	sent := l.d.Clock()
 	create := func() error {
-		p, err := conn.CreateProtectedEphemeralSequential(dir+"/lock-", nil, zk.WorldACL(zk.PermAll))
+		p, err := conn.CreateProtectedEphemeralSequential(dir+"/lock-", nil, l.acl)
 		if errors.Is(err, zk.ErrNoNode) {
 			if err = l.parents(conn, dir); err == nil {
-				p, err = conn.CreateProtectedEphemeralSequential(dir+"/lock-", nil, zk.WorldACL(zk.PermAll))
+				p, err = conn.CreateProtectedEphemeralSequential(dir+"/lock-", nil, l.acl)
 			}
 		}
 		path = p
@@ -314,7 +381,7 @@ func (l *Locker) parents(conn *zk.Conn, dir string) error {
 	p := ""
 	for _, part := range strings.Split(strings.TrimPrefix(dir, "/"), "/") {
 		p += "/" + part
-		if _, err := conn.CreateContainer(p, nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := conn.CreateContainer(p, nil, zk.FlagContainer, l.acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
 	}
@@ -392,6 +459,15 @@ func outcome(err error) error {
 		return fmt.Errorf("%w: %w", locker.ErrUnknownOutcome, err)
 	case errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrNoNode):
 		return fmt.Errorf("%w: %w", locker.ErrNotHeld, err)
+	case errors.Is(err, zk.ErrNoAuth), errors.Is(err, zk.ErrAuthFailed):
+		// The node's ACL (or the server's) refused this identity: the
+		// request was not applied.
+		return fmt.Errorf("%w: %w", ErrRefused, err)
+	case strings.HasSuffix(err.Error(), fmt.Sprint(codeLoginRequired)):
+		// The server enforces authentication and the session did not log
+		// in: it answered this code and closed the connection, without
+		// applying the request. The library knows no such code.
+		return fmt.Errorf("%w: the server wants a login (Deps.Store.Username): %w", ErrRefused, err)
 	}
 	return fmt.Errorf("%w: %w", locker.ErrUnknownOutcome, err)
 }

@@ -22,24 +22,9 @@ import (
 // 3-server ensemble (holdtest.Paths), its hold stolen by deleting its
 // node; and a second TTL on one client's session is refused by name.
 func TestRecipePaths(t *testing.T) {
-	if _, err := zkproc.Java(); err != nil {
-		if redistest.InCI() {
-			t.Fatalf("CI=true but %v", err)
-		}
-		t.Skip(err)
-	}
-	alone.Take(t) // three JVMs start beside no test that needs the cores
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := zkproc.StartCluster(ctx, zkproc.ClusterConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	var eps []string
-	for _, s := range c.Servers {
-		eps = append(eps, s.ClientAddr)
-	}
+	eps := ensemble(t, ctx, zkproc.ClusterConfig{})
 	open := func(t *testing.T, obs locker.Observer) locker.Locker {
 		l, err := zklock.Open(locker.Deps{Store: locker.Store{Kind: contract.TopologyZooKeeper, Endpoints: eps}, Observer: obs, Prefix: t.Name() + "/"}, true)
 		if err != nil {
@@ -84,21 +69,9 @@ func TestRecipePaths(t *testing.T) {
 // yet made) would pass the resource's check after a newer holder wrote.
 // With fences by sequence number this fails: both holds are node 0.
 func TestFenceSurvivesContainerReap(t *testing.T) {
-	if _, err := zkproc.Java(); err != nil {
-		if redistest.InCI() {
-			t.Fatalf("CI=true but %v", err)
-		}
-		t.Skip(err)
-	}
-	alone.Take(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := zkproc.StartCluster(ctx, zkproc.ClusterConfig{Servers: 1, ContainerCheck: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	eps := []string{c.Servers[0].ClientAddr}
+	eps := ensemble(t, ctx, zkproc.ClusterConfig{Servers: 1, ContainerCheck: 200 * time.Millisecond})
 	l, err := zklock.Open(locker.Deps{Store: locker.Store{Kind: contract.TopologyZooKeeper, Endpoints: eps}, Prefix: "reap/"}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -152,4 +125,28 @@ func TestFenceSurvivesContainerReap(t *testing.T) {
 	if after <= before {
 		t.Fatalf("fence after the reap %d, before %d: the fence went back", after, before)
 	}
+}
+
+// ensemble starts a ZooKeeper ensemble of cfg for t, stopped when t
+// ends, and returns its servers' client addresses; without ZooKeeper
+// it skips t (fails it in CI).
+func ensemble(t *testing.T, ctx context.Context, cfg zkproc.ClusterConfig) []string {
+	t.Helper()
+	if _, err := zkproc.Java(); err != nil {
+		if redistest.InCI() {
+			t.Fatalf("CI=true but %v", err)
+		}
+		t.Skip(err)
+	}
+	alone.Take(t) // JVMs start beside no test that needs the cores
+	c, err := zkproc.StartCluster(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	var eps []string
+	for _, s := range c.Servers {
+		eps = append(eps, s.ClientAddr)
+	}
+	return eps
 }
