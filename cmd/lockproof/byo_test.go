@@ -76,7 +76,7 @@ func TestRunOnBYOCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out := keeprun.Dir(t)
+	out := filepath.Join(keeprun.Dir(t), "run") // it must not exist: a refused run makes none
 	// A failover changes the user's deployment: refused unless --yes
 	// (issue 47 item 4), before anything runs or is written.
 	byoRun := []string{"--topology", "cluster", "--provider", "byo", "--byo-config", clusterCfg,

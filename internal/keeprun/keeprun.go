@@ -42,12 +42,33 @@ func Dir(tb testing.TB) string {
 	}
 	tb.Cleanup(func() {
 		if tb.Failed() {
-			Tell(tb, dir)
+			tellAll(tb, dir)
 			keep(tb, dir)
 		}
 		_ = os.RemoveAll(dir)
 	})
 	return dir
+}
+
+// tellAll tells the run directory dir, or, when the test made its runs
+// in folders of it (a run's --out must not exist beforehand), each of
+// them that holds a summary.
+func tellAll(tb testing.TB, dir string) {
+	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
+		Tell(tb, dir)
+		return
+	}
+	ents, _ := os.ReadDir(dir)
+	told := false
+	for _, e := range ents {
+		if _, err := os.Stat(filepath.Join(dir, e.Name(), "summary.json")); e.IsDir() && err == nil {
+			Tell(tb, filepath.Join(dir, e.Name()))
+			told = true
+		}
+	}
+	if !told {
+		tb.Logf("keeprun: %s holds no run's summary to tell", dir)
+	}
 }
 
 // keep copies dir under $LOCKPROOF_KEEP_FAILED/<test name>, when set.

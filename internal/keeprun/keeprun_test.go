@@ -97,3 +97,22 @@ func TestKeepCopiesUnderTheVariable(t *testing.T) {
 		}
 	}
 }
+
+// TestTellAllFindsRunsInFolders: a test whose run's --out is a folder of
+// the kept directory (it must not exist beforehand) has that run told.
+func TestTellAllFindsRunsInFolders(t *testing.T) {
+	parent := t.TempDir()
+	if err := os.Rename(runDir(t), filepath.Join(parent, "run")); err != nil {
+		t.Fatal(err)
+	}
+	tb := &logTB{name: "T"}
+	tellAll(tb, parent)
+	if len(tb.logs) != 1 || !strings.Contains(tb.logs[0], "fenced × pause-client seed 2") {
+		t.Errorf("told %q; want the run in the folder told", tb.logs)
+	}
+	tb = &logTB{name: "T"}
+	tellAll(tb, t.TempDir())
+	if len(tb.logs) != 1 || !strings.Contains(tb.logs[0], "holds no run's summary") {
+		t.Errorf("told %q; want it said that there was nothing to tell", tb.logs)
+	}
+}
