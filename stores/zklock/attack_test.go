@@ -233,3 +233,35 @@ func TestTwoLoginsOneEnsemble(t *testing.T) {
 	}
 	_ = lsB.Release(ctx)
 }
+
+// TestUsernameWithColon: ZooKeeper's digest login is user:password,
+// split at the first colon, so a user name with a colon in it cannot be
+// a digest identity: the lock's DigestACL (user "a:b") is an ACL id
+// with two colons, which the server refuses as invalid (InvalidACL)
+// before it creates anything. The lock should refuse such a login at
+// Open (ErrInvalid), or at least say its acquire surely did nothing;
+// it says the outcome is unknown.
+func TestUsernameWithColon(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	eps := ensemble(t, ctx, zkproc.ClusterConfig{Servers: 1, EnforceAuth: true})
+	l, err := zklock.Open(locker.Deps{Store: locker.Store{Kind: contract.TopologyZooKeeper, Endpoints: eps, Username: "ops:lock", Password: "pw-c"}, Prefix: "colon/"}, true)
+	if errors.Is(err, locker.ErrInvalid) {
+		return // refused by name
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+	defer acancel()
+	ls, err := l.TryAcquire(actx, "k", 2*time.Second)
+	if err == nil {
+		_ = ls.Release(ctx)
+		return
+	}
+	if errors.Is(err, locker.ErrUnknownOutcome) {
+		t.Fatalf("TryAcquire as user %q: %v; the server refused the node's ACL before it created anything: want ErrInvalid at Open, not an unknown outcome", "ops:lock", err)
+	}
+	t.Logf("TryAcquire: %v", err)
+}
