@@ -3,6 +3,7 @@ package etcdlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,5 +172,36 @@ func TestStaleTokenMidHold(t *testing.T) {
 	}
 	if err := ls.Release(ctx); err != nil {
 		t.Fatalf("Release: %v", err)
+	}
+}
+
+// TestWrongPasswordNamesCause: a lock given a wrong password for the
+// store's user fails at Open with an error that names the user and the
+// cause (authentication failed), never the password; a lock given a
+// user that does not exist, the same.
+func TestWrongPasswordNamesCause(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, eps := cluster(t, ctx, etcdproc.ClusterConfig{Members: 1, ElectionTimeout: 500 * time.Millisecond, BcryptCost: 4})
+	const pw = "right-pw-81f"
+	if err := c.EnableAuth(ctx, 0, pw); err != nil {
+		t.Fatal(err)
+	}
+	for _, login := range [][2]string{{"root", "Wr0ng-pw-44e"}, {"nobody", "Wr0ng-pw-44e"}} {
+		l, err := etcdlock.Open(locker.Deps{Store: locker.Store{Kind: contract.TopologyEtcd, Endpoints: eps, Username: login[0], Password: login[1]}, Prefix: "wrong/"}, true)
+		if err == nil {
+			// The client may authenticate at its first request instead.
+			_, err = l.TryAcquire(ctx, "k", 2*time.Second)
+			_ = l.Close()
+		}
+		t.Logf("%s: %v", login[0], err)
+		switch {
+		case err == nil:
+			t.Errorf("user %s with a wrong password: no error", login[0])
+		case strings.Contains(err.Error(), login[1]) || strings.Contains(err.Error(), pw):
+			t.Errorf("the error quotes a password: %v", err)
+		case !strings.Contains(err.Error(), "authentication failed") || !strings.Contains(err.Error(), login[0]):
+			t.Errorf("user %s with a wrong password: %v; want the user and the cause named", login[0], err)
+		}
 	}
 }

@@ -225,6 +225,33 @@ func TestTwoLoginsOneEnsemble(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lsA.Release(ctx)
+	// Bob (logged in as himself, as his lock is) can delete neither
+	// alice's node nor its parents.
+	bobConn, _, err := zk.Connect(eps, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bobConn.Close()
+	if err := bobConn.AddAuth("digest", []byte("bob:pw-b")); err != nil {
+		t.Fatal(err)
+	}
+	own, _, err := zk.Connect(eps, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if err := own.AddAuth("digest", []byte("alice:pw-a")); err != nil {
+		t.Fatal(err)
+	}
+	nodes, _, err := own.Children("/lockproof/a_k")
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("alice's nodes: %v, %v", nodes, err)
+	}
+	for _, p := range []string{"/lockproof/a_k/" + nodes[0], "/lockproof/a_k", "/lockproof"} {
+		if err := bobConn.Delete(p, -1); !errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, zk.ErrNotEmpty) {
+			t.Errorf("bob's Delete of %s: %v; want NoAuth (or NotEmpty)", p, err)
+		}
+	}
 	bctx, bcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer bcancel()
 	lsB, err := b.TryAcquire(bctx, "k", 4*time.Second)
