@@ -78,6 +78,10 @@ type ClusterConfig struct {
 	// password that is a random 128-bit secret, which no work factor
 	// needs to slow the guessing of.
 	BcryptCost int
+	// AuthTokenTTL is etcd's --auth-token-ttl, how long a simple token
+	// lives unused; 0: etcd's default (300s). A test shortens it to see
+	// a client's token go stale while it holds.
+	AuthTokenTTL time.Duration
 	// ClientTLS, when set, makes every member serve its clients over TLS
 	// only (https client URLs): a deployment of a user's that asks it.
 	ClientTLS *ClientTLS
@@ -225,6 +229,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (c *Cluster, err error
 		args = append(args, tlsArgs...)
 		if cfg.BcryptCost > 0 {
 			args = append(args, "--bcrypt-cost", strconv.Itoa(cfg.BcryptCost))
+		}
+		if cfg.AuthTokenTTL > 0 {
+			args = append(args, "--auth-token-ttl", strconv.Itoa(int(cfg.AuthTokenTTL/time.Second)))
 		}
 		m.Command = func() *exec.Cmd { return exec.Command(bin, args...) }
 		m.args = args

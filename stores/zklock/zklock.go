@@ -94,6 +94,9 @@ func Open(d locker.Deps, fenced bool) (locker.Locker, error) {
 	if d.Store.Password != "" && d.Store.Username == "" {
 		return nil, fmt.Errorf("zklock: Deps.Store: a password without a user: digest auth is user:password: %w", locker.ErrInvalid)
 	}
+	if strings.Contains(d.Store.Username, ":") {
+		return nil, fmt.Errorf("zklock: Deps.Store: user %q has a colon: digest auth is user:password, split at the first: %w", d.Store.Username, locker.ErrInvalid)
+	}
 	d = d.Normalize()
 	acl := zk.WorldACL(zk.PermAll)
 	if d.Store.Username != "" {
