@@ -224,7 +224,7 @@ func (l *Locker) acquire(ctx context.Context, key string, ttl time.Duration, wai
 		case errors.Is(err, concurrency.ErrLocked), errors.Is(err, concurrency.ErrSessionExpired):
 			return nil, fmt.Errorf("etcdlock: %s: %w: %w", key, locker.ErrNotAcquired, err)
 		}
-		return nil, fmt.Errorf("etcdlock: %s: %w", key, outcome(err))
+		return nil, fmt.Errorf("etcdlock: %s: %w", key, lockOutcome(err))
 	}
 	ls.rev = createRevision(m)
 	ls.held.Store(true)
@@ -351,14 +351,41 @@ func outcome(err error) error {
 		return fmt.Errorf("%w: %w", locker.ErrNotHeld, err)
 	case rpctypes.ErrTooManyRequests.Error(), rpctypes.ErrGRPCNotCapable.Error():
 		return err // refused before it was proposed
-	case rpctypes.ErrUserEmpty.Error(), rpctypes.ErrPermissionDenied.Error(),
-		rpctypes.ErrAuthFailed.Error(), rpctypes.ErrInvalidAuthToken.Error(), rpctypes.ErrAuthNotEnabled.Error(),
-		rpctypes.ErrAuthOldRevision.Error():
+	}
+	if authRefusal(err) {
 		// Refused by the store's authentication: no login, or one
 		// without the rights, was never applied.
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return fmt.Errorf("%w: %w", locker.ErrUnknownOutcome, err)
+}
+
+// authRefusal reports whether the store's authentication refused the
+// request err answers.
+func authRefusal(err error) bool {
+	switch rpctypes.ErrorDesc(err) {
+	case rpctypes.ErrUserEmpty.Error(), rpctypes.ErrPermissionDenied.Error(),
+		rpctypes.ErrAuthFailed.Error(), rpctypes.ErrInvalidAuthToken.Error(), rpctypes.ErrAuthNotEnabled.Error(),
+		rpctypes.ErrAuthOldRevision.Error():
+		return true
+	}
+	return false
+}
+
+// lockOutcome is outcome for the mutex's Lock or TryLock, which send
+// several requests (its key's put, the reads of the line, the delete of
+// a key that lost). A client with no identity (no user, a wrong
+// password) had every one refused, its put too: refused. A refusal of
+// an identity's rights (permission denied, rights changed since its
+// token, a token gone stale) may come after the put took effect, which
+// then holds or waits for the lock until its lease is revoked or runs
+// out: the outcome is unknown.
+func lockOutcome(err error) error {
+	switch rpctypes.ErrorDesc(err) {
+	case rpctypes.ErrPermissionDenied.Error(), rpctypes.ErrAuthOldRevision.Error(), rpctypes.ErrInvalidAuthToken.Error():
+		return fmt.Errorf("%w: %w", locker.ErrUnknownOutcome, err)
+	}
+	return outcome(err)
 }
 
 // renewOutcome is outcome for a keep-alive: a refused one says the lease

@@ -32,8 +32,11 @@
 // resending stored credentials before any other request, every
 // reconnection's), and every node the lock creates, the lock's parents
 // included, carries an ACL that admits that identity alone: another
-// client can neither read, steal nor delete a hold. Without a login the
-// nodes are world:anyone, ZooKeeper's default.
+// client can neither read, steal nor delete a hold. The one exception is
+// the parent every key shares (/lockproof), in which any identity may
+// also create (only create) its own keys' nodes, so that runs of other
+// logins can use one ensemble. Without a login the nodes are
+// world:anyone, ZooKeeper's default.
 package zklock
 
 import (
@@ -42,6 +45,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -380,11 +384,25 @@ func (l *Locker) acquire(ctx context.Context, key string, ttl time.Duration, wai
 // parents creates dir and its parents, as go-zookeeper's Lock does, but
 // as container nodes: the server deletes each once its last child is
 // gone, so that a run leaves nothing on a ZooKeeper it does not own.
+//
+// With a login, the parents above the key's own (the shared /lockproof)
+// also let any identity create a node in them, and only that: runs of
+// other logins on one ensemble each make their keys' nodes there, under
+// ACLs of their own, and none can read, take or delete another's.
 func (l *Locker) parents(conn *zk.Conn, dir string) error {
+	parts := strings.Split(strings.TrimPrefix(dir, "/"), "/")
+	shared := l.acl
+	if l.d.Store.Username != "" {
+		shared = append(slices.Clone(l.acl), zk.WorldACL(zk.PermCreate)...)
+	}
 	p := ""
-	for _, part := range strings.Split(strings.TrimPrefix(dir, "/"), "/") {
+	for i, part := range parts {
 		p += "/" + part
-		if _, err := conn.CreateContainer(p, nil, zk.FlagContainer, l.acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		acl := l.acl
+		if i < len(parts)-1 {
+			acl = shared
+		}
+		if _, err := conn.CreateContainer(p, nil, zk.FlagContainer, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
 	}
