@@ -37,8 +37,8 @@ func TestLayering(t *testing.T) {
 	}{
 		{"chaos", func(p string) bool { return !under(p, "checker") && !under(p, "reports") && !under(p, "runner") },
 			"the producer writes histories; judging them is the checker's, the runner's and the reports' job"},
-		{"chaos", func(p string) bool { return !under(p, "internal/vnode") },
-			"a fault's simulated twin acts through chaos.SimNet: the simulation's in-process Redis (miniredis, in internal/vnode) stays out of a user's module that runs locks in real time"},
+		{"chaos", func(p string) bool { return !under(p, "internal/simnet/nodes") },
+			"a fault's simulated twin acts through chaos.SimNet: the simulation's in-process Redis (miniredis, in internal/simnet/nodes) stays out of a user's module that runs locks in real time"},
 		{"chaos", func(p string) bool { return !under(p, "zoo") },
 			"the producer runs whatever lock its caller names, from the caller's registry: it pulls in no specimen (a lock's needs come from its locker.Entry)"},
 		{"checker", func(p string) bool {

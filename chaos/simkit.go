@@ -16,13 +16,13 @@ import (
 
 // The simulation's kit: what a fault's simulated strike (Fault.Simulate)
 // gets, and the helpers the fault files share for it. Package sim runs
-// them in virtual time on in-process Redis (internal/vnode): the same
+// them in virtual time on in-process Redis (internal/simnet/nodes): the same
 // fault, declared once in its file beside its real-time strike, so that
 // its window in the history carries the same kind and the lock's
 // predictions and excuses are the matrix's.
 
 // SimNet is what a simulated strike does to the simulated network and its
-// in-process Redis nodes (internal/vnode's Net implements it): declared
+// in-process Redis nodes (internal/simnet/nodes's Net implements it): declared
 // here, with simnet's plain types, so that package chaos, which a user's
 // module imports to run locks in real time, does not pull the
 // simulation's in-process Redis.
@@ -73,7 +73,7 @@ type SimStrike struct {
 	Ctx context.Context
 	// Rng is the fault's own stream: other draws stay as they were.
 	Rng *rand.Rand
-	// Net is the simulated network and its nodes (internal/vnode's).
+	// Net is the simulated network and its nodes (internal/simnet/nodes's).
 	Net SimNet
 	// Workload is the run's workload (its clients, their gates and clocks).
 	Workload *workload.Workload

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproof/lockproof/internal/vnode"
+	"github.com/lockproof/lockproof/internal/simnet/nodes"
 	"github.com/lockproof/lockproof/lock"
 )
 
@@ -22,7 +22,7 @@ import (
 // lease without watchdog is free right after its TTL.
 func TestLockInVirtualTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rdb := vnode.Client(t)
+		rdb := nodes.Client(t)
 		ctx := context.Background()
 		opts := lock.Options{TTL: 10 * time.Second, Watchdog: true}
 		a, err := lock.New(rdb, opts)
@@ -70,9 +70,9 @@ func TestLockInVirtualTime(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := <-got
-		// The messages' transits only (vnode.Transit each; a poll would
+		// The messages' transits only (nodes.Transit each; a poll would
 		// take milliseconds): the waiter was woken by the release's notice.
-		if d := time.Since(released); d > 10*vnode.Transit {
+		if d := time.Since(released); d > 10*nodes.Transit {
 			t.Errorf("the hand-off took %v of virtual time, want the messages' transits only (no timer in between)", d)
 		}
 		if w.Fence() <= l.Fence() {
@@ -206,9 +206,9 @@ func TestRenewalFailsBeforeTheLoss(t *testing.T) {
 // holderOnNet returns a simulated network of one node, its address, and
 // the client "holder" on it; both close when the bubble's test ends. Call
 // it inside a synctest bubble.
-func holderOnNet(t *testing.T) (*vnode.Net, string, *redis.Client) {
+func holderOnNet(t *testing.T) (*nodes.Net, string, *redis.Client) {
 	const addr = "127.0.0.1:1"
-	n := vnode.NewNet(1, addr)
+	n := nodes.NewNet(1, addr)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, Dialer: n.Dialer("holder"), MaxRetries: -1})
 	t.Cleanup(func() {
 		_ = rdb.Close()

@@ -1,7 +1,7 @@
 // Package sim runs a lock's real code in virtual time: the workload of
 // package chaos/workload, on in-process Redis nodes (miniredis, held to a
 // real redis-server by internal/fidelity) reached through a simulated
-// network (internal/vnode: in-memory pipes whose messages it delays,
+// network (internal/simnet/nodes: in-memory pipes whose messages it delays,
 // holds or loses), inside a testing/synctest bubble, so that seconds of
 // leases, watchdog renewals, hand-offs and expiries take milliseconds; its
 // history goes through the same checker as a real run's, judged by the
@@ -37,7 +37,7 @@ import (
 	"github.com/lockproof/lockproof/checker"
 	"github.com/lockproof/lockproof/contract"
 	"github.com/lockproof/lockproof/history"
-	"github.com/lockproof/lockproof/internal/vnode"
+	"github.com/lockproof/lockproof/internal/simnet/nodes"
 	"github.com/lockproof/lockproof/judge"
 	"github.com/lockproof/lockproof/locker"
 )
@@ -119,8 +119,8 @@ func Simulate(t *testing.T, sc Scenario) (Result, error) {
 	if !ok {
 		return Result{}, fmt.Errorf("%w: lock %q is not in the registry (%v)", ErrScenario, sc.Lock, sc.Locks.Names())
 	}
-	if entry.Needs.Replicas > vnode.Replicas {
-		return Result{}, fmt.Errorf("%w: lock %q needs %d replicas (locker.Needs.Replicas): the simulation's master has %d", ErrScenario, sc.Lock, entry.Needs.Replicas, vnode.Replicas)
+	if entry.Needs.Replicas > nodes.Replicas {
+		return Result{}, fmt.Errorf("%w: lock %q needs %d replicas (locker.Needs.Replicas): the simulation's master has %d", ErrScenario, sc.Lock, entry.Needs.Replicas, nodes.Replicas)
 	}
 	cfg := sc.Workload
 	cfg.Lock, cfg.Locks, cfg.Seed, cfg.Replayable = sc.Lock, sc.Locks, sc.Seed, true
@@ -205,7 +205,7 @@ func simulate(sc Scenario, entry locker.Entry, cfg workload.Config, d time.Durat
 		redlock = redlockAddrs()
 		lockNodes = redlock
 	}
-	n := vnode.NewNet(sc.Seed, append([]string{masterAddr, fencedAddr}, redlock...)...)
+	n := nodes.NewNet(sc.Seed, append([]string{masterAddr, fencedAddr}, redlock...)...)
 	defer n.Close()
 	w, err := workload.NewOn(cfg, func(c string) func(context.Context, string, string) (net.Conn, error) { return n.Dialer(c) }, masterAddr, fencedAddr, redlock...)
 	if err != nil {

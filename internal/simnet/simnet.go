@@ -1,8 +1,8 @@
 // Package simnet holds what a simulated network's user needs to name its
 // faults and read their evidence (Rates, Counts) without the network
 // itself: package chaos declares each fault's simulated twin with it, and
-// internal/vnode, the network (and its in-process Redis nodes), implements
-// it. So a module that runs locks in real time does not pull the
+// package nodes below it, the network and its in-process Redis nodes,
+// implements it. So a module that runs locks in real time does not pull the
 // simulation's in-process Redis.
 package simnet
 
@@ -51,19 +51,19 @@ type Rates struct {
 func (r Rates) Validate() error {
 	switch {
 	case r.Delay < 0:
-		return fmt.Errorf("vnode: Rates.Delay = %v: must be at least 0", r.Delay)
+		return fmt.Errorf("simnet: Rates.Delay = %v: must be at least 0", r.Delay)
 	case r.Jitter < 0:
-		return fmt.Errorf("vnode: Rates.Jitter = %v: must be at least 0", r.Jitter)
+		return fmt.Errorf("simnet: Rates.Jitter = %v: must be at least 0", r.Jitter)
 	case r.Drop < 0 || r.Drop > 1:
-		return fmt.Errorf("vnode: Rates.Drop = %v: must be in [0, 1]", r.Drop)
+		return fmt.Errorf("simnet: Rates.Drop = %v: must be in [0, 1]", r.Drop)
 	case r.LoseReply < 0 || r.LoseReply > 1:
-		return fmt.Errorf("vnode: Rates.LoseReply = %v: must be in [0, 1]", r.LoseReply)
+		return fmt.Errorf("simnet: Rates.LoseReply = %v: must be in [0, 1]", r.LoseReply)
 	case r.Late < 0 || r.Late > 1:
-		return fmt.Errorf("vnode: Rates.Late = %v: must be in [0, 1]", r.Late)
+		return fmt.Errorf("simnet: Rates.Late = %v: must be in [0, 1]", r.Late)
 	case r.LateBy < 0:
-		return fmt.Errorf("vnode: Rates.LateBy = %v: must be at least 0", r.LateBy)
+		return fmt.Errorf("simnet: Rates.LateBy = %v: must be at least 0", r.LateBy)
 	case r.Late > 0 && r.LateBy == 0:
-		return fmt.Errorf("vnode: Rates.LateBy = 0 with Late = %v: a late request needs a delay", r.Late)
+		return fmt.Errorf("simnet: Rates.LateBy = 0 with Late = %v: a late request needs a delay", r.Late)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package vnode
+package nodes
 
 import (
 	"fmt"
@@ -59,7 +59,7 @@ func Copy(dst, src *miniredis.Miniredis, behind time.Duration) error {
 			err = fmt.Errorf("type %q is not copied", typ)
 		}
 		if err != nil {
-			return fmt.Errorf("vnode: copy key %q: %w", k, err)
+			return fmt.Errorf("simnet: copy key %q: %w", k, err)
 		}
 		if ttl := src.TTL(k); ttl > 0 {
 			dst.SetTTL(k, ttl+behind)
@@ -78,7 +78,7 @@ func (n *Net) Promote(addr string, m *miniredis.Miniredis, behind time.Duration)
 	old, ok := n.nodes[addr]
 	if !ok {
 		n.mu.Unlock()
-		return fmt.Errorf("vnode: promote: no node at %s", addr)
+		return fmt.Errorf("simnet: promote: no node at %s", addr)
 	}
 	n.nodes[addr] = &Node{Addr: addr, M: m, Behind: behind, last: time.Now()}
 	n.retired = append(n.retired, old)
@@ -145,7 +145,7 @@ func (n *Net) takeReplica(id int) *replica {
 func (n *Net) PromoteReplica(id int) (lost int, err error) {
 	r := n.takeReplica(id)
 	if r == nil {
-		return 0, fmt.Errorf("vnode: promote: no replica %d", id)
+		return 0, fmt.Errorf("simnet: promote: no replica %d", id)
 	}
 	addr := r.addr
 	// The replica's keys expired on its clock meanwhile.

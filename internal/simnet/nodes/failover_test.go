@@ -1,4 +1,4 @@
-package vnode
+package nodes
 
 import (
 	"context"

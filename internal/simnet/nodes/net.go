@@ -1,4 +1,4 @@
-package vnode
+package nodes
 
 import (
 	"bytes"
@@ -230,11 +230,11 @@ func (n *Net) Dialer(client string) Dialer {
 		node, ok := n.nodes[addr]
 		if !ok {
 			n.mu.Unlock()
-			return nil, fmt.Errorf("vnode: no node at %s", addr)
+			return nil, fmt.Errorf("simnet: no node at %s", addr)
 		}
 		if n.closed {
 			n.mu.Unlock()
-			return nil, fmt.Errorf("vnode: dial %s: %w", addr, net.ErrClosed)
+			return nil, fmt.Errorf("simnet: dial %s: %w", addr, net.ErrClosed)
 		}
 		// A cut-off client's dial succeeds, and its messages wait like
 		// those of its open connections: a dial that hung instead would
@@ -408,7 +408,7 @@ func (n *Net) Close() {
 const Transit = time.Microsecond
 
 // errClosed ends a pump: its connection was reset.
-var errClosed = errors.New("vnode: connection reset")
+var errClosed = errors.New("simnet: connection reset")
 
 // link is one connection: the client's pipe end cs, the node's ms, and a
 // pump each way.

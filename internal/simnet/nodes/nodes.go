@@ -1,10 +1,12 @@
-// Package vnode runs in-process Redis nodes (miniredis) for code that runs
+// Package nodes runs in-process Redis nodes (miniredis) for code that runs
 // in virtual time (a testing/synctest bubble): reached over in-memory pipes
 // (no socket: every goroutine of the bubble blocks durably) through a
 // simulated network (Net) that can delay, hold and lose messages, their
-// keys expiring on the bubble's clock. It is the node of package sim and
-// of the lock's virtual-time tests; it imports nothing of the harness.
-package vnode
+// keys expiring on the bubble's clock. It is the simulated network whose
+// plain types are package simnet's and whose faults package chaos names
+// (chaos.SimNet, which Net implements): the node of package sim and of
+// the lock's virtual-time tests; it imports nothing of the harness.
+package nodes
 
 import (
 	"context"
