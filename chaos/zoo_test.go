@@ -250,7 +250,7 @@ func sameLinesAsCheck(t *testing.T, out string, s *contract.Row) {
 	fromFile, err := checker.Check(context.Background(), ops, checker.Options{Timeout: budget,
 		WaitBound: time.Duration(used.WaitBoundMs) * time.Millisecond, LossBound: time.Duration(used.LossBoundMs) * time.Millisecond,
 		Fair: used.Fair, Bypass: used.Bypass, CallSlack: time.Duration(used.CallSlackMs) * time.Millisecond, CloseRefuses: used.CloseRefuses,
-		Footprint: used.Footprint.Bound(), Handoff: time.Duration(used.HandoffMs) * time.Millisecond})
+		Footprint: used.Footprint.Bound(), Handoff: time.Duration(used.HandoffMs) * time.Millisecond, NotReentrant: used.NotReentrant})
 	if err != nil {
 		t.Errorf("%s: check the file: %v", s.ID(), err)
 		return

@@ -343,7 +343,7 @@ func (c *run) result(prs []PropertyResult) *Result {
 			TimeoutMs: c.opts.Timeout.Milliseconds(), WaitBoundMs: c.opts.WaitBound.Milliseconds(),
 			LossBoundMs: c.opts.LossBound.Milliseconds(), Fair: c.opts.Fair, Bypass: c.opts.Bypass,
 			CallSlackMs: c.opts.CallSlack.Milliseconds(), CloseRefuses: c.opts.CloseRefuses, Footprint: c.opts.Footprint.used(),
-			HandoffMs: c.opts.Handoff.Milliseconds()},
+			HandoffMs: c.opts.Handoff.Milliseconds(), NotReentrant: c.opts.NotReentrant},
 	}
 	var verdicts []contract.Verdict
 	for p, prop := range c.props {

@@ -58,4 +58,8 @@ func TestUnknownAcquiresOfANonReentrantLock(t *testing.T) {
 	if got := r.Of(contract.PropLease); got.Verdict != contract.OK {
 		t.Fatalf("lease %s (%+v), want ok", got.Verdict, got)
 	}
+	// check.json records it, so that a check of the file decides alike.
+	if !r.Options.NotReentrant {
+		t.Errorf("options used %+v: want not_reentrant recorded", r.Options)
+	}
 }

@@ -170,6 +170,11 @@ type OptionsUsed struct {
 	Footprint *FootprintUsed `json:"footprint,omitempty"`
 	// HandoffMs is Options.Handoff (0: the promptness property was n/a).
 	HandoffMs int64 `json:"handoff_ms,omitempty"`
+	// NotReentrant is Options.NotReentrant: the lease model took an ok
+	// acquire by a client that may still hold for a second holder, not a
+	// nested hold. A check of the same history must be told it again
+	// (check --not-reentrant) to decide as this one did.
+	NotReentrant bool `json:"not_reentrant,omitempty"`
 }
 
 // Of returns the result of the property whose contract ID is id
