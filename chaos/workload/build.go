@@ -86,14 +86,24 @@ func routeOf(topo env.Topology, l *env.Links) (route, error) {
 	return r, nil
 }
 
-func (w *Workload) newClient(ctx context.Context, e env.Env, topo env.Topology, name, key string, idx uint64) (*Client, error) {
+// linksOf opens client name's own links to e (its proxies) and its route
+// along them; the links are closed when the route fails.
+func (w *Workload) linksOf(ctx context.Context, e env.Env, topo env.Topology, name string) (*env.Links, route, error) {
 	l, err := env.NewLinks(ctx, e, w.cfg.KeyPrefix+name)
 	if err != nil {
-		return nil, err
+		return nil, route{}, err
 	}
 	rt, err := routeOf(topo, l)
 	if err != nil {
 		_ = l.Close()
+		return nil, route{}, err
+	}
+	return l, rt, nil
+}
+
+func (w *Workload) newClient(ctx context.Context, e env.Env, topo env.Topology, name, key string, idx uint64) (*Client, error) {
+	l, rt, err := w.linksOf(ctx, e, topo, name)
+	if err != nil {
 		return nil, err
 	}
 	c, err := w.build(name, key, idx, rt)

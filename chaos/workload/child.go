@@ -189,13 +189,8 @@ func (p *Proc) Kill() error {
 }
 
 func (w *Workload) newProc(ctx context.Context, e env.Env, topo env.Topology, name, key string, idx uint64) (*Proc, error) {
-	l, err := env.NewLinks(ctx, e, w.cfg.KeyPrefix+name)
+	l, rt, err := w.linksOf(ctx, e, topo, name)
 	if err != nil {
-		return nil, err
-	}
-	rt, err := routeOf(topo, l)
-	if err != nil {
-		_ = l.Close()
 		return nil, err
 	}
 	dial := map[string]string{}

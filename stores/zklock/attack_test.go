@@ -99,14 +99,7 @@ func (w *watched) Write(b []byte) (int, error) {
 func TestDigestLoginAfterExpiry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	eps := ensemble(t, ctx, zkproc.ClusterConfig{Servers: 1, EnforceAuth: true})
-	const user, pw = "runner", "s3cret-zk-pw"
-	var c cutter
-	l, err := zklock.Open(locker.Deps{Store: locker.Store{Kind: contract.TopologyZooKeeper, Endpoints: eps, Username: user, Password: pw, Dial: c.dial}, Prefix: "exp/"}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l, c, _ := openCut(t, ctx, "exp/")
 	ls, err := l.TryAcquire(ctx, "k", 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -151,14 +144,7 @@ func TestDigestLoginAfterExpiry(t *testing.T) {
 func TestLostCreateReplyFindsOwnNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	eps := ensemble(t, ctx, zkproc.ClusterConfig{Servers: 1, EnforceAuth: true})
-	const user, pw = "runner", "s3cret-zk-pw"
-	var c cutter
-	l, err := zklock.Open(locker.Deps{Store: locker.Store{Kind: contract.TopologyZooKeeper, Endpoints: eps, Username: user, Password: pw, Dial: c.dial}, Prefix: "lost/"}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l, c, eps := openCut(t, ctx, "lost/")
 	// The parents first, so the create dropped is the lock's node's.
 	ls, err := l.TryAcquire(ctx, "k", 4*time.Second)
 	if err != nil {
@@ -179,7 +165,7 @@ func TestLostCreateReplyFindsOwnNode(t *testing.T) {
 		t.Fatal(err2)
 	}
 	defer own.Close()
-	if err := own.AddAuth("digest", []byte(user+":"+pw)); err != nil {
+	if err := own.AddAuth("digest", []byte(cutUser+":"+cutPassword)); err != nil {
 		t.Fatal(err)
 	}
 	kids, _, kerr := own.Children("/lockproof/lost_k")
@@ -292,3 +278,22 @@ func TestUsernameWithColon(t *testing.T) {
 	}
 	t.Logf("TryAcquire: %v", err)
 }
+
+// openCut opens a fenced lock logged in (cutUser) on an ensemble of one
+// that enforces a login, dialling through a cutter the test controls;
+// the lock is closed when the test ends. It returns the ensemble's
+// endpoints too.
+func openCut(t *testing.T, ctx context.Context, prefix string) (locker.Locker, *cutter, []string) {
+	t.Helper()
+	eps := ensemble(t, ctx, zkproc.ClusterConfig{Servers: 1, EnforceAuth: true})
+	c := &cutter{}
+	l, err := zklock.Open(locker.Deps{Store: locker.Store{Kind: contract.TopologyZooKeeper, Endpoints: eps, Username: cutUser, Password: cutPassword, Dial: c.dial}, Prefix: prefix}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l, c, eps
+}
+
+// The login of openCut's lock.
+const cutUser, cutPassword = "runner", "s3cret-zk-pw"
