@@ -18,6 +18,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/lockproof/lockproof/contract"
 )
 
 // EnvVar names the directory failed tests' run directories are copied
@@ -96,19 +98,6 @@ func keep(tb testing.TB, dir string) {
 	tb.Logf("keeprun: the run directory is kept at %s", dst)
 }
 
-// row is what Tell reads of a summary.json scenario.
-type row struct {
-	Lock       string `json:"lock"`
-	Fault      string `json:"fault"`
-	Seed       int64  `json:"seed"`
-	History    string `json:"history"`
-	AsExpected *bool  `json:"as_expected"`
-	Error      string `json:"error"`
-	Mismatches []struct {
-		Text string `json:"text"`
-	} `json:"mismatch_details"`
-}
-
 // Tell writes to tb's log, for each scenario of the run directory dir
 // that is not as predicted (at most maxScenarios), what differed, the
 // check's first violation of each property with the history lines it
@@ -120,16 +109,14 @@ func Tell(tb testing.TB, dir string) {
 		tb.Logf("keeprun: %s has no summary to tell: %v", dir, err)
 		return
 	}
-	var sum struct {
-		Scenarios []row `json:"scenarios"`
-	}
+	var sum contract.Summary
 	if err := json.Unmarshal(b, &sum); err != nil {
 		tb.Logf("keeprun: %s/summary.json: %v", dir, err)
 		return
 	}
 	told := 0
 	for _, r := range sum.Scenarios {
-		if r.AsExpected == nil || *r.AsExpected {
+		if r == nil || r.AsExpected {
 			continue
 		}
 		if told++; told > maxScenarios {
@@ -141,10 +128,10 @@ func Tell(tb testing.TB, dir string) {
 }
 
 // describe is Tell's text of one scenario.
-func describe(dir string, r row) string {
+func describe(dir string, r *contract.Row) string {
 	var out strings.Builder
 	fmt.Fprintf(&out, "keeprun: %s × %s seed %d, not as predicted:", r.Lock, r.Fault, r.Seed)
-	for _, m := range r.Mismatches {
+	for _, m := range r.MismatchDetails {
 		fmt.Fprintf(&out, "\n  %s", m.Text)
 	}
 	if r.Error != "" {
