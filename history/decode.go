@@ -260,7 +260,7 @@ func (d *decoder) interned(s []byte) string {
 }
 
 func kindOf(s []byte) Kind {
-	for _, k := range []Kind{Acquire, Release, Renew, Write, Read, Fault, Lost, Close, Inspect, Holds, Footprint, TTL} {
+	for _, k := range opKinds() {
 		if string(s) == string(k) {
 			return k
 		}

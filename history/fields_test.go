@@ -42,3 +42,26 @@ func TestFieldTable(t *testing.T) {
 		t.Errorf("AppendJSON = %s\nwant          %s (the contract's order)", line, want)
 	}
 }
+
+// TestKindBitsFollowTheOps: the carriers' op bits (kAcquire, ...) are the
+// ops' places in opKinds, which kindBit reads: a list reordered without
+// them would let ops carry each other's fields.
+func TestKindBitsFollowTheOps(t *testing.T) {
+	want := map[Kind]kindSet{Acquire: kAcquire, Release: kRelease, Renew: kRenew, Write: kWrite, Read: kRead, Fault: kFault,
+		Lost: kLost, Close: kClose, Inspect: kInspect, Holds: kHolds, Footprint: kFootprint, TTL: kTTL}
+	ks := opKinds()
+	if len(want) != len(ks) {
+		t.Fatalf("%d bits for %d ops", len(want), len(ks))
+	}
+	for _, k := range ks {
+		if got := kindBit(k); got != want[k] {
+			t.Errorf("kindBit(%s) = %b; want %b", k, got, want[k])
+		}
+	}
+	if got := kindBit("nope"); got != 0 {
+		t.Errorf("kindBit(nope) = %b; want 0", got)
+	}
+	if got := kindList(); got != "acquire, release, renew, write, read, fault, lost, close, inspect, holds, footprint or ttl" {
+		t.Errorf("kindList() = %q", got)
+	}
+}

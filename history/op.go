@@ -54,6 +54,12 @@ const (
 	TTL Kind = "ttl"
 )
 
+// opKinds are the contract's ops, in its order: the one list the
+// decoder (kindOf) and the validation (kindBit, kindList) read.
+func opKinds() [12]Kind {
+	return [12]Kind{Acquire, Release, Renew, Write, Read, Fault, Lost, Close, Inspect, Holds, Footprint, TTL}
+}
+
 // Mode is the kind of hold of a lease op (the "mode" field).
 type Mode string
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"strings"
 )
 
 // ErrBadInput is the sentinel of every history that breaks the contract:
@@ -115,13 +116,14 @@ func bad(field, format string, args ...any) *fieldError {
 // field, and how its number is bounded, is the field table's (carriers);
 // what is left here relates fields to each other.
 func validate(o *Op, seen uint32) *fieldError {
-	if kindBit(o.Kind) == 0 {
+	kb := kindBit(o.Kind)
+	if kb == 0 {
 		if o.Kind == "" {
-			return bad("op", "missing (want %s)", kindList)
+			return bad("op", "missing (want %s)", kindList())
 		}
-		return bad("op", "unknown operation %q (want %s)", o.Kind, kindList)
+		return bad("op", "unknown operation %q (want %s)", o.Kind, kindList())
 	}
-	if err := validateResult(o); err != nil {
+	if err := validateResult(o, kb); err != nil {
 		return err
 	}
 	if seen&bit(fCall) == 0 {
@@ -133,7 +135,7 @@ func validate(o *Op, seen uint32) *fieldError {
 	if o.Kind == Lost && (!o.Completed || o.Return != o.Call) {
 		return bad("return", "a loss notice is an instant: its return equals its call")
 	}
-	if err := validateCarriers(o, seen); err != nil {
+	if err := validateCarriers(o, kb, seen); err != nil {
 		return err
 	}
 	if o.Completed && o.Return < o.Call {
@@ -155,13 +157,20 @@ func validate(o *Op, seen uint32) *fieldError {
 	return validateMode(o)
 }
 
-// kindList names the ops, for an error.
-const kindList = "acquire, release, renew, write, read, fault, lost, close, inspect, holds, footprint or ttl"
+// kindList names the ops, for an error: "acquire, ... or ttl".
+func kindList() string {
+	ks := opKinds()
+	names := make([]string, len(ks))
+	for i, k := range ks {
+		names[i] = string(k)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
 
 // kindSet is a set of op kinds, a bit each (kindBit).
 type kindSet uint16
 
-// The ops' bits.
+// The ops' bits, in opKinds' order (TestKindBitsFollowTheOps).
 const (
 	kAcquire kindSet = 1 << iota
 	kRelease
@@ -177,33 +186,13 @@ const (
 	kTTL
 )
 
-// kindBit is op kind k's bit; 0 for no op of the contract.
+// kindBit is op kind k's bit, its place in the contract's ops
+// (opKinds); 0 for no op of the contract.
 func kindBit(k Kind) kindSet {
-	switch k {
-	case Acquire:
-		return kAcquire
-	case Release:
-		return kRelease
-	case Renew:
-		return kRenew
-	case Write:
-		return kWrite
-	case Read:
-		return kRead
-	case Fault:
-		return kFault
-	case Lost:
-		return kLost
-	case Close:
-		return kClose
-	case Inspect:
-		return kInspect
-	case Holds:
-		return kHolds
-	case Footprint:
-		return kFootprint
-	case TTL:
-		return kTTL
+	for i, c := range opKinds() {
+		if k == c {
+			return 1 << i
+		}
 	}
 	return 0
 }
@@ -277,9 +266,9 @@ func refusal(id fieldID, k Kind, c carrier) string {
 }
 
 // validateCarriers checks each field o carries against its carrier: the
-// op may carry it, and its number is in bounds. Only the fields seen are
+// op (its bit kb) may carry it, and its number is in bounds. Only the fields seen are
 // looked at (most lines carry a third of them).
-func validateCarriers(o *Op, seen uint32) *fieldError {
+func validateCarriers(o *Op, kb kindSet, seen uint32) *fieldError {
 	cs := carriers()
 	for m := seen; m != 0; m &= m - 1 {
 		id := fieldID(bits.TrailingZeros32(m))
@@ -291,7 +280,7 @@ func validateCarriers(o *Op, seen uint32) *fieldError {
 			continue
 		}
 		c := cs[id]
-		if c.on != 0 && c.on&kindBit(o.Kind) == 0 {
+		if c.on != 0 && c.on&kb == 0 {
 			return bad(fieldName(id), "%s", refusal(id, o.Kind, c))
 		}
 		switch {
@@ -314,9 +303,9 @@ func validateCarriers(o *Op, seen uint32) *fieldError {
 func fieldName(id fieldID) string { return fields()[id].name }
 
 // validateResult checks a fault's name and result, and the client, key
-// and result every other op has.
-func validateResult(o *Op) *fieldError {
-	lockOp := kindBit(o.Kind)&(kAcquire|kRelease|kRenew|kClose|kInspect|kHolds|kFootprint|kTTL) != 0
+// and result every other op has (kb: the op's bit).
+func validateResult(o *Op, kb kindSet) *fieldError {
+	lockOp := kb&(kAcquire|kRelease|kRenew|kClose|kInspect|kHolds|kFootprint|kTTL) != 0
 	switch {
 	case o.Kind == Fault && o.Name == "":
 		return bad("name", "missing (a fault names its window)")
